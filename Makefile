@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: MIT
+# Spyre open driver stack.  `make demo` and `make test` are all a newcomer
+# needs: both set up the machine (apt, caches) and build what is missing.
+# The kernel module itself is built by Kbuild (see the top-level Kbuild).
+
+SHELL := /bin/bash
+.PHONY: all setup build demo test bench soak check clean
+
+all: build
+
+setup:
+	scripts/setup.sh
+
+build: setup
+	scripts/build.sh
+
+demo: build
+	scripts/vm.sh run --no-build -- spyre-demo
+
+test: build
+	scripts/run-tests.sh
+
+check: setup
+	scripts/check.sh
+
+clean:
+	rm -f driver/*.o driver/*.ko driver/*.mod* driver/.*.cmd driver/modules.order \
+	      .*.cmd Module.symvers modules.order
+	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/spyre/build"

@@ -1,0 +1,174 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Build everything the guest runs, cached under $SPYRE_CACHE:
+#   qemu       the QEMU binary with the spyre card (scripts/build-qemu.sh)
+#   firmware   SeaBIOS 1.16.3 + QEMU 10 option ROMs, unpacked
+#   module     spyre.ko against the guest kernel headers
+#   user       libspyre, tools, selftests (installed into a staging dir)
+#   initramfs  busybox + kmod + modules + our binaries
+# Usage: build.sh [STEP...]   (default: all of them)
+# Prints nothing on stdout but the paths file: $SPYRE_CACHE/build/paths.env
+. "$(dirname "$0")/lib.sh"
+kernel_env
+
+B=$SPYRE_CACHE/build
+mkdir -p "$B"
+
+# Modules the guest needs besides spyre.ko; dependencies are added.
+GUEST_MODULES=(drm drm_kms_helper drm_shmem_helper gpu-sched drm_buddy
+	       drm_exec drm_gpuvm vgem)
+
+step_qemu() {
+	msg "qemu: building (cached)"
+	QEMU=$("$SPYRE_ROOT/scripts/build-qemu.sh" | tail -1)
+	[ -x "$QEMU" ] || die "build-qemu.sh gave no binary"
+}
+
+step_firmware() {
+	FW=$SPYRE_CACHE/firmware/$(cd "$SPYRE_CACHE/debs" &&
+		ls seabios_*.deb qemu-system-data_*.deb | sha256sum | cut -c1-12)
+	if [ ! -f "$FW/.done" ]; then
+		msg "firmware: unpacking seabios and qemu-system-data"
+		rm -rf "$FW" && mkdir -p "$FW"
+		dpkg -x "$(ls "$SPYRE_CACHE"/debs/seabios_*.deb)" "$FW"
+		dpkg -x "$(ls "$SPYRE_CACHE"/debs/qemu-system-data_*.deb)" "$FW"
+		touch "$FW/.done"
+	fi
+}
+
+step_module() {
+	msg "module: building spyre.ko for $KREL"
+	make -s -C "$KDIR" M="$SPYRE_ROOT" modules >&2
+	MODULE=$SPYRE_ROOT/driver/spyre.ko
+	[ -f "$MODULE" ] || die "no driver/spyre.ko"
+}
+
+step_user() {
+	local o=$B/user stage=$B/stage
+	msg "user: building libspyre, tools and selftests"
+	rm -rf "$stage"
+	make -s -C "$SPYRE_ROOT/libspyre" O="$o/libspyre" KSRC="$KSRC" >&2
+	make -s -C "$SPYRE_ROOT/libspyre" O="$o/libspyre" KSRC="$KSRC" \
+		DESTDIR="$stage" PREFIX=/usr install >&2
+	make -s -C "$SPYRE_ROOT/selftests" O="$o/selftests" KSRC="$KSRC" \
+		LIBSPYRE_O="$o/libspyre" >&2
+	make -s -C "$SPYRE_ROOT/selftests" O="$o/selftests" KSRC="$KSRC" \
+		LIBSPYRE_O="$o/libspyre" DESTDIR="$stage" PREFIX=/usr install >&2
+	STAGE=$stage
+}
+
+# Copy the shared libraries that the ELF files under $1 need into $2.
+copy_libs() {
+	local root=$1 dst=$2 f lib
+	find "$root" -type f -perm -u+x -print0 |
+	while IFS= read -r -d '' f; do
+		[ "$(head -c4 "$f" | tail -c3)" = ELF ] || continue
+		LD_LIBRARY_PATH=$root/usr/lib ldd "$f" 2>/dev/null |
+			awk '/=> \//{print $3} /^\t\/lib64/{print $1}'
+	done | sort -u | while read -r lib; do
+		case $lib in "$root"/*) continue ;; esac
+		install -D -m 0755 "$(readlink -f "$lib")" "$dst$lib"
+	done
+}
+
+# Module closure from modules.dep.
+module_closure() {
+	local dep=$KMODS/modules.dep todo=("$@") seen=" " m path d
+	while [ ${#todo[@]} -gt 0 ]; do
+		m=${todo[0]}
+		todo=("${todo[@]:1}")
+		path=$(grep -E "/${m//-/[-_]}\.ko(\.xz)?:" "$dep" | cut -d: -f1)
+		[ -n "$path" ] || die "module $m not in $KREL"
+		case $seen in *" $path "*) continue ;; esac
+		seen="$seen$path "
+		echo "$path"
+		for d in $(grep -F "$path:" "$dep" | cut -d: -f2); do
+			d=$(basename "$d"); d=${d%.xz}; todo+=("${d%.ko}")
+		done
+	done
+}
+
+step_base() {
+	local key dir rt
+	key=$(printf '%s\n' "$KPKG" "${GUEST_MODULES[*]}" \
+		"$(dpkg-query -W -f='${Version}' busybox-static kmod libc6)" \
+		"$(sha256sum "$SPYRE_ROOT/scripts/build.sh" | cut -c1-16)" |
+		sha256sum | cut -c1-16)
+	BASE=$B/base-$key.cpio
+	[ -f "$BASE" ] && return
+	msg "initramfs: base image (busybox, kmod, modules)"
+	dir=$B/base-root
+	rm -rf "$dir" && mkdir -p "$dir"/{bin,sbin,etc,proc,sys,dev,tmp,work,root,run,mnt}
+	cp /bin/busybox "$dir/bin/busybox"
+	for a in $(/bin/busybox --list); do
+		[ -e "$dir/bin/$a" ] || ln -s busybox "$dir/bin/$a"
+	done
+	rm -f "$dir/bin/modprobe" "$dir/bin/insmod" "$dir/bin/rmmod" \
+	      "$dir/bin/lsmod" "$dir/bin/depmod" "$dir/bin/modinfo"
+	cp /bin/kmod "$dir/bin/kmod"
+	for a in modprobe insmod rmmod lsmod depmod modinfo; do
+		ln -s kmod "$dir/bin/$a"
+		ln -s ../bin/kmod "$dir/sbin/$a"
+	done
+	mkdir -p "$dir/usr/bin" "$dir/usr/lib"
+	copy_libs "$dir" "$dir"
+	rt=$dir/lib/modules/$KREL
+	mkdir -p "$rt"
+	module_closure "${GUEST_MODULES[@]}" | while read -r p; do
+		install -D -m 0644 "$KMODS/$p" "$rt/$p"
+	done
+	cp "$KMODS"/modules.{order,builtin,builtin.modinfo} "$rt/"
+	(cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$BASE.tmp"
+	mv "$BASE.tmp" "$BASE"
+}
+
+step_initramfs() {
+	local dir=$B/overlay-root rt
+	step_base
+	msg "initramfs: overlay (spyre.ko, libspyre, tests)"
+	rm -rf "$dir" && mkdir -p "$dir/etc" "$dir/lib/modules/$KREL/updates"
+	cp -a "$STAGE"/. "$dir/"
+	copy_libs "$dir" "$dir"
+	install -m 0644 "$MODULE" "$dir/lib/modules/$KREL/updates/spyre.ko"
+	# depmod over base + overlay, ship the result in the overlay
+	rt=$B/depmod-root
+	rm -rf "$rt" && mkdir -p "$rt"
+	(cd "$rt" && cpio -i -d --quiet <"$BASE" "lib/modules/*")
+	cp -a "$dir/lib/modules/$KREL/updates" "$rt/lib/modules/$KREL/"
+	depmod -b "$rt" "$KREL"
+	cp "$rt/lib/modules/$KREL"/modules.* "$dir/lib/modules/$KREL/"
+	install -m 0755 "$SPYRE_ROOT/scripts/guest-init.sh" "$dir/init"
+	printf 'root:x:0:0:root:/root:/bin/sh\nspyre:x:1000:1000:spyre:/work:/bin/sh\n' \
+		>"$dir/etc/passwd"
+	printf 'root:x:0:\naccel:x:1000:spyre\n' >"$dir/etc/group"
+	(cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) \
+		>"$B/overlay.cpio"
+	cat "$BASE" "$B/overlay.cpio" >"$B/initramfs.cpio"
+	INITRAMFS=$B/initramfs.cpio
+}
+
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(qemu firmware module user initramfs)
+for s in "${steps[@]}"; do
+	case $s in
+	qemu | firmware | module | user) "step_$s" ;;
+	initramfs)
+		[ -n "${MODULE:-}" ] || step_module
+		[ -n "${STAGE:-}" ] || step_user
+		step_initramfs ;;
+	*) die "unknown step $s" ;;
+	esac
+done
+
+# Record what was built, for vm.sh.
+{
+	[ -n "${QEMU:-}" ] && printf 'QEMU=%q\n' "$QEMU"
+	[ -n "${FW:-}" ] && printf 'FW=%q\n' "$FW"
+	[ -n "${INITRAMFS:-}" ] && printf 'INITRAMFS=%q\n' "$INITRAMFS"
+	printf 'KIMAGE=%q\n' "$KIMAGE"
+} >"$B/paths.env.new"
+touch "$B/paths.env"
+# merge: keep earlier entries not rebuilt this time
+sort -t= -k1,1 -u "$B/paths.env.new" "$B/paths.env" >"$B/paths.env.tmp"
+mv "$B/paths.env.tmp" "$B/paths.env"
+rm -f "$B/paths.env.new"

@@ -1,0 +1,59 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# /init of the Spyre test guest (busybox).  Loads spyre.ko, runs the
+# command that scripts/vm.sh put in /etc/spyre-cmd.sh (as the unprivileged
+# user "spyre" in the accel group unless SPYRE_RUN_ROOT=1), then prints the
+# exit status and the kernel log between markers that vm.sh parses.
+export PATH=/usr/bin:/bin:/sbin:/work
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+chmod 1777 /tmp /dev/shm
+hostname spyre-guest
+
+. /etc/spyre-run.conf
+
+finish() {
+	echo "SPYRE-EXIT $1"
+	echo "SPYRE-DMESG-BEGIN"
+	dmesg
+	echo "SPYRE-DMESG-END"
+	sync
+	poweroff -f
+}
+
+if [ "${SPYRE_NO_MODULE:-0}" != 1 ]; then
+	if ! modprobe spyre ${SPYRE_MODULE_ARGS:-}; then
+		echo "SPYRE-MODULE-FAIL"
+		finish 1
+	fi
+	i=0
+	while [ "$(ls /dev/accel 2>/dev/null | wc -l)" -lt "$SPYRE_CARDS" ]; do
+		i=$((i + 1))
+		if [ $i -gt 100 ]; then
+			echo "SPYRE-MODULE-FAIL: $SPYRE_CARDS card(s) expected"
+			ls -l /dev/accel
+			finish 1
+		fi
+		sleep 0.1
+	done
+	chgrp accel /dev/accel/* 2>/dev/null
+	chmod 0660 /dev/accel/* 2>/dev/null
+fi
+[ -e /dev/udmabuf ] && chgrp accel /dev/udmabuf && chmod 0660 /dev/udmabuf
+[ -d /dev/dma_heap ] && chgrp accel /dev/dma_heap/* && chmod 0660 /dev/dma_heap/*
+chown -R spyre:accel /work
+
+cd /work
+echo "SPYRE-START $(cut -d' ' -f1 /proc/uptime)"
+if [ "${SPYRE_RUN_ROOT:-0}" = 1 ]; then
+	sh /etc/spyre-cmd.sh
+else
+	setuidgid spyre sh /etc/spyre-cmd.sh
+fi
+finish $?

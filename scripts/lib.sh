@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: MIT
+# Common settings for the Spyre scripts.  Sourced, not run.
+#
+# Everything downloaded or built lives under $SPYRE_CACHE (outside the
+# clone), keyed by versions and source hashes, so a second run is fast.
+
+set -euo pipefail
+
+SPYRE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SPYRE_CACHE=${SPYRE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/spyre}
+export SPYRE_ROOT SPYRE_CACHE
+
+# The guest kernel: one exact version for image, headers, kbuild and
+# source (bookworm-backports).  Override with SPYRE_KPKG if the archive
+# moved on; scripts/setup.sh falls back to the newest consistent set.
+SPYRE_KPKG_DEFAULT=6.12.95-1~bpo12+1
+SPYRE_SEABIOS_PKG=1.16.3-2~bpo12+1
+
+msg() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Run as root, through sudo when needed.
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Resolved kernel versions (written by setup.sh).
+kernel_env() {
+	[ -f "$SPYRE_CACHE/kernel.env" ] ||
+		die "kernel not set up; run scripts/setup.sh"
+	# shellcheck disable=SC1091
+	. "$SPYRE_CACHE/kernel.env"
+	KROOT=$SPYRE_CACHE/kernel/$KPKG/root
+	KDIR=$KROOT/usr/src/linux-headers-$KREL
+	KSRC=$SPYRE_CACHE/ksrc/$KPKG/linux-source-6.12
+	KIMAGE=$KROOT/boot/vmlinuz-$KREL
+	KMODS=$KROOT/lib/modules/$KREL
+	export KPKG KABI KREL KROOT KDIR KSRC KIMAGE KMODS
+}
+
+# Hash of files (paths relative to SPYRE_ROOT), for cache keys.
+tree_hash() {
+	(cd "$SPYRE_ROOT" && find "$@" -type f ! -name '*.o' ! -name '*.ko' \
+		-print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum |
+		sha256sum | cut -c1-16)
+}

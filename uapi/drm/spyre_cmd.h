@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
+/*
+ * Spyre command-stream format.
+ *
+ * Userspace writes command streams into buffer objects; a job names the
+ * stream by device VA and size, and the card executes it in order.  This
+ * header is the one definition shared by libspyre (which encodes), the card
+ * model (which decodes) and the tests.  docs/spyre-hw.rst describes the
+ * semantics in prose.
+ *
+ * Encoding rules:
+ *  - a stream is a sequence of commands, each starting with a
+ *    struct spyre_cmd_header and 8-byte aligned;
+ *  - header.size is the size in bytes of the whole command and must equal
+ *    the size of the opcode's struct below (else SPYRE_STATUS_INVALID_COMMAND);
+ *  - every pad and reserved field must be zero, and header.flags may only
+ *    hold the bits the opcode defines (else SPYRE_STATUS_INVALID_COMMAND);
+ *  - every address is a device VA in the job's context, translated by the
+ *    card MMU; strides, pitches and leading dimensions are as documented per
+ *    command; element counts are checked for overflow in 64 bits;
+ *  - float scalars (alpha, beta, eps) are IEEE binary32 bit patterns.
+ *
+ * Matrices are row-major: element (r, c) of a matrix with leading dimension
+ * ld is at base + (r * ld + c) * element_size.
+ */
+#ifndef SPYRE_CMD_H
+#define SPYRE_CMD_H
+
+#include <linux/types.h>
+
+/* Opcodes. */
+#define SPYRE_OP_NOP		0x00
+#define SPYRE_OP_FILL		0x01
+#define SPYRE_OP_COPY		0x02
+#define SPYRE_OP_GEMM		0x03
+#define SPYRE_OP_ELTWISE	0x04
+#define SPYRE_OP_REDUCE		0x05
+#define SPYRE_OP_ROWOP		0x06
+#define SPYRE_OP_TIMESTAMP	0x07
+#define SPYRE_OP_SEM_WAIT	0x08
+#define SPYRE_OP_SEM_SIGNAL	0x09
+#define SPYRE_OP_COUNT		0x0a
+
+/* Data types.  0 is invalid on purpose. */
+#define SPYRE_DTYPE_U8		1	/* raw bytes (COPY without conversion) */
+#define SPYRE_DTYPE_FP32	2
+#define SPYRE_DTYPE_FP16	3
+#define SPYRE_DTYPE_BF16	4
+#define SPYRE_DTYPE_FP8_E4M3	5	/* OCP OFP8 E4M3 (no inf, NaN=0x7f) */
+#define SPYRE_DTYPE_FP8_E5M2	6	/* OCP OFP8 E5M2 (IEEE-like) */
+#define SPYRE_DTYPE_INT8	7
+#define SPYRE_DTYPE_INT32	8
+#define SPYRE_DTYPE_COUNT	9
+
+/*
+ * Completion status of a job (struct spyre_hw_completion.status, and
+ * reported to userspace through the fence error).
+ */
+#define SPYRE_STATUS_OK			0
+#define SPYRE_STATUS_INVALID_OPCODE	1	/* unknown opcode */
+#define SPYRE_STATUS_INVALID_COMMAND	2	/* bad size/flags/reserved */
+#define SPYRE_STATUS_INVALID_OPERAND	3	/* bad dtype/op/shape/stride */
+#define SPYRE_STATUS_MMU_FAULT		4	/* unmapped/read-only VA */
+#define SPYRE_STATUS_DMA_ERROR		5	/* system memory not reached */
+#define SPYRE_STATUS_ABORTED		6	/* queue reset while running */
+#define SPYRE_STATUS_LIMIT		7	/* command exceeds card limits */
+#define SPYRE_STATUS_INVALID_JOB	8	/* bad descriptor or context */
+#define SPYRE_STATUS_INTERNAL		9	/* injected or internal error */
+
+/**
+ * struct spyre_cmd_header - first 8 bytes of every command.
+ * @opcode: SPYRE_OP_*.
+ * @flags: opcode-specific SPYRE_CMD_F_* bits.
+ * @size: size of the whole command in bytes (== sizeof its struct).
+ */
+struct spyre_cmd_header {
+	__u16 opcode;
+	__u16 flags;
+	__u32 size;
+};
+
+/* Flags valid in several commands. */
+#define SPYRE_CMD_F_NOSAT	(1U << 0)	/* fp8 narrowing: overflow to
+						 * inf/NaN instead of
+						 * saturating to max finite */
+
+/** struct spyre_cmd_nop - does nothing (8 bytes). */
+struct spyre_cmd_nop {
+	struct spyre_cmd_header hdr;
+};
+
+/**
+ * struct spyre_cmd_fill - fill @count elements of @elem_size bytes at @dst
+ * with the low @elem_size bytes of @value (little-endian).
+ * @elem_size: 1, 2, 4 or 8.
+ */
+struct spyre_cmd_fill {
+	struct spyre_cmd_header hdr;
+	__u64 dst;
+	__u64 count;
+	__u64 value;
+	__u32 elem_size;
+	__u32 pad;
+};
+
+/**
+ * struct spyre_cmd_copy - 2-D strided copy with dtype conversion.
+ * @src, @dst: device VAs of the first element.
+ * @width: elements per row (>= 1).
+ * @height: rows (>= 1).
+ * @src_pitch, @dst_pitch: bytes between rows (ignored when @height == 1).
+ * @src_dtype, @dst_dtype: SPYRE_DTYPE_*; U8 only with U8 (byte copy);
+ *	INT32 only with INT32; the float types (FP32/FP16/BF16/FP8) and INT8
+ *	convert among themselves, narrowing with round-to-nearest-even;
+ *	fp8 narrowing saturates unless SPYRE_CMD_F_NOSAT.
+ * Source and destination must not overlap (undefined result, never a crash).
+ */
+struct spyre_cmd_copy {
+	struct spyre_cmd_header hdr;
+	__u64 src;
+	__u64 dst;
+	__u64 width;
+	__u64 height;
+	__u64 src_pitch;
+	__u64 dst_pitch;
+	__u32 src_dtype;
+	__u32 dst_dtype;
+};
+
+#define SPYRE_GEMM_F_TRANS_A	(1U << 1)	/* op(A) = A^T, A stored K x M */
+#define SPYRE_GEMM_F_TRANS_B	(1U << 2)	/* op(B) = B^T, B stored N x K */
+#define SPYRE_GEMM_F_ALL	(SPYRE_CMD_F_NOSAT | SPYRE_GEMM_F_TRANS_A | \
+				 SPYRE_GEMM_F_TRANS_B)
+
+/**
+ * struct spyre_cmd_gemm - batched C = alpha * sa * sb * op(A) op(B)
+ *	+ beta * C + bias.
+ * @a_dtype, @b_dtype: equal, one of FP32, FP16, BF16, FP8_E4M3, FP8_E5M2,
+ *	INT8; or the mixed pair FP8_E4M3 x FP8_E5M2 (either order).
+ * @c_dtype: FP32, FP16 or BF16 (float inputs, fp32 accumulation) or INT32
+ *	(INT8 inputs only, int32 accumulation, alpha/beta/scales/bias ignored
+ *	except beta in {0, 1}).
+ * @bias_dtype: 0 (no bias) or FP32/FP16/BF16: an N-vector added to every row.
+ * @m, @n, @k: op(A) is M x K, op(B) is K x N, C is M x N (each >= 1).
+ * @batch: number of matrices (>= 1).
+ * @a, @b, @c: device VAs of batch 0.
+ * @lda, @ldb, @ldc: leading dimensions in elements (>= row length as
+ *	stored: K or M for A, N or K for B, N for C).
+ * @stride_a, @stride_b, @stride_c: elements between consecutive batches.
+ * @alpha, @beta: binary32; beta == 0 means C is not read.
+ * @scale_a, @scale_b: VA of a binary32 per-tensor scale, 0 for 1.0.
+ * @bias: VA of the bias vector when @bias_dtype != 0.
+ * @amax: VA of a binary32 written with max |result| over all batches
+ *	before conversion to @c_dtype; 0 for none.
+ */
+struct spyre_cmd_gemm {
+	struct spyre_cmd_header hdr;
+	__u32 a_dtype;
+	__u32 b_dtype;
+	__u32 c_dtype;
+	__u32 bias_dtype;
+	__u32 m;
+	__u32 n;
+	__u32 k;
+	__u32 batch;
+	__u64 a;
+	__u64 b;
+	__u64 c;
+	__u64 lda;
+	__u64 ldb;
+	__u64 ldc;
+	__u64 stride_a;
+	__u64 stride_b;
+	__u64 stride_c;
+	__u32 alpha;
+	__u32 beta;
+	__u64 scale_a;
+	__u64 scale_b;
+	__u64 bias;
+	__u64 amax;
+};
+
+/* Element-wise operations: out[i] = f(a[i], b[i]), computed in fp32. */
+#define SPYRE_ELT_ADD		1	/* a + b */
+#define SPYRE_ELT_MUL		2	/* a * b */
+#define SPYRE_ELT_SCALE		3	/* alpha * a */
+#define SPYRE_ELT_RELU		4	/* max(a, 0) */
+#define SPYRE_ELT_GELU		5	/* a * 0.5 * (1 + erf(a / sqrt(2))) */
+#define SPYRE_ELT_SILU		6	/* a / (1 + exp(-a)) */
+#define SPYRE_ELT_EXP		7	/* exp(a) */
+
+/**
+ * struct spyre_cmd_eltwise - element-wise op over @count elements.
+ * @op: SPYRE_ELT_*; @b is read only by ADD and MUL.
+ * @dtype: FP32, FP16 or BF16 for @a, @b and @out.
+ * @alpha: binary32, used by SCALE.
+ * @out may equal @a or @b (in place); other overlaps are undefined.
+ */
+struct spyre_cmd_eltwise {
+	struct spyre_cmd_header hdr;
+	__u32 op;
+	__u32 dtype;
+	__u64 count;
+	__u64 a;
+	__u64 b;
+	__u64 out;
+	__u32 alpha;
+	__u32 pad;
+};
+
+#define SPYRE_REDUCE_SUM	1
+#define SPYRE_REDUCE_MAX	2
+
+/**
+ * struct spyre_cmd_reduce - row-wise reduction of a @rows x @cols matrix
+ * into @rows elements, accumulated in fp32.
+ * @dtype: FP32, FP16 or BF16 for @src and @dst.
+ * @ld: leading dimension of @src in elements (>= @cols).
+ */
+struct spyre_cmd_reduce {
+	struct spyre_cmd_header hdr;
+	__u32 op;
+	__u32 dtype;
+	__u32 rows;
+	__u32 cols;
+	__u64 src;
+	__u64 dst;
+	__u64 ld;
+};
+
+#define SPYRE_ROW_SOFTMAX	1	/* exp(x - max) / sum */
+#define SPYRE_ROW_LAYERNORM	2	/* (x - mean) / sqrt(var + eps) * g + b */
+#define SPYRE_ROW_RMSNORM	3	/* x / sqrt(mean(x^2) + eps) * g */
+
+/**
+ * struct spyre_cmd_rowop - row-wise softmax or normalisation of a
+ * @rows x @cols matrix, computed in fp32.
+ * @dtype: FP32, FP16 or BF16 for @src and @dst.
+ * @ld_src, @ld_dst: leading dimensions in elements (>= @cols).
+ * @gamma, @beta: VAs of binary32 @cols-vectors, 0 for none (1.0 / 0.0);
+ *	ignored by SOFTMAX; @beta ignored by RMSNORM.
+ * @eps: binary32.
+ */
+struct spyre_cmd_rowop {
+	struct spyre_cmd_header hdr;
+	__u32 op;
+	__u32 dtype;
+	__u32 rows;
+	__u32 cols;
+	__u64 src;
+	__u64 dst;
+	__u64 ld_src;
+	__u64 ld_dst;
+	__u64 gamma;
+	__u64 beta;
+	__u32 eps;
+	__u32 pad;
+};
+
+/** struct spyre_cmd_timestamp - write the 64-bit device clock (ns) to @dst. */
+struct spyre_cmd_timestamp {
+	struct spyre_cmd_header hdr;
+	__u64 dst;
+};
+
+/**
+ * struct spyre_cmd_sem - SEM_WAIT / SEM_SIGNAL on a 64-bit value at @addr
+ * (8-byte aligned).
+ * SEM_WAIT blocks this queue (only) until *addr >= @value.
+ * SEM_SIGNAL stores @value, or adds it atomically with SPYRE_SEM_F_ADD.
+ */
+struct spyre_cmd_sem {
+	struct spyre_cmd_header hdr;
+	__u64 addr;
+	__u64 value;
+};
+
+#define SPYRE_SEM_F_ADD		(1U << 1)
+
+#endif /* SPYRE_CMD_H */
