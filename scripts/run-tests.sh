@@ -1,0 +1,72 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The test suite behind `make test`:
+#   1. host tests (tests/): libspyre's pure parts, KTAP;
+#   2. the card model's QEMU qtest, TAP;
+#   3. the kselftest suites (selftests/) inside a fresh guest with two
+#      cards, as an unprivileged user in the accel group, KTAP.
+# Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
+# on any failure.  Assumes scripts/build.sh ran (make test does it).
+. "$(dirname "$0")/lib.sh"
+kernel_env
+B=$SPYRE_CACHE/build
+LOGDIR=$B/test-logs
+rm -rf "$LOGDIR" && mkdir -p "$LOGDIR"
+PASS=0 FAIL=0 SKIP=0
+
+# count LOG RC: add the KTAP "# Totals:" lines of LOG (or, for plain TAP,
+# its ok / not ok lines) to the counters; a non-zero RC with nothing
+# failed counts as one failure.
+count() {
+	local log=$1 rc=$2 p=0 f=0 s=0 line
+	if grep -q '^# Totals:' "$log"; then
+		while read -r line; do
+			p=$((p + $(sed -n 's/.*pass:\([0-9]*\).*/\1/p' <<<"$line")))
+			f=$((f + $(sed -n 's/.*fail:\([0-9]*\).*/\1/p' <<<"$line")))
+			f=$((f + $(sed -n 's/.*error:\([0-9]*\).*/\1/p' <<<"$line")))
+			s=$((s + $(sed -n 's/.*skip:\([0-9]*\).*/\1/p' <<<"$line")))
+		done < <(grep '^# Totals:' "$log")
+	else
+		p=$(grep -Ec '^ *ok [0-9]+' "$log" | head -1)
+		p=$((p - $(grep -Ec '^ *ok [0-9]+.*# SKIP' "$log")))
+		s=$(grep -Ec '^ *ok [0-9]+.*# SKIP' "$log")
+		f=$(grep -Ec '^ *not ok [0-9]+' "$log")
+	fi
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		echo "# suite exited with status $rc" >>"$log"
+		f=1
+	fi
+	PASS=$((PASS + p)) FAIL=$((FAIL + f)) SKIP=$((SKIP + s))
+	printf '%-28s %3d passed, %d failed, %d skipped\n' "$(basename "$log" .log)" \
+		"$p" "$f" "$s"
+}
+
+run() {
+	local name=$1 rc=0
+	shift
+	msg "$name"
+	"$@" 2>&1 | tee "$LOGDIR/$name.log" || rc=$?
+	[ "$rc" = 0 ] && rc=${PIPESTATUS[0]}
+	echo "$rc" >"$LOGDIR/$name.rc"
+}
+
+# 1. host tests
+make -s -C "$SPYRE_ROOT/tests" O="$B/host-tests" KSRC="$KSRC" \
+	LIBSPYRE_O="$B/user/libspyre" >&2
+for t in "$B"/host-tests/test_*; do
+	[ -x "$t" ] || continue
+	run "host-$(basename "$t")" "$t"
+done
+# 2. qtest
+run qtest "$SPYRE_ROOT/scripts/build-qemu.sh" --qtest
+# 3. guest kselftests
+run guest-selftests "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
+	--timeout 600 -- spyre-selftests
+
+echo
+for l in "$LOGDIR"/*.log; do
+	count "$l" "$(cat "${l%.log}.rc")"
+done
+echo "logs: $LOGDIR"
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ $FAIL = 0 ]
