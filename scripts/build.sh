@@ -63,7 +63,7 @@ copy_libs() {
 	find "$root" -type f -perm -u+x -print0 |
 	while IFS= read -r -d '' f; do
 		[ "$(head -c4 "$f" | tail -c3)" = ELF ] || continue
-		LD_LIBRARY_PATH=$root/usr/lib ldd "$f" 2>/dev/null |
+		{ LD_LIBRARY_PATH=$root/usr/lib ldd "$f" 2>/dev/null || true; } |
 			awk '/=> \//{print $3} /^\t\/lib64/{print $1}'
 	done | sort -u | while read -r lib; do
 		case $lib in "$root"/*) continue ;; esac

@@ -54,6 +54,6 @@ echo "SPYRE-START $(cut -d' ' -f1 /proc/uptime)"
 if [ "${SPYRE_RUN_ROOT:-0}" = 1 ]; then
 	sh /etc/spyre-cmd.sh
 else
-	setuidgid spyre sh /etc/spyre-cmd.sh
+	su -s /bin/sh spyre -c "sh /etc/spyre-cmd.sh"
 fi
 finish $?

@@ -123,6 +123,7 @@ unpack_kernel() {
 			   "$SPYRE_CACHE/debs/linux-kbuild-${KABI}_"*.deb; do
 			[ -f "$deb" ] && dpkg -x "$deb" "$root"
 		done
+		depmod -b "$root" "$KREL"
 		# the headers' one-line Makefile names /usr/src: point it here
 		echo "include $root/usr/src/linux-headers-$KABI-common/Makefile" \
 			>"$root/usr/src/linux-headers-$KREL/Makefile"

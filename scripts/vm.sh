@@ -63,7 +63,7 @@ fi
 [ -x "${QEMU:-}" ] && [ -f "${INITRAMFS:-}" ] || die "nothing built yet"
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/spyre-vm.XXXXXX")
-trap 'kill "${QPID:-}" "${TPID:-}" 2>/dev/null; rm -rf "$RUN"' EXIT
+trap 'kill "${QPID:-}" "${TPID:-}" 2>/dev/null || true; rm -rf "$RUN"' EXIT
 [ -n "$LOG" ] || LOG=$RUN/serial.log
 : >"$LOG"
 

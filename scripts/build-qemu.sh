@@ -1,0 +1,193 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Build QEMU (x86_64-softmmu, TCG) with the Spyre card model from
+# qemu-device/, cached outside the clone.
+#
+#   scripts/build-qemu.sh           build; last stdout line: qemu-system-x86_64
+#   scripts/build-qemu.sh --qtest   build, then run the spyre qtest (TAP)
+#
+# Layout (CACHE = ${XDG_CACHE_HOME:-$HOME/.cache}/spyre):
+#   CACHE/qemu-src/src                 pristine QEMU source (input, untouched)
+#   CACHE/qemu-build/<key>/src         private copy, hooked for hw/misc/spyre
+#   CACHE/qemu-build/<key>/build       meson/ninja build directory
+#   CACHE/firmware/<key>/share/qemu    seabios + qemu-system-data blobs
+#
+# <key> hashes the QEMU source version, its applied Debian patches and this
+# script's build recipe, so the expensive copy + configure + full build
+# happens once per QEMU version.  qemu-device/, hw/ and uapi/ are synced
+# into the copy by content (rsync --checksum) on every run, so editing the
+# card model only recompiles what changed.  Progress goes to stderr; stdout
+# carries only test output (--qtest) and, last, the binary's path.
+
+set -euo pipefail
+
+RECIPE_VERSION=1
+CONFIGURE_ARGS=(--python=/usr/bin/python3 --target-list=x86_64-softmmu
+		--without-default-features --enable-tcg --disable-docs
+		--disable-install-blobs)
+
+usage() {
+	echo "usage: $0 [--qtest] [-j N]" >&2
+	exit 2
+}
+
+run_qtest=0
+jobs=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--qtest) run_qtest=1 ;;
+	-j) shift; [ $# -gt 0 ] || usage; jobs="$1" ;;
+	-j*) jobs="${1#-j}" ;;
+	-h|--help) usage ;;
+	*) usage ;;
+	esac
+	shift
+done
+
+log() { echo "build-qemu: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/spyre"
+qemu_src="${SPYRE_QEMU_SRC:-$cache/qemu-src/src}"
+debs="${SPYRE_DEBS:-$cache/debs}"
+
+[ -f "$qemu_src/VERSION" ] || die "no QEMU source at $qemu_src"
+for d in qemu-device hw uapi; do
+	[ -d "$repo/$d" ] || die "missing $repo/$d"
+done
+
+# ---- key -------------------------------------------------------------------
+src_id() {
+	cat "$qemu_src/VERSION"
+	head -n 1 "$qemu_src/debian/changelog" 2>/dev/null || true
+	cat "$qemu_src/.pc/applied-patches" 2>/dev/null || true
+	echo "recipe $RECIPE_VERSION ${CONFIGURE_ARGS[*]}"
+}
+key="$(src_id | sha256sum | cut -c1-16)"
+top="$cache/qemu-build/$key"
+src="$top/src"
+build="$top/build"
+mkdir -p "$top"
+
+exec 9>"$top/.lock"
+flock 9
+
+# ---- private source copy -------------------------------------------------
+hook_tree() {
+	local t="$1"
+
+	grep -q "subdir('spyre')" "$t/hw/misc/meson.build" ||
+		echo "subdir('spyre')" >>"$t/hw/misc/meson.build"
+	grep -q "source spyre/Kconfig" "$t/hw/misc/Kconfig" ||
+		printf '\nsource spyre/Kconfig\n' >>"$t/hw/misc/Kconfig"
+	grep -q "'hw/misc/spyre'," "$t/meson.build" ||
+		sed -i "s|^    'hw/misc',\$|&\n    'hw/misc/spyre',|" \
+			"$t/meson.build"
+	grep -q "'hw/misc/spyre'," "$t/meson.build" ||
+		die "could not add hw/misc/spyre to trace_events_subdirs"
+	if ! grep -q "spyre-test" "$t/tests/qtest/meson.build"; then
+		sed -i "s|^qtest_executables = {}\$|\
+if config_all_devices.has_key('CONFIG_SPYRE')\n\
+  qtests_x86_64 += ['spyre-test']\n\
+  qtests += {'spyre-test': [spyre_dep]}\n\
+endif\n\n&|" "$t/tests/qtest/meson.build"
+		grep -q "spyre-test" "$t/tests/qtest/meson.build" ||
+			die "could not hook spyre-test into tests/qtest"
+	fi
+}
+
+if [ ! -f "$top/.src-ready" ]; then
+	log "copying QEMU $(cat "$qemu_src/VERSION") source to $src"
+	rm -rf "$src" "$build"
+	rsync -a --exclude=/.pc --exclude=/.git "$qemu_src/" "$src/"
+	hook_tree "$src"
+	touch "$top/.src-ready"
+fi
+
+# ---- sync the card model (content-compared, fresh mtimes) ----------------
+# No -t: a file whose content changed gets the current time, so ninja
+# rebuilds it even if the repo's copy is older than the last build.
+sync_dir() {
+	rsync -r -c --delete --no-times "$@"
+}
+spyre_dir="$src/hw/misc/spyre"
+mkdir -p "$spyre_dir/spyre-include"
+sync_dir --exclude=/tests/ --exclude=/spyre-include/ \
+	"$repo/qemu-device/" "$spyre_dir/"
+sync_dir "$repo/hw/" "$spyre_dir/spyre-include/hw/"
+sync_dir "$repo/uapi/" "$spyre_dir/spyre-include/uapi/"
+if [ -f "$repo/qemu-device/tests/spyre-test.c" ]; then
+	rsync -c --no-times "$repo/qemu-device/tests/spyre-test.c" \
+		"$src/tests/qtest/spyre-test.c"
+else
+	die "missing qemu-device/tests/spyre-test.c"
+fi
+
+# ---- firmware -------------------------------------------------------------
+seabios_deb="$(ls "$debs"/seabios_*.deb 2>/dev/null | sort | tail -n 1)"
+data_deb="$(ls "$debs"/qemu-system-data_*.deb 2>/dev/null | sort | tail -n 1)"
+[ -n "$seabios_deb" ] || die "no seabios .deb in $debs"
+[ -n "$data_deb" ] || die "no qemu-system-data .deb in $debs"
+fw_key="$(printf '%s\n' "$(basename "$seabios_deb")" \
+		 "$(basename "$data_deb")" | sha256sum | cut -c1-16)"
+fw_top="$cache/firmware/$fw_key"
+fw="$fw_top/share/qemu"
+if [ ! -f "$fw_top/.ready" ]; then
+	log "unpacking firmware into $fw_top"
+	rm -rf "$fw_top"
+	mkdir -p "$fw_top/root"
+	dpkg -x "$seabios_deb" "$fw_top/root"
+	dpkg -x "$data_deb" "$fw_top/root"
+	mkdir -p "$fw"
+	for f in "$fw_top/root/usr/share/qemu/"* \
+		 "$fw_top/root/usr/share/seabios/"*; do
+		ln -sfn "$f" "$fw/$(basename "$f")"
+	done
+	touch "$fw_top/.ready"
+fi
+ln -sfn "$fw_top" "$cache/firmware/current"
+
+# ---- configure + build ------------------------------------------------------
+mkdir -p "$build"
+if [ ! -f "$build/build.ninja" ]; then
+	log "configuring in $build"
+	(cd "$build" && "$src/configure" "${CONFIGURE_ARGS[@]}") >&2 ||
+		die "configure failed (see $build/meson-logs)"
+fi
+
+ninja_args=(-C "$build")
+[ -n "$jobs" ] && ninja_args+=(-j "$jobs")
+start=$(date +%s)
+log "building (ninja ${ninja_args[*]})"
+ninja "${ninja_args[@]}" qemu-system-x86_64 tests/qtest/spyre-test >&2 ||
+	die "ninja failed"
+log "build finished in $(( $(date +%s) - start ))s"
+
+qemu="$build/qemu-system-x86_64"
+[ -x "$qemu" ] || die "no $qemu after build"
+
+# A binary run from the build tree looks for blobs in qemu-bundle.
+bundle="$build/qemu-bundle/usr/local/share/qemu"
+mkdir -p "$bundle"
+for f in "$fw"/*; do
+	[ -e "$bundle/$(basename "$f")" ] || ln -s "$f" "$bundle/$(basename "$f")"
+done
+log "firmware: $fw (also linked into $bundle)"
+
+# ---- qtest ------------------------------------------------------------------
+rc=0
+if [ "$run_qtest" = 1 ]; then
+	log "running spyre qtest"
+	QTEST_QEMU_BINARY="$qemu" SPYRE_FIRMWARE_DIR="$fw" \
+		timeout 120 "$build/tests/qtest/spyre-test" --tap -k || rc=$?
+	if [ "$rc" != 0 ]; then
+		log "spyre qtest FAILED (exit $rc)"
+	else
+		log "spyre qtest passed"
+	fi
+fi
+
+echo "$qemu"
+exit "$rc"
