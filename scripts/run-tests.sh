@@ -18,27 +18,30 @@ PASS=0 FAIL=0 SKIP=0
 # its ok / not ok lines) to the counters; a non-zero RC with nothing
 # failed counts as one failure.
 count() {
-	local log=$1 rc=$2 p=0 f=0 s=0 line
-	if grep -q '^# Totals:' "$log"; then
-		while read -r line; do
-			p=$((p + $(sed -n 's/.*pass:\([0-9]*\).*/\1/p' <<<"$line")))
-			f=$((f + $(sed -n 's/.*fail:\([0-9]*\).*/\1/p' <<<"$line")))
-			f=$((f + $(sed -n 's/.*error:\([0-9]*\).*/\1/p' <<<"$line")))
-			s=$((s + $(sed -n 's/.*skip:\([0-9]*\).*/\1/p' <<<"$line")))
-		done < <(grep '^# Totals:' "$log")
-	else
-		p=$(grep -Ec '^ *ok [0-9]+' "$log" | head -1)
-		p=$((p - $(grep -Ec '^ *ok [0-9]+.*# SKIP' "$log")))
-		s=$(grep -Ec '^ *ok [0-9]+.*# SKIP' "$log")
-		f=$(grep -Ec '^ *not ok [0-9]+' "$log")
-	fi
+	local log=$1 rc=$2 p f s
+	read -r p f s < <(awk '
+		/^# Totals:/ {
+			totals = 1
+			for (i = 3; i <= NF; i++) {
+				split($i, kv, ":")
+				if (kv[1] == "pass") tp += kv[2]
+				else if (kv[1] == "fail" || kv[1] == "error") tf += kv[2]
+				else if (kv[1] == "skip") ts += kv[2]
+			}
+		}
+		/^ok [0-9]+/ { if (/# SKIP/) s++; else p++ }
+		/^not ok [0-9]+/ { f++ }
+		END {
+			if (totals) print tp + 0, tf + 0, ts + 0
+			else print p + 0, f + 0, s + 0
+		}' "$log")
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "# suite exited with status $rc" >>"$log"
 		f=1
 	fi
 	PASS=$((PASS + p)) FAIL=$((FAIL + f)) SKIP=$((SKIP + s))
-	printf '%-28s %3d passed, %d failed, %d skipped\n' "$(basename "$log" .log)" \
-		"$p" "$f" "$s"
+	printf '%-28s %3d passed, %d failed, %d skipped\n' \
+		"$(basename "$log" .log)" "$p" "$f" "$s"
 }
 
 run() {

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Spyre DRM accel driver: debugfs (under /sys/kernel/debug/accel/<minor>/).
+ *
+ *  queues    active hardware queues with seqnos and hardware state
+ *  contexts  contexts with their sticky error and mapped BOs
+ *  counters  fault/error counters and card telemetry
+ */
+
+#include <linux/seq_file.h>
+
+#include <drm/drm_debugfs.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+
+#include "spyre_drv.h"
+
+static struct spyre_device *spyre_debugfs_dev(struct seq_file *m)
+{
+	struct drm_debugfs_entry *entry = m->private;
+
+	return to_spyre_device(entry->dev);
+}
+
+static int spyre_debugfs_queues(struct seq_file *m, void *unused)
+{
+	struct spyre_device *sdev = spyre_debugfs_dev(m);
+	unsigned int i;
+	int idx;
+
+	if (!drm_dev_enter(&sdev->drm, &idx))
+		return -ENODEV;
+
+	seq_puts(m, "hwq ctx prio vec submitted completed pending status head\n");
+	spin_lock_irq(&sdev->hwq_lock);
+	for (i = 0; i < sdev->num_queues; i++) {
+		struct spyre_queue *q = sdev->hwq[i];
+		struct spyre_fence *f;
+		unsigned int pending = 0;
+
+		if (!q)
+			continue;
+
+		spin_lock(&q->fence_lock);
+		list_for_each_entry(f, &q->pending, link)
+			pending++;
+		spin_unlock(&q->fence_lock);
+
+		seq_printf(m, "%3u %3u %4u %3u %9llu %9llu %7u %6u %4u\n",
+			   q->hwq, q->ctx->id, q->priority, q->vector,
+			   READ_ONCE(q->next_seqno),
+			   READ_ONCE(q->compl->seqno), pending,
+			   spyre_read32(sdev, SPYRE_QUEUE_REG(i, SPYRE_Q_STATUS)),
+			   spyre_read32(sdev, SPYRE_QUEUE_REG(i, SPYRE_Q_HEAD)));
+	}
+	spin_unlock_irq(&sdev->hwq_lock);
+
+	drm_dev_exit(idx);
+	return 0;
+}
+
+static int spyre_debugfs_contexts(struct seq_file *m, void *unused)
+{
+	struct spyre_device *sdev = spyre_debugfs_dev(m);
+	struct spyre_ctx *ctx;
+	struct spyre_bo *bo;
+
+	mutex_lock(&sdev->ctx_list_lock);
+	list_for_each_entry(ctx, &sdev->ctx_list, link) {
+		mutex_lock(&ctx->lock);
+		seq_printf(m, "ctx %u error %d\n", ctx->id,
+			   atomic_read(&ctx->error));
+		list_for_each_entry(bo, &ctx->bos, ctx_link)
+			seq_printf(m, "  bo va %#014llx size %#llx\n",
+				   bo->node.start, (u64)bo->base.base.size);
+		mutex_unlock(&ctx->lock);
+	}
+	mutex_unlock(&sdev->ctx_list_lock);
+	return 0;
+}
+
+static int spyre_debugfs_counters(struct seq_file *m, void *unused)
+{
+	struct spyre_device *sdev = spyre_debugfs_dev(m);
+	int idx;
+
+	seq_printf(m, "faults %lld\nfaults_lost %lld\nqueue_errors %lld\n",
+		   atomic64_read(&sdev->faults),
+		   atomic64_read(&sdev->faults_lost),
+		   atomic64_read(&sdev->queue_errors));
+
+	if (!drm_dev_enter(&sdev->drm, &idx))
+		return 0;
+	seq_printf(m, "tel_jobs %llu\ntel_cmds %llu\ntel_busy_ns %llu\ntel_bytes %llu\ntel_faults %llu\nclock_ns %llu\n",
+		   spyre_read64(sdev, SPYRE_REG_TEL_JOBS),
+		   spyre_read64(sdev, SPYRE_REG_TEL_CMDS),
+		   spyre_read64(sdev, SPYRE_REG_TEL_BUSY_NS),
+		   spyre_read64(sdev, SPYRE_REG_TEL_BYTES),
+		   spyre_read64(sdev, SPYRE_REG_TEL_FAULTS),
+		   spyre_read64(sdev, SPYRE_REG_CLOCK));
+	drm_dev_exit(idx);
+	return 0;
+}
+
+/**
+ * spyre_debugfs_init() - register the debugfs files (before
+ * drm_dev_register()).
+ * @sdev: device.
+ */
+void spyre_debugfs_init(struct spyre_device *sdev)
+{
+	drm_debugfs_add_file(&sdev->drm, "queues", spyre_debugfs_queues, NULL);
+	drm_debugfs_add_file(&sdev->drm, "contexts", spyre_debugfs_contexts,
+			     NULL);
+	drm_debugfs_add_file(&sdev->drm, "counters", spyre_debugfs_counters,
+			     NULL);
+}

@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Spyre DRM accel driver: PCI probe/remove, interrupts, DRM driver and
+ * file lifetime, QUERY.
+ *
+ * The driver binds only the emulated card (vendor, device and subsystem
+ * IDs must all match), whose programming interface is hw/spyre_hw.h.
+ */
+
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/iopoll.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include <drm/drm_accel.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+#include <drm/spyre_accel.h>
+
+#include "spyre_drv.h"
+
+unsigned int spyre_job_timeout_ms = 5000;
+module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "Job run time in ms after which its queue is reset and its context marked guilty; 0 = never (default 5000)");
+
+unsigned long spyre_max_bo_mb;
+module_param_named(max_bo_mb, spyre_max_bo_mb, ulong, 0644);
+MODULE_PARM_DESC(max_bo_mb,
+		 "Largest system-memory BO in MiB; 0 = half of RAM (default 0)");
+
+#define SPYRE_READY_TIMEOUT_US	USEC_PER_SEC
+
+/* ---- Interrupts -------------------------------------------------------- */
+
+static irqreturn_t spyre_irq_completion(int irq, void *data)
+{
+	struct spyre_irq_vec *vec = data;
+	struct spyre_device *sdev = vec->sdev;
+	unsigned int stride = sdev->nvec - 1;
+	unsigned int i;
+
+	spin_lock(&sdev->hwq_lock);
+	for (i = vec->index - 1; i < sdev->num_queues; i += stride)
+		if (sdev->hwq[i])
+			spyre_queue_irq(sdev->hwq[i]);
+	spin_unlock(&sdev->hwq_lock);
+
+	return IRQ_HANDLED;
+}
+
+static void spyre_drain_faults(struct spyre_device *sdev)
+{
+	unsigned int n;
+	u32 lost;
+
+	for (n = 0; n < 2 * SPYRE_FAULT_FIFO_DEPTH; n++) {
+		u64 va, info;
+
+		if (!spyre_read32(sdev, SPYRE_REG_FAULT_COUNT))
+			break;
+		va = spyre_read64(sdev, SPYRE_REG_FAULT_VA);
+		info = spyre_read64(sdev, SPYRE_REG_FAULT_INFO);
+		spyre_write32(sdev, SPYRE_REG_FAULT_POP, 1);
+		atomic64_inc(&sdev->faults);
+
+		dev_warn_ratelimited(sdev->drm.dev,
+				     "MMU fault: ctx %u queue %u %s va %#llx reason %u\n",
+				     SPYRE_FAULT_INFO_CTX(info),
+				     SPYRE_FAULT_INFO_QUEUE(info),
+				     SPYRE_FAULT_INFO_WRITE(info) ? "write" : "read",
+				     va, SPYRE_FAULT_INFO_REASON(info));
+	}
+
+	lost = spyre_read32(sdev, SPYRE_REG_FAULT_LOST);
+	if (lost != atomic64_read(&sdev->faults_lost)) {
+		atomic64_set(&sdev->faults_lost, lost);
+		dev_warn_ratelimited(sdev->drm.dev,
+				     "%u MMU fault records lost\n", lost);
+	}
+}
+
+static irqreturn_t spyre_irq_error(int irq, void *data)
+{
+	struct spyre_irq_vec *vec = data;
+	struct spyre_device *sdev = vec->sdev;
+	unsigned int i;
+	u32 status;
+
+	status = spyre_read32(sdev, SPYRE_REG_IRQ_STATUS);
+	if (!status || status == U32_MAX)
+		return IRQ_NONE;
+
+	/* Acknowledge first, so an event after the drain raises again. */
+	spyre_write32(sdev, SPYRE_REG_IRQ_STATUS, status);
+
+	if (status & SPYRE_IRQ_FAULT)
+		spyre_drain_faults(sdev);
+
+	if (status & SPYRE_IRQ_QUEUE_ERROR) {
+		atomic64_inc(&sdev->queue_errors);
+		/* Settle failed completions the card has now halted on. */
+		spin_lock(&sdev->hwq_lock);
+		for (i = 0; i < sdev->num_queues; i++)
+			if (sdev->hwq[i])
+				spyre_queue_irq(sdev->hwq[i]);
+		spin_unlock(&sdev->hwq_lock);
+	}
+
+	return IRQ_HANDLED;
+}
+
+static int spyre_irq_init(struct spyre_device *sdev)
+{
+	struct pci_dev *pdev = sdev->pdev;
+	u32 hw_vecs;
+	int nvec, i, ret;
+
+	hw_vecs = spyre_read32(sdev, SPYRE_REG_NUM_VECTORS);
+	hw_vecs = min_t(u32, hw_vecs, SPYRE_MAX_VECTORS);
+	if (hw_vecs < 2) {
+		drm_err(&sdev->drm, "card has %u MSI-X vectors, need 2\n",
+			hw_vecs);
+		return -ENODEV;
+	}
+
+	nvec = pci_alloc_irq_vectors(pdev, 2, hw_vecs, PCI_IRQ_MSIX);
+	if (nvec < 0) {
+		drm_err(&sdev->drm, "cannot allocate MSI-X vectors: %d\n",
+			nvec);
+		return nvec;
+	}
+	sdev->nvec = nvec;
+
+	sdev->vecs = devm_kcalloc(&pdev->dev, nvec, sizeof(*sdev->vecs),
+				  GFP_KERNEL);
+	if (!sdev->vecs)
+		return -ENOMEM;
+
+	for (i = 0; i < nvec; i++) {
+		sdev->vecs[i].sdev = sdev;
+		sdev->vecs[i].index = i;
+		ret = devm_request_irq(&pdev->dev, pci_irq_vector(pdev, i),
+				       i == SPYRE_ERROR_VECTOR ?
+				       spyre_irq_error : spyre_irq_completion,
+				       0, SPYRE_DRIVER_NAME, &sdev->vecs[i]);
+		if (ret) {
+			drm_err(&sdev->drm, "cannot request IRQ %d: %d\n",
+				i, ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* ---- Hardware bring-up ------------------------------------------------- */
+
+static int spyre_hw_reset(struct spyre_device *sdev)
+{
+	u32 st;
+	int ret;
+
+	spyre_write32(sdev, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
+	ret = readl_poll_timeout(sdev->regs + SPYRE_REG_STATUS, st,
+				 st & SPYRE_STATUS_READY, 10,
+				 SPYRE_READY_TIMEOUT_US);
+	if (ret)
+		drm_err(&sdev->drm, "card not ready after reset (status %#x)\n",
+			st);
+	return ret;
+}
+
+static int spyre_hw_init(struct spyre_device *sdev)
+{
+	u32 id, ver;
+	int ret;
+
+	id = spyre_read32(sdev, SPYRE_REG_ID);
+	if (id != SPYRE_ID_MAGIC) {
+		drm_err(&sdev->drm, "bad ID register %#x\n", id);
+		return -ENODEV;
+	}
+
+	ver = spyre_read32(sdev, SPYRE_REG_VERSION);
+	if (ver >> 16 != SPYRE_HW_VERSION_MAJOR) {
+		drm_err(&sdev->drm, "unsupported interface version %u.%u\n",
+			ver >> 16, ver & 0xffff);
+		return -ENODEV;
+	}
+	sdev->hw_version = ver;
+
+	ret = spyre_hw_reset(sdev);
+	if (ret)
+		return ret;
+
+	sdev->caps = spyre_read64(sdev, SPYRE_REG_CAPS);
+	sdev->num_cores = spyre_read32(sdev, SPYRE_REG_NUM_CORES);
+	sdev->devmem_size = spyre_read64(sdev, SPYRE_REG_DEVMEM_SIZE);
+	sdev->num_queues = min_t(u32, spyre_read32(sdev, SPYRE_REG_NUM_QUEUES),
+				 SPYRE_MAX_QUEUES);
+	sdev->num_contexts = min_t(u32,
+				   spyre_read32(sdev, SPYRE_REG_NUM_CONTEXTS),
+				   SPYRE_MAX_CONTEXTS);
+	if (!sdev->num_queues || !sdev->num_contexts) {
+		drm_err(&sdev->drm, "card has %u queues, %u contexts\n",
+			sdev->num_queues, sdev->num_contexts);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void spyre_hw_enable(struct spyre_device *sdev)
+{
+	spyre_write32(sdev, SPYRE_REG_IRQ_STATUS, SPYRE_IRQ_ALL);
+	spyre_write32(sdev, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+	spyre_write32(sdev, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+}
+
+/* Stop all DMA and interrupts; BAR0 must still be mapped. */
+static void spyre_hw_disable(struct spyre_device *sdev)
+{
+	spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
+	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
+	spyre_hw_reset(sdev);
+}
+
+/* ---- Files ------------------------------------------------------------- */
+
+static int spyre_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct spyre_device *sdev = to_spyre_device(drm);
+	struct spyre_file *sfile;
+	int idx, ret;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+
+	sfile = kzalloc(sizeof(*sfile), GFP_KERNEL);
+	if (!sfile) {
+		ret = -ENOMEM;
+		goto out;
+	}
+
+	sfile->sdev = sdev;
+	sfile->ctx = spyre_ctx_create(sdev);
+	if (IS_ERR(sfile->ctx)) {
+		ret = PTR_ERR(sfile->ctx);
+		kfree(sfile);
+		goto out;
+	}
+	xa_init_flags(&sfile->queues, XA_FLAGS_ALLOC1);
+	file->driver_priv = sfile;
+	ret = 0;
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static void spyre_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	struct spyre_file *sfile = file->driver_priv;
+
+	spyre_queues_destroy_all(sfile);
+	spyre_ctx_release_hw(sfile->ctx);
+	spyre_ctx_put(sfile->ctx);
+	kfree(sfile);
+}
+
+/* ---- QUERY ------------------------------------------------------------- */
+
+static void spyre_fill_device_info(struct spyre_device *sdev,
+				   struct drm_spyre_device_info *info)
+{
+	struct pci_dev *pdev = sdev->pdev;
+
+	memset(info, 0, sizeof(*info));
+	info->vendor_id = pdev->vendor;
+	info->device_id = pdev->device;
+	info->subsystem_vendor_id = pdev->subsystem_vendor;
+	info->subsystem_id = pdev->subsystem_device;
+	info->hw_version = sdev->hw_version;
+	info->num_cores = sdev->num_cores;
+	info->num_queues = sdev->num_queues;
+	info->num_contexts = sdev->num_contexts;
+	info->devmem_size = sdev->devmem_size;
+	info->caps = sdev->caps;
+	info->va_start = SPYRE_VA_START;
+	info->va_end = SPYRE_VA_END;
+	info->max_cmd_size = SPYRE_MAX_CMD_STREAM;
+	info->pci_domain = pci_domain_nr(pdev->bus);
+	info->pci_bus = pdev->bus->number;
+	info->pci_devfn = pdev->devfn;
+}
+
+static int spyre_ioctl_query(struct drm_device *drm, void *data,
+			     struct drm_file *file)
+{
+	struct spyre_device *sdev = to_spyre_device(drm);
+	struct drm_spyre_query *args = data;
+	struct drm_spyre_device_info info;
+	u32 len;
+	int idx, ret = 0;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	if (args->query != DRM_SPYRE_QUERY_DEVICE_INFO)
+		return -EINVAL;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+
+	spyre_fill_device_info(sdev, &info);
+	if (!args->size) {
+		args->size = sizeof(info);
+		goto out;
+	}
+
+	len = min_t(u32, args->size, sizeof(info));
+	if (copy_to_user(u64_to_user_ptr(args->data), &info, len)) {
+		ret = -EFAULT;
+		goto out;
+	}
+	args->size = len;
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+/* ---- DRM driver ---------------------------------------------------------- */
+
+static const struct drm_ioctl_desc spyre_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(SPYRE_QUERY, spyre_ioctl_query, 0),
+	DRM_IOCTL_DEF_DRV(SPYRE_BO_CREATE, spyre_ioctl_bo_create, 0),
+	DRM_IOCTL_DEF_DRV(SPYRE_BO_INFO, spyre_ioctl_bo_info, 0),
+	DRM_IOCTL_DEF_DRV(SPYRE_QUEUE_CREATE, spyre_ioctl_queue_create, 0),
+	DRM_IOCTL_DEF_DRV(SPYRE_QUEUE_DESTROY, spyre_ioctl_queue_destroy, 0),
+	DRM_IOCTL_DEF_DRV(SPYRE_SUBMIT, spyre_ioctl_submit, 0),
+};
+
+/*
+ * In 6.12, DRM_IOCTL_GET_MAGIC and DRM_IOCTL_GET_UNIQUE dereference the
+ * (NULL) master of an accel file.  The DRM core dispatches core ioctls by
+ * number alone, so refuse those numbers whatever the rest of @cmd says.
+ */
+static bool spyre_ioctl_refused(unsigned int cmd)
+{
+	unsigned int nr = DRM_IOCTL_NR(cmd);
+
+	return nr == DRM_IOCTL_NR(DRM_IOCTL_GET_MAGIC) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_GET_UNIQUE);
+}
+
+static long spyre_unlocked_ioctl(struct file *filp, unsigned int cmd,
+				 unsigned long arg)
+{
+	if (spyre_ioctl_refused(cmd))
+		return -EOPNOTSUPP;
+	return drm_ioctl(filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+static long spyre_compat_ioctl(struct file *filp, unsigned int cmd,
+			       unsigned long arg)
+{
+	if (spyre_ioctl_refused(cmd))
+		return -EOPNOTSUPP;
+	return drm_compat_ioctl(filp, cmd, arg);
+}
+#else
+#define spyre_compat_ioctl NULL
+#endif
+
+/* DEFINE_DRM_ACCEL_FOPS(), with the ioctl entry points wrapped. */
+static const struct file_operations spyre_fops = {
+	.owner = THIS_MODULE,
+	.open = accel_open,
+	.release = drm_release,
+	.unlocked_ioctl = spyre_unlocked_ioctl,
+	.compat_ioctl = spyre_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.mmap = drm_gem_mmap,
+	.fop_flags = FOP_UNSIGNED_OFFSET,
+};
+
+static const struct drm_driver spyre_drm_driver = {
+	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL |
+			   DRIVER_SYNCOBJ | DRIVER_SYNCOBJ_TIMELINE,
+	.open = spyre_open,
+	.postclose = spyre_postclose,
+	.gem_create_object = spyre_gem_create_object,
+	.gem_prime_import_sg_table = drm_gem_shmem_prime_import_sg_table,
+	.ioctls = spyre_ioctls,
+	.num_ioctls = ARRAY_SIZE(spyre_ioctls),
+	.fops = &spyre_fops,
+	.name = SPYRE_DRIVER_NAME,
+	.desc = SPYRE_DRIVER_DESC,
+	.major = SPYRE_DRIVER_MAJOR,
+	.minor = SPYRE_DRIVER_MINOR,
+};
+
+/* ---- PCI --------------------------------------------------------------- */
+
+static void spyre_drm_fini(struct drm_device *drm, void *arg)
+{
+	struct spyre_device *sdev = to_spyre_device(drm);
+
+	ida_destroy(&sdev->ctx_ida);
+	ida_destroy(&sdev->hwq_ida);
+}
+
+static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
+{
+	struct spyre_device *sdev;
+	struct drm_device *drm;
+	int ret;
+
+	sdev = devm_drm_dev_alloc(&pdev->dev, &spyre_drm_driver,
+				  struct spyre_device, drm);
+	if (IS_ERR(sdev))
+		return PTR_ERR(sdev);
+	drm = &sdev->drm;
+	sdev->pdev = pdev;
+	pci_set_drvdata(pdev, sdev);
+
+	ida_init(&sdev->ctx_ida);
+	ida_init(&sdev->hwq_ida);
+	ret = drmm_add_action_or_reset(drm, spyre_drm_fini, NULL);
+	if (ret)
+		return ret;
+	spin_lock_init(&sdev->hwq_lock);
+	ret = drmm_mutex_init(drm, &sdev->mmu_lock);
+	if (ret)
+		return ret;
+	ret = drmm_mutex_init(drm, &sdev->ctx_list_lock);
+	if (ret)
+		return ret;
+	INIT_LIST_HEAD(&sdev->ctx_list);
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+
+	if (pci_resource_len(pdev, SPYRE_BAR_REGS) < SPYRE_BAR0_SIZE) {
+		drm_err(drm, "BAR0 too small\n");
+		return -ENODEV;
+	}
+	sdev->regs = pcim_iomap_region(pdev, SPYRE_BAR_REGS, SPYRE_DRIVER_NAME);
+	if (IS_ERR(sdev->regs))
+		return PTR_ERR(sdev->regs);
+
+	pci_set_master(pdev);
+
+	/* Page-table entries hold 52-bit addresses. */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
+	if (ret)
+		return ret;
+
+	ret = spyre_hw_init(sdev);
+	if (ret)
+		return ret;
+
+	sdev->hwq = drmm_kcalloc(drm, sdev->num_queues, sizeof(*sdev->hwq),
+				 GFP_KERNEL);
+	if (!sdev->hwq)
+		return -ENOMEM;
+
+	ret = spyre_irq_init(sdev);
+	if (ret)
+		return ret;
+
+	spyre_hw_enable(sdev);
+	spyre_debugfs_init(sdev);
+
+	ret = drm_dev_register(drm, 0);
+	if (ret) {
+		spyre_hw_disable(sdev);
+		return ret;
+	}
+
+	drm_info(drm, "Spyre interface %u.%u: %u cores, %u queues, %u contexts, %u vectors, %llu MiB device memory\n",
+		 sdev->hw_version >> 16, sdev->hw_version & 0xffff,
+		 sdev->num_cores, sdev->num_queues, sdev->num_contexts,
+		 sdev->nvec, sdev->devmem_size >> 20);
+	return 0;
+}
+
+static void spyre_remove(struct pci_dev *pdev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+
+	/* No ioctl, run_job or MMIO user is inside drm_dev_enter() after this. */
+	drm_dev_unplug(&sdev->drm);
+	spyre_hw_disable(sdev);
+	spyre_queues_cancel_all(sdev, -ENODEV);
+}
+
+static void spyre_shutdown(struct pci_dev *pdev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	int idx;
+
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		spyre_hw_disable(sdev);
+		drm_dev_exit(idx);
+	}
+}
+
+static const struct pci_device_id spyre_pci_ids[] = {
+	{ PCI_DEVICE_SUB(SPYRE_PCI_VENDOR_ID, SPYRE_PCI_DEVICE_ID,
+			 SPYRE_PCI_SUBVENDOR_ID, SPYRE_PCI_SUBDEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, spyre_pci_ids);
+
+static struct pci_driver spyre_pci_driver = {
+	.name = SPYRE_DRIVER_NAME,
+	.id_table = spyre_pci_ids,
+	.probe = spyre_probe,
+	.remove = spyre_remove,
+	.shutdown = spyre_shutdown,
+};
+module_pci_driver(spyre_pci_driver);
+
+MODULE_DESCRIPTION(SPYRE_DRIVER_DESC);
+MODULE_LICENSE("GPL");

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Spyre DRM accel driver: shared definitions.
+ *
+ * Object model:
+ *  - struct spyre_device: one PCI function (the card).
+ *  - struct spyre_ctx: a device context (address space) owned by one open
+ *    file; refcounted because BOs and queues may outlive the file.
+ *  - struct spyre_bo: a shmem GEM object, mapped into the VM of the
+ *    context that created it.
+ *  - struct spyre_queue: one hardware queue with its own drm_sched
+ *    instance; refcounted because jobs may outlive QUEUE_DESTROY.
+ *  - struct spyre_job: one submitted job.
+ */
+#ifndef SPYRE_DRV_H
+#define SPYRE_DRV_H
+
+#include <linux/bits.h>
+#include <linux/dma-fence.h>
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include <drm/drm_device.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_mm.h>
+#include <drm/gpu_scheduler.h>
+
+#include "spyre_hw.h"
+
+#define SPYRE_DRIVER_NAME	"spyre"
+#define SPYRE_DRIVER_DESC	"Spyre AI accelerator (emulated)"
+#define SPYRE_DRIVER_MAJOR	0
+#define SPYRE_DRIVER_MINOR	1
+
+/* Device VA window handed to BOs: [4 GiB, 128 TiB). */
+#define SPYRE_VA_START		BIT_ULL(32)
+#define SPYRE_VA_END		BIT_ULL(47)
+/* Unmapped pages after each BO (at least one). */
+#define SPYRE_GUARD_SIZE	SPYRE_PAGE_SIZE
+
+/* Ring entries per queue (power of two, SPYRE_RING_MIN/MAX_ENTRIES). */
+#define SPYRE_RING_ENTRIES	256
+
+extern unsigned int spyre_job_timeout_ms;
+extern unsigned long spyre_max_bo_mb;
+
+struct spyre_queue;
+
+/**
+ * struct spyre_irq_vec - per MSI-X vector handler data.
+ * @sdev: owning device.
+ * @index: vector index (0 is the error vector).
+ */
+struct spyre_irq_vec {
+	struct spyre_device *sdev;
+	unsigned int index;
+};
+
+/**
+ * struct spyre_device - one Spyre card.
+ * @drm: DRM device (must stay first for devm_drm_dev_alloc users).
+ * @pdev: PCI function.
+ * @regs: BAR0 mapping; only touched inside drm_dev_enter() or from IRQ
+ *	handlers (which are freed before the mapping).
+ * @hw_version: VERSION register.
+ * @caps: CAPS register.
+ * @num_queues: hardware queues the driver uses.
+ * @num_cores: AI cores.
+ * @num_contexts: hardware contexts the driver uses.
+ * @devmem_size: device memory bytes.
+ * @nvec: MSI-X vectors allocated (>= 2).
+ * @vecs: handler data per vector.
+ * @ctx_ida: hardware context ids.
+ * @hwq_ida: hardware queue ids.
+ * @hwq_lock: protects @hwq; taken from the completion IRQ.
+ * @hwq: active queue per hardware queue id, for IRQ dispatch.
+ * @mmu_lock: serialises TLB invalidation requests.
+ * @ctx_list_lock: protects @ctx_list.
+ * @ctx_list: active contexts (struct spyre_ctx.link), for debugfs.
+ * @faults: fault records drained.
+ * @faults_lost: fault records the card dropped.
+ * @queue_errors: QUEUE_ERROR interrupts.
+ */
+struct spyre_device {
+	struct drm_device drm;
+	struct pci_dev *pdev;
+	void __iomem *regs;
+
+	u32 hw_version;
+	u64 caps;
+	u32 num_queues;
+	u32 num_cores;
+	u32 num_contexts;
+	u64 devmem_size;
+
+	unsigned int nvec;
+	struct spyre_irq_vec *vecs;
+
+	struct ida ctx_ida;
+	struct ida hwq_ida;
+
+	spinlock_t hwq_lock;		/* protects hwq[] */
+	struct spyre_queue **hwq;
+
+	struct mutex mmu_lock;		/* TLB invalidation */
+
+	struct mutex ctx_list_lock;	/* protects ctx_list */
+	struct list_head ctx_list;
+
+	atomic64_t faults;
+	atomic64_t faults_lost;
+	atomic64_t queue_errors;
+};
+
+/**
+ * struct spyre_pt - one page-table page.
+ * @cpu: CPU view of the 512 entries (coherent DMA memory).
+ * @dma: bus address the card walks.
+ * @child: next-level tables (NULL for leaf tables).
+ */
+struct spyre_pt {
+	u64 *cpu;
+	dma_addr_t dma;
+	struct spyre_pt **child;
+};
+
+/**
+ * struct spyre_ctx - a device context: hardware context id and its VM.
+ * @ref: references (file, BOs mapped in it, queues).
+ * @sdev: device; a drm_dev reference is held.
+ * @id: hardware context id (valid while @active).
+ * @error: 0, or the first error that made the context unusable (sticky).
+ * @lock: protects @mm, @root, @bos and @active.
+ * @mm: VA allocator.
+ * @root: level-0 page table.
+ * @bos: BOs mapped in this VM (struct spyre_bo.ctx_link).
+ * @active: the hardware context is programmed and @id is owned.
+ * @link: entry in sdev->ctx_list while @active.
+ */
+struct spyre_ctx {
+	struct kref ref;
+	struct spyre_device *sdev;
+	u32 id;
+	atomic_t error;
+	struct mutex lock;		/* mm, root, bos, active */
+	struct drm_mm mm;
+	struct spyre_pt *root;
+	struct list_head bos;
+	bool active;
+	struct list_head link;
+};
+
+/**
+ * struct spyre_bo - a buffer object.
+ * @base: shmem object (must stay first).
+ * @ctx: context whose VM maps this BO, or NULL (imported BOs).
+ * @node: VA range, including the guard page(s).
+ * @ctx_link: entry in @ctx->bos while mapped.
+ * @mapped: PTEs are present in @ctx's VM; protected by @ctx->lock.
+ */
+struct spyre_bo {
+	struct drm_gem_shmem_object base;
+	struct spyre_ctx *ctx;
+	struct drm_mm_node node;
+	struct list_head ctx_link;
+	bool mapped;
+};
+
+/**
+ * struct spyre_file - per open file state.
+ * @sdev: device.
+ * @ctx: the file's context.
+ * @queues: queue id -> struct spyre_queue.
+ */
+struct spyre_file {
+	struct spyre_device *sdev;
+	struct spyre_ctx *ctx;
+	struct xarray queues;
+};
+
+/**
+ * struct spyre_fence - hardware fence of one job.
+ * @base: the fence (must stay first: freed with dma_fence_free()).
+ * @lock: fence lock; per fence so the fence may outlive its queue.
+ * @link: entry in the queue's pending list.
+ */
+struct spyre_fence {
+	struct dma_fence base;
+	spinlock_t lock;		/* fence lock */
+	struct list_head link;
+};
+
+/**
+ * struct spyre_queue - a user queue bound to one hardware queue.
+ * @ref: references (file, submit in progress, each job).
+ * @sdev: device.
+ * @ctx: context the queue runs in (reference held).
+ * @hwq: hardware queue index.
+ * @vector: MSI-X vector of the queue.
+ * @priority: DRM_SPYRE_PRIORITY_*.
+ * @name: scheduler name.
+ * @sched: the queue's scheduler.
+ * @sched_list: scheduler list for @entity.
+ * @entity: the only entity on @sched.
+ * @lock: serialises job arm/push and @dead.
+ * @reset_lock: serialises timeout handling with teardown.
+ * @dead: set on teardown, no more jobs reach the ring.
+ * @next_seqno: seqno of the next job pushed (from 1).
+ * @fence_ctx: dma_fence context.
+ * @ring: ring of @entries job descriptors (coherent DMA).
+ * @ring_dma: bus address of @ring.
+ * @entries: ring entries.
+ * @tail: next ring slot to write (run_job only).
+ * @compl: completion record (coherent DMA).
+ * @compl_dma: bus address of @compl.
+ * @fence_lock: protects @pending.
+ * @pending: hardware fences of jobs written to the ring, in seqno order.
+ * @jobs_ran: jobs that went through run_job and are not freed yet.
+ * @idle_wq: woken when @jobs_ran drops.
+ * @hw_active: hardware queue programmed and listed in sdev->hwq.
+ * @sched_ready: @sched and @entity are initialised.
+ */
+struct spyre_queue {
+	struct kref ref;
+	struct spyre_device *sdev;
+	struct spyre_ctx *ctx;
+	u32 hwq;
+	u32 vector;
+	u32 priority;
+	char name[24];
+
+	struct drm_gpu_scheduler sched;
+	struct drm_gpu_scheduler *sched_list[1];
+	struct drm_sched_entity entity;
+
+	struct mutex lock;		/* arm/push vs dead */
+	struct mutex reset_lock;	/* timeout vs teardown */
+	bool dead;
+	u64 next_seqno;
+	u64 fence_ctx;
+
+	struct spyre_hw_job *ring;
+	dma_addr_t ring_dma;
+	u32 entries;
+	u32 tail;
+	struct spyre_hw_completion *compl;
+	dma_addr_t compl_dma;
+
+	spinlock_t fence_lock;		/* protects pending */
+	struct list_head pending;
+
+	atomic_t jobs_ran;
+	wait_queue_head_t idle_wq;
+	bool hw_active;
+	bool sched_ready;
+};
+
+/**
+ * struct spyre_job - one job.
+ * @base: scheduler job (must stay first).
+ * @queue: queue (reference held).
+ * @hw_fence: hardware fence, allocated at submit, initialised in run_job.
+ * @fence_init: @hw_fence was initialised (else it is plain memory).
+ * @ran: run_job was called (counted in queue->jobs_ran).
+ * @bos: BOs the job keeps alive.
+ * @bo_count: entries in @bos.
+ * @seqno: sequence number on the queue.
+ * @cmd_va: command stream VA.
+ * @cmd_size: command stream bytes.
+ */
+struct spyre_job {
+	struct drm_sched_job base;
+	struct spyre_queue *queue;
+	struct spyre_fence *hw_fence;
+	bool fence_init;
+	bool ran;
+	struct drm_gem_object **bos;
+	u32 bo_count;
+	u64 seqno;
+	u64 cmd_va;
+	u32 cmd_size;
+};
+
+static inline struct spyre_device *to_spyre_device(struct drm_device *drm)
+{
+	return container_of(drm, struct spyre_device, drm);
+}
+
+static inline struct spyre_bo *to_spyre_bo(struct drm_gem_object *obj)
+{
+	return container_of(obj, struct spyre_bo, base.base);
+}
+
+static inline u32 spyre_read32(struct spyre_device *sdev, u32 reg)
+{
+	return readl(sdev->regs + reg);
+}
+
+static inline void spyre_write32(struct spyre_device *sdev, u32 reg, u32 val)
+{
+	writel(val, sdev->regs + reg);
+}
+
+static inline u64 spyre_read64(struct spyre_device *sdev, u32 reg)
+{
+	return readq(sdev->regs + reg);
+}
+
+static inline void spyre_write64(struct spyre_device *sdev, u32 reg, u64 val)
+{
+	writeq(val, sdev->regs + reg);
+}
+
+/* spyre_mmu.c */
+struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev);
+void spyre_ctx_get(struct spyre_ctx *ctx);
+void spyre_ctx_put(struct spyre_ctx *ctx);
+void spyre_ctx_release_hw(struct spyre_ctx *ctx);
+void spyre_ctx_set_error(struct spyre_ctx *ctx, int err);
+int spyre_ctx_map_bo(struct spyre_ctx *ctx, struct spyre_bo *bo,
+		     struct sg_table *sgt);
+void spyre_bo_unmap(struct spyre_bo *bo);
+int spyre_mmu_invalidate(struct spyre_device *sdev, u32 ctx_id);
+
+/* spyre_gem.c */
+struct drm_gem_object *spyre_gem_create_object(struct drm_device *drm,
+					       size_t size);
+int spyre_ioctl_bo_create(struct drm_device *drm, void *data,
+			  struct drm_file *file);
+int spyre_ioctl_bo_info(struct drm_device *drm, void *data,
+			struct drm_file *file);
+
+/* spyre_job.c */
+int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
+			     struct drm_file *file);
+int spyre_ioctl_queue_destroy(struct drm_device *drm, void *data,
+			      struct drm_file *file);
+int spyre_ioctl_submit(struct drm_device *drm, void *data,
+		       struct drm_file *file);
+void spyre_queues_destroy_all(struct spyre_file *sfile);
+void spyre_queue_irq(struct spyre_queue *q);
+void spyre_queues_cancel_all(struct spyre_device *sdev, int err);
+
+/* spyre_debugfs.c */
+void spyre_debugfs_init(struct spyre_device *sdev);
+
+#endif /* SPYRE_DRV_H */

@@ -1,0 +1,959 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Spyre DRM accel driver: queues, jobs, fences and completions.
+ *
+ * Each user queue owns one hardware queue (ring + completion record in
+ * kernel-owned coherent memory) and one drm_gpu_scheduler with a single
+ * entity.  run_job() writes a struct spyre_hw_job into the ring and rings
+ * the doorbell; the queue's MSI-X vector fires when the card has written
+ * the completion record, and the IRQ handler signals every hardware fence
+ * up to the recorded seqno.
+ *
+ * Errors are sticky per context: a failed or hung job marks its context,
+ * the context's queued jobs are cancelled (-ECANCELED) and later submits
+ * fail with -ECANCELED.
+ */
+
+#include <linux/dma-fence-chain.h>
+#include <linux/dma-mapping.h>
+#include <linux/iopoll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_print.h>
+#include <drm/drm_syncobj.h>
+#include <drm/spyre_accel.h>
+
+#include <drm/spyre_cmd.h>
+#include "spyre_drv.h"
+
+#define SPYRE_Q_RESET_TIMEOUT_US	USEC_PER_SEC
+#define SPYRE_DRAIN_TIMEOUT_MS		100
+#define SPYRE_IDLE_TIMEOUT_MS		10000
+#define SPYRE_JOB_STRIDE_MIN		8
+#define SPYRE_JOB_STRIDE_MAX		PAGE_SIZE
+
+static inline struct spyre_job *to_spyre_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct spyre_job, base);
+}
+
+static inline u32 spyre_qreg(struct spyre_queue *q, u32 reg)
+{
+	return SPYRE_QUEUE_REG(q->hwq, reg);
+}
+
+/* ---- Hardware fences ------------------------------------------------- */
+
+static const char *spyre_fence_get_driver_name(struct dma_fence *fence)
+{
+	return SPYRE_DRIVER_NAME;
+}
+
+static const char *spyre_fence_get_timeline_name(struct dma_fence *fence)
+{
+	return "spyre-hw-queue";
+}
+
+static const struct dma_fence_ops spyre_fence_ops = {
+	.get_driver_name = spyre_fence_get_driver_name,
+	.get_timeline_name = spyre_fence_get_timeline_name,
+};
+
+/* Signal one pending fence; caller holds q->fence_lock. */
+static void spyre_fence_complete(struct spyre_fence *f, int err)
+{
+	list_del_init(&f->link);
+	if (err)
+		dma_fence_set_error(&f->base, err);
+	dma_fence_signal(&f->base);
+	dma_fence_put(&f->base);	/* the pending list's reference */
+}
+
+static int spyre_status_to_errno(u32 status)
+{
+	switch (status) {
+	case SPYRE_STATUS_OK:
+		return 0;
+	case SPYRE_STATUS_MMU_FAULT:
+		return -EFAULT;
+	case SPYRE_STATUS_ABORTED:
+		return -ECANCELED;
+	default:
+		return -EIO;
+	}
+}
+
+/*
+ * Signal the fences with seqno <= @done; the one equal to @done ends with
+ * @err.  With an error, later fences are cancelled: the card halted the
+ * queue, they will not run.
+ */
+static void spyre_queue_signal(struct spyre_queue *q, u64 done, int err)
+{
+	struct spyre_fence *f, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	list_for_each_entry_safe(f, tmp, &q->pending, link) {
+		if (f->base.seqno < done)
+			spyre_fence_complete(f, 0);
+		else if (f->base.seqno == done)
+			spyre_fence_complete(f, err);
+		else if (err)
+			spyre_fence_complete(f, -ECANCELED);
+		else
+			break;
+	}
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+
+	if (err)
+		spyre_ctx_set_error(q->ctx, err);
+}
+
+/* Signal every pending fence: @guilty with @guilty_err, others with @err. */
+static void spyre_queue_cancel(struct spyre_queue *q,
+			       struct spyre_fence *guilty, int guilty_err,
+			       int err)
+{
+	struct spyre_fence *f, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	list_for_each_entry_safe(f, tmp, &q->pending, link)
+		spyre_fence_complete(f, f == guilty ? guilty_err : err);
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+}
+
+/**
+ * spyre_queue_irq() - process a queue's completion record.
+ * @q: queue.
+ *
+ * Called from the queue's MSI-X handler (with sdev->hwq_lock held) or with
+ * the device entered; BAR0 must be mapped.
+ *
+ * The card writes every field of the record and then the seqno, so a
+ * failed status read next to an older seqno may belong to a newer job
+ * whose seqno is not written yet.  A failure is only trusted once the card
+ * reports the queue halted (or the job was aborted by a reset); until then
+ * only the jobs before the recorded one are signalled, and the next
+ * interrupt settles it.
+ */
+void spyre_queue_irq(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+	u32 status;
+	u64 done;
+	int err;
+
+	done = READ_ONCE(q->compl->seqno);
+	rmb(); /* the seqno is written last */
+	status = READ_ONCE(q->compl->status);
+
+	if (status == SPYRE_STATUS_OK) {
+		spyre_queue_signal(q, done, 0);
+		return;
+	}
+
+	if (status != SPYRE_STATUS_ABORTED &&
+	    spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS)) != SPYRE_QS_ERROR) {
+		if (done)
+			spyre_queue_signal(q, done - 1, 0);
+		return;
+	}
+
+	/* The queue is halted: the record is final; re-read it in order. */
+	rmb(); /* after the status register read */
+	done = READ_ONCE(q->compl->seqno);
+	rmb(); /* the seqno is written last */
+	status = READ_ONCE(q->compl->status);
+	err = spyre_status_to_errno(status);
+	if (err && err != -ECANCELED)
+		dev_warn_ratelimited(sdev->drm.dev,
+				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
+				     q->hwq, q->ctx->id, done, status,
+				     READ_ONCE(q->compl->cmd_offset),
+				     READ_ONCE(q->compl->error_va));
+	spyre_queue_signal(q, done, err);
+}
+
+/**
+ * spyre_queues_cancel_all() - signal every pending fence of every queue.
+ * @sdev: device, already unplugged and quiesced.
+ * @err: error for the fences.
+ */
+void spyre_queues_cancel_all(struct spyre_device *sdev, int err)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&sdev->hwq_lock, flags);
+	for (i = 0; i < sdev->num_queues; i++) {
+		struct spyre_queue *q = sdev->hwq[i];
+
+		if (q) {
+			spyre_queue_cancel(q, NULL, 0, err);
+			spyre_ctx_set_error(q->ctx, err);
+		}
+	}
+	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+}
+
+/* ---- Hardware queue programming (device entered) --------------------- */
+
+static int spyre_hwq_reset(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+	u32 st;
+	int ret;
+
+	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_RESET), 1);
+	ret = readl_poll_timeout(sdev->regs + spyre_qreg(q, SPYRE_Q_STATUS), st,
+				 st != SPYRE_QS_BUSY && st != SPYRE_QS_SEM_WAIT,
+				 10, SPYRE_Q_RESET_TIMEOUT_US);
+	if (ret)
+		drm_err(&sdev->drm, "queue %u: reset timed out (status %u)\n",
+			q->hwq, st);
+	return ret;
+}
+
+static int spyre_hwq_program(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+	int ret;
+
+	ret = spyre_hwq_reset(q);
+	if (ret)
+		return ret;
+
+	spyre_write64(sdev, spyre_qreg(q, SPYRE_Q_RING_BASE), q->ring_dma);
+	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_RING_ENTRIES), q->entries);
+	spyre_write64(sdev, spyre_qreg(q, SPYRE_Q_COMPL_ADDR), q->compl_dma);
+	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_CONTROL),
+		      SPYRE_Q_CONTROL_ENABLE |
+		      SPYRE_Q_CONTROL_PRIO(q->priority) |
+		      SPYRE_Q_CONTROL_VECTOR(q->vector));
+	q->tail = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD)) &
+		  (q->entries - 1);
+	return 0;
+}
+
+static void spyre_hwq_disable(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+
+	spyre_hwq_reset(q);
+	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_CONTROL), 0);
+	spyre_write64(sdev, spyre_qreg(q, SPYRE_Q_RING_BASE), 0);
+	spyre_write64(sdev, spyre_qreg(q, SPYRE_Q_COMPL_ADDR), 0);
+}
+
+/* ---- Scheduler backend ------------------------------------------------ */
+
+static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
+{
+	struct spyre_job *job = to_spyre_job(sched_job);
+	struct spyre_queue *q = job->queue;
+	struct spyre_device *sdev = q->sdev;
+	struct spyre_fence *f = job->hw_fence;
+	struct spyre_hw_job *desc;
+	unsigned long flags;
+	int idx;
+
+	if (!job->ran) {
+		job->ran = true;
+		atomic_inc(&q->jobs_ran);
+	}
+
+	if (READ_ONCE(q->dead) || atomic_read(&q->ctx->error))
+		return ERR_PTR(-ECANCELED);
+
+	if (!drm_dev_enter(&sdev->drm, &idx))
+		return ERR_PTR(-ENODEV);
+
+	spin_lock_init(&f->lock);
+	INIT_LIST_HEAD(&f->link);
+	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
+		       job->seqno);
+	job->fence_init = true;
+
+	desc = &q->ring[q->tail];
+	desc->seqno = job->seqno;
+	desc->cmd_va = job->cmd_va;
+	desc->cmd_size = job->cmd_size;
+	desc->ctx = q->ctx->id;
+	desc->flags = SPYRE_JOB_F_IRQ;
+	memset(desc->reserved, 0, sizeof(desc->reserved));
+
+	dma_fence_get(&f->base);	/* for the pending list */
+	spin_lock_irqsave(&q->fence_lock, flags);
+	list_add_tail(&f->link, &q->pending);
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+
+	q->tail = (q->tail + 1) & (q->entries - 1);
+	dma_wmb(); /* descriptor before doorbell */
+	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_DOORBELL), q->tail);
+
+	drm_dev_exit(idx);
+
+	return dma_fence_get(&f->base);	/* for the scheduler */
+}
+
+/* Put a job back on the pending list the timeout handler took it from. */
+static void spyre_sched_skip_reset(struct drm_sched_job *sched_job)
+{
+	struct drm_gpu_scheduler *sched = sched_job->sched;
+
+	spin_lock(&sched->job_list_lock);
+	list_add(&sched_job->list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
+}
+
+static enum drm_gpu_sched_stat
+spyre_job_timedout(struct drm_sched_job *sched_job)
+{
+	struct spyre_job *job = to_spyre_job(sched_job);
+	struct spyre_queue *q = job->queue;
+	struct spyre_device *sdev = q->sdev;
+	bool hw = false;
+	int idx;
+
+	mutex_lock(&q->reset_lock);
+	drm_sched_wqueue_stop(&q->sched);
+
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		hw = true;
+		/* A late or lost interrupt is not a hang. */
+		if (q->hw_active)
+			spyre_queue_irq(q);
+	}
+
+	if (!job->fence_init || dma_fence_is_signaled(&job->hw_fence->base)) {
+		if (hw)
+			drm_dev_exit(idx);
+		spyre_sched_skip_reset(sched_job);
+		drm_sched_wqueue_start(&q->sched);
+		mutex_unlock(&q->reset_lock);
+		return DRM_GPU_SCHED_STAT_NOMINAL;
+	}
+
+	dev_warn_ratelimited(sdev->drm.dev,
+			     "queue %u (ctx %u): job %llu timed out, resetting queue; context marked guilty\n",
+			     q->hwq, q->ctx->id, job->seqno);
+
+	/*
+	 * The context is guilty: its queues never run again.  Take this one
+	 * out of interrupt dispatch so that the ABORTED record the reset
+	 * produces does not race with the errors chosen here.
+	 */
+	spyre_ctx_set_error(q->ctx, -ETIMEDOUT);
+	if (q->hw_active) {
+		unsigned long flags;
+
+		spin_lock_irqsave(&sdev->hwq_lock, flags);
+		sdev->hwq[q->hwq] = NULL;
+		spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+	}
+	if (hw) {
+		if (q->hw_active)
+			spyre_hwq_reset(q);
+		drm_dev_exit(idx);
+	}
+
+	spyre_queue_cancel(q, job->hw_fence, -ETIMEDOUT, -ECANCELED);
+
+	drm_sched_stop(&q->sched, sched_job);
+	drm_sched_start(&q->sched);
+	mutex_unlock(&q->reset_lock);
+
+	return hw ? DRM_GPU_SCHED_STAT_NOMINAL : DRM_GPU_SCHED_STAT_ENODEV;
+}
+
+static void spyre_queue_put(struct spyre_queue *q);
+
+static void spyre_job_release(struct spyre_job *job)
+{
+	struct spyre_queue *q = job->queue;
+	u32 i;
+
+	if (job->bos) {
+		for (i = 0; i < job->bo_count; i++)
+			if (job->bos[i])
+				drm_gem_object_put(job->bos[i]);
+		kvfree(job->bos);
+	}
+
+	if (job->fence_init)
+		dma_fence_put(&job->hw_fence->base);
+	else
+		kfree(job->hw_fence);
+
+	if (job->ran && atomic_dec_and_test(&q->jobs_ran))
+		wake_up_all(&q->idle_wq);
+
+	kfree(job);
+	spyre_queue_put(q);
+}
+
+static void spyre_job_free(struct drm_sched_job *sched_job)
+{
+	struct spyre_job *job = to_spyre_job(sched_job);
+
+	drm_sched_job_cleanup(sched_job);
+	spyre_job_release(job);
+}
+
+static const struct drm_sched_backend_ops spyre_sched_ops = {
+	.run_job = spyre_job_run,
+	.timedout_job = spyre_job_timedout,
+	.free_job = spyre_job_free,
+};
+
+/* ---- Queue lifetime -------------------------------------------------- */
+
+static void spyre_queue_release(struct kref *ref)
+{
+	struct spyre_queue *q = container_of(ref, struct spyre_queue, ref);
+
+	spyre_ctx_put(q->ctx);
+	mutex_destroy(&q->lock);
+	mutex_destroy(&q->reset_lock);
+	kfree(q);
+}
+
+static void spyre_queue_put(struct spyre_queue *q)
+{
+	kref_put(&q->ref, spyre_queue_release);
+}
+
+/* Take the queue off the card; pending fences are cancelled by the caller. */
+static void spyre_queue_hw_fini(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+	unsigned long flags;
+	int idx;
+
+	if (!q->hw_active)
+		return;
+
+	spin_lock_irqsave(&sdev->hwq_lock, flags);
+	sdev->hwq[q->hwq] = NULL;
+	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		spyre_hwq_disable(q);
+		drm_dev_exit(idx);
+	}
+	q->hw_active = false;
+}
+
+/*
+ * Destroy a queue that is no longer reachable from its file.  Jobs on the
+ * card are aborted, queued jobs are cancelled (-ECANCELED; jobs still
+ * waiting for in-fences are killed by the scheduler with -ESRCH once those
+ * signal), and every fence signals.  Jobs keep the queue memory alive.
+ */
+static void spyre_queue_destroy(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+	struct device *dev = sdev->drm.dev;
+
+	mutex_lock(&q->lock);
+	q->dead = true;
+	mutex_unlock(&q->lock);
+
+	if (q->sched_ready) {
+		mutex_lock(&q->reset_lock);
+		drm_sched_wqueue_stop(&q->sched);
+		spyre_queue_hw_fini(q);
+		spyre_queue_cancel(q, NULL, 0, -ECANCELED);
+		drm_sched_wqueue_start(&q->sched);
+		mutex_unlock(&q->reset_lock);
+
+		/* Let ready jobs pass through run_job, which cancels them. */
+		wait_event_timeout(q->sched.job_scheduled,
+				   !spsc_queue_count(&q->entity.job_queue),
+				   msecs_to_jiffies(SPYRE_DRAIN_TIMEOUT_MS));
+		drm_sched_entity_fini(&q->entity);
+
+		if (!wait_event_timeout(q->idle_wq, !atomic_read(&q->jobs_ran),
+					msecs_to_jiffies(SPYRE_IDLE_TIMEOUT_MS)))
+			drm_warn(&sdev->drm, "queue %u: jobs not freed\n",
+				 q->hwq);
+		drm_sched_fini(&q->sched);
+	} else {
+		spyre_queue_hw_fini(q);
+	}
+
+	if (q->ring)
+		dma_free_coherent(dev, q->entries * sizeof(*q->ring), q->ring,
+				  q->ring_dma);
+	if (q->compl)
+		dma_free_coherent(dev, sizeof(*q->compl), q->compl,
+				  q->compl_dma);
+	if (q->hwq != U32_MAX)
+		ida_free(&sdev->hwq_ida, q->hwq);
+
+	spyre_queue_put(q);
+}
+
+static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
+					      u32 priority)
+{
+	struct spyre_device *sdev = sfile->sdev;
+	struct device *dev = sdev->drm.dev;
+	struct spyre_queue *q;
+	unsigned long flags;
+	int ret;
+
+	q = kzalloc(sizeof(*q), GFP_KERNEL);
+	if (!q)
+		return ERR_PTR(-ENOMEM);
+
+	kref_init(&q->ref);
+	q->sdev = sdev;
+	spyre_ctx_get(sfile->ctx);
+	q->ctx = sfile->ctx;
+	q->priority = priority;
+	q->hwq = U32_MAX;
+	q->entries = SPYRE_RING_ENTRIES;
+	mutex_init(&q->lock);
+	mutex_init(&q->reset_lock);
+	spin_lock_init(&q->fence_lock);
+	INIT_LIST_HEAD(&q->pending);
+	init_waitqueue_head(&q->idle_wq);
+	atomic_set(&q->jobs_ran, 0);
+
+	ret = ida_alloc_max(&sdev->hwq_ida, sdev->num_queues - 1, GFP_KERNEL);
+	if (ret < 0) {
+		ret = ret == -ENOSPC ? -EBUSY : ret;
+		goto err;
+	}
+	q->hwq = ret;
+	q->vector = 1 + q->hwq % (sdev->nvec - 1);
+	snprintf(q->name, sizeof(q->name), "spyre-q%u", q->hwq);
+
+	q->ring = dma_alloc_coherent(dev, q->entries * sizeof(*q->ring),
+				     &q->ring_dma, GFP_KERNEL);
+	q->compl = dma_alloc_coherent(dev, sizeof(*q->compl), &q->compl_dma,
+				      GFP_KERNEL);
+	if (!q->ring || !q->compl) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	q->fence_ctx = dma_fence_context_alloc(1);
+
+	ret = drm_sched_init(&q->sched, &spyre_sched_ops, NULL, 1,
+			     q->entries - 1, 0,
+			     spyre_job_timeout_ms ?
+			     msecs_to_jiffies(spyre_job_timeout_ms) :
+			     MAX_SCHEDULE_TIMEOUT,
+			     NULL, NULL, q->name, dev);
+	if (ret)
+		goto err;
+
+	q->sched_list[0] = &q->sched;
+	ret = drm_sched_entity_init(&q->entity, DRM_SCHED_PRIORITY_KERNEL,
+				    q->sched_list, 1, NULL);
+	if (ret) {
+		drm_sched_fini(&q->sched);
+		goto err;
+	}
+	q->sched_ready = true;
+
+	ret = spyre_hwq_program(q);
+	if (ret)
+		goto err;
+
+	spin_lock_irqsave(&sdev->hwq_lock, flags);
+	sdev->hwq[q->hwq] = q;
+	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+	q->hw_active = true;
+
+	return q;
+
+err:
+	spyre_queue_destroy(q);
+	return ERR_PTR(ret);
+}
+
+/**
+ * spyre_ioctl_queue_create() - DRM_IOCTL_SPYRE_QUEUE_CREATE.
+ * @drm: device.
+ * @data: struct drm_spyre_queue_create.
+ * @file: caller.
+ *
+ * Return: 0 or a negative errno (see the uapi header).
+ */
+int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
+			     struct drm_file *file)
+{
+	struct drm_spyre_queue_create *args = data;
+	struct spyre_file *sfile = file->driver_priv;
+	struct spyre_queue *q;
+	u32 id;
+	int idx, ret;
+
+	if (args->flags || args->pad ||
+	    args->priority > DRM_SPYRE_PRIORITY_HIGH)
+		return -EINVAL;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+
+	q = spyre_queue_create(sfile, args->priority);
+	if (IS_ERR(q)) {
+		ret = PTR_ERR(q);
+		goto out;
+	}
+
+	ret = xa_alloc(&sfile->queues, &id, q, xa_limit_32b, GFP_KERNEL);
+	if (ret) {
+		spyre_queue_destroy(q);
+		goto out;
+	}
+	args->queue_id = id;
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+/**
+ * spyre_ioctl_queue_destroy() - DRM_IOCTL_SPYRE_QUEUE_DESTROY.
+ * @drm: device.
+ * @data: struct drm_spyre_queue_destroy.
+ * @file: caller.
+ *
+ * Works after the device is unplugged too.
+ *
+ * Return: 0, -EINVAL (pad) or -ENOENT (no such queue).
+ */
+int spyre_ioctl_queue_destroy(struct drm_device *drm, void *data,
+			      struct drm_file *file)
+{
+	struct drm_spyre_queue_destroy *args = data;
+	struct spyre_file *sfile = file->driver_priv;
+	struct spyre_queue *q;
+
+	if (args->pad)
+		return -EINVAL;
+
+	q = xa_erase(&sfile->queues, args->queue_id);
+	if (!q)
+		return -ENOENT;
+
+	spyre_queue_destroy(q);
+	return 0;
+}
+
+/**
+ * spyre_queues_destroy_all() - destroy every queue of a closing file.
+ * @sfile: file.
+ */
+void spyre_queues_destroy_all(struct spyre_file *sfile)
+{
+	struct spyre_queue *q;
+	unsigned long id;
+
+	xa_for_each(&sfile->queues, id, q) {
+		xa_erase(&sfile->queues, id);
+		spyre_queue_destroy(q);
+	}
+	xa_destroy(&sfile->queues);
+}
+
+static struct spyre_queue *spyre_queue_lookup(struct spyre_file *sfile,
+					      u32 id)
+{
+	struct spyre_queue *q;
+
+	xa_lock(&sfile->queues);
+	q = xa_load(&sfile->queues, id);
+	if (q)
+		kref_get(&q->ref);
+	xa_unlock(&sfile->queues);
+	return q;
+}
+
+/* ---- Submission -------------------------------------------------------- */
+
+struct spyre_out_sync {
+	struct drm_syncobj *syncobj;
+	struct dma_fence_chain *chain;
+	u64 point;
+};
+
+static int spyre_job_add_in_syncs(struct spyre_job *job,
+				  struct drm_file *file,
+				  const struct drm_spyre_job *uj)
+{
+	struct drm_spyre_sync __user *usync = u64_to_user_ptr(uj->in_syncs);
+	struct drm_spyre_sync s;
+	struct dma_fence *fence;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < uj->in_sync_count; i++) {
+		if (copy_from_user(&s, &usync[i], sizeof(s)))
+			return -EFAULT;
+		if (s.flags)
+			return -EINVAL;
+
+		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
+					     &fence);
+		if (ret)
+			return ret;
+
+		ret = drm_sched_job_add_dependency(&job->base, fence);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void spyre_out_syncs_free(struct spyre_out_sync *outs, u32 count)
+{
+	u32 i;
+
+	if (!outs)
+		return;
+	for (i = 0; i < count; i++) {
+		if (outs[i].syncobj)
+			drm_syncobj_put(outs[i].syncobj);
+		dma_fence_chain_free(outs[i].chain);
+	}
+	kvfree(outs);
+}
+
+static int spyre_out_syncs_get(struct drm_file *file,
+			       const struct drm_spyre_job *uj,
+			       struct spyre_out_sync **outs_out)
+{
+	struct drm_spyre_sync __user *usync = u64_to_user_ptr(uj->out_syncs);
+	struct spyre_out_sync *outs;
+	struct drm_spyre_sync s;
+	u32 i;
+
+	*outs_out = NULL;
+	if (!uj->out_sync_count)
+		return 0;
+
+	outs = kvcalloc(uj->out_sync_count, sizeof(*outs), GFP_KERNEL);
+	if (!outs)
+		return -ENOMEM;
+	*outs_out = outs;
+
+	for (i = 0; i < uj->out_sync_count; i++) {
+		if (copy_from_user(&s, &usync[i], sizeof(s)))
+			return -EFAULT;
+		if (s.flags)
+			return -EINVAL;
+
+		outs[i].syncobj = drm_syncobj_find(file, s.handle);
+		if (!outs[i].syncobj)
+			return -ENOENT;
+
+		if (s.point) {
+			outs[i].chain = dma_fence_chain_alloc();
+			if (!outs[i].chain)
+				return -ENOMEM;
+			outs[i].point = s.point;
+		}
+	}
+	return 0;
+}
+
+static void spyre_out_syncs_signal(struct spyre_out_sync *outs, u32 count,
+				   struct dma_fence *fence)
+{
+	u32 i;
+
+	for (i = 0; i < count; i++) {
+		if (outs[i].chain) {
+			drm_syncobj_add_point(outs[i].syncobj, outs[i].chain,
+					      fence, outs[i].point);
+			outs[i].chain = NULL;	/* consumed */
+		} else {
+			drm_syncobj_replace_fence(outs[i].syncobj, fence);
+		}
+	}
+}
+
+static int spyre_job_validate(const struct drm_spyre_job *uj)
+{
+	if (uj->flags)
+		return -EINVAL;
+	if (!IS_ALIGNED(uj->cmd_va, 8) || !IS_ALIGNED(uj->cmd_size, 8) ||
+	    uj->cmd_size < 8 || uj->cmd_size > SPYRE_MAX_CMD_STREAM)
+		return -EINVAL;
+	if (uj->cmd_va < SPYRE_VA_START ||
+	    uj->cmd_va > SPYRE_VA_END - uj->cmd_size)
+		return -EINVAL;
+	if (uj->bo_count > DRM_SPYRE_MAX_BOS_PER_JOB ||
+	    uj->in_sync_count > DRM_SPYRE_MAX_SYNCS_PER_JOB ||
+	    uj->out_sync_count > DRM_SPYRE_MAX_SYNCS_PER_JOB)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Validate and queue one job.  *@queued tells whether the job was pushed
+ * (an error can still follow when the seqno cannot be written back).
+ */
+static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
+			    u64 uptr, u32 stride, bool *queued)
+{
+	struct drm_spyre_job __user *ujob = u64_to_user_ptr(uptr);
+	struct spyre_out_sync *outs = NULL;
+	struct drm_spyre_job uj;
+	struct dma_fence *fence;
+	struct spyre_queue *q;
+	struct spyre_job *job;
+	bool inited = false;
+	u64 seqno;
+	int ret;
+
+	*queued = false;
+
+	ret = copy_struct_from_user(&uj, sizeof(uj), ujob, stride);
+	if (ret)
+		return ret == -E2BIG ? -EINVAL : ret;
+
+	ret = spyre_job_validate(&uj);
+	if (ret)
+		return ret;
+
+	q = spyre_queue_lookup(sfile, uj.queue_id);
+	if (!q)
+		return -ENOENT;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job) {
+		spyre_queue_put(q);
+		return -ENOMEM;
+	}
+	job->queue = q;		/* the lookup reference is the job's */
+	job->cmd_va = uj.cmd_va;
+	job->cmd_size = uj.cmd_size;
+
+	if (atomic_read(&q->ctx->error)) {
+		ret = -ECANCELED;
+		goto err;
+	}
+
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
+	if (!job->hw_fence) {
+		ret = -ENOMEM;
+		goto err;
+	}
+
+	if (uj.bo_count) {
+		job->bo_count = uj.bo_count;
+		ret = drm_gem_objects_lookup(file,
+					     u64_to_user_ptr(uj.bo_handles),
+					     uj.bo_count, &job->bos);
+		if (ret)
+			goto err;
+	}
+
+	ret = drm_sched_job_init(&job->base, &q->entity, 1, file);
+	if (ret)
+		goto err;
+	inited = true;
+
+	ret = spyre_job_add_in_syncs(job, file, &uj);
+	if (ret)
+		goto err;
+
+	ret = spyre_out_syncs_get(file, &uj, &outs);
+	if (ret)
+		goto err;
+
+	mutex_lock(&q->lock);
+	if (q->dead) {
+		mutex_unlock(&q->lock);
+		ret = -ENOENT;
+		goto err;
+	}
+	if (atomic_read(&q->ctx->error)) {
+		mutex_unlock(&q->lock);
+		ret = -ECANCELED;
+		goto err;
+	}
+	drm_sched_job_arm(&job->base);
+	seqno = ++q->next_seqno;
+	job->seqno = seqno;
+	fence = dma_fence_get(&job->base.s_fence->finished);
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&q->lock);
+	/* The job now belongs to the scheduler. */
+	*queued = true;
+
+	spyre_out_syncs_signal(outs, uj.out_sync_count, fence);
+	spyre_out_syncs_free(outs, uj.out_sync_count);
+	dma_fence_put(fence);
+
+	if (stride >= offsetofend(struct drm_spyre_job, seqno) &&
+	    put_user(seqno, (u64 __user *)(uptr +
+					   offsetof(struct drm_spyre_job, seqno))))
+		return -EFAULT;
+	return 0;
+
+err:
+	spyre_out_syncs_free(outs, uj.out_sync_count);
+	if (inited)
+		drm_sched_job_cleanup(&job->base);
+	spyre_job_release(job);
+	return ret;
+}
+
+/**
+ * spyre_ioctl_submit() - DRM_IOCTL_SPYRE_SUBMIT.
+ * @drm: device.
+ * @data: struct drm_spyre_submit.
+ * @file: caller.
+ *
+ * Jobs are validated and queued one by one; on an error @job_count is set
+ * to the number of jobs queued.
+ *
+ * Return: 0 or a negative errno (see the uapi header).
+ */
+int spyre_ioctl_submit(struct drm_device *drm, void *data,
+		       struct drm_file *file)
+{
+	struct drm_spyre_submit *args = data;
+	struct spyre_file *sfile = file->driver_priv;
+	u32 i, queued = 0;
+	int idx, ret = 0;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	if (!args->job_count || args->job_count > DRM_SPYRE_MAX_JOBS)
+		return -EINVAL;
+	if (args->job_stride < SPYRE_JOB_STRIDE_MIN ||
+	    args->job_stride > SPYRE_JOB_STRIDE_MAX)
+		return -EINVAL;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+
+	for (i = 0; i < args->job_count; i++) {
+		bool q;
+
+		ret = spyre_submit_one(sfile, file,
+				       args->jobs + (u64)i * args->job_stride,
+				       args->job_stride, &q);
+		if (q)
+			queued++;
+		if (ret)
+			break;
+	}
+	if (ret)
+		args->job_count = queued;
+
+	drm_dev_exit(idx);
+	return ret;
+}

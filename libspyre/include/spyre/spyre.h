@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libspyre - userspace runtime for the Spyre AI accelerator.
+ *
+ * Conventions (apply to every function below unless its comment says
+ * otherwise):
+ *  - Functions returning int return 0 (or a documented non-negative value)
+ *    on success and a negative errno on failure; spyre_strerror() turns it
+ *    into text.  Output parameters are written only on success.
+ *  - Sizes and offsets are in bytes, device addresses (VA) are the card's
+ *    virtual addresses in bytes, times are in nanoseconds.
+ *  - Handles (struct spyre_device, spyre_bo, spyre_queue, spyre_stream,
+ *    spyre_cmdbuf) are opaque.  A handle may be used from several threads
+ *    at once, except that it must not be used after (or concurrently with)
+ *    the call that frees it.  struct spyre_cmdbuf is the exception: it is a
+ *    plain host-side buffer, one thread at a time.
+ *  - Ownership: BOs, queues and streams hold a reference on their device,
+ *    so spyre_device_close() may be called before they are freed; the
+ *    device file descriptor is closed when the last of them goes.
+ *  - fork(): the device file (and with it the card context) is shared with
+ *    a child after fork().  A child must not use handles inherited from
+ *    its parent: every call that takes a device-backed handle fails with
+ *    -ECHILD in a process other than the one that opened the device.  The
+ *    child opens the device again (spyre_device_open()), which gives it its
+ *    own context.  Freeing inherited handles in the child is allowed and
+ *    only releases the child's memory (no ioctl is made).
+ *  - Errors from the card are reported asynchronously through fences: see
+ *    spyre_fence_wait().  After a job fails, the kernel marks the context
+ *    (the opened device) as broken; later submissions fail with
+ *    -ECANCELED until the device is opened again (see spyre_device_error()).
+ *
+ * Environment:
+ *  SPYRE_VISIBLE_DEVICES  comma-separated list of physical device indices
+ *	(as ordered by PCI address) that the process may see, in the order
+ *	given; e.g. "1,0" swaps two cards, "" hides all of them.  Indices
+ *	that do not exist are skipped; a malformed list (not a number,
+ *	duplicate) makes discovery fail with -EINVAL.
+ */
+#ifndef SPYRE_SPYRE_H
+#define SPYRE_SPYRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Command-stream format: SPYRE_OP_*, SPYRE_DTYPE_*, struct spyre_cmd_*. */
+#include <drm/spyre_cmd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(SPYRE_BUILDING_LIBRARY)
+#define SPYRE_API __attribute__((visibility("default")))
+#else
+#define SPYRE_API
+#endif
+
+#define SPYRE_VERSION_MAJOR 0
+#define SPYRE_VERSION_MINOR 1
+#define SPYRE_VERSION_PATCH 0
+
+/** Infinite timeout for the *_wait / *_sync functions. */
+#define SPYRE_TIMEOUT_INFINITE UINT64_MAX
+
+/** Bytes of a card page; BO sizes and VAs are multiples of it. */
+#define SPYRE_BO_PAGE_SIZE 4096u
+
+/* spyre_device_info.caps bits (same values as the card's capabilities). */
+#define SPYRE_DEV_CAP_FP16	(1ull << 0)
+#define SPYRE_DEV_CAP_BF16	(1ull << 1)
+#define SPYRE_DEV_CAP_FP8	(1ull << 2)
+#define SPYRE_DEV_CAP_INT8	(1ull << 3)
+#define SPYRE_DEV_CAP_MMU	(1ull << 4)
+#define SPYRE_DEV_CAP_SEM	(1ull << 5)
+
+struct spyre_device;
+struct spyre_bo;
+struct spyre_queue;
+struct spyre_stream;
+struct spyre_cmdbuf;
+
+/* ------------------------------------------------------------------ */
+/* Library                                                            */
+/* ------------------------------------------------------------------ */
+
+/**
+ * spyre_version() - library version string, e.g. "0.1.0".
+ * Returns a static string; never NULL.
+ */
+SPYRE_API const char *spyre_version(void);
+
+/**
+ * spyre_strerror() - describe an error code returned by libspyre.
+ * @err: a negative errno as returned by libspyre (a positive errno is
+ *	accepted too).
+ *
+ * Returns a static, thread-safe string describing the error in terms of
+ * this library (for example -ECANCELED: "context is in error after an
+ * earlier job failed; reopen the device").  Unknown codes give
+ * "unknown error"; 0 gives "success".  Never NULL.
+ */
+SPYRE_API const char *spyre_strerror(int err);
+
+/* ------------------------------------------------------------------ */
+/* Discovery and devices                                              */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct spyre_device_desc - a card found by discovery (no open needed).
+ * @index: logical index (after SPYRE_VISIBLE_DEVICES), for
+ *	spyre_device_open().
+ * @phys_index: index among all Spyre cards ordered by PCI address.
+ * @accel_minor: N of /dev/accel/accelN.
+ * @pci_addr: PCI address "dddd:bb:dd.f", NUL-terminated.
+ * @devnode: "/dev/accel/accelN", NUL-terminated.
+ * @vendor_id, @device_id, @subsystem_vendor_id, @subsystem_id: PCI IDs
+ *	read from sysfs.
+ */
+struct spyre_device_desc {
+	unsigned int index;
+	unsigned int phys_index;
+	unsigned int accel_minor;
+	char pci_addr[16];
+	char devnode[32];
+	uint16_t vendor_id;
+	uint16_t device_id;
+	uint16_t subsystem_vendor_id;
+	uint16_t subsystem_id;
+	uint32_t reserved[8];
+};
+
+/**
+ * spyre_device_list() - enumerate the visible cards.
+ * @descs: array of @max entries to fill (may be NULL when @max is 0).
+ * @max: entries available at @descs.
+ *
+ * Scans /sys/class/accel for Spyre cards (vendor, device and subsystem
+ * IDs must match the emulated card), orders them by PCI address and
+ * applies SPYRE_VISIBLE_DEVICES.  The list is re-read on every call, so
+ * hot-plugged cards appear and removed ones vanish.
+ *
+ * Returns the number of visible cards (which may exceed @max; only the
+ * first @max are written), or -EINVAL (malformed SPYRE_VISIBLE_DEVICES),
+ * -ENOMEM.  A machine without the accel class returns 0.
+ */
+SPYRE_API int spyre_device_list(struct spyre_device_desc *descs,
+				unsigned int max);
+
+/** spyre_device_count() - number of visible cards, or a negative errno. */
+SPYRE_API int spyre_device_count(void);
+
+/**
+ * spyre_device_open() - open a card by logical index.
+ * @index: 0..spyre_device_count()-1.
+ * @out: receives the device handle, to release with spyre_device_close().
+ *
+ * Each open creates a new context (card address space) with the file
+ * descriptor opened O_RDWR | O_CLOEXEC.
+ * Errors: -ENODEV (no such index), -EINVAL (bad SPYRE_VISIBLE_DEVICES or
+ * NULL @out), -EACCES (no permission on the node), -ENOMEM, or an errno
+ * from open(2) / the DEVICE_INFO query.
+ */
+SPYRE_API int spyre_device_open(unsigned int index, struct spyre_device **out);
+
+/**
+ * spyre_device_open_pci() - open a card by PCI address.
+ * @pci_addr: "dddd:bb:dd.f" or "bb:dd.f" (domain 0), hex, case-insensitive.
+ * @out: receives the device handle.
+ *
+ * Only visible cards (SPYRE_VISIBLE_DEVICES) can be opened.
+ * Errors: -EINVAL (unparsable address), -ENODEV (no visible Spyre card
+ * there), as spyre_device_open() otherwise.
+ */
+SPYRE_API int spyre_device_open_pci(const char *pci_addr,
+				    struct spyre_device **out);
+
+/**
+ * spyre_device_open_path() - open a card by device node path, bypassing
+ * discovery (e.g. "/dev/accel/accel0").  The node must belong to the spyre
+ * driver (checked with drmGetVersion).  Errors: -ENODEV (not a spyre node),
+ * errno of open(2).
+ */
+SPYRE_API int spyre_device_open_path(const char *path,
+				     struct spyre_device **out);
+
+/**
+ * spyre_device_close() - drop the caller's reference on @dev.  The file is
+ * closed once all BOs, queues and streams of @dev are freed too.
+ * NULL is ignored.
+ */
+SPYRE_API void spyre_device_close(struct spyre_device *dev);
+
+/**
+ * struct spyre_device_info - static properties of an opened card.
+ * @desc: discovery data (index fields are those at open time; for
+ *	spyre_device_open_path() index and phys_index are UINT32_MAX).
+ * @hw_version: register interface version, major << 16 | minor.
+ * @num_cores: AI cores.  @num_queues: hardware queues on the card.
+ * @num_contexts: address spaces the card MMU supports.
+ * @devmem_size: device memory in bytes.
+ * @caps: SPYRE_DEV_CAP_* bits (fp16, bf16, fp8, int8, mmu, semaphores).
+ * @va_start, @va_end: device VA range handed to BOs, bytes, [start, end).
+ * @max_cmd_size: largest command stream one job may name, bytes.
+ * @pci_domain, @pci_bus, @pci_devfn: PCI location reported by the driver.
+ * @driver_name: DRM driver name ("spyre").
+ * @driver_major, @driver_minor, @driver_patch: DRM driver version.
+ */
+struct spyre_device_info {
+	struct spyre_device_desc desc;
+	uint32_t hw_version;
+	uint32_t num_cores;
+	uint32_t num_queues;
+	uint32_t num_contexts;
+	uint64_t devmem_size;
+	uint64_t caps;
+	uint64_t va_start;
+	uint64_t va_end;
+	uint32_t max_cmd_size;
+	uint32_t pci_domain;
+	uint32_t pci_bus;
+	uint32_t pci_devfn;
+	char driver_name[32];
+	int32_t driver_major;
+	int32_t driver_minor;
+	int32_t driver_patch;
+	uint32_t reserved[9];
+};
+
+/**
+ * spyre_device_get_info() - copy the card's properties to @info.
+ * The data is read once at open; the call does not enter the kernel.
+ * Errors: -EINVAL (NULL argument), -ECHILD (used after fork()).
+ */
+SPYRE_API int spyre_device_get_info(struct spyre_device *dev,
+				    struct spyre_device_info *info);
+
+/**
+ * spyre_device_fd() - the accel file descriptor of @dev, for interop with
+ * libdrm (syncobjs, dma-buf).  Owned by @dev: do not close it.
+ * Returns the fd, or -EINVAL / -ECHILD.
+ */
+SPYRE_API int spyre_device_fd(struct spyre_device *dev);
+
+/**
+ * spyre_device_error() - the sticky error of the device's context.
+ * Returns 0 while no job has failed, else the first job error libspyre
+ * observed (from a fence or a -ECANCELED submission), e.g. -EFAULT for an
+ * MMU fault.  Once set it stays set: open the device again to recover.
+ * Returns -EINVAL / -ECHILD for a bad handle.
+ */
+SPYRE_API int spyre_device_error(struct spyre_device *dev);
+
+/* ------------------------------------------------------------------ */
+/* Buffer objects                                                     */
+/* ------------------------------------------------------------------ */
+
+/** Flags for spyre_bo_alloc(); none are defined yet (system memory). */
+#define SPYRE_BO_FLAGS_NONE 0u
+
+/**
+ * spyre_bo_alloc() - allocate a zero-filled buffer object mapped at a
+ * device VA in @dev's context.
+ * @size: bytes, > 0; rounded up to SPYRE_BO_PAGE_SIZE (see spyre_bo_size()).
+ * @flags: SPYRE_BO_FLAGS_* (must be 0 for now).
+ * @out: receives the BO; free it with spyre_bo_free().
+ *
+ * The BO's VA is SPYRE_BO_PAGE_SIZE aligned and followed by at least one
+ * unmapped guard page.
+ * Errors: -EINVAL (size 0, unknown flags), -E2BIG (above the driver's size
+ * limit), -ENOMEM (out of memory or device VA space), -ECHILD, -ENODEV
+ * (card unplugged).
+ */
+SPYRE_API int spyre_bo_alloc(struct spyre_device *dev, uint64_t size,
+			     uint32_t flags, struct spyre_bo **out);
+
+/**
+ * spyre_bo_free() - unmap @bo from the CPU (if spyre_bo_map() was called)
+ * and release its handle.  The kernel keeps the memory alive for jobs that
+ * listed the BO; a job that uses the BO's VA without listing it may fault
+ * once it is freed.  NULL is ignored.
+ */
+SPYRE_API void spyre_bo_free(struct spyre_bo *bo);
+
+/**
+ * spyre_bo_map() - map @bo into the process (MAP_SHARED, read/write).
+ * @ptr: receives the address of the first byte; spyre_bo_size() bytes are
+ *	accessible.  The mapping is created once and shared by later calls;
+ *	it stays valid until spyre_bo_free().
+ * CPU writes are seen by jobs submitted afterwards; card writes are
+ * visible once the job's fence has signalled.
+ * Errors: -EINVAL, -ECHILD, errno of mmap(2) (e.g. -ENOMEM).
+ */
+SPYRE_API int spyre_bo_map(struct spyre_bo *bo, void **ptr);
+
+/** spyre_bo_va() - device VA of @bo's first byte (page aligned); 0 for NULL. */
+SPYRE_API uint64_t spyre_bo_va(const struct spyre_bo *bo);
+
+/** spyre_bo_size() - size of @bo in bytes (page multiple); 0 for NULL. */
+SPYRE_API uint64_t spyre_bo_size(const struct spyre_bo *bo);
+
+/** spyre_bo_handle() - GEM handle of @bo in its device's file; 0 for NULL. */
+SPYRE_API uint32_t spyre_bo_handle(const struct spyre_bo *bo);
+
+/* ------------------------------------------------------------------ */
+/* Command buffers (pure host-side encoding, no device needed)        */
+/* ------------------------------------------------------------------ */
+
+/**
+ * spyre_cmdbuf_create() - create an empty, growable command buffer.
+ * The buffer holds encoded commands in the <drm/spyre_cmd.h> format; it
+ * can be submitted many times (spyre_submit()) or written into a BO
+ * (spyre_cmdbuf_upload()).  Errors: -EINVAL, -ENOMEM.
+ */
+SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out);
+
+/** spyre_cmdbuf_destroy() - free @cb; NULL is ignored. */
+SPYRE_API void spyre_cmdbuf_destroy(struct spyre_cmdbuf *cb);
+
+/** spyre_cmdbuf_reset() - drop all commands, keep the allocation. */
+SPYRE_API void spyre_cmdbuf_reset(struct spyre_cmdbuf *cb);
+
+/** spyre_cmdbuf_size() - bytes of encoded commands (a multiple of 8). */
+SPYRE_API size_t spyre_cmdbuf_size(const struct spyre_cmdbuf *cb);
+
+/** spyre_cmdbuf_count() - number of commands encoded. */
+SPYRE_API size_t spyre_cmdbuf_count(const struct spyre_cmdbuf *cb);
+
+/**
+ * spyre_cmdbuf_data() - the encoded bytes, spyre_cmdbuf_size() long, valid
+ * until the next call that modifies @cb.  NULL when empty.
+ */
+SPYRE_API const void *spyre_cmdbuf_data(const struct spyre_cmdbuf *cb);
+
+/*
+ * Encoders.  Each appends one command and returns 0, or -EINVAL for an
+ * argument the card would refuse (listed per function) or -ENOMEM; on
+ * error @cb is unchanged.  Addresses are device VAs in the context that
+ * will run the command; the card checks them with its MMU when it runs.
+ */
+
+/** spyre_cmdbuf_nop() - append NOP (8 bytes). */
+SPYRE_API int spyre_cmdbuf_nop(struct spyre_cmdbuf *cb);
+
+/**
+ * spyre_cmdbuf_fill() - append FILL: @count elements of @elem_size bytes
+ * at @dst get the low @elem_size bytes of @value (little-endian).
+ * -EINVAL: @elem_size not 1, 2, 4 or 8, or @count 0.
+ */
+SPYRE_API int spyre_cmdbuf_fill(struct spyre_cmdbuf *cb, uint64_t dst,
+				uint64_t count, uint32_t elem_size,
+				uint64_t value);
+
+/**
+ * spyre_cmdbuf_copy() - append a 1-D byte COPY of @size bytes from @src
+ * to @dst (U8 -> U8, height 1).  -EINVAL: @size 0.
+ */
+SPYRE_API int spyre_cmdbuf_copy(struct spyre_cmdbuf *cb, uint64_t dst,
+				uint64_t src, uint64_t size);
+
+/**
+ * spyre_cmdbuf_copy_2d() - append a 2-D COPY with dtype conversion.
+ * @dst, @src: VAs of element (0, 0).
+ * @dst_pitch, @src_pitch: bytes between rows (ignored when @height is 1).
+ * @dst_dtype, @src_dtype: SPYRE_DTYPE_*; U8 pairs only with U8 and INT32
+ *	only with INT32; float types and INT8 convert among themselves.
+ * @width: elements per row, @height: rows (both >= 1).
+ * @flags: 0 or SPYRE_CMD_F_NOSAT.
+ * -EINVAL: zero width/height, bad dtype pair, unknown flags.
+ */
+SPYRE_API int spyre_cmdbuf_copy_2d(struct spyre_cmdbuf *cb,
+				   uint64_t dst, uint64_t dst_pitch,
+				   uint32_t dst_dtype,
+				   uint64_t src, uint64_t src_pitch,
+				   uint32_t src_dtype,
+				   uint64_t width, uint64_t height,
+				   uint32_t flags);
+
+/** spyre_cmdbuf_timestamp() - append TIMESTAMP: the 64-bit device clock
+ * (ns) is written to @dst (8-byte aligned). -EINVAL: misaligned @dst. */
+SPYRE_API int spyre_cmdbuf_timestamp(struct spyre_cmdbuf *cb, uint64_t dst);
+
+/**
+ * spyre_cmdbuf_sem_wait() - append SEM_WAIT: the queue stalls until the
+ * 64-bit value at @addr (8-byte aligned) is >= @value.
+ * -EINVAL: misaligned @addr.
+ */
+SPYRE_API int spyre_cmdbuf_sem_wait(struct spyre_cmdbuf *cb, uint64_t addr,
+				    uint64_t value);
+
+/**
+ * spyre_cmdbuf_sem_signal() - append SEM_SIGNAL: store @value at @addr,
+ * or add it atomically when @flags has SPYRE_SEM_F_ADD.
+ * -EINVAL: misaligned @addr, unknown flags.
+ */
+SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
+				      uint64_t value, uint32_t flags);
+
+/**
+ * spyre_cmdbuf_raw() - append @size bytes of already encoded command(s)
+ * verbatim (for commands without an encoder yet, or tests).
+ * -EINVAL: @size 0 or not a multiple of 8, NULL @cmd.
+ */
+SPYRE_API int spyre_cmdbuf_raw(struct spyre_cmdbuf *cb, const void *cmd,
+			       size_t size);
+
+/**
+ * spyre_cmdbuf_upload() - allocate a BO on @dev holding @cb's commands,
+ * to replay with spyre_submit_va(bo's VA, size).  The caller owns *@out.
+ * Errors: -EINVAL (empty @cb), as spyre_bo_alloc()/spyre_bo_map().
+ */
+SPYRE_API int spyre_cmdbuf_upload(const struct spyre_cmdbuf *cb,
+				  struct spyre_device *dev,
+				  struct spyre_bo **out);
+
+/* ------------------------------------------------------------------ */
+/* Queues, submission, fences                                         */
+/* ------------------------------------------------------------------ */
+
+/** Queue priorities (equal to DRM_SPYRE_PRIORITY_*). */
+enum spyre_priority {
+	SPYRE_PRIORITY_LOW = 0,
+	SPYRE_PRIORITY_NORMAL = 1,
+	SPYRE_PRIORITY_HIGH = 2,
+};
+
+/**
+ * struct spyre_fence - completion of one submission: a point on the
+ * queue's timeline syncobj.  A plain value: copy it freely.  It stays
+ * usable while its queue exists.  A zeroed fence ({NULL, 0}) is "already
+ * signalled" for spyre_fence_wait() and is skipped as a wait dependency.
+ * @queue: queue the job was submitted to.
+ * @point: timeline point (>= 1).
+ */
+struct spyre_fence {
+	struct spyre_queue *queue;
+	uint64_t point;
+};
+
+/**
+ * spyre_queue_create() - create a command queue (own hardware queue, own
+ * timeline syncobj).
+ * @priority: enum spyre_priority.
+ * @out: receives the queue; free with spyre_queue_destroy().
+ * Errors: -EINVAL (bad priority), -EBUSY (no free hardware queue),
+ * -ENOMEM, -ECHILD, -ENODEV.
+ */
+SPYRE_API int spyre_queue_create(struct spyre_device *dev, int priority,
+				 struct spyre_queue **out);
+
+/**
+ * spyre_queue_destroy() - destroy @q.  First waits (up to 120 s) for the
+ * jobs already submitted on @q, because they may still read the queue's
+ * command upload ring; then destroys the kernel queue and the syncobjs.
+ * Fences of @q become invalid.  NULL is ignored.
+ */
+SPYRE_API void spyre_queue_destroy(struct spyre_queue *q);
+
+/** spyre_queue_id() - the kernel queue id of @q (> 0), 0 for NULL. */
+SPYRE_API uint32_t spyre_queue_id(const struct spyre_queue *q);
+
+/** spyre_queue_syncobj() - handle of @q's timeline syncobj (owned by @q). */
+SPYRE_API uint32_t spyre_queue_syncobj(const struct spyre_queue *q);
+
+/**
+ * spyre_submit() - submit @cb as one job on @q.
+ * @cb: commands (copied into a queue-owned upload ring BO, so @cb may be
+ *	changed or destroyed as soon as the call returns); at most
+ *	max_cmd_size bytes.
+ * @bos: the BOs the commands touch (@nbos entries, NULL if 0); they are
+ *	kept alive by the kernel until the job ends.
+ * @waits: fences (of queues on the same device) the job waits for before
+ *	it starts (@nwaits entries); zeroed fences are skipped.
+ * @out: if not NULL, receives the job's fence.
+ *
+ * Jobs on one queue run in submission order.
+ * Errors: -EINVAL (empty @cb, bad arguments), -E2BIG (@cb larger than
+ * max_cmd_size), -EXDEV (a wait fence of another device), -ENOENT (a BO
+ * or queue the kernel does not know), -ECANCELED (the context is in error,
+ * see spyre_device_error()), -ECHILD, -ENOMEM, -ENODEV.
+ */
+SPYRE_API int spyre_submit(struct spyre_queue *q,
+			   const struct spyre_cmdbuf *cb,
+			   struct spyre_bo *const *bos, unsigned int nbos,
+			   const struct spyre_fence *waits,
+			   unsigned int nwaits,
+			   struct spyre_fence *out);
+
+/**
+ * spyre_submit_va() - submit a command stream already in device memory.
+ * @cmd_va: VA of the stream, 8-byte aligned.
+ * @cmd_size: bytes, multiple of 8, 8..max_cmd_size.
+ * @bos: must include the BO holding the stream.
+ * Other arguments and errors as spyre_submit(); argument checks on
+ * @cmd_va/@cmd_size are left to the kernel (-EINVAL).
+ */
+SPYRE_API int spyre_submit_va(struct spyre_queue *q, uint64_t cmd_va,
+			      uint32_t cmd_size,
+			      struct spyre_bo *const *bos, unsigned int nbos,
+			      const struct spyre_fence *waits,
+			      unsigned int nwaits,
+			      struct spyre_fence *out);
+
+/**
+ * spyre_fence_wait() - wait until @f has signalled.
+ * @timeout_ns: relative timeout in ns; 0 polls; SPYRE_TIMEOUT_INFINITE
+ *	waits forever.
+ *
+ * Returns 0 when the job completed successfully, -ETIMEDOUT when the
+ * timeout expired first, or the job's error: -EFAULT (card MMU fault, e.g.
+ * an unmapped VA), -EIO (invalid command), -ECANCELED (cancelled because
+ * the context was already in error), -ETIME/-ETIMEDOUT-style errors the
+ * driver reports for hung jobs, -ENODEV (card gone).  A job error also
+ * sets spyre_device_error().  The precise error of a job is available for
+ * the last 64 submissions of its queue; for older ones libspyre falls back
+ * to what the kernel's timeline still holds (0 if it dropped the fence).
+ * Other errors: -EINVAL (bad fence), -ECHILD.
+ */
+SPYRE_API int spyre_fence_wait(const struct spyre_fence *f,
+			       uint64_t timeout_ns);
+
+/**
+ * spyre_fence_query() - like spyre_fence_wait() with a 0 timeout but
+ * returns -EBUSY while the job is pending.
+ */
+SPYRE_API int spyre_fence_query(const struct spyre_fence *f);
+
+/**
+ * spyre_fence_export_sync_file() - export @f as a sync_file fd (owned by
+ * the caller, O_CLOEXEC) for poll(2) or another driver.  The sync_file
+ * becomes readable when the job ends; its status carries the job error.
+ * Errors: -EINVAL (bad or zeroed fence), -ECHILD, -ENOMEM, -EMFILE.
+ */
+SPYRE_API int spyre_fence_export_sync_file(const struct spyre_fence *f,
+					   int *fd);
+
+/* ------------------------------------------------------------------ */
+/* Streams: a queue plus helpers that encode and submit one command   */
+/* ------------------------------------------------------------------ */
+
+/**
+ * spyre_stream_create() - create an in-order stream on its own queue.
+ * Errors as spyre_queue_create().
+ */
+SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
+				  struct spyre_stream **out);
+
+/** spyre_stream_destroy() - destroy @s and its queue (waits for its jobs
+ * as spyre_queue_destroy() does).  NULL is ignored. */
+SPYRE_API void spyre_stream_destroy(struct spyre_stream *s);
+
+/** spyre_stream_queue() - the queue under @s (owned by @s). */
+SPYRE_API struct spyre_queue *spyre_stream_queue(struct spyre_stream *s);
+
+/**
+ * spyre_stream_fill() - asynchronously fill @count elements of @elem_size
+ * (1, 2, 4, 8) bytes at @dst + @offset with @value.
+ * Errors: -EINVAL (bad elem_size, count 0), -ERANGE (outside @dst),
+ * -EXDEV (@dst of another device), submission errors, or the stream's
+ * sticky error.
+ */
+SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
+				uint64_t offset, uint64_t count,
+				uint32_t elem_size, uint64_t value);
+
+/**
+ * spyre_stream_copy() - asynchronously copy @size bytes from
+ * @src + @src_off to @dst + @dst_off (must not overlap).
+ * Errors: -EINVAL (size 0), -ERANGE, -EXDEV, as spyre_stream_fill().
+ */
+SPYRE_API int spyre_stream_copy(struct spyre_stream *s,
+				struct spyre_bo *dst, uint64_t dst_off,
+				struct spyre_bo *src, uint64_t src_off,
+				uint64_t size);
+
+/**
+ * spyre_stream_copy_2d() - asynchronously copy @height rows of
+ * @width_bytes bytes; rows are @src_pitch / @dst_pitch bytes apart.
+ * Errors: -EINVAL (zero width/height, pitch < width when height > 1),
+ * -ERANGE, -EXDEV, as spyre_stream_fill().
+ */
+SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
+				   struct spyre_bo *dst, uint64_t dst_off,
+				   uint64_t dst_pitch,
+				   struct spyre_bo *src, uint64_t src_off,
+				   uint64_t src_pitch,
+				   uint64_t width_bytes, uint64_t height);
+
+/**
+ * spyre_stream_last_fence() - the fence of the last operation enqueued on
+ * @s (zeroed if none).  Errors: -EINVAL.
+ */
+SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
+				      struct spyre_fence *f);
+
+/**
+ * spyre_stream_sync() - wait for everything enqueued on @s.
+ * Returns 0, -ETIMEDOUT, or the first job error seen on the stream (which
+ * stays sticky: later operations on @s fail with it).
+ */
+SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPYRE_SPYRE_H */

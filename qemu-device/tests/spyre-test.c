@@ -1,0 +1,1227 @@
+/*
+ * QTest for the Spyre AI-accelerator card model
+ *
+ * Drives the card as a driver would, without a guest kernel: registers,
+ * page tables built in guest memory, job rings, completion records,
+ * MSI-X, MMU faults, bounds checks and resets.
+ *
+ * Copyright (c) 2025 The Spyre open stack authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "libqtest.h"
+#include "libqos/pci.h"
+#include "libqos/pci-pc.h"
+#include "hw/pci/pci_regs.h"
+
+#include "spyre_hw.h"
+#include "drm/spyre_cmd.h"
+
+#define SPYRE_DEVFN         QPCI_DEVFN(4, 0)
+#define RP_DEVFN            QPCI_DEVFN(3, 0)
+#define DEV_BEHIND_RP       (1 << 8 | QPCI_DEVFN(0, 0))     /* bus 1 */
+#define MEM_SIZE            (16 * 1024 * 1024)
+#define NVECTORS            5
+#define PAGE                SPYRE_PAGE_SIZE
+#define GUEST_POOL          0x01000000ULL     /* page pool for tests */
+#define MSI_ADDR            0x00f00000ULL     /* MSI-X writes land here */
+#define WAIT_US             (5 * G_USEC_PER_SEC)
+
+typedef struct Spyre {
+    QTestState *qts;
+    QPCIBus *bus;
+    QPCIDevice *dev;
+    QPCIDevice *rp;
+    QPCIBar bar0;
+    QPCIBar bar2;
+    uint64_t next_page;
+} Spyre;
+
+typedef struct TestQueue {
+    unsigned int id;
+    uint32_t entries;
+    uint32_t tail;
+    uint64_t ring;
+    uint64_t compl;
+} TestQueue;
+
+typedef struct Stream {
+    uint8_t buf[4096];
+    uint32_t len;
+} Stream;
+
+/* ---- plumbing ------------------------------------------------------- */
+
+static uint32_t rd32(Spyre *sp, uint64_t reg)
+{
+    return qpci_io_readl(sp->dev, sp->bar0, reg);
+}
+
+static void wr32(Spyre *sp, uint64_t reg, uint32_t val)
+{
+    qpci_io_writel(sp->dev, sp->bar0, reg, val);
+}
+
+static uint64_t rd64(Spyre *sp, uint64_t reg)
+{
+    return qpci_io_readq(sp->dev, sp->bar0, reg);
+}
+
+static void wr64(Spyre *sp, uint64_t reg, uint64_t val)
+{
+    qpci_io_writeq(sp->dev, sp->bar0, reg, val);
+}
+
+static uint32_t qrd32(Spyre *sp, unsigned int q, unsigned int r)
+{
+    return rd32(sp, SPYRE_QUEUE_REG(q, r));
+}
+
+static void qwr32(Spyre *sp, unsigned int q, unsigned int r, uint32_t v)
+{
+    wr32(sp, SPYRE_QUEUE_REG(q, r), v);
+}
+
+static void spyre_map_bars(Spyre *sp)
+{
+    qpci_device_enable(sp->dev);
+    sp->bar0 = qpci_iomap(sp->dev, SPYRE_BAR_REGS, NULL);
+    sp->bar2 = qpci_iomap(sp->dev, SPYRE_BAR_DEVMEM, NULL);
+}
+
+/*
+ * Program the root port at 00:03.0 as a bridge to bus 1 forwarding the
+ * MMIO range libqos allocates BARs from.
+ */
+static void rootport_setup(Spyre *sp)
+{
+    sp->rp = qpci_device_find(sp->bus, RP_DEVFN);
+    g_assert_nonnull(sp->rp);
+    qpci_config_writeb(sp->rp, PCI_PRIMARY_BUS, 0);
+    qpci_config_writeb(sp->rp, PCI_SECONDARY_BUS, 1);
+    qpci_config_writeb(sp->rp, PCI_SUBORDINATE_BUS, 1);
+    qpci_config_writew(sp->rp, PCI_MEMORY_BASE, 0xe000);
+    qpci_config_writew(sp->rp, PCI_MEMORY_LIMIT, 0xeff0);
+    qpci_config_writew(sp->rp, PCI_PREF_MEMORY_BASE, 0xe000);
+    qpci_config_writew(sp->rp, PCI_PREF_MEMORY_LIMIT, 0xeff0);
+    qpci_config_writel(sp->rp, PCI_PREF_BASE_UPPER32, 0);
+    qpci_config_writel(sp->rp, PCI_PREF_LIMIT_UPPER32, 0);
+    qpci_device_enable(sp->rp);
+}
+
+static void spyre_attach(Spyre *sp)
+{
+    g_free(sp->dev);
+    sp->dev = qpci_device_find(sp->bus, sp->rp ? DEV_BEHIND_RP :
+                               SPYRE_DEVFN);
+    g_assert_nonnull(sp->dev);
+    spyre_map_bars(sp);
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+}
+
+/*
+ * Start QEMU with @pre before the card (e.g. an IOMMU) and @extra
+ * appended to the card's -device option.  With @rootport the card sits
+ * behind a pcie-root-port (id rp1), else on pcie.0.
+ */
+static Spyre *spyre_start_full(const char *pre, const char *extra,
+                               bool rootport)
+{
+    Spyre *sp = g_new0(Spyre, 1);
+    const char *fw = getenv("SPYRE_FIRMWARE_DIR");
+    g_autofree char *args = NULL;
+
+    args = g_strdup_printf("-M q35 -nodefaults %s%s %s "
+                           "-device pcie-root-port,id=rp1,chassis=1,addr=03.0 "
+                           "-device spyre,id=sp0,%s,mem-size=%d,"
+                           "vectors=%d,queues=8,contexts=16%s",
+                           fw ? "-L " : "", fw ? fw : "", pre ? pre : "",
+                           rootport ? "bus=rp1" : "addr=04.0",
+                           MEM_SIZE, NVECTORS, extra ? extra : "");
+    sp->qts = qtest_init(args);
+    sp->bus = qpci_new_pc(sp->qts, NULL);
+    if (rootport) {
+        rootport_setup(sp);
+    }
+    sp->next_page = GUEST_POOL;
+    spyre_attach(sp);
+    return sp;
+}
+
+static Spyre *spyre_start(const char *extra)
+{
+    return spyre_start_full(NULL, extra, false);
+}
+
+static void spyre_stop(Spyre *sp)
+{
+    g_free(sp->dev);
+    g_free(sp->rp);
+    qpci_free_pc(sp->bus);
+    qtest_quit(sp->qts);
+    g_free(sp);
+}
+
+static uint64_t page_alloc(Spyre *sp, unsigned int n)
+{
+    uint64_t a = sp->next_page;
+
+    sp->next_page += (uint64_t)n * PAGE;
+    qtest_memset(sp->qts, a, 0, (size_t)n * PAGE);
+    return a;
+}
+
+/* ---- device MMU page tables in guest memory ------------------------ */
+
+static uint64_t ctx_create(Spyre *sp, unsigned int ctx)
+{
+    uint64_t root = page_alloc(sp, 1);
+
+    wr64(sp, SPYRE_REG_CTX_ROOT(ctx), root | SPYRE_PTE_VALID);
+    return root;
+}
+
+static void pt_map(Spyre *sp, uint64_t root, uint64_t va, uint64_t pte)
+{
+    uint64_t table = root;
+    int lvl;
+
+    for (lvl = 0; lvl < SPYRE_PT_LEVELS - 1; lvl++) {
+        uint64_t ea = table + 8 * SPYRE_PT_INDEX(va, lvl);
+        uint64_t e = qtest_readq(sp->qts, ea);
+
+        if (!(e & SPYRE_PTE_VALID)) {
+            e = page_alloc(sp, 1) | SPYRE_PTE_VALID;
+            qtest_writeq(sp->qts, ea, e);
+        }
+        table = e & SPYRE_PTE_ADDR_MASK;
+    }
+    qtest_writeq(sp->qts, table + 8 * SPYRE_PT_INDEX(va, 3), pte);
+}
+
+/* Map @n fresh system-memory pages at @va; returns their guest address. */
+static uint64_t map_sys(Spyre *sp, uint64_t root, uint64_t va,
+                        unsigned int n, bool writable)
+{
+    uint64_t pa = page_alloc(sp, n);
+    unsigned int i;
+
+    for (i = 0; i < n; i++) {
+        pt_map(sp, root, va + i * PAGE,
+               (pa + i * PAGE) | SPYRE_PTE_VALID |
+               (writable ? SPYRE_PTE_WRITE : 0));
+    }
+    return pa;
+}
+
+/* Map @n pages of device memory starting at BAR offset @off at @va. */
+static void map_dev(Spyre *sp, uint64_t root, uint64_t va, uint64_t off,
+                    unsigned int n)
+{
+    unsigned int i;
+
+    for (i = 0; i < n; i++) {
+        pt_map(sp, root, va + i * PAGE, (off + i * PAGE) | SPYRE_PTE_VALID |
+               SPYRE_PTE_WRITE | SPYRE_PTE_DEVMEM);
+    }
+}
+
+/* ---- command streams ----------------------------------------------- */
+
+static void *emit(Stream *st, unsigned int op, uint32_t size)
+{
+    struct spyre_cmd_header *h;
+
+    g_assert_cmpuint(st->len + size, <=, sizeof(st->buf));
+    h = (void *)(st->buf + st->len);
+    memset(h, 0, size);
+    h->opcode = op;
+    h->size = size;
+    st->len += size;
+    return h;
+}
+
+static void emit_nop(Stream *st)
+{
+    emit(st, SPYRE_OP_NOP, sizeof(struct spyre_cmd_nop));
+}
+
+static void emit_fill(Stream *st, uint64_t dst, uint64_t count,
+                      uint64_t value, uint32_t esz)
+{
+    struct spyre_cmd_fill *c = emit(st, SPYRE_OP_FILL, sizeof(*c));
+
+    c->dst = dst;
+    c->count = count;
+    c->value = value;
+    c->elem_size = esz;
+}
+
+static struct spyre_cmd_copy *emit_copy(Stream *st, uint64_t src,
+                                        uint64_t dst, uint64_t width,
+                                        uint64_t height, uint64_t spitch,
+                                        uint64_t dpitch)
+{
+    struct spyre_cmd_copy *c = emit(st, SPYRE_OP_COPY, sizeof(*c));
+
+    c->src = src;
+    c->dst = dst;
+    c->width = width;
+    c->height = height;
+    c->src_pitch = spitch;
+    c->dst_pitch = dpitch;
+    c->src_dtype = SPYRE_DTYPE_U8;
+    c->dst_dtype = SPYRE_DTYPE_U8;
+    return c;
+}
+
+static void emit_timestamp(Stream *st, uint64_t dst)
+{
+    struct spyre_cmd_timestamp *c = emit(st, SPYRE_OP_TIMESTAMP, sizeof(*c));
+
+    c->dst = dst;
+}
+
+static void emit_sem(Stream *st, unsigned int op, uint16_t flags,
+                     uint64_t addr, uint64_t value)
+{
+    struct spyre_cmd_sem *c = emit(st, op, sizeof(*c));
+
+    c->hdr.flags = flags;
+    c->addr = addr;
+    c->value = value;
+}
+
+/* ---- queues ----------------------------------------------------------- */
+
+static uint32_t q_control(unsigned int vector, unsigned int prio)
+{
+    return SPYRE_Q_CONTROL_ENABLE | SPYRE_Q_CONTROL_PRIO(prio) |
+           SPYRE_Q_CONTROL_VECTOR(vector);
+}
+
+static void queue_init(Spyre *sp, TestQueue *tq, unsigned int id,
+                       uint32_t entries, unsigned int vector)
+{
+    tq->id = id;
+    tq->entries = entries;
+    tq->tail = 0;
+    tq->ring = page_alloc(sp, (entries * 64 + PAGE - 1) / PAGE);
+    tq->compl = page_alloc(sp, 1);
+
+    wr64(sp, SPYRE_QUEUE_REG(id, SPYRE_Q_RING_BASE), tq->ring);
+    qwr32(sp, id, SPYRE_Q_RING_ENTRIES, entries);
+    wr64(sp, SPYRE_QUEUE_REG(id, SPYRE_Q_COMPL_ADDR), tq->compl);
+    qwr32(sp, id, SPYRE_Q_CONTROL, q_control(vector, SPYRE_Q_PRIO_NORMAL));
+    g_assert_cmpuint(qrd32(sp, id, SPYRE_Q_STATUS), ==, SPYRE_QS_IDLE);
+}
+
+static void submit_raw(Spyre *sp, TestQueue *tq, const struct spyre_hw_job *j)
+{
+    qtest_memwrite(sp->qts, tq->ring + tq->tail * 64, j, sizeof(*j));
+    tq->tail = (tq->tail + 1) & (tq->entries - 1);
+    qwr32(sp, tq->id, SPYRE_Q_DOORBELL, tq->tail);
+}
+
+static void submit(Spyre *sp, TestQueue *tq, uint64_t seqno, uint16_t ctx,
+                   uint64_t cmd_va, uint32_t size, uint16_t flags)
+{
+    struct spyre_hw_job j = {
+        .seqno = seqno,
+        .cmd_va = cmd_va,
+        .cmd_size = size,
+        .ctx = ctx,
+        .flags = flags,
+    };
+
+    submit_raw(sp, tq, &j);
+}
+
+/* Write @st to guest memory at @pa (mapped at some VA by the caller). */
+static void stream_put(Spyre *sp, uint64_t pa, const Stream *st)
+{
+    qtest_memwrite(sp->qts, pa, st->buf, st->len);
+}
+
+static void wait_compl(Spyre *sp, TestQueue *tq, uint64_t seqno,
+                       struct spyre_hw_completion *c)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    for (;;) {
+        qtest_memread(sp->qts, tq->compl, c, sizeof(*c));
+        if (c->seqno == seqno) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(100);
+    }
+}
+
+static void wait_qstatus(Spyre *sp, unsigned int q, uint32_t status)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    while (qrd32(sp, q, SPYRE_Q_STATUS) != status) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(100);
+    }
+}
+
+/* Run one stream on @tq and return the completion status. */
+static uint32_t run_stream(Spyre *sp, TestQueue *tq, uint16_t ctx,
+                           uint64_t root, uint64_t va, const Stream *st,
+                           uint64_t seqno, struct spyre_hw_completion *c)
+{
+    uint64_t pa = map_sys(sp, root, va, 1, false);
+
+    stream_put(sp, pa, st);
+    submit(sp, tq, seqno, ctx, va, st->len, 0);
+    wait_compl(sp, tq, seqno, c);
+    return c->status;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_identity(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    uint8_t cap;
+
+    g_assert_cmphex(qpci_config_readw(sp->dev, PCI_VENDOR_ID), ==,
+                    SPYRE_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(sp->dev, PCI_DEVICE_ID), ==,
+                    SPYRE_PCI_DEVICE_ID);
+    g_assert_cmphex(qpci_config_readw(sp->dev, PCI_CLASS_DEVICE), ==,
+                    SPYRE_PCI_CLASS);
+    g_assert_cmphex(qpci_config_readb(sp->dev, PCI_REVISION_ID), ==,
+                    SPYRE_PCI_REVISION);
+    g_assert_cmphex(qpci_config_readw(sp->dev, PCI_SUBSYSTEM_VENDOR_ID), ==,
+                    SPYRE_PCI_SUBVENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(sp->dev, PCI_SUBSYSTEM_ID), ==,
+                    SPYRE_PCI_SUBDEVICE_ID);
+
+    /* PCIe endpoint with FLR, and MSI-X with our vector count. */
+    cap = qpci_find_capability(sp->dev, PCI_CAP_ID_EXP, 0);
+    g_assert_cmpuint(cap, !=, 0);
+    g_assert_true(qpci_config_readl(sp->dev, cap + PCI_EXP_DEVCAP) &
+                  PCI_EXP_DEVCAP_FLR);
+    g_assert_cmpuint(qpci_msix_table_size(sp->dev), ==, NVECTORS);
+
+    g_assert_cmphex(rd32(sp, SPYRE_REG_ID), ==, SPYRE_ID_MAGIC);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_VERSION), ==,
+                    SPYRE_HW_VERSION_MAJOR << 16 | SPYRE_HW_VERSION_MINOR);
+    g_assert_true(rd64(sp, SPYRE_REG_CAPS) & SPYRE_CAP_MMU);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_QUEUES), ==, 8);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_CORES), ==, 32);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_CONTEXTS), ==, 16);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_VECTORS), ==, NVECTORS);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_DEVMEM_SIZE), ==, MEM_SIZE);
+    /* 64-bit register read as two 32-bit halves, low first. */
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_DEVMEM_SIZE), ==, MEM_SIZE);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_DEVMEM_SIZE + 4), ==, 0);
+    g_assert_true(rd32(sp, SPYRE_REG_STATUS) & SPYRE_STATUS_READY);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    /* Queue pages beyond NUM_QUEUES read as zero. */
+    g_assert_cmpuint(qrd32(sp, 8, SPYRE_Q_RING_ENTRIES), ==, 0);
+
+    spyre_stop(sp);
+}
+
+static void test_scratch_clock(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    uint64_t t0, t1;
+
+    g_assert_cmphex(rd32(sp, SPYRE_REG_SCRATCH), ==, 0);
+    wr32(sp, SPYRE_REG_SCRATCH, 0xdeadbeef);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_SCRATCH), ==, 0xdeadbeef);
+    wr32(sp, SPYRE_REG_SCRATCH, 0x12345678);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_SCRATCH), ==, 0x12345678);
+    /* Read-only registers ignore writes. */
+    wr32(sp, SPYRE_REG_ID, 0);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_ID), ==, SPYRE_ID_MAGIC);
+
+    t0 = rd64(sp, SPYRE_REG_CLOCK);
+    qtest_clock_step(sp->qts, 1000000);
+    t1 = rd64(sp, SPYRE_REG_CLOCK);
+    g_assert_cmpuint(t1, >=, t0 + 1000000);
+    qtest_clock_step(sp->qts, 5000);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_CLOCK), >=, t1 + 5000);
+
+    spyre_stop(sp);
+}
+
+static void do_jobs(Spyre *sp)
+{
+    const uint64_t va_cmd = 0x100000, va_sys = 0x200000, va_dev = 0x400000;
+    const uint64_t va_out = 0x7f0000001000ULL;     /* high VA, level 0 */
+    struct spyre_hw_completion c;
+    uint8_t src[3 * PAGE], out[3 * PAGE], dev[2 * PAGE];
+    uint64_t root, pa_cmd, pa_sys, pa_out, ts;
+    TestQueue tq;
+    Stream st = { 0 };
+    unsigned int i, r;
+
+    root = ctx_create(sp, 3);
+    pa_cmd = map_sys(sp, root, va_cmd, 1, false);
+    pa_sys = map_sys(sp, root, va_sys, 3, true);
+    pa_out = map_sys(sp, root, va_out, 3, true);
+    map_dev(sp, root, va_dev, 0x10000, 2);
+    queue_init(sp, &tq, 2, 4, 1);
+
+    for (i = 0; i < sizeof(src); i++) {
+        src[i] = i * 7 + 3;
+    }
+    qtest_memwrite(sp->qts, pa_sys, src, sizeof(src));
+
+    /*
+     * NOP; FILL 16-bit into the first out page (odd start, crossing into
+     * the second); COPY a 2-D block sys -> devmem (rows crossing a page
+     * boundary); COPY it back devmem -> sys; TIMESTAMP.
+     */
+    emit_nop(&st);
+    emit_fill(&st, va_out + 1, 3000, 0xa55a, 2);
+    emit_copy(&st, va_sys + 100, va_dev + 50, 700, 9, 1000, 900);
+    emit_copy(&st, va_dev + 50, va_out + 2 * PAGE, 700, 1, 0, 0);
+    emit_timestamp(&st, va_out + 2 * PAGE + 1000);
+    emit_nop(&st);
+    stream_put(sp, pa_cmd, &st);
+
+    qtest_clock_step(sp->qts, 1000);
+    submit(sp, &tq, 41, 3, va_cmd, st.len, 0);
+    wait_compl(sp, &tq, 41, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(c.cmd_offset, ==, 0);
+    g_assert_cmpuint(c.error_va, ==, 0);
+    g_assert_cmpuint(c.start_ns, <=, c.end_ns);
+    g_assert_cmpuint(c.reserved[0] | c.reserved[1] | c.reserved[2], ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(2, SPYRE_Q_LAST_SEQNO)), ==,
+                     41);
+    g_assert_cmpuint(qrd32(sp, 2, SPYRE_Q_HEAD), ==, 1);
+    wait_qstatus(sp, 2, SPYRE_QS_IDLE);
+
+    /* FILL */
+    qtest_memread(sp->qts, pa_out, out, sizeof(out));
+    g_assert_cmpuint(out[0], ==, 0);
+    for (i = 0; i < 3000; i++) {
+        g_assert_cmphex(out[1 + 2 * i], ==, 0x5a);
+        g_assert_cmphex(out[2 + 2 * i], ==, 0xa5);
+    }
+    g_assert_cmpuint(out[6001], ==, 0);
+
+    /* COPY sys -> devmem, checked through BAR2 */
+    qpci_memread(sp->dev, sp->bar2, 0x10000, dev, sizeof(dev));
+    for (r = 0; r < 9; r++) {
+        g_assert_cmpmem(dev + 50 + r * 900, 700, src + 100 + r * 1000, 700);
+    }
+    g_assert_cmpuint(dev[49], ==, 0);
+    g_assert_cmpuint(dev[750], ==, 0);
+
+    /* COPY devmem -> sys and TIMESTAMP */
+    g_assert_cmpmem(out + 2 * PAGE, 700, src + 100, 700);
+    ts = ldq_le_p(out + 2 * PAGE + 1000);
+    g_assert_cmpuint(ts, >=, c.start_ns);
+    g_assert_cmpuint(ts, <=, c.end_ns);
+
+    /* Several jobs, wrapping the 4-entry ring twice. */
+    for (i = 0; i < 8; i++) {
+        Stream s2 = { 0 };
+        uint64_t pa = map_sys(sp, root, 0x800000 + i * PAGE, 1, false);
+
+        emit_fill(&s2, va_sys, 4, 0x11 * (i + 1), 1);
+        stream_put(sp, pa, &s2);
+        submit(sp, &tq, 100 + i, 3, 0x800000 + i * PAGE, s2.len, 0);
+        if (i % 3 == 2) {
+            wait_compl(sp, &tq, 100 + i, &c);
+        }
+    }
+    wait_compl(sp, &tq, 107, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmphex(qtest_readl(sp->qts, pa_sys), ==, 0x88888888);
+    g_assert_cmpuint(qrd32(sp, 2, SPYRE_Q_HEAD), ==, tq.tail);
+
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_JOBS), ==, 9);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_CMDS), ==, 14);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_BYTES), >=,
+                     6000 + 2 * 6300 + 2 * 700 + 8);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_FAULTS), ==, 0);
+}
+
+static void test_jobs(void)
+{
+    Spyre *sp = spyre_start(NULL);
+
+    do_jobs(sp);
+    spyre_stop(sp);
+}
+
+/* The same behind a root port, with an (inactive) vIOMMU. */
+static void test_jobs_rootport_iommu(void)
+{
+    Spyre *sp = spyre_start_full("-device intel-iommu", NULL, true);
+
+    do_jobs(sp);
+    spyre_stop(sp);
+}
+
+static void test_msix(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq;
+    Stream st = { 0 };
+    uint64_t root, pa;
+    unsigned int v = 3;
+
+    qpci_msix_enable(sp->dev);
+    /* Vector 3 -> a dword in guest RAM, unmasked. */
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   sp->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE +
+                   PCI_MSIX_ENTRY_LOWER_ADDR, MSI_ADDR);
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   sp->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE +
+                   PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   sp->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE +
+                   PCI_MSIX_ENTRY_DATA, 0x5959);
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   sp->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE +
+                   PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    qtest_writel(sp->qts, MSI_ADDR, 0);
+
+    root = ctx_create(sp, 0);
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    emit_nop(&st);
+    stream_put(sp, pa, &st);
+    queue_init(sp, &tq, 0, 2, v);
+
+    /* Without SPYRE_JOB_F_IRQ: no interrupt. */
+    submit(sp, &tq, 1, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 1, &c);
+    g_usleep(20000);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
+
+    /* With it: the message is written after the completion record. */
+    submit(sp, &tq, 2, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    wait_compl(sp, &tq, 2, &c);
+    {
+        gint64 end = g_get_monotonic_time() + WAIT_US;
+
+        while (qtest_readl(sp->qts, MSI_ADDR) != 0x5959) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(100);
+        }
+    }
+    g_assert_false(qpci_msix_pending(sp->dev, v));
+
+    /* Masked vector: the interrupt stays pending in the PBA. */
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   sp->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE +
+                   PCI_MSIX_ENTRY_VECTOR_CTRL, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+    qtest_writel(sp->qts, MSI_ADDR, 0);
+    submit(sp, &tq, 3, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    wait_compl(sp, &tq, 3, &c);
+    {
+        gint64 end = g_get_monotonic_time() + WAIT_US;
+
+        while (!qpci_msix_pending(sp->dev, v)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(100);
+        }
+    }
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
+
+    qpci_msix_disable(sp->dev);
+    spyre_stop(sp);
+}
+
+static void test_mmu_fault(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq, tq2;
+    Stream st = { 0 }, ok = { 0 };
+    uint64_t root, info, pa;
+
+    qpci_msix_enable(sp->dev);
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   sp->dev->msix_table_off + PCI_MSIX_ENTRY_VECTOR_CTRL,
+                   PCI_MSIX_ENTRY_CTRL_MASKBIT);
+    wr32(sp, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+
+    root = ctx_create(sp, 5);
+    map_sys(sp, root, 0x10000, 1, true);
+    map_sys(sp, root, 0x20000, 1, false);
+    queue_init(sp, &tq, 1, 4, 2);
+    queue_init(sp, &tq2, 3, 4, 2);
+
+    /* A read of an unmapped VA in the second command. */
+    emit_nop(&st);
+    emit_copy(&st, 0x10000, 0x10800, 16, 1, 0, 0);
+    emit_copy(&st, 0x5550000, 0x10000, 16, 1, 0, 0);
+    emit_nop(&st);
+    g_assert_cmpuint(run_stream(sp, &tq, 5, root, 0x30000, &st, 7, &c), ==,
+                     SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmpuint(c.cmd_offset, ==, 8 + sizeof(struct spyre_cmd_copy));
+    g_assert_cmphex(c.error_va, ==, 0x5550000);
+    wait_qstatus(sp, 1, SPYRE_QS_ERROR);
+    g_assert_cmpuint(qrd32(sp, 1, SPYRE_Q_HEAD), ==, 1);
+    g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(1, SPYRE_Q_LAST_SEQNO)), ==,
+                     7);
+
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 1);
+    g_assert_cmphex(rd64(sp, SPYRE_REG_FAULT_VA), ==, 0x5550000);
+    info = rd64(sp, SPYRE_REG_FAULT_INFO);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_CTX(info), ==, 5);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_QUEUE(info), ==, 1);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_WRITE(info), ==, 0);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==, SPYRE_FAULT_UNMAPPED);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_FAULTS), ==, 1);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==, SPYRE_IRQ_ALL);
+    {
+        gint64 end = g_get_monotonic_time() + WAIT_US;
+
+        while (!qpci_msix_pending(sp->dev, SPYRE_ERROR_VECTOR)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(100);
+        }
+    }
+    wr32(sp, SPYRE_REG_IRQ_STATUS, SPYRE_IRQ_FAULT);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==,
+                    SPYRE_IRQ_QUEUE_ERROR);
+    wr32(sp, SPYRE_REG_FAULT_POP, 1);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_FAULT_INFO), ==, 0);
+
+    /* The halted queue runs nothing more... */
+    emit_nop(&ok);
+    pa = map_sys(sp, root, 0x40000, 1, false);
+    stream_put(sp, pa, &ok);
+    submit(sp, &tq, 8, 5, 0x40000, ok.len, 0);
+
+    /* ...while another queue of the same context carries on. */
+    submit(sp, &tq2, 9, 5, 0x40000, ok.len, 0);
+    wait_compl(sp, &tq2, 9, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(qrd32(sp, 1, SPYRE_Q_STATUS), ==, SPYRE_QS_ERROR);
+    qtest_memread(sp->qts, tq.compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 7);
+
+    /* A write to a read-only page. */
+    st.len = 0;
+    emit_fill(&st, 0x20010, 4, 1, 4);
+    g_assert_cmpuint(run_stream(sp, &tq2, 5, root, 0x50000, &st, 10, &c), ==,
+                     SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmphex(c.error_va, ==, 0x20010);
+    info = rd64(sp, SPYRE_REG_FAULT_INFO);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_QUEUE(info), ==, 3);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_WRITE(info), ==, 1);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==, SPYRE_FAULT_READONLY);
+    wait_qstatus(sp, 3, SPYRE_QS_ERROR);
+
+    /* Device memory beyond the BAR. */
+    qwr32(sp, 3, SPYRE_Q_RESET, 1);
+    wait_qstatus(sp, 3, SPYRE_QS_DISABLED);
+    queue_init(sp, &tq2, 3, 4, 2);
+    map_dev(sp, root, 0x60000, MEM_SIZE, 1);
+    st.len = 0;
+    emit_fill(&st, 0x60000, 1, 1, 1);
+    g_assert_cmpuint(run_stream(sp, &tq2, 5, root, 0x70000, &st, 11, &c), ==,
+                     SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 2);
+    wr32(sp, SPYRE_REG_FAULT_POP, 1);
+    info = rd64(sp, SPYRE_REG_FAULT_INFO);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==,
+                     SPYRE_FAULT_BAD_TARGET);
+
+    /* Invalidation requests are counted and acknowledged. */
+    wr64(sp, SPYRE_REG_MMU_INVAL, 5);
+    wr32(sp, SPYRE_REG_MMU_INVAL, SPYRE_MMU_INVAL_ALL & 0xffffffff);
+    wr32(sp, SPYRE_REG_MMU_INVAL + 4, SPYRE_MMU_INVAL_ALL >> 32);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_MMU_INVAL_REQ), ==, 2);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_MMU_INVAL_ACK), ==, 2);
+
+    /* An unmapped page after invalidation faults. */
+    qwr32(sp, 3, SPYRE_Q_RESET, 1);
+    queue_init(sp, &tq2, 3, 4, 2);
+    pt_map(sp, root, 0x10000, 0);
+    wr64(sp, SPYRE_REG_MMU_INVAL, 5);
+    st.len = 0;
+    emit_fill(&st, 0x10000, 1, 1, 1);
+    g_assert_cmpuint(run_stream(sp, &tq2, 5, root, 0x80000, &st, 12, &c), ==,
+                     SPYRE_STATUS_MMU_FAULT);
+
+    qpci_msix_disable(sp->dev);
+    spyre_stop(sp);
+}
+
+static void test_bad_input(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    struct spyre_hw_job j;
+    struct spyre_cmd_copy *cp;
+    TestQueue tq;
+    Stream st = { 0 };
+    uint64_t root, pa;
+    uint32_t bad_entries[] = { 0, 1, 3, 6, SPYRE_RING_MAX_ENTRIES * 2 };
+    unsigned int i, seq = 1;
+
+    root = ctx_create(sp, 1);
+    map_sys(sp, root, 0x10000, 1, true);
+
+    /* Bad vectors: error vector, beyond NUM_VECTORS, huge. */
+    queue_init(sp, &tq, 0, 4, 1);
+    qwr32(sp, 0, SPYRE_Q_RESET, 1);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(0, 1));
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(NVECTORS, 1));
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(0x3ff, 1));
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    /* Bad priority. */
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(1, 3));
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+
+    /* Bad ring sizes and alignments. */
+    for (i = 0; i < ARRAY_SIZE(bad_entries); i++) {
+        qwr32(sp, 0, SPYRE_Q_RING_ENTRIES, bad_entries[i]);
+        qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(1, 1));
+        g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    }
+    qwr32(sp, 0, SPYRE_Q_RING_ENTRIES, 4);
+    wr64(sp, SPYRE_QUEUE_REG(0, SPYRE_Q_RING_BASE), tq.ring + 8);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(1, 1));
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    wr64(sp, SPYRE_QUEUE_REG(0, SPYRE_Q_RING_BASE), UINT64_MAX - 63);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(1, 1));
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    wr64(sp, SPYRE_QUEUE_REG(0, SPYRE_Q_RING_BASE), tq.ring);
+    wr64(sp, SPYRE_QUEUE_REG(0, SPYRE_Q_COMPL_ADDR), tq.compl + 32);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(1, 1));
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+
+    /* A good configuration; config registers then locked. */
+    queue_init(sp, &tq, 0, 4, 1);
+    qwr32(sp, 0, SPYRE_Q_RING_ENTRIES, 8);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_RING_ENTRIES), ==, 4);
+
+    /* Doorbell beyond the ring is ignored. */
+    qwr32(sp, 0, SPYRE_Q_DOORBELL, 4);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_DOORBELL), ==, 0);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_IDLE);
+
+    /* Bad descriptors: each fails INVALID_JOB and halts the queue. */
+    for (i = 0; i < 8; i++) {
+        pa = map_sys(sp, root, 0x100000 + i * PAGE, 1, false);
+        st.len = 0;
+        emit_nop(&st);
+        stream_put(sp, pa, &st);
+        memset(&j, 0, sizeof(j));
+        j.seqno = ++seq;
+        j.cmd_va = 0x100000 + i * PAGE;
+        j.cmd_size = 8;
+        j.ctx = 1;
+        switch (i) {
+        case 0:
+            j.ctx = 16;             /* beyond NUM_CONTEXTS */
+            break;
+        case 1:
+            j.ctx = 2;              /* no root */
+            break;
+        case 2:
+            j.reserved[4] = 1;
+            break;
+        case 3:
+            j.flags = 0x8000;
+            break;
+        case 4:
+            j.cmd_size = 12;
+            break;
+        case 5:
+            j.cmd_size = SPYRE_MAX_CMD_STREAM + 8;
+            break;
+        case 6:
+            j.cmd_va += 4;
+            break;
+        case 7:
+            j.cmd_va = (1ULL << SPYRE_VA_BITS) - 8;
+            j.cmd_size = 16;
+            break;
+        }
+        submit_raw(sp, &tq, &j);
+        wait_compl(sp, &tq, seq, &c);
+        g_assert_cmpuint(c.status, ==, SPYRE_STATUS_INVALID_JOB);
+        wait_qstatus(sp, 0, SPYRE_QS_ERROR);
+        qwr32(sp, 0, SPYRE_Q_RESET, 1);
+        queue_init(sp, &tq, 0, 4, 1);
+    }
+    st.len = 0;
+
+#define EXPECT_STATUS(want) do {                                          \
+        uint64_t va = 0x200000 + seq * PAGE;                              \
+        g_assert_cmpuint(run_stream(sp, &tq, 1, root, va, &st, ++seq,     \
+                                    &c), ==, (want));                     \
+        if ((want) != SPYRE_STATUS_OK) {                                  \
+            wait_qstatus(sp, 0, SPYRE_QS_ERROR);                          \
+            qwr32(sp, 0, SPYRE_Q_RESET, 1);                               \
+            queue_init(sp, &tq, 0, 4, 1);                                 \
+        }                                                                 \
+        st.len = 0;                                                       \
+    } while (0)
+
+    /* Unknown opcode. */
+    emit_nop(&st);
+    emit(&st, SPYRE_OP_COUNT, 8);
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPCODE);
+    g_assert_cmpuint(c.cmd_offset, ==, 8);
+
+    /* Wrong size, flags, pad; command running past the stream. */
+    emit(&st, SPYRE_OP_NOP, 16);
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_COMMAND);
+    emit_nop(&st);
+    ((struct spyre_cmd_header *)st.buf)->flags = 1;
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_COMMAND);
+    emit_fill(&st, 0x10000, 1, 0, 1);
+    ((struct spyre_cmd_fill *)st.buf)->pad = 1;
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_COMMAND);
+    emit_fill(&st, 0x10000, 1, 0, 1);
+    st.len -= 8;
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_COMMAND);
+
+    /* Bad operands. */
+    emit_fill(&st, 0x10000, 1, 0, 3);
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    emit_fill(&st, UINT64_MAX - 2, 2, 0, 4);
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    emit_copy(&st, 0x10000, 0x10800, 0, 1, 0, 0);
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    cp = emit_copy(&st, 0x10000, 0x10800, 4, 1, 0, 0);
+    cp->src_dtype = SPYRE_DTYPE_FP16;
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    cp = emit_copy(&st, 0x10000, 0x10800, 4, 1, 0, 0);
+    cp->src_dtype = SPYRE_DTYPE_FP16;
+    cp->dst_dtype = SPYRE_DTYPE_FP32;     /* conversion: not yet */
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    cp = emit_copy(&st, 0x10000, 0x10800, 4, 1, 0, 0);
+    cp->src_dtype = 0;
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    cp = emit_copy(&st, 0x10000, 0x10800, 16, 3, UINT64_MAX / 2, 16);
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    emit_sem(&st, SPYRE_OP_SEM_SIGNAL, 0, 0x10004, 1);
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    emit(&st, SPYRE_OP_GEMM, sizeof(struct spyre_cmd_gemm));
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+
+    /* Beyond per-command limits. */
+    emit_fill(&st, 0x10000, 1ULL << 40, 0, 8);
+    EXPECT_STATUS(SPYRE_STATUS_LIMIT);
+    cp = emit_copy(&st, 0x10000, 0x10800, 1 << 20, 1 << 20, 1 << 20,
+                   1 << 20);
+    EXPECT_STATUS(SPYRE_STATUS_LIMIT);
+
+    /* Same-dtype COPY of INT32 is a plain copy. */
+    cp = emit_copy(&st, 0x10000, 0x10800, 4, 1, 0, 0);
+    cp->src_dtype = cp->dst_dtype = SPYRE_DTYPE_INT32;
+    EXPECT_STATUS(SPYRE_STATUS_OK);
+
+    /* A system-memory PTE aimed at the card's own BARs is refused. */
+    pt_map(sp, root, 0x30000,
+           sp->bar2.addr | SPYRE_PTE_VALID | SPYRE_PTE_WRITE);
+    pt_map(sp, root, 0x31000,
+           sp->bar0.addr | SPYRE_PTE_VALID | SPYRE_PTE_WRITE);
+    emit_fill(&st, 0x30000, 8, 0x77, 1);
+    EXPECT_STATUS(SPYRE_STATUS_DMA_ERROR);
+    g_assert_cmphex(c.error_va, ==, 0x30000);
+    emit_fill(&st, 0x31000, 1, 0x77, 4);
+    EXPECT_STATUS(SPYRE_STATUS_DMA_ERROR);
+    g_assert_cmphex(qpci_io_readl(sp->dev, sp->bar2, 0), ==, 0);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_SCRATCH), ==, 0);
+
+    /* The queue still works after all that. */
+    emit_nop(&st);
+    EXPECT_STATUS(SPYRE_STATUS_OK);
+#undef EXPECT_STATUS
+
+    spyre_stop(sp);
+}
+
+static void test_queue_reset(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq, tq2;
+    Stream st = { 0 };
+    uint64_t root, pa;
+
+    root = ctx_create(sp, 0);
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    emit_nop(&st);
+    stream_put(sp, pa, &st);
+    queue_init(sp, &tq, 4, 4, 1);
+    queue_init(sp, &tq2, 5, 4, 2);
+
+    /* An injected hang keeps the queue busy... */
+    wr32(sp, SPYRE_REG_DBG_INJECT, 4 | SPYRE_DBG_HANG << 16);
+    submit(sp, &tq, 1, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    submit(sp, &tq, 2, 0, 0x1000, st.len, 0);
+    wait_qstatus(sp, 4, SPYRE_QS_BUSY);
+
+    /* ...but does not block another queue. */
+    submit(sp, &tq2, 10, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq2, 10, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_usleep(10000);
+    g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_STATUS), ==, SPYRE_QS_BUSY);
+    qtest_memread(sp->qts, tq.compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 0);
+
+    /* Q_RESET aborts it and disables the queue. */
+    qwr32(sp, 4, SPYRE_Q_RESET, 1);
+    wait_qstatus(sp, 4, SPYRE_QS_DISABLED);
+    wait_compl(sp, &tq, 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
+    g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_HEAD), ==, 0);
+    g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_DOORBELL), ==, 0);
+    g_assert_false(qrd32(sp, 4, SPYRE_Q_CONTROL) & SPYRE_Q_CONTROL_ENABLE);
+
+    /* Doorbells on a disabled queue are ignored. */
+    qwr32(sp, 4, SPYRE_Q_DOORBELL, 1);
+    g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_DOORBELL), ==, 0);
+
+    /* Re-enabled, it runs again; an injected error fails one job. */
+    queue_init(sp, &tq, 4, 4, 1);
+    submit(sp, &tq, 3, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 3, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    wr32(sp, SPYRE_REG_DBG_INJECT, 4 | SPYRE_DBG_ERROR << 16);
+    submit(sp, &tq, 4, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 4, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_INTERNAL);
+    wait_qstatus(sp, 4, SPYRE_QS_ERROR);
+    g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_HEAD), ==, 2);
+    g_assert_true(rd32(sp, SPYRE_REG_IRQ_STATUS) & SPYRE_IRQ_QUEUE_ERROR);
+    qwr32(sp, 4, SPYRE_Q_RESET, 1);
+    wait_qstatus(sp, 4, SPYRE_QS_DISABLED);
+
+    /* A long job is aborted mid-way by Q_RESET. */
+    queue_init(sp, &tq, 4, 4, 1);
+    map_sys(sp, root, 0x100000, 256, true);
+    st.len = 0;
+    emit_fill(&st, 0x100000, 256 * PAGE / 8, 1, 8);
+    emit_fill(&st, 0x100000, 256 * PAGE / 8, 2, 8);
+    emit_fill(&st, 0x100000, 256 * PAGE / 8, 3, 8);
+    emit_fill(&st, 0x100000, 256 * PAGE / 8, 4, 8);
+    pa = map_sys(sp, root, 0x2000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &tq, 5, 0, 0x2000, st.len, 0);
+    qwr32(sp, 4, SPYRE_Q_RESET, 1);
+    g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    qtest_memread(sp->qts, tq.compl, &c, sizeof(c));
+    g_assert_true(c.seqno == 0 || (c.seqno == 5 &&
+                  (c.status == SPYRE_STATUS_ABORTED ||
+                   c.status == SPYRE_STATUS_OK)));
+
+    spyre_stop(sp);
+}
+
+static void test_semaphores(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue qa, qb;
+    Stream st = { 0 };
+    uint64_t root, pa_sem, pa;
+
+    root = ctx_create(sp, 2);
+    pa_sem = map_sys(sp, root, 0x10000, 1, true);
+    queue_init(sp, &qa, 0, 4, 1);
+    queue_init(sp, &qb, 1, 4, 1);
+
+    /* A waits for sem >= 2, then fills. */
+    emit_sem(&st, SPYRE_OP_SEM_WAIT, 0, 0x10000, 2);
+    emit_fill(&st, 0x10008, 1, 0xab, 1);
+    pa = map_sys(sp, root, 0x20000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &qa, 1, 2, 0x20000, st.len, 0);
+    wait_qstatus(sp, 0, SPYRE_QS_SEM_WAIT);
+
+    /* B adds 1 twice in separate jobs; A is blocked, B is not. */
+    st.len = 0;
+    emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, 0x10000, 1);
+    pa = map_sys(sp, root, 0x30000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &qb, 1, 2, 0x30000, st.len, 0);
+    wait_compl(sp, &qb, 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_sem), ==, 1);
+    g_usleep(5000);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_SEM_WAIT);
+
+    submit(sp, &qb, 2, 2, 0x30000, st.len, 0);
+    wait_compl(sp, &qb, 2, &c);
+    wait_compl(sp, &qa, 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmphex(qtest_readb(sp->qts, pa_sem + 8), ==, 0xab);
+
+    /* A CPU store satisfies a wait too (the card re-polls). */
+    st.len = 0;
+    emit_sem(&st, SPYRE_OP_SEM_WAIT, 0, 0x10000, 100);
+    pa = map_sys(sp, root, 0x40000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &qa, 2, 2, 0x40000, st.len, 0);
+    wait_qstatus(sp, 0, SPYRE_QS_SEM_WAIT);
+    qtest_writeq(sp->qts, pa_sem, 100);
+    wait_compl(sp, &qa, 2, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    /* Plain store. */
+    st.len = 0;
+    emit_sem(&st, SPYRE_OP_SEM_SIGNAL, 0, 0x10000, 7);
+    pa = map_sys(sp, root, 0x50000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &qb, 3, 2, 0x50000, st.len, 0);
+    wait_compl(sp, &qb, 3, &c);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_sem), ==, 7);
+
+    /* A queue reset releases a waiter. */
+    submit(sp, &qa, 3, 2, 0x40000, 24, 0);
+    wait_qstatus(sp, 0, SPYRE_QS_SEM_WAIT);
+    qwr32(sp, 0, SPYRE_Q_RESET, 1);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    wait_compl(sp, &qa, 3, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
+
+    spyre_stop(sp);
+}
+
+static void check_reset_state(Spyre *sp)
+{
+    unsigned int q;
+
+    g_assert_cmphex(rd32(sp, SPYRE_REG_ID), ==, SPYRE_ID_MAGIC);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_SCRATCH), ==, 0);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_CONTROL), ==, 0);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_IRQ_STATUS), ==, 0);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_IRQ_MASK), ==, 0);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_CTX_ROOT(0)), ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_JOBS), ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_FAULTS), ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_CLOCK), <, 1000000000ULL);
+    for (q = 0; q < 8; q++) {
+        g_assert_cmpuint(qrd32(sp, q, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+        g_assert_cmpuint(qrd32(sp, q, SPYRE_Q_HEAD), ==, 0);
+        g_assert_cmpuint(qrd32(sp, q, SPYRE_Q_DOORBELL), ==, 0);
+        g_assert_cmpuint(qrd32(sp, q, SPYRE_Q_CONTROL), ==, 0);
+        g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(q, SPYRE_Q_RING_BASE)), ==,
+                         0);
+    }
+}
+
+/* Put the card in a busy, faulted, dirty state. */
+static void dirty_state(Spyre *sp, TestQueue *tq)
+{
+    Stream st = { 0 };
+    uint64_t root, pa;
+    struct spyre_hw_completion c;
+
+    wr32(sp, SPYRE_REG_SCRATCH, 0x1234);
+    wr32(sp, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+    root = ctx_create(sp, 0);
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    emit_fill(&st, 0x9000, 1, 0, 1);        /* faults */
+    stream_put(sp, pa, &st);
+    queue_init(sp, tq, 0, 4, 1);
+    queue_init(sp, tq + 1, 1, 4, 1);
+    submit(sp, tq, 1, 0, 0x1000, st.len, 0);
+    wait_compl(sp, tq, 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_MMU_FAULT);
+    wr32(sp, SPYRE_REG_DBG_INJECT, 1 | SPYRE_DBG_HANG << 16);
+    submit(sp, tq + 1, 1, 0, 0x1000, st.len, 0);
+    wait_qstatus(sp, 1, SPYRE_QS_BUSY);
+    qtest_clock_step(sp->qts, 2000000000LL);
+}
+
+static void test_global_reset(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq[2];
+    Stream st = { 0 };
+    uint64_t root, pa;
+
+    dirty_state(sp, tq);
+    wr32(sp, SPYRE_REG_RESET, 0x1234);      /* wrong magic: nothing */
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_SCRATCH), ==, 0x1234);
+    wr32(sp, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
+    check_reset_state(sp);
+    /* The hung job is dropped without a completion. */
+    g_usleep(5000);
+    qtest_memread(sp->qts, tq[1].compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 0);
+
+    /* The card works again after re-initialisation. */
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+    root = ctx_create(sp, 0);
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    emit_nop(&st);
+    stream_put(sp, pa, &st);
+    queue_init(sp, &tq[0], 0, 4, 1);
+    submit(sp, &tq[0], 5, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq[0], 5, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    /* Jobs do not start while CONTROL.ENABLE is clear. */
+    wr32(sp, SPYRE_REG_CONTROL, 0);
+    submit(sp, &tq[0], 6, 0, 0x1000, st.len, 0);
+    g_usleep(10000);
+    qtest_memread(sp->qts, tq[0].compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 5);
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+    wait_compl(sp, &tq[0], 6, &c);
+
+    spyre_stop(sp);
+}
+
+static void test_flr(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    TestQueue tq[2];
+    uint8_t cap = qpci_find_capability(sp->dev, PCI_CAP_ID_EXP, 0);
+    uint64_t bar0 = sp->bar0.addr, bar2 = sp->bar2.addr;
+
+    dirty_state(sp, tq);
+    qpci_config_writew(sp->dev, cap + PCI_EXP_DEVCTL,
+                       qpci_config_readw(sp->dev, cap + PCI_EXP_DEVCTL) |
+                       PCI_EXP_DEVCTL_BCR_FLR);
+    /* FLR clears the BARs: put them back where they were. */
+    qpci_config_writel(sp->dev, PCI_BASE_ADDRESS_0, bar0);
+    qpci_config_writel(sp->dev, PCI_BASE_ADDRESS_2, bar2);
+    qpci_device_enable(sp->dev);
+    check_reset_state(sp);
+    spyre_stop(sp);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    qtest_add_func("/spyre/identity", test_identity);
+    qtest_add_func("/spyre/scratch-clock", test_scratch_clock);
+    qtest_add_func("/spyre/jobs", test_jobs);
+    qtest_add_func("/spyre/msix", test_msix);
+    qtest_add_func("/spyre/mmu-fault", test_mmu_fault);
+    qtest_add_func("/spyre/bad-input", test_bad_input);
+    qtest_add_func("/spyre/queue-reset", test_queue_reset);
+    qtest_add_func("/spyre/semaphores", test_semaphores);
+    qtest_add_func("/spyre/global-reset", test_global_reset);
+    qtest_add_func("/spyre/flr", test_flr);
+
+    return g_test_run();
+}

@@ -1,0 +1,771 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spyre_submit: queues, SUBMIT, syncobj completion, command execution on
+ * the card (FILL, COPY incl. 2-D, TIMESTAMP), fences with errors, sticky
+ * context errors, isolation between files and processes.
+ */
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "spyre_test.h"
+
+#define DATA_SIZE (1u << 20)
+
+FIXTURE(sub) {
+	struct spyre_ctx_t c;
+	struct spyre_cmdbuf *cb;
+	uint32_t a, b;		/* data BOs */
+	uint64_t a_va, b_va;
+	uint8_t *pa, *pb;
+};
+
+FIXTURE_SETUP(sub)
+{
+	int ret = spyre_ctx_init(&self->c, 0);
+
+	if (ret == -ENODEV)
+		SKIP(return, "no Spyre card (/dev/accel)");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, spyre_cmdbuf_create(&self->cb));
+	ASSERT_EQ(0, spyre_bo_new(self->c.fd, DATA_SIZE, &self->a, &self->a_va));
+	ASSERT_EQ(0, spyre_bo_new(self->c.fd, DATA_SIZE, &self->b, &self->b_va));
+	self->pa = spyre_bo_mmap(self->c.fd, self->a, DATA_SIZE);
+	ASSERT_NE(MAP_FAILED, self->pa);
+	self->pb = spyre_bo_mmap(self->c.fd, self->b, DATA_SIZE);
+	ASSERT_NE(MAP_FAILED, self->pb);
+}
+
+FIXTURE_TEARDOWN(sub)
+{
+	spyre_cmdbuf_destroy(self->cb);
+	if (self->pa && self->pa != MAP_FAILED)
+		munmap(self->pa, DATA_SIZE);
+	if (self->pb && self->pb != MAP_FAILED)
+		munmap(self->pb, DATA_SIZE);
+	spyre_ctx_fini(&self->c);
+}
+
+/* ---- queues ------------------------------------------------------------- */
+
+TEST_F(sub, queue_create_destroy)
+{
+	uint32_t ids[6];
+
+	for (int i = 0; i < 6; i++) {
+		ASSERT_EQ(0, spyre_queue_new(self->c.fd, (uint32_t)(i % 3),
+					     &ids[i]));
+		ASSERT_LT(0, ids[i]);
+		for (int j = 0; j < i; j++) {
+			ASSERT_NE(ids[j], ids[i]);
+		}
+		ASSERT_NE(self->c.qid, ids[i]);
+	}
+	for (int i = 0; i < 6; i++) {
+		ASSERT_EQ(0, spyre_queue_del(self->c.fd, ids[i]));
+	}
+	for (int i = 0; i < 6; i++) {
+		ASSERT_EQ(-ENOENT, spyre_queue_del(self->c.fd, ids[i]));
+	}
+}
+
+TEST_F(sub, queue_bad_args)
+{
+	struct drm_spyre_queue_create c = { .priority = 3 };
+	struct drm_spyre_queue_destroy d = { .queue_id = self->c.qid, .pad = 1 };
+
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
+				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	c.priority = ~0u;
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
+				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	c = (struct drm_spyre_queue_create){ .priority = 1, .flags = 1 };
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
+				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	c = (struct drm_spyre_queue_create){ .priority = 1, .pad = 1 };
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
+				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
+				       DRM_IOCTL_SPYRE_QUEUE_DESTROY, &d));
+	EXPECT_EQ(-ENOENT, spyre_queue_del(self->c.fd, 0));
+	EXPECT_EQ(-ENOENT, spyre_queue_del(self->c.fd, 0x7fffffff));
+	/* the pad-rejected destroy did not destroy the queue */
+	EXPECT_EQ(0, spyre_queue_del(self->c.fd, self->c.qid));
+}
+
+TEST_F(sub, queues_are_per_file)
+{
+	char node[64];
+	int fd2;
+
+	ASSERT_NE(NULL, spyre_node(0, node, sizeof(node)));
+	fd2 = open(node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-ENOENT, spyre_queue_del(fd2, self->c.qid));
+	EXPECT_EQ(-ENOENT, spyre_submit_job(fd2, self->c.qid, self->c.cmd_va,
+					    8, NULL, 0, NULL, 0, 0, 0, NULL));
+	close(fd2);
+}
+
+/* ---- submit basics ------------------------------------------------------ */
+
+TEST_F(sub, nop_signals_binary_syncobj)
+{
+	uint64_t seqno = 0;
+
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 8);
+	ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid, self->c.cmd_va,
+				      8, &self->c.cmd_h, 1, NULL, 0,
+				      self->c.sync, 0, &seqno));
+	EXPECT_LT(0, seqno);
+	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+}
+
+TEST_F(sub, timeline_points_and_seqnos)
+{
+	uint32_t tl;
+	uint64_t seq[4], point = 0;
+
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 8);
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
+					      self->c.cmd_va, 8,
+					      &self->c.cmd_h, 1, NULL, 0, tl,
+					      (uint64_t)(10 * (i + 1)),
+					      &seq[i]));
+		if (i) {
+			EXPECT_EQ(seq[i - 1] + 1, seq[i]);
+		}
+	}
+	ASSERT_EQ(0, spyre_timeline_wait(self->c.fd, tl, 40,
+					 SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(0, drmSyncobjQuery(self->c.fd, &tl, &point, 1));
+	EXPECT_EQ(40, point);
+	/* a point nobody will signal times out */
+	EXPECT_EQ(-ETIME, spyre_timeline_wait(self->c.fd, tl, 50, 20000000));
+	drmSyncobjDestroy(self->c.fd, tl);
+}
+
+TEST_F(sub, bad_cmd_va_and_size)
+{
+	const uint32_t max = self->c.di.max_cmd_size;
+	static const uint32_t bad_sizes[] = { 0, 4, 12, 7 };
+	uint32_t h = self->c.cmd_h;
+
+	memset(self->c.cmd, 0, SPYRE_CMD_BO_SIZE);	/* NOPs are 8 zero..*/
+	for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+		EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
+				self->c.cmd_va, bad_sizes[i], &h, 1, NULL, 0,
+				0, 0, NULL)) TH_LOG("size %u", bad_sizes[i]);
+	}
+	EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
+			self->c.cmd_va, max + 8, &h, 1, NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
+			self->c.cmd_va, ~0u & ~7u, &h, 1, NULL, 0, 0, 0, NULL));
+	for (uint64_t off = 1; off < 8; off++) {
+		EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
+				self->c.cmd_va + off, 8, &h, 1, NULL, 0, 0, 0,
+				NULL)) TH_LOG("va + %llu", (unsigned long long)off);
+	}
+	/* none of this poisoned the context */
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	EXPECT_EQ(0, spyre_ctx_run(&self->c, self->cb, NULL, 0));
+}
+
+TEST_F(sub, bad_ids_and_handles)
+{
+	struct drm_spyre_sync in = { .handle = 0xdead, .point = 0 };
+	uint32_t bad_bo[2] = { self->c.cmd_h, 0xdead };
+
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 8);
+	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, 0, self->c.cmd_va, 8,
+					    NULL, 0, NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid + 1000,
+					    self->c.cmd_va, 8, NULL, 0, NULL,
+					    0, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid,
+					    self->c.cmd_va, 8, bad_bo, 2,
+					    NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid,
+					    self->c.cmd_va, 8, bad_bo, 1,
+					    &in, 1, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid,
+					    self->c.cmd_va, 8, bad_bo, 1,
+					    NULL, 0, 0xdead, 0, NULL));
+	/* still fine afterwards */
+	EXPECT_EQ(0, spyre_ctx_run(&self->c, self->cb, NULL, 0));
+}
+
+/* One-job submit; the kernel writes job_count back (jobs queued). */
+#define SUBMIT1(sp) ((sp)->job_count = 1,				\
+		     spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, (sp)))
+
+TEST_F(sub, bad_submit_struct)
+{
+	struct drm_spyre_sync out = { .handle = self->c.sync };
+	struct drm_spyre_job job[2] = { {
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+		.cmd_size = 8, .bo_count = 1,
+		.bo_handles = (uintptr_t)&self->c.cmd_h,
+		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
+	} };
+	struct drm_spyre_submit s = { .jobs = (uintptr_t)job, .job_count = 1,
+				      .job_stride = sizeof(job[0]) };
+	uint8_t big[sizeof(job[0]) + 8];
+
+	memset(self->c.cmd, 0, 8);
+	self->c.cmd[4] = 8;	/* NOP, size 8 */
+	s.flags = 1;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	s.flags = 0;
+	s.pad = 1;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	s.pad = 0;
+	s.job_count = 0;
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	s.job_count = DRM_SPYRE_MAX_JOBS + 1;
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	job[0].flags = 1;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	/* a job rejected: the kernel reports how many it queued, none */
+	EXPECT_EQ(0, s.job_count);
+	job[0].flags = 0;
+	out.flags = 1;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	out.flags = 0;
+	s.jobs = 16;
+	EXPECT_EQ(-EFAULT, SUBMIT1(&s));
+	s.jobs = (uintptr_t)job;
+	job[0].bo_count = DRM_SPYRE_MAX_BOS_PER_JOB + 1;
+	EXPECT_GT(0, SUBMIT1(&s));
+	job[0].bo_count = 1;
+	job[0].bo_handles = 16;
+	EXPECT_EQ(-EFAULT, SUBMIT1(&s));
+	job[0].bo_handles = (uintptr_t)&self->c.cmd_h;
+	job[0].in_sync_count = DRM_SPYRE_MAX_SYNCS_PER_JOB + 1;
+	job[0].in_syncs = (uintptr_t)&out;
+	EXPECT_GT(0, SUBMIT1(&s));
+	job[0].in_sync_count = 0;
+	job[0].in_syncs = 0;
+
+	/* larger stride: extra bytes must be zero */
+	memset(big, 0, sizeof(big));
+	memcpy(big, &job[0], sizeof(job[0]));
+	s.jobs = (uintptr_t)big;
+	s.job_stride = sizeof(big);
+	big[sizeof(job[0]) + 3] = 1;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	big[sizeof(job[0]) + 3] = 0;
+	EXPECT_EQ(0, SUBMIT1(&s));
+	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	/* a valid two-job array */
+	job[1] = job[0];
+	s.jobs = (uintptr_t)job;
+	s.job_stride = sizeof(job[0]);
+	s.job_count = 2;
+	EXPECT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	EXPECT_EQ(2, s.job_count);
+	EXPECT_EQ(job[0].seqno + 1, job[1].seqno);
+	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	/* second job bad: the first is queued and counted */
+	job[1].queue_id = 0xdead;
+	s.job_count = 2;
+	EXPECT_EQ(-ENOENT, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	EXPECT_EQ(1, s.job_count);
+	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+}
+
+/* ---- command execution -------------------------------------------------- */
+
+FIXTURE(fill) {
+	struct spyre_ctx_t c;
+	struct spyre_cmdbuf *cb;
+	uint32_t a;
+	uint64_t a_va;
+	uint8_t *pa;
+};
+
+FIXTURE_VARIANT(fill) {
+	uint32_t elem_size;
+	uint64_t value;
+	uint64_t offset;
+	uint64_t count;
+};
+
+FIXTURE_VARIANT_ADD(fill, u8) { 1, 0x5a, 3, 4093 };
+FIXTURE_VARIANT_ADD(fill, u16) { 2, 0xbeef, 2, 10000 };
+FIXTURE_VARIANT_ADD(fill, u32) { 4, 0xa5c3f00d, 4096, 65536 };
+FIXTURE_VARIANT_ADD(fill, u64) { 8, 0x0123456789abcdefull, 8, 131071 };
+
+FIXTURE_SETUP(fill)
+{
+	int ret = spyre_ctx_init(&self->c, 0);
+
+	if (ret == -ENODEV)
+		SKIP(return, "no Spyre card (/dev/accel)");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, spyre_cmdbuf_create(&self->cb));
+	ASSERT_EQ(0, spyre_bo_new(self->c.fd, DATA_SIZE, &self->a, &self->a_va));
+	self->pa = spyre_bo_mmap(self->c.fd, self->a, DATA_SIZE);
+	ASSERT_NE(MAP_FAILED, self->pa);
+}
+
+FIXTURE_TEARDOWN(fill)
+{
+	spyre_cmdbuf_destroy(self->cb);
+	spyre_ctx_fini(&self->c);
+}
+
+TEST_F(fill, readback)
+{
+	const uint64_t start = variant->offset;
+	const uint64_t end = start + variant->count * variant->elem_size;
+
+	memset(self->pa, 0x77, DATA_SIZE);
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va + start,
+				       variant->count, variant->elem_size,
+				       variant->value));
+	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &self->a, 1));
+	for (uint64_t i = 0; i < DATA_SIZE; i++) {
+		uint8_t want = 0x77;
+
+		if (i >= start && i < end)
+			want = (uint8_t)(variant->value >>
+				(8 * ((i - start) % variant->elem_size)));
+		ASSERT_EQ(want, self->pa[i]) TH_LOG("byte %llu",
+						    (unsigned long long)i);
+	}
+}
+
+TEST_F(sub, copy_1d)
+{
+	for (uint32_t i = 0; i < DATA_SIZE; i++)
+		self->pa[i] = spyre_pat(i, 7);
+	memset(self->pb, 0, DATA_SIZE);
+	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, self->b_va + 5,
+				       self->a_va + 3, DATA_SIZE - 4096));
+	{
+		uint32_t bos[2] = { self->a, self->b };
+
+		ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	}
+	for (uint32_t i = 0; i < DATA_SIZE; i++) {
+		uint8_t want = (i >= 5 && i < 5 + DATA_SIZE - 4096) ?
+			       spyre_pat(i - 2, 7) : 0;
+
+		ASSERT_EQ(want, self->pb[i]) TH_LOG("byte %u", i);
+	}
+}
+
+TEST_F(sub, copy_2d_pitched)
+{
+	const uint64_t w = 300, h = 129, sp = 512, dp = 1000;
+	uint32_t bos[2] = { self->a, self->b };
+
+	for (uint32_t i = 0; i < DATA_SIZE; i++)
+		self->pa[i] = spyre_pat(i, 9);
+	memset(self->pb, 0xcd, DATA_SIZE);
+	ASSERT_EQ(0, spyre_cmdbuf_copy_2d(self->cb, self->b_va + 64, dp,
+					  SPYRE_DTYPE_U8, self->a_va + 32, sp,
+					  SPYRE_DTYPE_U8, w, h, 0));
+	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	for (uint64_t i = 0; i < DATA_SIZE; i++) {
+		uint8_t want = 0xcd;
+
+		if (i >= 64) {
+			uint64_t r = (i - 64) / dp, c = (i - 64) % dp;
+
+			if (r < h && c < w)
+				want = spyre_pat(32 + r * sp + c, 9);
+		}
+		ASSERT_EQ(want, self->pb[i]) TH_LOG("byte %llu",
+						    (unsigned long long)i);
+	}
+}
+
+TEST_F(sub, many_commands_one_job)
+{
+	/* 1000 FILLs of one 8-byte word each, then TIMESTAMPs around. */
+	uint64_t t0, t1;
+
+	memset(self->pa, 0, DATA_SIZE);
+	ASSERT_EQ(0, spyre_cmdbuf_timestamp(self->cb, self->a_va));
+	for (uint64_t i = 0; i < 1000; i++) {
+		ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb,
+					       self->a_va + 64 + 8 * i, 1, 8,
+					       i * 0x100000001ull + 1));
+	}
+	ASSERT_EQ(0, spyre_cmdbuf_timestamp(self->cb, self->a_va + 8));
+	ASSERT_GE(SPYRE_CMD_BO_SIZE, spyre_cmdbuf_size(self->cb));
+	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &self->a, 1));
+	for (uint64_t i = 0; i < 1000; i++) {
+		uint64_t v;
+
+		memcpy(&v, self->pa + 64 + 8 * i, 8);
+		ASSERT_EQ(i * 0x100000001ull + 1, v);
+	}
+	memcpy(&t0, self->pa, 8);
+	memcpy(&t1, self->pa + 8, 8);
+	EXPECT_LT(0, t0);
+	EXPECT_LE(t0, t1);
+}
+
+TEST_F_TIMEOUT(sub, many_jobs_in_a_row, 120)
+{
+	/* 400 jobs, each its own 40-byte FILL in the command BO. */
+	enum { N = 400 };
+	uint32_t tl, bos[2] = { self->c.cmd_h, self->a };
+	uint64_t prev = 0;
+
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
+	memset(self->pa, 0, DATA_SIZE);
+	for (uint32_t i = 0; i < N; i++) {
+		uint64_t seq;
+
+		spyre_cmdbuf_reset(self->cb);
+		ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va + 8 * i, 1,
+					       8, 0xf00d0000ull + i));
+		memcpy(self->c.cmd + 64 * i, spyre_cmdbuf_data(self->cb), 40);
+		ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
+					      self->c.cmd_va + 64 * i, 40, bos,
+					      2, NULL, 0, tl, i + 1, &seq))
+			TH_LOG("job %u", i);
+		ASSERT_LT(prev, seq);
+		prev = seq;
+	}
+	ASSERT_EQ(0, spyre_timeline_wait(self->c.fd, tl, N,
+					 SPYRE_TEST_TIMEOUT_NS * 4));
+	for (uint32_t i = 0; i < N; i++) {
+		uint64_t v;
+
+		memcpy(&v, self->pa + 8 * i, 8);
+		ASSERT_EQ(0xf00d0000ull + i, v) TH_LOG("job %u", i);
+	}
+	drmSyncobjDestroy(self->c.fd, tl);
+}
+
+TEST_F(sub, in_fence_orders_queues)
+{
+	/* q1 fills a (large), q2 copies a->b after q1's fence. */
+	struct drm_spyre_sync in;
+	uint32_t q2, tl, bos[3] = { self->c.cmd_h, self->a, self->b };
+
+	ASSERT_EQ(0, spyre_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_HIGH, &q2));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
+	memset(self->pa, 0, DATA_SIZE);
+	memset(self->pb, 0, DATA_SIZE);
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE / 4, 4,
+				       0x600df00d));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	spyre_cmdbuf_reset(self->cb);
+	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, self->b_va, self->a_va,
+				       DATA_SIZE));
+	memcpy(self->c.cmd + 1024, spyre_cmdbuf_data(self->cb), 64);
+
+	ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid, self->c.cmd_va,
+				      40, bos, 3, NULL, 0, tl, 1, NULL));
+	in = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
+	ASSERT_EQ(0, spyre_submit_job(self->c.fd, q2, self->c.cmd_va + 1024,
+				      64, bos, 3, &in, 1, self->c.sync, 0,
+				      NULL));
+	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	for (uint32_t i = 0; i < DATA_SIZE; i += 4) {
+		uint32_t v;
+
+		memcpy(&v, self->pb + i, 4);
+		ASSERT_EQ(0x600df00du, v) TH_LOG("offset %u", i);
+	}
+}
+
+TEST_F(sub, in_fence_signalled_from_cpu)
+{
+	/* A timeline point signalled by the CPU is a valid dependency; a
+	 * point nobody submitted is refused (DRM core: -EINVAL). */
+	struct drm_spyre_sync in;
+	uint32_t tl, bos[2] = { self->c.cmd_h, self->a };
+	uint64_t p = 1;
+
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
+	memset(self->pa, 0, 8);
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, 1, 8, 0xabcd));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	in = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
+	EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
+					    self->c.cmd_va, 40, bos, 2, &in, 1,
+					    self->c.sync, 0, NULL));
+	ASSERT_EQ(0, drmSyncobjTimelineSignal(self->c.fd, &tl, &p, 1));
+	ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid, self->c.cmd_va,
+				      40, bos, 2, &in, 1, self->c.sync, 0,
+				      NULL));
+	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0xabcd, *(volatile uint64_t *)self->pa);
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+TEST_F(sub, fault_is_fence_error_and_sticky)
+{
+	struct spyre_ctx_t other;
+	uint32_t bos[1] = { self->a };
+
+	ASSERT_EQ(0, spyre_ctx_init(&other, 0));
+	/* The guard page right after BO a is unmapped. */
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va + DATA_SIZE, 1, 8,
+				       1));
+	EXPECT_EQ(-EFAULT, spyre_ctx_run(&self->c, self->cb, bos, 1));
+	/* Sticky: later submits on this file fail. */
+	spyre_cmdbuf_reset(self->cb);
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	EXPECT_EQ(-ECANCELED, spyre_ctx_run_at(&self->c, self->cb, 4096, NULL,
+					       0));
+	{
+		uint32_t q2;
+
+		/* even on a new queue of the same file */
+		if (spyre_queue_new(self->c.fd, 1, &q2) == 0) {
+			EXPECT_EQ(-ECANCELED, spyre_submit_job(self->c.fd, q2,
+				self->c.cmd_va + 4096, 8, &self->c.cmd_h, 1,
+				NULL, 0, 0, 0, NULL));
+		}
+	}
+	/* Another file is untouched. */
+	EXPECT_EQ(0, spyre_ctx_run(&other, self->cb, NULL, 0));
+	{
+		uint32_t ob;
+		uint64_t ova;
+		uint8_t *p;
+
+		ASSERT_EQ(0, spyre_bo_new(other.fd, PAGE, &ob, &ova));
+		p = spyre_bo_mmap(other.fd, ob, PAGE);
+		ASSERT_NE(MAP_FAILED, p);
+		spyre_cmdbuf_reset(self->cb);
+		ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, ova, PAGE, 1, 0x42));
+		EXPECT_EQ(0, spyre_ctx_run(&other, self->cb, &ob, 1));
+		EXPECT_EQ(0x42, p[0]);
+		EXPECT_EQ(0x42, p[PAGE - 1]);
+		munmap(p, PAGE);
+	}
+	spyre_ctx_fini(&other);
+}
+
+TEST_F(sub, unmapped_cmd_stream_faults)
+{
+	/* The stream itself lies in the guard page after the command BO. */
+	EXPECT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
+				      self->c.cmd_va + SPYRE_CMD_BO_SIZE, 8,
+				      &self->c.cmd_h, 1, NULL, 0,
+				      self->c.sync, 0, NULL));
+	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(-EFAULT, spyre_sync_status(self->c.fd, self->c.sync));
+}
+
+FIXTURE(badcmd) {
+	struct spyre_ctx_t c;
+};
+
+FIXTURE_VARIANT(badcmd) {
+	uint8_t cmd[64];
+	uint32_t size;
+	int err;
+};
+
+FIXTURE_VARIANT_ADD(badcmd, unknown_opcode) {
+	.cmd = { 0x7f, 0, 0, 0, 8 }, .size = 8, .err = -EIO };
+FIXTURE_VARIANT_ADD(badcmd, opcode_count) {
+	.cmd = { SPYRE_OP_COUNT, 0, 0, 0, 8 }, .size = 8, .err = -EIO };
+FIXTURE_VARIANT_ADD(badcmd, nop_wrong_size) {
+	.cmd = { 0, 0, 0, 0, 16 }, .size = 16, .err = -EIO };
+FIXTURE_VARIANT_ADD(badcmd, nop_bad_flags) {
+	.cmd = { 0, 0, 1, 0, 8 }, .size = 8, .err = -EIO };
+FIXTURE_VARIANT_ADD(badcmd, size_past_stream) {
+	.cmd = { SPYRE_OP_FILL, 0, 0, 0, 40 }, .size = 8, .err = -EIO };
+FIXTURE_VARIANT_ADD(badcmd, fill_bad_elem_size) {
+	.cmd = { SPYRE_OP_FILL, 0, 0, 0, 40, 0, 0, 0,
+		 0, 0, 0, 0, 1, 0, 0, 0,	/* dst 4 GiB */
+		 1, 0, 0, 0, 0, 0, 0, 0,	/* count 1 */
+		 0, 0, 0, 0, 0, 0, 0, 0,	/* value */
+		 3, 0, 0, 0, 0, 0, 0, 0 },	/* elem_size 3 */
+	.size = 40, .err = -EIO };
+FIXTURE_VARIANT_ADD(badcmd, zero_size_header) {
+	.cmd = { 0, 0, 0, 0, 0 }, .size = 8, .err = -EIO };
+
+FIXTURE_SETUP(badcmd)
+{
+	int ret = spyre_ctx_init(&self->c, 0);
+
+	if (ret == -ENODEV)
+		SKIP(return, "no Spyre card (/dev/accel)");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(badcmd)
+{
+	spyre_ctx_fini(&self->c);
+}
+
+TEST_F(badcmd, fence_error)
+{
+	struct spyre_cmdbuf *cb;
+
+	ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
+	ASSERT_EQ(0, spyre_cmdbuf_raw(cb, variant->cmd, variant->size));
+	EXPECT_EQ(variant->err, spyre_ctx_run(&self->c, cb, NULL, 0));
+	spyre_cmdbuf_destroy(cb);
+}
+
+TEST_F(sub, closed_bo_in_list)
+{
+	uint32_t bos[1] = { self->b };
+
+	munmap(self->pb, DATA_SIZE);
+	self->pb = NULL;
+	ASSERT_EQ(0, drmCloseBufferHandle(self->c.fd, self->b));
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	EXPECT_EQ(-ENOENT, spyre_ctx_run(&self->c, self->cb, bos, 1));
+	/* The freed BO's VA is unmapped: using it faults. */
+	spyre_cmdbuf_reset(self->cb);
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->b_va, 1, 8, 1));
+	EXPECT_EQ(-EFAULT, spyre_ctx_run_at(&self->c, self->cb, 4096, NULL, 0));
+}
+
+/* ---- lifetime and isolation --------------------------------------------- */
+
+TEST_F_TIMEOUT(sub, close_fd_with_jobs_in_flight, 120)
+{
+	uint32_t bos[2] = { self->c.cmd_h, self->a };
+	struct spyre_ctx_t c2;
+
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE / 8, 8,
+				       0x1122334455667788ull));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	for (int i = 0; i < 64; i++) {
+		ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
+					      self->c.cmd_va, 40, bos, 2, NULL,
+					      0, 0, 0, NULL));
+	}
+	munmap(self->pa, DATA_SIZE);
+	munmap(self->pb, DATA_SIZE);
+	munmap(self->c.cmd, SPYRE_CMD_BO_SIZE);
+	self->pa = self->pb = NULL;
+	self->c.cmd = NULL;
+	close(self->c.fd);
+	self->c.fd = -1;
+	/* The card keeps working for a new file. */
+	ASSERT_EQ(0, spyre_ctx_init(&c2, 0));
+	spyre_cmdbuf_reset(self->cb);
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	EXPECT_EQ(0, spyre_ctx_run(&c2, self->cb, NULL, 0));
+	spyre_ctx_fini(&c2);
+}
+
+TEST_F_TIMEOUT(sub, queue_destroy_with_jobs_in_flight, 120)
+{
+	uint32_t q2, tl, bos[2] = { self->c.cmd_h, self->a };
+
+	ASSERT_EQ(0, spyre_queue_new(self->c.fd, 0, &q2));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE / 8, 8,
+				       7));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	for (uint64_t i = 1; i <= 32; i++) {
+		ASSERT_EQ(0, spyre_submit_job(self->c.fd, q2, self->c.cmd_va,
+					      40, bos, 2, NULL, 0, tl, i,
+					      NULL));
+	}
+	ASSERT_EQ(0, spyre_queue_del(self->c.fd, q2));
+	/* Every fence signals (completed or cancelled), none hangs. */
+	EXPECT_EQ(0, spyre_timeline_wait(self->c.fd, tl, 32,
+					 SPYRE_TEST_TIMEOUT_NS * 3));
+	/* The context is not poisoned by destroying its own queue. */
+	spyre_cmdbuf_reset(self->cb);
+	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
+	EXPECT_EQ(0, spyre_ctx_run_at(&self->c, self->cb, 4096, NULL, 0));
+}
+
+TEST_F(sub, two_processes_own_contexts)
+{
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct spyre_ctx_t c;
+		struct spyre_cmdbuf *cb;
+		struct drm_spyre_bo_info info;
+		uint32_t h;
+		uint64_t va;
+		uint8_t *p;
+
+		if (spyre_ctx_init(&c, 0) || spyre_cmdbuf_create(&cb))
+			_exit(10);
+		/* parent's handles mean nothing in the child's own file */
+		if (spyre_bo_get_info(c.fd, self->a, &info) != -ENOENT &&
+		    self->a != c.cmd_h)
+			_exit(11);
+		if (spyre_bo_new(c.fd, DATA_SIZE, &h, &va))
+			_exit(12);
+		p = spyre_bo_mmap(c.fd, h, DATA_SIZE);
+		if (p == MAP_FAILED)
+			_exit(13);
+		spyre_cmdbuf_fill(cb, va, DATA_SIZE, 1, 0xc1);
+		if (spyre_ctx_run(&c, cb, &h, 1))
+			_exit(14);
+		for (uint32_t i = 0; i < DATA_SIZE; i++)
+			if (p[i] != 0xc1)
+				_exit(15);
+		_exit(0);
+	}
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE, 1,
+				       0xa1));
+	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &self->a, 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	for (uint32_t i = 0; i < DATA_SIZE; i++) {
+		ASSERT_EQ(0xa1, self->pa[i]);
+	}
+}
+
+TEST(second_card_works)
+{
+	struct spyre_ctx_t c;
+	struct spyre_cmdbuf *cb;
+	uint32_t h;
+	uint64_t va;
+	uint8_t *p;
+	int ret = spyre_ctx_init(&c, 1);
+
+	if (ret == -ENODEV)
+		SKIP(return, "only one Spyre card");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
+	ASSERT_EQ(0, spyre_bo_new(c.fd, 8 * PAGE, &h, &va));
+	p = spyre_bo_mmap(c.fd, h, 8 * PAGE);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, spyre_cmdbuf_fill(cb, va, 8 * PAGE / 2, 2, 0x1234));
+	ASSERT_EQ(0, spyre_ctx_run(&c, cb, &h, 1));
+	for (uint32_t i = 0; i < 8 * PAGE; i += 2) {
+		ASSERT_EQ(0x1234, p[i] | p[i + 1] << 8);
+	}
+	spyre_cmdbuf_destroy(cb);
+	spyre_ctx_fini(&c);
+}
+
+TEST_HARNESS_MAIN

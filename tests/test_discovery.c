@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host unit tests: error strings, SPYRE_VISIBLE_DEVICES and PCI address
+ * parsing, and sysfs discovery against a fake sysfs tree.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kselftest_harness.h"
+
+#include "../libspyre/src/internal.h"
+
+TEST(strerror_coverage)
+{
+	/* Every error libspyre documents has its own description. */
+	static const int errs[] = {
+		EPERM, ENOENT, EINTR, EIO, E2BIG, EBADF, ECHILD, EAGAIN,
+		ENOMEM, EACCES, EFAULT, EBUSY, EXDEV, ENODEV, EINVAL, EMFILE,
+		ERANGE, ENOTTY, EPROTO, EOPNOTSUPP, ETIME, ETIMEDOUT,
+		ECANCELED,
+	};
+	const size_t n = sizeof(errs) / sizeof(errs[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *s = spyre_strerror(-errs[i]);
+
+		ASSERT_NE(NULL, s);
+		EXPECT_STRNE("unknown error", s) TH_LOG("errno %d", errs[i]);
+		EXPECT_STREQ(s, spyre_strerror(errs[i]));
+		for (size_t j = 0; j < i; j++)
+			EXPECT_STRNE(spyre_strerror(-errs[j]), s);
+	}
+	EXPECT_STREQ("success", spyre_strerror(0));
+	EXPECT_STREQ("unknown error", spyre_strerror(-100000));
+	EXPECT_STREQ("unknown error", spyre_strerror(INT_MIN));
+	EXPECT_NE(NULL, strstr(spyre_strerror(-ECANCELED), "reopen"));
+	EXPECT_NE(NULL, strstr(spyre_strerror(-ECHILD), "fork"));
+	EXPECT_NE(NULL, strstr(spyre_strerror(-EFAULT), "MMU fault"));
+}
+
+TEST(version_string)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d.%d.%d", SPYRE_VERSION_MAJOR,
+		 SPYRE_VERSION_MINOR, SPYRE_VERSION_PATCH);
+	ASSERT_STREQ(want, spyre_version());
+}
+
+TEST(visible_devices_parse)
+{
+	unsigned int idx[8];
+
+	ASSERT_EQ(1, spyre__parse_visible("0", idx, 8));
+	ASSERT_EQ(0, idx[0]);
+	ASSERT_EQ(2, spyre__parse_visible("1,0", idx, 8));
+	ASSERT_EQ(1, idx[0]);
+	ASSERT_EQ(0, idx[1]);
+	ASSERT_EQ(3, spyre__parse_visible(" 2 , 3,\t7 ", idx, 8));
+	ASSERT_EQ(2, idx[0]);
+	ASSERT_EQ(3, idx[1]);
+	ASSERT_EQ(7, idx[2]);
+	ASSERT_EQ(0, spyre__parse_visible("", idx, 8));
+	ASSERT_EQ(0, spyre__parse_visible("  ", idx, 8));
+	ASSERT_EQ(1, spyre__parse_visible("12345", idx, 8));
+	ASSERT_EQ(12345, idx[0]);
+	ASSERT_EQ(-EINVAL, spyre__parse_visible(NULL, idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("a", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("1,,2", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("1,", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible(",1", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("1,1", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("-1", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("1 2", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("0x1", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("99999999999", idx, 8));
+	ASSERT_EQ(-EINVAL, spyre__parse_visible("0,1,2", idx, 2));
+}
+
+TEST(pci_addr_parse)
+{
+	unsigned int d, b, s, f;
+
+	ASSERT_EQ(0, spyre__parse_pci_addr("0000:01:00.0", &d, &b, &s, &f));
+	ASSERT_EQ(0, d);
+	ASSERT_EQ(1, b);
+	ASSERT_EQ(0, s);
+	ASSERT_EQ(0, f);
+	ASSERT_EQ(0, spyre__parse_pci_addr("abcd:Fe:1f.7", &d, &b, &s, &f));
+	ASSERT_EQ(0xabcd, d);
+	ASSERT_EQ(0xfe, b);
+	ASSERT_EQ(0x1f, s);
+	ASSERT_EQ(7, f);
+	ASSERT_EQ(0, spyre__parse_pci_addr("03:02.1", &d, &b, &s, &f));
+	ASSERT_EQ(0, d);
+	ASSERT_EQ(3, b);
+	ASSERT_EQ(2, s);
+	ASSERT_EQ(1, f);
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("01:00", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("01:20.0", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("01:00.8", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("100:00.0", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("10000:00:00.0", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("0:0:0:0.0", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr("zz:00.0", &d, &b, &s, &f));
+	ASSERT_EQ(-EINVAL, spyre__parse_pci_addr(NULL, &d, &b, &s, &f));
+}
+
+/* A fake sysfs: accelN -> ../../devices/<pci> with ID files. */
+FIXTURE(fakesys) {
+	char root[64];
+};
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static int add_card(const char *root, unsigned int minor, const char *pci,
+		    const char *vendor, const char *device,
+		    const char *svendor, const char *sdevice)
+{
+	char p[512], t[512];
+
+	snprintf(p, sizeof(p), "%s/devices/%s", root, pci);
+	if (mkdir(p, 0755))
+		return -1;
+	snprintf(p, sizeof(p), "%s/devices/%s/vendor", root, pci);
+	put(p, vendor);
+	snprintf(p, sizeof(p), "%s/devices/%s/device", root, pci);
+	put(p, device);
+	snprintf(p, sizeof(p), "%s/devices/%s/subsystem_vendor", root, pci);
+	put(p, svendor);
+	snprintf(p, sizeof(p), "%s/devices/%s/subsystem_device", root, pci);
+	put(p, sdevice);
+	snprintf(p, sizeof(p), "%s/class/accel/accel%u", root, minor);
+	if (mkdir(p, 0755))
+		return -1;
+	snprintf(p, sizeof(p), "%s/class/accel/accel%u/device", root, minor);
+	snprintf(t, sizeof(t), "../../../devices/%s", pci);
+	return symlink(t, p);
+}
+
+FIXTURE_SETUP(fakesys)
+{
+	char p[128];
+
+	strcpy(self->root, "/tmp/spyre-fakesys-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->root));
+	snprintf(p, sizeof(p), "%s/class", self->root);
+	ASSERT_EQ(0, mkdir(p, 0755));
+	snprintf(p, sizeof(p), "%s/class/accel", self->root);
+	ASSERT_EQ(0, mkdir(p, 0755));
+	snprintf(p, sizeof(p), "%s/devices", self->root);
+	ASSERT_EQ(0, mkdir(p, 0755));
+	/* Minors deliberately not in PCI order. */
+	ASSERT_EQ(0, add_card(self->root, 0, "0000:05:00.0", "0x1014\n",
+			      "0x06a7\n", "0x1af4\n", "0x1100\n"));
+	ASSERT_EQ(0, add_card(self->root, 1, "0000:02:00.0", "0x1014\n",
+			      "0x06a7\n", "0x1af4\n", "0x1100\n"));
+	/* Real hardware (other subsystem): must not be bound. */
+	ASSERT_EQ(0, add_card(self->root, 2, "0000:03:00.0", "0x1014\n",
+			      "0x06a7\n", "0x1014\n", "0x0001\n"));
+	/* Another accel driver. */
+	ASSERT_EQ(0, add_card(self->root, 3, "0000:04:00.0", "0x8086\n",
+			      "0x7d1d\n", "0x8086\n", "0x0000\n"));
+	ASSERT_EQ(0, add_card(self->root, 4, "0001:00:01.0", "0x1014\n",
+			      "0x06a7\n", "0x1af4\n", "0x1100\n"));
+}
+
+FIXTURE_TEARDOWN(fakesys)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->root);
+	if (system(cmd))
+		TH_LOG("cleanup of %s failed", self->root);
+}
+
+TEST_F(fakesys, scan_orders_by_pci_address)
+{
+	struct spyre_device_desc d[8];
+
+	memset(d, 0xaa, sizeof(d));
+	ASSERT_EQ(3, spyre__scan(self->root, NULL, d, 8));
+	EXPECT_STREQ("0000:02:00.0", d[0].pci_addr);
+	EXPECT_EQ(1, d[0].accel_minor);
+	EXPECT_STREQ("/dev/accel/accel1", d[0].devnode);
+	EXPECT_STREQ("0000:05:00.0", d[1].pci_addr);
+	EXPECT_EQ(0, d[1].accel_minor);
+	EXPECT_STREQ("0001:00:01.0", d[2].pci_addr);
+	EXPECT_EQ(4, d[2].accel_minor);
+	for (unsigned int i = 0; i < 3; i++) {
+		EXPECT_EQ(i, d[i].index);
+		EXPECT_EQ(i, d[i].phys_index);
+		EXPECT_EQ(0x1014, d[i].vendor_id);
+		EXPECT_EQ(0x06a7, d[i].device_id);
+		EXPECT_EQ(0x1af4, d[i].subsystem_vendor_id);
+		EXPECT_EQ(0x1100, d[i].subsystem_id);
+	}
+	/* Count only, and a short array. */
+	EXPECT_EQ(3, spyre__scan(self->root, NULL, NULL, 0));
+	memset(d, 0, sizeof(d));
+	EXPECT_EQ(3, spyre__scan(self->root, NULL, d, 1));
+	EXPECT_STREQ("0000:02:00.0", d[0].pci_addr);
+	EXPECT_EQ(0, d[1].pci_addr[0]);
+}
+
+TEST_F(fakesys, visible_devices_filter)
+{
+	struct spyre_device_desc d[8];
+
+	ASSERT_EQ(2, spyre__scan(self->root, "2,0", d, 8));
+	EXPECT_STREQ("0001:00:01.0", d[0].pci_addr);
+	EXPECT_EQ(0, d[0].index);
+	EXPECT_EQ(2, d[0].phys_index);
+	EXPECT_STREQ("0000:02:00.0", d[1].pci_addr);
+	EXPECT_EQ(1, d[1].index);
+	EXPECT_EQ(0, d[1].phys_index);
+	/* Absent indices are skipped. */
+	ASSERT_EQ(1, spyre__scan(self->root, "9,1", d, 8));
+	EXPECT_STREQ("0000:05:00.0", d[0].pci_addr);
+	/* Empty list hides everything; malformed lists are errors. */
+	EXPECT_EQ(0, spyre__scan(self->root, "", d, 8));
+	EXPECT_EQ(-EINVAL, spyre__scan(self->root, "1,x", d, 8));
+	EXPECT_EQ(-EINVAL, spyre__scan(self->root, "1,1", d, 8));
+}
+
+TEST(scan_without_accel_class)
+{
+	struct spyre_device_desc d[2];
+
+	ASSERT_EQ(0, spyre__scan("/nonexistent-sysfs", NULL, d, 2));
+}
+
+TEST(public_discovery_on_host)
+{
+	struct spyre_device *dev = NULL;
+	int n;
+
+	/* The build host has no Spyre card; with a bad filter we get EINVAL. */
+	ASSERT_EQ(0, setenv("SPYRE_VISIBLE_DEVICES", "0,zero", 1));
+	ASSERT_EQ(-EINVAL, spyre_device_count());
+	ASSERT_EQ(-EINVAL, spyre_device_open(0, &dev));
+	ASSERT_EQ(0, setenv("SPYRE_VISIBLE_DEVICES", "", 1));
+	ASSERT_EQ(0, spyre_device_count());
+	ASSERT_EQ(-ENODEV, spyre_device_open(0, &dev));
+	ASSERT_EQ(-ENODEV, spyre_device_open_pci("0000:00:00.0", &dev));
+	ASSERT_EQ(0, unsetenv("SPYRE_VISIBLE_DEVICES"));
+	n = spyre_device_count();
+	ASSERT_LE(0, n);
+	ASSERT_EQ(-ENODEV, spyre_device_open((unsigned int)n, &dev));
+	ASSERT_EQ(-EINVAL, spyre_device_open_pci("bogus", &dev));
+	ASSERT_EQ(-EINVAL, spyre_device_open(0, NULL));
+	ASSERT_EQ(-EINVAL, spyre_device_list(NULL, 1));
+	/* A node that is not ours is refused without side effects. */
+	ASSERT_GT(0, spyre_device_open_path("/dev/null", &dev));
+	ASSERT_EQ(NULL, dev);
+}
+
+TEST_HARNESS_MAIN
