@@ -5,9 +5,15 @@
  *  queues    active hardware queues with seqnos and hardware state
  *  contexts  contexts with their sticky error and mapped BOs
  *  counters  fault/error counters and card telemetry
+ *  inject    write "<hw queue> <kind>": arm the card's fault injection
+ *            (kind 1 = the next job hangs, 2 = the next job fails)
  */
 
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/module.h>
 #include <linux/seq_file.h>
+#include <linux/uaccess.h>
 
 #include <drm/drm_debugfs.h>
 #include <drm/drm_drv.h>
@@ -102,6 +108,40 @@ static int spyre_debugfs_counters(struct seq_file *m, void *unused)
 	return 0;
 }
 
+static ssize_t spyre_debugfs_inject_write(struct file *file,
+					  const char __user *ubuf,
+					  size_t count, loff_t *ppos)
+{
+	struct spyre_device *sdev = file->private_data;
+	unsigned int queue, kind;
+	char buf[32];
+	int idx;
+
+	if (count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	buf[count] = '\0';
+
+	if (sscanf(buf, "%u %u", &queue, &kind) != 2 ||
+	    queue >= sdev->num_queues ||
+	    (kind != SPYRE_DBG_HANG && kind != SPYRE_DBG_ERROR))
+		return -EINVAL;
+
+	if (!drm_dev_enter(&sdev->drm, &idx))
+		return -ENODEV;
+	spyre_write32(sdev, SPYRE_REG_DBG_INJECT, queue | kind << 16);
+	drm_dev_exit(idx);
+	return count;
+}
+
+static const struct file_operations spyre_debugfs_inject_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = spyre_debugfs_inject_write,
+	.llseek = noop_llseek,
+};
+
 /**
  * spyre_debugfs_init() - register the debugfs files (before
  * drm_dev_register()).
@@ -114,4 +154,6 @@ void spyre_debugfs_init(struct spyre_device *sdev)
 			     NULL);
 	drm_debugfs_add_file(&sdev->drm, "counters", spyre_debugfs_counters,
 			     NULL);
+	debugfs_create_file("inject", 0200, sdev->drm.debugfs_root, sdev,
+			    &spyre_debugfs_inject_fops);
 }

@@ -17,6 +17,7 @@
 #include <linux/dma-fence-chain.h>
 #include <linux/dma-mapping.h>
 #include <linux/iopoll.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -90,28 +91,34 @@ static int spyre_status_to_errno(u32 status)
 /*
  * Signal the fences with seqno <= @done; the one equal to @done ends with
  * @err.  With an error, later fences are cancelled: the card halted the
- * queue, they will not run.
+ * queue, they will not run.  Returns true if the fence of @done was still
+ * pending.
  */
-static void spyre_queue_signal(struct spyre_queue *q, u64 done, int err)
+static bool spyre_queue_signal(struct spyre_queue *q, u64 done, int err)
 {
 	struct spyre_fence *f, *tmp;
 	unsigned long flags;
+	bool found = false;
+
+	/* Before the cancellation: run_job checks it under fence_lock. */
+	if (err)
+		spyre_ctx_set_error(q->ctx, err);
 
 	spin_lock_irqsave(&q->fence_lock, flags);
 	list_for_each_entry_safe(f, tmp, &q->pending, link) {
-		if (f->base.seqno < done)
+		if (f->base.seqno < done) {
 			spyre_fence_complete(f, 0);
-		else if (f->base.seqno == done)
+		} else if (f->base.seqno == done) {
 			spyre_fence_complete(f, err);
-		else if (err)
+			found = true;
+		} else if (err) {
 			spyre_fence_complete(f, -ECANCELED);
-		else
+		} else {
 			break;
+		}
 	}
 	spin_unlock_irqrestore(&q->fence_lock, flags);
-
-	if (err)
-		spyre_ctx_set_error(q->ctx, err);
+	return found;
 }
 
 /* Signal every pending fence: @guilty with @guilty_err, others with @err. */
@@ -171,13 +178,12 @@ void spyre_queue_irq(struct spyre_queue *q)
 	rmb(); /* the seqno is written last */
 	status = READ_ONCE(q->compl->status);
 	err = spyre_status_to_errno(status);
-	if (err && err != -ECANCELED)
+	if (spyre_queue_signal(q, done, err) && err && err != -ECANCELED)
 		dev_warn_ratelimited(sdev->drm.dev,
 				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
 				     q->hwq, q->ctx->id, done, status,
 				     READ_ONCE(q->compl->cmd_offset),
 				     READ_ONCE(q->compl->error_va));
-	spyre_queue_signal(q, done, err);
 }
 
 /**
@@ -274,12 +280,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return ERR_PTR(-ENODEV);
 
-	spin_lock_init(&f->lock);
-	INIT_LIST_HEAD(&f->link);
-	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
-		       job->seqno);
-	job->fence_init = true;
-
+	/* Written in the free slot; only the doorbell hands it to the card. */
 	desc = &q->ring[q->tail];
 	desc->seqno = job->seqno;
 	desc->cmd_va = job->cmd_va;
@@ -288,8 +289,23 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	desc->flags = SPYRE_JOB_F_IRQ;
 	memset(desc->reserved, 0, sizeof(desc->reserved));
 
-	dma_fence_get(&f->base);	/* for the pending list */
+	/*
+	 * A completion error cancels the pending fences after setting the
+	 * context error: checked under the same lock, a job either sees the
+	 * error or is on the list the error handler cancels.
+	 */
 	spin_lock_irqsave(&q->fence_lock, flags);
+	if (atomic_read(&q->ctx->error)) {
+		spin_unlock_irqrestore(&q->fence_lock, flags);
+		drm_dev_exit(idx);
+		return ERR_PTR(-ECANCELED);
+	}
+	spin_lock_init(&f->lock);
+	INIT_LIST_HEAD(&f->link);
+	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
+		       job->seqno);
+	job->fence_init = true;
+	dma_fence_get(&f->base);	/* for the pending list */
 	list_add_tail(&f->link, &q->pending);
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 
@@ -422,6 +438,8 @@ static void spyre_queue_release(struct kref *ref)
 	mutex_destroy(&q->lock);
 	mutex_destroy(&q->reset_lock);
 	kfree(q);
+	/* Jobs killed after their file closed still call into this module. */
+	module_put(THIS_MODULE);
 }
 
 static void spyre_queue_put(struct spyre_queue *q)
@@ -513,6 +531,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	if (!q)
 		return ERR_PTR(-ENOMEM);
 
+	__module_get(THIS_MODULE);	/* an open file holds one already */
 	kref_init(&q->ref);
 	q->sdev = sdev;
 	spyre_ctx_get(sfile->ctx);
@@ -626,8 +645,6 @@ out:
  * @drm: device.
  * @data: struct drm_spyre_queue_destroy.
  * @file: caller.
- *
- * Works after the device is unplugged too.
  *
  * Return: 0, -EINVAL (pad) or -ENOENT (no such queue).
  */
@@ -897,8 +914,7 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 	dma_fence_put(fence);
 
 	if (stride >= offsetofend(struct drm_spyre_job, seqno) &&
-	    put_user(seqno, (u64 __user *)(uptr +
-					   offsetof(struct drm_spyre_job, seqno))))
+	    put_user(seqno, &ujob->seqno))
 		return -EFAULT;
 	return 0;
 

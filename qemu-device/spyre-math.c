@@ -644,6 +644,11 @@ int spyre_gemm_check(const struct spyre_cmd_gemm *cmd, SpyreGemmSpan *span)
         cmd->ldb < (tb ? cmd->k : cmd->n) || cmd->ldc < cmd->n) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
+    macs = (uint64_t)cmd->m * cmd->n;
+    if (mul_ovf(macs, cmd->k, &macs) || mul_ovf(macs, cmd->batch, &macs) ||
+        macs > SPYRE_MATH_MAX_GEMM_MACS) {
+        return SPYRE_STATUS_LIMIT;
+    }
     if (!span_of(cmd->batch, cmd->stride_a, ta ? cmd->k : cmd->m, cmd->lda,
                  ta ? cmd->m : cmd->k, spyre_dtype_size(cmd->a_dtype),
                  &s.a) ||
@@ -656,11 +661,6 @@ int spyre_gemm_check(const struct spyre_cmd_gemm *cmd, SpyreGemmSpan *span)
     }
     if (cmd->bias_dtype && !is_int) {
         s.bias = (uint64_t)cmd->n * spyre_dtype_size(cmd->bias_dtype);
-    }
-    macs = (uint64_t)cmd->m * cmd->n;
-    if (mul_ovf(macs, cmd->k, &macs) || mul_ovf(macs, cmd->batch, &macs) ||
-        macs > SPYRE_MATH_MAX_GEMM_MACS) {
-        return SPYRE_STATUS_LIMIT;
     }
     if (span) {
         *span = s;
@@ -1211,13 +1211,15 @@ static int rows_check(uint32_t dtype, uint32_t rows, uint32_t cols,
     size_t es = vec_dtype_size(dtype);
     uint64_t s, d;
 
-    if (!es || !rows || !cols || ld_src < cols || ld_dst < cols ||
-        !span_of(1, 0, rows, ld_src, cols, es, &s) ||
-        !span_of(1, 0, rows, ld_dst, cols, es, &d)) {
+    if (!es || !rows || !cols || ld_src < cols || ld_dst < cols) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
     if ((uint64_t)rows * cols > SPYRE_MATH_MAX_ELEMS) {
         return SPYRE_STATUS_LIMIT;
+    }
+    if (!span_of(1, 0, rows, ld_src, cols, es, &s) ||
+        !span_of(1, 0, rows, ld_dst, cols, es, &d)) {
+        return SPYRE_STATUS_INVALID_OPERAND;
     }
     if (src_bytes) {
         *src_bytes = s;

@@ -205,13 +205,14 @@ typedef struct SpyreGemm {
 } SpyreGemm;
 
 /*
- * Validate a GEMM command: header flags (SPYRE_GEMM_F_ALL, else
- * INVALID_COMMAND), dtype combination, bias_dtype, shapes (>= 1), leading
- * dimensions, beta in {0, 1} for INT8, 64-bit overflow of the operand
- * spans (INVALID_OPERAND) and batch*M*N*K <= SPYRE_MATH_MAX_GEMM_MACS
- * (LIMIT).  Batch strides may be anything (0 broadcasts a matrix).  Does
- * not look at header size/opcode or at addresses.  On success, fills
- * *@span when non-NULL.
+ * Validate a GEMM command, in this order: header flags (only
+ * SPYRE_GEMM_F_ALL, else INVALID_COMMAND); dtype combination, bias_dtype,
+ * beta in {0, 1} for INT8, shapes >= 1, leading dimensions (else
+ * INVALID_OPERAND); batch * M * N * K <= SPYRE_MATH_MAX_GEMM_MACS (else
+ * LIMIT); operand spans fit in 64 bits (else INVALID_OPERAND).  Batch
+ * strides may be anything (0 broadcasts a matrix; overlapping C batches
+ * give an undefined result).  Does not look at the header size/opcode or
+ * at addresses.  On success, fills *@span when non-NULL.
  */
 int spyre_gemm_check(const struct spyre_cmd_gemm *cmd, SpyreGemmSpan *span);
 
@@ -299,10 +300,11 @@ int spyre_eltwise(int op, int dtype, float alpha, const void *a,
                   const void *b, void *out, size_t n);
 
 /*
- * Validate REDUCE / ROWOP (flags and pad zero; op, dtype, rows, cols >= 1,
- * ld >= cols; 64-bit overflow; rows * cols <= SPYRE_MATH_MAX_ELEMS).
- * *@src_bytes / *@dst_bytes get the spans from src / dst; ROWOP's gamma
- * and beta span cols * 4 bytes.
+ * Validate REDUCE / ROWOP: flags and pad zero (else INVALID_COMMAND); op,
+ * dtype, rows, cols >= 1, ld >= cols (else INVALID_OPERAND); rows * cols
+ * <= SPYRE_MATH_MAX_ELEMS (else LIMIT); spans fit in 64 bits (else
+ * INVALID_OPERAND).  *@src_bytes / *@dst_bytes get the spans from src /
+ * dst; ROWOP's gamma and beta span cols * 4 bytes.
  */
 int spyre_reduce_check(const struct spyre_cmd_reduce *cmd,
                        uint64_t *src_bytes, uint64_t *dst_bytes);

@@ -688,6 +688,7 @@ static bool spyre_w_yield(SpyreWorker *w)
     int64_t paused = 0;
 
     bql_unlock();
+    g_thread_yield();       /* a plain unlock+lock can starve vCPUs */
     bql_lock();
     while (!s->stopping && w->q->gen == w->gen && !s->vm_running) {
         int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
@@ -1125,6 +1126,8 @@ static void *spyre_worker_thread(void *opaque)
             qemu_cond_wait_bql(&s->work_cond);
         }
     }
+    /* The device is gone (spyre_exit); the last worker may finalize it. */
+    object_unref(OBJECT(s));
     bql_unlock();
     rcu_unregister_thread();
     return NULL;
@@ -1641,8 +1644,9 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
 
         w->s = s;
         w->index = i;
+        object_ref(OBJECT(s));
         qemu_thread_create(&w->thread, name, spyre_worker_thread, w,
-                           QEMU_THREAD_JOINABLE);
+                           QEMU_THREAD_DETACHED);
     }
     return;
 
@@ -1653,30 +1657,33 @@ err_pcie:
 static void spyre_exit(PCIDevice *pdev)
 {
     SpyreState *s = SPYRE(pdev);
-    unsigned int i;
 
     /*
-     * Workers need the BQL to notice that they must stop; drop it while
-     * joining them, as the migration code does for its threads.
+     * Workers only touch the device with the BQL held, and check
+     * s->stopping each time they take it: from here on they do nothing
+     * but leave.  They need the BQL for that, which our caller holds, so
+     * they are not joined; each holds a reference to the device, and
+     * the last one to leave lets it be finalized.
      */
     s->stopping = true;
     spyre_kick(s);
-    bql_unlock();
-    for (i = 0; i < s->nworkers; i++) {
-        qemu_thread_join(&s->workers[i].thread);
-    }
-    bql_lock();
-    g_free(s->workers);
-    s->workers = NULL;
 
     qemu_del_vm_change_state_handler(s->vmse);
     qemu_bh_delete(s->irq_bh);
-    qemu_cond_destroy(&s->work_cond);
-    g_free(s->queues);
-    s->queues = NULL;
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
     pcie_cap_exit(pdev);
+}
+
+static void spyre_instance_finalize(Object *obj)
+{
+    SpyreState *s = SPYRE(obj);
+
+    if (s->workers) {
+        qemu_cond_destroy(&s->work_cond);
+    }
+    g_free(s->workers);
+    g_free(s->queues);
 }
 
 static void spyre_qdev_reset(DeviceState *dev)
@@ -1843,6 +1850,7 @@ static const TypeInfo spyre_info = {
     .name = TYPE_SPYRE,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(SpyreState),
+    .instance_finalize = spyre_instance_finalize,
     .class_init = spyre_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },

@@ -8,7 +8,7 @@ rc=0
 msg "checkpatch --strict: driver/, hw/, uapi/"
 "$KSRC/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types \
 	--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES \
-	-f "$SPYRE_ROOT"/driver/*.[ch] "$SPYRE_ROOT"/hw/*.h \
+	-f "$SPYRE_ROOT"/driver/spyre_*.[ch] "$SPYRE_ROOT"/hw/*.h \
 	"$SPYRE_ROOT"/uapi/drm/*.h || rc=1
 msg "sparse (C=2) and W=1: driver/"
 out=$(make -s -C "$KDIR" M="$SPYRE_ROOT" C=2 W=1 modules 2>&1 |

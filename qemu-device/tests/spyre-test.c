@@ -16,6 +16,7 @@
 #include "libqos/pci.h"
 #include "libqos/pci-pc.h"
 #include "hw/pci/pci_regs.h"
+#include "qobject/qdict.h"
 
 #include "spyre_hw.h"
 #include "drm/spyre_cmd.h"
@@ -127,8 +128,9 @@ static void spyre_attach(Spyre *sp)
  * appended to the card's -device option.  With @rootport the card sits
  * behind a pcie-root-port (id rp1), else on pcie.0.
  */
-static Spyre *spyre_start_full(const char *pre, const char *extra,
-                               bool rootport)
+
+static Spyre *spyre_start_vm(const char *pre, const char *extra,
+                             bool rootport, const char *incoming)
 {
     Spyre *sp = g_new0(Spyre, 1);
     const char *fw = getenv("SPYRE_FIRMWARE_DIR");
@@ -137,18 +139,31 @@ static Spyre *spyre_start_full(const char *pre, const char *extra,
     args = g_strdup_printf("-M q35 -nodefaults %s%s %s "
                            "-device pcie-root-port,id=rp1,chassis=1,addr=03.0 "
                            "-device spyre,id=sp0,%s,mem-size=%d,"
-                           "vectors=%d,queues=8,contexts=16%s",
+                           "vectors=%d,queues=8,contexts=16%s%s",
                            fw ? "-L " : "", fw ? fw : "", pre ? pre : "",
                            rootport ? "bus=rp1" : "addr=04.0",
-                           MEM_SIZE, NVECTORS, extra ? extra : "");
+                           MEM_SIZE, NVECTORS, extra ? extra : "",
+                           incoming ? " -incoming defer" : "");
     sp->qts = qtest_init(args);
     sp->bus = qpci_new_pc(sp->qts, NULL);
+    sp->next_page = GUEST_POOL;
+    if (incoming) {
+        /* Config space and BARs arrive with the migration stream. */
+        qtest_qmp_assert_success(sp->qts, "{'execute': 'migrate-incoming',"
+                                 " 'arguments': {'uri': %s}}", incoming);
+        return sp;
+    }
     if (rootport) {
         rootport_setup(sp);
     }
-    sp->next_page = GUEST_POOL;
     spyre_attach(sp);
     return sp;
+}
+
+static Spyre *spyre_start_full(const char *pre, const char *extra,
+                               bool rootport)
+{
+    return spyre_start_vm(pre, extra, rootport, NULL);
 }
 
 static Spyre *spyre_start(const char *extra)
@@ -1208,6 +1223,268 @@ static void test_flr(void)
     spyre_stop(sp);
 }
 
+/* One worker, so the order in which queues run is the scheduler's. */
+static void test_priority(void)
+{
+    Spyre *sp = spyre_start(",workers=1");
+    static const unsigned int prio[3] = {
+        SPYRE_Q_PRIO_LOW, SPYRE_Q_PRIO_NORMAL, SPYRE_Q_PRIO_HIGH,
+    };
+    struct spyre_hw_completion c;
+    TestQueue tq[3];
+    uint64_t root, pa_cnt;
+    unsigned int q, k;
+
+    root = ctx_create(sp, 0);
+    pa_cnt = map_sys(sp, root, 0x10000, 1, true);
+    wr32(sp, SPYRE_REG_CONTROL, 0);
+    for (q = 0; q < 3; q++) {
+        queue_init(sp, &tq[q], q, 4, 1);
+        qwr32(sp, q, SPYRE_Q_CONTROL, q_control(1, prio[q]));
+        for (k = 0; k < 2; k++) {
+            Stream st = { 0 };
+            uint64_t va = 0x100000 + (q * 2 + k) * PAGE;
+            uint64_t pa = map_sys(sp, root, va, 1, false);
+
+            /* Count, and record the count in this job's slot. */
+            emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, 0x10000, 1);
+            emit_copy(&st, 0x10000, 0x10000 + 8 * (1 + q * 2 + k), 8, 1,
+                      0, 0);
+            stream_put(sp, pa, &st);
+            submit(sp, &tq[q], k + 1, 0, va, st.len, 0);
+        }
+    }
+    g_usleep(10000);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_cnt), ==, 0);
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+    for (q = 0; q < 3; q++) {
+        wait_compl(sp, &tq[q], 2, &c);
+        g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    }
+    for (q = 0; q < 3; q++) {
+        for (k = 0; k < 2; k++) {
+            g_assert_cmpuint(qtest_readq(sp->qts,
+                                         pa_cnt + 8 * (1 + q * 2 + k)), ==,
+                             (2 - q) * 2 + k + 1);
+        }
+    }
+    spyre_stop(sp);
+}
+
+static void wait_deleted(QTestState *qts, const char *id)
+{
+    for (;;) {
+        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
+        QDict *data = qdict_get_qdict(resp, "data");
+        const char *dev = data ? qdict_get_try_str(data, "device") : NULL;
+        bool match = dev && !strcmp(dev, id);
+
+        qobject_unref(resp);
+        if (match) {
+            return;
+        }
+    }
+}
+
+static void slot_power(Spyre *sp, bool on)
+{
+    uint8_t cap = qpci_find_capability(sp->rp, PCI_CAP_ID_EXP, 0);
+    uint16_t ctl = qpci_config_readw(sp->rp, cap + PCI_EXP_SLTCTL);
+
+    ctl &= ~(PCI_EXP_SLTCTL_PIC | PCI_EXP_SLTCTL_PCC);
+    ctl |= on ? PCI_EXP_SLTCTL_PWR_IND_ON :
+                PCI_EXP_SLTCTL_PWR_IND_OFF | PCI_EXP_SLTCTL_PCC;
+    qpci_config_writew(sp->rp, cap + PCI_EXP_SLTCTL, ctl);
+}
+
+/*
+ * Native PCIe hot-plug: unplug a busy card from a root port (the guest
+ * answers the attention button by powering the slot off), then hot-plug
+ * a new one.
+ */
+static void test_hotplug(void)
+{
+    Spyre *sp = spyre_start_full("-global ICH9-LPC.acpi-pci-hotplug-with-"
+                                 "bridge-support=off", NULL, true);
+    struct spyre_hw_completion c;
+    TestQueue tq[3];
+    Stream st = { 0 };
+    uint64_t root, pa;
+    unsigned int i;
+
+    root = ctx_create(sp, 0);
+    map_sys(sp, root, 0x100000, 2, true);
+    map_sys(sp, root, 0x10000, 1, true);
+    for (i = 0; i < 3; i++) {
+        queue_init(sp, &tq[i], i, 4, 1);
+    }
+    /* A long job: the same page copied 64Ki times. */
+    emit_copy(&st, 0x100000, 0x101000, PAGE, 65536, 0, 0);
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &tq[0], 1, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    st.len = 0;
+    emit_sem(&st, SPYRE_OP_SEM_WAIT, 0, 0x10000, 1);
+    pa = map_sys(sp, root, 0x2000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &tq[1], 1, 0, 0x2000, st.len, SPYRE_JOB_F_IRQ);
+    wr32(sp, SPYRE_REG_DBG_INJECT, 2 | SPYRE_DBG_HANG << 16);
+    submit(sp, &tq[2], 1, 0, 0x2000, st.len, SPYRE_JOB_F_IRQ);
+    wait_qstatus(sp, 1, SPYRE_QS_SEM_WAIT);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_BUSY);
+
+    qtest_qmp_device_del_send(sp->qts, "sp0");
+    slot_power(sp, false);                 /* the guest's answer */
+    wait_deleted(sp->qts, "sp0");
+    g_assert_cmphex(qpci_config_readw(sp->dev, PCI_VENDOR_ID), ==, 0xffff);
+
+    qtest_qmp_device_add(sp->qts, "spyre", "sp1",
+                         "{'bus': 'rp1', 'mem-size': %d, 'queues': 8}",
+                         MEM_SIZE);
+    slot_power(sp, true);
+    spyre_attach(sp);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_ID), ==, SPYRE_ID_MAGIC);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_JOBS), ==, 0);
+    sp->next_page = GUEST_POOL;
+    root = ctx_create(sp, 0);
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    st.len = 0;
+    emit_nop(&st);
+    stream_put(sp, pa, &st);
+    queue_init(sp, &tq[0], 0, 4, 1);
+    submit(sp, &tq[0], 9, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq[0], 9, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    qtest_qmp_device_del_send(sp->qts, "sp1");
+    slot_power(sp, false);
+    wait_deleted(sp->qts, "sp1");
+    spyre_stop(sp);
+}
+
+/* ACPI hot-plug (q35's default for root ports): removal at reset. */
+static void test_unplug_acpi(void)
+{
+    Spyre *sp = spyre_start_full(NULL, NULL, true);
+    TestQueue tq;
+    Stream st = { 0 };
+    uint64_t root, pa;
+
+    root = ctx_create(sp, 0);
+    map_sys(sp, root, 0x10000, 1, true);
+    emit_sem(&st, SPYRE_OP_SEM_WAIT, 0, 0x10000, 1);
+    pa = map_sys(sp, root, 0x2000, 1, false);
+    stream_put(sp, pa, &st);
+    queue_init(sp, &tq, 0, 4, 1);
+    submit(sp, &tq, 1, 0, 0x2000, st.len, SPYRE_JOB_F_IRQ);
+    wait_qstatus(sp, 0, SPYRE_QS_SEM_WAIT);
+
+    qtest_qmp_device_del_send(sp->qts, "sp0");
+    qtest_system_reset_nowait(sp->qts);
+    wait_deleted(sp->qts, "sp0");
+    spyre_stop(sp);
+}
+
+/* Migrate @src to a new VM listening on @uri; returns the final status. */
+static char *migrate(Spyre *src, const char *uri)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    qtest_qmp_assert_success(src->qts, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    for (;;) {
+        QDict *rsp = qtest_qmp(src->qts, "{'execute': 'query-migrate'}");
+        QDict *ret = qdict_get_qdict(rsp, "return");
+        const char *status = ret ? qdict_get_try_str(ret, "status") : NULL;
+
+        if (status && (!strcmp(status, "completed") ||
+                       !strcmp(status, "failed"))) {
+            char *r = g_strdup(status);
+
+            qobject_unref(rsp);
+            return r;
+        }
+        qobject_unref(rsp);
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
+
+static void test_migration(void)
+{
+    g_autofree char *uri = g_strdup_printf("unix:%s/spyre-mig-%d.sock",
+                                           g_get_tmp_dir(), getpid());
+    Spyre *src = spyre_start(NULL), *dst;
+    struct spyre_hw_completion c;
+    TestQueue tq[2];
+    Stream st = { 0 };
+    uint64_t root, pa;
+    g_autofree char *status = NULL;
+
+    wr32(src, SPYRE_REG_SCRATCH, 0xfeedbeef);
+    wr32(src, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_FAULT);
+    root = ctx_create(src, 7);
+    pa = map_sys(src, root, 0x1000, 1, false);
+    map_sys(src, root, 0x10000, 1, true);
+    emit_fill(&st, 0x10000, 16, 0x42, 1);
+    stream_put(src, pa, &st);
+    queue_init(src, &tq[0], 0, 4, 1);
+    queue_init(src, &tq[1], 1, 8, 2);
+    submit(src, &tq[0], 1, 7, 0x1000, st.len, 0);
+    wait_compl(src, &tq[0], 1, &c);
+    submit(src, &tq[1], 1, 7, 0x9000, 8, 0);      /* faults */
+    wait_compl(src, &tq[1], 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_MMU_FAULT);
+    wait_qstatus(src, 1, SPYRE_QS_ERROR);
+
+    /* A job in progress (here: hung) refuses migration; the VM goes on. */
+    wr32(src, SPYRE_REG_DBG_INJECT, 0 | SPYRE_DBG_HANG << 16);
+    submit(src, &tq[0], 2, 7, 0x1000, st.len, 0);
+    wait_qstatus(src, 0, SPYRE_QS_BUSY);
+    dst = spyre_start_vm(NULL, NULL, false, uri);
+    status = migrate(src, uri);
+    g_assert_cmpstr(status, ==, "failed");
+    qtest_set_expected_status(dst->qts, EXIT_FAILURE);
+    qtest_quit(dst->qts);
+    qpci_free_pc(dst->bus);
+    g_free(dst);
+    g_free(status);
+    qwr32(src, 0, SPYRE_Q_RESET, 1);
+    wait_compl(src, &tq[0], 2, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
+    queue_init(src, &tq[0], 0, 4, 1);
+
+    dst = spyre_start_vm(NULL, NULL, false, uri);
+    status = migrate(src, uri);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_qmp_eventwait(dst->qts, "RESUME");
+    dst->dev = qpci_device_find(dst->bus, SPYRE_DEVFN);
+    dst->bar0 = src->bar0;
+    dst->bar2 = src->bar2;
+    dst->next_page = src->next_page;
+
+    g_assert_cmphex(rd32(dst, SPYRE_REG_SCRATCH), ==, 0xfeedbeef);
+    g_assert_cmphex(rd32(dst, SPYRE_REG_IRQ_MASK), ==, SPYRE_IRQ_FAULT);
+    g_assert_cmphex(rd32(dst, SPYRE_REG_IRQ_STATUS), ==, SPYRE_IRQ_ALL);
+    g_assert_cmpuint(rd32(dst, SPYRE_REG_FAULT_COUNT), ==, 1);
+    g_assert_cmphex(rd64(dst, SPYRE_REG_FAULT_VA), ==, 0x9000);
+    g_assert_cmpuint(rd64(dst, SPYRE_REG_TEL_JOBS), ==, 3);
+    g_assert_cmpuint(qrd32(dst, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_IDLE);
+    g_assert_cmpuint(qrd32(dst, 1, SPYRE_Q_STATUS), ==, SPYRE_QS_ERROR);
+    g_assert_cmpuint(qrd32(dst, 1, SPYRE_Q_RING_ENTRIES), ==, 8);
+    g_assert_cmpuint(rd64(dst, SPYRE_QUEUE_REG(1, SPYRE_Q_LAST_SEQNO)), ==,
+                     1);
+
+    /* The destination runs jobs with the page tables it received. */
+    submit(dst, &tq[0], 3, 7, 0x1000, st.len, 0);
+    wait_compl(dst, &tq[0], 3, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(qrd32(dst, 0, SPYRE_Q_HEAD), ==, 1);
+
+    spyre_stop(dst);
+    spyre_stop(src);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1215,6 +1492,8 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/identity", test_identity);
     qtest_add_func("/spyre/scratch-clock", test_scratch_clock);
     qtest_add_func("/spyre/jobs", test_jobs);
+    qtest_add_func("/spyre/jobs-rootport-iommu", test_jobs_rootport_iommu);
+    qtest_add_func("/spyre/priority", test_priority);
     qtest_add_func("/spyre/msix", test_msix);
     qtest_add_func("/spyre/mmu-fault", test_mmu_fault);
     qtest_add_func("/spyre/bad-input", test_bad_input);
@@ -1222,6 +1501,9 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/semaphores", test_semaphores);
     qtest_add_func("/spyre/global-reset", test_global_reset);
     qtest_add_func("/spyre/flr", test_flr);
+    qtest_add_func("/spyre/hotplug", test_hotplug);
+    qtest_add_func("/spyre/unplug-acpi", test_unplug_acpi);
+    qtest_add_func("/spyre/migration", test_migration);
 
     return g_test_run();
 }
