@@ -28,6 +28,8 @@ extern "C" {
 #define DRM_SPYRE_QUEUE_CREATE		0x03
 #define DRM_SPYRE_QUEUE_DESTROY		0x04
 #define DRM_SPYRE_SUBMIT		0x05
+#define DRM_SPYRE_BO_USERPTR		0x06
+#define DRM_SPYRE_BO_WAIT		0x07
 
 #define DRM_IOCTL_SPYRE_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_SPYRE_QUERY, struct drm_spyre_query)
@@ -44,10 +46,17 @@ extern "C" {
 		struct drm_spyre_queue_destroy)
 #define DRM_IOCTL_SPYRE_SUBMIT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_SPYRE_SUBMIT, struct drm_spyre_submit)
+#define DRM_IOCTL_SPYRE_BO_USERPTR \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_SPYRE_BO_USERPTR, \
+		 struct drm_spyre_bo_userptr)
+#define DRM_IOCTL_SPYRE_BO_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_SPYRE_BO_WAIT, struct drm_spyre_bo_wait)
 
 /* ---- DRM_IOCTL_SPYRE_QUERY ------------------------------------------- */
 
 #define DRM_SPYRE_QUERY_DEVICE_INFO	1	/* struct drm_spyre_device_info */
+#define DRM_SPYRE_QUERY_MEMORY		2	/* struct drm_spyre_memory_info */
+#define DRM_SPYRE_QUERY_CONTEXT		3	/* struct drm_spyre_context_info */
 
 /**
  * struct drm_spyre_query - read a block of device information.
@@ -71,20 +80,32 @@ struct drm_spyre_query {
 	__u32 pad;
 };
 
+/* Capability bits of drm_spyre_device_info.caps (same values as the card). */
+#define DRM_SPYRE_CAP_FP16		(1ULL << 0)
+#define DRM_SPYRE_CAP_BF16		(1ULL << 1)
+#define DRM_SPYRE_CAP_FP8		(1ULL << 2)
+#define DRM_SPYRE_CAP_INT8		(1ULL << 3)
+#define DRM_SPYRE_CAP_MMU		(1ULL << 4)
+#define DRM_SPYRE_CAP_SEM		(1ULL << 5)
+
 /**
  * struct drm_spyre_device_info - DRM_SPYRE_QUERY_DEVICE_INFO block.
- * @vendor_id, @device_id: PCI IDs.
- * @subsystem_vendor_id, @subsystem_id: PCI subsystem IDs.
+ * @vendor_id: PCI vendor ID (0x1014).
+ * @device_id: PCI device ID (0x06a7).
+ * @subsystem_vendor_id: PCI subsystem vendor ID.
+ * @subsystem_id: PCI subsystem ID.
  * @hw_version: card register-interface version, major << 16 | minor.
  * @num_cores: AI cores.
  * @num_queues: hardware queues on the card.
  * @num_contexts: address spaces the card MMU supports.
  * @devmem_size: device memory in bytes.
- * @caps: SPYRE_CAP_* bits (fp16/bf16/fp8/int8, mmu, semaphores).
+ * @caps: DRM_SPYRE_CAP_* bits.
  * @va_start: lowest device VA handed to BOs, bytes.
  * @va_end: one past the highest device VA, bytes.
  * @max_cmd_size: largest command stream a job may name, bytes.
- * @pci_domain, @pci_bus, @pci_devfn: PCI location.
+ * @pci_domain: PCI domain.
+ * @pci_bus: PCI bus.
+ * @pci_devfn: PCI device and function (PCI_DEVFN encoding).
  * @reserved: written as zero.
  */
 struct drm_spyre_device_info {
@@ -107,6 +128,52 @@ struct drm_spyre_device_info {
 	__u64 reserved[4];
 };
 
+/**
+ * struct drm_spyre_memory_info - DRM_SPYRE_QUERY_MEMORY block (bytes).
+ * @devmem_total: device memory the driver manages.
+ * @devmem_used: device memory held by BOs of all files.
+ * @sysmem_used: system memory held by shmem BOs of all files.
+ * @userptr_used: user memory pinned by userptr BOs of all files.
+ * @file_devmem_used: device memory held by BOs created by this file.
+ * @file_sysmem_used: system memory held by BOs created by this file.
+ * @file_userptr_used: user memory pinned by this file.
+ * @max_bo_size: largest system-memory BO that BO_CREATE accepts.
+ * @reserved: written as zero.
+ *
+ * The same device-wide figures are in sysfs under the PCI device:
+ * mem_devmem_total, mem_devmem_used, mem_sysmem_used, mem_userptr_used.
+ */
+struct drm_spyre_memory_info {
+	__u64 devmem_total;
+	__u64 devmem_used;
+	__u64 sysmem_used;
+	__u64 userptr_used;
+	__u64 file_devmem_used;
+	__u64 file_sysmem_used;
+	__u64 file_userptr_used;
+	__u64 max_bo_size;
+	__u64 reserved[4];
+};
+
+/**
+ * struct drm_spyre_context_info - DRM_SPYRE_QUERY_CONTEXT block: the state
+ * of the calling file's context.
+ * @error: 0, or the sticky negative errno of the first job that failed
+ *	(-EFAULT MMU fault, -EIO invalid command, -ETIMEDOUT hang).  Once set,
+ *	SUBMIT fails with -ECANCELED until the file is closed.
+ * @context_id: the card's address-space id of this file.
+ * @faults: MMU faults taken by this context.
+ * @fault_va: device VA of the first fault, 0 if none.
+ * @reserved: written as zero.
+ */
+struct drm_spyre_context_info {
+	__s32 error;
+	__u32 context_id;
+	__u64 faults;
+	__u64 fault_va;
+	__u64 reserved[5];
+};
+
 /* ---- DRM_IOCTL_SPYRE_BO_CREATE / BO_INFO ------------------------------ */
 
 /**
@@ -114,14 +181,26 @@ struct drm_spyre_device_info {
  * caller's device address space.
  * @size: in: bytes (> 0); rounded up to the 4 KiB page size. Out: the
  *	rounded size.
- * @flags: must be zero (placement flags come with device memory).
+ * @flags: DRM_SPYRE_BO_* placement; unknown bits fail with -EINVAL.
  * @handle: out: GEM handle, owned by the calling file.
  * @va: out: device VA of the first byte, 4 KiB aligned.  Every BO is
  *	followed by at least one unmapped guard page.
  *
- * System-memory BOs are shmem-backed and zero-filled.
- * Errors: -EINVAL (size 0, flags, pad), -E2BIG (size above the limit),
- * -ENOMEM (out of memory or VA space), -ENODEV.
+ * System-memory BOs (the default) are shmem-backed, charged to the
+ * caller's memory cgroup and zero-filled.  Device-memory BOs
+ * (DRM_SPYRE_BO_DEVICE) are carved from the card's memory and cleared
+ * before the caller can see them; their CPU mapping is write-combined.
+ * Every handle to a BO in a file (created, imported through PRIME or
+ * flink) gets a VA in that file's address space.
+ *
+ * Dma-buf (DRM PRIME ioctls): any BO can be exported.  A system-memory BO
+ * imports into any Spyre card; a device-memory BO only into the card that
+ * owns it (another card gets -EOPNOTSUPP).  Foreign dma-bufs (dma-heap,
+ * udmabuf, other drivers) import as system memory.
+ *
+ * Errors: -EINVAL (size 0, flags), -E2BIG (size above max_bo_size, or
+ * above device memory), -ENOMEM (out of memory, device memory or VA
+ * space), -ENODEV.
  */
 struct drm_spyre_bo_create {
 	__u64 size;
@@ -130,15 +209,26 @@ struct drm_spyre_bo_create {
 	__u64 va;
 };
 
+#define DRM_SPYRE_BO_DEVICE		(1U << 0)	/* device memory */
+#define DRM_SPYRE_BO_FLAGS		DRM_SPYRE_BO_DEVICE
+
+/* Placement reported by BO_INFO. */
+#define DRM_SPYRE_PLACEMENT_SYSTEM	1	/* shmem */
+#define DRM_SPYRE_PLACEMENT_DEVICE	2	/* card memory */
+#define DRM_SPYRE_PLACEMENT_USERPTR	3	/* pinned user memory */
+#define DRM_SPYRE_PLACEMENT_IMPORTED	4	/* foreign dma-buf */
+
 /**
  * struct drm_spyre_bo_info - describe a BO of the calling file.
  * @handle: GEM handle.
  * @flags: must be zero.
  * @size: out: bytes.
- * @va: out: device VA in the caller's address space, 0 for an imported BO
- *	that is not mapped.
+ * @va: out: device VA in the caller's address space.
  * @mmap_offset: out: offset to pass to mmap(2) on the accel fd.  Only
- *	MAP_SHARED mappings are allowed.
+ *	MAP_SHARED mappings are allowed (MAP_PRIVATE gets -EINVAL); userptr
+ *	BOs have none (0: map the original memory instead).
+ * @placement: out: DRM_SPYRE_PLACEMENT_*.
+ * @pad: written as zero.
  *
  * Errors: -EINVAL (flags), -ENOENT (bad handle), -ENOMEM.
  */
@@ -148,6 +238,51 @@ struct drm_spyre_bo_info {
 	__u64 size;
 	__u64 va;
 	__u64 mmap_offset;
+	__u32 placement;
+	__u32 pad;
+};
+
+/**
+ * struct drm_spyre_bo_userptr - register ordinary user memory as a BO.
+ * @user_ptr: start of the range, 4 KiB aligned, anonymous or shmem memory
+ *	of the calling process.
+ * @size: bytes, > 0, multiple of 4 KiB.
+ * @flags: DRM_SPYRE_USERPTR_READONLY: the card may only read the range
+ *	(required for read-only memory); unknown bits fail with -EINVAL.
+ * @handle: out: GEM handle.
+ * @va: out: device VA of @user_ptr in the caller's address space.
+ *
+ * The pages are pinned (pin_user_pages, FOLL_LONGTERM) until the BO is
+ * freed and mapped for the card without a copy; the process keeps using
+ * the range as usual.  The BO cannot be mmap'ed through the accel fd or
+ * exported.
+ * Errors: -EINVAL (alignment, size 0, flags), -EFAULT (range not mapped,
+ * or read-only without READONLY), -E2BIG (above max_bo_size), -ENOMEM.
+ */
+struct drm_spyre_bo_userptr {
+	__u64 user_ptr;
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+	__u64 va;
+};
+
+#define DRM_SPYRE_USERPTR_READONLY	(1U << 0)
+
+/**
+ * struct drm_spyre_bo_wait - wait until no job uses a BO.
+ * @handle: GEM handle.
+ * @flags: must be zero.
+ * @timeout_ns: absolute CLOCK_MONOTONIC deadline in ns; 0 polls.
+ *
+ * Waits for every fence in the BO's reservation object (jobs that listed
+ * it).  Errors: -ENOENT (bad handle), -EINVAL (flags), -ETIME (deadline
+ * passed with jobs still running), -ERESTARTSYS (signal).
+ */
+struct drm_spyre_bo_wait {
+	__u32 handle;
+	__u32 flags;
+	__s64 timeout_ns;
 };
 
 /* ---- DRM_IOCTL_SPYRE_QUEUE_CREATE / DESTROY --------------------------- */
@@ -212,7 +347,8 @@ struct drm_spyre_sync {
  * @in_syncs: user pointer to struct drm_spyre_sync the job waits for.
  * @out_syncs: user pointer to struct drm_spyre_sync signalled (binary) or
  *	given a point (timeline) with the job's fence.
- * @in_sync_count, @out_sync_count: entries at @in_syncs / @out_syncs.
+ * @in_sync_count: entries at @in_syncs.
+ * @out_sync_count: entries at @out_syncs.
  * @seqno: out: the job's sequence number on its queue.
  */
 struct drm_spyre_job {
