@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Build everything the guest runs, cached under $SPYRE_CACHE:
-#   qemu       the QEMU binary with the spyre card (scripts/build-qemu.sh)
-#   firmware   SeaBIOS 1.16.3 + QEMU 10 option ROMs, unpacked
+#   qemu       the QEMU binary with the spyre card and its firmware
+#              (SeaBIOS 1.16.3, QEMU 10 option ROMs): scripts/build-qemu.sh
 #   module     spyre.ko against the guest kernel headers
 #   user       libspyre, tools, selftests (installed into a staging dir)
 #   initramfs  busybox + kmod + modules + our binaries
@@ -22,18 +22,6 @@ step_qemu() {
 	msg "qemu: building (cached)"
 	QEMU=$("$SPYRE_ROOT/scripts/build-qemu.sh" | tail -1)
 	[ -x "$QEMU" ] || die "build-qemu.sh gave no binary"
-}
-
-step_firmware() {
-	FW=$SPYRE_CACHE/firmware/$(cd "$SPYRE_CACHE/debs" &&
-		ls seabios_*.deb qemu-system-data_*.deb | sha256sum | cut -c1-12)
-	if [ ! -f "$FW/.done" ]; then
-		msg "firmware: unpacking seabios and qemu-system-data"
-		rm -rf "$FW" && mkdir -p "$FW"
-		dpkg -x "$(ls "$SPYRE_CACHE"/debs/seabios_*.deb)" "$FW"
-		dpkg -x "$(ls "$SPYRE_CACHE"/debs/qemu-system-data_*.deb)" "$FW"
-		touch "$FW/.done"
-	fi
 }
 
 step_module() {
@@ -148,10 +136,10 @@ step_initramfs() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(qemu firmware module user initramfs)
+[ ${#steps[@]} -gt 0 ] || steps=(qemu module user initramfs)
 for s in "${steps[@]}"; do
 	case $s in
-	qemu | firmware | module | user) "step_$s" ;;
+	qemu | module | user) "step_$s" ;;
 	initramfs)
 		[ -n "${MODULE:-}" ] || step_module
 		[ -n "${STAGE:-}" ] || step_user
@@ -163,7 +151,6 @@ done
 # Record what was built, for vm.sh.
 {
 	[ -n "${QEMU:-}" ] && printf 'QEMU=%q\n' "$QEMU"
-	[ -n "${FW:-}" ] && printf 'FW=%q\n' "$FW"
 	[ -n "${INITRAMFS:-}" ] && printf 'INITRAMFS=%q\n' "$INITRAMFS"
 	printf 'KIMAGE=%q\n' "$KIMAGE"
 } >"$B/paths.env.new"

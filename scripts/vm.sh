@@ -89,7 +89,6 @@ cat "$INITRAMFS" "$RUN/run.cpio" >"$RUN/initramfs.cpio"
 
 args=(-M q35 -accel tcg -cpu qemu64,phys-bits=42 -smp "$SMP" -m "$MEM"
       -nodefaults -no-reboot -display none -vga none -nic none
-      -L "$FW/usr/share/qemu" -L "$FW/usr/share/seabios"
       -kernel "$KIMAGE" -initrd "$RUN/initramfs.cpio"
       -serial "file:$LOG")
 append="console=ttyS0 loglevel=4 panic=-1 oops=panic rdinit=/init"

@@ -79,12 +79,17 @@ struct spyre_cmd_header {
 	__u32 size;
 };
 
-/* Flags valid in several commands. */
-#define SPYRE_CMD_F_NOSAT	(1U << 0)	/* fp8 narrowing: overflow to
-						 * inf/NaN instead of
-						 * saturating to max finite */
+/*
+ * Flags valid in several commands.  SPYRE_CMD_F_NOSAT: fp8 narrowing
+ * overflows to inf (E5M2) / NaN (E4M3) instead of saturating to the
+ * largest finite value.
+ */
+#define SPYRE_CMD_F_NOSAT	(1U << 0)
 
-/** struct spyre_cmd_nop - does nothing (8 bytes). */
+/**
+ * struct spyre_cmd_nop - does nothing.
+ * @hdr: opcode SPYRE_OP_NOP, size 8.
+ */
 struct spyre_cmd_nop {
 	struct spyre_cmd_header hdr;
 };
@@ -92,7 +97,12 @@ struct spyre_cmd_nop {
 /**
  * struct spyre_cmd_fill - fill @count elements of @elem_size bytes at @dst
  * with the low @elem_size bytes of @value (little-endian).
- * @elem_size: 1, 2, 4 or 8.
+ * @hdr: opcode SPYRE_OP_FILL, size 40.
+ * @dst: device VA of the first element.
+ * @count: elements to write (0 writes nothing).
+ * @value: fill pattern, low @elem_size bytes used.
+ * @elem_size: 1, 2, 4 or 8 bytes.
+ * @pad: must be zero.
  */
 struct spyre_cmd_fill {
 	struct spyre_cmd_header hdr;
@@ -105,11 +115,15 @@ struct spyre_cmd_fill {
 
 /**
  * struct spyre_cmd_copy - 2-D strided copy with dtype conversion.
- * @src, @dst: device VAs of the first element.
+ * @hdr: opcode SPYRE_OP_COPY, size 64, flag SPYRE_CMD_F_NOSAT.
+ * @src: device VA of the first source element.
+ * @dst: device VA of the first destination element.
  * @width: elements per row (>= 1).
  * @height: rows (>= 1).
- * @src_pitch, @dst_pitch: bytes between rows (ignored when @height == 1).
- * @src_dtype, @dst_dtype: SPYRE_DTYPE_*; U8 only with U8 (byte copy);
+ * @src_pitch: bytes between source rows (ignored when @height == 1).
+ * @dst_pitch: bytes between destination rows (ignored when @height == 1).
+ * @src_dtype: SPYRE_DTYPE_* of the source.
+ * @dst_dtype: SPYRE_DTYPE_* of the destination.  U8 only with U8 (byte copy);
  *	INT32 only with INT32; the float types (FP32/FP16/BF16/FP8) and INT8
  *	convert among themselves, narrowing with round-to-nearest-even;
  *	fp8 narrowing saturates unless SPYRE_CMD_F_NOSAT.
@@ -135,20 +149,31 @@ struct spyre_cmd_copy {
 /**
  * struct spyre_cmd_gemm - batched C = alpha * sa * sb * op(A) op(B)
  *	+ beta * C + bias.
- * @a_dtype, @b_dtype: equal, one of FP32, FP16, BF16, FP8_E4M3, FP8_E5M2,
- *	INT8; or the mixed pair FP8_E4M3 x FP8_E5M2 (either order).
+ * @hdr: opcode SPYRE_OP_GEMM, size 152, flags SPYRE_GEMM_F_ALL.
+ * @a_dtype: dtype of A: FP32, FP16, BF16, FP8_E4M3, FP8_E5M2 or INT8.
+ * @b_dtype: dtype of B: equal to @a_dtype, or the mixed pair
+ *	FP8_E4M3 x FP8_E5M2 (either order).
  * @c_dtype: FP32, FP16 or BF16 (float inputs, fp32 accumulation) or INT32
  *	(INT8 inputs only, int32 accumulation, alpha/beta/scales/bias ignored
  *	except beta in {0, 1}).
  * @bias_dtype: 0 (no bias) or FP32/FP16/BF16: an N-vector added to every row.
- * @m, @n, @k: op(A) is M x K, op(B) is K x N, C is M x N (each >= 1).
+ * @m: rows of op(A) and C (>= 1).
+ * @n: columns of op(B) and C (>= 1).
+ * @k: columns of op(A), rows of op(B) (>= 1).
  * @batch: number of matrices (>= 1).
- * @a, @b, @c: device VAs of batch 0.
- * @lda, @ldb, @ldc: leading dimensions in elements (>= row length as
- *	stored: K or M for A, N or K for B, N for C).
- * @stride_a, @stride_b, @stride_c: elements between consecutive batches.
- * @alpha, @beta: binary32; beta == 0 means C is not read.
- * @scale_a, @scale_b: VA of a binary32 per-tensor scale, 0 for 1.0.
+ * @a: device VA of A of batch 0.
+ * @b: device VA of B of batch 0.
+ * @c: device VA of C of batch 0.
+ * @lda: leading dimension of A in elements (>= K, or >= M with TRANS_A).
+ * @ldb: leading dimension of B in elements (>= N, or >= K with TRANS_B).
+ * @ldc: leading dimension of C in elements (>= N).
+ * @stride_a: elements between consecutive A matrices.
+ * @stride_b: elements between consecutive B matrices.
+ * @stride_c: elements between consecutive C matrices.
+ * @alpha: binary32 multiplier of the product.
+ * @beta: binary32 multiplier of C; 0 means C is not read.
+ * @scale_a: VA of a binary32 per-tensor scale of A, 0 for 1.0.
+ * @scale_b: VA of a binary32 per-tensor scale of B, 0 for 1.0.
  * @bias: VA of the bias vector when @bias_dtype != 0.
  * @amax: VA of a binary32 written with max |result| over all batches
  *	before conversion to @c_dtype; 0 for none.
@@ -191,7 +216,13 @@ struct spyre_cmd_gemm {
 
 /**
  * struct spyre_cmd_eltwise - element-wise op over @count elements.
+ * @hdr: opcode SPYRE_OP_ELTWISE, size 56.
  * @op: SPYRE_ELT_*; @b is read only by ADD and MUL.
+ * @count: elements.
+ * @a: device VA of the first operand.
+ * @b: device VA of the second operand (ADD, MUL).
+ * @out: device VA of the result.
+ * @pad: must be zero.
  * @dtype: FP32, FP16 or BF16 for @a, @b and @out.
  * @alpha: binary32, used by SCALE.
  * @out may equal @a or @b (in place); other overlaps are undefined.
@@ -214,6 +245,12 @@ struct spyre_cmd_eltwise {
 /**
  * struct spyre_cmd_reduce - row-wise reduction of a @rows x @cols matrix
  * into @rows elements, accumulated in fp32.
+ * @hdr: opcode SPYRE_OP_REDUCE, size 48.
+ * @op: SPYRE_REDUCE_*.
+ * @rows: rows (>= 1).
+ * @cols: columns (>= 1).
+ * @src: device VA of the matrix.
+ * @dst: device VA of the @rows results.
  * @dtype: FP32, FP16 or BF16 for @src and @dst.
  * @ld: leading dimension of @src in elements (>= @cols).
  */
@@ -235,10 +272,18 @@ struct spyre_cmd_reduce {
 /**
  * struct spyre_cmd_rowop - row-wise softmax or normalisation of a
  * @rows x @cols matrix, computed in fp32.
+ * @hdr: opcode SPYRE_OP_ROWOP, size 80.
+ * @op: SPYRE_ROW_*.
+ * @rows: rows (>= 1).
+ * @cols: columns (>= 1).
+ * @src: device VA of the input matrix.
+ * @dst: device VA of the output matrix (may equal @src).
+ * @pad: must be zero.
  * @dtype: FP32, FP16 or BF16 for @src and @dst.
- * @ld_src, @ld_dst: leading dimensions in elements (>= @cols).
- * @gamma, @beta: VAs of binary32 @cols-vectors, 0 for none (1.0 / 0.0);
- *	ignored by SOFTMAX; @beta ignored by RMSNORM.
+ * @ld_src: leading dimension of @src in elements (>= @cols).
+ * @ld_dst: leading dimension of @dst in elements (>= @cols).
+ * @gamma: VA of a binary32 @cols-vector scale, 0 for 1.0; not SOFTMAX.
+ * @beta: VA of a binary32 @cols-vector shift, 0 for 0.0; LAYERNORM only.
  * @eps: binary32.
  */
 struct spyre_cmd_rowop {
@@ -257,7 +302,11 @@ struct spyre_cmd_rowop {
 	__u32 pad;
 };
 
-/** struct spyre_cmd_timestamp - write the 64-bit device clock (ns) to @dst. */
+/**
+ * struct spyre_cmd_timestamp - write the 64-bit device clock (ns) to @dst.
+ * @hdr: opcode SPYRE_OP_TIMESTAMP, size 16.
+ * @dst: device VA, 8-byte aligned.
+ */
 struct spyre_cmd_timestamp {
 	struct spyre_cmd_header hdr;
 	__u64 dst;
@@ -266,6 +315,10 @@ struct spyre_cmd_timestamp {
 /**
  * struct spyre_cmd_sem - SEM_WAIT / SEM_SIGNAL on a 64-bit value at @addr
  * (8-byte aligned).
+ * @hdr: opcode SPYRE_OP_SEM_WAIT or SPYRE_OP_SEM_SIGNAL, size 24; flag
+ *	SPYRE_SEM_F_ADD for SEM_SIGNAL.
+ * @addr: device VA of the 64-bit semaphore value.
+ * @value: value to wait for (>=) or to store/add.
  * SEM_WAIT blocks this queue (only) until *addr >= @value.
  * SEM_SIGNAL stores @value, or adds it atomically with SPYRE_SEM_F_ADD.
  */
