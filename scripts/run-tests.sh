@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The test suite behind `make test`:
-#   1. host tests (tests/): libspyre's pure parts, KTAP;
+#   1. host tests (tests/): libspyre's pure parts, and the VM runner's own
+#      tests (tests/runner/), KTAP;
 #   2. the card model's QEMU qtest, TAP;
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP.
@@ -60,6 +61,8 @@ for t in "$B"/host-tests/test_*; do
 	[ -x "$t" ] || continue
 	run "host-$(basename "$t")" "$t"
 done
+# the VM runner's own tests (exit status, crash, hang, WARN)
+run host-vm-runner "$SPYRE_ROOT/tests/runner/test-vm.sh"
 # 2. qtest
 run qtest "$SPYRE_ROOT/scripts/build-qemu.sh" --qtest
 # 3. guest kselftests

@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Tests of scripts/vm.sh itself (KTAP): it runs a host-built program and
+# returns its exit status, and fails a run whose guest crashes, hangs, or
+# logs a WARN.  Assumes scripts/build.sh ran.
+. "$(dirname "$0")/../../scripts/lib.sh"
+kernel_env
+VM=$SPYRE_ROOT/scripts/vm.sh
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+n=0 pass=0 fail=0
+check() {	# check NAME EXPECTED_RC GREP_PATTERN -- vm.sh args
+	local name=$1 want=$2 pat=$3 rc=0
+	shift 4
+	n=$((n + 1))
+	"$VM" run --no-build "$@" >"$W/out" 2>&1 || rc=$?
+	if [ "$rc" = "$want" ] && grep -Eq "$pat" "$W/out"; then
+		echo "ok $n $name"
+		pass=$((pass + 1))
+	else
+		echo "not ok $n $name (exit $rc, want $want; /$pat/)"
+		sed 's/^/# /' "$W/out" | tail -20
+		fail=$((fail + 1))
+	fi
+}
+echo "TAP version 13"
+echo "1..5"
+cat >"$W/prog.c" <<'EOC'
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	printf("prog ran with %d args: %s\n", argc - 1, argv[1]);
+	return 42;
+}
+EOC
+gcc -O2 -o "$W/prog" "$W/prog.c"
+check "program output and exit status" 42 'prog ran with 1 args: hello world' -- \
+	--copy "$W/prog" -- ./prog "hello world"
+check "unprivileged user in the accel group" 0 'uid=1000.*accel' -- \
+	-- sh -c 'id; test -r /dev/accel/accel0 && test -w /dev/accel/accel0'
+check "kernel crash fails the run" 125 'guest stopped before the command' -- \
+	--root -- sh -c 'echo c > /proc/sysrq-trigger'
+check "hung guest is stopped at the timeout" 124 'timed out after 15s' -- \
+	--timeout 15 -- sleep 600
+make -s -C "$KDIR" M="$SPYRE_ROOT/tests/runner" modules >/dev/null
+check "a WARN in dmesg fails the run" 126 'deliberate warning' -- \
+	--root --copy "$SPYRE_ROOT/tests/runner/warn_on_load.ko" -- insmod ./warn_on_load.ko
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
+[ $fail = 0 ]
