@@ -380,7 +380,7 @@ float spyre_int32_to_fp32(int32_t i)
 
 /* ---- bulk conversions --------------------------------------------------- */
 
-size_t spyre_dtype_size(int dtype)
+size_t spyre_math_dtype_size(int dtype)
 {
     switch (dtype) {
     case SPYRE_DTYPE_U8:
@@ -422,7 +422,7 @@ static size_t vec_dtype_size(int dtype)
     case SPYRE_DTYPE_FP32:
     case SPYRE_DTYPE_FP16:
     case SPYRE_DTYPE_BF16:
-        return spyre_dtype_size(dtype);
+        return spyre_math_dtype_size(dtype);
     default:
         return 0;
     }
@@ -515,7 +515,7 @@ int spyre_store_fp32(void *dst, int dst_dtype, const float *src, size_t n,
 
 int spyre_convert_check(int dst_dtype, int src_dtype)
 {
-    if (dst_dtype == src_dtype && spyre_dtype_size(dst_dtype)) {
+    if (dst_dtype == src_dtype && spyre_math_dtype_size(dst_dtype)) {
         return SPYRE_STATUS_OK;         /* includes U8 and INT32 */
     }
     if (is_convertible(dst_dtype) && is_convertible(src_dtype)) {
@@ -530,8 +530,8 @@ int spyre_convert(void *dst, int dst_dtype, const void *src, int src_dtype,
     float buf[CHUNK];
     const uint8_t *s = src;
     uint8_t *d = dst;
-    size_t ses = spyre_dtype_size(src_dtype);
-    size_t des = spyre_dtype_size(dst_dtype);
+    size_t ses = spyre_math_dtype_size(src_dtype);
+    size_t des = spyre_math_dtype_size(dst_dtype);
     int st = spyre_convert_check(dst_dtype, src_dtype);
 
     if (st != SPYRE_STATUS_OK) {
@@ -556,8 +556,8 @@ int spyre_convert(void *dst, int dst_dtype, const void *src, int src_dtype,
 int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
                      uint64_t *dst_bytes)
 {
-    size_t ses = spyre_dtype_size(cmd->src_dtype);
-    size_t des = spyre_dtype_size(cmd->dst_dtype);
+    size_t ses = spyre_math_dtype_size(cmd->src_dtype);
+    size_t des = spyre_math_dtype_size(cmd->dst_dtype);
     uint64_t srow, drow, elems, sspan, dspan;
 
     if (cmd->hdr.flags & ~SPYRE_CMD_F_NOSAT) {
@@ -650,17 +650,17 @@ int spyre_gemm_check(const struct spyre_cmd_gemm *cmd, SpyreGemmSpan *span)
         return SPYRE_STATUS_LIMIT;
     }
     if (!span_of(cmd->batch, cmd->stride_a, ta ? cmd->k : cmd->m, cmd->lda,
-                 ta ? cmd->m : cmd->k, spyre_dtype_size(cmd->a_dtype),
+                 ta ? cmd->m : cmd->k, spyre_math_dtype_size(cmd->a_dtype),
                  &s.a) ||
         !span_of(cmd->batch, cmd->stride_b, tb ? cmd->n : cmd->k, cmd->ldb,
-                 tb ? cmd->k : cmd->n, spyre_dtype_size(cmd->b_dtype),
+                 tb ? cmd->k : cmd->n, spyre_math_dtype_size(cmd->b_dtype),
                  &s.b) ||
         !span_of(cmd->batch, cmd->stride_c, cmd->m, cmd->ldc, cmd->n,
-                 spyre_dtype_size(cmd->c_dtype), &s.c)) {
+                 spyre_math_dtype_size(cmd->c_dtype), &s.c)) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
     if (cmd->bias_dtype && !is_int) {
-        s.bias = (uint64_t)cmd->n * spyre_dtype_size(cmd->bias_dtype);
+        s.bias = (uint64_t)cmd->n * spyre_math_dtype_size(cmd->bias_dtype);
     }
     if (span) {
         *span = s;
@@ -718,10 +718,10 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
     g->read_c = g->beta != 0.0;
     g->has_bias = !g->is_int && cmd->bias_dtype;
     g->scale = (double)u2f(cmd->alpha) * scale_a * scale_b;
-    g->es_a = spyre_dtype_size(cmd->a_dtype);
-    g->es_b = spyre_dtype_size(cmd->b_dtype);
-    g->es_c = spyre_dtype_size(cmd->c_dtype);
-    g->es_bias = spyre_dtype_size(cmd->bias_dtype);
+    g->es_a = spyre_math_dtype_size(cmd->a_dtype);
+    g->es_b = spyre_math_dtype_size(cmd->b_dtype);
+    g->es_c = spyre_math_dtype_size(cmd->c_dtype);
+    g->es_bias = spyre_math_dtype_size(cmd->bias_dtype);
 
     tm = min_u64(cmd->m, GEMM_TILE);
     tn = min_u64(cmd->n, GEMM_TILE);
@@ -757,9 +757,11 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
 
     g->a_cached = NO_TILE;
     g->bias_cached = NO_TILE;
-    g->tiles_total = (uint64_t)cmd->batch *
+    /* At most 2^36 MACs: no overflow. */
+    g->steps_total = (uint64_t)cmd->batch *
                      (((uint64_t)cmd->m + tm - 1) / tm) *
-                     (((uint64_t)cmd->n + tn - 1) / tn);
+                     (((uint64_t)cmd->n + tn - 1) / tn) *
+                     (((uint64_t)cmd->k + tk - 1) / tk);
     g->done = false;
     return SPYRE_STATUS_OK;
 }
@@ -767,7 +769,7 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
 /*
  * Fetch @nrows stored row segments of @ncols elements of operand @opnd,
  * the first at element offset @base, @ld apart, into @tile: as native
- * floats, or as int32 for INT8 GEMM.  With @transpose the tile is laid out
+ * floats, or as int16 for INT8 GEMM.  With @transpose the tile is laid out
  * @ncols x @nrows (element (r, c) of the segments goes to c * nrows + r),
  * else @nrows x @ncols.
  */
@@ -789,13 +791,13 @@ static int gemm_fetch(SpyreGemm *g, int opnd, int dtype, size_t es,
             spyre_load_fp32((float *)tile + (size_t)r * ncols, raw, dtype,
                             ncols);
         } else if (transpose) {
-            int32_t *t = tile;
+            int16_t *t = tile;
 
             for (c = 0; c < ncols; c++) {
                 t[(size_t)c * nrows + r] = (int8_t)raw[c];
             }
         } else {
-            int32_t *t = (int32_t *)tile + (size_t)r * ncols;
+            int16_t *t = (int16_t *)tile + (size_t)r * ncols;
 
             for (c = 0; c < ncols; c++) {
                 t[c] = (int8_t)raw[c];
@@ -806,26 +808,40 @@ static int gemm_fetch(SpyreGemm *g, int opnd, int dtype, size_t es,
 }
 
 /*
- * acc (mt x nt) += a (mt x kt) * b (kt x nt), int32 wrapping.  Products of
- * two int8 values fit an int32; sums wrap modulo 2^32.
+ * acc (mt x nt) += a (mt x kt) * b (kt x nt), int32 wrapping.  The int8
+ * values are held as int16: a product of two int8 values (-16256..16384)
+ * fits an int16, which lets the compiler vectorise with 16-bit multiplies
+ * (SSE2 has no 32-bit one); sums wrap modulo 2^32.
  */
-static void gemm_mac_int(const int32_t *a, const int32_t *b, uint32_t *acc,
+static void gemm_mac_int(const int16_t *restrict a,
+                         const int16_t *restrict b, uint32_t *restrict acc,
                          uint32_t mt, uint32_t nt, uint32_t kt)
 {
-    uint32_t i, j, kk;
+    uint32_t i, kk;
+    size_t j;
 
     for (i = 0; i < mt; i++) {
-        uint32_t *cr = acc + (size_t)i * nt;
+        uint32_t *restrict cr = acc + (size_t)i * nt;
 
         for (kk = 0; kk < kt; kk++) {
-            int32_t av = a[(size_t)i * kt + kk];
-            const int32_t *br = b + (size_t)kk * nt;
+            int16_t av = a[(size_t)i * kt + kk];
+            const int16_t *restrict br = b + (size_t)kk * nt;
 
             if (av == 0) {
                 continue;
             }
-            for (j = 0; j < nt; j++) {
-                cr[j] += (uint32_t)(av * br[j]);
+            /* Fixed-length inner blocks, so that -O2 vectorises them. */
+            for (j = 0; j + 16 <= nt; j += 16) {
+                const int16_t *bp = br + j;
+                uint32_t *cp = cr + j;
+                int t;
+
+                for (t = 0; t < 16; t++) {
+                    cp[t] += (uint32_t)(int16_t)(av * bp[t]);
+                }
+            }
+            for (; j < nt; j++) {
+                cr[j] += (uint32_t)(int16_t)(av * br[j]);
             }
         }
     }
@@ -919,65 +935,71 @@ static int gemm_epilogue(SpyreGemm *g, uint32_t mt, uint32_t nt)
     return SPYRE_STATUS_OK;
 }
 
-static int gemm_tile(SpyreGemm *g)
+/*
+ * One step: multiply the K block at g->k0 of the output tile at (batch,
+ * m0, n0) into the accumulators; after the last K block, write the tile.
+ */
+static int gemm_kblock(SpyreGemm *g)
 {
     const struct spyre_cmd_gemm *cmd = &g->cmd;
     bool ta = cmd->hdr.flags & SPYRE_GEMM_F_TRANS_A;
     bool tb = cmd->hdr.flags & SPYRE_GEMM_F_TRANS_B;
     uint32_t mt = min_u64(g->tm, cmd->m - g->m0);
     uint32_t nt = min_u64(g->tn, cmd->n - g->n0);
+    uint32_t kt = min_u64(g->tk, cmd->k - g->k0);
     bool single_k = cmd->k <= g->tk;
     uint64_t a_key = (uint64_t)g->batch << 32 | g->m0;
     uint64_t abase = (uint64_t)g->batch * cmd->stride_a;
     uint64_t bbase = (uint64_t)g->batch * cmd->stride_b;
-    uint64_t k0;
+    uint64_t k0 = g->k0;
     int st;
 
-    memset(g->acc, 0, (size_t)mt * nt * 4);
-    for (k0 = 0; k0 < cmd->k; k0 += g->tk) {
-        uint32_t kt = min_u64(g->tk, cmd->k - k0);
-
-        if (!single_k || g->a_cached != a_key) {
-            g->a_cached = NO_TILE;
-            if (ta) {
-                st = gemm_fetch(g, SPYRE_GEMM_OPND_A, cmd->a_dtype, g->es_a,
-                                abase + k0 * cmd->lda + g->m0, cmd->lda, kt,
-                                mt, g->a_tile, true);
-            } else {
-                st = gemm_fetch(g, SPYRE_GEMM_OPND_A, cmd->a_dtype, g->es_a,
-                                abase + (uint64_t)g->m0 * cmd->lda + k0,
-                                cmd->lda, mt, kt, g->a_tile, false);
-            }
-            if (st != SPYRE_STATUS_OK) {
-                return st;
-            }
-            if (single_k) {
-                g->a_cached = a_key;
-            }
-        }
-        if (tb) {
-            st = gemm_fetch(g, SPYRE_GEMM_OPND_B, cmd->b_dtype, g->es_b,
-                            bbase + (uint64_t)g->n0 * cmd->ldb + k0, cmd->ldb,
-                            nt, kt, g->b_tile, true);
+    if (k0 == 0) {
+        memset(g->acc, 0, (size_t)mt * nt * 4);
+    }
+    /* With a single K block, A stays valid while n0 moves along the row. */
+    if (!single_k || g->a_cached != a_key) {
+        g->a_cached = NO_TILE;
+        if (ta) {
+            st = gemm_fetch(g, SPYRE_GEMM_OPND_A, cmd->a_dtype, g->es_a,
+                            abase + k0 * cmd->lda + g->m0, cmd->lda, kt, mt,
+                            g->a_tile, true);
         } else {
-            st = gemm_fetch(g, SPYRE_GEMM_OPND_B, cmd->b_dtype, g->es_b,
-                            bbase + k0 * cmd->ldb + g->n0, cmd->ldb, kt, nt,
-                            g->b_tile, false);
+            st = gemm_fetch(g, SPYRE_GEMM_OPND_A, cmd->a_dtype, g->es_a,
+                            abase + (uint64_t)g->m0 * cmd->lda + k0,
+                            cmd->lda, mt, kt, g->a_tile, false);
         }
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
-
-        if (g->is_int) {
-            /* Both tiles were fetched in canonical (untransposed) layout. */
-            gemm_mac_int(g->a_tile, g->b_tile, g->acc, mt, nt, kt);
-        } else {
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                        tb ? CblasTrans : CblasNoTrans, (int)mt, (int)nt,
-                        (int)kt, 1.0f, g->a_tile, (int)(ta ? mt : kt),
-                        g->b_tile, (int)(tb ? kt : nt), 1.0f, g->acc,
-                        (int)nt);
+        if (single_k) {
+            g->a_cached = a_key;
         }
+    }
+    if (tb) {
+        st = gemm_fetch(g, SPYRE_GEMM_OPND_B, cmd->b_dtype, g->es_b,
+                        bbase + (uint64_t)g->n0 * cmd->ldb + k0, cmd->ldb,
+                        nt, kt, g->b_tile, true);
+    } else {
+        st = gemm_fetch(g, SPYRE_GEMM_OPND_B, cmd->b_dtype, g->es_b,
+                        bbase + k0 * cmd->ldb + g->n0, cmd->ldb, kt, nt,
+                        g->b_tile, false);
+    }
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+
+    if (g->is_int) {
+        /* Both tiles were fetched in canonical (untransposed) layout. */
+        gemm_mac_int(g->a_tile, g->b_tile, g->acc, mt, nt, kt);
+    } else {
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                    tb ? CblasTrans : CblasNoTrans, (int)mt, (int)nt,
+                    (int)kt, 1.0f, g->a_tile, (int)(ta ? mt : kt),
+                    g->b_tile, (int)(tb ? kt : nt), 1.0f, g->acc, (int)nt);
+    }
+    if (k0 + kt < cmd->k) {
+        return SPYRE_STATUS_OK;
     }
     return gemm_epilogue(g, mt, nt);
 }
@@ -989,12 +1011,17 @@ int spyre_gemm_step(SpyreGemm *g)
     if (g->status != SPYRE_STATUS_OK || g->done) {
         return g->status;
     }
-    st = gemm_tile(g);
+    st = gemm_kblock(g);
     if (st != SPYRE_STATUS_OK) {
         g->status = st;
         return st;
     }
-    g->tiles_done++;
+    g->steps_done++;
+    if (g->k0 + g->tk < g->cmd.k) {
+        g->k0 += g->tk;
+        return SPYRE_STATUS_OK;
+    }
+    g->k0 = 0;
     if ((uint64_t)g->n0 + g->tn < g->cmd.n) {
         g->n0 += g->tn;
         return SPYRE_STATUS_OK;
@@ -1018,14 +1045,14 @@ bool spyre_gemm_done(const SpyreGemm *g)
     return g->done;
 }
 
-uint64_t spyre_gemm_tiles_done(const SpyreGemm *g)
+uint64_t spyre_gemm_steps_done(const SpyreGemm *g)
 {
-    return g->tiles_done;
+    return g->steps_done;
 }
 
-uint64_t spyre_gemm_tiles_total(const SpyreGemm *g)
+uint64_t spyre_gemm_steps_total(const SpyreGemm *g)
 {
-    return g->tiles_total;
+    return g->steps_total;
 }
 
 float spyre_gemm_amax(const SpyreGemm *g)

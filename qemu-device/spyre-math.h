@@ -63,13 +63,14 @@
  *    0xff, a quiet NaN in both fp8 formats); E4M3 NaN widens to the fp32
  *    default quiet NaN, E5M2 NaN keeps its payload.
  *  - Widening is exact.  -0 stays -0.
- * The rounding is done on the integer encoding: it never depends on the
- * host's floating-point rounding mode.
+ * Conversions round on the integer encoding, so they never depend on the
+ * host's floating-point rounding mode (the arithmetic of GEMM, ELTWISE,
+ * REDUCE and ROWOP assumes the default round-to-nearest mode).
  * ------------------------------------------------------------------------
  */
 
 /* Element size in bytes of @dtype, or 0 if it is not a SPYRE_DTYPE_*. */
-size_t spyre_dtype_size(int dtype);
+size_t spyre_math_dtype_size(int dtype);
 
 float spyre_fp16_to_fp32(uint16_t h);
 uint16_t spyre_fp32_to_fp16(float f);
@@ -134,12 +135,24 @@ int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
  * scales and bias are ignored.  amax (max |r| over all batches) is
  * NaN if any r is NaN; for INT8 it is |r| rounded to binary32.
  *
- * The work is split into output tiles of at most 512 x 512 elements with
- * K in steps of at most 512: the scratch memory is bounded by the
- * caller's buffer (tiles shrink to fit it) and the caller may stop
- * between tiles (to yield to another queue, check a time budget, ...).
- * Operands are fetched through callbacks one stored row segment at a time,
- * so they need not be contiguous in host memory.
+ * The work is split into output tiles of at most 512 x 512 elements, each
+ * computed in K blocks of at most 512 (tiles shrink to fit the caller's
+ * scratch buffer, the only memory used).  One spyre_gemm_step() does one
+ * K block, so the caller may stop between steps (yield to another queue,
+ * check a time budget, ...).  Operands are fetched through callbacks one
+ * stored row segment at a time, so they need not be contiguous in host
+ * memory.  The tiling (hence the scratch size) can change the last bits
+ * of fp32 results through the summation order; INT8 results are exact.
+ *
+ * Typical device-model use (e.g. in a worker thread):
+ *     st = spyre_gemm_check(cmd, &span);        validate, get byte spans
+ *     ... read scale_a / scale_b, check VA + span ranges ...
+ *     st = spyre_gemm_init(&g, cmd, sa, sb, &io, scratch, size);
+ *     while (!st && !spyre_gemm_done(&g)) {
+ *         st = spyre_gemm_step(&g);
+ *         ... yield / budget check ...
+ *     }
+ *     if (!st && cmd->amax) store spyre_gemm_amax(&g) at cmd->amax
  * ------------------------------------------------------------------------
  */
 
@@ -196,12 +209,13 @@ typedef struct SpyreGemm {
     void *a_tile, *b_tile, *acc;
     void *row, *raw;            /* one row: fp32/int32 values, raw bytes */
     float *bias_row;
-    uint32_t batch, m0, n0;     /* next tile */
+    uint32_t batch, m0, n0;     /* current output tile */
+    uint64_t k0;                /* next K block of it */
     uint64_t a_cached;          /* batch << 32 | m0 of the A tile held */
     uint64_t bias_cached;       /* n0 of bias_row */
     float amax;
     uint32_t amax_int;
-    uint64_t tiles_done, tiles_total;
+    uint64_t steps_done, steps_total;
 } SpyreGemm;
 
 /*
@@ -228,16 +242,20 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
                     void *scratch, size_t scratch_size);
 
 /*
- * Compute and write one output tile.  Returns SPYRE_STATUS_OK or the first
- * error (then sticky).  Call until spyre_gemm_done(); a caller can stop
- * between calls and resume later (the operands must not change meanwhile).
+ * Do one step: one K block (at most 512) of one output tile (at most
+ * 512 x 512), so at most 2^27 multiply-adds; the step that finishes a tile
+ * also writes it to C.  Returns SPYRE_STATUS_OK or the first error, which
+ * is then sticky (spyre_gemm_done() stays false, further steps return it;
+ * C may be partly written).  Call until spyre_gemm_done(); a caller can
+ * stop between steps and resume later, for instance to let a
+ * higher-priority queue run, as long as the operands do not change.
  */
 int spyre_gemm_step(SpyreGemm *g);
 bool spyre_gemm_done(const SpyreGemm *g);
 
-/* Progress: tiles written so far, and in all. */
-uint64_t spyre_gemm_tiles_done(const SpyreGemm *g);
-uint64_t spyre_gemm_tiles_total(const SpyreGemm *g);
+/* Progress: steps done so far, and in all (for time slicing/budgets). */
+uint64_t spyre_gemm_steps_done(const SpyreGemm *g);
+uint64_t spyre_gemm_steps_total(const SpyreGemm *g);
 
 /* After spyre_gemm_done(): the value to store at cmd->amax (if non-zero). */
 float spyre_gemm_amax(const SpyreGemm *g);
@@ -347,9 +365,11 @@ int spyre_rowop(int op, int dtype, const void *src, uint64_t ld_src,
  *   }
  *   REDUCE: spyre_row_result(&r);
  *   ROWOP:  for each chunk: spyre_row_apply(&r, dst, dtype, src, n,
- *                                           gamma + col0, beta + col0);
- * spyre_row_end_pass() fails (INVALID_OPERAND) unless exactly @cols
- * elements were fed in the pass.
+ *                                           gamma_chunk, beta_chunk);
+ * where gamma_chunk / beta_chunk point at the chunk's first element of
+ * the binary32 vectors (byte offset 4 * column) or are NULL.  Each pass
+ * reads the row again; spyre_row_end_pass() fails (INVALID_OPERAND)
+ * unless exactly @cols elements were fed in the pass.
  */
 typedef struct SpyreRow {
     int opcode;                 /* SPYRE_OP_REDUCE or SPYRE_OP_ROWOP */

@@ -40,6 +40,7 @@
 #include "qemu/bitops.h"
 #include "qemu/error-report.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
@@ -128,6 +129,7 @@ typedef struct SpyreQueue {
 
     /* Execution state (not migrated: see spyre_pre_save). */
     uint32_t id;
+    uint32_t vector;            /* completion vector checked at enable */
     uint32_t gen;               /* bumped by every reset of the queue */
     uint32_t job_state;
     SpyreJob job;
@@ -613,9 +615,10 @@ static void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     } else {
         q->status = spyre_queue_rest_status(q);
     }
-    if (halt || status != SPYRE_STATUS_OK ||
-        (job->flags & SPYRE_JOB_F_IRQ)) {
-        spyre_notify(s, SPYRE_Q_CONTROL_VECTOR_GET(q->control));
+    if ((halt || status != SPYRE_STATUS_OK ||
+         (job->flags & SPYRE_JOB_F_IRQ)) &&
+        q->vector != SPYRE_ERROR_VECTOR) {
+        spyre_notify(s, q->vector);
     }
     spyre_kick(s);
 }
@@ -1307,6 +1310,9 @@ static void spyre_q_write_control(SpyreState *s, SpyreQueue *q, uint32_t val)
         return;
     }
     q->control = val;
+    if (enable) {
+        q->vector = SPYRE_Q_CONTROL_VECTOR_GET(val);
+    }
     if (q->job_state == SPYRE_JOB_NONE) {
         q->status = spyre_queue_rest_status(q);
     }
@@ -1336,7 +1342,7 @@ static void spyre_q_write(SpyreState *s, SpyreQueue *q, hwaddr off,
         }
         trace_spyre_doorbell(q->id, val, q->head);
         q->tail = val;
-        spyre_kick(s);
+        qemu_cond_signal(&s->work_cond);    /* one idle worker is enough */
         return;
     case SPYRE_Q_RING_BASE:
     case SPYRE_Q_RING_BASE + 4:
@@ -1758,6 +1764,10 @@ static int spyre_post_load(void *opaque, int version_id)
         q->id = i;
         q->gen++;
         q->job_state = SPYRE_JOB_NONE;
+        q->vector = SPYRE_Q_CONTROL_VECTOR_GET(q->control);
+        if (q->vector >= s->nvectors) {
+            q->vector = SPYRE_ERROR_VECTOR;     /* i.e. none */
+        }
     }
     s->read_latch_addr = UINT64_MAX;
     spyre_kick(s);
@@ -1825,6 +1835,46 @@ static const Property spyre_props[] = {
     DEFINE_PROP_UINT32("workers", SpyreState, nworkers, 4),
 };
 
+/*
+ * Runtime fault injection: "qom-set <card> dbg-inject <value>" does what a
+ * write of <value> to DBG_INJECT does.  Reads return 0.
+ */
+static void spyre_get_dbg_inject(Object *obj, Visitor *v, const char *name,
+                                 void *opaque, Error **errp)
+{
+    uint32_t value = 0;
+
+    visit_type_uint32(v, name, &value, errp);
+}
+
+static void spyre_set_dbg_inject(Object *obj, Visitor *v, const char *name,
+                                 void *opaque, Error **errp)
+{
+    SpyreState *s = SPYRE(obj);
+    uint32_t value;
+
+    if (!visit_type_uint32(v, name, &value, errp)) {
+        return;
+    }
+    if (!DEVICE(obj)->realized) {
+        error_setg(errp, "spyre: dbg-inject needs a realized device");
+        return;
+    }
+    if (SPYRE_DBG_INJECT_QUEUE(value) >= s->nqueues ||
+        (SPYRE_DBG_INJECT_KIND(value) != SPYRE_DBG_HANG &&
+         SPYRE_DBG_INJECT_KIND(value) != SPYRE_DBG_ERROR)) {
+        error_setg(errp, "spyre: dbg-inject: bad queue or kind");
+        return;
+    }
+    spyre_dbg_inject(s, value);
+}
+
+static void spyre_instance_init(Object *obj)
+{
+    object_property_add(obj, "dbg-inject", "uint32", spyre_get_dbg_inject,
+                        spyre_set_dbg_inject, NULL, NULL);
+}
+
 static void spyre_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -1850,6 +1900,7 @@ static const TypeInfo spyre_info = {
     .name = TYPE_SPYRE,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(SpyreState),
+    .instance_init = spyre_instance_init,
     .instance_finalize = spyre_instance_finalize,
     .class_init = spyre_class_init,
     .interfaces = (InterfaceInfo[]) {

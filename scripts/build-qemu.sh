@@ -126,8 +126,16 @@ else
 fi
 
 # ---- firmware -------------------------------------------------------------
-seabios_deb="$(ls "$debs"/seabios_*.deb 2>/dev/null | sort | tail -n 1)"
-data_deb="$(ls "$debs"/qemu-system-data_*.deb 2>/dev/null | sort | tail -n 1)"
+newest() {
+	local f last=""
+
+	for f in "$@"; do
+		[ -f "$f" ] && last="$f"
+	done
+	echo "$last"
+}
+seabios_deb="$(newest "$debs"/seabios_*.deb)"
+data_deb="$(newest "$debs"/qemu-system-data_*.deb)"
 [ -n "$seabios_deb" ] || die "no seabios .deb in $debs"
 [ -n "$data_deb" ] || die "no qemu-system-data .deb in $debs"
 fw_key="$(printf '%s\n' "$(basename "$seabios_deb")" \

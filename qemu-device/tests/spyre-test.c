@@ -443,6 +443,15 @@ static void test_identity(void)
     /* Queue pages beyond NUM_QUEUES read as zero. */
     g_assert_cmpuint(qrd32(sp, 8, SPYRE_Q_RING_ENTRIES), ==, 0);
 
+    /* 64-bit registers written as two 32-bit halves, low first. */
+    wr32(sp, SPYRE_REG_CTX_ROOT(15), 0x12345001);
+    wr32(sp, SPYRE_REG_CTX_ROOT(15) + 4, 0xabc);
+    g_assert_cmphex(rd64(sp, SPYRE_REG_CTX_ROOT(15)), ==, 0xabc12345001ULL);
+    wr32(sp, SPYRE_REG_CTX_ROOT(15), 0xffffffff);   /* keeps addr | VALID */
+    g_assert_cmphex(rd64(sp, SPYRE_REG_CTX_ROOT(15)), ==, 0xabcfffff001ULL);
+    wr64(sp, SPYRE_REG_CTX_ROOT(16), 0x5001);        /* beyond contexts */
+    g_assert_cmphex(rd64(sp, SPYRE_REG_CTX_ROOT(16)), ==, 0);
+
     spyre_stop(sp);
 }
 
@@ -661,6 +670,7 @@ static void test_mmu_fault(void)
     TestQueue tq, tq2;
     Stream st = { 0 }, ok = { 0 };
     uint64_t root, info, pa;
+    unsigned int i;
 
     qpci_msix_enable(sp->dev);
     qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
@@ -752,6 +762,25 @@ static void test_mmu_fault(void)
     info = rd64(sp, SPYRE_REG_FAULT_INFO);
     g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==,
                      SPYRE_FAULT_BAD_TARGET);
+
+    /* The fault FIFO holds 16 records; more are counted as lost. */
+    for (i = 0; i < SPYRE_FAULT_FIFO_DEPTH + 2; i++) {
+        qwr32(sp, 3, SPYRE_Q_RESET, 1);
+        queue_init(sp, &tq2, 3, 4, 2);
+        st.len = 0;
+        emit_fill(&st, 0x7770000 + i * PAGE, 1, 1, 1);
+        g_assert_cmpuint(run_stream(sp, &tq2, 5, root, 0x90000 + i * PAGE,
+                                    &st, 100 + i, &c), ==,
+                         SPYRE_STATUS_MMU_FAULT);
+    }
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==,
+                     SPYRE_FAULT_FIFO_DEPTH);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_LOST), ==, 3);
+    g_assert_cmphex(rd64(sp, SPYRE_REG_FAULT_VA), ==, 0x60000);
+    for (i = 0; i < SPYRE_FAULT_FIFO_DEPTH; i++) {
+        wr32(sp, SPYRE_REG_FAULT_POP, 1);
+    }
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 0);
 
     /* Invalidation requests are counted and acknowledged. */
     wr64(sp, SPYRE_REG_MMU_INVAL, 5);
@@ -1014,7 +1043,11 @@ static void test_queue_reset(void)
     submit(sp, &tq, 3, 0, 0x1000, st.len, 0);
     wait_compl(sp, &tq, 3, &c);
     g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
-    wr32(sp, SPYRE_REG_DBG_INJECT, 4 | SPYRE_DBG_ERROR << 16);
+    /* (through the QOM knob this time) */
+    qtest_qmp_assert_success(sp->qts, "{'execute': 'qom-set', 'arguments':"
+                             " {'path': '/machine/peripheral/sp0',"
+                             " 'property': 'dbg-inject', 'value': %d}}",
+                             4 | SPYRE_DBG_ERROR << 16);
     submit(sp, &tq, 4, 0, 0x1000, st.len, 0);
     wait_compl(sp, &tq, 4, &c);
     g_assert_cmpuint(c.status, ==, SPYRE_STATUS_INTERNAL);
