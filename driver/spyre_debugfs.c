@@ -3,8 +3,10 @@
  * Spyre DRM accel driver: debugfs (under /sys/kernel/debug/accel/<minor>/).
  *
  *  queues    active hardware queues with seqnos and hardware state
- *  contexts  contexts with their sticky error and mapped BOs
+ *  contexts  contexts with their sticky error, faults, memory and mapped
+ *            BOs
  *  counters  fault/error counters and card telemetry
+ *  memory    memory held by BOs and the device-memory allocator's state
  *  inject    write "<hw queue> <kind>": arm the card's fault injection
  *            (kind 1 = the next job hangs, 2 = the next job fails)
  */
@@ -18,6 +20,7 @@
 #include <drm/drm_debugfs.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
+#include <drm/drm_print.h>
 
 #include "spyre_drv.h"
 
@@ -69,16 +72,21 @@ static int spyre_debugfs_contexts(struct seq_file *m, void *unused)
 {
 	struct spyre_device *sdev = spyre_debugfs_dev(m);
 	struct spyre_ctx *ctx;
-	struct spyre_bo *bo;
+	struct spyre_vma *vma;
 
 	mutex_lock(&sdev->ctx_list_lock);
 	list_for_each_entry(ctx, &sdev->ctx_list, link) {
 		mutex_lock(&ctx->lock);
-		seq_printf(m, "ctx %u error %d\n", ctx->id,
-			   atomic_read(&ctx->error));
-		list_for_each_entry(bo, &ctx->bos, ctx_link)
-			seq_printf(m, "  bo va %#014llx size %#llx\n",
-				   bo->node.start, (u64)bo->base.base.size);
+		seq_printf(m, "ctx %u error %d faults %lld devmem %lld sysmem %lld userptr %lld\n",
+			   ctx->id, atomic_read(&ctx->error),
+			   atomic64_read(&ctx->faults),
+			   atomic64_read(&ctx->stats.devmem),
+			   atomic64_read(&ctx->stats.sysmem),
+			   atomic64_read(&ctx->stats.userptr));
+		list_for_each_entry(vma, &ctx->vmas, ctx_link)
+			seq_printf(m, "  bo va %#014llx size %#llx placement %u\n",
+				   vma->node.start, (u64)vma->bo->gem.size,
+				   vma->bo->placement);
 		mutex_unlock(&ctx->lock);
 	}
 	mutex_unlock(&sdev->ctx_list_lock);
@@ -105,6 +113,24 @@ static int spyre_debugfs_counters(struct seq_file *m, void *unused)
 		   spyre_read64(sdev, SPYRE_REG_TEL_FAULTS),
 		   spyre_read64(sdev, SPYRE_REG_CLOCK));
 	drm_dev_exit(idx);
+	return 0;
+}
+
+static int spyre_debugfs_memory(struct seq_file *m, void *unused)
+{
+	struct spyre_device *sdev = spyre_debugfs_dev(m);
+	struct drm_printer p = drm_seq_file_printer(m);
+
+	seq_printf(m, "devmem_used %lld\nsysmem_used %lld\nuserptr_used %lld\n",
+		   atomic64_read(&sdev->stats.devmem),
+		   atomic64_read(&sdev->stats.sysmem),
+		   atomic64_read(&sdev->stats.userptr));
+	if (!sdev->devmem.size)
+		return 0;
+
+	mutex_lock(&sdev->devmem.lock);
+	drm_buddy_print(&sdev->devmem.mm, &p);
+	mutex_unlock(&sdev->devmem.lock);
 	return 0;
 }
 
@@ -154,6 +180,7 @@ void spyre_debugfs_init(struct spyre_device *sdev)
 			     NULL);
 	drm_debugfs_add_file(&sdev->drm, "counters", spyre_debugfs_counters,
 			     NULL);
+	drm_debugfs_add_file(&sdev->drm, "memory", spyre_debugfs_memory, NULL);
 	debugfs_create_file("inject", 0200, sdev->drm.debugfs_root, sdev,
 			    &spyre_debugfs_inject_fops);
 }

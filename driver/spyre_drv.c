@@ -299,30 +299,75 @@ static void spyre_fill_device_info(struct spyre_device *sdev,
 	info->pci_devfn = pdev->devfn;
 }
 
+static void spyre_fill_memory_info(struct spyre_device *sdev,
+				   struct spyre_ctx *ctx,
+				   struct drm_spyre_memory_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->devmem_total = sdev->devmem.size;
+	info->devmem_used = atomic64_read(&sdev->stats.devmem);
+	info->sysmem_used = atomic64_read(&sdev->stats.sysmem);
+	info->userptr_used = atomic64_read(&sdev->stats.userptr);
+	info->file_devmem_used = atomic64_read(&ctx->stats.devmem);
+	info->file_sysmem_used = atomic64_read(&ctx->stats.sysmem);
+	info->file_userptr_used = atomic64_read(&ctx->stats.userptr);
+	info->max_bo_size = spyre_max_bo_size();
+}
+
+static void spyre_fill_context_info(struct spyre_ctx *ctx,
+				    struct drm_spyre_context_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->error = atomic_read(&ctx->error);
+	info->context_id = ctx->id;
+	info->faults = atomic64_read(&ctx->faults);
+	info->fault_va = atomic64_read(&ctx->fault_va);
+}
+
 static int spyre_ioctl_query(struct drm_device *drm, void *data,
 			     struct drm_file *file)
 {
 	struct spyre_device *sdev = to_spyre_device(drm);
+	struct spyre_file *sfile = file->driver_priv;
 	struct drm_spyre_query *args = data;
-	struct drm_spyre_device_info info;
-	u32 len;
+	union {
+		struct drm_spyre_device_info dev;
+		struct drm_spyre_memory_info mem;
+		struct drm_spyre_context_info ctx;
+	} info;
+	u32 len, size;
 	int idx, ret = 0;
 
 	if (args->flags || args->pad)
-		return -EINVAL;
-	if (args->query != DRM_SPYRE_QUERY_DEVICE_INFO)
 		return -EINVAL;
 
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
 
-	spyre_fill_device_info(sdev, &info);
-	if (!args->size) {
-		args->size = sizeof(info);
+	switch (args->query) {
+	case DRM_SPYRE_QUERY_DEVICE_INFO:
+		spyre_fill_device_info(sdev, &info.dev);
+		size = sizeof(info.dev);
+		break;
+	case DRM_SPYRE_QUERY_MEMORY:
+		spyre_fill_memory_info(sdev, sfile->ctx, &info.mem);
+		size = sizeof(info.mem);
+		break;
+	case DRM_SPYRE_QUERY_CONTEXT:
+		spyre_fill_context_info(sfile->ctx, &info.ctx);
+		size = sizeof(info.ctx);
+		break;
+	default:
+		ret = -EINVAL;
 		goto out;
 	}
 
-	len = min_t(u32, args->size, sizeof(info));
+	if (!args->size) {
+		args->size = size;
+		goto out;
+	}
+
+	len = min(args->size, size);
 	if (copy_to_user(u64_to_user_ptr(args->data), &info, len)) {
 		ret = -EFAULT;
 		goto out;
@@ -342,6 +387,8 @@ static const struct drm_ioctl_desc spyre_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(SPYRE_QUEUE_CREATE, spyre_ioctl_queue_create, 0),
 	DRM_IOCTL_DEF_DRV(SPYRE_QUEUE_DESTROY, spyre_ioctl_queue_destroy, 0),
 	DRM_IOCTL_DEF_DRV(SPYRE_SUBMIT, spyre_ioctl_submit, 0),
+	DRM_IOCTL_DEF_DRV(SPYRE_BO_USERPTR, spyre_ioctl_bo_userptr, 0),
+	DRM_IOCTL_DEF_DRV(SPYRE_BO_WAIT, spyre_ioctl_bo_wait, 0),
 };
 
 /*
@@ -397,7 +444,8 @@ static const struct drm_driver spyre_drm_driver = {
 	.open = spyre_open,
 	.postclose = spyre_postclose,
 	.gem_create_object = spyre_gem_create_object,
-	.gem_prime_import_sg_table = drm_gem_shmem_prime_import_sg_table,
+	.gem_prime_import = spyre_gem_prime_import,
+	.gem_prime_import_sg_table = spyre_gem_prime_import_sg_table,
 	.ioctls = spyre_ioctls,
 	.num_ioctls = ARRAY_SIZE(spyre_ioctls),
 	.fops = &spyre_fops,
@@ -415,6 +463,7 @@ static void spyre_drm_fini(struct drm_device *drm, void *arg)
 
 	ida_destroy(&sdev->ctx_ida);
 	ida_destroy(&sdev->hwq_ida);
+	xa_destroy(&sdev->ctxs);
 }
 
 static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
@@ -433,6 +482,9 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 
 	ida_init(&sdev->ctx_ida);
 	ida_init(&sdev->hwq_ida);
+	xa_init(&sdev->ctxs);
+	init_rwsem(&sdev->reset_sem);
+	init_rwsem(&sdev->dma_sem);
 	ret = drmm_add_action_or_reset(drm, spyre_drm_fini, NULL);
 	if (ret)
 		return ret;
@@ -444,6 +496,10 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (ret)
 		return ret;
 	INIT_LIST_HEAD(&sdev->ctx_list);
+	ret = drmm_mutex_init(drm, &sdev->queues_lock);
+	if (ret)
+		return ret;
+	INIT_LIST_HEAD(&sdev->queues);
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -468,6 +524,10 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (ret)
 		return ret;
 
+	ret = spyre_devmem_init(sdev);
+	if (ret)
+		return ret;
+
 	sdev->hwq = drmm_kcalloc(drm, sdev->num_queues, sizeof(*sdev->hwq),
 				 GFP_KERNEL);
 	if (!sdev->hwq)
@@ -489,7 +549,7 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	drm_info(drm, "Spyre interface %u.%u: %u cores, %u queues, %u contexts, %u vectors, %llu MiB device memory\n",
 		 sdev->hw_version >> 16, sdev->hw_version & 0xffff,
 		 sdev->num_cores, sdev->num_queues, sdev->num_contexts,
-		 sdev->nvec, sdev->devmem_size >> 20);
+		 sdev->nvec, sdev->devmem.size >> 20);
 	return 0;
 }
 
@@ -497,10 +557,22 @@ static void spyre_remove(struct pci_dev *pdev)
 {
 	struct spyre_device *sdev = pci_get_drvdata(pdev);
 
+	unsigned int i;
+
 	/* No ioctl, run_job or MMIO user is inside drm_dev_enter() after this. */
 	drm_dev_unplug(&sdev->drm);
 	spyre_hw_disable(sdev);
+	for (i = 0; i < sdev->nvec; i++)
+		synchronize_irq(pci_irq_vector(pdev, i));
 	spyre_queues_cancel_all(sdev, -ENODEV);
+
+	/*
+	 * Files, queues and BOs may outlive the device, but its coherent DMA
+	 * memory must be freed now: once the device is gone, so is its IOMMU
+	 * state, and the DMA API no longer works for it.
+	 */
+	spyre_ctxs_release_all(sdev);
+	spyre_queues_free_dma(sdev);
 }
 
 static void spyre_shutdown(struct pci_dev *pdev)
@@ -513,6 +585,107 @@ static void spyre_shutdown(struct pci_dev *pdev)
 		drm_dev_exit(idx);
 	}
 }
+
+/*
+ * PCI function reset (FLR through sysfs "reset", or a bus reset): the card
+ * loses its registers, queues and running jobs.  Everything that programs
+ * the card waits on reset_sem meanwhile; afterwards the contexts' page
+ * tables and the queues are programmed again.  Jobs that were on the card
+ * end with -ECANCELED and mark their context; idle contexts carry on.
+ * Device memory keeps its contents.
+ */
+static void spyre_reset_prepare(struct pci_dev *pdev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	int idx;
+
+	down_write(&sdev->reset_sem);
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
+		spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
+		drm_dev_exit(idx);
+	}
+}
+
+static void spyre_reset_done(struct pci_dev *pdev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	int idx;
+
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		if (!spyre_hw_reset(sdev)) {
+			spyre_hw_enable(sdev);
+			spyre_ctxs_restore_hw(sdev);
+			spyre_queues_restore_hw(sdev);
+			drm_info(&sdev->drm, "card reset, back in service\n");
+		}
+		drm_dev_exit(idx);
+	}
+	up_write(&sdev->reset_sem);
+}
+
+static const struct pci_error_handlers spyre_err_handlers = {
+	.reset_prepare = spyre_reset_prepare,
+	.reset_done = spyre_reset_done,
+};
+
+/* ---- sysfs (attributes of the PCI device) -------------------------------- */
+
+static struct spyre_device *spyre_sysfs_dev(struct device *dev)
+{
+	return pci_get_drvdata(to_pci_dev(dev));
+}
+
+#define SPYRE_ATTR_U64(_name, _expr)					\
+static ssize_t _name##_show(struct device *dev,				\
+			    struct device_attribute *attr, char *buf)	\
+{									\
+	struct spyre_device *sdev = spyre_sysfs_dev(dev);		\
+									\
+	return sysfs_emit(buf, "%llu\n", (u64)(_expr));			\
+}									\
+static DEVICE_ATTR_RO(_name)
+
+SPYRE_ATTR_U64(mem_devmem_total, sdev->devmem.size);
+SPYRE_ATTR_U64(mem_devmem_used, atomic64_read(&sdev->stats.devmem));
+SPYRE_ATTR_U64(mem_sysmem_used, atomic64_read(&sdev->stats.sysmem));
+SPYRE_ATTR_U64(mem_userptr_used, atomic64_read(&sdev->stats.userptr));
+SPYRE_ATTR_U64(num_cores, sdev->num_cores);
+SPYRE_ATTR_U64(num_queues, sdev->num_queues);
+SPYRE_ATTR_U64(num_contexts, sdev->num_contexts);
+
+static ssize_t hw_version_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct spyre_device *sdev = spyre_sysfs_dev(dev);
+
+	return sysfs_emit(buf, "%u.%u\n", sdev->hw_version >> 16,
+			  sdev->hw_version & 0xffff);
+}
+static DEVICE_ATTR_RO(hw_version);
+
+static ssize_t caps_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	struct spyre_device *sdev = spyre_sysfs_dev(dev);
+
+	return sysfs_emit(buf, "%#llx\n", sdev->caps);
+}
+static DEVICE_ATTR_RO(caps);
+
+static struct attribute *spyre_attrs[] = {
+	&dev_attr_mem_devmem_total.attr,
+	&dev_attr_mem_devmem_used.attr,
+	&dev_attr_mem_sysmem_used.attr,
+	&dev_attr_mem_userptr_used.attr,
+	&dev_attr_num_cores.attr,
+	&dev_attr_num_queues.attr,
+	&dev_attr_num_contexts.attr,
+	&dev_attr_hw_version.attr,
+	&dev_attr_caps.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(spyre);
 
 static const struct pci_device_id spyre_pci_ids[] = {
 	{ PCI_DEVICE_SUB(SPYRE_PCI_VENDOR_ID, SPYRE_PCI_DEVICE_ID,
@@ -527,6 +700,8 @@ static struct pci_driver spyre_pci_driver = {
 	.probe = spyre_probe,
 	.remove = spyre_remove,
 	.shutdown = spyre_shutdown,
+	.err_handler = &spyre_err_handlers,
+	.dev_groups = spyre_groups,
 };
 module_pci_driver(spyre_pci_driver);
 

@@ -6,8 +6,12 @@
  *  - struct spyre_device: one PCI function (the card).
  *  - struct spyre_ctx: a device context (address space) owned by one open
  *    file; refcounted because BOs and queues may outlive the file.
- *  - struct spyre_bo: a shmem GEM object, mapped into the VM of the
- *    context that created it.
+ *  - struct spyre_bo: a buffer object: shmem (system memory), a range of
+ *    device memory (drm_buddy over BAR2), pinned user pages (userptr) or
+ *    an imported dma-buf.
+ *  - struct spyre_vma: a BO mapped into one context's VM; every GEM handle
+ *    of a file holds a reference on its BO's mapping in the file's
+ *    context, and so does every job that lists the BO.
  *  - struct spyre_queue: one hardware queue with its own drm_sched
  *    instance; refcounted because jobs may outlive QUEUE_DESTROY.
  *  - struct spyre_job: one submitted job.
@@ -15,6 +19,7 @@
 #ifndef SPYRE_DRV_H
 #define SPYRE_DRV_H
 
+#include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/dma-fence.h>
 #include <linux/io.h>
@@ -23,11 +28,13 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
+#include <drm/drm_buddy.h>
 #include <drm/drm_device.h>
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
@@ -53,6 +60,35 @@ extern unsigned int spyre_job_timeout_ms;
 extern unsigned long spyre_max_bo_mb;
 
 struct spyre_queue;
+
+/**
+ * struct spyre_mem_stats - bytes of memory held by BOs.
+ * @devmem: device memory (DRM_SPYRE_PLACEMENT_DEVICE).
+ * @sysmem: shmem pages of created system BOs.
+ * @userptr: user pages pinned by userptr BOs.
+ */
+struct spyre_mem_stats {
+	atomic64_t devmem;
+	atomic64_t sysmem;
+	atomic64_t userptr;
+};
+
+/**
+ * struct spyre_devmem - device memory (BAR2) manager.
+ * @lock: protects @mm.
+ * @mm: buddy allocator over [0, @size), 4 KiB chunks.
+ * @size: bytes managed (0: no usable device memory).
+ * @base: bus address of BAR2 (CPU physical address for mmap).
+ * @map: write-combined kernel mapping of the managed range, used to clear
+ *	memory before it is handed out; only touched inside drm_dev_enter().
+ */
+struct spyre_devmem {
+	struct mutex lock;		/* protects mm */
+	struct drm_buddy mm;
+	u64 size;
+	resource_size_t base;
+	void __iomem *map;
+};
 
 /**
  * struct spyre_irq_vec - per MSI-X vector handler data.
@@ -85,9 +121,22 @@ struct spyre_irq_vec {
  * @mmu_lock: serialises TLB invalidation requests.
  * @ctx_list_lock: protects @ctx_list.
  * @ctx_list: active contexts (struct spyre_ctx.link), for debugfs.
+ * @ctxs: active contexts by hardware id (changed with @reset_sem held
+ *	for reading), to restore their page-table roots after a reset.
  * @faults: fault records drained.
  * @faults_lost: fault records the card dropped.
  * @queue_errors: QUEUE_ERROR interrupts.
+ * @devmem: device memory manager.
+ * @stats: memory held by BOs of all files.
+ * @reset_sem: held for writing from reset_prepare to reset_done (PCI
+ *	function reset); paths that program the card hold it for reading.
+ * @dma_sem: held for reading while coherent DMA memory (page tables,
+ *	rings) is freed, for writing by remove() when it frees what is left:
+ *	after remove() the DMA API may no longer be used on the device (its
+ *	IOMMU state is gone).
+ * @dma_gone: remove() freed the coherent memory; protected by @dma_sem.
+ * @queues_lock: protects @queues.
+ * @queues: queues holding coherent memory (struct spyre_queue.dev_link).
  */
 struct spyre_device {
 	struct drm_device drm;
@@ -114,10 +163,20 @@ struct spyre_device {
 
 	struct mutex ctx_list_lock;	/* protects ctx_list */
 	struct list_head ctx_list;
+	struct xarray ctxs;
 
 	atomic64_t faults;
 	atomic64_t faults_lost;
 	atomic64_t queue_errors;
+
+	struct spyre_devmem devmem;
+	struct spyre_mem_stats stats;
+	struct rw_semaphore reset_sem;
+
+	struct rw_semaphore dma_sem;
+	bool dma_gone;
+	struct mutex queues_lock;	/* protects queues */
+	struct list_head queues;
 };
 
 /**
@@ -138,10 +197,13 @@ struct spyre_pt {
  * @sdev: device; a drm_dev reference is held.
  * @id: hardware context id (valid while @active).
  * @error: 0, or the first error that made the context unusable (sticky).
- * @lock: protects @mm, @root, @bos and @active.
+ * @faults: MMU faults that ended jobs of this context.
+ * @fault_va: device VA of the first such fault, 0 if none.
+ * @stats: memory held by BOs this context's file created.
+ * @lock: protects @mm, @root, @vmas and @active.
  * @mm: VA allocator.
  * @root: level-0 page table.
- * @bos: BOs mapped in this VM (struct spyre_bo.ctx_link).
+ * @vmas: BOs mapped in this VM (struct spyre_vma.ctx_link).
  * @active: the hardware context is programmed and @id is owned.
  * @link: entry in sdev->ctx_list while @active.
  */
@@ -150,26 +212,66 @@ struct spyre_ctx {
 	struct spyre_device *sdev;
 	u32 id;
 	atomic_t error;
-	struct mutex lock;		/* mm, root, bos, active */
+	atomic64_t faults;
+	atomic64_t fault_va;
+	struct spyre_mem_stats stats;
+	struct mutex lock;		/* mm, root, vmas, active */
 	struct drm_mm mm;
 	struct spyre_pt *root;
-	struct list_head bos;
+	struct list_head vmas;
 	bool active;
 	struct list_head link;
 };
 
 /**
  * struct spyre_bo - a buffer object.
- * @base: shmem object (must stay first).
- * @ctx: context whose VM maps this BO, or NULL (imported BOs).
- * @node: VA range, including the guard page(s).
- * @ctx_link: entry in @ctx->bos while mapped.
- * @mapped: PTEs are present in @ctx's VM; protected by @ctx->lock.
+ * @gem: the GEM object (every placement).
+ * @shmem: the shmem object (DRM_SPYRE_PLACEMENT_SYSTEM and _IMPORTED, which
+ *	the shmem helpers create); @gem aliases @shmem.base.
+ * @placement: DRM_SPYRE_PLACEMENT_*.
+ * @readonly: the card may only read the BO (read-only userptr).
+ * @owner: context of the file that created the BO, charged for its memory
+ *	(reference held); NULL for imported BOs.
+ * @sgt: DMA-mapped pages the PTEs point to (system, userptr, imported).
+ * @vma_lock: protects @vmas.
+ * @vmas: mappings of the BO (struct spyre_vma.bo_link), one per context.
+ * @blocks: drm_buddy blocks of a device-memory BO.
+ * @pages: pinned pages of a userptr BO.
+ * @npages: entries in @pages.
  */
 struct spyre_bo {
-	struct drm_gem_shmem_object base;
+	union {
+		struct drm_gem_object gem;
+		struct drm_gem_shmem_object shmem;
+	};
+	u32 placement;
+	bool readonly;
+	struct spyre_ctx *owner;
+	struct sg_table *sgt;
+	struct mutex vma_lock;		/* protects vmas */
+	struct list_head vmas;
+	struct list_head blocks;
+	struct page **pages;
+	unsigned long npages;
+};
+
+/**
+ * struct spyre_vma - a BO mapped into one context's VM.
+ * @ref: GEM handles to the BO in the context's file, plus jobs of the
+ *	context that list the BO.
+ * @bo: the BO (kept alive by whoever holds @ref).
+ * @ctx: the context (reference held).
+ * @node: VA range, including the guard page(s).
+ * @bo_link: entry in @bo->vmas while @ref > 0.
+ * @ctx_link: entry in @ctx->vmas while @mapped.
+ * @mapped: PTEs and @node are present; protected by @ctx->lock.
+ */
+struct spyre_vma {
+	struct kref ref;
+	struct spyre_bo *bo;
 	struct spyre_ctx *ctx;
 	struct drm_mm_node node;
+	struct list_head bo_link;
 	struct list_head ctx_link;
 	bool mapped;
 };
@@ -227,6 +329,7 @@ struct spyre_fence {
  * @idle_wq: woken when @jobs_ran drops.
  * @hw_active: hardware queue programmed and listed in sdev->hwq.
  * @sched_ready: @sched and @entity are initialised.
+ * @dev_link: entry in sdev->queues while @ring and @compl are allocated.
  */
 struct spyre_queue {
 	struct kref ref;
@@ -261,6 +364,7 @@ struct spyre_queue {
 	wait_queue_head_t idle_wq;
 	bool hw_active;
 	bool sched_ready;
+	struct list_head dev_link;
 };
 
 /**
@@ -271,7 +375,8 @@ struct spyre_queue {
  * @fence_init: @hw_fence was initialised (else it is plain memory).
  * @ran: run_job was called (counted in queue->jobs_ran).
  * @bos: BOs the job keeps alive.
- * @bo_count: entries in @bos.
+ * @vmas: their mappings in the job's context (entries may be NULL).
+ * @bo_count: entries in @bos and @vmas.
  * @seqno: sequence number on the queue.
  * @cmd_va: command stream VA.
  * @cmd_size: command stream bytes.
@@ -283,6 +388,7 @@ struct spyre_job {
 	bool fence_init;
 	bool ran;
 	struct drm_gem_object **bos;
+	struct spyre_vma **vmas;
 	u32 bo_count;
 	u64 seqno;
 	u64 cmd_va;
@@ -296,7 +402,7 @@ static inline struct spyre_device *to_spyre_device(struct drm_device *drm)
 
 static inline struct spyre_bo *to_spyre_bo(struct drm_gem_object *obj)
 {
-	return container_of(obj, struct spyre_bo, base.base);
+	return container_of(obj, struct spyre_bo, gem);
 }
 
 static inline u32 spyre_read32(struct spyre_device *sdev, u32 reg)
@@ -325,18 +431,51 @@ void spyre_ctx_get(struct spyre_ctx *ctx);
 void spyre_ctx_put(struct spyre_ctx *ctx);
 void spyre_ctx_release_hw(struct spyre_ctx *ctx);
 void spyre_ctx_set_error(struct spyre_ctx *ctx, int err);
-int spyre_ctx_map_bo(struct spyre_ctx *ctx, struct spyre_bo *bo,
-		     struct sg_table *sgt);
-void spyre_bo_unmap(struct spyre_bo *bo);
+void spyre_ctx_note_fault(struct spyre_ctx *ctx, u64 va);
+void spyre_ctxs_restore_hw(struct spyre_device *sdev);
+void spyre_ctxs_release_all(struct spyre_device *sdev);
+int spyre_vma_open(struct spyre_bo *bo, struct spyre_ctx *ctx);
+void spyre_vma_close(struct spyre_bo *bo, struct spyre_ctx *ctx);
+struct spyre_vma *spyre_vma_lookup(struct spyre_bo *bo,
+				   struct spyre_ctx *ctx);
+void spyre_vma_put(struct spyre_vma *vma);
+u64 spyre_vma_va(struct spyre_bo *bo, struct spyre_ctx *ctx);
 int spyre_mmu_invalidate(struct spyre_device *sdev, u32 ctx_id);
+int spyre_mmu_invalidate_locked(struct spyre_device *sdev, u32 ctx_id);
 
 /* spyre_gem.c */
 struct drm_gem_object *spyre_gem_create_object(struct drm_device *drm,
 					       size_t size);
+struct drm_gem_object *
+spyre_gem_prime_import_sg_table(struct drm_device *drm,
+				struct dma_buf_attachment *attach,
+				struct sg_table *sgt);
+struct drm_gem_object *spyre_gem_prime_import(struct drm_device *drm,
+					      struct dma_buf *dma_buf);
+void spyre_bo_init_common(struct spyre_bo *bo, u32 placement);
+int spyre_gem_open(struct drm_gem_object *obj, struct drm_file *file);
+void spyre_gem_close(struct drm_gem_object *obj, struct drm_file *file);
+void spyre_bo_charge(struct spyre_bo *bo, struct spyre_ctx *owner,
+		     size_t size);
+void spyre_bo_uncharge(struct spyre_bo *bo);
+u64 spyre_max_bo_size(void);
 int spyre_ioctl_bo_create(struct drm_device *drm, void *data,
 			  struct drm_file *file);
 int spyre_ioctl_bo_info(struct drm_device *drm, void *data,
 			struct drm_file *file);
+int spyre_ioctl_bo_wait(struct drm_device *drm, void *data,
+			struct drm_file *file);
+
+/* spyre_devmem.c */
+int spyre_devmem_init(struct spyre_device *sdev);
+struct spyre_bo *spyre_devmem_bo_create(struct spyre_device *sdev,
+					struct spyre_ctx *owner, u64 size);
+bool spyre_devmem_dmabuf_owner(struct dma_buf *dma_buf,
+			       struct drm_gem_object **obj);
+
+/* spyre_userptr.c */
+int spyre_ioctl_bo_userptr(struct drm_device *drm, void *data,
+			   struct drm_file *file);
 
 /* spyre_job.c */
 int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
@@ -348,6 +487,8 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 void spyre_queues_destroy_all(struct spyre_file *sfile);
 void spyre_queue_irq(struct spyre_queue *q);
 void spyre_queues_cancel_all(struct spyre_device *sdev, int err);
+void spyre_queues_restore_hw(struct spyre_device *sdev);
+void spyre_queues_free_dma(struct spyre_device *sdev);
 
 /* spyre_debugfs.c */
 void spyre_debugfs_init(struct spyre_device *sdev);

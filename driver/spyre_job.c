@@ -12,6 +12,16 @@
  * Errors are sticky per context: a failed or hung job marks its context,
  * the context's queued jobs are cancelled (-ECANCELED) and later submits
  * fail with -ECANCELED.
+ *
+ * A job keeps the BOs it lists alive, and their mappings in its context,
+ * until it is freed; its fence goes into their reservation objects
+ * (DMA_RESV_USAGE_WRITE: the card may write any of them), which BO_WAIT
+ * and implicit-sync importers wait on.  Submission does not wait for the
+ * fences already there: ordering between jobs is explicit (syncobjs).
+ *
+ * The paths that program the card (run_job, queue setup and teardown,
+ * timeout handling) hold sdev->reset_sem for reading, so a PCI function
+ * reset (spyre_queues_restore_hw()) never races with them.
  */
 
 #include <linux/dma-fence-chain.h>
@@ -22,6 +32,7 @@
 #include <linux/uaccess.h>
 
 #include <drm/drm_drv.h>
+#include <drm/drm_exec.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_print.h>
@@ -178,12 +189,16 @@ void spyre_queue_irq(struct spyre_queue *q)
 	rmb(); /* the seqno is written last */
 	status = READ_ONCE(q->compl->status);
 	err = spyre_status_to_errno(status);
-	if (spyre_queue_signal(q, done, err) && err && err != -ECANCELED)
+	if (spyre_queue_signal(q, done, err) && err && err != -ECANCELED) {
+		u64 va = READ_ONCE(q->compl->error_va);
+
+		if (status == SPYRE_STATUS_MMU_FAULT)
+			spyre_ctx_note_fault(q->ctx, va);
 		dev_warn_ratelimited(sdev->drm.dev,
 				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
 				     q->hwq, q->ctx->id, done, status,
-				     READ_ONCE(q->compl->cmd_offset),
-				     READ_ONCE(q->compl->error_va));
+				     READ_ONCE(q->compl->cmd_offset), va);
+	}
 }
 
 /**
@@ -257,6 +272,60 @@ static void spyre_hwq_disable(struct spyre_queue *q)
 	spyre_write64(sdev, spyre_qreg(q, SPYRE_Q_COMPL_ADDR), 0);
 }
 
+/**
+ * spyre_queues_restore_hw() - bring every queue back after a PCI reset.
+ * @sdev: device; the caller holds @sdev->reset_sem for writing and is
+ *	inside drm_dev_enter().
+ *
+ * The reset dropped the jobs still on the card: their fences end with
+ * -ECANCELED and their context's error is set (the work it depends on is
+ * lost).  Contexts with nothing on the card carry
+ * on.  Each queue is programmed again with an empty ring; jobs still in
+ * the scheduler run once the reset is over.
+ */
+void spyre_queues_restore_hw(struct spyre_device *sdev)
+{
+	unsigned int i;
+
+	lockdep_assert_held_write(&sdev->reset_sem);
+
+	/* hwq[] changes only under reset_sem: it is stable here. */
+	for (i = 0; i < sdev->num_queues; i++) {
+		struct spyre_queue *q = sdev->hwq[i];
+		unsigned long flags;
+		u32 status;
+		bool lost;
+		u64 done;
+
+		if (!q)
+			continue;
+
+		/*
+		 * Jobs the card finished before the reset keep their result;
+		 * a failure record may be torn by the reset, so only the jobs
+		 * before it count as done.
+		 */
+		done = READ_ONCE(q->compl->seqno);
+		rmb(); /* the seqno is written last */
+		status = READ_ONCE(q->compl->status);
+		if (status != SPYRE_STATUS_OK && done)
+			done--;
+		spyre_queue_signal(q, done, 0);
+
+		spin_lock_irqsave(&q->fence_lock, flags);
+		lost = !list_empty(&q->pending);
+		spin_unlock_irqrestore(&q->fence_lock, flags);
+		if (lost) {
+			/* Before the cancellation: run_job checks it. */
+			spyre_ctx_set_error(q->ctx, -ECANCELED);
+			spyre_queue_cancel(q, NULL, 0, -ECANCELED);
+		}
+
+		if (spyre_hwq_program(q))
+			spyre_ctx_set_error(q->ctx, -EIO);
+	}
+}
+
 /* ---- Scheduler backend ------------------------------------------------ */
 
 static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
@@ -277,8 +346,12 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	if (READ_ONCE(q->dead) || atomic_read(&q->ctx->error))
 		return ERR_PTR(-ECANCELED);
 
-	if (!drm_dev_enter(&sdev->drm, &idx))
+	/* A PCI reset in progress reprograms the ring: wait for it. */
+	down_read(&sdev->reset_sem);
+	if (!drm_dev_enter(&sdev->drm, &idx)) {
+		up_read(&sdev->reset_sem);
 		return ERR_PTR(-ENODEV);
+	}
 
 	/* Written in the free slot; only the doorbell hands it to the card. */
 	desc = &q->ring[q->tail];
@@ -298,6 +371,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	if (atomic_read(&q->ctx->error)) {
 		spin_unlock_irqrestore(&q->fence_lock, flags);
 		drm_dev_exit(idx);
+		up_read(&sdev->reset_sem);
 		return ERR_PTR(-ECANCELED);
 	}
 	spin_lock_init(&f->lock);
@@ -314,6 +388,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_DOORBELL), q->tail);
 
 	drm_dev_exit(idx);
+	up_read(&sdev->reset_sem);
 
 	return dma_fence_get(&f->base);	/* for the scheduler */
 }
@@ -339,6 +414,8 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 
 	mutex_lock(&q->reset_lock);
 	drm_sched_wqueue_stop(&q->sched);
+	/* After the stop: run_job may wait for a reset to finish. */
+	down_read(&sdev->reset_sem);
 
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		hw = true;
@@ -350,6 +427,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 	if (!job->fence_init || dma_fence_is_signaled(&job->hw_fence->base)) {
 		if (hw)
 			drm_dev_exit(idx);
+		up_read(&sdev->reset_sem);
 		spyre_sched_skip_reset(sched_job);
 		drm_sched_wqueue_start(&q->sched);
 		mutex_unlock(&q->reset_lock);
@@ -378,6 +456,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 			spyre_hwq_reset(q);
 		drm_dev_exit(idx);
 	}
+	up_read(&sdev->reset_sem);
 
 	spyre_queue_cancel(q, job->hw_fence, -ETIMEDOUT, -ECANCELED);
 
@@ -394,6 +473,13 @@ static void spyre_job_release(struct spyre_job *job)
 {
 	struct spyre_queue *q = job->queue;
 	u32 i;
+
+	/* Mappings first: they need their BOs alive. */
+	if (job->vmas) {
+		for (i = 0; i < job->bo_count; i++)
+			spyre_vma_put(job->vmas[i]);
+		kvfree(job->vmas);
+	}
 
 	if (job->bos) {
 		for (i = 0; i < job->bo_count; i++)
@@ -457,6 +543,7 @@ static void spyre_queue_hw_fini(struct spyre_queue *q)
 	if (!q->hw_active)
 		return;
 
+	down_read(&sdev->reset_sem);
 	spin_lock_irqsave(&sdev->hwq_lock, flags);
 	sdev->hwq[q->hwq] = NULL;
 	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
@@ -466,6 +553,64 @@ static void spyre_queue_hw_fini(struct spyre_queue *q)
 		drm_dev_exit(idx);
 	}
 	q->hw_active = false;
+	up_read(&sdev->reset_sem);
+}
+
+static void __spyre_queue_free_dma(struct spyre_queue *q)
+{
+	struct device *dev = q->sdev->drm.dev;
+
+	list_del_init(&q->dev_link);
+	if (q->ring)
+		dma_free_coherent(dev, q->entries * sizeof(*q->ring), q->ring,
+				  q->ring_dma);
+	if (q->compl)
+		dma_free_coherent(dev, sizeof(*q->compl), q->compl,
+				  q->compl_dma);
+	q->ring = NULL;
+	q->compl = NULL;
+}
+
+/* Free the ring and completion record, unless remove() already did. */
+static void spyre_queue_free_dma(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+
+	down_read(&sdev->dma_sem);
+	mutex_lock(&sdev->queues_lock);
+	if (!sdev->dma_gone)
+		__spyre_queue_free_dma(q);
+	mutex_unlock(&sdev->queues_lock);
+	up_read(&sdev->dma_sem);
+}
+
+/**
+ * spyre_queues_free_dma() - free the rings and completion records of every
+ * queue left, at remove() time.
+ * @sdev: device, unplugged, quiesced, its interrupts synchronised.
+ *
+ * The queues themselves live on until their files close; their memory must
+ * go now, while the DMA API still works for the device.
+ */
+void spyre_queues_free_dma(struct spyre_device *sdev)
+{
+	struct spyre_queue *q, *tmp;
+	unsigned long flags;
+	unsigned int i;
+
+	/* No interrupt handler looks at a queue after this. */
+	spin_lock_irqsave(&sdev->hwq_lock, flags);
+	for (i = 0; i < sdev->num_queues; i++)
+		sdev->hwq[i] = NULL;
+	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+
+	down_write(&sdev->dma_sem);
+	mutex_lock(&sdev->queues_lock);
+	list_for_each_entry_safe(q, tmp, &sdev->queues, dev_link)
+		__spyre_queue_free_dma(q);
+	sdev->dma_gone = true;
+	mutex_unlock(&sdev->queues_lock);
+	up_write(&sdev->dma_sem);
 }
 
 /*
@@ -477,7 +622,6 @@ static void spyre_queue_hw_fini(struct spyre_queue *q)
 static void spyre_queue_destroy(struct spyre_queue *q)
 {
 	struct spyre_device *sdev = q->sdev;
-	struct device *dev = sdev->drm.dev;
 
 	mutex_lock(&q->lock);
 	q->dead = true;
@@ -506,12 +650,7 @@ static void spyre_queue_destroy(struct spyre_queue *q)
 		spyre_queue_hw_fini(q);
 	}
 
-	if (q->ring)
-		dma_free_coherent(dev, q->entries * sizeof(*q->ring), q->ring,
-				  q->ring_dma);
-	if (q->compl)
-		dma_free_coherent(dev, sizeof(*q->compl), q->compl,
-				  q->compl_dma);
+	spyre_queue_free_dma(q);
 	if (q->hwq != U32_MAX)
 		ida_free(&sdev->hwq_ida, q->hwq);
 
@@ -543,6 +682,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	mutex_init(&q->reset_lock);
 	spin_lock_init(&q->fence_lock);
 	INIT_LIST_HEAD(&q->pending);
+	INIT_LIST_HEAD(&q->dev_link);
 	init_waitqueue_head(&q->idle_wq);
 	atomic_set(&q->jobs_ran, 0);
 
@@ -559,6 +699,9 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 				     &q->ring_dma, GFP_KERNEL);
 	q->compl = dma_alloc_coherent(dev, sizeof(*q->compl), &q->compl_dma,
 				      GFP_KERNEL);
+	mutex_lock(&sdev->queues_lock);
+	list_add_tail(&q->dev_link, &sdev->queues);
+	mutex_unlock(&sdev->queues_lock);
 	if (!q->ring || !q->compl) {
 		ret = -ENOMEM;
 		goto err;
@@ -583,14 +726,17 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	}
 	q->sched_ready = true;
 
+	down_read(&sdev->reset_sem);
 	ret = spyre_hwq_program(q);
+	if (!ret) {
+		spin_lock_irqsave(&sdev->hwq_lock, flags);
+		sdev->hwq[q->hwq] = q;
+		spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+		q->hw_active = true;
+	}
+	up_read(&sdev->reset_sem);
 	if (ret)
 		goto err;
-
-	spin_lock_irqsave(&sdev->hwq_lock, flags);
-	sdev->hwq[q->hwq] = q;
-	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
-	q->hw_active = true;
 
 	return q;
 
@@ -829,8 +975,10 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 	struct dma_fence *fence;
 	struct spyre_queue *q;
 	struct spyre_job *job;
-	bool inited = false;
+	struct drm_exec exec;
+	bool inited = false, locked = false;
 	u64 seqno;
+	u32 i;
 	int ret;
 
 	*queued = false;
@@ -874,6 +1022,17 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 					     uj.bo_count, &job->bos);
 		if (ret)
 			goto err;
+
+		/* Keep the BOs mapped in this context while the job lives. */
+		job->vmas = kvcalloc(uj.bo_count, sizeof(*job->vmas),
+				     GFP_KERNEL);
+		if (!job->vmas) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		for (i = 0; i < uj.bo_count; i++)
+			job->vmas[i] = spyre_vma_lookup(to_spyre_bo(job->bos[i]),
+							q->ctx);
 	}
 
 	ret = drm_sched_job_init(&job->base, &q->entity, 1, file);
@@ -888,6 +1047,22 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 	ret = spyre_out_syncs_get(file, &uj, &outs);
 	if (ret)
 		goto err;
+
+	/* Reserve a fence slot in every listed BO's reservation object. */
+	if (job->bo_count) {
+		drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT |
+			      DRM_EXEC_IGNORE_DUPLICATES, job->bo_count);
+		locked = true;
+		drm_exec_until_all_locked(&exec) {
+			for (i = 0; i < job->bo_count; i++) {
+				ret = drm_exec_prepare_obj(&exec, job->bos[i],
+							   1);
+				drm_exec_retry_on_contention(&exec);
+				if (ret)
+					goto err;
+			}
+		}
+	}
 
 	mutex_lock(&q->lock);
 	if (q->dead) {
@@ -904,8 +1079,13 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 	seqno = ++q->next_seqno;
 	job->seqno = seqno;
 	fence = dma_fence_get(&job->base.s_fence->finished);
+	for (i = 0; i < job->bo_count; i++)
+		dma_resv_add_fence(job->bos[i]->resv, fence,
+				   DMA_RESV_USAGE_WRITE);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&q->lock);
+	if (locked)
+		drm_exec_fini(&exec);
 	/* The job now belongs to the scheduler. */
 	*queued = true;
 
@@ -919,6 +1099,8 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 	return 0;
 
 err:
+	if (locked)
+		drm_exec_fini(&exec);
 	spyre_out_syncs_free(outs, uj.out_sync_count);
 	if (inited)
 		drm_sched_job_cleanup(&job->base);

@@ -7,6 +7,15 @@
  * page table (format in spyre_hw.h) in coherent DMA memory that only the
  * kernel writes.  VAs come from a drm_mm over [SPYRE_VA_START,
  * SPYRE_VA_END); each BO's range is followed by an unmapped guard page.
+ *
+ * A BO is mapped into a context when the context's file gets its first
+ * handle to it (created, imported through PRIME, or opened by flink name)
+ * and unmapped when the last of those handles is closed and no job of the
+ * context that lists the BO is left (struct spyre_vma).  Unmapping waits
+ * for the card's TLB invalidation acknowledgment, so the pages may be
+ * freed afterwards.
+ *
+ * Lock order: bo->vma_lock, ctx->lock, sdev->reset_sem, sdev->mmu_lock.
  */
 
 #include <linux/dma-mapping.h>
@@ -16,6 +25,7 @@
 
 #include <drm/drm_drv.h>
 #include <drm/drm_print.h>
+#include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
 
@@ -55,7 +65,7 @@ err_free:
 	return NULL;
 }
 
-static void spyre_pt_free(struct spyre_device *sdev, struct spyre_pt *pt)
+static void __spyre_pt_free(struct spyre_device *sdev, struct spyre_pt *pt)
 {
 	unsigned int i;
 
@@ -64,11 +74,24 @@ static void spyre_pt_free(struct spyre_device *sdev, struct spyre_pt *pt)
 
 	if (pt->child) {
 		for (i = 0; i < SPYRE_PT_ENTRIES; i++)
-			spyre_pt_free(sdev, pt->child[i]);
+			__spyre_pt_free(sdev, pt->child[i]);
 		kfree(pt->child);
 	}
 	dma_free_coherent(sdev->drm.dev, SPYRE_PAGE_SIZE, pt->cpu, pt->dma);
 	kfree(pt);
+}
+
+/*
+ * Free a page-table tree.  After remove() the DMA API must not be used on
+ * the device any more: a context released that late (only one whose last
+ * reference went while remove() ran) leaks its tables instead.
+ */
+static void spyre_pt_free(struct spyre_device *sdev, struct spyre_pt *pt)
+{
+	down_read(&sdev->dma_sem);
+	if (!sdev->dma_gone)
+		__spyre_pt_free(sdev, pt);
+	up_read(&sdev->dma_sem);
 }
 
 /*
@@ -120,7 +143,7 @@ static void spyre_vm_clear(struct spyre_ctx *ctx, u64 va, u64 npages)
 }
 
 static int spyre_vm_map_sgt(struct spyre_ctx *ctx, u64 start, u64 npages,
-			    struct sg_table *sgt)
+			    struct sg_table *sgt, u64 pte_flags)
 {
 	struct spyre_pt *leaf = NULL;
 	struct sg_dma_page_iter iter;
@@ -144,8 +167,7 @@ static int spyre_vm_map_sgt(struct spyre_ctx *ctx, u64 start, u64 npages,
 				goto err;
 			}
 		}
-		WRITE_ONCE(leaf->cpu[idx],
-			   dma | SPYRE_PTE_VALID | SPYRE_PTE_WRITE);
+		WRITE_ONCE(leaf->cpu[idx], dma | pte_flags);
 		va += SPYRE_PAGE_SIZE;
 		n++;
 	}
@@ -161,19 +183,82 @@ err:
 	return ret;
 }
 
+/* Map the device-memory blocks of @bo: PTEs hold BAR2 offsets. */
+static int spyre_vm_map_devmem(struct spyre_ctx *ctx, u64 start, u64 npages,
+			       struct spyre_bo *bo)
+{
+	struct drm_buddy *mm = &ctx->sdev->devmem.mm;
+	struct drm_buddy_block *block;
+	struct spyre_pt *leaf = NULL;
+	u64 va = start, n = 0;
+
+	list_for_each_entry(block, &bo->blocks, link) {
+		u64 off = drm_buddy_block_offset(block);
+		u64 end = off + drm_buddy_block_size(mm, block);
+
+		for (; off < end && n < npages; off += SPYRE_PAGE_SIZE) {
+			unsigned int idx = SPYRE_PT_INDEX(va,
+							  SPYRE_PT_LEVELS - 1);
+
+			if (!leaf || idx == 0) {
+				leaf = spyre_pt_walk(ctx, va, true);
+				if (IS_ERR(leaf)) {
+					spyre_vm_clear(ctx, start, n);
+					return PTR_ERR(leaf);
+				}
+			}
+			WRITE_ONCE(leaf->cpu[idx], off | SPYRE_PTE_VALID |
+				   SPYRE_PTE_WRITE | SPYRE_PTE_DEVMEM);
+			va += SPYRE_PAGE_SIZE;
+			n++;
+		}
+	}
+	if (n != npages) {
+		spyre_vm_clear(ctx, start, n);
+		return -EINVAL;
+	}
+	dma_wmb();
+	return 0;
+}
+
+static u64 spyre_bo_npages(struct spyre_bo *bo)
+{
+	return round_up((u64)bo->gem.size, SPYRE_PAGE_SIZE) >> SPYRE_PAGE_SHIFT;
+}
+
+static int spyre_vm_map_bo(struct spyre_ctx *ctx, u64 start,
+			   struct spyre_bo *bo)
+{
+	u64 flags = SPYRE_PTE_VALID;
+
+	if (bo->placement == DRM_SPYRE_PLACEMENT_DEVICE)
+		return spyre_vm_map_devmem(ctx, start, spyre_bo_npages(bo), bo);
+
+	if (!bo->sgt)
+		return -EINVAL;
+	if (!bo->readonly)
+		flags |= SPYRE_PTE_WRITE;
+	return spyre_vm_map_sgt(ctx, start, spyre_bo_npages(bo), bo->sgt,
+				flags);
+}
+
 /**
- * spyre_mmu_invalidate() - invalidate the card's TLB for one context and
- * wait for the acknowledgment.
+ * spyre_mmu_invalidate_locked() - invalidate the card's TLB for one context
+ * and wait for the acknowledgment.
  * @sdev: device.
  * @ctx_id: hardware context id.
+ *
+ * The caller holds @sdev->reset_sem for reading.
  *
  * Return: 0 when the card acknowledged, -ENODEV if the device is gone
  * (it no longer does DMA then), -ETIMEDOUT if it did not acknowledge.
  */
-int spyre_mmu_invalidate(struct spyre_device *sdev, u32 ctx_id)
+int spyre_mmu_invalidate_locked(struct spyre_device *sdev, u32 ctx_id)
 {
 	u32 req, ack;
 	int idx, ret;
+
+	lockdep_assert_held(&sdev->reset_sem);
 
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return -ENODEV;
@@ -196,6 +281,26 @@ int spyre_mmu_invalidate(struct spyre_device *sdev, u32 ctx_id)
 }
 
 /**
+ * spyre_mmu_invalidate() - invalidate the card's TLB for one context and
+ * wait for the acknowledgment.
+ * @sdev: device.
+ * @ctx_id: hardware context id.
+ *
+ * Waits for a PCI reset in progress to finish first.
+ *
+ * Return: as spyre_mmu_invalidate_locked().
+ */
+int spyre_mmu_invalidate(struct spyre_device *sdev, u32 ctx_id)
+{
+	int ret;
+
+	down_read(&sdev->reset_sem);
+	ret = spyre_mmu_invalidate_locked(sdev, ctx_id);
+	up_read(&sdev->reset_sem);
+	return ret;
+}
+
+/**
  * spyre_ctx_create() - allocate a context and program its page-table root.
  * @sdev: device.
  *
@@ -214,7 +319,7 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 	kref_init(&ctx->ref);
 	ctx->sdev = sdev;
 	mutex_init(&ctx->lock);
-	INIT_LIST_HEAD(&ctx->bos);
+	INIT_LIST_HEAD(&ctx->vmas);
 	INIT_LIST_HEAD(&ctx->link);
 	drm_dev_get(&sdev->drm);
 
@@ -231,13 +336,22 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 		goto err_ida;
 	}
 
+	down_read(&sdev->reset_sem);
 	if (!drm_dev_enter(&sdev->drm, &idx)) {
+		up_read(&sdev->reset_sem);
 		ret = -ENODEV;
+		goto err_pt;
+	}
+	ret = xa_err(xa_store(&sdev->ctxs, id, ctx, GFP_KERNEL));
+	if (ret) {
+		drm_dev_exit(idx);
+		up_read(&sdev->reset_sem);
 		goto err_pt;
 	}
 	spyre_write64(sdev, SPYRE_REG_CTX_ROOT(id),
 		      ctx->root->dma | SPYRE_PTE_VALID);
 	drm_dev_exit(idx);
+	up_read(&sdev->reset_sem);
 
 	drm_mm_init(&ctx->mm, SPYRE_VA_START, SPYRE_VA_END - SPYRE_VA_START);
 	ctx->active = true;
@@ -264,36 +378,40 @@ err_put:
  *
  * Unmaps every BO from the VM, clears the page-table root, waits for the
  * TLB invalidation, frees the page tables and the hardware context id.
- * Called when the owning file closes, after its queues are destroyed; BOs
- * that outlive the file stay valid but are no longer mapped.
+ * Called when the owning file closes, after its handles are closed and its
+ * queues destroyed; mappings still held by jobs being freed are dropped
+ * here and only freed later.
  */
 void spyre_ctx_release_hw(struct spyre_ctx *ctx)
 {
 	struct spyre_device *sdev = ctx->sdev;
-	struct spyre_bo *bo, *tmp;
+	struct spyre_vma *vma, *tmp;
 	int idx;
 
 	mutex_lock(&sdev->ctx_list_lock);
-	mutex_lock(&ctx->lock);
-	if (!ctx->active) {
-		mutex_unlock(&ctx->lock);
-		mutex_unlock(&sdev->ctx_list_lock);
-		return;
-	}
 	list_del_init(&ctx->link);
 	mutex_unlock(&sdev->ctx_list_lock);
 
-	list_for_each_entry_safe(bo, tmp, &ctx->bos, ctx_link) {
-		list_del_init(&bo->ctx_link);
-		drm_mm_remove_node(&bo->node);
-		bo->mapped = false;
+	mutex_lock(&ctx->lock);
+	if (!ctx->active) {
+		mutex_unlock(&ctx->lock);
+		return;
 	}
 
+	list_for_each_entry_safe(vma, tmp, &ctx->vmas, ctx_link) {
+		list_del_init(&vma->ctx_link);
+		drm_mm_remove_node(&vma->node);
+		vma->mapped = false;
+	}
+
+	down_read(&sdev->reset_sem);
+	xa_erase(&sdev->ctxs, ctx->id);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_write64(sdev, SPYRE_REG_CTX_ROOT(ctx->id), 0);
 		drm_dev_exit(idx);
 	}
-	spyre_mmu_invalidate(sdev, ctx->id);
+	spyre_mmu_invalidate_locked(sdev, ctx->id);
+	up_read(&sdev->reset_sem);
 
 	spyre_pt_free(sdev, ctx->root);
 	ctx->root = NULL;
@@ -301,6 +419,55 @@ void spyre_ctx_release_hw(struct spyre_ctx *ctx)
 	ida_free(&sdev->ctx_ida, ctx->id);
 	ctx->active = false;
 	mutex_unlock(&ctx->lock);
+}
+
+/**
+ * spyre_ctxs_release_all() - detach every context from the card, at
+ * remove() time.
+ * @sdev: device, unplugged and quiesced.
+ *
+ * Frees the page tables while the DMA API still works for the device; the
+ * contexts live on, unmapped, until their files and BOs let go of them.
+ */
+void spyre_ctxs_release_all(struct spyre_device *sdev)
+{
+	struct spyre_ctx *ctx;
+
+	for (;;) {
+		mutex_lock(&sdev->ctx_list_lock);
+		ctx = list_first_entry_or_null(&sdev->ctx_list,
+					       struct spyre_ctx, link);
+		if (ctx && !kref_get_unless_zero(&ctx->ref)) {
+			/* Its release is under way and unlists it first. */
+			mutex_unlock(&sdev->ctx_list_lock);
+			cond_resched();
+			continue;
+		}
+		mutex_unlock(&sdev->ctx_list_lock);
+		if (!ctx)
+			break;
+
+		spyre_ctx_release_hw(ctx);
+		spyre_ctx_put(ctx);
+	}
+}
+
+/**
+ * spyre_ctxs_restore_hw() - program the page-table root of every active
+ * context again, after a PCI reset cleared them.
+ * @sdev: device; the caller holds @sdev->reset_sem for writing.
+ */
+void spyre_ctxs_restore_hw(struct spyre_device *sdev)
+{
+	struct spyre_ctx *ctx;
+	unsigned long id;
+
+	lockdep_assert_held_write(&sdev->reset_sem);
+
+	/* Contexts join and leave the array under reset_sem: it is stable. */
+	xa_for_each(&sdev->ctxs, id, ctx)
+		spyre_write64(sdev, SPYRE_REG_CTX_ROOT(id),
+			      ctx->root->dma | SPYRE_PTE_VALID);
 }
 
 static void spyre_ctx_release(struct kref *ref)
@@ -344,22 +511,38 @@ void spyre_ctx_set_error(struct spyre_ctx *ctx, int err)
 }
 
 /**
- * spyre_ctx_map_bo() - give a BO a VA in @ctx and map its pages.
+ * spyre_ctx_note_fault() - count an MMU fault that ended a job of @ctx.
  * @ctx: context.
- * @bo: BO, not mapped yet.
- * @sgt: DMA-mapped pages of @bo.
+ * @va: faulting device VA; the first one is kept.
  *
- * The VA range is followed by SPYRE_GUARD_SIZE unmapped bytes.  PTEs are
- * system memory, readable and writable.  On success @bo holds a reference
- * to @ctx.
- *
- * Return: 0, -ENOMEM (no memory or VA space), -EINVAL (pages not
- * addressable), -ENODEV (context released).
+ * Safe in interrupt context.
  */
-int spyre_ctx_map_bo(struct spyre_ctx *ctx, struct spyre_bo *bo,
-		     struct sg_table *sgt)
+void spyre_ctx_note_fault(struct spyre_ctx *ctx, u64 va)
 {
-	u64 size = bo->base.base.size;
+	if (atomic64_inc_return(&ctx->faults) == 1)
+		atomic64_set(&ctx->fault_va, va);
+}
+
+/* ---- BO mappings (struct spyre_vma) ------------------------------------ */
+
+static struct spyre_vma *spyre_vma_find(struct spyre_bo *bo,
+					struct spyre_ctx *ctx)
+{
+	struct spyre_vma *vma;
+
+	lockdep_assert_held(&bo->vma_lock);
+
+	list_for_each_entry(vma, &bo->vmas, bo_link)
+		if (vma->ctx == ctx)
+			return vma;
+	return NULL;
+}
+
+/* Give @vma a VA range (BO pages + guard) in its context and map it. */
+static int spyre_vma_map(struct spyre_vma *vma)
+{
+	struct spyre_ctx *ctx = vma->ctx;
+	u64 size = spyre_bo_npages(vma->bo) << SPYRE_PAGE_SHIFT;
 	int ret;
 
 	mutex_lock(&ctx->lock);
@@ -368,7 +551,7 @@ int spyre_ctx_map_bo(struct spyre_ctx *ctx, struct spyre_bo *bo,
 		goto out;
 	}
 
-	ret = drm_mm_insert_node_in_range(&ctx->mm, &bo->node,
+	ret = drm_mm_insert_node_in_range(&ctx->mm, &vma->node,
 					  size + SPYRE_GUARD_SIZE, 0, 0,
 					  SPYRE_VA_START, SPYRE_VA_END,
 					  DRM_MM_INSERT_BEST);
@@ -377,49 +560,164 @@ int spyre_ctx_map_bo(struct spyre_ctx *ctx, struct spyre_bo *bo,
 		goto out;
 	}
 
-	ret = spyre_vm_map_sgt(ctx, bo->node.start, size >> SPYRE_PAGE_SHIFT,
-			       sgt);
+	ret = spyre_vm_map_bo(ctx, vma->node.start, vma->bo);
 	if (ret) {
-		drm_mm_remove_node(&bo->node);
+		drm_mm_remove_node(&vma->node);
 		goto out;
 	}
 
-	spyre_ctx_get(ctx);
-	bo->ctx = ctx;
-	bo->mapped = true;
-	list_add_tail(&bo->ctx_link, &ctx->bos);
+	vma->mapped = true;
+	list_add_tail(&vma->ctx_link, &ctx->vmas);
 out:
 	mutex_unlock(&ctx->lock);
 	return ret;
 }
 
-/**
- * spyre_bo_unmap() - remove a BO from its VM.
- * @bo: BO, mapped or not.
- *
- * Clears the PTEs and waits until the card acknowledged the TLB
- * invalidation, so the caller may release the pages afterwards.  Drops the
- * BO's context reference.
- */
-void spyre_bo_unmap(struct spyre_bo *bo)
+/* Clear the PTEs, wait for the TLB invalidation, release the VA range. */
+static void spyre_vma_unmap(struct spyre_vma *vma)
 {
-	struct spyre_ctx *ctx = bo->ctx;
-
-	if (!ctx)
-		return;
+	struct spyre_ctx *ctx = vma->ctx;
 
 	mutex_lock(&ctx->lock);
-	if (bo->mapped) {
-		spyre_vm_clear(ctx, bo->node.start,
-			       bo->base.base.size >> SPYRE_PAGE_SHIFT);
+	if (vma->mapped) {
+		spyre_vm_clear(ctx, vma->node.start, spyre_bo_npages(vma->bo));
 		if (ctx->active)
 			spyre_mmu_invalidate(ctx->sdev, ctx->id);
-		list_del_init(&bo->ctx_link);
-		drm_mm_remove_node(&bo->node);
-		bo->mapped = false;
+		list_del_init(&vma->ctx_link);
+		drm_mm_remove_node(&vma->node);
+		vma->mapped = false;
 	}
 	mutex_unlock(&ctx->lock);
+}
 
-	bo->ctx = NULL;
-	spyre_ctx_put(ctx);
+/* kref release; called with bo->vma_lock held, which it drops. */
+static void spyre_vma_release(struct kref *ref)
+{
+	struct spyre_vma *vma = container_of(ref, struct spyre_vma, ref);
+
+	list_del(&vma->bo_link);
+	mutex_unlock(&vma->bo->vma_lock);
+
+	spyre_vma_unmap(vma);
+	spyre_ctx_put(vma->ctx);
+	kfree(vma);
+}
+
+/**
+ * spyre_vma_open() - take a reference on @bo's mapping in @ctx, mapping
+ * the BO first if the context has none.
+ * @bo: BO.
+ * @ctx: context.
+ *
+ * The VA range is followed by SPYRE_GUARD_SIZE unmapped bytes.  Called for
+ * every GEM handle created in the context's file.
+ *
+ * Return: 0, -ENOMEM (no memory or VA space), -EINVAL (pages not
+ * addressable), -ENODEV (context released).
+ */
+int spyre_vma_open(struct spyre_bo *bo, struct spyre_ctx *ctx)
+{
+	struct spyre_vma *vma;
+	int ret = 0;
+
+	mutex_lock(&bo->vma_lock);
+	vma = spyre_vma_find(bo, ctx);
+	if (vma) {
+		kref_get(&vma->ref);
+		goto out;
+	}
+
+	vma = kzalloc(sizeof(*vma), GFP_KERNEL);
+	if (!vma) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	kref_init(&vma->ref);
+	vma->bo = bo;
+	vma->ctx = ctx;
+	INIT_LIST_HEAD(&vma->ctx_link);
+
+	ret = spyre_vma_map(vma);
+	if (ret) {
+		kfree(vma);
+		goto out;
+	}
+	spyre_ctx_get(ctx);
+	list_add_tail(&vma->bo_link, &bo->vmas);
+out:
+	mutex_unlock(&bo->vma_lock);
+	return ret;
+}
+
+/**
+ * spyre_vma_put() - drop a reference on a mapping; the last one unmaps.
+ * @vma: mapping, may be NULL.
+ */
+void spyre_vma_put(struct spyre_vma *vma)
+{
+	if (vma)
+		kref_put_mutex(&vma->ref, spyre_vma_release,
+			       &vma->bo->vma_lock);
+}
+
+/**
+ * spyre_vma_close() - drop the reference a closed GEM handle held on its
+ * BO's mapping in @ctx.
+ * @bo: BO.
+ * @ctx: context of the handle's file.
+ */
+void spyre_vma_close(struct spyre_bo *bo, struct spyre_ctx *ctx)
+{
+	struct spyre_vma *vma;
+
+	mutex_lock(&bo->vma_lock);
+	vma = spyre_vma_find(bo, ctx);
+	mutex_unlock(&bo->vma_lock);
+
+	/* The handle's reference keeps @vma alive until this put. */
+	spyre_vma_put(vma);
+}
+
+/**
+ * spyre_vma_lookup() - find @bo's mapping in @ctx and take a reference.
+ * @bo: BO.
+ * @ctx: context.
+ *
+ * Return: the mapping, or NULL if the context has no handle to the BO.
+ */
+struct spyre_vma *spyre_vma_lookup(struct spyre_bo *bo,
+				   struct spyre_ctx *ctx)
+{
+	struct spyre_vma *vma;
+
+	mutex_lock(&bo->vma_lock);
+	vma = spyre_vma_find(bo, ctx);
+	if (vma)
+		kref_get(&vma->ref);
+	mutex_unlock(&bo->vma_lock);
+	return vma;
+}
+
+/**
+ * spyre_vma_va() - device VA of @bo in @ctx.
+ * @bo: BO.
+ * @ctx: context.
+ *
+ * Return: the VA, or 0 if the BO is not mapped in @ctx.
+ */
+u64 spyre_vma_va(struct spyre_bo *bo, struct spyre_ctx *ctx)
+{
+	struct spyre_vma *vma;
+	u64 va = 0;
+
+	mutex_lock(&bo->vma_lock);
+	vma = spyre_vma_find(bo, ctx);
+	if (vma) {
+		mutex_lock(&ctx->lock);
+		if (vma->mapped)
+			va = vma->node.start;
+		mutex_unlock(&ctx->lock);
+	}
+	mutex_unlock(&bo->vma_lock);
+	return va;
 }

@@ -159,8 +159,9 @@ struct drm_spyre_memory_info {
  * struct drm_spyre_context_info - DRM_SPYRE_QUERY_CONTEXT block: the state
  * of the calling file's context.
  * @error: 0, or the sticky negative errno of the first job that failed
- *	(-EFAULT MMU fault, -EIO invalid command, -ETIMEDOUT hang).  Once set,
- *	SUBMIT fails with -ECANCELED until the file is closed.
+ *	(-EFAULT MMU fault, -EIO invalid command, -ETIMEDOUT hang,
+ *	-ECANCELED work lost to a device reset).  Once set, SUBMIT fails
+ *	with -ECANCELED until the file is closed.
  * @context_id: the card's address-space id of this file.
  * @faults: MMU faults taken by this context.
  * @fault_va: device VA of the first fault, 0 if none.
@@ -193,14 +194,15 @@ struct drm_spyre_context_info {
  * Every handle to a BO in a file (created, imported through PRIME or
  * flink) gets a VA in that file's address space.
  *
- * Dma-buf (DRM PRIME ioctls): any BO can be exported.  A system-memory BO
- * imports into any Spyre card; a device-memory BO only into the card that
- * owns it (another card gets -EOPNOTSUPP).  Foreign dma-bufs (dma-heap,
- * udmabuf, other drivers) import as system memory.
+ * Dma-buf (DRM PRIME ioctls): any BO but a userptr one can be exported.
+ * A system-memory BO imports into any Spyre card; a device-memory BO only
+ * into the card that owns it (another card gets -EOPNOTSUPP, and so does
+ * any other device attaching to it).  Foreign dma-bufs (dma-heap, udmabuf,
+ * other drivers) import as system memory.
  *
  * Errors: -EINVAL (size 0, flags), -E2BIG (size above max_bo_size, or
- * above device memory), -ENOMEM (out of memory, device memory or VA
- * space), -ENODEV.
+ * above device memory, which is 0 on a card without usable device memory),
+ * -ENOMEM (out of memory, device memory or VA space), -ENODEV.
  */
 struct drm_spyre_bo_create {
 	__u64 size;
@@ -228,9 +230,9 @@ struct drm_spyre_bo_create {
  *	MAP_SHARED mappings are allowed (MAP_PRIVATE gets -EINVAL); userptr
  *	BOs have none (0: map the original memory instead).
  * @placement: out: DRM_SPYRE_PLACEMENT_*.
- * @pad: written as zero.
+ * @pad: must be zero; written as zero.
  *
- * Errors: -EINVAL (flags), -ENOENT (bad handle), -ENOMEM.
+ * Errors: -EINVAL (flags, pad), -ENOENT (bad handle), -ENOMEM.
  */
 struct drm_spyre_bo_info {
 	__u32 handle;
@@ -254,10 +256,11 @@ struct drm_spyre_bo_info {
  *
  * The pages are pinned (pin_user_pages, FOLL_LONGTERM) until the BO is
  * freed and mapped for the card without a copy; the process keeps using
- * the range as usual.  The BO cannot be mmap'ed through the accel fd or
- * exported.
- * Errors: -EINVAL (alignment, size 0, flags), -EFAULT (range not mapped,
- * or read-only without READONLY), -E2BIG (above max_bo_size), -ENOMEM.
+ * the range as usual.  The BO cannot be mmap'ed through the accel fd
+ * (mmap_offset is 0) or exported (PRIME export fails with -EOPNOTSUPP).
+ * Errors: -EINVAL (alignment, size 0, flags), -EFAULT (range not mapped
+ * or not pinnable, e.g. I/O or a writable file mapping, or read-only
+ * without READONLY), -E2BIG (above max_bo_size), -ENOMEM.
  */
 struct drm_spyre_bo_userptr {
 	__u64 user_ptr;
