@@ -20,6 +20,9 @@ demo: build
 test: build
 	scripts/run-tests.sh
 
+bench: build
+	scripts/run-bench.sh
+
 check: setup
 	scripts/check.sh
 

@@ -5,7 +5,8 @@
 #      tests (tests/runner/), KTAP;
 #   2. the card model's QEMU qtest, TAP;
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
-#      cards, as an unprivileged user in the accel group, KTAP.
+#      cards, as an unprivileged user in the accel group, KTAP;
+#   4. the memory suites once more with -device intel-iommu.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
 # on any failure.  Assumes scripts/build.sh ran (make test does it).
 . "$(dirname "$0")/lib.sh"
@@ -68,6 +69,9 @@ run qtest "$SPYRE_ROOT/scripts/build-qemu.sh" --qtest
 # 3. guest kselftests
 run guest-selftests "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 	--timeout 600 -- spyre-selftests
+# 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
+run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
+	--iommu --cards 2 --timeout 600 -- spyre-selftests mem
 
 echo
 for l in "$LOGDIR"/*.log; do

@@ -1,12 +1,49 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Run the Spyre kselftest suites (KTAP, one "# Totals:" line per suite).
-#   spyre-selftests [SUITE...]     default: all, in the installed order
-# Exit status: 0 if every suite passed (skips are fine), else 1.
+#
+#   spyre-selftests [SUITE...] [-- HARNESS-OPTION...]
+#   spyre-selftests -l                list the suites
+#
+# SUITE selects suites by name: the full name (spyre_mem), the name without
+# "spyre_" (mem), and a short name also selects the suites it prefixes:
+# "mem" is spyre_mem, spyre_mem_dmabuf and spyre_mem_lib (the memory
+# suites).  Default: all, in the installed order.  Options after "--" go to
+# every suite (kselftest_harness: -f FIXTURE, -v VARIANT, -t TEST, -l ...).
+# Exit status: 0 if every suite passed (skips are fine), 1 if one failed,
+# 2 for a SUITE that matches nothing.
 dir=${SPYRE_SELFTEST_DIR:-@SUITEDIR@}
 [ -d "$dir" ] || dir=$(dirname "$0")/../libexec/spyre/selftests
 [ -d "$dir" ] || dir=$(dirname "$0")
-suites=${*:-@SUITES@}
+all="@SUITES@"
+
+if [ "${1:-}" = -l ]; then
+	for s in $all; do echo "$s"; done
+	exit 0
+fi
+
+suites=
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+	found=
+	for s in $all; do
+		case $s in
+		"$1" | "spyre_$1" | "spyre_$1"_*)
+			case " $suites " in
+			*" $s "*) ;;
+			*) suites="$suites $s" ;;
+			esac
+			found=1 ;;
+		esac
+	done
+	if [ -z "$found" ]; then
+		echo "spyre-selftests: no suite matches '$1' (suites: $all)" >&2
+		exit 2
+	fi
+	shift
+done
+[ "${1:-}" = -- ] && shift
+[ -n "$suites" ] || suites=$all
+
 rc=0
 for s in $suites; do
 	if [ ! -x "$dir/$s" ]; then
@@ -15,7 +52,7 @@ for s in $suites; do
 		continue
 	fi
 	echo "# ==== $s ===="
-	"$dir/$s"
+	"$dir/$s" "$@"
 	r=$?
 	echo "# ==== $s exit $r ===="
 	# kselftest: 4 = skip (all tests skipped) is not a failure

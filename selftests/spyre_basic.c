@@ -212,7 +212,7 @@ TEST_F(card, query_short_and_long_buffers)
 TEST_F(card, query_bad_input)
 {
 	struct drm_spyre_device_info di;
-	static const uint32_t bad_ids[] = { 0, 2, 0x100, 0xffffffff };
+	static const uint32_t bad_ids[] = { 0, 4, 0x100, 0xffffffff };
 	struct drm_spyre_query q;
 
 	for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {

@@ -86,7 +86,10 @@ TEST_F(bo_size, create)
 
 TEST_F(bo, create_bad_flags)
 {
-	static const uint32_t bad[] = { 1, 2, 0x100, 0x80000000u, ~0u };
+	/* DRM_SPYRE_BO_DEVICE (bit 0) is the only placement flag. */
+	static const uint32_t bad[] = { 2, 4, 0x100, 0x80000000u, ~0u,
+					~DRM_SPYRE_BO_DEVICE,
+					DRM_SPYRE_BO_DEVICE | 2 };
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct drm_spyre_bo_create c = { .size = 4096,
@@ -124,11 +127,14 @@ TEST_F(bo, info_fields)
 	uint32_t h;
 
 	ASSERT_EQ(0, spyre_bo_new(self->fd, 3 * PAGE, &h, &va));
-	memset(&info, 0xff, sizeof(info));
+	memset(&info, 0xff, sizeof(info));	/* outputs must be written */
 	info.handle = h;
 	info.flags = 0;
+	info.pad = 0;
 	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_INFO, &info));
 	EXPECT_EQ(h, info.handle);
+	EXPECT_EQ(DRM_SPYRE_PLACEMENT_SYSTEM, info.placement);
+	EXPECT_EQ(0, info.pad);
 	EXPECT_EQ(3 * PAGE, info.size);
 	EXPECT_EQ(va, info.va);
 	EXPECT_EQ(0, info.va % PAGE);
@@ -311,9 +317,16 @@ TEST_F(bo, mmap_bad_range_refused)
 	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, self->fd,
 		 (off_t)(info.mmap_offset + (1ull << 40)));
 	EXPECT_EQ(MAP_FAILED, p);
-	/* a partial mapping of the second page is fine */
+	/* a mapping must start at the BO's offset (DRM core exact lookup);
+	 * a shorter one from there is fine */
 	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
 		 (off_t)(info.mmap_offset + PAGE));
+	EXPECT_EQ(MAP_FAILED, p);
+	if (p != MAP_FAILED)
+		munmap(p, PAGE);
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 (off_t)info.mmap_offset);
+	EXPECT_NE(MAP_FAILED, p);
 	if (p != MAP_FAILED)
 		munmap(p, PAGE);
 	/* after GEM_CLOSE the offset is dead */

@@ -118,7 +118,8 @@ TEST_F(lib, bo_alloc_map_free)
 	uint8_t *p, *p2;
 
 	EXPECT_EQ(-EINVAL, spyre_bo_alloc(self->dev, 0, 0, &bo));
-	EXPECT_EQ(-EINVAL, spyre_bo_alloc(self->dev, 4096, 1, &bo));
+	EXPECT_EQ(-EINVAL, spyre_bo_alloc(self->dev, 4096, 2, &bo));
+	EXPECT_EQ(-EINVAL, spyre_bo_alloc(self->dev, 4096, ~0u, &bo));
 	EXPECT_EQ(-E2BIG, spyre_bo_alloc(self->dev, 1ull << 52, 0, &bo));
 	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 5000, 0, &bo));
 	EXPECT_EQ(8192, spyre_bo_size(bo));

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -64,10 +65,11 @@ static inline int spyre_query_info(int fd, struct drm_spyre_device_info *di)
 	return spyre_ioctl(fd, DRM_IOCTL_SPYRE_QUERY, &q);
 }
 
-static inline int spyre_bo_new(int fd, uint64_t size, uint32_t *handle,
-			       uint64_t *va)
+/* BO_CREATE with placement @flags (0 system, DRM_SPYRE_BO_DEVICE). */
+static inline int spyre_bo_new_flags(int fd, uint64_t size, uint32_t flags,
+				     uint32_t *handle, uint64_t *va)
 {
-	struct drm_spyre_bo_create c = { .size = size };
+	struct drm_spyre_bo_create c = { .size = size, .flags = flags };
 	int ret = spyre_ioctl(fd, DRM_IOCTL_SPYRE_BO_CREATE, &c);
 
 	if (!ret) {
@@ -76,6 +78,62 @@ static inline int spyre_bo_new(int fd, uint64_t size, uint32_t *handle,
 			*va = c.va;
 	}
 	return ret;
+}
+
+static inline int spyre_bo_new(int fd, uint64_t size, uint32_t *handle,
+			       uint64_t *va)
+{
+	return spyre_bo_new_flags(fd, size, 0, handle, va);
+}
+
+/* BO_USERPTR of [ptr, ptr + size). */
+static inline int spyre_userptr_new(int fd, const void *ptr, uint64_t size,
+				    uint32_t flags, uint32_t *handle,
+				    uint64_t *va)
+{
+	struct drm_spyre_bo_userptr u = { .user_ptr = (uintptr_t)ptr,
+					  .size = size, .flags = flags };
+	int ret = spyre_ioctl(fd, DRM_IOCTL_SPYRE_BO_USERPTR, &u);
+
+	if (!ret) {
+		*handle = u.handle;
+		if (va)
+			*va = u.va;
+	}
+	return ret;
+}
+
+/* BO_WAIT with an absolute deadline (0 polls). */
+static inline int spyre_bo_wait_abs(int fd, uint32_t handle, int64_t abs_ns)
+{
+	struct drm_spyre_bo_wait w = { .handle = handle, .timeout_ns = abs_ns };
+
+	return spyre_ioctl(fd, DRM_IOCTL_SPYRE_BO_WAIT, &w);
+}
+
+static inline int spyre_query_memory(int fd, struct drm_spyre_memory_info *mi)
+{
+	struct drm_spyre_query q = {
+		.query = DRM_SPYRE_QUERY_MEMORY,
+		.size = sizeof(*mi),
+		.data = (uintptr_t)mi,
+	};
+
+	memset(mi, 0, sizeof(*mi));
+	return spyre_ioctl(fd, DRM_IOCTL_SPYRE_QUERY, &q);
+}
+
+static inline int spyre_query_context(int fd,
+				      struct drm_spyre_context_info *ci)
+{
+	struct drm_spyre_query q = {
+		.query = DRM_SPYRE_QUERY_CONTEXT,
+		.size = sizeof(*ci),
+		.data = (uintptr_t)ci,
+	};
+
+	memset(ci, 0, sizeof(*ci));
+	return spyre_ioctl(fd, DRM_IOCTL_SPYRE_QUERY, &q);
 }
 
 static inline int spyre_bo_get_info(int fd, uint32_t handle,
@@ -279,6 +337,38 @@ static inline int spyre_ctx_run(struct spyre_ctx_t *c,
 	return spyre_ctx_run_at(c, cb, 0, bos, nbos);
 }
 
+/*
+ * Read the unsigned decimal sysfs attribute @name of card @idx's PCI
+ * device (/sys/class/accel/accelN/device/@name); -errno if missing.
+ */
+static inline int spyre_sysfs_u64(unsigned int idx, const char *name,
+				  uint64_t *val)
+{
+	struct spyre_device_desc d[16];
+	char path[256], buf[64];
+	int n = spyre_device_list(d, 16);
+	FILE *f;
+	char *end;
+
+	if (n <= (int)idx || idx >= 16)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "/sys/class/accel/accel%u/device/%s",
+		 d[idx].accel_minor, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	errno = 0;
+	*val = strtoull(buf, &end, 0);
+	if (errno || end == buf || (*end && *end != '\n'))
+		return -EINVAL;
+	return 0;
+}
+
 /* Deterministic byte pattern. */
 static inline uint8_t spyre_pat(uint64_t i, uint32_t seed)
 {
@@ -286,6 +376,53 @@ static inline uint8_t spyre_pat(uint64_t i, uint32_t seed)
 
 	x ^= x >> 29;
 	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
+}
+
+/* Fast pattern for large buffers: 64-bit words derived from their index
+ * and @seed (any byte length, any alignment of @p). */
+static inline void spyre_fill_words(void *p, uint64_t len, uint64_t seed)
+{
+	uint8_t *b = p;
+	uint64_t i = 0, w;
+
+	for (; i + 8 <= len; i += 8) {
+		w = (i >> 3) * 0x9e3779b97f4a7c15ull ^ seed;
+		memcpy(b + i, &w, 8);
+	}
+	w = (i >> 3) * 0x9e3779b97f4a7c15ull ^ seed;
+	for (uint64_t j = 0; i < len; i++, j++)
+		b[i] = (uint8_t)(w >> (8 * j));
+}
+
+/* Index of the first differing byte of a and b, or @len if equal. */
+static inline uint64_t spyre_first_diff(const void *a, const void *b,
+					uint64_t len)
+{
+	const uint8_t *x = a, *y = b;
+	uint64_t i = 0;
+
+	if (!memcmp(a, b, len))
+		return len;
+	while (i < len && x[i] == y[i])
+		i++;
+	return i;
+}
+
+/* True if all @len bytes at @p are @v (word-wise; @p any alignment). */
+static inline int spyre_all_bytes(const void *p, uint64_t len, uint8_t v)
+{
+	const uint8_t *b = p;
+	uint64_t i = 0, pat = 0x0101010101010101ull * v, w;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, b + i, 8);
+		if (w != pat)
+			return 0;
+	}
+	for (; i < len; i++)
+		if (b[i] != v)
+			return 0;
+	return 1;
 }
 
 #define SKIP_IF_NO_CARD(fd) do {					\

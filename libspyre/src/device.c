@@ -17,6 +17,12 @@
 _Static_assert(SPYRE_PRIORITY_LOW == DRM_SPYRE_PRIORITY_LOW, "prio");
 _Static_assert(SPYRE_PRIORITY_NORMAL == DRM_SPYRE_PRIORITY_NORMAL, "prio");
 _Static_assert(SPYRE_PRIORITY_HIGH == DRM_SPYRE_PRIORITY_HIGH, "prio");
+_Static_assert(SPYRE_DEV_CAP_FP16 == DRM_SPYRE_CAP_FP16, "caps");
+_Static_assert(SPYRE_DEV_CAP_BF16 == DRM_SPYRE_CAP_BF16, "caps");
+_Static_assert(SPYRE_DEV_CAP_FP8 == DRM_SPYRE_CAP_FP8, "caps");
+_Static_assert(SPYRE_DEV_CAP_INT8 == DRM_SPYRE_CAP_INT8, "caps");
+_Static_assert(SPYRE_DEV_CAP_MMU == DRM_SPYRE_CAP_MMU, "caps");
+_Static_assert(SPYRE_DEV_CAP_SEM == DRM_SPYRE_CAP_SEM, "caps");
 
 SPYRE_API const char *spyre_version(void)
 {
@@ -53,6 +59,7 @@ void spyre__device_put(struct spyre_device *dev)
 		return;
 	/* The fd is this process's own copy even after fork(): close it. */
 	close(dev->fd);
+	pthread_mutex_destroy(&dev->bo_lock);
 	free(dev);
 }
 
@@ -132,6 +139,7 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 		return -ENOMEM;
 	atomic_init(&dev->refs, 1);
 	atomic_init(&dev->error, 0);
+	pthread_mutex_init(&dev->bo_lock, NULL);
 	dev->pid = getpid();
 	if (desc) {
 		dev->info.desc = *desc;
@@ -148,12 +156,14 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 	dev->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (dev->fd < 0) {
 		ret = -errno;
+		pthread_mutex_destroy(&dev->bo_lock);
 		free(dev);
 		return ret;
 	}
 	ret = query_info(dev);
 	if (ret) {
 		close(dev->fd);
+		pthread_mutex_destroy(&dev->bo_lock);
 		free(dev);
 		return ret;
 	}
@@ -257,6 +267,71 @@ SPYRE_API int spyre_device_error(struct spyre_device *dev)
 	return atomic_load(&dev->error);
 }
 
+/* Read query block @query into @buf (@len bytes, zero-filled first); the
+ * kernel must write at least @min bytes. */
+static int query_block(struct spyre_device *dev, uint32_t query, void *buf,
+		       uint32_t len, uint32_t min)
+{
+	struct drm_spyre_query q;
+
+	memset(buf, 0, len);
+	memset(&q, 0, sizeof(q));
+	q.query = query;
+	q.size = len;
+	q.data = (uintptr_t)buf;
+	if (drmIoctl(dev->fd, DRM_IOCTL_SPYRE_QUERY, &q))
+		return -errno;
+	return q.size < min ? -EPROTO : 0;
+}
+
+SPYRE_API int spyre_device_memory_info(struct spyre_device *dev,
+				       struct spyre_memory_info *info)
+{
+	struct drm_spyre_memory_info mi;
+	int ret;
+
+	SPYRE__CHECK_DEV(dev);
+	if (!info)
+		return -EINVAL;
+	ret = query_block(dev, DRM_SPYRE_QUERY_MEMORY, &mi, sizeof(mi),
+			  offsetof(struct drm_spyre_memory_info, reserved));
+	if (ret)
+		return ret;
+	memset(info, 0, sizeof(*info));
+	info->devmem_total = mi.devmem_total;
+	info->devmem_used = mi.devmem_used;
+	info->sysmem_used = mi.sysmem_used;
+	info->userptr_used = mi.userptr_used;
+	info->file_devmem_used = mi.file_devmem_used;
+	info->file_sysmem_used = mi.file_sysmem_used;
+	info->file_userptr_used = mi.file_userptr_used;
+	info->max_bo_size = mi.max_bo_size;
+	return 0;
+}
+
+SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
+					struct spyre_context_info *info)
+{
+	struct drm_spyre_context_info ci;
+	int ret;
+
+	SPYRE__CHECK_DEV(dev);
+	if (!info)
+		return -EINVAL;
+	ret = query_block(dev, DRM_SPYRE_QUERY_CONTEXT, &ci, sizeof(ci),
+			  offsetof(struct drm_spyre_context_info, reserved));
+	if (ret)
+		return ret;
+	memset(info, 0, sizeof(*info));
+	info->error = ci.error;
+	info->context_id = ci.context_id;
+	info->faults = ci.faults;
+	info->fault_va = ci.fault_va;
+	if (ci.error < 0)
+		spyre__set_error(dev, ci.error);
+	return 0;
+}
+
 struct err_desc {
 	int err;
 	const char *msg;
@@ -288,7 +363,7 @@ static const struct err_desc err_table[] = {
 	{ ENOTTY, "ioctl not supported by this device node" },
 	{ EPROTO, "driver returned an unexpected answer (ABI mismatch)" },
 	{ EOVERFLOW, "value too large" },
-	{ EOPNOTSUPP, "operation not supported on this device or buffer" },
+	{ EOPNOTSUPP, "operation not supported on this device or buffer (e.g. device memory shared with another card, export of registered host memory)" },
 	{ ETIME, "the job timed out on the card (hang)" },
 	{ ETIMEDOUT, "timed out waiting" },
 	{ ECANCELED, "context is in error after an earlier job failed (sticky); reopen the device" },

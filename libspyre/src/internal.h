@@ -38,21 +38,34 @@
 /* Internal waits (ring reuse) give up after this long. */
 #define SPYRE__INTERNAL_WAIT_NS	(120ull * 1000000000ull)
 
+/* Buckets of a device's handle table (power of two). */
+#define SPYRE__HANDLE_BUCKETS	256
+
 struct spyre_device {
 	atomic_int refs;
 	int fd;
 	pid_t pid;
 	atomic_int error;		/* sticky context error (<= 0) */
 	struct spyre_device_info info;
+	/*
+	 * Live BOs by GEM handle.  PRIME import of a buffer the file already
+	 * holds returns the existing handle, so several spyre_bo may share
+	 * one; the handle is closed with the last of them.
+	 */
+	pthread_mutex_t bo_lock;
+	struct spyre_bo *bo_table[SPYRE__HANDLE_BUCKETS];
 };
 
 struct spyre_bo {
 	struct spyre_device *dev;
+	struct spyre_bo *hnext;		/* handle table chain (dev->bo_lock) */
 	uint32_t handle;
+	uint32_t placement;		/* enum spyre_bo_placement */
 	uint64_t size;
 	uint64_t va;
-	uint64_t mmap_offset;
-	_Atomic(void *) map;
+	void *host_ptr;			/* registered host range, else NULL */
+	pthread_mutex_t map_lock;	/* serialises map/unmap */
+	_Atomic(void *) map;		/* CPU mapping made by spyre_bo_map */
 };
 
 struct spyre__ring_rec {

@@ -88,6 +88,24 @@ static int show(struct spyre_device *dev)
 	printf("  va range:      0x%llx-0x%llx\n",
 	       (unsigned long long)in.va_start, (unsigned long long)in.va_end);
 	printf("  max cmd size:  %u bytes\n", in.max_cmd_size);
+	{
+		struct spyre_memory_info mi;
+
+		ret = spyre_device_memory_info(dev, &mi);
+		if (ret) {
+			printf("  memory:        (%s)\n", spyre_strerror(ret));
+			return 0;
+		}
+		printf("  device memory used: %llu KiB of %llu KiB\n",
+		       (unsigned long long)(mi.devmem_used >> 10),
+		       (unsigned long long)(mi.devmem_total >> 10));
+		printf("  system memory used: %llu KiB (BOs), %llu KiB "
+		       "pinned host memory\n",
+		       (unsigned long long)(mi.sysmem_used >> 10),
+		       (unsigned long long)(mi.userptr_used >> 10));
+		printf("  max BO size:   %llu MiB\n",
+		       (unsigned long long)(mi.max_bo_size >> 20));
+	}
 	return 0;
 }
 

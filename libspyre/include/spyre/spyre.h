@@ -56,7 +56,7 @@ extern "C" {
 #endif
 
 #define SPYRE_VERSION_MAJOR 0
-#define SPYRE_VERSION_MINOR 1
+#define SPYRE_VERSION_MINOR 2
 #define SPYRE_VERSION_PATCH 0
 
 /** Infinite timeout for the *_wait / *_sync functions. */
@@ -254,30 +254,88 @@ SPYRE_API int spyre_device_error(struct spyre_device *dev);
 /* Buffer objects                                                     */
 /* ------------------------------------------------------------------ */
 
-/** Flags for spyre_bo_alloc(); none are defined yet (system memory). */
-#define SPYRE_BO_FLAGS_NONE 0u
+/*
+ * Placement flags for spyre_bo_alloc() (equal to DRM_SPYRE_BO_*).
+ *  SPYRE_BO_FLAGS_NONE	system memory: shmem pages the card reaches by DMA,
+ *			zero-filled, charged to the caller's memory cgroup,
+ *			cached CPU mapping.
+ *  SPYRE_BO_DEVICE	the card's own memory (LPDDR), cleared before the
+ *			caller sees it; the CPU mapping goes through the
+ *			PCI BAR and is write-combined (fast to write, slow
+ *			to read).  Can be exported as dma-buf only to the
+ *			same card.
+ */
+#define SPYRE_BO_FLAGS_NONE	0u
+#define SPYRE_BO_DEVICE		(1u << 0)
+
+/** Flags for spyre_bo_register_host() (equal to DRM_SPYRE_USERPTR_*). */
+#define SPYRE_HOST_READONLY	(1u << 0)	/* the card may only read */
+
+/** Where a BO's memory lives: spyre_bo_placement() (DRM_SPYRE_PLACEMENT_*). */
+enum spyre_bo_placement {
+	SPYRE_PLACEMENT_SYSTEM = 1,	/* shmem system memory */
+	SPYRE_PLACEMENT_DEVICE = 2,	/* card memory */
+	SPYRE_PLACEMENT_HOST = 3,	/* registered host memory (userptr) */
+	SPYRE_PLACEMENT_IMPORTED = 4,	/* foreign dma-buf (dma-heap, udmabuf,
+					 * another card's system BO) */
+};
 
 /**
  * spyre_bo_alloc() - allocate a zero-filled buffer object mapped at a
  * device VA in @dev's context.
  * @size: bytes, > 0; rounded up to SPYRE_BO_PAGE_SIZE (see spyre_bo_size()).
- * @flags: SPYRE_BO_FLAGS_* (must be 0 for now).
+ * @flags: SPYRE_BO_FLAGS_NONE (system memory) or SPYRE_BO_DEVICE.
  * @out: receives the BO; free it with spyre_bo_free().
  *
  * The BO's VA is SPYRE_BO_PAGE_SIZE aligned and followed by at least one
- * unmapped guard page.
- * Errors: -EINVAL (size 0, unknown flags), -E2BIG (above the driver's size
- * limit), -ENOMEM (out of memory or device VA space), -ECHILD, -ENODEV
- * (card unplugged).
+ * unmapped guard page, so a command that runs past the end faults.
+ * System BOs are limited to spyre_memory_info.max_bo_size bytes, device
+ * BOs to the card's memory.  One ioctl; the CPU mapping is made on the
+ * first spyre_bo_map().
+ * Errors: -EINVAL (size 0, unknown flags, NULL argument), -E2BIG (above
+ * max_bo_size, or a device BO larger than the card's memory), -ENOMEM
+ * (out of host memory, free device memory or device VA space), -ECHILD,
+ * -ENODEV (card unplugged).
  */
 SPYRE_API int spyre_bo_alloc(struct spyre_device *dev, uint64_t size,
 			     uint32_t flags, struct spyre_bo **out);
 
 /**
+ * spyre_bo_register_host() - let the card use ordinary host memory
+ * (malloc'd, mmap'ed anonymous or shmem memory) without a copy.
+ * @ptr: start of the range, SPYRE_BO_PAGE_SIZE aligned (use
+ *	aligned_alloc()/posix_memalign() or mmap()).
+ * @size: bytes, > 0, multiple of SPYRE_BO_PAGE_SIZE.
+ * @flags: 0, or SPYRE_HOST_READONLY: the card may only read the range (a
+ *	card write faults); required for memory mapped without PROT_WRITE.
+ * @out: receives the BO (placement SPYRE_PLACEMENT_HOST).
+ *
+ * The kernel pins the pages (they cannot be swapped or migrated) until
+ * spyre_bo_free(), and maps them at a device VA with a guard page after
+ * them.  Ownership: the caller keeps the memory and must keep the range
+ * mapped until spyre_bo_free() returns; the pinned pages stay what the
+ * card sees even if the range is later unmapped or remapped by the
+ * process.  The CPU keeps using the range as usual: its writes are seen
+ * by jobs submitted afterwards and the card's writes once the job's fence
+ * has signalled.  spyre_bo_map() returns @ptr.  Such a BO cannot be
+ * exported as dma-buf.  Pinned memory is reported as userptr_used in
+ * spyre_device_memory_info().
+ * Errors: -EINVAL (NULL or misaligned @ptr, @size 0 or not a page
+ * multiple, unknown flags), -EFAULT (part of the range is not mapped, is
+ * not anonymous or shmem memory, or is read-only without
+ * SPYRE_HOST_READONLY), -E2BIG (above max_bo_size), -ENOMEM (cannot pin:
+ * RLIMIT_MEMLOCK, memory cgroup, VA space), -ECHILD, -ENODEV.
+ */
+SPYRE_API int spyre_bo_register_host(struct spyre_device *dev, void *ptr,
+				     uint64_t size, uint32_t flags,
+				     struct spyre_bo **out);
+
+/**
  * spyre_bo_free() - unmap @bo from the CPU (if spyre_bo_map() was called)
- * and release its handle.  The kernel keeps the memory alive for jobs that
- * listed the BO; a job that uses the BO's VA without listing it may fault
- * once it is freed.  NULL is ignored.
+ * and release its handle.  For a registered host range the pages are
+ * unpinned; the memory itself stays the caller's.  The kernel keeps the
+ * memory alive for jobs that listed the BO; a job that uses the BO's VA
+ * without listing it may fault once it is freed.  NULL is ignored.
  */
 SPYRE_API void spyre_bo_free(struct spyre_bo *bo);
 
@@ -285,12 +343,26 @@ SPYRE_API void spyre_bo_free(struct spyre_bo *bo);
  * spyre_bo_map() - map @bo into the process (MAP_SHARED, read/write).
  * @ptr: receives the address of the first byte; spyre_bo_size() bytes are
  *	accessible.  The mapping is created once and shared by later calls;
- *	it stays valid until spyre_bo_free().
+ *	it stays valid until spyre_bo_unmap() or spyre_bo_free().  For a
+ *	registered host range this is the caller's own pointer.
  * CPU writes are seen by jobs submitted afterwards; card writes are
- * visible once the job's fence has signalled.
- * Errors: -EINVAL, -ECHILD, errno of mmap(2) (e.g. -ENOMEM).
+ * visible once the job's fence has signalled.  Device-memory BOs are
+ * mapped write-combined through the card's BAR: reading them from the CPU
+ * is slow, copy them to a system BO with the card instead.
+ * Errors: -EINVAL, -ECHILD, -EOPNOTSUPP (a BO the driver cannot map),
+ * errno of mmap(2) (e.g. -ENOMEM).
  */
 SPYRE_API int spyre_bo_map(struct spyre_bo *bo, void **ptr);
+
+/**
+ * spyre_bo_unmap() - drop the CPU mapping made by spyre_bo_map(), if any.
+ * Pointers obtained from spyre_bo_map() are invalid afterwards (no other
+ * thread may use them meanwhile); a later spyre_bo_map() maps again,
+ * possibly at another address.  The BO and its contents are unaffected.
+ * Does nothing for a registered host range.
+ * Errors: -EINVAL (NULL), -ECHILD.
+ */
+SPYRE_API int spyre_bo_unmap(struct spyre_bo *bo);
 
 /** spyre_bo_va() - device VA of @bo's first byte (page aligned); 0 for NULL. */
 SPYRE_API uint64_t spyre_bo_va(const struct spyre_bo *bo);
@@ -300,6 +372,126 @@ SPYRE_API uint64_t spyre_bo_size(const struct spyre_bo *bo);
 
 /** spyre_bo_handle() - GEM handle of @bo in its device's file; 0 for NULL. */
 SPYRE_API uint32_t spyre_bo_handle(const struct spyre_bo *bo);
+
+/**
+ * spyre_bo_placement() - where @bo's memory lives: an enum
+ * spyre_bo_placement value (as reported by the kernel), or -EINVAL.
+ */
+SPYRE_API int spyre_bo_placement(const struct spyre_bo *bo);
+
+/**
+ * spyre_bo_wait() - wait until no submitted job that listed @bo (in
+ * spyre_submit()'s @bos, or a stream operation on it) is still running:
+ * jobs of any queue, and for a buffer shared through dma-buf also the
+ * jobs other contexts and cards (and other drivers) run on it.
+ * @timeout_ns: relative timeout in ns; 0 polls; SPYRE_TIMEOUT_INFINITE
+ *	waits forever.
+ * Returns 0 once idle (also when the jobs failed: their errors are
+ * reported by their fences), -ETIMEDOUT if jobs were still running at the
+ * deadline, -EINTR (signal), -EINVAL, -ECHILD, -ENOENT (the handle is
+ * gone), -ENODEV.
+ */
+SPYRE_API int spyre_bo_wait(struct spyre_bo *bo, uint64_t timeout_ns);
+
+/* ------------------------------------------------------------------ */
+/* dma-buf                                                            */
+/* ------------------------------------------------------------------ */
+
+/**
+ * spyre_bo_export_dmabuf() - export @bo as a dma-buf.
+ * @fd: receives the dma-buf file descriptor (O_RDWR | O_CLOEXEC), owned
+ *	by the caller (close(2) it); it keeps the memory alive on its own.
+ *
+ * A system-memory BO can be imported by any Spyre card, and by other
+ * drivers; a device-memory BO only by the card that owns it.
+ * Errors: -EINVAL, -ECHILD, -EOPNOTSUPP (a registered host range),
+ * -EMFILE, -ENOMEM, -ENODEV.
+ */
+SPYRE_API int spyre_bo_export_dmabuf(struct spyre_bo *bo, int *fd);
+
+/**
+ * spyre_bo_import_dmabuf() - import a dma-buf into @dev's context.
+ * @fd: dma-buf file descriptor (from spyre_bo_export_dmabuf() of this or
+ *	another card, a /dev/dma_heap heap, /dev/udmabuf, another driver).
+ *	Not consumed: the caller still owns and closes it.
+ * @out: receives a new BO mapped at a device VA of @dev's context (with a
+ *	guard page); free it with spyre_bo_free().  Its memory stays alive
+ *	as long as the BO exists, whatever happens to @fd or the exporter.
+ *
+ * Importing a buffer that @dev's file already holds (e.g. exported from
+ * @dev itself) gives a new spyre_bo sharing the kernel handle and VA;
+ * each must be freed, the handle goes with the last.  spyre_bo_map()
+ * works for Spyre BOs; foreign dma-bufs may refuse it (-EOPNOTSUPP):
+ * mmap the dma-buf fd instead.
+ * Errors: -EBADF (bad fd), -EINVAL (not a dma-buf, NULL argument),
+ * -EOPNOTSUPP (device memory of another card), -ENOMEM, -ECHILD, -ENODEV.
+ */
+SPYRE_API int spyre_bo_import_dmabuf(struct spyre_device *dev, int fd,
+				     struct spyre_bo **out);
+
+/* ------------------------------------------------------------------ */
+/* Memory and context state                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct spyre_memory_info - memory use of a card, in bytes.
+ * @devmem_total: device memory the driver manages.
+ * @devmem_used: device memory held by BOs of all contexts.
+ * @sysmem_used: system memory held by BOs of all contexts.
+ * @userptr_used: host memory pinned by registered ranges (all contexts).
+ * @file_devmem_used: device memory held by BOs this device handle created.
+ * @file_sysmem_used: system memory held by BOs this device handle created.
+ * @file_userptr_used: host memory pinned by this device handle.
+ * @max_bo_size: largest system-memory BO spyre_bo_alloc() accepts.
+ * Imported BOs are counted by the context that created them, once.
+ */
+struct spyre_memory_info {
+	uint64_t devmem_total;
+	uint64_t devmem_used;
+	uint64_t sysmem_used;
+	uint64_t userptr_used;
+	uint64_t file_devmem_used;
+	uint64_t file_sysmem_used;
+	uint64_t file_userptr_used;
+	uint64_t max_bo_size;
+	uint64_t reserved[8];
+};
+
+/**
+ * spyre_device_memory_info() - read the card's current memory use.
+ * The device-wide figures are also in sysfs (mem_devmem_total,
+ * mem_devmem_used, mem_sysmem_used, mem_userptr_used under the PCI
+ * device).  Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
+ */
+SPYRE_API int spyre_device_memory_info(struct spyre_device *dev,
+				       struct spyre_memory_info *info);
+
+/**
+ * struct spyre_context_info - state of the device handle's context.
+ * @error: 0, or the sticky error of the first job that failed on the card
+ *	(-EFAULT MMU fault, -EIO invalid command, -ETIMEDOUT hang); once
+ *	set, submissions fail with -ECANCELED until the device is reopened.
+ * @context_id: the card's address-space id of this context.
+ * @faults: MMU faults the context has taken.
+ * @fault_va: device VA of the first fault, 0 if none.
+ */
+struct spyre_context_info {
+	int32_t error;
+	uint32_t context_id;
+	uint64_t faults;
+	uint64_t fault_va;
+	uint64_t reserved[5];
+};
+
+/**
+ * spyre_device_context_info() - ask the kernel for the context's state.
+ * Unlike spyre_device_error(), which reports what libspyre observed, this
+ * also sees failures of jobs nobody waited for; a kernel error found here
+ * becomes spyre_device_error() too.
+ * Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
+ */
+SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
+					struct spyre_context_info *info);
 
 /* ------------------------------------------------------------------ */
 /* Command buffers (pure host-side encoding, no device needed)        */

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host test of libspyre.so's ABI: SONAME file name, symbol versions (each
+ * function in the version node of the release that added it), nothing
+ * internal exported, and the headers' constants equal to the uapi.
+ */
+#include <dlfcn.h>
+
+#include "kselftest_harness.h"
+
+#include <spyre/spyre.h>
+#include "drm/spyre_accel.h"
+
+#ifndef LIBSPYRE_SO
+#error "build with -DLIBSPYRE_SO=\"<path>/libspyre.so.0\""
+#endif
+
+static const char *const v0_syms[] = {
+	"spyre_version", "spyre_strerror", "spyre_device_list",
+	"spyre_device_count", "spyre_device_open", "spyre_device_open_pci",
+	"spyre_device_open_path", "spyre_device_close",
+	"spyre_device_get_info", "spyre_device_fd", "spyre_device_error",
+	"spyre_bo_alloc", "spyre_bo_free", "spyre_bo_map", "spyre_bo_va",
+	"spyre_bo_size", "spyre_bo_handle", "spyre_cmdbuf_create",
+	"spyre_cmdbuf_destroy", "spyre_cmdbuf_reset", "spyre_cmdbuf_size",
+	"spyre_cmdbuf_count", "spyre_cmdbuf_data", "spyre_cmdbuf_nop",
+	"spyre_cmdbuf_fill", "spyre_cmdbuf_copy", "spyre_cmdbuf_copy_2d",
+	"spyre_cmdbuf_timestamp", "spyre_cmdbuf_sem_wait",
+	"spyre_cmdbuf_sem_signal", "spyre_cmdbuf_raw", "spyre_cmdbuf_upload",
+	"spyre_queue_create", "spyre_queue_destroy", "spyre_queue_id",
+	"spyre_queue_syncobj", "spyre_submit", "spyre_submit_va",
+	"spyre_fence_wait", "spyre_fence_query",
+	"spyre_fence_export_sync_file", "spyre_stream_create",
+	"spyre_stream_destroy", "spyre_stream_queue", "spyre_stream_fill",
+	"spyre_stream_copy", "spyre_stream_copy_2d",
+	"spyre_stream_last_fence", "spyre_stream_sync",
+};
+
+static const char *const v02_syms[] = {
+	"spyre_bo_register_host", "spyre_bo_unmap", "spyre_bo_placement",
+	"spyre_bo_wait", "spyre_bo_export_dmabuf", "spyre_bo_import_dmabuf",
+	"spyre_device_memory_info", "spyre_device_context_info",
+};
+
+FIXTURE(so) {
+	void *h;
+};
+
+FIXTURE_SETUP(so)
+{
+	self->h = dlopen(LIBSPYRE_SO, RTLD_NOW | RTLD_LOCAL);
+	ASSERT_NE(NULL, self->h) TH_LOG("%s", dlerror());
+}
+
+FIXTURE_TEARDOWN(so)
+{
+	if (self->h)
+		dlclose(self->h);
+}
+
+TEST_F(so, symbol_versions)
+{
+	const size_t n0 = sizeof(v0_syms) / sizeof(v0_syms[0]);
+	const size_t n2 = sizeof(v02_syms) / sizeof(v02_syms[0]);
+
+	EXPECT_EQ(49, n0);	/* 0.1.0 shipped 49 functions: never fewer */
+	for (size_t i = 0; i < n0; i++) {
+		EXPECT_NE(NULL, dlvsym(self->h, v0_syms[i], "LIBSPYRE_0"))
+			TH_LOG("%s@LIBSPYRE_0", v0_syms[i]);
+		EXPECT_EQ(NULL, dlvsym(self->h, v0_syms[i], "LIBSPYRE_0.2"))
+			TH_LOG("%s moved to LIBSPYRE_0.2", v0_syms[i]);
+	}
+	for (size_t i = 0; i < n2; i++) {
+		EXPECT_NE(NULL, dlvsym(self->h, v02_syms[i], "LIBSPYRE_0.2"))
+			TH_LOG("%s@LIBSPYRE_0.2", v02_syms[i]);
+		EXPECT_EQ(NULL, dlvsym(self->h, v02_syms[i], "LIBSPYRE_0"))
+			TH_LOG("%s in the released LIBSPYRE_0", v02_syms[i]);
+	}
+}
+
+TEST_F(so, internals_hidden)
+{
+	static const char *const hidden[] = {
+		"spyre__scan", "spyre__parse_visible", "spyre__parse_pci_addr",
+		"spyre__device_get", "spyre__device_put", "spyre__set_error",
+		"spyre__deadline", "spyre__wait_point",
+	};
+
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		EXPECT_EQ(NULL, dlsym(self->h, hidden[i]))
+			TH_LOG("%s exported", hidden[i]);
+	}
+}
+
+TEST_F(so, version_string)
+{
+	const char *(*ver)(void) = (const char *(*)(void))dlsym(self->h,
+							"spyre_version");
+
+	ASSERT_NE(NULL, ver);
+	EXPECT_STREQ("0.2.0", ver());
+	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
+	EXPECT_EQ(2, SPYRE_VERSION_MINOR);
+}
+
+TEST(constants_match_uapi)
+{
+	EXPECT_EQ(DRM_SPYRE_BO_DEVICE, SPYRE_BO_DEVICE);
+	EXPECT_EQ(DRM_SPYRE_USERPTR_READONLY, SPYRE_HOST_READONLY);
+	EXPECT_EQ(DRM_SPYRE_PLACEMENT_SYSTEM, SPYRE_PLACEMENT_SYSTEM);
+	EXPECT_EQ(DRM_SPYRE_PLACEMENT_DEVICE, SPYRE_PLACEMENT_DEVICE);
+	EXPECT_EQ(DRM_SPYRE_PLACEMENT_USERPTR, SPYRE_PLACEMENT_HOST);
+	EXPECT_EQ(DRM_SPYRE_PLACEMENT_IMPORTED, SPYRE_PLACEMENT_IMPORTED);
+	EXPECT_EQ(DRM_SPYRE_CAP_FP16, SPYRE_DEV_CAP_FP16);
+	EXPECT_EQ(DRM_SPYRE_CAP_SEM, SPYRE_DEV_CAP_SEM);
+	/* public structs keep room to grow */
+	EXPECT_LE(sizeof(struct drm_spyre_memory_info),
+		  sizeof(struct spyre_memory_info));
+	EXPECT_EQ(sizeof(struct drm_spyre_context_info),
+		  sizeof(struct spyre_context_info));
+}
+
+TEST_HARNESS_MAIN
