@@ -12,8 +12,11 @@
 . "$(dirname "$0")/lib.sh"
 kernel_env
 B=$SPYRE_CACHE/build
-LOGDIR=$B/test-logs
-rm -rf "$LOGDIR" && mkdir -p "$LOGDIR"
+# one log folder per run, so concurrent runs never share files
+mkdir -p "$B/test-logs"
+LOGDIR=$(mktemp -d "$B/test-logs/$(date +%Y%m%d-%H%M%S).XXXX")
+ln -sfn "$LOGDIR" "$B/test-logs/latest"
+ls -1dt "$B"/test-logs/2* 2>/dev/null | tail -n +11 | xargs -r rm -rf
 PASS=0 FAIL=0 SKIP=0
 
 # count LOG RC: add the KTAP "# Totals:" lines of LOG (or, for plain TAP,
@@ -58,7 +61,7 @@ run() {
 # 1. host tests
 make -s -C "$SPYRE_ROOT/tests" O="$B/host-tests" KSRC="$KSRC" \
 	LIBSPYRE_O="$B/user/libspyre" >&2
-for t in "$B"/host-tests/test_*; do
+for t in "$B"/host-tests/test_*; do	# guest_* run in the guest below
 	[ -x "$t" ] || continue
 	run "host-$(basename "$t")" "$t"
 done
@@ -69,6 +72,9 @@ run qtest "$SPYRE_ROOT/scripts/build-qemu.sh" --qtest
 # 3. guest kselftests
 run guest-selftests "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 	--timeout 600 -- spyre-selftests
+# libspyre's runtime tests on a real card (built with the host tests)
+run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
+	--timeout 600 --copy "$B/host-tests/guest_runtime" -- ./guest_runtime
 # 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem
