@@ -23,6 +23,9 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
+soak: build
+	scripts/vm.sh run --no-build --cards 2 --timeout 900 -- spyre-selftests soak
+
 check: setup
 	scripts/check.sh
 

@@ -318,9 +318,12 @@ static void spyre_fill_context_info(struct spyre_ctx *ctx,
 				    struct drm_spyre_context_info *info)
 {
 	memset(info, 0, sizeof(*info));
+	/* Written in the reverse order: fault VA, count, then the error. */
 	info->error = atomic_read(&ctx->error);
+	smp_rmb(); /* the fault record is complete once the error is set */
 	info->context_id = ctx->id;
 	info->faults = atomic64_read(&ctx->faults);
+	smp_rmb(); /* the VA is stored before the count */
 	info->fault_va = atomic64_read(&ctx->fault_va);
 }
 
@@ -461,6 +464,9 @@ static void spyre_drm_fini(struct drm_device *drm, void *arg)
 {
 	struct spyre_device *sdev = to_spyre_device(drm);
 
+	if (sdev->submit_wq)
+		destroy_workqueue(sdev->submit_wq);
+
 	ida_destroy(&sdev->ctx_ida);
 	ida_destroy(&sdev->hwq_ida);
 	xa_destroy(&sdev->ctxs);
@@ -488,6 +494,19 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = drmm_add_action_or_reset(drm, spyre_drm_fini, NULL);
 	if (ret)
 		return ret;
+	/*
+	 * The queues' schedulers share one per-CPU, high-priority workqueue
+	 * rather than each allocating an ordered, unbound one: run_job then
+	 * runs on the CPU that submitted, right after the SUBMIT ioctl,
+	 * instead of waiting for a worker woken on another CPU.  (A work item
+	 * never runs on two CPUs at once, so each scheduler's run_job and
+	 * free_job still run one at a time.)  WQ_MEM_RECLAIM: fences signal
+	 * through it.
+	 */
+	sdev->submit_wq = alloc_workqueue("spyre-submit",
+					  WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!sdev->submit_wq)
+		return -ENOMEM;
 	spin_lock_init(&sdev->hwq_lock);
 	ret = drmm_mutex_init(drm, &sdev->mmu_lock);
 	if (ret)

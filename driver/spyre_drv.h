@@ -135,6 +135,7 @@ struct spyre_irq_vec {
  *	after remove() the DMA API may no longer be used on the device (its
  *	IOMMU state is gone).
  * @dma_gone: remove() freed the coherent memory; protected by @dma_sem.
+ * @submit_wq: workqueue of every queue's scheduler (run_job, free_job).
  * @queues_lock: protects @queues.
  * @queues: queues holding coherent memory (struct spyre_queue.dev_link).
  */
@@ -175,6 +176,7 @@ struct spyre_device {
 
 	struct rw_semaphore dma_sem;
 	bool dma_gone;
+	struct workqueue_struct *submit_wq;
 	struct mutex queues_lock;	/* protects queues */
 	struct list_head queues;
 };
@@ -238,6 +240,8 @@ struct spyre_ctx {
  * @blocks: drm_buddy blocks of a device-memory BO.
  * @pages: pinned pages of a userptr BO.
  * @npages: entries in @pages.
+ * @pinned_mm: mm whose pinned_vm a userptr BO is charged to (RLIMIT_MEMLOCK;
+ *	an mm_count reference is held), NULL if not charged.
  */
 struct spyre_bo {
 	union {
@@ -253,6 +257,7 @@ struct spyre_bo {
 	struct list_head blocks;
 	struct page **pages;
 	unsigned long npages;
+	struct mm_struct *pinned_mm;
 };
 
 /**
@@ -293,11 +298,14 @@ struct spyre_file {
  * @base: the fence (must stay first: freed with dma_fence_free()).
  * @lock: fence lock; per fence so the fence may outlive its queue.
  * @link: entry in the queue's pending list.
+ * @first_seqno: seqno of the job's first descriptor (base.seqno is the
+ *	last one's).
  */
 struct spyre_fence {
 	struct dma_fence base;
 	spinlock_t lock;		/* fence lock */
 	struct list_head link;
+	u64 first_seqno;
 };
 
 /**
@@ -321,6 +329,9 @@ struct spyre_fence {
  * @ring_dma: bus address of @ring.
  * @entries: ring entries.
  * @tail: next ring slot to write (run_job only).
+ * @db_tail: @tail as last written to the doorbell: slots from @db_tail to
+ *	@tail are written but not handed to the card yet.
+ * @deferred: descriptors written since the last doorbell.
  * @compl: completion record (coherent DMA).
  * @compl_dma: bus address of @compl.
  * @fence_lock: protects @pending.
@@ -354,6 +365,8 @@ struct spyre_queue {
 	dma_addr_t ring_dma;
 	u32 entries;
 	u32 tail;
+	u32 db_tail;
+	u32 deferred;
 	struct spyre_hw_completion *compl;
 	dma_addr_t compl_dma;
 
@@ -368,18 +381,31 @@ struct spyre_queue {
 };
 
 /**
- * struct spyre_job - one job.
+ * struct spyre_job_desc - one ring descriptor of a job.
+ * @cmd_va: command stream VA.
+ * @cmd_size: command stream bytes.
+ */
+struct spyre_job_desc {
+	u64 cmd_va;
+	u32 cmd_size;
+};
+
+/**
+ * struct spyre_job - one scheduler job: one or more jobs of a SUBMIT on
+ * one queue (see spyre_ioctl_submit()), one ring descriptor each.
  * @base: scheduler job (must stay first).
  * @queue: queue (reference held).
- * @hw_fence: hardware fence, allocated at submit, initialised in run_job.
+ * @hw_fence: hardware fence, allocated at submit, initialised in run_job;
+ *	it signals when the last descriptor ends.
  * @fence_init: @hw_fence was initialised (else it is plain memory).
  * @ran: run_job was called (counted in queue->jobs_ran).
  * @bos: BOs the job keeps alive.
  * @vmas: their mappings in the job's context (entries may be NULL).
  * @bo_count: entries in @bos and @vmas.
- * @seqno: sequence number on the queue.
- * @cmd_va: command stream VA.
- * @cmd_size: command stream bytes.
+ * @seqno: sequence number of the last descriptor on the queue.
+ * @progress: last descriptor seen ended by the timeout handler.
+ * @ndesc: entries in @descs, the credits the job takes.
+ * @descs: the descriptors, in order.
  */
 struct spyre_job {
 	struct drm_sched_job base;
@@ -391,8 +417,9 @@ struct spyre_job {
 	struct spyre_vma **vmas;
 	u32 bo_count;
 	u64 seqno;
-	u64 cmd_va;
-	u32 cmd_size;
+	u64 progress;
+	u32 ndesc;
+	struct spyre_job_desc descs[] __counted_by(ndesc);
 };
 
 static inline struct spyre_device *to_spyre_device(struct drm_device *drm)

@@ -427,19 +427,26 @@ int spyre_ioctl_bo_wait(struct drm_device *drm, void *data,
 	if (!obj)
 		return -ENOENT;
 
-	/* 0 for 0 (poll) or a deadline already passed. */
-	timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
-	if (!timeout) {
-		ret = dma_resv_test_signaled(obj->resv,
-					     DMA_RESV_USAGE_BOOKKEEP) ?
-		      0 : -ETIME;
-	} else {
+	/*
+	 * The wait runs in jiffies, which can expire before CLOCK_MONOTONIC
+	 * reaches the deadline (rounding, ticks caught up late on a busy
+	 * machine): when it ends early, wait out the rest.  Once the deadline
+	 * has passed (or for 0) the timeout is 0 and the fences are polled.
+	 */
+	for (;;) {
+		timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
+		if (!timeout) {
+			ret = dma_resv_test_signaled(obj->resv,
+						     DMA_RESV_USAGE_BOOKKEEP) ?
+			      0 : -ETIME;
+			break;
+		}
 		ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_BOOKKEEP,
 					    true, timeout);
-		if (!ret)
-			ret = -ETIME;
-		else if (ret > 0)
-			ret = 0;
+		if (ret) {
+			ret = ret > 0 ? 0 : ret;
+			break;
+		}
 	}
 
 	drm_gem_object_put(obj);

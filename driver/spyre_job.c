@@ -4,10 +4,24 @@
  *
  * Each user queue owns one hardware queue (ring + completion record in
  * kernel-owned coherent memory) and one drm_gpu_scheduler with a single
- * entity.  run_job() writes a struct spyre_hw_job into the ring and rings
- * the doorbell; the queue's MSI-X vector fires when the card has written
- * the completion record, and the IRQ handler signals every hardware fence
- * up to the recorded seqno.
+ * entity.  run_job() writes struct spyre_hw_job descriptors into the ring
+ * and rings the doorbell; the queue's MSI-X vector fires when the card has
+ * written the completion record, and the IRQ handler signals every
+ * hardware fence up to the recorded seqno.
+ *
+ * The dispatch path is built to cost little per job:
+ *  - consecutive jobs of one SUBMIT on one queue become one scheduler job
+ *    with one descriptor per job (spyre_group_len()): one pass through the
+ *    scheduler, one fence, one interrupt.  Only the first of them may wait
+ *    for syncobjs and only the last may signal some, so every fence a user
+ *    sees signals when its own job ends; the jobs' BOs share the group's
+ *    fence (BO_WAIT may thus also wait for later jobs of the same SUBMIT);
+ *  - the ring's slots are the scheduler's credits, a job takes one per
+ *    descriptor;
+ *  - run_job() leaves the doorbell to the next job when the scheduler will
+ *    run that one straight away (up to SPYRE_DOORBELL_BATCH descriptors);
+ *  - the schedulers run on a per-CPU, high-priority workqueue, so run_job()
+ *    follows a SUBMIT on the submitting CPU without a cross-CPU wake-up.
  *
  * Errors are sticky per context: a failed or hung job marks its context,
  * the context's queued jobs are cancelled (-ECANCELED) and later submits
@@ -47,6 +61,16 @@
 #define SPYRE_IDLE_TIMEOUT_MS		10000
 #define SPYRE_JOB_STRIDE_MIN		8
 #define SPYRE_JOB_STRIDE_MAX		PAGE_SIZE
+/* Jobs of one SUBMIT that share a scheduler job (and ring credits). */
+#define SPYRE_GROUP_MAX			64
+/* Descriptors written before the doorbell is rung, at most. */
+#define SPYRE_DOORBELL_BATCH		32
+/* BO handles copied from userspace at once. */
+#define SPYRE_HANDLE_CHUNK		64
+/* Jobs of a SUBMIT copied to the stack rather than to an allocation. */
+#define SPYRE_SUBMIT_STACK_JOBS		4
+/* Out-syncs of a job looked up into the stack (libspyre uses two). */
+#define SPYRE_OUT_SYNCS_STACK		4
 
 static inline struct spyre_job *to_spyre_job(struct drm_sched_job *job)
 {
@@ -100,27 +124,53 @@ static int spyre_status_to_errno(u32 status)
 }
 
 /*
- * Signal the fences with seqno <= @done; the one equal to @done ends with
- * @err.  With an error, later fences are cancelled: the card halted the
- * queue, they will not run.  Returns true if the fence of @done was still
- * pending.
+ * Signal the fences of the jobs whose descriptors all ended by seqno
+ * @done; the job of @done ends with @err (or -ECANCELED when @done is not
+ * its last descriptor: the rest never ran).  With an error, later fences
+ * are cancelled: the card halted the queue, they will not run.
+ *
+ * @fault_va is not NULL when the descriptor of @done took an MMU fault:
+ * the fault is recorded in the context, and the context's error set,
+ * before any fence signals, so that a waiter woken by -EFAULT finds them
+ * in QUERY_CONTEXT.  Returns true if the fence of the job of @done was
+ * still pending (a record is processed once: the IRQ handlers, the
+ * timeout handler and a reset may all look at the same one).
  */
-static bool spyre_queue_signal(struct spyre_queue *q, u64 done, int err)
+static bool spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
+			       const u64 *fault_va)
 {
 	struct spyre_fence *f, *tmp;
 	unsigned long flags;
 	bool found = false;
 
-	/* Before the cancellation: run_job checks it under fence_lock. */
-	if (err)
-		spyre_ctx_set_error(q->ctx, err);
-
 	spin_lock_irqsave(&q->fence_lock, flags);
+	if (err) {
+		if (fault_va) {
+			list_for_each_entry(f, &q->pending, link) {
+				if (f->base.seqno < done)
+					continue;
+				if (f->first_seqno <= done)
+					spyre_ctx_note_fault(q->ctx, *fault_va);
+				break;
+			}
+		}
+		/*
+		 * Before the cancellation, under the lock run_job checks it
+		 * with: a job either sees the error or is cancelled below.
+		 */
+		spyre_ctx_set_error(q->ctx, err);
+	}
+
 	list_for_each_entry_safe(f, tmp, &q->pending, link) {
 		if (f->base.seqno < done) {
 			spyre_fence_complete(f, 0);
-		} else if (f->base.seqno == done) {
-			spyre_fence_complete(f, err);
+		} else if (f->first_seqno <= done) {
+			/* The job of @done; not over yet if it is not its last. */
+			if (!err && f->base.seqno > done)
+				break;
+			/* Its later descriptors were not run: as a lone job. */
+			spyre_fence_complete(f, f->base.seqno == done ? err :
+						-ECANCELED);
 			found = true;
 		} else if (err) {
 			spyre_fence_complete(f, -ECANCELED);
@@ -164,7 +214,7 @@ void spyre_queue_irq(struct spyre_queue *q)
 {
 	struct spyre_device *sdev = q->sdev;
 	u32 status;
-	u64 done;
+	u64 done, va;
 	int err;
 
 	done = READ_ONCE(q->compl->seqno);
@@ -172,14 +222,14 @@ void spyre_queue_irq(struct spyre_queue *q)
 	status = READ_ONCE(q->compl->status);
 
 	if (status == SPYRE_STATUS_OK) {
-		spyre_queue_signal(q, done, 0);
+		spyre_queue_signal(q, done, 0, NULL);
 		return;
 	}
 
 	if (status != SPYRE_STATUS_ABORTED &&
 	    spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS)) != SPYRE_QS_ERROR) {
 		if (done)
-			spyre_queue_signal(q, done - 1, 0);
+			spyre_queue_signal(q, done - 1, 0, NULL);
 		return;
 	}
 
@@ -189,11 +239,10 @@ void spyre_queue_irq(struct spyre_queue *q)
 	rmb(); /* the seqno is written last */
 	status = READ_ONCE(q->compl->status);
 	err = spyre_status_to_errno(status);
-	if (spyre_queue_signal(q, done, err) && err && err != -ECANCELED) {
-		u64 va = READ_ONCE(q->compl->error_va);
-
-		if (status == SPYRE_STATUS_MMU_FAULT)
-			spyre_ctx_note_fault(q->ctx, va);
+	va = READ_ONCE(q->compl->error_va);
+	if (spyre_queue_signal(q, done, err,
+			       status == SPYRE_STATUS_MMU_FAULT ? &va : NULL) &&
+	    err && err != -ECANCELED) {
 		dev_warn_ratelimited(sdev->drm.dev,
 				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
 				     q->hwq, q->ctx->id, done, status,
@@ -259,6 +308,8 @@ static int spyre_hwq_program(struct spyre_queue *q)
 		      SPYRE_Q_CONTROL_VECTOR(q->vector));
 	q->tail = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD)) &
 		  (q->entries - 1);
+	q->db_tail = q->tail;
+	q->deferred = 0;
 	return 0;
 }
 
@@ -310,7 +361,7 @@ void spyre_queues_restore_hw(struct spyre_device *sdev)
 		status = READ_ONCE(q->compl->status);
 		if (status != SPYRE_STATUS_OK && done)
 			done--;
-		spyre_queue_signal(q, done, 0);
+		spyre_queue_signal(q, done, 0, NULL);
 
 		spin_lock_irqsave(&q->fence_lock, flags);
 		lost = !list_empty(&q->pending);
@@ -328,14 +379,65 @@ void spyre_queues_restore_hw(struct spyre_device *sdev)
 
 /* ---- Scheduler backend ------------------------------------------------ */
 
+/*
+ * Hand the descriptors written since the last doorbell to the card.
+ * Returns true if the doorbell was written.  Caller: inside
+ * drm_dev_enter(), with reset_sem held for reading, from run_job or with
+ * the scheduler stopped.
+ */
+static bool spyre_ring_doorbell(struct spyre_queue *q)
+{
+	if (q->db_tail == q->tail)
+		return false;
+	dma_wmb(); /* descriptors before doorbell */
+	spyre_write32(q->sdev, spyre_qreg(q, SPYRE_Q_DOORBELL), q->tail);
+	q->db_tail = q->tail;
+	q->deferred = 0;
+	return true;
+}
+
+/*
+ * Will the scheduler run the job queued after the one in run_job right
+ * away?  Then that job's run_job() rings the doorbell for both.  Called
+ * from run_job(), the only consumer of the entity's job queue (and the
+ * entity cannot be killed while run_job() runs), so the next job stays.
+ * Conservative: a dependency not signalled yet (even one the scheduler
+ * would only need scheduled), too few credits (credit_count already holds
+ * the job being run) or a paused scheduler all mean no.
+ */
+static bool spyre_next_job_ready(struct spyre_queue *q)
+{
+	struct drm_gpu_scheduler *sched = &q->sched;
+	struct drm_sched_job *next;
+	struct spsc_node *node;
+	struct dma_fence *f;
+	unsigned long i;
+
+	if (READ_ONCE(sched->pause_submit))
+		return false;
+	node = spsc_queue_peek(&q->entity.job_queue);
+	if (!node)
+		return false;
+	next = container_of(node, struct drm_sched_job, queue_node);
+	if (atomic_read(&sched->credit_count) + next->credits >
+	    sched->credit_limit)
+		return false;
+	xa_for_each(&next->dependencies, i, f)
+		if (!dma_fence_is_signaled(f))
+			return false;
+	return true;
+}
+
 static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 {
 	struct spyre_job *job = to_spyre_job(sched_job);
 	struct spyre_queue *q = job->queue;
 	struct spyre_device *sdev = q->sdev;
 	struct spyre_fence *f = job->hw_fence;
-	struct spyre_hw_job *desc;
+	u64 first = job->seqno - job->ndesc + 1;
+	struct dma_fence *fence;
 	unsigned long flags;
+	u32 i;
 	int idx;
 
 	if (!job->ran) {
@@ -343,7 +445,13 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 		atomic_inc(&q->jobs_ran);
 	}
 
-	if (READ_ONCE(q->dead) || atomic_read(&q->ctx->error))
+	/*
+	 * A dead queue was taken off the card with the descriptors it held.
+	 * A context in error runs no more jobs, but the descriptors of
+	 * earlier jobs still waiting for their doorbell get it below.
+	 */
+	if (READ_ONCE(q->dead) ||
+	    (atomic_read(&q->ctx->error) && q->db_tail == q->tail))
 		return ERR_PTR(-ECANCELED);
 
 	/* A PCI reset in progress reprograms the ring: wait for it. */
@@ -353,14 +461,27 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 		return ERR_PTR(-ENODEV);
 	}
 
-	/* Written in the free slot; only the doorbell hands it to the card. */
-	desc = &q->ring[q->tail];
-	desc->seqno = job->seqno;
-	desc->cmd_va = job->cmd_va;
-	desc->cmd_size = job->cmd_size;
-	desc->ctx = q->ctx->id;
-	desc->flags = SPYRE_JOB_F_IRQ;
-	memset(desc->reserved, 0, sizeof(desc->reserved));
+	if (atomic_read(&q->ctx->error)) {
+		fence = ERR_PTR(-ECANCELED);
+		goto flush;
+	}
+
+	/*
+	 * Written in free slots (the scheduler's credits are ring slots);
+	 * only the doorbell hands them to the card.  Only the last one,
+	 * whose end signals the job's fence, raises an interrupt.
+	 */
+	for (i = 0; i < job->ndesc; i++) {
+		struct spyre_hw_job *desc;
+
+		desc = &q->ring[(q->tail + i) & (q->entries - 1)];
+		desc->seqno = first + i;
+		desc->cmd_va = job->descs[i].cmd_va;
+		desc->cmd_size = job->descs[i].cmd_size;
+		desc->ctx = q->ctx->id;
+		desc->flags = i == job->ndesc - 1 ? SPYRE_JOB_F_IRQ : 0;
+		memset(desc->reserved, 0, sizeof(desc->reserved));
+	}
 
 	/*
 	 * A completion error cancels the pending fences after setting the
@@ -370,27 +491,39 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	spin_lock_irqsave(&q->fence_lock, flags);
 	if (atomic_read(&q->ctx->error)) {
 		spin_unlock_irqrestore(&q->fence_lock, flags);
-		drm_dev_exit(idx);
-		up_read(&sdev->reset_sem);
-		return ERR_PTR(-ECANCELED);
+		fence = ERR_PTR(-ECANCELED);
+		goto flush;
 	}
 	spin_lock_init(&f->lock);
 	INIT_LIST_HEAD(&f->link);
+	f->first_seqno = first;
 	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
 		       job->seqno);
 	job->fence_init = true;
+	job->progress = first - 1;
 	dma_fence_get(&f->base);	/* for the pending list */
 	list_add_tail(&f->link, &q->pending);
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 
-	q->tail = (q->tail + 1) & (q->entries - 1);
-	dma_wmb(); /* descriptor before doorbell */
-	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_DOORBELL), q->tail);
+	q->tail = (q->tail + job->ndesc) & (q->entries - 1);
+	fence = dma_fence_get(&f->base);	/* for the scheduler */
 
+	/*
+	 * One doorbell for a run of jobs the scheduler hands over back to
+	 * back (jobs queued while the card was busy, or by several SUBMITs in
+	 * a row): each MMIO write stalls the CPU and wakes the card.  The run
+	 * is capped so that the card starts on long ones early.
+	 */
+	q->deferred += job->ndesc;
+	if (q->deferred < SPYRE_DOORBELL_BATCH && spyre_next_job_ready(q))
+		goto out;
+flush:
+	/* Descriptors of earlier jobs may still wait for their doorbell. */
+	spyre_ring_doorbell(q);
+out:
 	drm_dev_exit(idx);
 	up_read(&sdev->reset_sem);
-
-	return dma_fence_get(&f->base);	/* for the scheduler */
+	return fence;
 }
 
 /* Put a job back on the pending list the timeout handler took it from. */
@@ -409,7 +542,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 	struct spyre_job *job = to_spyre_job(sched_job);
 	struct spyre_queue *q = job->queue;
 	struct spyre_device *sdev = q->sdev;
-	bool hw = false;
+	bool hw = false, kicked = false;
 	int idx;
 
 	mutex_lock(&q->reset_lock);
@@ -422,9 +555,25 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 		/* A late or lost interrupt is not a hang. */
 		if (q->hw_active)
 			spyre_queue_irq(q);
+		/* Nor a job whose doorbell run_job left to its successor. */
+		if (q->hw_active && !q->dead && spyre_ring_doorbell(q))
+			kicked = true;
+		/*
+		 * Nor a job of several descriptors that has ended some since
+		 * the last look: each gets its own run time.
+		 */
+		if (job->fence_init) {
+			u64 done = READ_ONCE(q->compl->seqno);
+
+			if (done > job->progress && done < job->seqno) {
+				job->progress = done;
+				kicked = true;
+			}
+		}
 	}
 
-	if (!job->fence_init || dma_fence_is_signaled(&job->hw_fence->base)) {
+	if (!job->fence_init || kicked ||
+	    dma_fence_is_signaled(&job->hw_fence->base)) {
 		if (hw)
 			drm_dev_exit(idx);
 		up_read(&sdev->reset_sem);
@@ -708,7 +857,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	}
 	q->fence_ctx = dma_fence_context_alloc(1);
 
-	ret = drm_sched_init(&q->sched, &spyre_sched_ops, NULL, 1,
+	ret = drm_sched_init(&q->sched, &spyre_sched_ops, sdev->submit_wq, 1,
 			     q->entries - 1, 0,
 			     spyre_job_timeout_ms ?
 			     msecs_to_jiffies(spyre_job_timeout_ms) :
@@ -877,7 +1026,9 @@ static int spyre_job_add_in_syncs(struct spyre_job *job,
 	return 0;
 }
 
-static void spyre_out_syncs_free(struct spyre_out_sync *outs, u32 count)
+/* Release @outs (@count entries); @stack is the caller's small array. */
+static void spyre_out_syncs_free(struct spyre_out_sync *outs, u32 count,
+				 struct spyre_out_sync *stack)
 {
 	u32 i;
 
@@ -888,15 +1039,22 @@ static void spyre_out_syncs_free(struct spyre_out_sync *outs, u32 count)
 			drm_syncobj_put(outs[i].syncobj);
 		dma_fence_chain_free(outs[i].chain);
 	}
-	kvfree(outs);
+	if (outs != stack)
+		kvfree(outs);
 }
 
+/*
+ * Look up the syncobjs @uj signals into *@outs_out: @stack (zeroed, of
+ * SPYRE_OUT_SYNCS_STACK entries) when they fit, else an allocation.
+ * *@outs_out is set even on failure, for spyre_out_syncs_free().
+ */
 static int spyre_out_syncs_get(struct drm_file *file,
 			       const struct drm_spyre_job *uj,
+			       struct spyre_out_sync *stack,
 			       struct spyre_out_sync **outs_out)
 {
 	struct drm_spyre_sync __user *usync = u64_to_user_ptr(uj->out_syncs);
-	struct spyre_out_sync *outs;
+	struct spyre_out_sync *outs = stack;
 	struct drm_spyre_sync s;
 	u32 i;
 
@@ -904,9 +1062,12 @@ static int spyre_out_syncs_get(struct drm_file *file,
 	if (!uj->out_sync_count)
 		return 0;
 
-	outs = kvcalloc(uj->out_sync_count, sizeof(*outs), GFP_KERNEL);
-	if (!outs)
-		return -ENOMEM;
+	if (uj->out_sync_count > SPYRE_OUT_SYNCS_STACK) {
+		outs = kvcalloc(uj->out_sync_count, sizeof(*outs),
+				GFP_KERNEL);
+		if (!outs)
+			return -ENOMEM;
+	}
 	*outs_out = outs;
 
 	for (i = 0; i < uj->out_sync_count; i++) {
@@ -963,46 +1124,96 @@ static int spyre_job_validate(const struct drm_spyre_job *uj)
 }
 
 /*
- * Validate and queue one job.  *@queued tells whether the job was pushed
- * (an error can still follow when the seqno cannot be written back).
+ * How many jobs from @uj[0] (of @count) go into one scheduler job: jobs of
+ * the same queue, where only the first may wait for syncobjs and only the
+ * last may signal them, so that every fence a user can see still signals
+ * when its own job ends and no job waits for anything a later one needs.
  */
-static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
-			    u64 uptr, u32 stride, bool *queued)
+static u32 spyre_group_len(const struct drm_spyre_job *uj, u32 count)
 {
-	struct drm_spyre_job __user *ujob = u64_to_user_ptr(uptr);
+	u32 n, bos = uj[0].bo_count;
+
+	for (n = 1; n < count && n < SPYRE_GROUP_MAX; n++) {
+		if (uj[n - 1].out_sync_count ||
+		    uj[n].queue_id != uj[0].queue_id || uj[n].in_sync_count ||
+		    bos + uj[n].bo_count > DRM_SPYRE_MAX_BOS_PER_JOB)
+			break;
+		bos += uj[n].bo_count;
+	}
+	return n;
+}
+
+/* Drop the BOs of @job from index @keep on. */
+static void spyre_job_trim_bos(struct spyre_job *job, u32 keep)
+{
+	while (job->bo_count > keep) {
+		job->bo_count--;
+		spyre_vma_put(job->vmas[job->bo_count]);
+		drm_gem_object_put(job->bos[job->bo_count]);
+	}
+}
+
+/* Append the BOs @uj lists to @job, with their mappings in its context. */
+static int spyre_job_add_bos(struct spyre_job *job, struct drm_file *file,
+			     const struct drm_spyre_job *uj)
+{
+	u32 __user *uh = u64_to_user_ptr(uj->bo_handles);
+	u32 buf[SPYRE_HANDLE_CHUNK];
+	u32 i, n;
+
+	for (i = 0; i < uj->bo_count; i += n) {
+		n = min_t(u32, uj->bo_count - i, SPYRE_HANDLE_CHUNK);
+		if (copy_from_user(buf, uh + i, n * sizeof(*buf)))
+			return -EFAULT;
+		for (u32 k = 0; k < n; k++) {
+			struct drm_gem_object *obj;
+
+			obj = drm_gem_object_lookup(file, buf[k]);
+			if (!obj)
+				return -ENOENT;
+			job->vmas[job->bo_count] =
+				spyre_vma_lookup(to_spyre_bo(obj),
+						 job->queue->ctx);
+			job->bos[job->bo_count++] = obj;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Queue the @n jobs at @uj (copied from @uptr, @stride apart) as one
+ * scheduler job: one ring descriptor per job, one hardware fence (the
+ * last descriptor's), the BOs of all of them.  A job that fails stops the
+ * group there: the jobs before it are queued anyway and *@queued counts
+ * them (an error can still follow when a seqno cannot be written back).
+ */
+static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
+			      const struct drm_spyre_job *uj, u32 n, u64 uptr,
+			      u32 stride, u32 *queued)
+{
+	struct spyre_out_sync stack_outs[SPYRE_OUT_SYNCS_STACK] = {};
 	struct spyre_out_sync *outs = NULL;
-	struct drm_spyre_job uj;
 	struct dma_fence *fence;
 	struct spyre_queue *q;
 	struct spyre_job *job;
 	struct drm_exec exec;
 	bool inited = false, locked = false;
-	u64 seqno;
-	u32 i;
-	int ret;
+	u32 i, done, nbos = 0, nouts = 0;
+	u64 first;
+	int ret = 0, err;
 
-	*queued = false;
-
-	ret = copy_struct_from_user(&uj, sizeof(uj), ujob, stride);
-	if (ret)
-		return ret == -E2BIG ? -EINVAL : ret;
-
-	ret = spyre_job_validate(&uj);
-	if (ret)
-		return ret;
-
-	q = spyre_queue_lookup(sfile, uj.queue_id);
+	*queued = 0;
+	q = spyre_queue_lookup(sfile, uj[0].queue_id);
 	if (!q)
 		return -ENOENT;
 
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	job = kzalloc(struct_size(job, descs, n), GFP_KERNEL);
 	if (!job) {
 		spyre_queue_put(q);
 		return -ENOMEM;
 	}
+	job->ndesc = n;
 	job->queue = q;		/* the lookup reference is the job's */
-	job->cmd_va = uj.cmd_va;
-	job->cmd_size = uj.cmd_size;
 
 	if (atomic_read(&q->ctx->error)) {
 		ret = -ECANCELED;
@@ -1010,43 +1221,52 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 	}
 
 	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
-	if (!job->hw_fence) {
+	for (i = 0; i < n; i++)
+		nbos += uj[i].bo_count;
+	if (nbos) {
+		job->bos = kvcalloc(nbos, sizeof(*job->bos), GFP_KERNEL);
+		job->vmas = kvcalloc(nbos, sizeof(*job->vmas), GFP_KERNEL);
+	}
+	if (!job->hw_fence || (nbos && (!job->bos || !job->vmas))) {
 		ret = -ENOMEM;
 		goto err;
 	}
 
-	if (uj.bo_count) {
-		job->bo_count = uj.bo_count;
-		ret = drm_gem_objects_lookup(file,
-					     u64_to_user_ptr(uj.bo_handles),
-					     uj.bo_count, &job->bos);
-		if (ret)
-			goto err;
+	/* In the order a lone job checks them: BOs, in-syncs, out-syncs. */
+	for (done = 0; done < n; done++) {
+		u32 keep = job->bo_count;
 
-		/* Keep the BOs mapped in this context while the job lives. */
-		job->vmas = kvcalloc(uj.bo_count, sizeof(*job->vmas),
-				     GFP_KERNEL);
-		if (!job->vmas) {
-			ret = -ENOMEM;
-			goto err;
+		ret = spyre_job_add_bos(job, file, &uj[done]);
+		if (!ret && !done) {
+			ret = drm_sched_job_init(&job->base, &q->entity, n,
+						 file);
+			inited = !ret;
+			if (!ret)
+				ret = spyre_job_add_in_syncs(job, file, uj);
 		}
-		for (i = 0; i < uj.bo_count; i++)
-			job->vmas[i] = spyre_vma_lookup(to_spyre_bo(job->bos[i]),
-							q->ctx);
+		if (!ret && done == n - 1) {
+			ret = spyre_out_syncs_get(file, &uj[done], stack_outs,
+						  &outs);
+			nouts = uj[done].out_sync_count;
+		}
+		if (ret) {
+			spyre_job_trim_bos(job, keep);
+			break;
+		}
+		job->descs[done].cmd_va = uj[done].cmd_va;
+		job->descs[done].cmd_size = uj[done].cmd_size;
 	}
-
-	ret = drm_sched_job_init(&job->base, &q->entity, 1, file);
-	if (ret)
+	if (!done)
 		goto err;
-	inited = true;
-
-	ret = spyre_job_add_in_syncs(job, file, &uj);
-	if (ret)
-		goto err;
-
-	ret = spyre_out_syncs_get(file, &uj, &outs);
-	if (ret)
-		goto err;
+	err = ret;
+	if (err) {
+		/* The out-syncs belonged to the job that failed. */
+		spyre_out_syncs_free(outs, nouts, stack_outs);
+		outs = NULL;
+		nouts = 0;
+	}
+	job->ndesc = done;
+	job->base.credits = done;
 
 	/* Reserve a fence slot in every listed BO's reservation object. */
 	if (job->bo_count) {
@@ -1076,8 +1296,9 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 		goto err;
 	}
 	drm_sched_job_arm(&job->base);
-	seqno = ++q->next_seqno;
-	job->seqno = seqno;
+	first = q->next_seqno + 1;
+	q->next_seqno += done;
+	job->seqno = q->next_seqno;
 	fence = dma_fence_get(&job->base.s_fence->finished);
 	for (i = 0; i < job->bo_count; i++)
 		dma_resv_add_fence(job->bos[i]->resv, fence,
@@ -1087,25 +1308,45 @@ static int spyre_submit_one(struct spyre_file *sfile, struct drm_file *file,
 	if (locked)
 		drm_exec_fini(&exec);
 	/* The job now belongs to the scheduler. */
-	*queued = true;
+	*queued = done;
 
-	spyre_out_syncs_signal(outs, uj.out_sync_count, fence);
-	spyre_out_syncs_free(outs, uj.out_sync_count);
+	spyre_out_syncs_signal(outs, nouts, fence);
+	spyre_out_syncs_free(outs, nouts, stack_outs);
 	dma_fence_put(fence);
 
-	if (stride >= offsetofend(struct drm_spyre_job, seqno) &&
-	    put_user(seqno, &ujob->seqno))
-		return -EFAULT;
-	return 0;
+	if (stride >= offsetofend(struct drm_spyre_job, seqno)) {
+		for (i = 0; i < done; i++) {
+			struct drm_spyre_job __user *ujob =
+				u64_to_user_ptr(uptr + (u64)i * stride);
+
+			if (put_user(first + i, &ujob->seqno))
+				return -EFAULT;
+		}
+	}
+	return err;
 
 err:
 	if (locked)
 		drm_exec_fini(&exec);
-	spyre_out_syncs_free(outs, uj.out_sync_count);
+	spyre_out_syncs_free(outs, nouts, stack_outs);
 	if (inited)
 		drm_sched_job_cleanup(&job->base);
 	spyre_job_release(job);
 	return ret;
+}
+
+/* Copy job @i of @args into @uj and check it. */
+static int spyre_job_copy(const struct drm_spyre_submit *args, u32 i,
+			  struct drm_spyre_job *uj)
+{
+	void __user *src = u64_to_user_ptr(args->jobs + (u64)i *
+					   args->job_stride);
+	int ret;
+
+	ret = copy_struct_from_user(uj, sizeof(*uj), src, args->job_stride);
+	if (ret)
+		return ret == -E2BIG ? -EINVAL : ret;
+	return spyre_job_validate(uj);
 }
 
 /**
@@ -1114,8 +1355,10 @@ err:
  * @data: struct drm_spyre_submit.
  * @file: caller.
  *
- * Jobs are validated and queued one by one; on an error @job_count is set
- * to the number of jobs queued.
+ * Jobs are validated and queued in order; on an error @job_count is set to
+ * the number of jobs queued.  Consecutive jobs of one queue are queued as
+ * one scheduler job (see spyre_group_len()): they cost one pass through
+ * the scheduler, one fence and one interrupt instead of one each.
  *
  * Return: 0 or a negative errno (see the uapi header).
  */
@@ -1124,8 +1367,10 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 {
 	struct drm_spyre_submit *args = data;
 	struct spyre_file *sfile = file->driver_priv;
-	u32 i, queued = 0;
-	int idx, ret = 0;
+	struct drm_spyre_job stack_jobs[SPYRE_SUBMIT_STACK_JOBS];
+	struct drm_spyre_job *uj = stack_jobs;
+	u32 i, n, valid, queued = 0;
+	int idx, ret = 0, first_err = 0;
 
 	if (args->flags || args->pad)
 		return -EINVAL;
@@ -1135,23 +1380,51 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 	    args->job_stride > SPYRE_JOB_STRIDE_MAX)
 		return -EINVAL;
 
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
+	if (args->job_count > ARRAY_SIZE(stack_jobs)) {
+		uj = kvmalloc_array(args->job_count, sizeof(*uj), GFP_KERNEL);
+		if (!uj)
+			return -ENOMEM;
+	}
 
-	for (i = 0; i < args->job_count; i++) {
-		bool q;
+	/* The jobs up to the first bad one are queued: find it first. */
+	if (args->job_stride == sizeof(*uj) &&
+	    !copy_from_user(uj, u64_to_user_ptr(args->jobs),
+			    (size_t)args->job_count * sizeof(*uj))) {
+		for (valid = 0; valid < args->job_count; valid++) {
+			first_err = spyre_job_validate(&uj[valid]);
+			if (first_err)
+				break;
+		}
+	} else {
+		for (valid = 0; valid < args->job_count; valid++) {
+			first_err = spyre_job_copy(args, valid, &uj[valid]);
+			if (first_err)
+				break;
+		}
+	}
 
-		ret = spyre_submit_one(sfile, file,
-				       args->jobs + (u64)i * args->job_stride,
-				       args->job_stride, &q);
-		if (q)
-			queued++;
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto out;
+	}
+	for (i = 0; i < valid; i += n) {
+		u32 q;
+
+		n = spyre_group_len(&uj[i], valid - i);
+		ret = spyre_submit_group(sfile, file, &uj[i], n,
+					 args->jobs + (u64)i * args->job_stride,
+					 args->job_stride, &q);
+		queued += q;
 		if (ret)
 			break;
 	}
+	if (!ret)
+		ret = first_err;
 	if (ret)
 		args->job_count = queued;
-
 	drm_dev_exit(idx);
+out:
+	if (uj != stack_jobs)
+		kvfree(uj);
 	return ret;
 }

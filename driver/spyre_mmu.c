@@ -515,12 +515,16 @@ void spyre_ctx_set_error(struct spyre_ctx *ctx, int err)
  * @ctx: context.
  * @va: faulting device VA; the first one is kept.
  *
- * Safe in interrupt context.
+ * The VA is stored before the count is raised, so a reader that sees
+ * @ctx->faults != 0 (and then reads @ctx->fault_va after smp_rmb()) sees
+ * the VA too.  Safe in interrupt context.
  */
 void spyre_ctx_note_fault(struct spyre_ctx *ctx, u64 va)
 {
-	if (atomic64_inc_return(&ctx->faults) == 1)
-		atomic64_set(&ctx->fault_va, va);
+	if (!atomic64_read(&ctx->faults))
+		atomic64_cmpxchg(&ctx->fault_va, 0, va);
+	smp_mb__before_atomic(); /* the VA before the count */
+	atomic64_inc(&ctx->faults);
 }
 
 /* ---- BO mappings (struct spyre_vma) ------------------------------------ */

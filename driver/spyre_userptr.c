@@ -9,13 +9,20 @@
  * unpinned and marked dirty unless the BO was read-only.  The process
  * keeps using the range; the card sees the same pages.
  *
+ * The pinned pages are charged to the caller's mm (mm->pinned_vm) and
+ * held against its RLIMIT_MEMLOCK, as RDMA and VFIO do (CAP_IPC_LOCK
+ * lifts the limit): BO_USERPTR fails with -ENOMEM above it.  The charge
+ * goes back to the same mm when the BO is freed.
+ *
  * A userptr BO has no CPU mapping through the accel fd (BO_INFO reports
  * mmap_offset 0; map the original memory instead) and cannot be exported
  * (-EOPNOTSUPP).
  */
 
 #include <linux/dma-mapping.h>
+#include <linux/capability.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
 #include <linux/overflow.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -37,6 +44,39 @@ static enum dma_data_direction spyre_userptr_dir(struct spyre_bo *bo)
 	return bo->readonly ? DMA_TO_DEVICE : DMA_BIDIRECTIONAL;
 }
 
+/*
+ * Charge @npages to the caller's pinned_vm, within RLIMIT_MEMLOCK unless the
+ * caller has CAP_IPC_LOCK.
+ */
+static int spyre_userptr_charge(struct spyre_bo *bo, unsigned long npages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	s64 pinned;
+
+	if (!mm)
+		return -EFAULT;
+	pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	bo->pinned_mm = mm;
+	return 0;
+}
+
+static void spyre_userptr_uncharge(struct spyre_bo *bo)
+{
+	struct mm_struct *mm = bo->pinned_mm;
+
+	if (!mm)
+		return;
+	atomic64_sub(bo->gem.size >> PAGE_SHIFT, &mm->pinned_vm);
+	bo->pinned_mm = NULL;
+	mmdrop(mm);
+}
+
 static void spyre_userptr_free(struct drm_gem_object *obj)
 {
 	struct spyre_bo *bo = to_spyre_bo(obj);
@@ -53,6 +93,7 @@ static void spyre_userptr_free(struct drm_gem_object *obj)
 					    !bo->readonly);
 		kvfree(bo->pages);
 	}
+	spyre_userptr_uncharge(bo);
 
 	spyre_bo_uncharge(bo);
 	mutex_destroy(&bo->vma_lock);
@@ -147,6 +188,9 @@ int spyre_ioctl_bo_userptr(struct drm_device *drm, void *data,
 	bo->gem.funcs = &spyre_userptr_funcs;
 	drm_gem_private_object_init(drm, &bo->gem, args->size);
 
+	ret = spyre_userptr_charge(bo, args->size >> PAGE_SHIFT);
+	if (ret)
+		goto out_put;
 	ret = spyre_userptr_pin(bo, args->user_ptr);
 	if (ret)
 		goto out_put;

@@ -29,6 +29,19 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 
 /* ---- bit access ------------------------------------------------------- */
 
+/*
+ * On a little-endian host, native binary32 is the element layout: fp32
+ * data is copied as is.  (Folded to a constant by the compiler.)
+ */
+static inline bool host_le(void)
+{
+    const uint16_t one = 1;
+    uint8_t b;
+
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
 static inline uint32_t f2u(float f)
 {
     uint32_t u;
@@ -435,6 +448,10 @@ int spyre_load_fp32(float *dst, const void *src, int src_dtype, size_t n)
 
     switch (src_dtype) {
     case SPYRE_DTYPE_FP32:
+        if (host_le()) {
+            memmove(dst, p, n * 4);
+            break;
+        }
         for (i = 0; i < n; i++) {
             dst[i] = u2f(ld_le32(p + 4 * i));
         }
@@ -478,6 +495,10 @@ int spyre_store_fp32(void *dst, int dst_dtype, const float *src, size_t n,
 
     switch (dst_dtype) {
     case SPYRE_DTYPE_FP32:
+        if (host_le()) {
+            memmove(p, src, n * 4);
+            break;
+        }
         for (i = 0; i < n; i++) {
             st_le32(p + 4 * i, f2u(src[i]));
         }
@@ -782,6 +803,15 @@ static int gemm_fetch(SpyreGemm *g, int opnd, int dtype, size_t es,
     int st;
 
     for (r = 0; r < nrows; r++) {
+        if (host_le() && dtype == SPYRE_DTYPE_FP32) {
+            /* Straight into the tile: no conversion to do. */
+            st = g->io.read(g->io.opaque, opnd, (base + r * ld) * es,
+                            (float *)tile + (size_t)r * ncols, ncols * es);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            continue;
+        }
         st = g->io.read(g->io.opaque, opnd, (base + r * ld) * es, raw,
                         ncols * es);
         if (st != SPYRE_STATUS_OK) {
@@ -1189,8 +1219,14 @@ static float elt_op(int op, float x, float y, float alpha)
     case SPYRE_ELT_RELU:
         return (x > 0.0f || isnan(x)) ? x : 0.0f;
     case SPYRE_ELT_GELU:
+        if (isinf(x)) {
+            return x > 0.0f ? x : -0.0f;    /* the limits, not inf * 0 */
+        }
         return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
     case SPYRE_ELT_SILU:
+        if (isinf(x)) {
+            return x > 0.0f ? x : -0.0f;
+        }
         return x / (1.0f + expf(-x));
     default:
         return expf(x);

@@ -4,25 +4,40 @@
  * The programming interface (BAR layout, registers, job descriptors,
  * completion records, page tables, fault records) is defined once in the
  * project's hw/spyre_hw.h, the command-stream format in
- * uapi/drm/spyre_cmd.h; both are shared with the kernel driver.
+ * uapi/drm/spyre_cmd.h; both are shared with the kernel driver.  The
+ * numerics (dtype conversion, GEMM, element-wise, reductions, row
+ * operations) live in spyre-math.c, which has no QEMU dependency.
  *
  * Execution model
  * ---------------
  * Every piece of state shared between the register file and the execution
  * engine is protected by the BQL: MMIO handlers, the interrupt bottom half
  * and the worker threads all hold it while they touch it.  Workers are a
- * pool of host threads ("cores") that pick ready queues by priority.  They
- * move data in chunks of at most one page; each chunk (translate through
- * the device MMU, DMA in, DMA out) runs with the BQL held, so that
- *  - DMA through a vIOMMU may fault (which takes the BQL) safely,
- *  - no translation survives a BQL release: an MMU invalidation written by
- *    the driver is complete as soon as its MMIO write is, and is
- *    acknowledged at once;
+ * pool of host threads that pick ready queues by priority.  Every guest
+ * memory access (translate through the device MMU, then DMA) runs with the
+ * BQL held, one page at a time, so that
+ *  - DMA through a vIOMMU may fault (which takes the BQL) safely;
+ *  - a translation cached by a worker (TLB, leaf tables) is checked against
+ *    the MMU epoch, which MMU_INVAL, CTX_ROOT writes and resets bump under
+ *    the BQL: an MMU invalidation is complete as soon as its MMIO write
+ *    is, and is acknowledged at once;
  *  - a queue or device reset, which runs under the BQL, takes effect
  *    immediately: each queue carries a generation number, and a worker
  *    re-checks it every time it re-acquires the BQL, dropping a job whose
  *    queue was reset without touching guest memory or queue state again.
- * Compute that needs no guest memory may run with the BQL released.
+ * Compute runs with the BQL released: a GEMM drops it for each K-block
+ * step (spyre_gemm_step) and takes it back for each operand row segment.
+ * Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
+ *
+ * Scheduling: a free worker takes the ready queue of highest effective
+ * priority (its own plus one level per "age-ms" waited), round-robin
+ * among equals.  At every tile or chunk boundary a running job checks for
+ * a ready queue of a higher priority (or, for the job at the bottom of a
+ * worker, of a higher effective priority); when no worker is idle it runs
+ * that queue's job on the same thread, nested (at most SPYRE_MAX_NEST
+ * levels, see spyre_e_preempt), and then resumes.  A large GEMM is split
+ * into parts of bounded size, up to min(cores, workers) of them running at
+ * once, that free workers help with.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -30,10 +45,12 @@
  */
 
 #include "qemu/osdep.h"
+#include <math.h>
 #include "qemu/units.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/queue.h"
 #include "qemu/thread.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
@@ -54,6 +71,7 @@
 
 #include "spyre_hw.h"
 #include "drm/spyre_cmd.h"
+#include "spyre-math.h"
 
 #define TYPE_SPYRE "spyre"
 OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
@@ -70,15 +88,41 @@ QEMU_BUILD_BUG_ON(SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS) > SPYRE_REG_TEL_JOBS);
 #define SPYRE_RING_ENTRY_SIZE   64
 #define SPYRE_COMPL_ALIGN       64
 
-/* Per-command limits: bytes moved and host time spent. */
-#define SPYRE_CMD_MAX_BYTES     (1ULL << 30)
+/* Per-command limits: bytes of FILL/COPY (docs: "Limits"), host time. */
+#define SPYRE_CMD_MAX_BYTES     SPYRE_MATH_MAX_COPY_BYTES
 #define SPYRE_CMD_MAX_NS        (5 * NANOSECONDS_PER_SECOND)
-/* Commands run between two BQL releases in the command loop. */
-#define SPYRE_CMDS_PER_YIELD    16
+/* Longest a worker keeps the BQL before letting vCPUs have it. */
+#define SPYRE_BQL_SLICE_NS      (50 * SCALE_US)
+/* Completions on one vector closer than this share an MSI-X message. */
+#define SPYRE_IRQ_MODERATE_NS   (20 * SCALE_US)
 /* Host-time interval at which blocked SEM_WAIT queues are re-polled. */
 #define SPYRE_SEM_POLL_MS       1
+/*
+ * A ready queue gains one priority level per "age-ms" (default 10) of
+ * waiting; 0 turns aging off (strict priority).
+ */
+/* A running job looks for higher-priority work at least this often. */
+#define SPYRE_SCAN_NS           SCALE_MS
+/*
+ * Jobs one worker can hold at once: the one it picked, one that preempted
+ * it by aging, and then one per higher priority (see spyre_e_preempt).
+ */
+#define SPYRE_MAX_NEST          4
+/*
+ * GEMM parts: at least about 1 ms of single-core host BLAS (64 GMAC/s),
+ * well above the cost of waking a worker, and at most about 4 ms, so that
+ * helpers come back to the scheduler often.
+ */
+#define SPYRE_GANG_MIN_MACS     (1ULL << 26)
+#define SPYRE_GANG_MAX_MACS     (1ULL << 28)
+#define SPYRE_GANG_MAX_PARTS    65536
+#define SPYRE_NO_PART           UINT32_MAX
 
 #define SPYRE_MAX_WORKERS       64
+/* Per-worker translation caches (entries, powers of two). */
+#define SPYRE_TLB_SIZE          1024    /* 4 KiB pages */
+#define SPYRE_PWC_SIZE          64      /* leaf tables (2 MiB of VA each) */
+#define SPYRE_PWC_SHIFT         (SPYRE_PAGE_SHIFT + 9)
 
 #define SPYRE_Q_CONTROL_MASK    (SPYRE_Q_CONTROL_ENABLE | \
                                  SPYRE_Q_CONTROL_PRIO(3) | \
@@ -87,6 +131,7 @@ QEMU_BUILD_BUG_ON(SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS) > SPYRE_REG_TEL_JOBS);
 /* Internal command results besides SPYRE_STATUS_*. */
 #define SPYRE_EXEC_PARK         0x100   /* SEM_WAIT not satisfied */
 #define SPYRE_EXEC_DROPPED      0x101   /* queue reset under our feet */
+#define SPYRE_EXEC_STOP         0x102   /* GEMM part no longer needed */
 
 enum {
     SPYRE_TEL_JOBS,
@@ -113,6 +158,7 @@ typedef struct SpyreJob {
     uint16_t flags;
     uint32_t cmd_offset;        /* next command to run */
     uint64_t start_ns;          /* device clock at job start */
+    uint64_t writes;            /* memory writes: semaphores may change */
 } SpyreJob;
 
 typedef struct SpyreQueue {
@@ -135,9 +181,133 @@ typedef struct SpyreQueue {
     SpyreJob job;
     uint64_t sem_epoch;         /* device sem_epoch when parked */
     int64_t sem_poll_ns;        /* host time of the next re-poll */
+    int64_t ready_ns;           /* host time it started waiting (aging) */
 } SpyreQueue;
 
 typedef struct SpyreWorker SpyreWorker;
+typedef struct SpyreExec SpyreExec;
+
+/*
+ * A GEMM split into parts: tiles of (batch, M, N) that workers run in
+ * parallel, each as a GEMM of its own.  Lives in its owner's SpyreExec;
+ * registered in SpyreState.gangs while other workers may help.  All
+ * fields are protected by the BQL.
+ */
+typedef struct SpyreGang {
+    QLIST_ENTRY(SpyreGang) link;
+    SpyreQueue *q;
+    uint32_t gen;
+    uint16_t ctx;
+    uint32_t prio;
+    struct spyre_cmd_gemm cmd;  /* host byte order, validated */
+    float sa, sb;
+    uint32_t pm, pn;            /* parts along M and N (per batch group) */
+    uint32_t bsz, msz, nsz;     /* extent of one part along batch, M, N */
+    uint32_t nparts;
+    uint32_t next;              /* next part to claim */
+    uint32_t active;            /* parts being run */
+    uint32_t max_active;        /* cores one GEMM may use at once */
+    uint32_t err_part;          /* lowest failed part, or SPYRE_NO_PART */
+    uint32_t status;            /* its status */
+    uint64_t err_va;
+    uint32_t fault_reason;
+    bool fault_write;
+    bool stop;                  /* everyone stops: dropped or LIMIT */
+    bool dropped;
+    bool limit;
+    float amax;
+    int64_t deadline;           /* host time, extended by pauses */
+} SpyreGang;
+
+/* Operand base VAs of the GEMM part an exec runs. */
+typedef struct SpyrePartIO {
+    SpyreExec *e;
+    uint64_t base[SPYRE_GEMM_OPND_BIAS + 1];
+} SpyrePartIO;
+
+/*
+ * Cached translations.  An entry is valid while its @epoch equals
+ * SpyreState.mmu_epoch, which MMU_INVAL, CTX_ROOT writes and resets bump.
+ */
+typedef struct SpyreTlbEntry {
+    uint64_t epoch;
+    uint64_t vpn;               /* VA >> SPYRE_PAGE_SHIFT */
+    uint64_t page;              /* DMA address or device-memory offset */
+    uint16_t ctx;
+    bool writable;
+    bool devmem;
+} SpyreTlbEntry;
+
+typedef struct SpyrePwcEntry {
+    uint64_t epoch;
+    uint64_t tag;               /* VA >> SPYRE_PWC_SHIFT */
+    uint64_t table;             /* DMA address of the level-3 table */
+    uint16_t ctx;
+} SpyrePwcEntry;
+
+/*
+ * One job (or one GEMM part) being executed by a worker.  A worker has
+ * SPYRE_MAX_NEST of them: level 0 for the work it picked when idle, the
+ * others for jobs that preempted it at a tile boundary.
+ * The buffers are the only temporary storage the engine uses: data moves
+ * through them a page at a time, and GEMM tiles through @scratch (a
+ * fixed SPYRE_GEMM_SCRATCH_SIZE, allocated on first use).
+ */
+struct SpyreExec {
+    SpyreState *s;
+    SpyreWorker *w;
+    unsigned int level;
+    SpyreQueue *q;              /* queue whose job we run */
+    uint32_t gen;               /* its generation when we took it */
+    uint16_t ctx;
+    uint32_t prio;              /* base priority of the job */
+    int floor;                  /* preemptors need a priority above this */
+    uint64_t err_va;
+    uint32_t fault_reason;      /* SPYRE_FAULT_* of err_va, or 0 */
+    bool fault_write;
+    int64_t deadline;           /* host time budget of the command */
+    SpyreGang *part_gang;       /* gang whose part we run, or NULL */
+    uint32_t part_idx;
+    SpyreGang gang;             /* the GEMM we own */
+    SpyreGemm gemm;
+    SpyrePartIO io;
+    void *scratch;
+    union {
+        struct spyre_cmd_header hdr;
+        struct spyre_cmd_fill fill;
+        struct spyre_cmd_copy copy;
+        struct spyre_cmd_gemm gemm;
+        struct spyre_cmd_eltwise eltwise;
+        struct spyre_cmd_reduce reduce;
+        struct spyre_cmd_rowop rowop;
+        struct spyre_cmd_timestamp timestamp;
+        struct spyre_cmd_sem sem;
+        uint8_t raw[256];
+    } cmd;
+    uint8_t buf[4][SPYRE_PAGE_SIZE];
+    uint8_t pattern[SPYRE_PAGE_SIZE + 8];
+    /*
+     * Command-stream prefetch: the rest of the page of the current
+     * command, valid while nothing was written and no translation died.
+     */
+    uint8_t sbuf[SPYRE_PAGE_SIZE];
+    uint64_t sbuf_va;
+    uint32_t sbuf_len;
+    uint64_t sbuf_epoch;
+    uint64_t sbuf_writes;
+};
+
+struct SpyreWorker {
+    SpyreState *s;
+    QemuThread thread;
+    unsigned int index;
+    int64_t bql_ns;             /* when it last took (or yielded) the BQL */
+    uint64_t sched_seen;        /* sched_seq at its last preemption scan */
+    int64_t scan_ns;            /* and when that was */
+    SpyreTlbEntry tlb[SPYRE_TLB_SIZE];
+    SpyrePwcEntry pwc[SPYRE_PWC_SIZE];
+    SpyreExec exec[SPYRE_MAX_NEST];
+};
 
 struct SpyreState {
     PCIDevice parent_obj;
@@ -153,6 +323,7 @@ struct SpyreState {
     uint32_t ncontexts;
     uint32_t nvectors;
     uint32_t nworkers;
+    uint32_t age_ms;            /* aging period, 0 = strict priority */
 
     /* Global registers. */
     uint32_t scratch;
@@ -177,44 +348,25 @@ struct SpyreState {
 
     /* Engine. */
     SpyreWorker *workers;
-    QemuCond work_cond;
+    QemuCond work_cond;         /* idle workers wait here */
+    QemuCond gang_cond;         /* GEMM owners wait for their helpers */
+    QemuCond run_cond;          /* workers wait here while the VM is stopped */
+    uint32_t idle_workers;
+    uint32_t nparked;           /* queues in SPYRE_JOB_SEM_WAIT */
+    bool sem_poller;            /* an idle worker polls parked queues */
     bool stopping;
     bool vm_running;
     uint32_t rr_next;           /* round-robin start of the queue scan */
     uint64_t sem_epoch;         /* bumped when memory may have changed */
+    uint64_t sched_seq;         /* bumped when new work may be ready */
+    uint64_t mmu_epoch;         /* bumped when cached translations die */
+    QLIST_HEAD(, SpyreGang) gangs;
     VMChangeStateEntry *vmse;
 
     /* MSI-X vectors to raise from the bottom half. */
     QEMUBH *irq_bh;
     unsigned long irq_pending[BITS_TO_LONGS(SPYRE_MAX_VECTORS)];
-};
-
-/*
- * Per-worker execution context.  The buffers are the only temporary
- * storage the engine uses: data moves through them a page at a time.
- */
-struct SpyreWorker {
-    SpyreState *s;
-    QemuThread thread;
-    unsigned int index;
-    SpyreQueue *q;              /* queue whose job we run */
-    uint32_t gen;               /* its generation when we took it */
-    uint64_t err_va;
-    int64_t cmd_deadline;
-    uint8_t buf[SPYRE_PAGE_SIZE];
-    uint8_t pattern[SPYRE_PAGE_SIZE + 8];
-    union {
-        struct spyre_cmd_header hdr;
-        struct spyre_cmd_fill fill;
-        struct spyre_cmd_copy copy;
-        struct spyre_cmd_gemm gemm;
-        struct spyre_cmd_eltwise eltwise;
-        struct spyre_cmd_reduce reduce;
-        struct spyre_cmd_rowop rowop;
-        struct spyre_cmd_timestamp timestamp;
-        struct spyre_cmd_sem sem;
-        uint8_t raw[256];
-    } cmd;
+    int64_t irq_direct_ns[SPYRE_MAX_VECTORS];   /* last direct message */
 };
 
 static const MemTxAttrs spyre_dma_attrs = { .memory = 1 };
@@ -232,16 +384,32 @@ static const uint32_t spyre_cmd_size[SPYRE_OP_COUNT] = {
     [SPYRE_OP_SEM_SIGNAL] = sizeof(struct spyre_cmd_sem),
 };
 
-static const uint8_t spyre_dtype_size[SPYRE_DTYPE_COUNT] = {
-    [SPYRE_DTYPE_U8] = 1,
-    [SPYRE_DTYPE_FP32] = 4,
-    [SPYRE_DTYPE_FP16] = 2,
-    [SPYRE_DTYPE_BF16] = 2,
-    [SPYRE_DTYPE_FP8_E4M3] = 1,
-    [SPYRE_DTYPE_FP8_E5M2] = 1,
-    [SPYRE_DTYPE_INT8] = 1,
-    [SPYRE_DTYPE_INT32] = 4,
-};
+static int64_t spyre_now(void)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static float spyre_f32(uint32_t bits)
+{
+    float f;
+
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+static uint32_t spyre_f32_bits(float f)
+{
+    uint32_t bits;
+
+    memcpy(&bits, &f, sizeof(bits));
+    return bits;
+}
+
+/* Does [base, base + span) run past the end of the 64-bit space? */
+static bool spyre_span_wraps(uint64_t base, uint64_t span)
+{
+    return span && base + (span - 1) < base;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Clock, interrupts                                                        */
@@ -266,22 +434,40 @@ static void spyre_irq_bh(void *opaque)
     }
 }
 
-/* BQL held.  Raise MSI-X vector @v from the bottom half. */
-static void spyre_notify(SpyreState *s, unsigned int v)
+/*
+ * BQL held.  Raise MSI-X vector @v: at once from a worker thread (@direct,
+ * as hw/misc/edu does), else (MMIO handlers) from the bottom half.  A
+ * vector raised directly less than SPYRE_IRQ_MODERATE_NS ago goes through
+ * the bottom half too, where completions that follow in a burst merge
+ * into one message (the driver reads the completion record, which covers
+ * every job up to its seqno).
+ */
+static void spyre_notify(SpyreState *s, unsigned int v, bool direct)
 {
+    int64_t now;
+
     if (v >= s->nvectors) {
         return;
+    }
+    if (direct && !test_bit(v, s->irq_pending)) {
+        now = spyre_now();
+        if (now - s->irq_direct_ns[v] >= SPYRE_IRQ_MODERATE_NS) {
+            s->irq_direct_ns[v] = now;
+            trace_spyre_irq(v);
+            msix_notify(PCI_DEVICE(s), v);
+            return;
+        }
     }
     set_bit(v, s->irq_pending);
     qemu_bh_schedule(s->irq_bh);
 }
 
 /* BQL held.  Latch @bits in IRQ_STATUS and raise the error vector. */
-static void spyre_raise_error(SpyreState *s, uint32_t bits)
+static void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
 {
     s->irq_status |= bits;
     if (bits & s->irq_mask) {
-        spyre_notify(s, SPYRE_ERROR_VECTOR);
+        spyre_notify(s, SPYRE_ERROR_VECTOR, direct);
     }
 }
 
@@ -343,33 +529,44 @@ typedef struct SpyreTarget {
 } SpyreTarget;
 
 /*
- * Walk the page tables of @ctx for @va.  Returns 0 and the target of the
- * byte at @va, or a SPYRE_FAULT_* reason.
+ * Walk the page tables of @ctx for @va, starting from the level-3 table
+ * in *@leaf if it is not 0, else from the root (and then set *@leaf).
+ * Returns 0 and the target of the byte at @va (and whether its page is
+ * writable), or a SPYRE_FAULT_* reason.
  */
 static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
-                               bool write, SpyreTarget *t)
+                               bool write, SpyreTarget *t, bool *writable,
+                               uint64_t *leaf)
 {
     uint64_t root, table, pte = 0;
-    int lvl;
+    int lvl = 0;
 
     if (va >= SPYRE_VA_LIMIT) {
         return SPYRE_FAULT_UNMAPPED;
     }
-    if (ctx >= s->ncontexts) {
-        return SPYRE_FAULT_BAD_CONTEXT;
+    if (*leaf) {
+        table = *leaf;
+        lvl = SPYRE_PT_LEVELS - 1;
+    } else {
+        if (ctx >= s->ncontexts) {
+            return SPYRE_FAULT_BAD_CONTEXT;
+        }
+        root = s->ctx_root[ctx];
+        if (!(root & SPYRE_PTE_VALID)) {
+            return SPYRE_FAULT_BAD_CONTEXT;
+        }
+        table = root & SPYRE_PTE_ADDR_MASK;
     }
-    root = s->ctx_root[ctx];
-    if (!(root & SPYRE_PTE_VALID)) {
-        return SPYRE_FAULT_BAD_CONTEXT;
-    }
-    table = root & SPYRE_PTE_ADDR_MASK;
 
-    for (lvl = 0; lvl < SPYRE_PT_LEVELS; lvl++) {
+    for (; lvl < SPYRE_PT_LEVELS; lvl++) {
         uint64_t ea = table + 8ULL * SPYRE_PT_INDEX(va, lvl);
 
         if (spyre_dma_rw(s, ea, &pte, sizeof(pte),
                          DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
             return SPYRE_FAULT_PT_DMA;
+        }
+        if (lvl == SPYRE_PT_LEVELS - 1) {
+            *leaf = table;
         }
         pte = le64_to_cpu(pte);
         if (!(pte & SPYRE_PTE_VALID)) {
@@ -378,7 +575,8 @@ static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
         table = pte & SPYRE_PTE_ADDR_MASK;
     }
 
-    if (write && !(pte & SPYRE_PTE_WRITE)) {
+    *writable = !!(pte & SPYRE_PTE_WRITE);
+    if (write && !*writable) {
         return SPYRE_FAULT_READONLY;
     }
     t->devmem = !!(pte & SPYRE_PTE_DEVMEM);
@@ -392,7 +590,7 @@ static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
 /* BQL held.  Queue a fault record and signal it. */
 static void spyre_record_fault(SpyreState *s, unsigned int ctx,
                                unsigned int queue, uint64_t va, bool write,
-                               unsigned int reason)
+                               unsigned int reason, bool direct)
 {
     trace_spyre_fault(ctx, queue, va, write, reason);
     s->tel[SPYRE_TEL_FAULTS]++;
@@ -409,34 +607,67 @@ static void spyre_record_fault(SpyreState *s, unsigned int ctx,
     } else {
         s->fault_lost++;
     }
-    spyre_raise_error(s, SPYRE_IRQ_FAULT);
+    spyre_raise_error(s, SPYRE_IRQ_FAULT, direct);
 }
 
 /*
- * BQL held.  Translate @va (in the running job's context) and report a
- * fault if there is one.  Returns a SPYRE_STATUS_*.
+ * BQL held.  Translate @va in the context of @e's job, through the
+ * worker's TLB and leaf-table cache.  A fault is noted in @e (the job
+ * records it when the command ends).  Returns a SPYRE_STATUS_*.
  */
-static uint32_t spyre_w_translate(SpyreWorker *w, uint64_t va, bool write,
+static uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
                                   SpyreTarget *t)
 {
-    SpyreState *s = w->s;
-    int reason = spyre_mmu_translate(s, w->q->job.ctx, va, write, t);
+    SpyreWorker *w = e->w;
+    SpyreState *s = e->s;
+    uint64_t vpn = va >> SPYRE_PAGE_SHIFT;
+    uint64_t tag = va >> SPYRE_PWC_SHIFT;
+    uint64_t hash = e->ctx * 0x9e3779b1ULL;
+    SpyreTlbEntry *te = &w->tlb[(vpn ^ hash) & (SPYRE_TLB_SIZE - 1)];
+    SpyrePwcEntry *pe = &w->pwc[(tag ^ hash) & (SPYRE_PWC_SIZE - 1)];
+    uint64_t leaf = 0;
+    bool writable = false;
+    int reason;
 
+    if (te->epoch == s->mmu_epoch && te->vpn == vpn && te->ctx == e->ctx &&
+        (te->writable || !write)) {
+        t->devmem = te->devmem;
+        t->addr = te->page | (va & SPYRE_PAGE_MASK);
+        return SPYRE_STATUS_OK;
+    }
+    if (pe->epoch == s->mmu_epoch && pe->tag == tag && pe->ctx == e->ctx) {
+        leaf = pe->table;
+    }
+    reason = spyre_mmu_translate(s, e->ctx, va, write, t, &writable, &leaf);
+    if (leaf && va < SPYRE_VA_LIMIT) {
+        pe->epoch = s->mmu_epoch;
+        pe->tag = tag;
+        pe->ctx = e->ctx;
+        pe->table = leaf;
+    }
     if (reason) {
-        spyre_record_fault(s, w->q->job.ctx, w->q->id, va, write, reason);
-        w->err_va = va;
+        e->err_va = va;
+        e->fault_reason = reason;
+        e->fault_write = write;
         return SPYRE_STATUS_MMU_FAULT;
     }
+    te->epoch = s->mmu_epoch;
+    te->vpn = vpn;
+    te->ctx = e->ctx;
+    te->writable = writable;
+    te->devmem = t->devmem;
+    te->page = t->addr & ~SPYRE_PAGE_MASK;
     return SPYRE_STATUS_OK;
 }
 
 /* BQL held.  Access a translated target; @len stays within one page. */
-static uint32_t spyre_w_access(SpyreWorker *w, const SpyreTarget *t,
+static uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t,
                                uint64_t va, void *buf, uint32_t len,
                                bool write)
 {
-    SpyreState *s = w->s;
+    SpyreState *s = e->s;
 
+    e->q->job.writes += write;
     if (t->devmem) {
         if (write) {
             memcpy(s->devmem_ptr + t->addr, buf, len);
@@ -447,7 +678,7 @@ static uint32_t spyre_w_access(SpyreWorker *w, const SpyreTarget *t,
     } else if (spyre_dma_rw(s, t->addr, buf, len,
                             write ? DMA_DIRECTION_FROM_DEVICE :
                                     DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
-        w->err_va = va;
+        e->err_va = va;
         return SPYRE_STATUS_DMA_ERROR;
     }
     s->tel[SPYRE_TEL_BYTES] += len;
@@ -455,7 +686,7 @@ static uint32_t spyre_w_access(SpyreWorker *w, const SpyreTarget *t,
 }
 
 /* BQL held.  Read or write @len bytes at @va, any alignment. */
-static uint32_t spyre_w_rw(SpyreWorker *w, uint64_t va, void *buf,
+static uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
                            uint64_t len, bool write)
 {
     uint8_t *p = buf;
@@ -465,9 +696,9 @@ static uint32_t spyre_w_rw(SpyreWorker *w, uint64_t va, void *buf,
         SpyreTarget t;
         uint32_t st;
 
-        st = spyre_w_translate(w, va, write, &t);
+        st = spyre_e_translate(e, va, write, &t);
         if (st == SPYRE_STATUS_OK) {
-            st = spyre_w_access(w, &t, va, p, n, write);
+            st = spyre_e_access(e, &t, va, p, n, write);
         }
         if (st != SPYRE_STATUS_OK) {
             return st;
@@ -483,9 +714,39 @@ static uint32_t spyre_w_rw(SpyreWorker *w, uint64_t va, void *buf,
 /* Queues and scheduling (BQL held)                                         */
 /* ------------------------------------------------------------------------ */
 
+/* Wake everyone: for rare events (enable, reset, VM state, unplug). */
 static void spyre_kick(SpyreState *s)
 {
+    s->sched_seq++;
     qemu_cond_broadcast(&s->work_cond);
+    qemu_cond_broadcast(&s->gang_cond);
+    qemu_cond_broadcast(&s->run_cond);
+}
+
+/* Wake up to @n idle workers. */
+static void spyre_wake(SpyreState *s, uint32_t n)
+{
+    if (!s->idle_workers || !n) {
+        return;
+    }
+    if (n >= s->idle_workers) {
+        qemu_cond_broadcast(&s->work_cond);
+        return;
+    }
+    while (n--) {
+        qemu_cond_signal(&s->work_cond);
+    }
+}
+
+static void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
+{
+    if (q->job_state == SPYRE_JOB_SEM_WAIT) {
+        s->nparked--;
+    }
+    if (st == SPYRE_JOB_SEM_WAIT) {
+        s->nparked++;
+    }
+    q->job_state = st;
 }
 
 static bool spyre_queue_config_valid(SpyreState *s, SpyreQueue *q,
@@ -539,33 +800,65 @@ static bool spyre_queue_ready(SpyreState *s, SpyreQueue *q, int64_t now,
     }
 }
 
-/* Pick the ready queue of highest priority, round-robin within one. */
-static SpyreQueue *spyre_pick(SpyreState *s, bool *sem_waiters)
+/*
+ * The ready queue of highest effective priority among those whose base
+ * priority (or, with @aged, effective priority) is above @floor (-1: all),
+ * round-robin among equals.  The effective priority is the base one plus
+ * a level per age-ms the queue has been waiting, at most HIGH.
+ */
+static SpyreQueue *spyre_pick_queue(SpyreState *s, int floor, bool aged,
+                                    int *eff_out, bool *sem_waiters)
 {
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t now = spyre_now();
     SpyreQueue *best = NULL;
-    int best_prio = -1;
-    uint32_t i;
+    int best_eff = -1;
+    uint32_t i, qi = s->rr_next;
 
-    *sem_waiters = false;
-    if (s->stopping || !s->vm_running || !(s->control & SPYRE_CONTROL_ENABLE)) {
+    if (!(s->control & SPYRE_CONTROL_ENABLE)) {
         return NULL;
     }
-    for (i = 0; i < s->nqueues; i++) {
-        SpyreQueue *q = &s->queues[(s->rr_next + i) % s->nqueues];
-        int prio;
+    for (i = 0; i < s->nqueues; i++, qi = qi + 1 == s->nqueues ? 0 : qi + 1) {
+        SpyreQueue *q = &s->queues[qi];
+        int base, eff;
 
         if (!spyre_queue_ready(s, q, now, sem_waiters)) {
             continue;
         }
-        prio = SPYRE_Q_CONTROL_PRIO_GET(q->control);
-        if (prio > best_prio) {
+        base = SPYRE_Q_CONTROL_PRIO_GET(q->control);
+        eff = base;
+        if (s->age_ms && eff < SPYRE_Q_PRIO_HIGH && now > q->ready_ns) {
+            eff = MIN(SPYRE_Q_PRIO_HIGH,
+                      base + (now - q->ready_ns) /
+                             ((int64_t)s->age_ms * SCALE_MS));
+        }
+        if (base <= floor && !(aged && eff > floor)) {
+            continue;
+        }
+        if (eff > best_eff) {
             best = q;
-            best_prio = prio;
+            best_eff = eff;
         }
     }
-    if (best) {
-        s->rr_next = (best->id + 1) % s->nqueues;
+    *eff_out = best_eff;
+    return best;
+}
+
+static bool spyre_gang_open(const SpyreGang *g)
+{
+    return !g->stop && g->err_part == SPYRE_NO_PART &&
+           g->next < g->nparts && g->active < g->max_active;
+}
+
+/* The GEMM of highest priority above @floor with parts left to claim. */
+static SpyreGang *spyre_pick_gang(SpyreState *s, int floor)
+{
+    SpyreGang *g, *best = NULL;
+
+    QLIST_FOREACH(g, &s->gangs, link) {
+        if (spyre_gang_open(g) && (int)g->prio > floor &&
+            (!best || g->prio > best->prio)) {
+            best = g;
+        }
     }
     return best;
 }
@@ -574,9 +867,10 @@ static SpyreQueue *spyre_pick(SpyreState *s, bool *sem_waiters)
  * End the current job of @q: write the completion record (all fields,
  * then seqno), update LAST_SEQNO and HEAD, raise interrupts.
  * @halt: the job failed, halt the queue in SPYRE_QS_ERROR.
+ * @direct: called by a worker (see spyre_notify).
  */
 static void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
-                          uint64_t err_va, bool halt)
+                          uint64_t err_va, bool halt, bool direct)
 {
     SpyreJob *job = &q->job;
     struct spyre_hw_completion c = { 0 };
@@ -600,10 +894,11 @@ static void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
 
     q->last_seqno = job->seqno;
     q->head = (q->head + 1) & (q->entries - 1);
-    q->job_state = SPYRE_JOB_NONE;
+    spyre_set_job_state(s, q, SPYRE_JOB_NONE);
+    q->ready_ns = spyre_now();
     s->tel[SPYRE_TEL_JOBS]++;
     s->tel[SPYRE_TEL_BUSY_NS] += end > job->start_ns ? end - job->start_ns : 0;
-    s->sem_epoch++;
+    s->sched_seq++;
 
     if (!ok) {
         trace_spyre_compl_error(q->id, q->compl_addr);
@@ -611,16 +906,20 @@ static void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     }
     if (halt) {
         q->status = SPYRE_QS_ERROR;
-        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR);
+        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR, direct);
     } else {
         q->status = spyre_queue_rest_status(q);
     }
     if ((halt || status != SPYRE_STATUS_OK ||
          (job->flags & SPYRE_JOB_F_IRQ)) &&
         q->vector != SPYRE_ERROR_VECTOR) {
-        spyre_notify(s, q->vector);
+        spyre_notify(s, q->vector, direct);
     }
-    spyre_kick(s);
+    /* Parked queues re-check their semaphore if the job wrote memory. */
+    if (job->writes) {
+        s->sem_epoch++;
+        spyre_wake(s, s->nparked);
+    }
 }
 
 /* Q_RESET: abort the job in progress, if any, and disable the queue. */
@@ -628,15 +927,17 @@ static void spyre_queue_reset(SpyreState *s, SpyreQueue *q)
 {
     trace_spyre_queue_reset(q->id, q->job_state);
     if (q->job_state != SPYRE_JOB_NONE) {
-        spyre_end_job(s, q, SPYRE_STATUS_ABORTED, 0, false);
+        spyre_end_job(s, q, SPYRE_STATUS_ABORTED, 0, false, false);
     }
     q->gen++;
-    q->job_state = SPYRE_JOB_NONE;
+    spyre_set_job_state(s, q, SPYRE_JOB_NONE);
     q->head = 0;
     q->tail = 0;
     q->inject = 0;
     q->control &= ~SPYRE_Q_CONTROL_ENABLE;
     q->status = SPYRE_QS_DISABLED;
+    /* Waiters (paused workers, GEMM owners) notice the new generation. */
+    spyre_kick(s);
 }
 
 /* Device reset: drop all work, return every register to its reset value. */
@@ -654,6 +955,7 @@ static void spyre_reset(SpyreState *s)
         q->gen = gen;
         q->status = SPYRE_QS_DISABLED;
     }
+    s->nparked = 0;
     s->scratch = 0;
     s->control = 0;
     s->irq_status = 0;
@@ -671,53 +973,160 @@ static void spyre_reset(SpyreState *s)
     memset(s->tel, 0, sizeof(s->tel));
     s->read_latch_addr = UINT64_MAX;
     s->rr_next = 0;
+    s->mmu_epoch++;
     bitmap_zero(s->irq_pending, SPYRE_MAX_VECTORS);
     spyre_kick(s);
 }
 
 /* ------------------------------------------------------------------------ */
-/* Worker: command execution (BQL held unless stated)                       */
+/* Worker: time slices, pauses, preemption (BQL held unless stated)         */
 /* ------------------------------------------------------------------------ */
+
+static void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor);
+static void spyre_gang_help(SpyreExec *e, SpyreGang *g, int floor);
+
+/* Is the job of @e still wanted (no reset of its queue, no unplug)? */
+static bool spyre_e_alive(SpyreExec *e)
+{
+    return !e->s->stopping && e->q->gen == e->gen;
+}
+
+/* Time spent paused or preempted does not count against a command. */
+static void spyre_e_extend(SpyreExec *e, int64_t ns)
+{
+    e->deadline += ns;
+    if (e->part_gang) {
+        e->part_gang->deadline += ns;
+    }
+}
+
+/* Block while the VM is stopped; the time goes to @e's budget. */
+static void spyre_e_wait_running(SpyreExec *e)
+{
+    SpyreState *s = e->s;
+    int64_t t0;
+
+    if (s->vm_running || !spyre_e_alive(e)) {
+        return;
+    }
+    t0 = spyre_now();
+    while (spyre_e_alive(e) && !s->vm_running) {
+        qemu_cond_wait_bql(&s->run_cond);
+    }
+    e->w->bql_ns = spyre_now();
+    spyre_e_extend(e, e->w->bql_ns - t0);
+}
 
 /*
  * Give the BQL up for a moment and come back.  Returns false if the job
  * must be dropped (its queue was reset, or the device is going away).
- * While the VM is stopped the job pauses here; the time spent paused does
- * not count against the command's time budget.
  */
-static bool spyre_w_yield(SpyreWorker *w)
+static bool spyre_e_yield(SpyreExec *e)
 {
-    SpyreState *s = w->s;
-    int64_t paused = 0;
-
     bql_unlock();
     g_thread_yield();       /* a plain unlock+lock can starve vCPUs */
     bql_lock();
-    while (!s->stopping && w->q->gen == w->gen && !s->vm_running) {
-        int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-
-        qemu_cond_wait_bql(&s->work_cond);
-        paused += qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0;
-    }
-    w->cmd_deadline += paused;
-    return !s->stopping && w->q->gen == w->gen;
+    e->w->bql_ns = spyre_now();
+    spyre_e_wait_running(e);
+    return spyre_e_alive(e);
 }
 
-/* Called between chunks of a long command. */
-static uint32_t spyre_w_chunk_end(SpyreWorker *w)
+/*
+ * Run work on exec level @level of @w: a queue whose priority is above
+ * @floor (-1: any), or with @aged whose effective priority is, or a part
+ * of a GEMM whose priority is.  Returns false if there was none.
+ * *@sem_waiters (if not NULL) tells whether queues are parked in SEM_WAIT.
+ */
+static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
+                           bool aged, bool *sem_waiters)
 {
-    if (!spyre_w_yield(w)) {
+    SpyreState *s = w->s;
+    bool dummy = false;
+    SpyreQueue *q;
+    SpyreGang *g;
+    int eff = -1;
+
+    if (s->stopping || !s->vm_running) {
+        return false;
+    }
+    q = spyre_pick_queue(s, floor, aged, &eff,
+                         sem_waiters ? sem_waiters : &dummy);
+    g = spyre_pick_gang(s, floor);
+    /* Start a job of at least the same priority before helping a GEMM. */
+    if (g && (!q || (int)g->prio > eff)) {
+        spyre_gang_help(&w->exec[level], g, floor);
+        return true;
+    }
+    if (q) {
+        s->rr_next = q->id + 1 == s->nqueues ? 0 : q->id + 1;
+        spyre_run_queue(&w->exec[level], q, floor);
+        return true;
+    }
+    return false;
+}
+
+/*
+ * At a tile or chunk boundary of @e's job: if a queue of a priority above
+ * @e's floor is ready and no worker is idle to take it, run its job now on
+ * this thread (nested), then come back.  The floor of a job is its own
+ * priority, or the floor of the job it preempted if that is higher.  The
+ * job a worker picked when idle (level 0) may also be preempted by a
+ * queue whose *effective* (aged) priority is above its floor: a queue
+ * waits for at most about age-ms plus a tile behind work of its own
+ * or lower priority.  Floors never decrease along the nest and only the
+ * first nesting may be by aging, hence SPYRE_MAX_NEST levels suffice for
+ * any higher priority to get in.
+ */
+static void spyre_e_preempt(SpyreExec *e)
+{
+    SpyreWorker *w = e->w;
+    SpyreState *s = e->s;
+    int64_t now, t0;
+
+    if (e->level + 1 >= SPYRE_MAX_NEST || s->idle_workers) {
+        return;
+    }
+    now = spyre_now();
+    if (s->sched_seq == w->sched_seen && now - w->scan_ns < SPYRE_SCAN_NS) {
+        return;
+    }
+    w->sched_seen = s->sched_seq;
+    w->scan_ns = now;
+    t0 = now;
+    if (spyre_run_work(w, e->level + 1, e->floor, e->level == 0, NULL)) {
+        trace_spyre_preempt(e->q->id, e->level, spyre_now() - t0);
+        spyre_e_extend(e, spyre_now() - t0);
+    }
+}
+
+/*
+ * A tile or chunk boundary: share the BQL, honour pauses and preemption.
+ * @in_cmd: enforce the command's time budget.  Returns SPYRE_STATUS_OK,
+ * SPYRE_STATUS_LIMIT or SPYRE_EXEC_DROPPED.
+ */
+static uint32_t spyre_e_point(SpyreExec *e, bool in_cmd)
+{
+    if (spyre_now() - e->w->bql_ns >= SPYRE_BQL_SLICE_NS &&
+        !spyre_e_yield(e)) {
         return SPYRE_EXEC_DROPPED;
     }
-    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) > w->cmd_deadline) {
+    spyre_e_preempt(e);
+    if (!spyre_e_alive(e)) {
+        return SPYRE_EXEC_DROPPED;
+    }
+    if (in_cmd && spyre_now() > e->deadline) {
         return SPYRE_STATUS_LIMIT;
     }
     return SPYRE_STATUS_OK;
 }
 
-static uint32_t spyre_cmd_fill(SpyreWorker *w)
+/* ------------------------------------------------------------------------ */
+/* Commands (BQL held)                                                      */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t spyre_cmd_fill(SpyreExec *e)
 {
-    struct spyre_cmd_fill *c = &w->cmd.fill;
+    struct spyre_cmd_fill *c = &e->cmd.fill;
     uint64_t dst = le64_to_cpu(c->dst);
     uint64_t count = le64_to_cpu(c->count);
     uint64_t value = le64_to_cpu(c->value);
@@ -735,13 +1144,13 @@ static uint32_t spyre_cmd_fill(SpyreWorker *w)
         return SPYRE_STATUS_LIMIT;
     }
     bytes = count * esz;
-    if (dst + bytes < dst) {
+    if (spyre_span_wraps(dst, bytes)) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
 
     v_le = cpu_to_le64(value);
-    for (i = 0; i + esz <= sizeof(w->pattern); i += esz) {
-        memcpy(w->pattern + i, &v_le, esz);
+    for (i = 0; i + esz <= sizeof(e->pattern); i += esz) {
+        memcpy(e->pattern + i, &v_le, esz);
     }
 
     for (done = 0; done < bytes;) {
@@ -750,13 +1159,13 @@ static uint32_t spyre_cmd_fill(SpyreWorker *w)
                          SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
         uint32_t st;
 
-        st = spyre_w_rw(w, va, w->pattern + done % esz, n, true);
+        st = spyre_e_rw(e, va, e->pattern + done % esz, n, true);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
         done += n;
         if (done < bytes) {
-            st = spyre_w_chunk_end(w);
+            st = spyre_e_point(e, true);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
@@ -765,78 +1174,61 @@ static uint32_t spyre_cmd_fill(SpyreWorker *w)
     return SPYRE_STATUS_OK;
 }
 
-static uint32_t spyre_cmd_copy(SpyreWorker *w)
+static uint32_t spyre_cmd_copy(SpyreExec *e)
 {
-    struct spyre_cmd_copy *c = &w->cmd.copy;
-    uint64_t src = le64_to_cpu(c->src);
-    uint64_t dst = le64_to_cpu(c->dst);
-    uint64_t width = le64_to_cpu(c->width);
-    uint64_t height = le64_to_cpu(c->height);
-    uint64_t spitch = le64_to_cpu(c->src_pitch);
-    uint64_t dpitch = le64_to_cpu(c->dst_pitch);
-    uint32_t sdt = le32_to_cpu(c->src_dtype);
-    uint32_t ddt = le32_to_cpu(c->dst_dtype);
-    uint64_t esz, row, r;
+    const struct spyre_cmd_copy *g = &e->cmd.copy;
+    struct spyre_cmd_copy c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .src = le64_to_cpu(g->src),
+        .dst = le64_to_cpu(g->dst),
+        .width = le64_to_cpu(g->width),
+        .height = le64_to_cpu(g->height),
+        .src_pitch = le64_to_cpu(g->src_pitch),
+        .dst_pitch = le64_to_cpu(g->dst_pitch),
+        .src_dtype = le32_to_cpu(g->src_dtype),
+        .dst_dtype = le32_to_cpu(g->dst_dtype),
+    };
+    uint64_t sspan, dspan, chunk, r, done;
+    size_t ses, des;
+    uint32_t st;
 
-    if (le16_to_cpu(c->hdr.flags) & ~SPYRE_CMD_F_NOSAT) {
-        return SPYRE_STATUS_INVALID_COMMAND;
+    st = spyre_copy_check(&c, &sspan, &dspan);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
     }
-    if (sdt == 0 || sdt >= SPYRE_DTYPE_COUNT ||
-        ddt == 0 || ddt >= SPYRE_DTYPE_COUNT) {
+    if (spyre_span_wraps(c.src, sspan) || spyre_span_wraps(c.dst, dspan)) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
-    if ((sdt == SPYRE_DTYPE_U8) != (ddt == SPYRE_DTYPE_U8) ||
-        (sdt == SPYRE_DTYPE_INT32) != (ddt == SPYRE_DTYPE_INT32)) {
-        return SPYRE_STATUS_INVALID_OPERAND;
+    if (c.height == 1) {
+        c.src_pitch = c.dst_pitch = 0;
     }
-    if (sdt != ddt) {
-        /* Conversions among float types and INT8: not implemented yet. */
-        trace_spyre_cmd_unimplemented(w->q->id, SPYRE_OP_COPY, sdt, ddt);
-        return SPYRE_STATUS_INVALID_OPERAND;
-    }
-    if (width == 0 || height == 0) {
-        return SPYRE_STATUS_INVALID_OPERAND;
-    }
-    if (height == 1) {
-        spitch = dpitch = 0;
-    }
+    ses = spyre_math_dtype_size(c.src_dtype);
+    des = spyre_math_dtype_size(c.dst_dtype);
+    chunk = SPYRE_PAGE_SIZE / MAX(ses, des);
 
-    esz = spyre_dtype_size[sdt];
-    if (width > SPYRE_CMD_MAX_BYTES / esz) {
-        return SPYRE_STATUS_LIMIT;
-    }
-    row = width * esz;
-    if (height > SPYRE_CMD_MAX_BYTES / row) {
-        return SPYRE_STATUS_LIMIT;
-    }
-    /* Last byte of each operand must not wrap around 64 bits. */
-    if ((height - 1) > (UINT64_MAX - row) / MAX(spitch, 1) ||
-        (height - 1) > (UINT64_MAX - row) / MAX(dpitch, 1) ||
-        src + (height - 1) * spitch + row < src ||
-        dst + (height - 1) * dpitch + row < dst) {
-        return SPYRE_STATUS_INVALID_OPERAND;
-    }
+    for (r = 0; r < c.height; r++) {
+        for (done = 0; done < c.width;) {
+            uint64_t n = MIN(c.width - done, chunk);
+            uint8_t *out = e->buf[0];
 
-    for (r = 0; r < height; r++) {
-        uint64_t srow = src + r * spitch, drow = dst + r * dpitch;
-        uint64_t done;
-
-        for (done = 0; done < row;) {
-            uint64_t sva = srow + done, dva = drow + done;
-            uint32_t n, st;
-
-            n = MIN(row - done, SPYRE_PAGE_SIZE - (sva & SPYRE_PAGE_MASK));
-            n = MIN(n, SPYRE_PAGE_SIZE - (dva & SPYRE_PAGE_MASK));
-            st = spyre_w_rw(w, sva, w->buf, n, false);
-            if (st == SPYRE_STATUS_OK) {
-                st = spyre_w_rw(w, dva, w->buf, n, true);
+            st = spyre_e_rw(e, c.src + r * c.src_pitch + done * ses,
+                            e->buf[0], n * ses, false);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
             }
+            if (c.src_dtype != c.dst_dtype) {
+                out = e->buf[1];
+                spyre_convert(out, c.dst_dtype, e->buf[0], c.src_dtype, n,
+                              c.hdr.flags & SPYRE_CMD_F_NOSAT);
+            }
+            st = spyre_e_rw(e, c.dst + r * c.dst_pitch + done * des, out,
+                            n * des, true);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
             done += n;
-            if (done < row || r + 1 < height) {
-                st = spyre_w_chunk_end(w);
+            if (done < c.width || r + 1 < c.height) {
+                st = spyre_e_point(e, true);
                 if (st != SPYRE_STATUS_OK) {
                     return st;
                 }
@@ -846,24 +1238,700 @@ static uint32_t spyre_cmd_copy(SpyreWorker *w)
     return SPYRE_STATUS_OK;
 }
 
-static uint32_t spyre_cmd_timestamp(SpyreWorker *w)
+static uint32_t spyre_cmd_eltwise(SpyreExec *e)
 {
-    struct spyre_cmd_timestamp *c = &w->cmd.timestamp;
-    uint64_t now = cpu_to_le64(spyre_clock(w->s));
+    const struct spyre_cmd_eltwise *g = &e->cmd.eltwise;
+    struct spyre_cmd_eltwise c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .op = le32_to_cpu(g->op),
+        .dtype = le32_to_cpu(g->dtype),
+        .count = le64_to_cpu(g->count),
+        .a = le64_to_cpu(g->a),
+        .b = le64_to_cpu(g->b),
+        .out = le64_to_cpu(g->out),
+        .alpha = le32_to_cpu(g->alpha),
+        .pad = le32_to_cpu(g->pad),
+    };
+    bool binary = c.op == SPYRE_ELT_ADD || c.op == SPYRE_ELT_MUL;
+    uint64_t bytes, done, chunk;
+    size_t es;
+    uint32_t st;
+
+    st = spyre_eltwise_check(&c, &bytes);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (spyre_span_wraps(c.a, bytes) || spyre_span_wraps(c.out, bytes) ||
+        (binary && spyre_span_wraps(c.b, bytes))) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    es = spyre_math_dtype_size(c.dtype);
+    chunk = SPYRE_PAGE_SIZE / es;
+
+    for (done = 0; done < c.count;) {
+        uint64_t n = MIN(c.count - done, chunk);
+
+        st = spyre_e_rw(e, c.a + done * es, e->buf[0], n * es, false);
+        if (st == SPYRE_STATUS_OK && binary) {
+            st = spyre_e_rw(e, c.b + done * es, e->buf[1], n * es, false);
+        }
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_eltwise(c.op, c.dtype, spyre_f32(c.alpha), e->buf[0],
+                               binary ? e->buf[1] : NULL, e->buf[2], n);
+        }
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_e_rw(e, c.out + done * es, e->buf[2], n * es, true);
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        done += n;
+        if (done < c.count) {
+            st = spyre_e_point(e, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/*
+ * Feed row @r (at VA @row, @cols elements of @es bytes) to the passes of
+ * @rs.  A row that fits in one chunk is read once, into e->buf[0].
+ */
+static uint32_t spyre_row_passes_run(SpyreExec *e, SpyreRow *rs,
+                                     uint64_t row, uint64_t cols, int dtype,
+                                     size_t es, bool *cached)
+{
+    uint64_t chunk = SPYRE_PAGE_SIZE / sizeof(float), done;
+    unsigned int p;
+    uint32_t st;
+
+    *cached = cols <= chunk;
+    if (*cached) {
+        st = spyre_e_rw(e, row, e->buf[0], cols * es, false);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+    }
+    for (p = 0; p < spyre_row_passes(rs); p++) {
+        for (done = 0; done < cols;) {
+            uint64_t n = MIN(cols - done, chunk);
+
+            if (!*cached) {
+                st = spyre_e_rw(e, row + done * es, e->buf[0], n * es, false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            st = spyre_row_feed(rs, e->buf[0], dtype, n);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            done += n;
+            if (done < cols) {
+                st = spyre_e_point(e, true);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+        }
+        st = spyre_row_end_pass(rs);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static uint32_t spyre_cmd_reduce(SpyreExec *e)
+{
+    const struct spyre_cmd_reduce *g = &e->cmd.reduce;
+    struct spyre_cmd_reduce c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .op = le32_to_cpu(g->op),
+        .dtype = le32_to_cpu(g->dtype),
+        .rows = le32_to_cpu(g->rows),
+        .cols = le32_to_cpu(g->cols),
+        .src = le64_to_cpu(g->src),
+        .dst = le64_to_cpu(g->dst),
+        .ld = le64_to_cpu(g->ld),
+    };
+    uint64_t sbytes, dbytes, out_chunk;
+    uint32_t r, nout = 0, st;
+    bool cached;
+    size_t es;
+
+    st = spyre_reduce_check(&c, &sbytes, &dbytes);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (spyre_span_wraps(c.src, sbytes) || spyre_span_wraps(c.dst, dbytes)) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    es = spyre_math_dtype_size(c.dtype);
+    out_chunk = SPYRE_PAGE_SIZE / es;
+
+    for (r = 0; r < c.rows; r++) {
+        SpyreRow rs;
+        float v;
+
+        st = spyre_row_init(&rs, SPYRE_OP_REDUCE, c.op, c.cols, 0.0f);
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_row_passes_run(e, &rs, c.src + (uint64_t)r * c.ld * es,
+                                      c.cols, c.dtype, es, &cached);
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        v = spyre_row_result(&rs);
+        spyre_store_fp32(e->buf[2] + nout * es, c.dtype, &v, 1, 0);
+        if (++nout == out_chunk || r + 1 == c.rows) {
+            st = spyre_e_rw(e, c.dst + (uint64_t)(r + 1 - nout) * es,
+                            e->buf[2], nout * es, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            nout = 0;
+        }
+        if (r + 1 < c.rows) {
+            st = spyre_e_point(e, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static uint32_t spyre_cmd_rowop(SpyreExec *e)
+{
+    const struct spyre_cmd_rowop *g = &e->cmd.rowop;
+    struct spyre_cmd_rowop c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .op = le32_to_cpu(g->op),
+        .dtype = le32_to_cpu(g->dtype),
+        .rows = le32_to_cpu(g->rows),
+        .cols = le32_to_cpu(g->cols),
+        .src = le64_to_cpu(g->src),
+        .dst = le64_to_cpu(g->dst),
+        .ld_src = le64_to_cpu(g->ld_src),
+        .ld_dst = le64_to_cpu(g->ld_dst),
+        .gamma = le64_to_cpu(g->gamma),
+        .beta = le64_to_cpu(g->beta),
+        .eps = le32_to_cpu(g->eps),
+        .pad = le32_to_cpu(g->pad),
+    };
+    uint64_t sbytes, dbytes, vbytes, chunk = SPYRE_PAGE_SIZE / sizeof(float);
+    uint64_t gamma = 0, beta = 0;
+    float eps = spyre_f32(c.eps);
+    uint32_t r, st;
+    size_t es;
+
+    st = spyre_rowop_check(&c, &sbytes, &dbytes);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (!(eps >= 0.0f)) {
+        return SPYRE_STATUS_INVALID_OPERAND;      /* negative or NaN */
+    }
+    if (c.op != SPYRE_ROW_SOFTMAX) {
+        gamma = c.gamma;
+    }
+    if (c.op == SPYRE_ROW_LAYERNORM) {
+        beta = c.beta;
+    }
+    vbytes = (uint64_t)c.cols * sizeof(float);
+    if (spyre_span_wraps(c.src, sbytes) || spyre_span_wraps(c.dst, dbytes) ||
+        (gamma && spyre_span_wraps(gamma, vbytes)) ||
+        (beta && spyre_span_wraps(beta, vbytes))) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    es = spyre_math_dtype_size(c.dtype);
+
+    for (r = 0; r < c.rows; r++) {
+        uint64_t src = c.src + (uint64_t)r * c.ld_src * es;
+        uint64_t dst = c.dst + (uint64_t)r * c.ld_dst * es;
+        uint64_t done;
+        bool cached;
+        SpyreRow rs;
+
+        st = spyre_row_init(&rs, SPYRE_OP_ROWOP, c.op, c.cols, eps);
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_row_passes_run(e, &rs, src, c.cols, c.dtype, es,
+                                      &cached);
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        for (done = 0; done < c.cols;) {
+            uint64_t n = MIN(c.cols - done, chunk);
+
+            if (!cached) {
+                st = spyre_e_rw(e, src + done * es, e->buf[0], n * es, false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            if (gamma) {
+                st = spyre_e_rw(e, gamma + done * sizeof(float), e->buf[1],
+                                n * sizeof(float), false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            if (beta) {
+                st = spyre_e_rw(e, beta + done * sizeof(float), e->buf[3],
+                                n * sizeof(float), false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            st = spyre_row_apply(&rs, e->buf[2], c.dtype, e->buf[0], n,
+                                 gamma ? e->buf[1] : NULL,
+                                 beta ? e->buf[3] : NULL);
+            if (st == SPYRE_STATUS_OK) {
+                st = spyre_e_rw(e, dst + done * es, e->buf[2], n * es, true);
+            }
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            done += n;
+            if (done < c.cols || r + 1 < c.rows) {
+                st = spyre_e_point(e, true);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/* ---- GEMM --------------------------------------------------------------- */
+
+static void spyre_gemm_to_host(struct spyre_cmd_gemm *h,
+                               const struct spyre_cmd_gemm *g)
+{
+    memset(h, 0, sizeof(*h));
+    h->hdr.opcode = le16_to_cpu(g->hdr.opcode);
+    h->hdr.flags = le16_to_cpu(g->hdr.flags);
+    h->hdr.size = le32_to_cpu(g->hdr.size);
+    h->a_dtype = le32_to_cpu(g->a_dtype);
+    h->b_dtype = le32_to_cpu(g->b_dtype);
+    h->c_dtype = le32_to_cpu(g->c_dtype);
+    h->bias_dtype = le32_to_cpu(g->bias_dtype);
+    h->m = le32_to_cpu(g->m);
+    h->n = le32_to_cpu(g->n);
+    h->k = le32_to_cpu(g->k);
+    h->batch = le32_to_cpu(g->batch);
+    h->a = le64_to_cpu(g->a);
+    h->b = le64_to_cpu(g->b);
+    h->c = le64_to_cpu(g->c);
+    h->lda = le64_to_cpu(g->lda);
+    h->ldb = le64_to_cpu(g->ldb);
+    h->ldc = le64_to_cpu(g->ldc);
+    h->stride_a = le64_to_cpu(g->stride_a);
+    h->stride_b = le64_to_cpu(g->stride_b);
+    h->stride_c = le64_to_cpu(g->stride_c);
+    h->alpha = le32_to_cpu(g->alpha);
+    h->beta = le32_to_cpu(g->beta);
+    h->scale_a = le64_to_cpu(g->scale_a);
+    h->scale_b = le64_to_cpu(g->scale_b);
+    h->bias = le64_to_cpu(g->bias);
+    h->amax = le64_to_cpu(g->amax);
+}
+
+/*
+ * How to split @g's GEMM into parts: none below 2 * SPYRE_GANG_MIN_MACS,
+ * else enough parts for min(cores, workers) cores to share and none above
+ * SPYRE_GANG_MAX_MACS (as far as the shape allows); whole batches when
+ * there are enough of them, else one matrix per part cut into the grid of
+ * M x N blocks (at least 16 x 16) that fetches the fewest operand elements.
+ * At most min(cores, workers) parts run at once.
+ */
+static void spyre_gang_split(SpyreState *s, SpyreGang *g)
+{
+    const struct spyre_cmd_gemm *c = &g->cmd;
+    uint64_t macs = (uint64_t)c->batch * c->m * c->n * c->k;
+    uint64_t cost, best_cost = UINT64_MAX, r, pm, pn, best_pm = 1;
+    uint64_t best_pn = 1, target;
+
+    g->max_active = MIN(s->ncores, s->nworkers);
+    g->bsz = c->batch;
+    g->msz = c->m;
+    g->nsz = c->n;
+    g->pm = g->pn = 1;
+    g->nparts = 1;
+    if (g->max_active < 2) {
+        return;             /* one core: K-block steps are preemptible */
+    }
+    target = MAX(MIN(g->max_active, macs / SPYRE_GANG_MIN_MACS),
+                 DIV_ROUND_UP(macs, SPYRE_GANG_MAX_MACS));
+    target = MIN(target, SPYRE_GANG_MAX_PARTS);
+    if (target <= 1) {
+        return;
+    }
+    if (c->batch >= target) {
+        g->bsz = DIV_ROUND_UP(c->batch, target);
+        g->nparts = DIV_ROUND_UP(c->batch, g->bsz);
+        return;
+    }
+    g->bsz = 1;
+    r = DIV_ROUND_UP(target, c->batch);
+    for (pm = 1; pm <= r; pm++) {
+        pn = DIV_ROUND_UP(r, pm);
+        if ((pm > 1 && c->m / pm < 16) || (pn > 1 && c->n / pn < 16)) {
+            continue;
+        }
+        /* Ties go to more M blocks: whole rows are fewer, longer segments. */
+        cost = pn * c->m * c->k + pm * c->k * c->n;
+        if (cost <= best_cost) {
+            best_cost = cost;
+            best_pm = pm;
+            best_pn = pn;
+        }
+    }
+    g->msz = MIN(c->m, ROUND_UP(DIV_ROUND_UP((uint64_t)c->m, best_pm), 8));
+    g->nsz = MIN(c->n, ROUND_UP(DIV_ROUND_UP((uint64_t)c->n, best_pn), 16));
+    g->pm = DIV_ROUND_UP(c->m, g->msz);
+    g->pn = DIV_ROUND_UP(c->n, g->nsz);
+    g->nparts = c->batch * g->pm * g->pn;
+}
+
+/* Part @idx of @g as a GEMM command of its own (host byte order). */
+static void spyre_gang_part_cmd(const SpyreGang *g, uint32_t idx,
+                                struct spyre_cmd_gemm *sub)
+{
+    const struct spyre_cmd_gemm *c = &g->cmd;
+    bool ta = c->hdr.flags & SPYRE_GEMM_F_TRANS_A;
+    bool tb = c->hdr.flags & SPYRE_GEMM_F_TRANS_B;
+    uint64_t b0 = (uint64_t)(idx / (g->pm * g->pn)) * g->bsz;
+    uint64_t m0 = (uint64_t)(idx / g->pn % g->pm) * g->msz;
+    uint64_t n0 = (uint64_t)(idx % g->pn) * g->nsz;
+
+    *sub = *c;
+    sub->batch = MIN(g->bsz, c->batch - b0);
+    sub->m = MIN(g->msz, c->m - m0);
+    sub->n = MIN(g->nsz, c->n - n0);
+    sub->a = c->a + (b0 * c->stride_a + (ta ? m0 : m0 * c->lda)) *
+                    spyre_math_dtype_size(c->a_dtype);
+    sub->b = c->b + (b0 * c->stride_b + (tb ? n0 * c->ldb : n0)) *
+                    spyre_math_dtype_size(c->b_dtype);
+    sub->c = c->c + (b0 * c->stride_c + m0 * c->ldc + n0) *
+                    spyre_math_dtype_size(c->c_dtype);
+    if (c->bias_dtype && c->a_dtype != SPYRE_DTYPE_INT8) {
+        sub->bias = c->bias + n0 * spyre_math_dtype_size(c->bias_dtype);
+    }
+    sub->amax = 0;
+}
+
+/*
+ * Operand access of a GEMM part; called by spyre_gemm_step() with the BQL
+ * released.  Takes it for one row segment.
+ */
+static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
+                         size_t len, bool write)
+{
+    SpyreExec *e = io->e;
+    SpyreGang *g = e->part_gang;
+    SpyreWorker *w = e->w;
+    int64_t now;
+    uint32_t st;
+
+    if (opnd < 0 || opnd > SPYRE_GEMM_OPND_BIAS) {
+        return SPYRE_STATUS_INTERNAL;
+    }
+    bql_lock();
+    spyre_e_wait_running(e);
+    if (!spyre_e_alive(e)) {
+        st = SPYRE_EXEC_DROPPED;
+    } else if (g->stop || g->err_part < e->part_idx) {
+        st = SPYRE_EXEC_STOP;
+    } else {
+        st = spyre_e_rw(e, io->base[opnd] + off, buf, len, write);
+    }
+    bql_unlock();
+    now = spyre_now();
+    if (now - w->bql_ns >= SPYRE_BQL_SLICE_NS) {
+        g_thread_yield();
+        w->bql_ns = now;
+    }
+    return st;
+}
+
+static int spyre_part_read(void *opaque, int opnd, uint64_t off, void *dst,
+                           size_t len)
+{
+    return spyre_part_io(opaque, opnd, off, dst, len, false);
+}
+
+static int spyre_part_write(void *opaque, int opnd, uint64_t off,
+                            const void *src, size_t len)
+{
+    return spyre_part_io(opaque, opnd, off, (void *)src, len, true);
+}
+
+/*
+ * Run part @idx of @g on @e, one spyre_gemm_step() (a K block of at most
+ * 512 x 512 x 512) at a time with the BQL released; between steps, the
+ * usual boundary checks.  Returns a SPYRE_STATUS_*, SPYRE_EXEC_DROPPED or
+ * SPYRE_EXEC_STOP.
+ */
+static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
+{
+    static const SpyreGemmIO io_ops = {
+        .read = spyre_part_read,
+        .write = spyre_part_write,
+    };
+    SpyreGemmIO io = io_ops;
+    struct spyre_cmd_gemm sub;
+    uint32_t st;
+    float amax;
+
+    spyre_gang_part_cmd(g, idx, &sub);
+    e->part_gang = g;
+    e->part_idx = idx;
+    e->io.e = e;
+    e->io.base[SPYRE_GEMM_OPND_A] = sub.a;
+    e->io.base[SPYRE_GEMM_OPND_B] = sub.b;
+    e->io.base[SPYRE_GEMM_OPND_C] = sub.c;
+    e->io.base[SPYRE_GEMM_OPND_BIAS] = sub.bias;
+    io.opaque = &e->io;
+    if (!e->scratch) {
+        e->scratch = g_malloc(SPYRE_GEMM_SCRATCH_SIZE);
+    }
+    trace_spyre_gemm_part(g->q->id, idx, g->nparts, sub.batch, sub.m, sub.n,
+                          sub.k);
+
+    st = spyre_gemm_init(&e->gemm, &sub, g->sa, g->sb, &io, e->scratch,
+                         SPYRE_GEMM_SCRATCH_SIZE);
+    while (st == SPYRE_STATUS_OK && !spyre_gemm_done(&e->gemm)) {
+        bql_unlock();
+        st = spyre_gemm_step(&e->gemm);
+        bql_lock();
+        e->w->bql_ns = spyre_now();
+        spyre_e_wait_running(e);
+        if (!spyre_e_alive(e)) {
+            return SPYRE_EXEC_DROPPED;
+        }
+        if (st != SPYRE_STATUS_OK) {
+            break;
+        }
+        if (g->stop || g->err_part < idx) {
+            return SPYRE_EXEC_STOP;
+        }
+        if (spyre_now() > g->deadline) {
+            return SPYRE_STATUS_LIMIT;
+        }
+        if (!spyre_gemm_done(&e->gemm)) {
+            spyre_e_preempt(e);
+            if (!spyre_e_alive(e)) {
+                return SPYRE_EXEC_DROPPED;
+            }
+        }
+    }
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    amax = spyre_gemm_amax(&e->gemm);
+    if (!isnan(g->amax) && (isnan(amax) || amax > g->amax)) {
+        g->amax = amax;
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static bool spyre_gang_claim(SpyreGang *g, uint32_t *idx)
+{
+    if (!spyre_gang_open(g)) {
+        return false;
+    }
+    *idx = g->next++;
+    g->active++;
+    return true;
+}
+
+/*
+ * Part @idx ended with @st.  The error of the lowest-numbered part wins
+ * (parts are numbered in the order a single core would run them), so a
+ * fault reports the same VA whichever worker hits it first.
+ */
+static void spyre_gang_part_done(SpyreExec *e, SpyreGang *g, uint32_t idx,
+                                 uint32_t st)
+{
+    g->active--;
+    switch (st) {
+    case SPYRE_STATUS_OK:
+    case SPYRE_EXEC_STOP:
+        break;
+    case SPYRE_EXEC_DROPPED:
+        g->dropped = true;
+        g->stop = true;
+        break;
+    default:
+        if (idx < g->err_part) {
+            g->err_part = idx;
+            g->status = st;
+            g->err_va = e->err_va;
+            g->fault_reason = st == SPYRE_STATUS_MMU_FAULT ?
+                              e->fault_reason : 0;
+            g->fault_write = e->fault_write;
+        }
+        break;
+    }
+    if (g->nparts > 1) {
+        qemu_cond_broadcast(&e->s->gang_cond);
+    }
+}
+
+/* An idle (or preempting) worker runs one part of someone's GEMM. */
+static void spyre_gang_help(SpyreExec *e, SpyreGang *g, int floor)
+{
+    uint32_t idx, st;
+
+    if (!spyre_gang_claim(g, &idx)) {
+        return;
+    }
+    e->q = g->q;
+    e->gen = g->gen;
+    e->ctx = g->ctx;
+    e->prio = g->prio;
+    e->floor = MAX((int)g->prio, floor);
+    e->deadline = g->deadline;
+    e->err_va = 0;
+    e->fault_reason = 0;
+    st = spyre_gemm_part(e, g, idx);
+    spyre_gang_part_done(e, g, idx, st);
+    e->part_gang = NULL;
+}
+
+static uint32_t spyre_cmd_gemm(SpyreExec *e)
+{
+    SpyreState *s = e->s;
+    SpyreGang *g = &e->gang;
+    const struct spyre_cmd_gemm *c = &g->cmd;
+    SpyreGemmSpan span;
+    uint32_t st, idx, v;
+
+    spyre_gemm_to_host(&g->cmd, &e->cmd.gemm);
+    st = spyre_gemm_check(c, &span);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (spyre_span_wraps(c->a, span.a) || spyre_span_wraps(c->b, span.b) ||
+        spyre_span_wraps(c->c, span.c) ||
+        spyre_span_wraps(c->bias, span.bias)) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    g->sa = g->sb = 1.0f;
+    if (c->a_dtype != SPYRE_DTYPE_INT8) {
+        if (c->scale_a) {
+            st = spyre_e_rw(e, c->scale_a, &v, sizeof(v), false);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            g->sa = spyre_f32(le32_to_cpu(v));
+        }
+        if (c->scale_b) {
+            st = spyre_e_rw(e, c->scale_b, &v, sizeof(v), false);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            g->sb = spyre_f32(le32_to_cpu(v));
+        }
+    }
+    g->q = e->q;
+    g->gen = e->gen;
+    g->ctx = e->ctx;
+    g->prio = e->prio;
+    g->next = 0;
+    g->active = 0;
+    g->err_part = SPYRE_NO_PART;
+    g->status = SPYRE_STATUS_OK;
+    g->err_va = 0;
+    g->fault_reason = 0;
+    g->fault_write = false;
+    g->stop = g->dropped = g->limit = false;
+    g->amax = 0.0f;
+    g->deadline = e->deadline;
+    spyre_gang_split(s, g);
+    e->part_gang = g;
+    if (g->nparts > 1) {
+        QLIST_INSERT_HEAD(&s->gangs, g, link);
+        s->sched_seq++;
+        spyre_wake(s, MIN(g->nparts, g->max_active) - 1);
+    }
+
+    for (;;) {
+        if (spyre_gang_claim(g, &idx)) {
+            st = spyre_gemm_part(e, g, idx);
+            spyre_gang_part_done(e, g, idx, st);
+            e->part_gang = g;
+            continue;
+        }
+        if (!g->active) {
+            break;
+        }
+        /* Helpers run the last parts; they stop soon after a reset. */
+        qemu_cond_timedwait_bql(&s->gang_cond, 10);
+        e->w->bql_ns = spyre_now();
+        spyre_e_wait_running(e);
+        if (!spyre_e_alive(e)) {
+            g->stop = true;
+        } else if (spyre_now() > g->deadline) {
+            g->stop = g->limit = true;
+        }
+    }
+    if (g->nparts > 1) {
+        QLIST_REMOVE(g, link);
+    }
+    e->part_gang = NULL;
+
+    if (!spyre_e_alive(e) || g->dropped) {
+        return SPYRE_EXEC_DROPPED;
+    }
+    if (g->err_part != SPYRE_NO_PART) {
+        e->err_va = g->err_va;
+        e->fault_reason = g->fault_reason;
+        e->fault_write = g->fault_write;
+        return g->status;
+    }
+    if (g->limit) {
+        return SPYRE_STATUS_LIMIT;
+    }
+    if (c->amax) {
+        v = cpu_to_le32(spyre_f32_bits(g->amax));
+        return spyre_e_rw(e, c->amax, &v, sizeof(v), true);
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/* ---- the rest ----------------------------------------------------------- */
+
+static uint32_t spyre_cmd_timestamp(SpyreExec *e)
+{
+    struct spyre_cmd_timestamp *c = &e->cmd.timestamp;
+    uint64_t dst = le64_to_cpu(c->dst);
+    uint64_t now = cpu_to_le64(spyre_clock(e->s));
 
     if (c->hdr.flags) {
         return SPYRE_STATUS_INVALID_COMMAND;
     }
-    return spyre_w_rw(w, le64_to_cpu(c->dst), &now, sizeof(now), true);
+    if (dst & 7) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    return spyre_e_rw(e, dst, &now, sizeof(now), true);
 }
 
-static uint32_t spyre_cmd_sem(SpyreWorker *w, bool signal)
+static uint32_t spyre_cmd_sem(SpyreExec *e, bool signal)
 {
-    struct spyre_cmd_sem *c = &w->cmd.sem;
+    SpyreState *s = e->s;
+    struct spyre_cmd_sem *c = &e->cmd.sem;
     uint64_t addr = le64_to_cpu(c->addr);
     uint64_t value = le64_to_cpu(c->value);
     uint16_t flags = le16_to_cpu(c->hdr.flags);
-    uint64_t cur;
+    uint64_t cur = 0;
     SpyreTarget t;
     uint32_t st;
 
@@ -873,19 +1941,19 @@ static uint32_t spyre_cmd_sem(SpyreWorker *w, bool signal)
     if (addr & 7) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
-    st = spyre_w_translate(w, addr, signal, &t);
+    st = spyre_e_translate(e, addr, signal, &t);
     if (st != SPYRE_STATUS_OK) {
         return st;
     }
     if (!signal || (flags & SPYRE_SEM_F_ADD)) {
-        st = spyre_w_access(w, &t, addr, &cur, sizeof(cur), false);
+        st = spyre_e_access(e, &t, addr, &cur, sizeof(cur), false);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
         cur = le64_to_cpu(cur);
     }
     if (!signal) {
-        trace_spyre_sem_wait(w->q->id, addr, cur, value);
+        trace_spyre_sem_wait(e->q->id, addr, cur, value);
         return cur >= value ? SPYRE_STATUS_OK : SPYRE_EXEC_PARK;
     }
     /*
@@ -893,60 +1961,67 @@ static uint32_t spyre_cmd_sem(SpyreWorker *w, bool signal)
      * every queue of this card, not to CPUs writing the same word.
      */
     cur = cpu_to_le64(flags & SPYRE_SEM_F_ADD ? cur + value : value);
-    st = spyre_w_access(w, &t, addr, &cur, sizeof(cur), true);
+    st = spyre_e_access(e, &t, addr, &cur, sizeof(cur), true);
     if (st == SPYRE_STATUS_OK) {
-        w->s->sem_epoch++;
-        spyre_kick(w->s);
+        s->sem_epoch++;
+        s->sched_seq++;
+        spyre_wake(s, s->nparked);
     }
     return st;
 }
 
-/* Known opcodes the engine does not execute yet. */
-static uint32_t spyre_cmd_unimplemented(SpyreWorker *w, unsigned int op)
+/*
+ * Read @len bytes of the job's stream at @va (within the stream) into
+ * @dst, through the prefetch buffer: a miss reads the stream up to the
+ * end of @va's page (one translation, no fault a direct read would not
+ * have).
+ */
+static uint32_t spyre_stream_read(SpyreExec *e, uint64_t va, void *dst,
+                                  uint32_t len)
 {
-    uint16_t flags = le16_to_cpu(w->cmd.hdr.flags);
+    SpyreJob *job = &e->q->job;
+    uint64_t end = job->cmd_va + job->cmd_size;
+    uint32_t n, st;
 
-    switch (op) {
-    case SPYRE_OP_GEMM:
-        if (flags & ~SPYRE_GEMM_F_ALL) {
-            return SPYRE_STATUS_INVALID_COMMAND;
+    if (e->sbuf_epoch != e->s->mmu_epoch || e->sbuf_writes != job->writes ||
+        va < e->sbuf_va || va + len > e->sbuf_va + e->sbuf_len) {
+        n = MIN(end - va, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
+        if (len > n) {
+            /* Crosses a page: read it as is. */
+            e->sbuf_len = 0;
+            return spyre_e_rw(e, va, dst, len, false);
         }
-        break;
-    case SPYRE_OP_ELTWISE:
-        if (flags || w->cmd.eltwise.pad) {
-            return SPYRE_STATUS_INVALID_COMMAND;
+        e->sbuf_len = 0;
+        st = spyre_e_rw(e, va, e->sbuf, n, false);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
         }
-        break;
-    case SPYRE_OP_REDUCE:
-        if (flags) {
-            return SPYRE_STATUS_INVALID_COMMAND;
-        }
-        break;
-    case SPYRE_OP_ROWOP:
-        if (flags || w->cmd.rowop.pad) {
-            return SPYRE_STATUS_INVALID_COMMAND;
-        }
-        break;
+        e->sbuf_va = va;
+        e->sbuf_len = n;
+        e->sbuf_epoch = e->s->mmu_epoch;
+        e->sbuf_writes = job->writes;
     }
-    trace_spyre_cmd_unimplemented(w->q->id, op, 0, 0);
-    return SPYRE_STATUS_INVALID_OPERAND;
+    memcpy(dst, e->sbuf + (va - e->sbuf_va), len);
+    return SPYRE_STATUS_OK;
 }
 
 /* Fetch and run the command at the job's cmd_offset. */
-static uint32_t spyre_exec_cmd(SpyreWorker *w)
+static uint32_t spyre_exec_cmd(SpyreExec *e)
 {
-    SpyreJob *job = &w->q->job;
+    SpyreJob *job = &e->q->job;
     uint64_t va = job->cmd_va + job->cmd_offset;
     unsigned int op;
     uint32_t size, st;
 
-    st = spyre_w_rw(w, va, &w->cmd.hdr, sizeof(w->cmd.hdr), false);
+    e->err_va = 0;
+    e->fault_reason = 0;
+    st = spyre_stream_read(e, va, &e->cmd.hdr, sizeof(e->cmd.hdr));
     if (st != SPYRE_STATUS_OK) {
         return st;
     }
-    op = le16_to_cpu(w->cmd.hdr.opcode);
-    size = le32_to_cpu(w->cmd.hdr.size);
-    trace_spyre_cmd(w->q->id, job->cmd_offset, op, size);
+    op = le16_to_cpu(e->cmd.hdr.opcode);
+    size = le32_to_cpu(e->cmd.hdr.size);
+    trace_spyre_cmd(e->q->id, job->cmd_offset, op, size);
     if (op >= SPYRE_OP_COUNT) {
         return SPYRE_STATUS_INVALID_OPCODE;
     }
@@ -954,33 +2029,44 @@ static uint32_t spyre_exec_cmd(SpyreWorker *w)
         size > job->cmd_size - job->cmd_offset) {
         return SPYRE_STATUS_INVALID_COMMAND;
     }
-    st = spyre_w_rw(w, va + sizeof(w->cmd.hdr),
-                    w->cmd.raw + sizeof(w->cmd.hdr),
-                    size - sizeof(w->cmd.hdr), false);
-    if (st != SPYRE_STATUS_OK) {
-        return st;
+    if (size > sizeof(e->cmd.hdr)) {
+        st = spyre_stream_read(e, va + sizeof(e->cmd.hdr),
+                               e->cmd.raw + sizeof(e->cmd.hdr),
+                               size - sizeof(e->cmd.hdr));
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
     }
 
-    w->cmd_deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                      SPYRE_CMD_MAX_NS;
+    e->deadline = spyre_now() + SPYRE_CMD_MAX_NS;
     switch (op) {
     case SPYRE_OP_NOP:
-        return w->cmd.hdr.flags ? SPYRE_STATUS_INVALID_COMMAND :
+        return e->cmd.hdr.flags ? SPYRE_STATUS_INVALID_COMMAND :
                                   SPYRE_STATUS_OK;
     case SPYRE_OP_FILL:
-        return spyre_cmd_fill(w);
+        return spyre_cmd_fill(e);
     case SPYRE_OP_COPY:
-        return spyre_cmd_copy(w);
+        return spyre_cmd_copy(e);
+    case SPYRE_OP_GEMM:
+        return spyre_cmd_gemm(e);
+    case SPYRE_OP_ELTWISE:
+        return spyre_cmd_eltwise(e);
+    case SPYRE_OP_REDUCE:
+        return spyre_cmd_reduce(e);
+    case SPYRE_OP_ROWOP:
+        return spyre_cmd_rowop(e);
     case SPYRE_OP_TIMESTAMP:
-        return spyre_cmd_timestamp(w);
+        return spyre_cmd_timestamp(e);
     case SPYRE_OP_SEM_WAIT:
-        return spyre_cmd_sem(w, false);
-    case SPYRE_OP_SEM_SIGNAL:
-        return spyre_cmd_sem(w, true);
+        return spyre_cmd_sem(e, false);
     default:
-        return spyre_cmd_unimplemented(w, op);
+        return spyre_cmd_sem(e, true);
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* Jobs (BQL held)                                                          */
+/* ------------------------------------------------------------------------ */
 
 /* Validate a fetched descriptor.  Returns a SPYRE_STATUS_*. */
 static uint32_t spyre_job_check(SpyreState *s, const struct spyre_hw_job *d)
@@ -1026,17 +2112,17 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
 
     memset(job, 0, sizeof(*job));
     job->start_ns = spyre_clock(s);
-    q->job_state = SPYRE_JOB_RUNNING;
+    spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
     q->status = SPYRE_QS_BUSY;
 
     if (spyre_dma_rw(s, q->ring_base + (uint64_t)q->head * sizeof(d),
                      &d, sizeof(d), DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
         /* No seqno to report: halt without a completion record. */
         trace_spyre_ring_error(q->id, q->head);
-        q->job_state = SPYRE_JOB_NONE;
+        spyre_set_job_state(s, q, SPYRE_JOB_NONE);
         q->head = (q->head + 1) & (q->entries - 1);
         q->status = SPYRE_QS_ERROR;
-        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR);
+        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR, true);
         return false;
     }
     job->seqno = le64_to_cpu(d.seqno);
@@ -1049,64 +2135,85 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
 
     if (q->inject == SPYRE_DBG_HANG) {
         q->inject = 0;
-        q->job_state = SPYRE_JOB_HUNG;
+        spyre_set_job_state(s, q, SPYRE_JOB_HUNG);
         trace_spyre_job_hang(q->id, job->seqno);
         return false;
     }
     if (q->inject == SPYRE_DBG_ERROR) {
         q->inject = 0;
-        spyre_end_job(s, q, SPYRE_STATUS_INTERNAL, 0, true);
+        spyre_end_job(s, q, SPYRE_STATUS_INTERNAL, 0, true, true);
         return false;
     }
     st = spyre_job_check(s, &d);
     if (st != SPYRE_STATUS_OK) {
-        spyre_end_job(s, q, st, 0, true);
+        spyre_end_job(s, q, st, 0, true, true);
         return false;
     }
     return true;
 }
 
-/* Run (or resume) the job of @q until it ends, parks or is dropped. */
-static void spyre_run_queue(SpyreWorker *w, SpyreQueue *q)
+/*
+ * Run (or resume) the job of @q on @e until it ends, parks or is dropped;
+ * @floor is that of the job it preempts (-1: none).
+ */
+static void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
 {
-    SpyreState *s = w->s;
+    SpyreState *s = e->s;
     SpyreJob *job = &q->job;
-    unsigned int ncmds = 0;
     uint32_t st = SPYRE_STATUS_OK;
 
-    w->q = q;
-    w->gen = q->gen;
+    e->q = q;
+    e->gen = q->gen;
+    e->prio = SPYRE_Q_CONTROL_PRIO_GET(q->control);
+    e->floor = MAX((int)e->prio, floor);
+    e->part_gang = NULL;
+    e->sbuf_len = 0;
     if (q->job_state == SPYRE_JOB_SEM_WAIT) {
-        q->job_state = SPYRE_JOB_RUNNING;
+        spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
         q->status = SPYRE_QS_BUSY;
     } else if (!spyre_job_start(s, q)) {
         return;
     }
+    e->ctx = job->ctx;
 
     while (job->cmd_offset < job->cmd_size) {
-        w->err_va = 0;
-        st = spyre_exec_cmd(w);
+        st = spyre_exec_cmd(e);
         if (st == SPYRE_EXEC_DROPPED) {
             return;
         }
         if (st == SPYRE_EXEC_PARK) {
-            q->job_state = SPYRE_JOB_SEM_WAIT;
+            spyre_set_job_state(s, q, SPYRE_JOB_SEM_WAIT);
             q->status = SPYRE_QS_SEM_WAIT;
             q->sem_epoch = s->sem_epoch;
-            q->sem_poll_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                             SPYRE_SEM_POLL_MS * SCALE_MS;
+            q->ready_ns = spyre_now();
+            q->sem_poll_ns = q->ready_ns + SPYRE_SEM_POLL_MS * SCALE_MS;
+            s->sched_seq++;
             return;
         }
         if (st != SPYRE_STATUS_OK) {
             break;
         }
         s->tel[SPYRE_TEL_CMDS]++;
-        job->cmd_offset += le32_to_cpu(w->cmd.hdr.size);
-        if (++ncmds % SPYRE_CMDS_PER_YIELD == 0 && !spyre_w_yield(w)) {
-            return;
+        job->cmd_offset += le32_to_cpu(e->cmd.hdr.size);
+        if (job->cmd_offset < job->cmd_size) {
+            st = spyre_e_point(e, false);
+            if (st == SPYRE_EXEC_DROPPED) {
+                return;
+            }
         }
     }
-    spyre_end_job(s, q, st, w->err_va, st != SPYRE_STATUS_OK);
+    if (st == SPYRE_STATUS_MMU_FAULT && e->fault_reason) {
+        spyre_record_fault(s, e->ctx, q->id, e->err_va, e->fault_write,
+                           e->fault_reason, true);
+    }
+    spyre_end_job(s, q, st, e->err_va, st != SPYRE_STATUS_OK, true);
+    /*
+     * A worker at level 0 picks the next job itself; one running this job
+     * nested goes back to the job it preempted, so let an idle one in.
+     */
+    if (e->level && q->status == SPYRE_QS_IDLE && q->head != q->tail) {
+        spyre_wake(s, 1);
+    }
 }
 
 static void *spyre_worker_thread(void *opaque)
@@ -1116,18 +2223,32 @@ static void *spyre_worker_thread(void *opaque)
 
     rcu_register_thread();
     bql_lock();
+    w->bql_ns = spyre_now();
     while (!s->stopping) {
-        bool sem_waiters;
-        SpyreQueue *q = spyre_pick(s, &sem_waiters);
+        bool sem_waiters = false, poller;
 
-        if (q) {
-            spyre_run_queue(w, q);
-            w->q = NULL;
-        } else if (sem_waiters) {
+        if (spyre_run_work(w, 0, -1, false, &sem_waiters)) {
+            /* Back-to-back short jobs: share the BQL all the same. */
+            if (spyre_now() - w->bql_ns >= SPYRE_BQL_SLICE_NS) {
+                bql_unlock();
+                g_thread_yield();
+                bql_lock();
+                w->bql_ns = spyre_now();
+            }
+            continue;
+        }
+        /* One idle worker re-polls parked SEM_WAIT queues every 1 ms. */
+        poller = sem_waiters && !s->sem_poller;
+        s->idle_workers++;
+        if (poller) {
+            s->sem_poller = true;
             qemu_cond_timedwait_bql(&s->work_cond, SPYRE_SEM_POLL_MS);
+            s->sem_poller = false;
         } else {
             qemu_cond_wait_bql(&s->work_cond);
         }
+        s->idle_workers--;
+        w->bql_ns = spyre_now();
     }
     /* The device is gone (spyre_exit); the last worker may finalize it. */
     object_unref(OBJECT(s));
@@ -1195,7 +2316,8 @@ static SpyreQueue *spyre_reg_queue(SpyreState *s, hwaddr reg, hwaddr *off)
 
 static uint64_t spyre_caps(void)
 {
-    return SPYRE_CAP_MMU | SPYRE_CAP_SEM;
+    return SPYRE_CAP_FP16 | SPYRE_CAP_BF16 | SPYRE_CAP_FP8 | SPYRE_CAP_INT8 |
+           SPYRE_CAP_MMU | SPYRE_CAP_SEM;
 }
 
 /* Read the register at @reg (8-aligned for 64-bit ones). */
@@ -1286,10 +2408,12 @@ static uint64_t spyre_reg_read(SpyreState *s, hwaddr reg)
 static void spyre_mmu_inval(SpyreState *s, uint64_t val)
 {
     /*
-     * Workers translate per page and per access with the BQL held and
-     * keep no translation across a BQL release, so every access that
-     * started before this request has finished: acknowledge at once.
+     * Workers translate and access memory with the BQL held, one page at
+     * a time, and check their TLB against mmu_epoch before each use: once
+     * this write returns, no access uses a translation read before it.
+     * Acknowledge at once.
      */
+    s->mmu_epoch++;
     s->inval_req++;
     trace_spyre_mmu_inval(val, s->inval_req);
     s->inval_ack = s->inval_req;
@@ -1308,6 +2432,9 @@ static void spyre_q_write_control(SpyreState *s, SpyreQueue *q, uint32_t val)
                       q->ring_base, q->compl_addr);
         trace_spyre_queue_bad_config(q->id, val);
         return;
+    }
+    if (enable && !(q->control & SPYRE_Q_CONTROL_ENABLE)) {
+        q->ready_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     }
     q->control = val;
     if (enable) {
@@ -1341,8 +2468,12 @@ static void spyre_q_write(SpyreState *s, SpyreQueue *q, hwaddr off,
             return;
         }
         trace_spyre_doorbell(q->id, val, q->head);
+        if (q->job_state == SPYRE_JOB_NONE && q->head == q->tail) {
+            q->ready_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        }
         q->tail = val;
-        qemu_cond_signal(&s->work_cond);    /* one idle worker is enough */
+        s->sched_seq++;
+        spyre_wake(s, 1);               /* one idle worker is enough */
         return;
     case SPYRE_Q_RING_BASE:
     case SPYRE_Q_RING_BASE + 4:
@@ -1420,6 +2551,16 @@ static void spyre_reg_write(SpyreState *s, hwaddr reg, uint64_t val,
         s->scratch = val;
         return;
     case SPYRE_REG_CONTROL:
+        if ((val & SPYRE_CONTROL_ENABLE) &&
+            !(s->control & SPYRE_CONTROL_ENABLE)) {
+            int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+            uint32_t i;
+
+            /* Aging counts the time the card serves others, not this. */
+            for (i = 0; i < s->nqueues; i++) {
+                s->queues[i].ready_ns = now;
+            }
+        }
         s->control = val & SPYRE_CONTROL_ENABLE;
         spyre_kick(s);
         return;
@@ -1436,7 +2577,7 @@ static void spyre_reg_write(SpyreState *s, hwaddr reg, uint64_t val,
 
         s->irq_mask = val & SPYRE_IRQ_ALL;
         if (newly & s->irq_status) {
-            spyre_notify(s, SPYRE_ERROR_VECTOR);
+            spyre_notify(s, SPYRE_ERROR_VECTOR, false);
         }
         return;
     }
@@ -1479,6 +2620,7 @@ static void spyre_reg_write(SpyreState *s, hwaddr reg, uint64_t val,
             *root = deposit64(*root, reg & 4 ? 32 : 0, 32, val);
         }
         *root &= SPYRE_PTE_ADDR_MASK | SPYRE_PTE_VALID;
+        s->mmu_epoch++;
         return;
     }
 
@@ -1637,7 +2779,16 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     s->irq_bh = qemu_bh_new_guarded(spyre_irq_bh, s,
                                     &DEVICE(pdev)->mem_reentrancy_guard);
     qemu_cond_init(&s->work_cond);
+    qemu_cond_init(&s->gang_cond);
+    qemu_cond_init(&s->run_cond);
+    QLIST_INIT(&s->gangs);
     spyre_reset(s);
+
+    /*
+     * GEMM parts run in parallel on the workers, each with a
+     * single-threaded BLAS call (process-wide OpenBLAS setting).
+     */
+    spyre_math_set_blas_threads(1);
 
     s->vm_running = runstate_is_running();
     s->vmse = qemu_add_vm_change_state_handler(spyre_vm_state_change, s);
@@ -1647,9 +2798,15 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     for (i = 0; i < s->nworkers; i++) {
         SpyreWorker *w = &s->workers[i];
         g_autofree char *name = g_strdup_printf("spyre-w%u", i);
+        unsigned int l;
 
         w->s = s;
         w->index = i;
+        for (l = 0; l < SPYRE_MAX_NEST; l++) {
+            w->exec[l].s = s;
+            w->exec[l].w = w;
+            w->exec[l].level = l;
+        }
         object_ref(OBJECT(s));
         qemu_thread_create(&w->thread, name, spyre_worker_thread, w,
                            QEMU_THREAD_DETACHED);
@@ -1684,9 +2841,17 @@ static void spyre_exit(PCIDevice *pdev)
 static void spyre_instance_finalize(Object *obj)
 {
     SpyreState *s = SPYRE(obj);
+    unsigned int i, l;
 
     if (s->workers) {
         qemu_cond_destroy(&s->work_cond);
+        qemu_cond_destroy(&s->gang_cond);
+        qemu_cond_destroy(&s->run_cond);
+        for (i = 0; i < s->nworkers; i++) {
+            for (l = 0; l < SPYRE_MAX_NEST; l++) {
+                g_free(s->workers[i].exec[l].scratch);
+            }
+        }
     }
     g_free(s->workers);
     g_free(s->queues);
@@ -1764,12 +2929,15 @@ static int spyre_post_load(void *opaque, int version_id)
         q->id = i;
         q->gen++;
         q->job_state = SPYRE_JOB_NONE;
+        q->ready_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         q->vector = SPYRE_Q_CONTROL_VECTOR_GET(q->control);
         if (q->vector >= s->nvectors) {
             q->vector = SPYRE_ERROR_VECTOR;     /* i.e. none */
         }
     }
     s->read_latch_addr = UINT64_MAX;
+    s->nparked = 0;
+    s->mmu_epoch++;
     spyre_kick(s);
     return 0;
 }
@@ -1833,6 +3001,7 @@ static const Property spyre_props[] = {
     DEFINE_PROP_UINT32("contexts", SpyreState, ncontexts, 256),
     DEFINE_PROP_UINT32("vectors", SpyreState, nvectors, 17),
     DEFINE_PROP_UINT32("workers", SpyreState, nworkers, 4),
+    DEFINE_PROP_UINT32("age-ms", SpyreState, age_ms, 10),
 };
 
 /*

@@ -49,6 +49,9 @@ fi
 [ -d /dev/dma_heap ] && chgrp accel /dev/dma_heap/* && chmod 0660 /dev/dma_heap/*
 chown -R spyre:accel /work
 
+# userptr pins count against RLIMIT_MEMLOCK (as RDMA/VFIO pins do); a
+# compute node raises it for its users, so does the test guest
+ulimit -l unlimited
 cd /work
 echo "SPYRE-START $(cut -d' ' -f1 /proc/uptime)"
 if [ "${SPYRE_RUN_ROOT:-0}" = 1 ]; then

@@ -65,6 +65,9 @@ for t in "$B"/host-tests/test_*; do	# guest_* run in the guest below
 	[ -x "$t" ] || continue
 	run "host-$(basename "$t")" "$t"
 done
+# the card model's numeric core, natively
+run host-card-math make -s -C "$SPYRE_ROOT/qemu-device/tests" -f Makefile.math \
+	run KSRC="$KSRC"
 # the VM runner's own tests (exit status, crash, hang, WARN)
 run host-vm-runner "$SPYRE_ROOT/tests/runner/test-vm.sh"
 # 2. qtest

@@ -8,7 +8,10 @@
 # SUITE selects suites by name: the full name (spyre_mem), the name without
 # "spyre_" (mem), and a short name also selects the suites it prefixes:
 # "mem" is spyre_mem, spyre_mem_dmabuf and spyre_mem_lib (the memory
-# suites).  Default: all, in the installed order.  Options after "--" go to
+# suites), "exec" the execution suites.  Default: all, in the installed
+# order, except the long suites that run only when named ("soak": the
+# 30 s concurrency run; SPYRE_STRESS_SECONDS sets its duration, and that
+# of spyre_exec_stress).  Options after "--" go to
 # every suite (kselftest_harness: -f FIXTURE, -v VARIANT, -t TEST, -l ...).
 # Exit status: 0 if every suite passed (skips are fine), 1 if one failed,
 # 2 for a SUITE that matches nothing.
@@ -16,16 +19,18 @@ dir=${SPYRE_SELFTEST_DIR:-@SUITEDIR@}
 [ -d "$dir" ] || dir=$(dirname "$0")/../libexec/spyre/selftests
 [ -d "$dir" ] || dir=$(dirname "$0")
 all="@SUITES@"
+extra="@EXTRA_SUITES@"
 
 if [ "${1:-}" = -l ]; then
 	for s in $all; do echo "$s"; done
+	for s in $extra; do echo "$s (only when named)"; done
 	exit 0
 fi
 
 suites=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
 	found=
-	for s in $all; do
+	for s in $all $extra; do
 		case $s in
 		"$1" | "spyre_$1" | "spyre_$1"_*)
 			case " $suites " in
@@ -36,7 +41,7 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		esac
 	done
 	if [ -z "$found" ]; then
-		echo "spyre-selftests: no suite matches '$1' (suites: $all)" >&2
+		echo "spyre-selftests: no suite matches '$1' (suites: $all $extra)" >&2
 		exit 2
 	fi
 	shift

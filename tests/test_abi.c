@@ -42,6 +42,55 @@ static const char *const v02_syms[] = {
 	"spyre_device_memory_info", "spyre_device_context_info",
 };
 
+static const char *const v03_syms[] = {
+	"spyre_dtype_epsilon", "spyre_dtype_is_float", "spyre_dtype_max",
+	"spyre_dtype_min_subnormal", "spyre_dtype_name", "spyre_dtype_size",
+	"spyre_ref_bf16_to_f64", "spyre_ref_close", "spyre_ref_compare",
+	"spyre_ref_convert", "spyre_ref_decode", "spyre_ref_e4m3_to_f64",
+	"spyre_ref_e5m2_to_f64", "spyre_ref_eltwise", "spyre_ref_encode",
+	"spyre_ref_f64_to_bf16", "spyre_ref_f64_to_e4m3",
+	"spyre_ref_f64_to_e5m2", "spyre_ref_f64_to_fp16",
+	"spyre_ref_f64_to_fp32", "spyre_ref_f64_to_int32",
+	"spyre_ref_f64_to_int8", "spyre_ref_fp16_to_f64", "spyre_ref_fp32_err",
+	"spyre_ref_from_f64", "spyre_ref_gemm", "spyre_ref_reduce",
+	"spyre_ref_rowop", "spyre_ref_to_f64", "spyre_ref_tol",
+};
+
+static const char *const v04_syms[] = {
+	"spyre_cmdbuf_bos", "spyre_cmdbuf_convert", "spyre_cmdbuf_eltwise",
+	"spyre_cmdbuf_gemm", "spyre_cmdbuf_reduce", "spyre_cmdbuf_rowop",
+	"spyre_event_create", "spyre_event_destroy", "spyre_event_elapsed_ns",
+	"spyre_event_export_sync_file", "spyre_event_import_sync_file",
+	"spyre_event_query", "spyre_event_record", "spyre_event_timestamp",
+	"spyre_event_wait", "spyre_graph_create", "spyre_graph_destroy",
+	"spyre_graph_launch", "spyre_graph_size", "spyre_stream_convert",
+	"spyre_stream_copy_d2h", "spyre_stream_copy_h2d",
+	"spyre_stream_copy_peer", "spyre_stream_eltwise", "spyre_stream_error",
+	"spyre_stream_gemm", "spyre_stream_layernorm", "spyre_stream_query",
+	"spyre_stream_reduce", "spyre_stream_rmsnorm", "spyre_stream_softmax",
+	"spyre_stream_submit", "spyre_stream_wait_event",
+};
+
+/* Each name of @syms is defined at @ver and at no other node of @all. */
+static void check_node(struct __test_metadata *_metadata, void *h,
+		       const char *const *syms, size_t n, const char *ver)
+{
+	static const char *const all[] = {
+		"LIBSPYRE_0", "LIBSPYRE_0.2", "LIBSPYRE_0.3", "LIBSPYRE_0.4",
+	};
+
+	for (size_t i = 0; i < n; i++) {
+		EXPECT_NE(NULL, dlvsym(h, syms[i], ver))
+			TH_LOG("%s@%s", syms[i], ver);
+		for (size_t j = 0; j < sizeof(all) / sizeof(all[0]); j++) {
+			if (strcmp(all[j], ver))
+				EXPECT_EQ(NULL, dlvsym(h, syms[i], all[j]))
+					TH_LOG("%s also at %s", syms[i],
+					       all[j]);
+		}
+	}
+}
+
 FIXTURE(so) {
 	void *h;
 };
@@ -78,12 +127,25 @@ TEST_F(so, symbol_versions)
 	}
 }
 
+TEST_F(so, symbol_versions_0_3_and_0_4)
+{
+	check_node(_metadata, self->h, v03_syms,
+		   sizeof(v03_syms) / sizeof(v03_syms[0]), "LIBSPYRE_0.3");
+	check_node(_metadata, self->h, v04_syms,
+		   sizeof(v04_syms) / sizeof(v04_syms[0]), "LIBSPYRE_0.4");
+	EXPECT_EQ(30, sizeof(v03_syms) / sizeof(v03_syms[0]));
+	EXPECT_EQ(33, sizeof(v04_syms) / sizeof(v04_syms[0]));
+}
+
 TEST_F(so, internals_hidden)
 {
 	static const char *const hidden[] = {
 		"spyre__scan", "spyre__parse_visible", "spyre__parse_pci_addr",
 		"spyre__device_get", "spyre__device_put", "spyre__set_error",
-		"spyre__deadline", "spyre__wait_point",
+		"spyre__deadline", "spyre__wait_point", "spyre__submit",
+		"spyre__stream_begin", "spyre__stream_submit_locked",
+		"spyre__queue_retire", "spyre__sync_file_status",
+		"spyre__cmdbuf_fini", "spyre__refresh_error",
 	};
 
 	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
@@ -98,9 +160,9 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.2.0", ver());
+	EXPECT_STREQ("0.4.0", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
-	EXPECT_EQ(2, SPYRE_VERSION_MINOR);
+	EXPECT_EQ(4, SPYRE_VERSION_MINOR);
 }
 
 TEST(constants_match_uapi)

@@ -11,6 +11,16 @@ _Static_assert(sizeof(struct spyre_cmd_fill) == 40, "fill");
 _Static_assert(sizeof(struct spyre_cmd_copy) == 64, "copy");
 _Static_assert(sizeof(struct spyre_cmd_timestamp) == 16, "timestamp");
 _Static_assert(sizeof(struct spyre_cmd_sem) == 24, "sem");
+_Static_assert(sizeof(struct spyre_cmd_gemm) == 152, "gemm");
+_Static_assert(sizeof(struct spyre_cmd_eltwise) == 56, "eltwise");
+_Static_assert(sizeof(struct spyre_cmd_reduce) == 48, "reduce");
+_Static_assert(sizeof(struct spyre_cmd_rowop) == 80, "rowop");
+_Static_assert(sizeof(float) == 4, "binary32");
+
+/* Card limits (docs/spyre-hw.rst, "Limits"). */
+#define GEMM_MAX_MACS	(1ull << 36)
+#define MAX_ELEMS	(1ull << 30)
+#define COPY_MAX_BYTES	(4ull << 30)
 
 SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out)
 {
@@ -25,11 +35,18 @@ SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out)
 	return 0;
 }
 
+void spyre__cmdbuf_fini(struct spyre_cmdbuf *cb)
+{
+	free(cb->data);
+	free(cb->bos);
+	memset(cb, 0, sizeof(*cb));
+}
+
 SPYRE_API void spyre_cmdbuf_destroy(struct spyre_cmdbuf *cb)
 {
 	if (!cb)
 		return;
-	free(cb->data);
+	spyre__cmdbuf_fini(cb);
 	free(cb);
 }
 
@@ -39,6 +56,17 @@ SPYRE_API void spyre_cmdbuf_reset(struct spyre_cmdbuf *cb)
 		return;
 	cb->size = 0;
 	cb->count = 0;
+	cb->nbos = 0;
+}
+
+SPYRE_API size_t spyre_cmdbuf_bos(const struct spyre_cmdbuf *cb,
+				  struct spyre_bo *const **bos)
+{
+	if (!cb)
+		return 0;
+	if (bos)
+		*bos = cb->bos;
+	return cb->nbos;
 }
 
 SPYRE_API size_t spyre_cmdbuf_size(const struct spyre_cmdbuf *cb)
@@ -258,5 +286,450 @@ SPYRE_API int spyre_cmdbuf_upload(const struct spyre_cmdbuf *cb,
 	}
 	memcpy(map, cb->data, cb->size);
 	*out = bo;
+	return 0;
+}
+
+/* ---- compute commands --------------------------------------------------- */
+
+static bool mem_absent(struct spyre_mem m)
+{
+	return !m.bo && !m.offset;
+}
+
+static uint64_t mem_va(struct spyre_mem m)
+{
+	return m.bo ? m.bo->va + m.offset : m.offset;
+}
+
+/*
+ * An operand of @elems elements of @esize bytes at @m: with a BO it must
+ * lie inside it.  @elems == 0 means "absent operand" and always passes.
+ */
+static int mem_check(struct spyre_mem m, uint64_t elems, uint64_t esize)
+{
+	if (!m.bo || !elems)
+		return 0;
+	if (elems > UINT64_MAX / esize)
+		return -ERANGE;
+	if (m.offset > m.bo->size || elems * esize > m.bo->size - m.offset)
+		return -ERANGE;
+	return 0;
+}
+
+/*
+ * Elements spanned by @batch matrices of @rows x @cols (leading dimension
+ * @ld) @stride elements apart: (batch - 1) * stride + (rows - 1) * ld +
+ * cols.  UINT64_MAX on overflow (which mem_check() then refuses).
+ */
+static uint64_t span_elems(uint64_t batch, uint64_t stride, uint64_t rows,
+			   uint64_t ld, uint64_t cols)
+{
+	uint64_t a, b;
+
+	if (__builtin_mul_overflow(batch - 1, stride, &a) ||
+	    __builtin_mul_overflow(rows - 1, ld, &b) ||
+	    __builtin_add_overflow(a, b, &a) ||
+	    __builtin_add_overflow(a, cols, &a))
+		return UINT64_MAX;
+	return a;
+}
+
+/* Make room for @n more BOs in @cb's list (nothing is added yet). */
+static int bos_reserve(struct spyre_cmdbuf *cb, size_t n)
+{
+	if (cb->nbos + n > cb->bos_cap) {
+		size_t ncap = cb->bos_cap ? cb->bos_cap * 2 : 16;
+		struct spyre_bo **nb;
+
+		while (ncap < cb->nbos + n)
+			ncap *= 2;
+		nb = realloc(cb->bos, ncap * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		cb->bos = nb;
+		cb->bos_cap = ncap;
+	}
+	return 0;
+}
+
+/* Record the BOs of @mems (room reserved by bos_reserve()). */
+static void bos_add(struct spyre_cmdbuf *cb, const struct spyre_mem *mems,
+		    size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		if (!mems[i].bo)
+			continue;
+		for (j = 0; j < cb->nbos; j++)
+			if (cb->bos[j] == mems[i].bo)
+				break;
+		if (j == cb->nbos)
+			cb->bos[cb->nbos++] = mems[i].bo;
+	}
+}
+
+/* Reserve a command of @size bytes and room for @n BOs; NULL on ENOMEM. */
+static void *reserve_cmd(struct spyre_cmdbuf *cb, size_t size, size_t nbos)
+{
+	if (bos_reserve(cb, nbos))
+		return NULL;
+	return cmdbuf_reserve(cb, size);
+}
+
+static void put_hdr(struct spyre_cmd_header *h, uint16_t op, uint16_t flags,
+		    uint32_t size)
+{
+	h->opcode = op;
+	h->flags = flags;
+	h->size = size;
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static bool is_float_io(uint32_t dt)
+{
+	return dt == SPYRE_DTYPE_FP32 || dt == SPYRE_DTYPE_FP16 ||
+	       dt == SPYRE_DTYPE_BF16;
+}
+
+static uint32_t dt_size(uint32_t dt)
+{
+	switch (dt) {
+	case SPYRE_DTYPE_U8:
+	case SPYRE_DTYPE_FP8_E4M3:
+	case SPYRE_DTYPE_FP8_E5M2:
+	case SPYRE_DTYPE_INT8:
+		return 1;
+	case SPYRE_DTYPE_FP16:
+	case SPYRE_DTYPE_BF16:
+		return 2;
+	case SPYRE_DTYPE_FP32:
+	case SPYRE_DTYPE_INT32:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+static bool gemm_dtypes_ok(const struct spyre_gemm *g)
+{
+	uint32_t a = g->a_dtype, b = g->b_dtype;
+	bool fp8 = (a == SPYRE_DTYPE_FP8_E4M3 || a == SPYRE_DTYPE_FP8_E5M2) &&
+		   (b == SPYRE_DTYPE_FP8_E4M3 || b == SPYRE_DTYPE_FP8_E5M2);
+
+	if (a != b && !fp8)
+		return false;
+	switch (a) {
+	case SPYRE_DTYPE_INT8:
+		if (g->c_dtype != SPYRE_DTYPE_INT32)
+			return false;
+		break;
+	case SPYRE_DTYPE_FP32:
+	case SPYRE_DTYPE_FP16:
+	case SPYRE_DTYPE_BF16:
+	case SPYRE_DTYPE_FP8_E4M3:
+	case SPYRE_DTYPE_FP8_E5M2:
+		if (!is_float_io(g->c_dtype))
+			return false;
+		break;
+	default:
+		return false;
+	}
+	return g->bias_dtype == 0 || is_float_io(g->bias_dtype);
+}
+
+SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
+				const struct spyre_gemm *g)
+{
+	struct spyre_cmd_gemm *c;
+	uint64_t batch, lda, ldb, ldc, ar, ac, br, bc, macs;
+	bool ta, tb;
+	int ret;
+
+	if (!cb || !g)
+		return -EINVAL;
+	if ((g->flags & ~SPYRE_GEMM_F_ALL) || g->pad || g->reserved[0] ||
+	    g->reserved[1] || g->reserved[2] || g->reserved[3])
+		return -EINVAL;
+	if (!gemm_dtypes_ok(g) || !g->m || !g->n || !g->k)
+		return -EINVAL;
+	if (g->a_dtype == SPYRE_DTYPE_INT8 && g->beta != 0.0f &&
+	    g->beta != 1.0f)
+		return -EINVAL;
+	if (mem_absent(g->a) || mem_absent(g->b) || mem_absent(g->c))
+		return -EINVAL;
+	/* bias_dtype and bias come together */
+	if ((g->bias_dtype != 0) == mem_absent(g->bias))
+		return -EINVAL;
+	batch = g->batch ? g->batch : 1;
+	if (batch > 1 && g->stride_c == 0)
+		return -EINVAL;
+	ta = g->flags & SPYRE_GEMM_F_TRANS_A;
+	tb = g->flags & SPYRE_GEMM_F_TRANS_B;
+	ar = ta ? g->k : g->m;		/* A as stored */
+	ac = ta ? g->m : g->k;
+	br = tb ? g->n : g->k;		/* B as stored */
+	bc = tb ? g->k : g->n;
+	lda = g->lda ? g->lda : ac;
+	ldb = g->ldb ? g->ldb : bc;
+	ldc = g->ldc ? g->ldc : g->n;
+	if (lda < ac || ldb < bc || ldc < g->n)
+		return -EINVAL;
+	if (__builtin_mul_overflow(batch, (uint64_t)g->m, &macs) ||
+	    __builtin_mul_overflow(macs, (uint64_t)g->n, &macs) ||
+	    __builtin_mul_overflow(macs, (uint64_t)g->k, &macs) ||
+	    macs > GEMM_MAX_MACS)
+		return -E2BIG;
+
+	ret = mem_check(g->a, span_elems(batch, g->stride_a, ar, lda, ac),
+			dt_size(g->a_dtype));
+	if (!ret)
+		ret = mem_check(g->b, span_elems(batch, g->stride_b, br, ldb,
+						 bc), dt_size(g->b_dtype));
+	if (!ret)
+		ret = mem_check(g->c, span_elems(batch, g->stride_c, g->m, ldc,
+						 g->n), dt_size(g->c_dtype));
+	if (!ret)
+		ret = mem_check(g->bias, g->bias_dtype ? g->n : 0,
+				g->bias_dtype ? dt_size(g->bias_dtype) : 1);
+	if (!ret)
+		ret = mem_check(g->scale_a, 1, 4);
+	if (!ret)
+		ret = mem_check(g->scale_b, 1, 4);
+	if (!ret)
+		ret = mem_check(g->amax, 1, 4);
+	if (ret)
+		return ret;
+
+	c = reserve_cmd(cb, sizeof(*c), 7);
+	if (!c)
+		return -ENOMEM;
+	put_hdr(&c->hdr, SPYRE_OP_GEMM, (uint16_t)g->flags, sizeof(*c));
+	c->a_dtype = g->a_dtype;
+	c->b_dtype = g->b_dtype;
+	c->c_dtype = g->c_dtype;
+	c->bias_dtype = g->bias_dtype;
+	c->m = g->m;
+	c->n = g->n;
+	c->k = g->k;
+	c->batch = (uint32_t)batch;
+	c->a = mem_va(g->a);
+	c->b = mem_va(g->b);
+	c->c = mem_va(g->c);
+	c->lda = lda;
+	c->ldb = ldb;
+	c->ldc = ldc;
+	c->stride_a = g->stride_a;
+	c->stride_b = g->stride_b;
+	c->stride_c = g->stride_c;
+	c->alpha = f32_bits(g->alpha);
+	c->beta = f32_bits(g->beta);
+	c->scale_a = mem_va(g->scale_a);
+	c->scale_b = mem_va(g->scale_b);
+	c->bias = mem_va(g->bias);
+	c->amax = mem_va(g->amax);
+	{
+		const struct spyre_mem m[7] = { g->a, g->b, g->c, g->bias,
+						g->scale_a, g->scale_b,
+						g->amax };
+
+		bos_add(cb, m, 7);
+	}
+	cmdbuf_commit(cb, sizeof(*c), 1);
+	return 0;
+}
+
+SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
+				   uint32_t dtype, uint64_t count,
+				   struct spyre_mem out, struct spyre_mem a,
+				   struct spyre_mem b, float alpha)
+{
+	struct spyre_cmd_eltwise *c;
+	bool binary = op == SPYRE_ELT_ADD || op == SPYRE_ELT_MUL;
+	int ret;
+
+	if (!cb || op < SPYRE_ELT_ADD || op > SPYRE_ELT_EXP ||
+	    !is_float_io(dtype) || !count || mem_absent(out) ||
+	    mem_absent(a) || (binary && mem_absent(b)))
+		return -EINVAL;
+	if (count > MAX_ELEMS)
+		return -E2BIG;
+	if (!binary)
+		b = SPYRE_MEM_NONE;
+	ret = mem_check(out, count, dt_size(dtype));
+	if (!ret)
+		ret = mem_check(a, count, dt_size(dtype));
+	if (!ret)
+		ret = mem_check(b, binary ? count : 0, dt_size(dtype));
+	if (ret)
+		return ret;
+
+	c = reserve_cmd(cb, sizeof(*c), 3);
+	if (!c)
+		return -ENOMEM;
+	put_hdr(&c->hdr, SPYRE_OP_ELTWISE, 0, sizeof(*c));
+	c->op = op;
+	c->dtype = dtype;
+	c->count = count;
+	c->a = mem_va(a);
+	c->b = mem_va(b);
+	c->out = mem_va(out);
+	c->alpha = f32_bits(alpha);
+	{
+		const struct spyre_mem m[3] = { out, a, b };
+
+		bos_add(cb, m, 3);
+	}
+	cmdbuf_commit(cb, sizeof(*c), 1);
+	return 0;
+}
+
+SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
+				  uint32_t dtype, uint32_t rows,
+				  uint32_t cols, struct spyre_mem dst,
+				  struct spyre_mem src, uint64_t ld)
+{
+	struct spyre_cmd_reduce *c;
+	int ret;
+
+	if (!ld)
+		ld = cols;
+	if (!cb || (op != SPYRE_REDUCE_SUM && op != SPYRE_REDUCE_MAX) ||
+	    !is_float_io(dtype) || !rows || !cols || ld < cols ||
+	    mem_absent(dst) || mem_absent(src))
+		return -EINVAL;
+	if ((uint64_t)rows * cols > MAX_ELEMS)
+		return -E2BIG;
+	ret = mem_check(src, span_elems(1, 0, rows, ld, cols), dt_size(dtype));
+	if (!ret)
+		ret = mem_check(dst, rows, dt_size(dtype));
+	if (ret)
+		return ret;
+
+	c = reserve_cmd(cb, sizeof(*c), 2);
+	if (!c)
+		return -ENOMEM;
+	put_hdr(&c->hdr, SPYRE_OP_REDUCE, 0, sizeof(*c));
+	c->op = op;
+	c->dtype = dtype;
+	c->rows = rows;
+	c->cols = cols;
+	c->src = mem_va(src);
+	c->dst = mem_va(dst);
+	c->ld = ld;
+	{
+		const struct spyre_mem m[2] = { dst, src };
+
+		bos_add(cb, m, 2);
+	}
+	cmdbuf_commit(cb, sizeof(*c), 1);
+	return 0;
+}
+
+SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
+				 uint32_t dtype, uint32_t rows, uint32_t cols,
+				 struct spyre_mem dst, uint64_t ld_dst,
+				 struct spyre_mem src, uint64_t ld_src,
+				 struct spyre_mem gamma, struct spyre_mem beta,
+				 float eps)
+{
+	struct spyre_cmd_rowop *c;
+	int ret;
+
+	if (!ld_dst)
+		ld_dst = cols;
+	if (!ld_src)
+		ld_src = cols;
+	if (!cb || op < SPYRE_ROW_SOFTMAX || op > SPYRE_ROW_RMSNORM ||
+	    !is_float_io(dtype) || !rows || !cols || ld_dst < cols ||
+	    ld_src < cols || mem_absent(dst) || mem_absent(src) ||
+	    !(eps >= 0.0f))
+		return -EINVAL;
+	if (op == SPYRE_ROW_SOFTMAX && !mem_absent(gamma))
+		return -EINVAL;
+	if (op != SPYRE_ROW_LAYERNORM && !mem_absent(beta))
+		return -EINVAL;
+	if ((uint64_t)rows * cols > MAX_ELEMS)
+		return -E2BIG;
+	ret = mem_check(src, span_elems(1, 0, rows, ld_src, cols),
+			dt_size(dtype));
+	if (!ret)
+		ret = mem_check(dst, span_elems(1, 0, rows, ld_dst, cols),
+				dt_size(dtype));
+	if (!ret)
+		ret = mem_check(gamma, cols, 4);
+	if (!ret)
+		ret = mem_check(beta, cols, 4);
+	if (ret)
+		return ret;
+
+	c = reserve_cmd(cb, sizeof(*c), 4);
+	if (!c)
+		return -ENOMEM;
+	put_hdr(&c->hdr, SPYRE_OP_ROWOP, 0, sizeof(*c));
+	c->op = op;
+	c->dtype = dtype;
+	c->rows = rows;
+	c->cols = cols;
+	c->src = mem_va(src);
+	c->dst = mem_va(dst);
+	c->ld_src = ld_src;
+	c->ld_dst = ld_dst;
+	c->gamma = mem_va(gamma);
+	c->beta = mem_va(beta);
+	c->eps = f32_bits(eps);
+	{
+		const struct spyre_mem m[4] = { dst, src, gamma, beta };
+
+		bos_add(cb, m, 4);
+	}
+	cmdbuf_commit(cb, sizeof(*c), 1);
+	return 0;
+}
+
+SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
+				   struct spyre_mem dst, uint32_t dst_dtype,
+				   struct spyre_mem src, uint32_t src_dtype,
+				   uint64_t count, uint32_t flags)
+{
+	struct spyre_cmd_copy *c;
+	int ret;
+
+	if (!cb || !count || (flags & ~SPYRE_CMD_F_NOSAT) ||
+	    !copy_dtypes_ok(dst_dtype, src_dtype) || mem_absent(dst) ||
+	    mem_absent(src))
+		return -EINVAL;
+	if (count > COPY_MAX_BYTES / dt_size(dst_dtype) ||
+	    count > COPY_MAX_BYTES / dt_size(src_dtype))
+		return -E2BIG;
+	ret = mem_check(dst, count, dt_size(dst_dtype));
+	if (!ret)
+		ret = mem_check(src, count, dt_size(src_dtype));
+	if (ret)
+		return ret;
+
+	c = reserve_cmd(cb, sizeof(*c), 2);
+	if (!c)
+		return -ENOMEM;
+	put_hdr(&c->hdr, SPYRE_OP_COPY, (uint16_t)flags, sizeof(*c));
+	c->src = mem_va(src);
+	c->dst = mem_va(dst);
+	c->width = count;
+	c->height = 1;
+	c->src_dtype = src_dtype;
+	c->dst_dtype = dst_dtype;
+	{
+		const struct spyre_mem m[2] = { dst, src };
+
+		bos_add(cb, m, 2);
+	}
+	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
 }

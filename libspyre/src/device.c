@@ -63,12 +63,36 @@ void spyre__device_put(struct spyre_device *dev)
 	free(dev);
 }
 
-void spyre__set_error(struct spyre_device *dev, int err)
+static void set_error_raw(struct spyre_device *dev, int err)
 {
 	int zero = 0;
 
 	if (err < 0)
 		atomic_compare_exchange_strong(&dev->error, &zero, err);
+}
+
+static int query_block(struct spyre_device *dev, uint32_t query, void *buf,
+		       uint32_t len, uint32_t min);
+
+void spyre__refresh_error(struct spyre_device *dev)
+{
+	struct drm_spyre_context_info ci;
+
+	if (!query_block(dev, DRM_SPYRE_QUERY_CONTEXT, &ci, sizeof(ci),
+			 offsetof(struct drm_spyre_context_info, reserved)))
+		set_error_raw(dev, ci.error);
+}
+
+void spyre__set_error(struct spyre_device *dev, int err)
+{
+	/*
+	 * A cancellation is the consequence of an earlier failure: record
+	 * the kernel's (first) error of the context instead when there is
+	 * one.
+	 */
+	if (err == -ECANCELED && !atomic_load(&dev->error))
+		spyre__refresh_error(dev);
+	set_error_raw(dev, err);
 }
 
 static int query_info(struct spyre_device *dev)
@@ -328,7 +352,7 @@ SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
 	info->faults = ci.faults;
 	info->fault_va = ci.fault_va;
 	if (ci.error < 0)
-		spyre__set_error(dev, ci.error);
+		set_error_raw(dev, ci.error);
 	return 0;
 }
 
@@ -358,6 +382,7 @@ static const struct err_desc err_table[] = {
 	{ ENFILE, "too many open files in the system" },
 	{ EMFILE, "too many open files" },
 	{ ENOSPC, "no space left on the device" },
+	{ ENODATA, "no data: the event carries no timestamp (not recorded, imported, or timing disabled)" },
 	{ ERANGE, "offset or size outside the buffer object" },
 	{ ENOSYS, "not implemented by the driver" },
 	{ ENOTTY, "ioctl not supported by this device node" },

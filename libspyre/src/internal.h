@@ -68,10 +68,18 @@ struct spyre_bo {
 	_Atomic(void *) map;		/* CPU mapping made by spyre_bo_map */
 };
 
+/*
+ * A region of a queue's upload ring in use by the job at @point.  A staged
+ * device-to-host copy also names where its data goes once the job has
+ * succeeded (@out, @out_len bytes from ring offset @out_off).
+ */
 struct spyre__ring_rec {
 	uint64_t off;
 	uint64_t len;
 	uint64_t point;
+	void *out;
+	uint64_t out_off;
+	uint64_t out_len;
 };
 
 struct spyre_queue {
@@ -95,11 +103,62 @@ struct spyre_cmdbuf {
 	size_t size;
 	size_t cap;
 	size_t count;
+	/* BOs named by struct spyre_mem operands (each once, no reference) */
+	struct spyre_bo **bos;
+	size_t nbos;
+	size_t bos_cap;
+};
+
+/* Pending cross-stream waits a stream keeps for its next job. */
+#define SPYRE__STREAM_WAITS	16
+/* Largest staged host copy per job, and bounce chunk of peer copies. */
+#define SPYRE__STAGE_CHUNK	((4ull << 20) - 4096)	/* ring stays 4 MiB */
+#define SPYRE__PEER_CHUNK	(16ull << 20)
+
+struct spyre_stream {
+	struct spyre_queue *q;
+	struct spyre_device *dev;
+	pthread_mutex_t lock;		/* protects the fields below */
+	struct spyre_cmdbuf cb;		/* scratch for one operation */
+	struct spyre_fence last;
+	int error;			/* sticky job error */
+	uint32_t waits[SPYRE__STREAM_WAITS];	/* binary syncobjs, lazy */
+	unsigned int nwaits;		/* pending for the next job */
+};
+
+/*
+ * One submission (internal): the commands come from @cb (copied into the
+ * queue's upload ring), from a staged host copy (@stage_*: one COPY
+ * between the ring and @stage_va, built here), or are already at
+ * @cmd_va/@cmd_size.  @repeat > 1 (only with @cmd_va) submits that many
+ * identical jobs in one ioctl: the first one waits, the last one lists
+ * the BOs and signals.
+ */
+struct spyre__sub {
+	const struct spyre_cmdbuf *cb;
+	uint64_t cmd_va;
+	uint32_t cmd_size;
+	unsigned int repeat;
+	struct spyre_bo *extra_bo;		/* e.g. a graph's command BO */
+	struct spyre_bo *const *bos;
+	unsigned int nbos;
+	const struct spyre_fence *waits;
+	unsigned int nwaits;
+	const uint32_t *wait_syncobjs;		/* binary, point 0 */
+	unsigned int nwait_syncobjs;
+	uint32_t signal_syncobj;		/* binary, or 0 */
+	/* staged host copy */
+	uint64_t stage_size;
+	uint64_t stage_va;			/* device side of the copy */
+	const void *stage_in;			/* host -> device, or */
+	void *stage_out;			/* device -> host */
 };
 
 /* device.c */
 SPYRE_HIDDEN void spyre__device_get(struct spyre_device *dev);
 SPYRE_HIDDEN void spyre__device_put(struct spyre_device *dev);
+/* Record @err (< 0) as the device's sticky error unless one is set; a
+ * -ECANCELED is replaced by the kernel's context error when it has one. */
 SPYRE_HIDDEN void spyre__set_error(struct spyre_device *dev, int err);
 
 /* True if @dev may be used by this process. */
@@ -129,6 +188,42 @@ SPYRE_HIDDEN int spyre__scan(const char *sysfs_root, const char *visible,
 /* queue.c */
 SPYRE_HIDDEN int spyre__wait_point(struct spyre_queue *q, uint64_t point,
 				   uint64_t timeout_ns);
+SPYRE_HIDDEN int spyre__submit(struct spyre_queue *q,
+			       const struct spyre__sub *sub,
+			       struct spyre_fence *out);
+/* Deliver staged device-to-host copies of jobs that have completed. */
+SPYRE_HIDDEN int spyre__queue_retire(struct spyre_queue *q);
+/*
+ * Refine a job error of @q seen at @point: if it is -ECANCELED, the error
+ * of the first failed job of @q among the recent ones up to @point, if
+ * any.
+ */
+SPYRE_HIDDEN int spyre__queue_refine_error(struct spyre_queue *q,
+					   uint64_t point, int err);
+/* Status of a sync_file: 1 signalled OK, 0 pending, < 0 its error. */
+SPYRE_HIDDEN int spyre__sync_file_status(int fd);
+
+/*
+ * stream.c: spyre__stream_begin() locks @s and fails with its sticky
+ * error (unlocking); then encode into s->cb, submit with
+ * spyre__stream_submit_locked() (adds the pending waits, keeps the fence,
+ * records a refused submission as the stream's error) and unlock s->lock.
+ */
+SPYRE_HIDDEN int spyre__stream_begin(struct spyre_stream *s);
+SPYRE_HIDDEN int spyre__stream_submit_locked(struct spyre_stream *s,
+					     struct spyre__sub *sub);
+/* Make the next job of @s wait for a sync_file / a binary syncobj of
+ * @s's device (under s->lock). */
+SPYRE_HIDDEN int spyre__stream_wait_sync_file_locked(struct spyre_stream *s,
+						     int fd);
+SPYRE_HIDDEN int spyre__stream_wait_syncobj_locked(struct spyre_stream *s,
+						   uint32_t src);
+
+/* cmdbuf.c */
+SPYRE_HIDDEN void spyre__cmdbuf_fini(struct spyre_cmdbuf *cb);
+
+/* device.c: record the kernel's context error (QUERY_CONTEXT), if any. */
+SPYRE_HIDDEN void spyre__refresh_error(struct spyre_device *dev);
 
 /* Absolute CLOCK_MONOTONIC deadline for a relative timeout. */
 SPYRE_HIDDEN int64_t spyre__deadline(uint64_t timeout_ns);

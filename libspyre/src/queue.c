@@ -120,8 +120,10 @@ SPYRE_API uint32_t spyre_queue_syncobj(const struct spyre_queue *q)
 
 /* ---- upload ring (all under q->lock) -------------------------------- */
 
-static int rec_push(struct spyre_queue *q, uint64_t off, uint64_t len,
-		    uint64_t point)
+static int export_locked(struct spyre_queue *q, uint64_t point, int *fd,
+			 bool *exact);
+
+static int rec_push(struct spyre_queue *q, const struct spyre__ring_rec *rec)
 {
 	if (q->rec_count == q->rec_cap) {
 		unsigned int ncap = q->rec_cap ? q->rec_cap * 2 : 64;
@@ -136,8 +138,7 @@ static int rec_push(struct spyre_queue *q, uint64_t off, uint64_t len,
 		q->rec_cap = ncap;
 		q->rec_first = 0;
 	}
-	q->recs[(q->rec_first + q->rec_count) % q->rec_cap] =
-		(struct spyre__ring_rec){ off, len, point };
+	q->recs[(q->rec_first + q->rec_count) % q->rec_cap] = *rec;
 	q->rec_count++;
 	return 0;
 }
@@ -145,6 +146,49 @@ static int rec_push(struct spyre_queue *q, uint64_t off, uint64_t len,
 static const struct spyre__ring_rec *rec_front(struct spyre_queue *q)
 {
 	return q->rec_count ? &q->recs[q->rec_first] : NULL;
+}
+
+/*
+ * Status of the job at @point (signalled): 1 OK, < 0 its error.  *@exact
+ * (if not NULL) tells whether it came from the job's own fence; beyond the
+ * last SPYRE__FENCE_SLOTS points the timeline may have dropped the error.
+ */
+static int point_status_locked(struct spyre_queue *q, uint64_t point,
+			       bool *exact)
+{
+	bool ex;
+	int fd, ret;
+
+	ret = export_locked(q, point, &fd, &ex);
+	if (ret)
+		return ret;
+	ret = spyre__sync_file_status(fd);
+	close(fd);
+	if (exact)
+		*exact = ex;
+	return ret;
+}
+
+/* Whether the job at @point surely succeeded (its data may be used). */
+static bool point_ok_locked(struct spyre_queue *q, uint64_t point)
+{
+	bool exact = false;
+
+	if (point_status_locked(q, point, &exact) != 1)
+		return false;
+	/* without the job's own fence, trust it only in a healthy context */
+	return exact || !atomic_load(&q->dev->error);
+}
+
+/* Drop the oldest record, whose job has ended; deliver its staged data. */
+static void rec_pop(struct spyre_queue *q)
+{
+	const struct spyre__ring_rec *r = rec_front(q);
+
+	if (r->out && point_ok_locked(q, r->point))
+		memcpy(r->out, q->ring_map + r->out_off, r->out_len);
+	q->rec_first = (q->rec_first + 1) % q->rec_cap;
+	q->rec_count--;
 }
 
 static int rec_pop_wait(struct spyre_queue *q)
@@ -155,9 +199,24 @@ static int rec_pop_wait(struct spyre_queue *q)
 	/* A job error is fine here: the job is over either way. */
 	if (ret == -ETIMEDOUT || ret == -EINTR)
 		return ret;
-	q->rec_first = (q->rec_first + 1) % q->rec_cap;
-	q->rec_count--;
+	rec_pop(q);
 	return 0;
+}
+
+int spyre__queue_retire(struct spyre_queue *q)
+{
+	uint64_t done = 0;
+	uint32_t h;
+	int ret = 0;
+
+	pthread_mutex_lock(&q->lock);
+	h = q->timeline;
+	if (q->rec_count && drmSyncobjQuery(q->dev->fd, &h, &done, 1))
+		ret = -errno;
+	while (!ret && q->rec_count && rec_front(q)->point <= done)
+		rec_pop(q);
+	pthread_mutex_unlock(&q->lock);
+	return ret;
 }
 
 static int ring_alloc(struct spyre_queue *q, uint64_t size, uint64_t *off)
@@ -230,86 +289,135 @@ static int get_slot(struct spyre_queue *q, uint64_t point, uint32_t *h)
 	return 0;
 }
 
-static int submit_locked(struct spyre_queue *q, uint64_t cmd_va,
-			 uint32_t cmd_size, struct spyre_bo *extra,
-			 struct spyre_bo *const *bos, unsigned int nbos,
-			 const struct spyre_fence *waits, unsigned int nwaits,
-			 struct spyre_fence *out)
+/* Jobs of one ioctl on the stack up to this many. */
+#define STACK_JOBS	8
+
+static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
+			 uint64_t cmd_va, uint32_t cmd_size,
+			 struct spyre_bo *ring, struct spyre_fence *out)
 {
-	struct drm_spyre_sync *in = NULL, outs[2];
+	const struct spyre_cmdbuf *cb = sub->cb;
+	unsigned int ncb = cb ? (unsigned int)cb->nbos : 0;
+	unsigned int nbos = sub->nbos + ncb + 2, nw = sub->nwaits +
+			    sub->nwait_syncobjs;
+	unsigned int repeat = sub->repeat ? sub->repeat : 1;
+	struct drm_spyre_sync *in = NULL, outs[3];
+	struct drm_spyre_job stack_jobs[STACK_JOBS], *jobs = stack_jobs;
 	struct drm_spyre_submit submit;
-	struct drm_spyre_job job;
 	uint32_t *handles = NULL;
-	unsigned int nh = 0, nin = 0;
+	unsigned int nh = 0, nin = 0, nout = 0, done = 0;
 	uint64_t point = q->last_point + 1;
 	uint32_t slot = 0;
 	int ret;
 
-	if (nbos + 1 > DRM_SPYRE_MAX_BOS_PER_JOB ||
-	    nwaits > DRM_SPYRE_MAX_SYNCS_PER_JOB)
+	if (nbos > DRM_SPYRE_MAX_BOS_PER_JOB || nw > DRM_SPYRE_MAX_SYNCS_PER_JOB)
 		return -E2BIG;
-	handles = calloc(nbos + 1, sizeof(*handles));
+	handles = malloc(nbos * sizeof(*handles));
 	if (!handles)
 		return -ENOMEM;
-	if (extra)
-		handles[nh++] = extra->handle;
-	for (unsigned int i = 0; i < nbos; i++) {
-		if (!bos[i]) {
+	if (ring)
+		handles[nh++] = ring->handle;
+	if (sub->extra_bo)
+		handles[nh++] = sub->extra_bo->handle;
+	for (unsigned int i = 0; i < sub->nbos + ncb; i++) {
+		struct spyre_bo *bo = i < sub->nbos ? sub->bos[i] :
+				      cb->bos[i - sub->nbos];
+
+		if (!bo) {
 			ret = -EINVAL;
 			goto out;
 		}
-		if (bos[i]->dev != q->dev) {
+		if (bo->dev != q->dev) {
 			ret = -EXDEV;
 			goto out;
 		}
-		handles[nh++] = bos[i]->handle;
+		handles[nh++] = bo->handle;
 	}
-	if (nwaits) {
-		in = calloc(nwaits, sizeof(*in));
+	if (nw) {
+		in = calloc(nw, sizeof(*in));
 		if (!in) {
 			ret = -ENOMEM;
 			goto out;
 		}
 	}
-	for (unsigned int i = 0; i < nwaits; i++) {
-		if (!waits[i].queue || !waits[i].point)
+	for (unsigned int i = 0; i < sub->nwaits; i++) {
+		const struct spyre_fence *w = &sub->waits[i];
+
+		if (!w->queue || !w->point)
 			continue;
-		if (waits[i].queue->dev != q->dev) {
+		if (w->queue->dev != q->dev) {
 			ret = -EXDEV;
 			goto out;
 		}
-		in[nin].handle = waits[i].queue->timeline;
-		in[nin].point = waits[i].point;
+		in[nin].handle = w->queue->timeline;
+		in[nin].point = w->point;
 		nin++;
 	}
+	for (unsigned int i = 0; i < sub->nwait_syncobjs; i++)
+		in[nin++].handle = sub->wait_syncobjs[i];
 	ret = get_slot(q, point, &slot);
 	if (ret)
 		goto out;
 	memset(outs, 0, sizeof(outs));
-	outs[0].handle = q->timeline;
-	outs[0].point = point;
-	outs[1].handle = slot;
+	outs[nout].handle = q->timeline;
+	outs[nout++].point = point;
+	outs[nout++].handle = slot;
+	if (sub->signal_syncobj)
+		outs[nout++].handle = sub->signal_syncobj;
 
-	memset(&job, 0, sizeof(job));
-	job.queue_id = q->id;
-	job.cmd_va = cmd_va;
-	job.cmd_size = cmd_size;
-	job.bo_count = nh;
-	job.bo_handles = (uintptr_t)handles;
-	job.in_syncs = (uintptr_t)in;
-	job.in_sync_count = nin;
-	job.out_syncs = (uintptr_t)outs;
-	job.out_sync_count = 2;
+	if (repeat > STACK_JOBS) {
+		unsigned int n = repeat < DRM_SPYRE_MAX_JOBS ? repeat :
+				 DRM_SPYRE_MAX_JOBS;
 
-	memset(&submit, 0, sizeof(submit));
-	submit.jobs = (uintptr_t)&job;
-	submit.job_count = 1;
-	submit.job_stride = sizeof(job);
-	if (drmIoctl(q->dev->fd, DRM_IOCTL_SPYRE_SUBMIT, &submit)) {
-		ret = -errno;
-		if (ret == -ECANCELED)
-			spyre__set_error(q->dev, ret);
-		goto out;
+		jobs = malloc(n * sizeof(*jobs));
+		if (!jobs) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	/*
+	 * One ioctl per DRM_SPYRE_MAX_JOBS jobs.  Jobs of a queue run in
+	 * order, so the first job waits and the last one lists the BOs
+	 * (keeping them alive past the others) and signals.
+	 */
+	while (done < repeat) {
+		unsigned int n = repeat - done;
+		bool first = done == 0, last;
+
+		if (n > DRM_SPYRE_MAX_JOBS)
+			n = DRM_SPYRE_MAX_JOBS;
+		last = done + n == repeat;
+		memset(jobs, 0, n * sizeof(*jobs));
+		for (unsigned int i = 0; i < n; i++) {
+			jobs[i].queue_id = q->id;
+			jobs[i].cmd_va = cmd_va;
+			jobs[i].cmd_size = cmd_size;
+		}
+		if (first && nin) {
+			jobs[0].in_syncs = (uintptr_t)in;
+			jobs[0].in_sync_count = nin;
+		}
+		if (last) {
+			jobs[n - 1].bo_count = nh;
+			jobs[n - 1].bo_handles = (uintptr_t)handles;
+			jobs[n - 1].out_syncs = (uintptr_t)outs;
+			jobs[n - 1].out_sync_count = nout;
+		} else {
+			/* keep the BOs alive across ioctls too */
+			jobs[n - 1].bo_count = nh;
+			jobs[n - 1].bo_handles = (uintptr_t)handles;
+		}
+		memset(&submit, 0, sizeof(submit));
+		submit.jobs = (uintptr_t)jobs;
+		submit.job_count = n;
+		submit.job_stride = sizeof(*jobs);
+		if (drmIoctl(q->dev->fd, DRM_IOCTL_SPYRE_SUBMIT, &submit)) {
+			ret = -errno;
+			if (ret == -ECANCELED)
+				spyre__set_error(q->dev, ret);
+			goto out;
+		}
+		done += n;
 	}
 	q->last_point = point;
 	if (out) {
@@ -318,8 +426,88 @@ static int submit_locked(struct spyre_queue *q, uint64_t cmd_va,
 	}
 	ret = 0;
 out:
+	if (jobs != stack_jobs)
+		free(jobs);
 	free(in);
 	free(handles);
+	return ret;
+}
+
+/* Encode the one COPY of a staged host copy at @p (ring VA @ring_va). */
+static void encode_stage_copy(void *p, const struct spyre__sub *sub,
+			      uint64_t ring_va)
+{
+	struct spyre_cmd_copy c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = SPYRE_OP_COPY;
+	c.hdr.size = sizeof(c);
+	c.src = sub->stage_in ? ring_va : sub->stage_va;
+	c.dst = sub->stage_in ? sub->stage_va : ring_va;
+	c.width = sub->stage_size;
+	c.height = 1;
+	c.src_dtype = SPYRE_DTYPE_U8;
+	c.dst_dtype = SPYRE_DTYPE_U8;
+	memcpy(p, &c, sizeof(c));
+}
+
+int spyre__submit(struct spyre_queue *q, const struct spyre__sub *sub,
+		  struct spyre_fence *out)
+{
+	struct spyre__ring_rec rec;
+	uint64_t off = 0, len = 0, cmd_va = sub->cmd_va;
+	uint32_t cmd_size = sub->cmd_size;
+	bool staged = sub->stage_size != 0;
+	int ret = 0;
+
+	if (sub->cb) {
+		len = sub->cb->size;
+		cmd_size = (uint32_t)len;
+	} else if (staged) {
+		cmd_size = sizeof(struct spyre_cmd_copy);
+		len = cmd_size + ((sub->stage_size + 63) & ~63ull);
+	}
+	if ((sub->cb || staged) && sub->repeat > 1)
+		return -EINVAL;
+
+	pthread_mutex_lock(&q->lock);
+	if (len) {
+		ret = ring_alloc(q, len, &off);
+		if (ret)
+			goto out;
+		cmd_va = q->ring->va + off;
+		if (sub->cb) {
+			memcpy(q->ring_map + off, sub->cb->data, len);
+		} else {
+			encode_stage_copy(q->ring_map + off, sub,
+					  cmd_va + cmd_size);
+			if (sub->stage_in)
+				memcpy(q->ring_map + off + cmd_size,
+				       sub->stage_in, sub->stage_size);
+		}
+	}
+	ret = submit_locked(q, sub, cmd_va, cmd_size, len ? q->ring : NULL,
+			    out);
+	if (ret || !len)
+		goto out;
+	q->ring_head = off + len;
+	memset(&rec, 0, sizeof(rec));
+	rec.off = off;
+	rec.len = len;
+	rec.point = q->last_point;
+	if (sub->stage_out) {
+		rec.out = sub->stage_out;
+		rec.out_off = off + cmd_size;
+		rec.out_len = sub->stage_size;
+	}
+	if (rec_push(q, &rec)) {
+		/* Cannot track the region: wait for the job instead. */
+		spyre__wait_point(q, q->last_point, SPYRE__INTERNAL_WAIT_NS);
+		if (rec.out && point_ok_locked(q, rec.point))
+			memcpy(rec.out, q->ring_map + rec.out_off, rec.out_len);
+	}
+out:
+	pthread_mutex_unlock(&q->lock);
 	return ret;
 }
 
@@ -330,8 +518,7 @@ SPYRE_API int spyre_submit(struct spyre_queue *q,
 			   unsigned int nwaits,
 			   struct spyre_fence *out)
 {
-	uint64_t off;
-	int ret;
+	struct spyre__sub sub;
 
 	if (!q)
 		return -EINVAL;
@@ -340,26 +527,13 @@ SPYRE_API int spyre_submit(struct spyre_queue *q,
 		return -EINVAL;
 	if (cb->size > q->dev->info.max_cmd_size || cb->size > UINT32_MAX)
 		return -E2BIG;
-
-	pthread_mutex_lock(&q->lock);
-	ret = ring_alloc(q, cb->size, &off);
-	if (!ret) {
-		memcpy(q->ring_map + off, cb->data, cb->size);
-		ret = submit_locked(q, q->ring->va + off, (uint32_t)cb->size,
-				    q->ring, bos, nbos, waits, nwaits, out);
-	}
-	if (!ret) {
-		q->ring_head = off + cb->size;
-		ret = rec_push(q, off, cb->size, q->last_point);
-		if (ret) {
-			/* Cannot track the region: wait for the job instead. */
-			spyre__wait_point(q, q->last_point,
-					  SPYRE__INTERNAL_WAIT_NS);
-			ret = 0;
-		}
-	}
-	pthread_mutex_unlock(&q->lock);
-	return ret;
+	memset(&sub, 0, sizeof(sub));
+	sub.cb = cb;
+	sub.bos = bos;
+	sub.nbos = nbos;
+	sub.waits = waits;
+	sub.nwaits = nwaits;
+	return spyre__submit(q, &sub, out);
 }
 
 SPYRE_API int spyre_submit_va(struct spyre_queue *q, uint64_t cmd_va,
@@ -369,18 +543,21 @@ SPYRE_API int spyre_submit_va(struct spyre_queue *q, uint64_t cmd_va,
 			      unsigned int nwaits,
 			      struct spyre_fence *out)
 {
-	int ret;
+	struct spyre__sub sub;
 
 	if (!q)
 		return -EINVAL;
 	SPYRE__CHECK_DEV(q->dev);
 	if ((nbos && !bos) || (nwaits && !waits))
 		return -EINVAL;
-	pthread_mutex_lock(&q->lock);
-	ret = submit_locked(q, cmd_va, cmd_size, NULL, bos, nbos, waits,
-			    nwaits, out);
-	pthread_mutex_unlock(&q->lock);
-	return ret;
+	memset(&sub, 0, sizeof(sub));
+	sub.cmd_va = cmd_va;
+	sub.cmd_size = cmd_size;
+	sub.bos = bos;
+	sub.nbos = nbos;
+	sub.waits = waits;
+	sub.nwaits = nwaits;
+	return spyre__submit(q, &sub, out);
 }
 
 /* ---- fences ------------------------------------------------------------ */
@@ -414,7 +591,7 @@ static int export_locked(struct spyre_queue *q, uint64_t point, int *fd,
  * Status of a sync_file: 1 signalled OK, 0 pending, < 0 error.  Looks at
  * each fence inside (dma_fence_chain nodes carry no error themselves).
  */
-static int sync_file_status(int fd)
+int spyre__sync_file_status(int fd)
 {
 	struct sync_file_info info;
 	struct sync_fence_info *fi;
@@ -477,7 +654,7 @@ SPYRE_API int spyre_fence_wait(const struct spyre_fence *f,
 	pthread_mutex_unlock(&q->lock);
 	if (ret)
 		return ret;
-	status = sync_file_status(fd);
+	status = spyre__sync_file_status(fd);
 	close(fd);
 	if (status < 0) {
 		spyre__set_error(q->dev, status);
@@ -509,4 +686,26 @@ SPYRE_API int spyre_fence_export_sync_file(const struct spyre_fence *f,
 	ret = export_locked(q, f->point, fd, &exact);
 	pthread_mutex_unlock(&q->lock);
 	return ret;
+}
+
+int spyre__queue_refine_error(struct spyre_queue *q, uint64_t point, int err)
+{
+	uint64_t first = 1;
+
+	if (err != -ECANCELED || !point)
+		return err;
+	pthread_mutex_lock(&q->lock);
+	/* Only the last SPYRE__FENCE_SLOTS points keep their own fence. */
+	if (q->last_point >= SPYRE__FENCE_SLOTS)
+		first = q->last_point - SPYRE__FENCE_SLOTS + 1;
+	for (uint64_t p = first; p <= point; p++) {
+		int st = point_status_locked(q, p, NULL);
+
+		if (st < 0 && st != -ECANCELED) {
+			err = st;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	return err;
 }

@@ -863,12 +863,20 @@ SPYRE_API int spyre_ref_eltwise(uint32_t op, uint32_t dtype, uint64_t count,
 			e = 0.0;
 			break;
 		case SPYRE_ELT_GELU:
-			/* 1 + erf(t) == erfc(-t), without the cancellation. */
-			v = 0.5 * x * erfc(-x / sqrt(2.0));
+			/* 1 + erf(t) == erfc(-t), without the cancellation;
+			 * the limits: gelu(+inf) = +inf, gelu(-inf) = -0 */
+			if (isinf(x))
+				v = x > 0.0 ? x : -0.0;
+			else
+				v = 0.5 * x * erfc(-x / sqrt(2.0));
 			e = spyre_ref_fp32_err(8, fabs(x));
 			break;
 		case SPYRE_ELT_SILU:
-			v = x / (1.0 + exp(-x));
+			/* the limits: silu(+inf) = +inf, silu(-inf) = -0 */
+			if (isinf(x))
+				v = x > 0.0 ? x : -0.0;
+			else
+				v = x / (1.0 + exp(-x));
 			e = spyre_ref_fp32_err(8, fabs(v));
 			if (x < -88.0)	/* fp32 exp(-x) overflows: -0 */
 				e += fabs(v);

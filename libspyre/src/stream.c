@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* Streams: in-order helpers that encode one command and submit it. */
+/*
+ * Streams: in-order helpers that encode an operation and submit it as one
+ * job on the stream's queue, with a sticky per-stream error and pending
+ * cross-stream waits (events) that the next job consumes.
+ */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct spyre_stream {
-	struct spyre_queue *q;
-	pthread_mutex_t lock;		/* protects the fields below */
-	struct spyre_cmdbuf cb;
-	struct spyre_fence last;
-	int error;			/* sticky job error */
-};
+#include <xf86drm.h>
 
 SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
 				  struct spyre_stream **out)
@@ -30,6 +28,7 @@ SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
 		free(s);
 		return ret;
 	}
+	s->dev = dev;
 	pthread_mutex_init(&s->lock, NULL);
 	*out = s;
 	return 0;
@@ -39,8 +38,13 @@ SPYRE_API void spyre_stream_destroy(struct spyre_stream *s)
 {
 	if (!s)
 		return;
+	if (spyre__same_process(s->dev)) {
+		for (unsigned int i = 0; i < SPYRE__STREAM_WAITS; i++)
+			if (s->waits[i])
+				drmSyncobjDestroy(s->dev->fd, s->waits[i]);
+	}
 	spyre_queue_destroy(s->q);
-	free(s->cb.data);
+	spyre__cmdbuf_fini(&s->cb);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -56,11 +60,23 @@ static int range_ok(const struct spyre_bo *bo, uint64_t off, uint64_t len)
 	return off <= bo->size && len <= bo->size - off;
 }
 
-static int stream_begin(struct spyre_stream *s)
+/* Record @err as the stream's error (under s->lock), refined if it is a
+ * cancellation; returns the stream's error. */
+static int stream_fail_locked(struct spyre_stream *s, int err)
+{
+	if (!s->error) {
+		err = spyre__queue_refine_error(s->q, s->last.point, err);
+		s->error = err;
+	}
+	return s->error;
+}
+
+/* Lock @s, fail with its sticky error, and start an empty command. */
+int spyre__stream_begin(struct spyre_stream *s)
 {
 	if (!s)
 		return -EINVAL;
-	SPYRE__CHECK_DEV(s->q->dev);
+	SPYRE__CHECK_DEV(s->dev);
 	pthread_mutex_lock(&s->lock);
 	if (s->error) {
 		int e = s->error;
@@ -72,18 +88,41 @@ static int stream_begin(struct spyre_stream *s)
 	return 0;
 }
 
-/* Submit s->cb (encoded by the caller) and unlock. */
+/*
+ * Submit @sub on @s (under s->lock) with the pending waits; keeps the
+ * fence, and on a refused submission (-ECANCELED) sets the sticky error.
+ */
+int spyre__stream_submit_locked(struct spyre_stream *s,
+				struct spyre__sub *sub)
+{
+	struct spyre_fence f;
+	int ret;
+
+	sub->wait_syncobjs = s->waits;
+	sub->nwait_syncobjs = s->nwaits;
+	ret = spyre__submit(s->q, sub, &f);
+	if (!ret) {
+		s->last = f;
+		s->nwaits = 0;
+	} else if (ret == -ECANCELED) {
+		/* report the stream's own failure, not the refusal */
+		ret = stream_fail_locked(s, ret);
+	}
+	return ret;
+}
+
+/* Submit s->cb (encoded by the caller, with encoder result @ret), unlock. */
 static int stream_end(struct spyre_stream *s, int ret,
 		      struct spyre_bo *const *bos, unsigned int nbos)
 {
-	struct spyre_fence f;
-
 	if (!ret) {
-		ret = spyre_submit(s->q, &s->cb, bos, nbos, NULL, 0, &f);
-		if (!ret)
-			s->last = f;
-		else if (ret == -ECANCELED)
-			s->error = ret;
+		struct spyre__sub sub;
+
+		memset(&sub, 0, sizeof(sub));
+		sub.cb = &s->cb;
+		sub.bos = bos;
+		sub.nbos = nbos;
+		ret = spyre__stream_submit_locked(s, &sub);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -105,7 +144,7 @@ SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
 	if (count > UINT64_MAX / elem_size ||
 	    !range_ok(dst, offset, count * elem_size))
 		return -ERANGE;
-	ret = stream_begin(s);
+	ret = spyre__stream_begin(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_fill(&s->cb, dst->va + offset, count, elem_size,
@@ -152,7 +191,7 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 	}
 	if (!range_ok(dst, dst_off, dlen) || !range_ok(src, src_off, slen))
 		return -ERANGE;
-	ret = stream_begin(s);
+	ret = spyre__stream_begin(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_copy_2d(&s->cb, dst->va + dst_off, dst_pitch,
@@ -163,6 +202,379 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 	bos[1] = src;
 	return stream_end(s, ret, bos, dst == src ? 1 : 2);
 }
+
+/* ---- staged host copies ------------------------------------------------- */
+
+static int stream_host_copy(struct spyre_stream *s, struct spyre_bo *bo,
+			    uint64_t off, const void *in, void *out,
+			    uint64_t size)
+{
+	uint64_t done = 0;
+	int ret = 0;
+
+	if (!s || !bo || (!in && !out) || !size)
+		return -EINVAL;
+	if (bo->dev != s->q->dev)
+		return -EXDEV;
+	if (!range_ok(bo, off, size))
+		return -ERANGE;
+	while (!ret && done < size) {
+		uint64_t n = size - done;
+		struct spyre__sub sub;
+
+		if (n > SPYRE__STAGE_CHUNK)
+			n = SPYRE__STAGE_CHUNK;
+		ret = spyre__stream_begin(s);
+		if (ret)
+			return ret;
+		memset(&sub, 0, sizeof(sub));
+		sub.bos = &bo;
+		sub.nbos = 1;
+		sub.stage_size = n;
+		sub.stage_va = bo->va + off + done;
+		if (in)
+			sub.stage_in = (const uint8_t *)in + done;
+		else
+			sub.stage_out = (uint8_t *)out + done;
+		ret = spyre__stream_submit_locked(s, &sub);
+		pthread_mutex_unlock(&s->lock);
+		done += n;
+	}
+	return ret;
+}
+
+SPYRE_API int spyre_stream_copy_h2d(struct spyre_stream *s,
+				    struct spyre_bo *dst, uint64_t dst_off,
+				    const void *src, uint64_t size)
+{
+	if (!src)
+		return -EINVAL;
+	return stream_host_copy(s, dst, dst_off, src, NULL, size);
+}
+
+SPYRE_API int spyre_stream_copy_d2h(struct spyre_stream *s, void *dst,
+				    struct spyre_bo *src, uint64_t src_off,
+				    uint64_t size)
+{
+	if (!dst)
+		return -EINVAL;
+	return stream_host_copy(s, src, src_off, NULL, dst, size);
+}
+
+/* ---- peer copies -------------------------------------------------------- */
+
+/* Consume the pending waits of @s with an empty job (under s->lock). */
+static int stream_flush_waits_locked(struct spyre_stream *s)
+{
+	struct spyre__sub sub;
+	struct spyre_cmdbuf cb;
+	int ret;
+
+	memset(&cb, 0, sizeof(cb));
+	ret = spyre_cmdbuf_nop(&cb);
+	if (!ret) {
+		memset(&sub, 0, sizeof(sub));
+		sub.cb = &cb;
+		ret = spyre__stream_submit_locked(s, &sub);
+	}
+	spyre__cmdbuf_fini(&cb);
+	return ret;
+}
+
+/* Take a free wait slot of @s (under s->lock); flushes when all are used. */
+static int stream_wait_slot_locked(struct spyre_stream *s, uint32_t *h)
+{
+	uint32_t *slot;
+	int ret;
+
+	if (s->nwaits == SPYRE__STREAM_WAITS) {
+		ret = stream_flush_waits_locked(s);
+		if (ret)
+			return ret;
+	}
+	slot = &s->waits[s->nwaits];
+	if (!*slot && drmSyncobjCreate(s->dev->fd, 0, slot))
+		return -errno;
+	*h = *slot;
+	return 0;
+}
+
+int spyre__stream_wait_sync_file_locked(struct spyre_stream *s, int fd)
+{
+	uint32_t h = 0;
+	int ret = stream_wait_slot_locked(s, &h);
+
+	if (ret)
+		return ret;
+	if (drmSyncobjImportSyncFile(s->dev->fd, h, fd))
+		return -errno;
+	s->nwaits++;
+	return 0;
+}
+
+int spyre__stream_wait_syncobj_locked(struct spyre_stream *s, uint32_t src)
+{
+	uint32_t h = 0;
+	int ret = stream_wait_slot_locked(s, &h);
+
+	if (ret)
+		return ret;
+	if (drmSyncobjTransfer(s->dev->fd, h, 0, src, 0, 0))
+		return -errno;
+	s->nwaits++;
+	return 0;
+}
+
+/* Same device: a plain copy on @dst_s after @src_s's earlier work. */
+static int peer_copy_local(struct spyre_stream *dst_s, struct spyre_bo *dst,
+			   uint64_t dst_off, struct spyre_stream *src_s,
+			   struct spyre_bo *src, uint64_t src_off,
+			   uint64_t size)
+{
+	struct spyre_bo *bos[2] = { dst, src };
+	struct spyre_fence f = { NULL, 0 };
+	struct spyre__sub sub;
+	int ret;
+
+	if (src_s != dst_s) {
+		ret = spyre__stream_begin(src_s);
+		if (ret)
+			return ret;
+		f = src_s->last;
+		pthread_mutex_unlock(&src_s->lock);
+	}
+	ret = spyre__stream_begin(dst_s);
+	if (ret)
+		return ret;
+	ret = spyre_cmdbuf_copy(&dst_s->cb, dst->va + dst_off,
+				src->va + src_off, size);
+	if (!ret) {
+		memset(&sub, 0, sizeof(sub));
+		sub.cb = &dst_s->cb;
+		sub.bos = bos;
+		sub.nbos = dst == src ? 1 : 2;
+		sub.waits = &f;
+		sub.nwaits = 1;
+		ret = spyre__stream_submit_locked(dst_s, &sub);
+	}
+	pthread_mutex_unlock(&dst_s->lock);
+	return ret;
+}
+
+/* One chunk through a bounce BO of @src_s's device shared by dma-buf. */
+static int peer_copy_chunk(struct spyre_stream *dst_s, struct spyre_bo *dst,
+			   uint64_t dst_off, struct spyre_stream *src_s,
+			   struct spyre_bo *src, uint64_t src_off,
+			   uint64_t size)
+{
+	struct spyre_bo *bounce = NULL, *imp = NULL, *bos[2];
+	struct spyre_fence f;
+	int dmabuf = -1, sync = -1, ret;
+
+	ret = spyre_bo_alloc(src_s->dev, size, 0, &bounce);
+	if (!ret)
+		ret = spyre_bo_export_dmabuf(bounce, &dmabuf);
+	if (!ret)
+		ret = spyre_bo_import_dmabuf(dst_s->dev, dmabuf, &imp);
+	if (ret)
+		goto out;
+
+	/* source card: src -> bounce */
+	ret = spyre__stream_begin(src_s);
+	if (ret)
+		goto out;
+	ret = spyre_cmdbuf_copy(&src_s->cb, bounce->va, src->va + src_off,
+				size);
+	bos[0] = bounce;
+	bos[1] = src;
+	ret = stream_end(src_s, ret, bos, 2);
+	if (ret)
+		goto out;
+	ret = spyre_stream_last_fence(src_s, &f);
+	if (!ret)
+		ret = spyre_fence_export_sync_file(&f, &sync);
+	if (ret)
+		goto out;
+
+	/* destination card: wait for it, then bounce -> dst */
+	ret = spyre__stream_begin(dst_s);
+	if (ret)
+		goto out;
+	ret = spyre__stream_wait_sync_file_locked(dst_s, sync);
+	if (!ret)
+		ret = spyre_cmdbuf_copy(&dst_s->cb, dst->va + dst_off,
+					imp->va, size);
+	bos[0] = dst;
+	bos[1] = imp;
+	ret = stream_end(dst_s, ret, bos, 2);
+out:
+	if (sync >= 0)
+		close(sync);
+	if (dmabuf >= 0)
+		close(dmabuf);
+	/* The jobs that listed them keep the memory alive. */
+	spyre_bo_free(imp);
+	spyre_bo_free(bounce);
+	return ret;
+}
+
+SPYRE_API int spyre_stream_copy_peer(struct spyre_stream *dst_s,
+				     struct spyre_bo *dst, uint64_t dst_off,
+				     struct spyre_stream *src_s,
+				     struct spyre_bo *src, uint64_t src_off,
+				     uint64_t size)
+{
+	uint64_t done;
+	int ret = 0;
+
+	if (!dst_s || !src_s || !dst || !src || !size)
+		return -EINVAL;
+	SPYRE__CHECK_DEV(dst_s->dev);
+	SPYRE__CHECK_DEV(src_s->dev);
+	if (dst->dev != dst_s->dev || src->dev != src_s->dev)
+		return -EXDEV;
+	if (!range_ok(dst, dst_off, size) || !range_ok(src, src_off, size))
+		return -ERANGE;
+	if (dst_s->dev == src_s->dev)
+		return peer_copy_local(dst_s, dst, dst_off, src_s, src,
+				       src_off, size);
+	for (done = 0; !ret && done < size; done += SPYRE__PEER_CHUNK) {
+		uint64_t n = size - done;
+
+		if (n > SPYRE__PEER_CHUNK)
+			n = SPYRE__PEER_CHUNK;
+		ret = peer_copy_chunk(dst_s, dst, dst_off + done, src_s, src,
+				      src_off + done, n);
+	}
+	return ret;
+}
+
+/* ---- compute ------------------------------------------------------------ */
+
+SPYRE_API int spyre_stream_submit(struct spyre_stream *s,
+				  const struct spyre_cmdbuf *cb,
+				  struct spyre_bo *const *bos,
+				  unsigned int nbos)
+{
+	struct spyre__sub sub;
+	int ret;
+
+	if (!s || !cb || !cb->size || (nbos && !bos))
+		return -EINVAL;
+	if (cb->size > s->dev->info.max_cmd_size)
+		return -E2BIG;
+	ret = spyre__stream_begin(s);
+	if (ret)
+		return ret;
+	memset(&sub, 0, sizeof(sub));
+	sub.cb = cb;
+	sub.bos = bos;
+	sub.nbos = nbos;
+	ret = spyre__stream_submit_locked(s, &sub);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
+				   struct spyre_mem dst, uint32_t dst_dtype,
+				   struct spyre_mem src, uint32_t src_dtype,
+				   uint64_t count, uint32_t flags)
+{
+	int ret = spyre__stream_begin(s);
+
+	if (ret)
+		return ret;
+	ret = spyre_cmdbuf_convert(&s->cb, dst, dst_dtype, src, src_dtype,
+				   count, flags);
+	return stream_end(s, ret, NULL, 0);
+}
+
+SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
+				const struct spyre_gemm *g)
+{
+	int ret = spyre__stream_begin(s);
+
+	if (ret)
+		return ret;
+	ret = spyre_cmdbuf_gemm(&s->cb, g);
+	return stream_end(s, ret, NULL, 0);
+}
+
+SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
+				   uint32_t dtype, uint64_t count,
+				   struct spyre_mem out, struct spyre_mem a,
+				   struct spyre_mem b, float alpha)
+{
+	int ret = spyre__stream_begin(s);
+
+	if (ret)
+		return ret;
+	ret = spyre_cmdbuf_eltwise(&s->cb, op, dtype, count, out, a, b,
+				   alpha);
+	return stream_end(s, ret, NULL, 0);
+}
+
+SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
+				  uint32_t dtype, uint32_t rows,
+				  uint32_t cols, struct spyre_mem dst,
+				  struct spyre_mem src, uint64_t ld)
+{
+	int ret = spyre__stream_begin(s);
+
+	if (ret)
+		return ret;
+	ret = spyre_cmdbuf_reduce(&s->cb, op, dtype, rows, cols, dst, src,
+				  ld);
+	return stream_end(s, ret, NULL, 0);
+}
+
+static int stream_rowop(struct spyre_stream *s, uint32_t op, uint32_t dtype,
+			uint32_t rows, uint32_t cols, struct spyre_mem dst,
+			uint64_t ld_dst, struct spyre_mem src, uint64_t ld_src,
+			struct spyre_mem gamma, struct spyre_mem beta,
+			float eps)
+{
+	int ret = spyre__stream_begin(s);
+
+	if (ret)
+		return ret;
+	ret = spyre_cmdbuf_rowop(&s->cb, op, dtype, rows, cols, dst, ld_dst,
+				 src, ld_src, gamma, beta, eps);
+	return stream_end(s, ret, NULL, 0);
+}
+
+SPYRE_API int spyre_stream_softmax(struct spyre_stream *s, uint32_t dtype,
+				   uint32_t rows, uint32_t cols,
+				   struct spyre_mem dst, uint64_t ld_dst,
+				   struct spyre_mem src, uint64_t ld_src)
+{
+	return stream_rowop(s, SPYRE_ROW_SOFTMAX, dtype, rows, cols, dst,
+			    ld_dst, src, ld_src, SPYRE_MEM_NONE,
+			    SPYRE_MEM_NONE, 0.0f);
+}
+
+SPYRE_API int spyre_stream_rmsnorm(struct spyre_stream *s, uint32_t dtype,
+				   uint32_t rows, uint32_t cols,
+				   struct spyre_mem dst, uint64_t ld_dst,
+				   struct spyre_mem src, uint64_t ld_src,
+				   struct spyre_mem gamma, float eps)
+{
+	return stream_rowop(s, SPYRE_ROW_RMSNORM, dtype, rows, cols, dst,
+			    ld_dst, src, ld_src, gamma, SPYRE_MEM_NONE, eps);
+}
+
+SPYRE_API int spyre_stream_layernorm(struct spyre_stream *s, uint32_t dtype,
+				     uint32_t rows, uint32_t cols,
+				     struct spyre_mem dst, uint64_t ld_dst,
+				     struct spyre_mem src, uint64_t ld_src,
+				     struct spyre_mem gamma,
+				     struct spyre_mem beta, float eps)
+{
+	return stream_rowop(s, SPYRE_ROW_LAYERNORM, dtype, rows, cols, dst,
+			    ld_dst, src, ld_src, gamma, beta, eps);
+}
+
+/* ---- state -------------------------------------------------------------- */
 
 SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 				      struct spyre_fence *f)
@@ -175,26 +587,63 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 	return 0;
 }
 
-SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns)
+SPYRE_API int spyre_stream_error(struct spyre_stream *s)
+{
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	SPYRE__CHECK_DEV(s->dev);
+	pthread_mutex_lock(&s->lock);
+	ret = s->error;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/*
+ * Wait for the stream's last fence (after turning pending event waits into
+ * a job: they are part of the stream's work); on success deliver staged
+ * data.
+ */
+static int stream_wait(struct spyre_stream *s, uint64_t timeout_ns)
 {
 	struct spyre_fence f;
 	int ret;
 
 	if (!s)
 		return -EINVAL;
-	SPYRE__CHECK_DEV(s->q->dev);
+	SPYRE__CHECK_DEV(s->dev);
 	pthread_mutex_lock(&s->lock);
-	f = s->last;
 	ret = s->error;
+	if (!ret && s->nwaits)
+		ret = stream_flush_waits_locked(s);
+	f = s->last;
+	if (!ret)
+		ret = s->error;
 	pthread_mutex_unlock(&s->lock);
 	if (ret)
 		return ret;
 	ret = spyre_fence_wait(&f, timeout_ns);
-	if (ret && ret != -ETIMEDOUT && ret != -EINTR) {
+	if (ret == -ETIMEDOUT || ret == -EINTR || ret == -EINVAL ||
+	    ret == -ECHILD)
+		return ret;
+	if (ret) {
 		pthread_mutex_lock(&s->lock);
-		if (!s->error)
-			s->error = ret;
+		ret = stream_fail_locked(s, ret);
 		pthread_mutex_unlock(&s->lock);
+		return ret;
 	}
-	return ret;
+	return spyre__queue_retire(s->q);
+}
+
+SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns)
+{
+	return stream_wait(s, timeout_ns);
+}
+
+SPYRE_API int spyre_stream_query(struct spyre_stream *s)
+{
+	int ret = stream_wait(s, 0);
+
+	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }

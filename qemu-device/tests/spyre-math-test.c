@@ -1791,8 +1791,14 @@ static double ref_elt(int op, double x, double y, double alpha)
     case SPYRE_ELT_RELU:
         return isnan(x) ? x : x > 0 ? x : 0;
     case SPYRE_ELT_GELU:
+        if (isinf(x)) {
+            return x > 0 ? x : -0.0;    /* the limits (docs/spyre-hw.rst) */
+        }
         return x * 0.5 * (1 + erf(x / sqrt(2.0)));
     case SPYRE_ELT_SILU:
+        if (isinf(x)) {
+            return x > 0 ? x : -0.0;
+        }
         return x / (1 + exp(-x));
     default:
         return exp(x);

@@ -11,6 +11,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <math.h>
 #include "qemu/bswap.h"
 #include "libqtest.h"
 #include "libqos/pci.h"
@@ -310,6 +311,34 @@ static void emit_sem(Stream *st, unsigned int op, uint16_t flags,
     c->value = value;
 }
 
+/*
+ * A GEMM of dense row-major matrices (lda = K, ldb = N, ldc = N), batch
+ * strides 0 (every batch reads the same A and B and writes the same C).
+ */
+static struct spyre_cmd_gemm *emit_gemm(Stream *st, uint32_t ab_dtype,
+                                        uint32_t c_dtype, uint32_t m,
+                                        uint32_t n, uint32_t k,
+                                        uint32_t batch, uint64_t a,
+                                        uint64_t b, uint64_t c)
+{
+    struct spyre_cmd_gemm *g = emit(st, SPYRE_OP_GEMM, sizeof(*g));
+
+    g->a_dtype = g->b_dtype = ab_dtype;
+    g->c_dtype = c_dtype;
+    g->m = m;
+    g->n = n;
+    g->k = k;
+    g->batch = batch;
+    g->a = a;
+    g->b = b;
+    g->c = c;
+    g->lda = k;
+    g->ldb = n;
+    g->ldc = n;
+    g->alpha = 0x3f800000;      /* 1.0f */
+    return g;
+}
+
 /* ---- queues ----------------------------------------------------------- */
 
 static uint32_t q_control(unsigned int vector, unsigned int prio)
@@ -429,7 +458,9 @@ static void test_identity(void)
     g_assert_cmphex(rd32(sp, SPYRE_REG_ID), ==, SPYRE_ID_MAGIC);
     g_assert_cmphex(rd32(sp, SPYRE_REG_VERSION), ==,
                     SPYRE_HW_VERSION_MAJOR << 16 | SPYRE_HW_VERSION_MINOR);
-    g_assert_true(rd64(sp, SPYRE_REG_CAPS) & SPYRE_CAP_MMU);
+    g_assert_cmphex(rd64(sp, SPYRE_REG_CAPS), ==,
+                    SPYRE_CAP_FP16 | SPYRE_CAP_BF16 | SPYRE_CAP_FP8 |
+                    SPYRE_CAP_INT8 | SPYRE_CAP_MMU | SPYRE_CAP_SEM);
     g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_QUEUES), ==, 8);
     g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_CORES), ==, 32);
     g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_CONTEXTS), ==, 16);
@@ -949,8 +980,17 @@ static void test_bad_input(void)
     cp->src_dtype = SPYRE_DTYPE_FP16;
     EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
     cp = emit_copy(&st, 0x10000, 0x10800, 4, 1, 0, 0);
-    cp->src_dtype = SPYRE_DTYPE_FP16;
-    cp->dst_dtype = SPYRE_DTYPE_FP32;     /* conversion: not yet */
+    cp->src_dtype = SPYRE_DTYPE_INT32;
+    cp->dst_dtype = SPYRE_DTYPE_FP32;     /* INT32 only with INT32 */
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    cp = emit_copy(&st, 0x10000, 0x10800, 16, 2, 8, 16);
+    cp->src_dtype = SPYRE_DTYPE_FP16;     /* pitch shorter than a row */
+    cp->dst_dtype = SPYRE_DTYPE_FP32;
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
+    cp = emit_copy(&st, 0x10000, 0x10800, 4, 1, 0, 0);
+    cp->hdr.flags = 2;
+    EXPECT_STATUS(SPYRE_STATUS_INVALID_COMMAND);
+    emit_timestamp(&st, 0x10004);         /* not 8-byte aligned */
     EXPECT_STATUS(SPYRE_STATUS_INVALID_OPERAND);
     cp = emit_copy(&st, 0x10000, 0x10800, 4, 1, 0, 0);
     cp->src_dtype = 0;
@@ -1259,7 +1299,8 @@ static void test_flr(void)
 /* One worker, so the order in which queues run is the scheduler's. */
 static void test_priority(void)
 {
-    Spyre *sp = spyre_start(",workers=1");
+    /* strict priority: aging off, or a loaded host reorders the queues */
+    Spyre *sp = spyre_start(",workers=1,age-ms=0");
     static const unsigned int prio[3] = {
         SPYRE_Q_PRIO_LOW, SPYRE_Q_PRIO_NORMAL, SPYRE_Q_PRIO_HIGH,
     };
@@ -1346,13 +1387,14 @@ static void test_hotplug(void)
     unsigned int i;
 
     root = ctx_create(sp, 0);
-    map_sys(sp, root, 0x100000, 2, true);
     map_sys(sp, root, 0x10000, 1, true);
     for (i = 0; i < 3; i++) {
         queue_init(sp, &tq[i], i, 4, 1);
     }
-    /* A long job: the same page copied 64Ki times. */
-    emit_copy(&st, 0x100000, 0x101000, PAGE, 65536, 0, 0);
+    /* A long job: 2^15 broadcast 128^3 fp32 GEMMs (seconds of work). */
+    emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 128, 128, 128,
+              1 << 15, 0x100000, 0x100000, 0x100000);
+    map_sys(sp, root, 0x100000, 16, true);
     pa = map_sys(sp, root, 0x1000, 1, false);
     stream_put(sp, pa, &st);
     submit(sp, &tq[0], 1, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
@@ -1518,6 +1560,1193 @@ static void test_migration(void)
     spyre_stop(src);
 }
 
+/* ---- compute commands ------------------------------------------------ */
+
+/*
+ * One context, one queue and a bump allocator of VAs: every buffer is
+ * fresh system memory followed by an unmapped guard page.
+ */
+typedef struct Card {
+    Spyre *sp;
+    TestQueue tq;
+    uint64_t root;
+    uint64_t next_va;
+    uint64_t seq;
+    unsigned int ctx;
+} Card;
+
+typedef struct Buf {
+    uint64_t va;
+    uint64_t pa;
+} Buf;
+
+static void card_init(Card *cd, Spyre *sp, unsigned int ctx, unsigned int q)
+{
+    cd->sp = sp;
+    cd->ctx = ctx;
+    cd->root = ctx_create(sp, ctx);
+    cd->next_va = 0x10000000;
+    cd->seq = 0;
+    queue_init(sp, &cd->tq, q, 8, 1);
+}
+
+static Buf buf_new(Card *cd, uint64_t size)
+{
+    unsigned int n = DIV_ROUND_UP(size, PAGE);
+    Buf b = { .va = cd->next_va };
+
+    b.pa = map_sys(cd->sp, cd->root, b.va, n, true);
+    cd->next_va += (uint64_t)(n + 1) * PAGE;
+    return b;
+}
+
+static Buf buf_put(Card *cd, const void *data, uint64_t size)
+{
+    Buf b = buf_new(cd, size);
+
+    qtest_bufwrite(cd->sp->qts, b.pa, data, size);
+    return b;
+}
+
+static Buf buf_f32(Card *cd, const float *v, unsigned int n)
+{
+    return buf_put(cd, v, n * sizeof(float));
+}
+
+static void buf_get(Card *cd, Buf b, void *data, uint64_t size)
+{
+    qtest_bufread(cd->sp->qts, b.pa, data, size);
+}
+
+/* Run @st as one job; on failure reset the queue for the next one. */
+static uint32_t card_run(Card *cd, Stream *st, struct spyre_hw_completion *c)
+{
+    struct spyre_hw_completion dummy;
+    uint32_t status;
+
+    c = c ? c : &dummy;
+    status = run_stream(cd->sp, &cd->tq, cd->ctx, cd->root,
+                        buf_new(cd, PAGE).va, st, ++cd->seq, c);
+    if (status != SPYRE_STATUS_OK) {
+        wait_qstatus(cd->sp, cd->tq.id, SPYRE_QS_ERROR);
+        qwr32(cd->sp, cd->tq.id, SPYRE_Q_RESET, 1);
+        queue_init(cd->sp, &cd->tq, cd->tq.id, 8, 1);
+    }
+    st->len = 0;
+    return status;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static void assert_close(float got, float want)
+{
+    double tol = 0.00001 * MAX(1.0, fabs(want));
+
+    g_assert_cmpfloat_with_epsilon(got, want, tol);
+}
+
+static struct spyre_cmd_copy *emit_cvt(Stream *st, Buf src, uint32_t sdt,
+                                       Buf dst, uint32_t ddt, uint64_t n,
+                                       uint16_t flags)
+{
+    struct spyre_cmd_copy *c = emit_copy(st, src.va, dst.va, n, 1, 0, 0);
+
+    c->src_dtype = sdt;
+    c->dst_dtype = ddt;
+    c->hdr.flags = flags;
+    return c;
+}
+
+/* COPY with dtype conversion: fp32 to every type and back. */
+static void do_copy_convert(Card *cd)
+{
+    static const float in[8] = {
+        1.0f, -2.0f, 0.5f, 3.0f, 1000.0f, 1e6f, -1e6f, NAN,
+    };
+    static const uint16_t want_fp16[8] = {
+        0x3c00, 0xc000, 0x3800, 0x4200, 0x63d0, 0x7c00, 0xfc00,
+    };
+    static const uint16_t want_bf16[8] = {
+        0x3f80, 0xc000, 0x3f00, 0x4040, 0x447a, 0x4974, 0xc974,
+    };
+    static const uint8_t want_e4m3[2][8] = {
+        { 0x38, 0xc0, 0x30, 0x44, 0x7e, 0x7e, 0xfe, 0x7f },
+        { 0x38, 0xc0, 0x30, 0x44, 0x7f, 0x7f, 0xff, 0x7f },  /* NOSAT */
+    };
+    static const uint8_t want_e5m2[2][8] = {
+        { 0x3c, 0xc0, 0x38, 0x42, 0x64, 0x7b, 0xfb, 0x7f },
+        { 0x3c, 0xc0, 0x38, 0x42, 0x64, 0x7c, 0xfc, 0x7f },  /* NOSAT */
+    };
+    static const int8_t want_int8[8] = { 1, -2, 0, 3, 127, 127, -128, 0 };
+    static const uint8_t fp8_in[6] = { 0x38, 0xc0, 0x7e, 0x01, 0x80, 0x7f };
+    static const float e4m3_out[5] = { 1.0f, -2.0f, 448.0f, 0.001953125f,
+                                       -0.0f };
+    static const float e5m2_out[5] = { 0.5f, -2.0f, NAN, 1.0f / 65536,
+                                       -0.0f };
+    Stream st = { 0 };
+    Buf src = buf_f32(cd, in, 8), out = buf_new(cd, 64), back = buf_new(cd, 64);
+    Buf b8 = buf_put(cd, fp8_in, sizeof(fp8_in));
+    uint16_t h[8];
+    uint8_t b[8];
+    float f[8], g[16];
+    unsigned int i, ns;
+
+    /* fp32 -> fp16 -> fp32 */
+    emit_cvt(&st, src, SPYRE_DTYPE_FP32, out, SPYRE_DTYPE_FP16, 8, 0);
+    emit_cvt(&st, out, SPYRE_DTYPE_FP16, back, SPYRE_DTYPE_FP32, 8, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, out, h, sizeof(h));
+    buf_get(cd, back, f, sizeof(f));
+    for (i = 0; i < 7; i++) {
+        g_assert_cmphex(h[i], ==, want_fp16[i]);
+        if (i < 5) {
+            g_assert_cmpfloat(f[i], ==, in[i]);
+        }
+    }
+    g_assert_true((h[7] & 0x7c00) == 0x7c00 && (h[7] & 0x3ff));
+    g_assert_true(isinf(f[5]) && f[5] > 0 && isnan(f[7]));
+
+    /* fp32 -> bf16 -> fp32 */
+    emit_cvt(&st, src, SPYRE_DTYPE_FP32, out, SPYRE_DTYPE_BF16, 8, 0);
+    emit_cvt(&st, out, SPYRE_DTYPE_BF16, back, SPYRE_DTYPE_FP32, 8, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, out, h, sizeof(h));
+    buf_get(cd, back, f, sizeof(f));
+    for (i = 0; i < 7; i++) {
+        g_assert_cmphex(h[i], ==, want_bf16[i]);
+    }
+    g_assert_cmpfloat(f[5], ==, 999424.0f);
+    g_assert_true(isnan(f[7]));
+
+    /* fp32 -> fp8 (both formats, saturating and NOSAT), int8 */
+    for (ns = 0; ns < 2; ns++) {
+        uint16_t fl = ns ? SPYRE_CMD_F_NOSAT : 0;
+
+        emit_cvt(&st, src, SPYRE_DTYPE_FP32, out, SPYRE_DTYPE_FP8_E4M3, 8,
+                 fl);
+        g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+        buf_get(cd, out, b, 8);
+        g_assert_cmpmem(b, 8, want_e4m3[ns], 8);
+        emit_cvt(&st, src, SPYRE_DTYPE_FP32, out, SPYRE_DTYPE_FP8_E5M2, 8,
+                 fl);
+        g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+        buf_get(cd, out, b, 8);
+        g_assert_cmpmem(b, 8, want_e5m2[ns], 8);
+    }
+    emit_cvt(&st, src, SPYRE_DTYPE_FP32, out, SPYRE_DTYPE_INT8, 8, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, out, b, 8);
+    g_assert_cmpmem(b, 8, want_int8, 8);
+
+    /* fp8 -> fp32, subnormals and NaN included; E5M2 -> E4M3 direct */
+    emit_cvt(&st, b8, SPYRE_DTYPE_FP8_E4M3, out, SPYRE_DTYPE_FP32, 6, 0);
+    emit_cvt(&st, b8, SPYRE_DTYPE_FP8_E5M2, back, SPYRE_DTYPE_FP32, 6, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, out, g, 6 * sizeof(float));
+    buf_get(cd, back, g + 8, 6 * sizeof(float));
+    for (i = 0; i < 5; i++) {
+        g_assert_cmphex(f32_bits(g[i]), ==, f32_bits(e4m3_out[i]));
+        if (i != 2) {
+            g_assert_cmphex(f32_bits(g[8 + i]), ==, f32_bits(e5m2_out[i]));
+        }
+    }
+    g_assert_true(isnan(g[5]) && isnan(g[10]) && isnan(g[13]));
+    emit_cvt(&st, b8, SPYRE_DTYPE_FP8_E5M2, out, SPYRE_DTYPE_FP8_E4M3, 3, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, out, b, 3);
+    g_assert_cmphex(b[0], ==, 0x30);      /* 0.5 */
+    g_assert_cmphex(b[1], ==, 0xc0);      /* -2.0 */
+    g_assert_cmphex(b[2], ==, 0x7f);      /* NaN */
+
+    /* 2-D with pitches: 2 rows of 3 fp32 -> fp16, rows 16 and 8 apart. */
+    {
+        static const float m[8] = { 1, 2, 3, 99, 4, 5, 6, 99 };
+        Buf s2 = buf_f32(cd, m, 8), d2 = buf_new(cd, 16);
+        struct spyre_cmd_copy *c = emit_copy(&st, s2.va, d2.va, 3, 2, 16, 8);
+
+        c->src_dtype = SPYRE_DTYPE_FP32;
+        c->dst_dtype = SPYRE_DTYPE_FP16;
+        g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+        buf_get(cd, d2, h, 16);
+        g_assert_cmphex(h[0], ==, 0x3c00);
+        g_assert_cmphex(h[2], ==, 0x4200);
+        g_assert_cmphex(h[3], ==, 0);         /* gap untouched */
+        g_assert_cmphex(h[4], ==, 0x4400);
+        g_assert_cmphex(h[6], ==, 0x4600);
+    }
+}
+
+/* Hand-checked GEMMs: fp32, transposes, lds, batch, bias, scales, amax. */
+static void do_gemm_fp32(Card *cd)
+{
+    /* A 2x3, B 3x2: AB = [[58, 64], [139, 154]]. */
+    static const float a[6] = { 1, 2, 3, 4, 5, 6 };
+    static const float b[6] = { 7, 8, 9, 10, 11, 12 };
+    /* A^T stored 3x2 with lda 4; B^T stored 2x3 with ldb 5. */
+    static const float at[12] = { 1, 4, 0, 0, 2, 5, 0, 0, 3, 6, 0, 0 };
+    static const float bt[10] = { 7, 9, 11, 0, 0, 8, 10, 12, 0, 0 };
+    /* batch 1 of B: identity-ish, gives A's first two columns. */
+    static const float b2[12] = { 7, 8, 9, 10, 11, 12, 1, 0, 0, 1, 0, 0 };
+    static const float c0[4] = { 1, -1, 2, -2 };
+    static const float bias[2] = { 100, -300 };
+    float sa = 0.5f, sb = 4.0f, c[12], amax;
+    Buf ba = buf_f32(cd, a, 6), bb = buf_f32(cd, b, 6);
+    Buf bat = buf_f32(cd, at, 12), bbt = buf_f32(cd, bt, 10);
+    Buf bb2 = buf_f32(cd, b2, 12), bc = buf_new(cd, 64);
+    Buf bbias = buf_f32(cd, bias, 2), bsa = buf_f32(cd, &sa, 1);
+    Buf bsb = buf_f32(cd, &sb, 1), bamax = buf_new(cd, 4);
+    struct spyre_cmd_gemm *g;
+    Stream st = { 0 };
+
+    emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 2, 2, 3, 1, ba.va,
+              bb.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, c, 16);
+    g_assert_cmpfloat(c[0], ==, 58);
+    g_assert_cmpfloat(c[1], ==, 64);
+    g_assert_cmpfloat(c[2], ==, 139);
+    g_assert_cmpfloat(c[3], ==, 154);
+
+    /* Both transposed, ldc 3, C = 2 AB + 1 * C. */
+    qtest_bufwrite(cd->sp->qts, bc.pa, (float[]){ 1, -1, 7, 2, -2, 7 }, 24);
+    g = emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 2, 2, 3, 1,
+                  bat.va, bbt.va, bc.va);
+    g->hdr.flags = SPYRE_GEMM_F_TRANS_A | SPYRE_GEMM_F_TRANS_B;
+    g->lda = 4;
+    g->ldb = 5;
+    g->ldc = 3;
+    g->alpha = f32_bits(2.0f);
+    g->beta = f32_bits(1.0f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, c, 24);
+    g_assert_cmpfloat(c[0], ==, 117);
+    g_assert_cmpfloat(c[1], ==, 127);
+    g_assert_cmpfloat(c[2], ==, 7);       /* beyond N: untouched */
+    g_assert_cmpfloat(c[3], ==, 280);
+    g_assert_cmpfloat(c[4], ==, 306);
+    g_assert_cmpfloat(c[5], ==, 7);
+
+    /* Batch 2: A shared (stride 0), B and C strided. */
+    g = emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 2, 2, 3, 2, ba.va,
+                  bb2.va, bc.va);
+    g->stride_b = 6;
+    g->stride_c = 4;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, c, 32);
+    g_assert_cmpfloat(c[0], ==, 58);
+    g_assert_cmpfloat(c[3], ==, 154);
+    g_assert_cmpfloat(c[4], ==, 1);
+    g_assert_cmpfloat(c[5], ==, 2);
+    g_assert_cmpfloat(c[6], ==, 4);
+    g_assert_cmpfloat(c[7], ==, 5);
+
+    /* Scales (0.5 * 4), alpha 1.5, beta -1, bias, amax. */
+    qtest_bufwrite(cd->sp->qts, bc.pa, c0, 16);
+    g = emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 2, 2, 3, 1, ba.va,
+                  bb.va, bc.va);
+    g->alpha = f32_bits(1.5f);
+    g->beta = f32_bits(-1.0f);
+    g->scale_a = bsa.va;
+    g->scale_b = bsb.va;
+    g->bias_dtype = SPYRE_DTYPE_FP32;
+    g->bias = bbias.va;
+    g->amax = bamax.va;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, c, 16);
+    g_assert_cmpfloat(c[0], ==, 3 * 58 - 1 + 100);
+    g_assert_cmpfloat(c[1], ==, 3 * 64 + 1 - 300);
+    g_assert_cmpfloat(c[2], ==, 3 * 139 - 2 + 100);
+    g_assert_cmpfloat(c[3], ==, 3 * 154 + 2 - 300);
+    buf_get(cd, bamax, &amax, 4);
+    g_assert_cmpfloat(amax, ==, 3 * 139 - 2 + 100);
+}
+
+static void do_gemm_lowp(Card *cd)
+{
+    static const uint16_t a16[4] = { 0x3c00, 0x4000, 0x4200, 0x4400 };
+    static const uint16_t b16[4] = { 0x3800, 0xbc00, 0x4000, 0x3400 };
+    static const uint16_t ab16[4] = { 0x3f80, 0x4000, 0x4040, 0x4080 };
+    static const uint16_t bb16[4] = { 0x3f00, 0xbf80, 0x4000, 0x3e80 };
+    static const int8_t a8[4] = { 1, -2, 127, -128 };
+    static const int8_t b8[4] = { 3, 4, 5, -6 };
+    static const int32_t c8[4] = { 1, 1, 1, 1 };
+    static const uint8_t e4[2] = { 0x38, 0x40 };      /* 1, 2 */
+    static const uint8_t e5[2] = { 0x38, 0x42 };      /* 0.5, 3 */
+    float sa = 2.0f, amax, f;
+    Buf pa16 = buf_put(cd, a16, 8), pb16 = buf_put(cd, b16, 8);
+    Buf pab16 = buf_put(cd, ab16, 8), pbb16 = buf_put(cd, bb16, 8);
+    Buf pa8 = buf_put(cd, a8, 4), pb8 = buf_put(cd, b8, 4);
+    Buf pe4 = buf_put(cd, e4, 2), pe5 = buf_put(cd, e5, 2);
+    Buf bsa = buf_f32(cd, &sa, 1), bc = buf_new(cd, 64);
+    Buf bamax = buf_new(cd, 4);
+    struct spyre_cmd_gemm *g;
+    Stream st = { 0 };
+    uint16_t h[4];
+    int32_t i32[4];
+
+    /* fp16 [[1,2],[3,4]] x [[0.5,-1],[2,0.25]] = [[4.5,-0.5],[9.5,-2]] */
+    emit_gemm(&st, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP16, 2, 2, 2, 1, pa16.va,
+              pb16.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, h, 8);
+    g_assert_cmphex(h[0], ==, 0x4480);
+    g_assert_cmphex(h[1], ==, 0xb800);
+    g_assert_cmphex(h[2], ==, 0x48c0);
+    g_assert_cmphex(h[3], ==, 0xc000);
+
+    /* The same in bf16, written as bf16. */
+    emit_gemm(&st, SPYRE_DTYPE_BF16, SPYRE_DTYPE_BF16, 2, 2, 2, 1, pab16.va,
+              pbb16.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, h, 8);
+    g_assert_cmphex(h[0], ==, 0x4090);
+    g_assert_cmphex(h[1], ==, 0xbf00);
+    g_assert_cmphex(h[2], ==, 0x4118);
+    g_assert_cmphex(h[3], ==, 0xc000);
+
+    /* int8 -> int32, beta 1, amax. */
+    qtest_bufwrite(cd->sp->qts, bc.pa, c8, 16);
+    g = emit_gemm(&st, SPYRE_DTYPE_INT8, SPYRE_DTYPE_INT32, 2, 2, 2, 1,
+                  pa8.va, pb8.va, bc.va);
+    g->beta = f32_bits(1.0f);
+    g->alpha = f32_bits(5.0f);        /* ignored */
+    g->amax = bamax.va;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, i32, 16);
+    g_assert_cmpint(i32[0], ==, -6);
+    g_assert_cmpint(i32[1], ==, 17);
+    g_assert_cmpint(i32[2], ==, -258);
+    g_assert_cmpint(i32[3], ==, 1277);
+    buf_get(cd, bamax, &amax, 4);
+    g_assert_cmpfloat(amax, ==, 1277);
+
+    /* Mixed fp8: E4M3 [1, 2] x E5M2 [0.5; 3] * scale_a 2 = 13. */
+    g = emit_gemm(&st, SPYRE_DTYPE_FP8_E4M3, SPYRE_DTYPE_FP32, 1, 1, 2, 1,
+                  pe4.va, pe5.va, bc.va);
+    g->b_dtype = SPYRE_DTYPE_FP8_E5M2;
+    g->ldb = 1;
+    g->scale_a = bsa.va;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, &f, 4);
+    g_assert_cmpfloat(f, ==, 13);
+
+    /* Unsupported combinations. */
+    g = emit_gemm(&st, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP32, 2, 2, 2, 1,
+                  pa16.va, pb16.va, bc.va);
+    g->b_dtype = SPYRE_DTYPE_BF16;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    emit_gemm(&st, SPYRE_DTYPE_INT8, SPYRE_DTYPE_FP32, 2, 2, 2, 1, pa8.va,
+              pb8.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_INT32, 2, 2, 2, 1, pa8.va,
+              pb8.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    g = emit_gemm(&st, SPYRE_DTYPE_FP8_E4M3, SPYRE_DTYPE_FP32, 1, 1, 2, 1,
+                  pe4.va, pa8.va, bc.va);
+    g->b_dtype = SPYRE_DTYPE_INT8;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    g = emit_gemm(&st, SPYRE_DTYPE_INT8, SPYRE_DTYPE_INT32, 2, 2, 2, 1,
+                  pa8.va, pb8.va, bc.va);
+    g->beta = f32_bits(0.5f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    g = emit_gemm(&st, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP16, 2, 2, 2, 1,
+                  pa16.va, pb16.va, bc.va);
+    g->bias_dtype = SPYRE_DTYPE_INT8;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    g = emit_gemm(&st, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP16, 2, 2, 2, 1,
+                  pa16.va, pb16.va, bc.va);
+    g->lda = 1;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    g = emit_gemm(&st, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP16, 2, 2, 2, 1,
+                  pa16.va, pb16.va, bc.va);
+    g->hdr.flags = 1 << 3;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_COMMAND);
+    /* 2^37 multiply-adds: LIMIT before the span overflow check. */
+    emit_gemm(&st, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP16, 1 << 16, 1 << 16,
+              1 << 5, 1, UINT64_MAX - 8, 0, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_LIMIT);
+    /* A running past the 64-bit space. */
+    emit_gemm(&st, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP16, 2, 2, 2, 1,
+              UINT64_MAX - 4, pb16.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+}
+
+static void do_vector_ops(Card *cd)
+{
+    static const float x[4] = { 1.0f, -2.0f, 0.5f, 3.0f };
+    static const float one[4] = { 1, 1, 1, 1 };
+    static const float m23[8] = { 1, 2, 3, 0, 4, -5, 6, 0 };
+    static const float ln[4] = { 1, 2, 3, 4 };
+    static const float gam[4] = { 2, 2, 2, 2 };
+    static const uint16_t xh[4] = { 0x3c00, 0xc000, 0x3800, 0x4200 };
+    Buf bx = buf_f32(cd, x, 4), b1 = buf_f32(cd, one, 4);
+    Buf bm = buf_f32(cd, m23, 8), bln = buf_f32(cd, ln, 4);
+    Buf bg = buf_f32(cd, gam, 4), bxh = buf_put(cd, xh, 8);
+    Buf bo = buf_new(cd, 64);
+    struct spyre_cmd_eltwise *el;
+    struct spyre_cmd_reduce *rd;
+    struct spyre_cmd_rowop *ro;
+    Stream st = { 0 };
+    float o[4];
+    uint16_t h[4];
+    unsigned int i;
+
+#define ELT(op_, dt_, a_, b_, n_, alpha_) do {                            \
+        el = emit(&st, SPYRE_OP_ELTWISE, sizeof(*el));                    \
+        el->op = (op_);                                                   \
+        el->dtype = (dt_);                                                \
+        el->count = (n_);                                                 \
+        el->a = (a_);                                                     \
+        el->b = (b_);                                                     \
+        el->out = bo.va;                                                  \
+        el->alpha = f32_bits(alpha_);                                     \
+    } while (0)
+
+    ELT(SPYRE_ELT_ADD, SPYRE_DTYPE_FP32, bx.va, b1.va, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    g_assert_cmpfloat(o[0], ==, 2);
+    g_assert_cmpfloat(o[1], ==, -1);
+    g_assert_cmpfloat(o[3], ==, 4);
+    ELT(SPYRE_ELT_MUL, SPYRE_DTYPE_FP32, bx.va, bx.va, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    g_assert_cmpfloat(o[1], ==, 4);
+    g_assert_cmpfloat(o[2], ==, 0.25);
+    ELT(SPYRE_ELT_SCALE, SPYRE_DTYPE_FP32, bx.va, 0, 4, 3.0f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    g_assert_cmpfloat(o[1], ==, -6);
+    ELT(SPYRE_ELT_RELU, SPYRE_DTYPE_FP32, bx.va, 0, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    g_assert_cmpfloat(o[0], ==, 1);
+    g_assert_cmpfloat(o[1], ==, 0);
+    g_assert_cmpfloat(o[3], ==, 3);
+    ELT(SPYRE_ELT_GELU, SPYRE_DTYPE_FP32, bx.va, 0, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    assert_close(o[0], 0.8413447f);
+    assert_close(o[1], -0.0455003f);
+    ELT(SPYRE_ELT_SILU, SPYRE_DTYPE_FP32, bx.va, 0, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    assert_close(o[0], 0.7310586f);
+    assert_close(o[3], 2.8577223f);
+    ELT(SPYRE_ELT_EXP, SPYRE_DTYPE_FP32, bx.va, 0, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    assert_close(o[0], 2.7182818f);
+    assert_close(o[1], 0.1353353f);
+    /* fp16 in place: x * x */
+    ELT(SPYRE_ELT_MUL, SPYRE_DTYPE_FP16, bxh.va, bxh.va, 4, 0);
+    el->out = bxh.va;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bxh, h, 8);
+    g_assert_cmphex(h[0], ==, 0x3c00);
+    g_assert_cmphex(h[1], ==, 0x4400);
+    g_assert_cmphex(h[2], ==, 0x3400);
+    g_assert_cmphex(h[3], ==, 0x4880);
+    ELT(SPYRE_ELT_ADD, SPYRE_DTYPE_INT8, bx.va, b1.va, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    ELT(8, SPYRE_DTYPE_FP32, bx.va, b1.va, 4, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    ELT(SPYRE_ELT_ADD, SPYRE_DTYPE_FP32, bx.va, b1.va, 1ULL << 31, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_LIMIT);
+#undef ELT
+
+    /* REDUCE of [[1, 2, 3], [4, -5, 6]] (ld 4). */
+    for (i = SPYRE_REDUCE_SUM; i <= SPYRE_REDUCE_MAX; i++) {
+        rd = emit(&st, SPYRE_OP_REDUCE, sizeof(*rd));
+        rd->op = i;
+        rd->dtype = SPYRE_DTYPE_FP32;
+        rd->rows = 2;
+        rd->cols = 3;
+        rd->src = bm.va;
+        rd->dst = bo.va;
+        rd->ld = 4;
+        g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+        buf_get(cd, bo, o, 8);
+        g_assert_cmpfloat(o[0], ==, i == SPYRE_REDUCE_SUM ? 6 : 3);
+        g_assert_cmpfloat(o[1], ==, i == SPYRE_REDUCE_SUM ? 5 : 6);
+    }
+    rd = emit(&st, SPYRE_OP_REDUCE, sizeof(*rd));
+    rd->op = 3;
+    rd->dtype = SPYRE_DTYPE_FP32;
+    rd->rows = rd->cols = rd->ld = 1;
+    rd->src = rd->dst = bo.va;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+
+#define ROW(op_, src_, dst_, rows_, cols_, g_, b_, eps_) do {             \
+        ro = emit(&st, SPYRE_OP_ROWOP, sizeof(*ro));                      \
+        ro->op = (op_);                                                   \
+        ro->dtype = SPYRE_DTYPE_FP32;                                     \
+        ro->rows = (rows_);                                               \
+        ro->cols = (cols_);                                               \
+        ro->src = (src_);                                                 \
+        ro->dst = (dst_);                                                 \
+        ro->ld_src = ro->ld_dst = (cols_);                                \
+        ro->gamma = (g_);                                                 \
+        ro->beta = (b_);                                                  \
+        ro->eps = f32_bits(eps_);                                         \
+    } while (0)
+
+    ROW(SPYRE_ROW_SOFTMAX, b1.va, bo.va, 1, 4, bg.va, 0, 0.0f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    for (i = 0; i < 4; i++) {
+        g_assert_cmpfloat(o[i], ==, 0.25);    /* gamma ignored */
+    }
+    ROW(SPYRE_ROW_SOFTMAX, bx.va, bo.va, 2, 2, 0, 0, 0.0f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    assert_close(o[0], 0.9525741f);
+    assert_close(o[1], 0.0474259f);
+    assert_close(o[2], 0.0758582f);
+    assert_close(o[3], 0.9241418f);
+    ROW(SPYRE_ROW_LAYERNORM, bln.va, bo.va, 1, 4, 0, 0, 0.0f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 16);
+    assert_close(o[0], -1.3416408f);
+    assert_close(o[2], 0.4472136f);
+    /* In place, with gamma 2 and beta 1. */
+    ROW(SPYRE_ROW_LAYERNORM, bln.va, bln.va, 1, 4, bg.va, b1.va, 0.0f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bln, o, 16);
+    assert_close(o[0], -1.6832816f);
+    assert_close(o[3], 3.6832816f);
+    ROW(SPYRE_ROW_RMSNORM, bx.va + 8, bo.va, 1, 2, bg.va, b1.va, 0.0f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bo, o, 8);
+    assert_close(o[0], 0.5f / sqrtf(4.625f) * 2);   /* beta ignored */
+    assert_close(o[1], 3.0f / sqrtf(4.625f) * 2);
+    ROW(SPYRE_ROW_LAYERNORM, bln.va, bo.va, 1, 4, 0, 0, -0.00001f);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    ROW(SPYRE_ROW_RMSNORM, bln.va, bo.va, 1, 4, 0, 0, NAN);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_OPERAND);
+    ROW(SPYRE_ROW_LAYERNORM, bln.va, bo.va, 1, 4, 0, 0, 0.0f);
+    ro->pad = 1;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==,
+                     SPYRE_STATUS_INVALID_COMMAND);
+#undef ROW
+}
+
+/*
+ * GEMMs large enough to be split across the workers, checked against a
+ * reference on small integers (exact in fp32); then an operand that runs
+ * past its mapping.
+ */
+static void do_gemm_parts(Card *cd)
+{
+    const uint32_t m = 192, n = 320, k = 256;
+    float *a = g_new(float, m * k), *b = g_new(float, k * n);
+    float *c = g_new(float, m * n);
+    int8_t *a8 = g_new(int8_t, 256 * 256), *b8 = g_new(int8_t, 256 * 256);
+    int32_t *c32 = g_new(int32_t, 256 * 256);
+    struct spyre_hw_completion cpl;
+    struct spyre_cmd_gemm *g;
+    Stream st = { 0 };
+    uint64_t info;
+    uint32_t i, j, kk;
+    Buf ba, bb, bc;
+
+    for (i = 0; i < m * k; i++) {
+        a[i] = (float)((int)(i * 7 % 13) - 6);
+    }
+    for (i = 0; i < k * n; i++) {
+        b[i] = (float)((int)(i * 5 % 11) - 5);
+    }
+    ba = buf_f32(cd, a, m * k);
+    bb = buf_f32(cd, b, k * n);
+    bc = buf_new(cd, (uint64_t)m * n * 4);
+    emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, m, n, k, 1, ba.va,
+              bb.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, c, (uint64_t)m * n * 4);
+    for (i = 0; i < m; i++) {
+        for (j = 0; j < n; j++) {
+            float ref = 0;
+
+            for (kk = 0; kk < k; kk++) {
+                ref += a[i * k + kk] * b[kk * n + j];
+            }
+            g_assert_cmpfloat(c[i * n + j], ==, ref);
+        }
+    }
+
+    for (i = 0; i < 256 * 256; i++) {
+        a8[i] = (int8_t)(i * 37 + 11);
+        b8[i] = (int8_t)(i * 101 + 3);
+    }
+    ba = buf_put(cd, a8, 256 * 256);
+    bb = buf_put(cd, b8, 256 * 256);
+    bc = buf_new(cd, 256 * 256 * 4);
+    g = emit_gemm(&st, SPYRE_DTYPE_INT8, SPYRE_DTYPE_INT32, 256, 256, 256, 1,
+                  ba.va, bb.va, bc.va);
+    g->hdr.flags = SPYRE_GEMM_F_TRANS_B;
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, bc, c32, 256 * 256 * 4);
+    for (i = 0; i < 256; i++) {
+        for (j = 0; j < 256; j++) {
+            int32_t ref = 0;
+
+            for (kk = 0; kk < 256; kk++) {
+                ref += a8[i * 256 + kk] * b8[j * 256 + kk];
+            }
+            g_assert_cmpint(c32[i * 256 + j], ==, ref);
+        }
+    }
+
+    /*
+     * A of 192 x 256 fp32 read as 200 rows: rows 192.. are in the guard
+     * page after A, the first unmapped VA is the end of A.
+     */
+    ba = buf_f32(cd, a, m * k);
+    emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, m + 8, n, k, 1, ba.va,
+              bb.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, &cpl), ==, SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmphex(cpl.error_va, ==, ba.va + (uint64_t)m * k * 4);
+    g_assert_cmpuint(rd32(cd->sp, SPYRE_REG_FAULT_COUNT), ==, 1);
+    g_assert_cmphex(rd64(cd->sp, SPYRE_REG_FAULT_VA), ==, cpl.error_va);
+    info = rd64(cd->sp, SPYRE_REG_FAULT_INFO);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_WRITE(info), ==, 0);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==, SPYRE_FAULT_UNMAPPED);
+    wr32(cd->sp, SPYRE_REG_FAULT_POP, 1);
+
+    /* C written into a read-only page: a write fault at C. */
+    bc.va = buf_new(cd, PAGE).va + PAGE * 2;
+    map_sys(cd->sp, cd->root, bc.va, 1, false);
+    emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 4, 4, 4, 1, ba.va,
+              ba.va, bc.va);
+    g_assert_cmpuint(card_run(cd, &st, &cpl), ==, SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmphex(cpl.error_va, ==, bc.va);
+    info = rd64(cd->sp, SPYRE_REG_FAULT_INFO);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_WRITE(info), ==, 1);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==, SPYRE_FAULT_READONLY);
+    wr32(cd->sp, SPYRE_REG_FAULT_POP, 1);
+    cd->next_va += 4 * PAGE;
+
+    g_free(a);
+    g_free(b);
+    g_free(c);
+    g_free(a8);
+    g_free(b8);
+    g_free(c32);
+}
+
+/* Wait until the card has moved more than @bytes bytes in all. */
+static void wait_bytes_above(Spyre *sp, uint64_t bytes)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    while (rd64(sp, SPYRE_REG_TEL_BYTES) <= bytes) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
+
+/*
+ * A GEMM split across all workers (2^36 multiply-adds, seconds of work)
+ * is aborted by a queue reset; the queue then works again.  Then the same
+ * under a device reset.
+ */
+static void do_gemm_resets(Card *cd)
+{
+    Spyre *sp = cd->sp;
+    struct spyre_hw_completion c;
+    Buf m = buf_new(cd, 128 * 128 * 4);
+    Stream st = { 0 }, big = { 0 };
+    uint64_t va;
+    unsigned int i;
+
+    emit_gemm(&big, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 128, 128, 128,
+              1 << 15, m.va, m.va, m.va);
+    va = buf_new(cd, PAGE).va;
+    stream_put(sp, map_sys(sp, cd->root, va + 2 * PAGE, 1, false), &big);
+    cd->next_va += 4 * PAGE;
+    for (i = 0; i < 2; i++) {
+        uint64_t bytes = rd64(sp, SPYRE_REG_TEL_BYTES);
+
+        submit(sp, &cd->tq, ++cd->seq, cd->ctx, va + 2 * PAGE, big.len, 0);
+        wait_qstatus(sp, cd->tq.id, SPYRE_QS_BUSY);
+        wait_bytes_above(sp, bytes + (1 << 20));
+        if (i == 0) {
+            qwr32(sp, cd->tq.id, SPYRE_Q_RESET, 1);
+            wait_compl(sp, &cd->tq, cd->seq, &c);
+            g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
+            queue_init(sp, &cd->tq, cd->tq.id, 8, 1);
+            emit_nop(&st);
+            g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+        } else {
+            wr32(sp, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
+            g_assert_cmpuint(qrd32(sp, cd->tq.id, SPYRE_Q_STATUS), ==,
+                             SPYRE_QS_DISABLED);
+            bytes = rd64(sp, SPYRE_REG_TEL_BYTES);
+            g_usleep(20000);
+            g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_BYTES), ==, bytes);
+        }
+    }
+}
+
+/*
+ * Hostile compute commands: random but mostly well-formed commands (any
+ * dtype, shapes up to 80, leading dimensions, strides, flags), operands
+ * anywhere in or past a 16-page buffer, and one word in three commands
+ * replaced by a random value.  Every job must end with a status and the
+ * card must keep working.
+ */
+static uint32_t fz_dt(GRand *r)
+{
+    return g_rand_int_range(r, 0, 3) ? g_rand_int_range(r, 2, 5) :
+                                       g_rand_int_range(r, 0, 10);
+}
+
+static uint32_t fz_n(GRand *r)
+{
+    return g_rand_int_range(r, 0, 8) ? g_rand_int_range(r, 1, 81) :
+                                       g_rand_int(r);
+}
+
+static void do_fuzz(Card *cd)
+{
+    Buf b = buf_new(cd, 16 * PAGE);
+    GRand *r = g_rand_new_with_seed(0x5eed);
+    struct spyre_hw_completion c;
+    Stream st = { 0 };
+    unsigned int i, counts[16] = { 0 };
+
+#define FZ_VA() (b.va + g_rand_int_range(r, 0, 17 * PAGE))
+    for (i = 0; i < 400; i++) {
+        struct spyre_cmd_header *h = NULL;
+
+        switch (g_rand_int_range(r, 0, 5)) {
+        case 0: {
+            struct spyre_cmd_copy *cp = emit_copy(&st, FZ_VA(), FZ_VA(),
+                                                  fz_n(r), fz_n(r),
+                                                  g_rand_int_range(r, 0, 400),
+                                                  g_rand_int_range(r, 0, 400));
+            cp->src_dtype = fz_dt(r);
+            cp->dst_dtype = fz_dt(r);
+            cp->hdr.flags = g_rand_int_range(r, 0, 2);
+            h = &cp->hdr;
+            break;
+        }
+        case 1: {
+            struct spyre_cmd_gemm *g;
+
+            g = emit_gemm(&st, fz_dt(r), fz_dt(r), fz_n(r), fz_n(r), fz_n(r),
+                          g_rand_int_range(r, 1, 4), FZ_VA(), FZ_VA(),
+                          FZ_VA());
+            g->b_dtype = g_rand_int_range(r, 0, 2) ? g->a_dtype : fz_dt(r);
+            g->hdr.flags = g_rand_int_range(r, 0, 8);
+            g->lda += g_rand_int_range(r, 0, 80);
+            g->ldb += g_rand_int_range(r, 0, 80);
+            g->ldc += g_rand_int_range(r, 0, 80);
+            g->stride_a = g_rand_int_range(r, 0, 4000);
+            g->stride_b = g_rand_int_range(r, 0, 4000);
+            g->stride_c = g_rand_int_range(r, 0, 8000);
+            g->beta = g_rand_int_range(r, 0, 2) ? f32_bits(1.0f) : 0;
+            if (g_rand_int_range(r, 0, 2)) {
+                g->bias_dtype = fz_dt(r);
+                g->bias = FZ_VA();
+            }
+            g->scale_a = g_rand_int_range(r, 0, 2) ? FZ_VA() : 0;
+            g->amax = g_rand_int_range(r, 0, 2) ? FZ_VA() : 0;
+            h = &g->hdr;
+            break;
+        }
+        case 2: {
+            struct spyre_cmd_eltwise *el = emit(&st, SPYRE_OP_ELTWISE,
+                                                sizeof(*el));
+
+            el->op = g_rand_int_range(r, 0, 9);
+            el->dtype = fz_dt(r);
+            el->count = fz_n(r) * g_rand_int_range(r, 1, 40);
+            el->a = FZ_VA();
+            el->b = FZ_VA();
+            el->out = FZ_VA();
+            el->alpha = g_rand_int(r);
+            h = &el->hdr;
+            break;
+        }
+        case 3: {
+            struct spyre_cmd_reduce *rd = emit(&st, SPYRE_OP_REDUCE,
+                                               sizeof(*rd));
+
+            rd->op = g_rand_int_range(r, 0, 4);
+            rd->dtype = fz_dt(r);
+            rd->rows = fz_n(r);
+            rd->cols = fz_n(r) * g_rand_int_range(r, 1, 40);
+            rd->ld = rd->cols + g_rand_int_range(r, 0, 9);
+            rd->src = FZ_VA();
+            rd->dst = FZ_VA();
+            h = &rd->hdr;
+            break;
+        }
+        default: {
+            struct spyre_cmd_rowop *ro = emit(&st, SPYRE_OP_ROWOP,
+                                              sizeof(*ro));
+
+            ro->op = g_rand_int_range(r, 0, 5);
+            ro->dtype = fz_dt(r);
+            ro->rows = fz_n(r);
+            ro->cols = fz_n(r) * g_rand_int_range(r, 1, 40);
+            ro->ld_src = ro->cols + g_rand_int_range(r, 0, 9);
+            ro->ld_dst = ro->cols + g_rand_int_range(r, 0, 9);
+            ro->src = FZ_VA();
+            ro->dst = g_rand_int_range(r, 0, 2) ? ro->src : FZ_VA();
+            ro->gamma = g_rand_int_range(r, 0, 2) ? FZ_VA() : 0;
+            ro->beta = g_rand_int_range(r, 0, 2) ? FZ_VA() : 0;
+            ro->eps = f32_bits(g_rand_int_range(r, 0, 8) ? 0.00001f : -1.0f);
+            h = &ro->hdr;
+            break;
+        }
+        }
+        if (g_rand_int_range(r, 0, 3) == 0) {
+            uint32_t *w = (uint32_t *)h;
+
+            w[g_rand_int_range(r, 2, h->size / 4)] = g_rand_int(r);
+        }
+        counts[card_run(cd, &st, &c) & 15]++;
+    }
+#undef FZ_VA
+    for (i = 0; i < 16; i++) {
+        if (counts[i]) {
+            g_test_message("fuzz: status %u x %u", i, counts[i]);
+        }
+    }
+    g_assert_cmpuint(counts[SPYRE_STATUS_OK], >, 40);
+    g_assert_cmpuint(counts[SPYRE_STATUS_MMU_FAULT], >, 40);
+    while (rd32(cd->sp, SPYRE_REG_FAULT_COUNT)) {
+        wr32(cd->sp, SPYRE_REG_FAULT_POP, 1);
+    }
+    emit_nop(&st);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    g_rand_free(r);
+}
+
+/* All compute commands on one card (4 workers, GEMMs split in parts). */
+static void test_compute(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    Card cd;
+
+    card_init(&cd, sp, 4, 2);
+    do_copy_convert(&cd);
+    do_gemm_fp32(&cd);
+    do_gemm_lowp(&cd);
+    do_vector_ops(&cd);
+    do_gemm_parts(&cd);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 0);
+    do_fuzz(&cd);
+    do_gemm_resets(&cd);
+    spyre_stop(sp);
+}
+
+/*
+ * Preemption at tile boundaries: with a single worker, a high-priority
+ * NOP completes while a long low-priority GEMM still runs.
+ */
+static void test_preempt(void)
+{
+    Spyre *sp = spyre_start(",workers=1");
+    struct spyre_hw_completion c;
+    TestQueue lo, hi, eq;
+    Stream st = { 0 }, nop = { 0 };
+    uint64_t root, pa, pa_cnt, t0, t1;
+    unsigned int i;
+
+    root = ctx_create(sp, 0);
+    map_sys(sp, root, 0x1000000, 256, true);      /* 1 MiB: 512x512 fp32 */
+    queue_init(sp, &lo, 0, 4, 1);
+    queue_init(sp, &hi, 1, 4, 2);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(1, SPYRE_Q_PRIO_LOW));
+    qwr32(sp, 1, SPYRE_Q_CONTROL, q_control(2, SPYRE_Q_PRIO_HIGH));
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    emit_nop(&nop);
+    stream_put(sp, pa, &nop);
+
+    /* 64 broadcast 512^3 fp32 GEMMs: seconds of work on one worker. */
+    emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 512, 512, 512, 64,
+              0x1000000, 0x1000000, 0x1000000);
+    pa = map_sys(sp, root, 0x2000, 1, false);
+    stream_put(sp, pa, &st);
+    submit(sp, &lo, 1, 0, 0x2000, st.len, 0);
+    wait_qstatus(sp, 0, SPYRE_QS_BUSY);
+    g_usleep(20000);
+
+    t0 = g_get_monotonic_time();
+    submit(sp, &hi, 1000, 0, 0x1000, nop.len, 0);
+    wait_compl(sp, &hi, 1000, &c);
+    t1 = g_get_monotonic_time();
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_test_message("high-priority NOP behind a low-priority GEMM: %.1f ms",
+                   (t1 - t0) / 1000.0);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_BUSY);
+    qtest_memread(sp->qts, lo.compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 0);
+
+    /*
+     * A LOW NOP behind the LOW GEMM: after waiting age-ms its
+     * effective priority is above the GEMM's, which it preempts.
+     */
+    queue_init(sp, &eq, 2, 4, 1);
+    qwr32(sp, 2, SPYRE_Q_CONTROL, q_control(1, SPYRE_Q_PRIO_LOW));
+    t0 = g_get_monotonic_time();
+    submit(sp, &eq, 1, 0, 0x1000, nop.len, 0);
+    wait_compl(sp, &eq, 1, &c);
+    t1 = g_get_monotonic_time();
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_test_message("LOW NOP behind a LOW GEMM (aging): %.1f ms",
+                   (t1 - t0) / 1000.0);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_BUSY);
+    qtest_memread(sp->qts, lo.compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 0);
+
+    /* While the VM is stopped the GEMM makes no progress. */
+    qtest_qmp_assert_success(sp->qts, "{'execute': 'stop'}");
+    t0 = rd64(sp, SPYRE_REG_TEL_BYTES);
+    g_usleep(20000);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_BYTES), ==, t0);
+    qtest_qmp_assert_success(sp->qts, "{'execute': 'cont'}");
+    wait_bytes_above(sp, t0);
+
+    /* The GEMM is aborted mid-way by a queue reset. */
+    qwr32(sp, 0, SPYRE_Q_RESET, 1);
+    wait_compl(sp, &lo, 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
+
+    /*
+     * Aging: a LOW job queued behind three HIGH jobs of 8 GEMM tiles each
+     * (well over 10 ms apiece) gains a level per 10 ms waited and runs
+     * before the last of them; strict priority would run it last.
+     */
+    pa_cnt = map_sys(sp, root, 0x20000, 1, true);   /* counter, slots */
+    wr32(sp, SPYRE_REG_CONTROL, 0);
+    queue_init(sp, &lo, 0, 4, 1);
+    qwr32(sp, 0, SPYRE_Q_CONTROL, q_control(1, SPYRE_Q_PRIO_LOW));
+    for (i = 0; i < 4; i++) {
+        TestQueue *q = i < 3 ? &hi : &lo;
+
+        st.len = 0;
+        if (q == &hi) {
+            emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, 512, 512, 512,
+                      8, 0x1000000, 0x1000000, 0x1000000);
+        }
+        emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, 0x20000, 1);
+        emit_copy(&st, 0x20000, 0x20008 + 8 * i, 8, 1, 0, 0);
+        pa = map_sys(sp, root, 0x3000 + i * PAGE, 1, false);
+        stream_put(sp, pa, &st);
+        submit(sp, q, 2000 + i, 0, 0x3000 + i * PAGE, st.len, 0);
+    }
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+    wait_compl(sp, &lo, 2003, &c);
+    wait_compl(sp, &hi, 2002, &c);
+    for (i = 0; i < 3; i++) {
+        g_assert_cmpuint(qtest_readq(sp->qts, pa_cnt + 8 + 8 * i), <=, 4);
+    }
+    g_test_message("LOW job ran as job %" PRIu64 " of 4",
+                   qtest_readq(sp->qts, pa_cnt + 8 + 8 * 3));
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_cnt + 8 + 8 * 3), <, 4);
+    spyre_stop(sp);
+}
+
+/*
+ * Wait until the completion record of @tq shows @seqno: spinning, or
+ * polling every @poll_us (which leaves the BQL alone, as a guest waiting
+ * for an interrupt does).
+ */
+static void spin_compl(Spyre *sp, TestQueue *tq, uint64_t seqno,
+                       unsigned int poll_us)
+{
+    gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    while (qtest_readq(sp->qts, tq->compl) != seqno) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        if (poll_us) {
+            g_usleep(poll_us);
+        }
+    }
+}
+
+/*
+ * Timings (g_test_perf only: "spyre-test -m perf"): NOP round trip and
+ * batch throughput, GEMM time through the card.  Each qtest access is a
+ * socket round trip, which the NOP figures include.
+ */
+static void do_perf(const char *workers)
+{
+    g_autofree char *extra = g_strdup_printf(",workers=%s", workers);
+    Spyre *sp = spyre_start(extra);
+    const uint32_t nb = 1000, nbatch = 10;
+    struct spyre_hw_job *jobs = g_new0(struct spyre_hw_job, nb);
+    TestQueue tq;
+    Stream nop = { 0 };
+    uint64_t root, pa, seq = 0;
+    const char *reps_env = getenv("SPYRE_PERF_REPS");
+    unsigned int reps = reps_env ? atoi(reps_env) : 5;
+    gint64 t0, t1;
+    double best;
+    unsigned int i, b, r, sz;
+
+    root = ctx_create(sp, 0);
+    pa = map_sys(sp, root, 0x1000, 1, false);
+    emit_nop(&nop);
+    stream_put(sp, pa, &nop);
+    queue_init(sp, &tq, 0, 4096, 1);
+
+    /* Single NOP job round trip. */
+    t0 = g_get_monotonic_time();
+    for (i = 0; i < 1000; i++) {
+        submit(sp, &tq, ++seq, 0, 0x1000, nop.len, SPYRE_JOB_F_IRQ);
+        spin_compl(sp, &tq, seq, 0);
+    }
+    t1 = g_get_monotonic_time();
+    g_test_message("workers=%s: NOP job round trip %.1f us (qtest socket "
+                   "included)", workers, (t1 - t0) / 1000.0);
+
+    /* 10 batches of 1000 NOP jobs, one doorbell per batch. */
+    t0 = g_get_monotonic_time();
+    for (b = 0; b < nbatch; b++) {
+        for (i = 0; i < nb; i++) {
+            jobs[i].seqno = ++seq;
+            jobs[i].cmd_va = 0x1000;
+            jobs[i].cmd_size = nop.len;
+        }
+        for (i = 0; i < nb;) {
+            uint32_t n = MIN(nb - i, tq.entries - tq.tail);
+
+            qtest_bufwrite(sp->qts, tq.ring + tq.tail * 64, jobs + i, n * 64);
+            tq.tail = (tq.tail + n) & (tq.entries - 1);
+            i += n;
+        }
+        qwr32(sp, tq.id, SPYRE_Q_DOORBELL, tq.tail);
+        spin_compl(sp, &tq, seq, 0);
+    }
+    t1 = g_get_monotonic_time();
+    g_test_message("workers=%s: %u NOP jobs in batches of %u: %.2f us/job",
+                   workers, nb * nbatch, nb, (t1 - t0) / (double)(nb * nbatch));
+
+    /* One job of 1000 NOP commands (a replayed command list), 100 times. */
+    {
+        Stream *big = g_new0(Stream, 1);
+        uint64_t pb = map_sys(sp, root, 0x100000, 2, false);
+
+        for (i = 0; i < 500; i++) {
+            emit_nop(big);
+        }
+        stream_put(sp, pb, big);
+        stream_put(sp, pb + big->len, big);
+        t0 = g_get_monotonic_time();
+        for (i = 0; i < 100; i++) {
+            submit(sp, &tq, ++seq, 0, 0x100000, 2 * big->len, 0);
+        }
+        spin_compl(sp, &tq, seq, 0);
+        t1 = g_get_monotonic_time();
+        g_test_message("workers=%s: job of 1000 NOP commands: %.1f us/job",
+                       workers, (t1 - t0) / 100.0);
+        g_free(big);
+    }
+
+    /*
+     * A chain of 1000 dependent jobs alternating between two queues: job
+     * k waits for the semaphore to reach k, then adds 1.
+     */
+    {
+        TestQueue q2;
+        uint64_t sem = map_sys(sp, root, 0x200000, 1, true);
+        uint64_t cs = map_sys(sp, root, 0x300000, 250, false);
+        struct spyre_hw_job *jl[2];
+        unsigned int nj[2] = { 0, 0 };
+
+        queue_init(sp, &q2, 1, 1024, 2);
+        jl[0] = g_new0(struct spyre_hw_job, 1000);
+        jl[1] = g_new0(struct spyre_hw_job, 1000);
+        for (i = 0; i < 1000; i++) {
+            Stream s1 = { 0 };
+
+            emit_sem(&s1, SPYRE_OP_SEM_WAIT, 0, 0x200000, i);
+            emit_sem(&s1, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, 0x200000, 1);
+            qtest_memwrite(sp->qts, cs + i * 64, s1.buf, s1.len);
+            jl[i & 1][nj[i & 1]++] = (struct spyre_hw_job) {
+                .seqno = ++seq, .cmd_va = 0x300000 + i * 64,
+                .cmd_size = s1.len,
+            };
+        }
+        qtest_writeq(sp->qts, sem, 0);
+        for (i = 0; i < 500; i++) {
+            qtest_memwrite(sp->qts, tq.ring + tq.tail * 64, &jl[0][i], 64);
+            tq.tail = (tq.tail + 1) & (tq.entries - 1);
+        }
+        qtest_bufwrite(sp->qts, q2.ring, jl[1], 500 * 64);
+        q2.tail = 500;
+        t0 = g_get_monotonic_time();
+        qwr32(sp, tq.id, SPYRE_Q_DOORBELL, tq.tail);
+        qwr32(sp, q2.id, SPYRE_Q_DOORBELL, q2.tail);
+        while (qtest_readq(sp->qts, sem) != 1000) {
+            g_usleep(100);
+        }
+        t1 = g_get_monotonic_time();
+        g_test_message("workers=%s: 1000 jobs chained by semaphores across "
+                       "2 queues: %.1f us/job", workers, (t1 - t0) / 1000.0);
+        g_free(jl[0]);
+        g_free(jl[1]);
+        qwr32(sp, q2.id, SPYRE_Q_RESET, 1);
+    }
+
+    /* GEMMs with operands in system memory. */
+    map_sys(sp, root, 0x10000000, 3 * 1024, true);     /* 3 x 4 MiB */
+    for (sz = 256; sz <= 1024; sz *= 2) {
+        Stream st = { 0 };
+        uint64_t va = 0x2000 + (sz / 256) * PAGE;
+
+        emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, sz, sz, sz, 1,
+                  0x10000000, 0x10400000, 0x10800000);
+        pa = map_sys(sp, root, va, 1, false);
+        stream_put(sp, pa, &st);
+        best = 1e9;
+        for (r = 0; r < reps; r++) {
+            t0 = g_get_monotonic_time();
+            submit(sp, &tq, ++seq, 0, va, st.len, SPYRE_JOB_F_IRQ);
+            spin_compl(sp, &tq, seq, 100);
+            t1 = g_get_monotonic_time();
+            best = MIN(best, (t1 - t0) / 1000.0);
+        }
+        g_test_message("workers=%s: fp32 GEMM %u^3 (system memory): %.2f ms, "
+                       "%.1f GFLOPS", workers, sz, best,
+                       2.0 * sz * sz * sz / best / 1e6);
+    }
+    g_free(jobs);
+    spyre_stop(sp);
+}
+
+static void test_perf(void)
+{
+    do_perf("1");
+    do_perf("2");
+    do_perf("4");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1532,11 +2761,16 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/bad-input", test_bad_input);
     qtest_add_func("/spyre/queue-reset", test_queue_reset);
     qtest_add_func("/spyre/semaphores", test_semaphores);
+    qtest_add_func("/spyre/compute", test_compute);
+    qtest_add_func("/spyre/preempt", test_preempt);
     qtest_add_func("/spyre/global-reset", test_global_reset);
     qtest_add_func("/spyre/flr", test_flr);
     qtest_add_func("/spyre/hotplug", test_hotplug);
     qtest_add_func("/spyre/unplug-acpi", test_unplug_acpi);
     qtest_add_func("/spyre/migration", test_migration);
+    if (g_test_perf()) {
+        qtest_add_func("/spyre/perf", test_perf);
+    }
 
     return g_test_run();
 }

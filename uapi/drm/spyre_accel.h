@@ -256,11 +256,15 @@ struct drm_spyre_bo_info {
  *
  * The pages are pinned (pin_user_pages, FOLL_LONGTERM) until the BO is
  * freed and mapped for the card without a copy; the process keeps using
- * the range as usual.  The BO cannot be mmap'ed through the accel fd
- * (mmap_offset is 0) or exported (PRIME export fails with -EOPNOTSUPP).
+ * the range as usual.  Pinned pages count against the calling process's
+ * RLIMIT_MEMLOCK (charged to its mm's pinned memory, as RDMA and VFIO do;
+ * CAP_IPC_LOCK lifts the limit) until the BO is freed.  The BO cannot be
+ * mmap'ed through the accel fd (mmap_offset is 0) or exported (PRIME
+ * export fails with -EOPNOTSUPP).
  * Errors: -EINVAL (alignment, size 0, flags), -EFAULT (range not mapped
  * or not pinnable, e.g. I/O or a writable file mapping, or read-only
- * without READONLY), -E2BIG (above max_bo_size), -ENOMEM.
+ * without READONLY), -E2BIG (above max_bo_size), -ENOMEM (out of memory,
+ * or the process's pinned memory would exceed RLIMIT_MEMLOCK).
  */
 struct drm_spyre_bo_userptr {
 	__u64 user_ptr;
@@ -313,7 +317,9 @@ struct drm_spyre_queue_create {
 
 /**
  * struct drm_spyre_queue_destroy - destroy a queue; jobs already
- * submitted complete (or are cancelled) and their fences signal.
+ * submitted are cancelled and their fences signal: -ECANCELED for jobs
+ * the card had, -ESRCH for jobs still waiting for their in-fences (they
+ * signal once those fences have).
  * @queue_id: from QUEUE_CREATE.
  * @pad: must be zero.
  *
@@ -381,8 +387,14 @@ struct drm_spyre_job {
  * Jobs are validated one by one and queued in order; on an error the
  * ioctl returns it and @job_count is set to the number of jobs queued.
  * A job's fence signals with an error when the job fails on the card
- * (-EIO for invalid commands, -EFAULT for MMU faults, -ECANCELED when the
- * context was already in error).
+ * (-EIO for invalid commands, -EFAULT for MMU faults, -ETIMEDOUT for a
+ * hang, -ECANCELED when the context was already in error).  An error is
+ * not inherited through in-fences: a job of another context waiting on a
+ * failed job still runs.
+ * Consecutive jobs of one SUBMIT on the same queue may be run by the
+ * kernel as one batch: each job's out-syncs still signal when that job
+ * ends, but the fence added to the BOs the jobs list is the batch's, so
+ * BO_WAIT may also wait for later jobs of the same SUBMIT.
  * Errors: -EINVAL, -ENOENT (bad queue, BO or syncobj handle), -EFAULT,
  * -ENOMEM, -ECANCELED (the context hit an error earlier: sticky), -ENODEV.
  */

@@ -10,13 +10,15 @@
  *  - Sizes and offsets are in bytes, device addresses (VA) are the card's
  *    virtual addresses in bytes, times are in nanoseconds.
  *  - Handles (struct spyre_device, spyre_bo, spyre_queue, spyre_stream,
- *    spyre_cmdbuf) are opaque.  A handle may be used from several threads
- *    at once, except that it must not be used after (or concurrently with)
- *    the call that frees it.  struct spyre_cmdbuf is the exception: it is a
- *    plain host-side buffer, one thread at a time.
- *  - Ownership: BOs, queues and streams hold a reference on their device,
- *    so spyre_device_close() may be called before they are freed; the
- *    device file descriptor is closed when the last of them goes.
+ *    spyre_event, spyre_graph, spyre_cmdbuf) are opaque.  A handle may be
+ *    used from several threads at once, except that it must not be used
+ *    after (or concurrently with) the call that frees it.  struct
+ *    spyre_cmdbuf is the exception: it is a plain host-side buffer, one
+ *    thread at a time.
+ *  - Ownership: BOs, queues, streams, events and graphs hold a reference
+ *    on their device, so spyre_device_close() may be called before they
+ *    are freed; the device file descriptor is closed when the last of them
+ *    goes.
  *  - fork(): the device file (and with it the card context) is shared with
  *    a child after fork().  A child must not use handles inherited from
  *    its parent: every call that takes a device-backed handle fails with
@@ -28,6 +30,26 @@
  *    spyre_fence_wait().  After a job fails, the kernel marks the context
  *    (the opened device) as broken; later submissions fail with
  *    -ECANCELED until the device is opened again (see spyre_device_error()).
+ *    Streams and events report the error they saw (see "Asynchronous
+ *    errors" below).
+ *
+ * Asynchronous errors (streams, events, graphs):
+ *  - A stream's error is sticky.  The first job error a stream observes
+ *    (spyre_stream_sync(), spyre_stream_query(), or a submission refused
+ *    with -ECANCELED) becomes the stream's error, and every later
+ *    operation on the stream returns it without submitting anything
+ *    (spyre_stream_error() reads it).  The error is the one of the
+ *    stream's own failing job (-EFAULT MMU fault, -EIO invalid command,
+ *    ...) when that job is among the last 64 the stream submitted, else
+ *    -ECANCELED (its work was cancelled because another job of the
+ *    context failed).
+ *  - An event reports the error of the job that recorded it (the record
+ *    job is cancelled, -ECANCELED, when earlier work of its stream failed).
+ *  - The context's error is sticky too: spyre_device_error() (what
+ *    libspyre saw) and spyre_device_context_info() (what the kernel saw,
+ *    including jobs nobody waited for).  Streams refresh it from the
+ *    kernel when a submission is refused.
+ *  - Only a new context (spyre_device_open()) recovers.
  *
  * Environment:
  *  SPYRE_VISIBLE_DEVICES  comma-separated list of physical device indices
@@ -56,7 +78,7 @@ extern "C" {
 #endif
 
 #define SPYRE_VERSION_MAJOR 0
-#define SPYRE_VERSION_MINOR 2
+#define SPYRE_VERSION_MINOR 4
 #define SPYRE_VERSION_PATCH 0
 
 /** Infinite timeout for the *_wait / *_sync functions. */
@@ -78,6 +100,8 @@ struct spyre_bo;
 struct spyre_queue;
 struct spyre_stream;
 struct spyre_cmdbuf;
+struct spyre_event;
+struct spyre_graph;
 
 /* ------------------------------------------------------------------ */
 /* Library                                                            */
@@ -508,7 +532,8 @@ SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out);
 /** spyre_cmdbuf_destroy() - free @cb; NULL is ignored. */
 SPYRE_API void spyre_cmdbuf_destroy(struct spyre_cmdbuf *cb);
 
-/** spyre_cmdbuf_reset() - drop all commands, keep the allocation. */
+/** spyre_cmdbuf_reset() - drop all commands (and the list of BOs they
+ * name, see struct spyre_mem), keep the allocation. */
 SPYRE_API void spyre_cmdbuf_reset(struct spyre_cmdbuf *cb);
 
 /** spyre_cmdbuf_size() - bytes of encoded commands (a multiple of 8). */
@@ -595,6 +620,191 @@ SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
 SPYRE_API int spyre_cmdbuf_raw(struct spyre_cmdbuf *cb, const void *cmd,
 			       size_t size);
 
+/* ---- Compute commands (0.4) --------------------------------------- */
+
+/**
+ * struct spyre_mem - where an operand lives: @offset bytes into @bo, or,
+ * when @bo is NULL, the raw device VA @offset.
+ * @bo: the BO holding the operand, or NULL.
+ * @offset: byte offset into @bo, or a device VA when @bo is NULL.
+ *
+ * With a BO, the encoders below check that the whole operand (its span
+ * from shape, leading dimension and batch stride) lies inside the BO
+ * (-ERANGE otherwise), so a wrong shape fails on the host instead of
+ * faulting on the card (which would end the context), and they record
+ * the BO in the command buffer's BO list (spyre_cmdbuf_bos()), which
+ * spyre_submit(), spyre_stream_submit() and spyre_graph_create() list for
+ * the job.  No reference is taken: the BO must outlive the command buffer
+ * (and any graph made from it).  With a raw VA nothing is checked or
+ * recorded.  An optional operand is absent when it equals SPYRE_MEM_NONE
+ * (@bo NULL and @offset 0).
+ */
+struct spyre_mem {
+	struct spyre_bo *bo;
+	uint64_t offset;
+};
+
+/** Operand at byte @off of BO @b. */
+#define SPYRE_MEM(b, off)	((struct spyre_mem){ (b), (off) })
+/** Operand at the raw device VA @va (not range-checked, not recorded). */
+#define SPYRE_MEM_VA(va)	((struct spyre_mem){ NULL, (va) })
+/** An absent optional operand. */
+#define SPYRE_MEM_NONE		((struct spyre_mem){ NULL, 0 })
+
+/**
+ * struct spyre_gemm - one GEMM command (struct spyre_cmd_gemm):
+ *	C[i] = alpha * sa * sb * op(A[i]) op(B[i]) + beta * C[i] + bias
+ * for i in 0..batch-1, op(A) M x K, op(B) K x N, C M x N, all row-major.
+ * Zero-initialise it and set what you need (designated initialisers).
+ * @flags: SPYRE_GEMM_F_TRANS_A (A stored K x M), SPYRE_GEMM_F_TRANS_B
+ *	(B stored N x K), SPYRE_CMD_F_NOSAT (no effect: no GEMM output is fp8).
+ * @a_dtype, @b_dtype: equal, one of FP32, FP16, BF16, FP8_E4M3, FP8_E5M2,
+ *	INT8; or the mixed pair FP8_E4M3 x FP8_E5M2 (either order).
+ * @c_dtype: FP32, FP16 or BF16 for float inputs (fp32 accumulation);
+ *	INT32 for INT8 inputs (int32 accumulation, wraps; alpha, scales and
+ *	bias are ignored by the card; @beta must be 0 or 1).
+ * @bias_dtype: 0 (no bias) or FP32/FP16/BF16; set exactly when @bias is.
+ * @m, @n, @k: sizes in elements, >= 1.
+ * @batch: matrices, 0 is taken as 1.
+ * @pad: must be zero.
+ * @a, @b, @c: element (0, 0) of matrix 0 of each operand (required).
+ * @lda, @ldb, @ldc: leading dimensions in elements; 0 selects the dense
+ *	value (the stored row length: K, or M with TRANS_A, for A; N, or K
+ *	with TRANS_B, for B; N for C), else at least that.
+ * @stride_a, @stride_b, @stride_c: elements between consecutive matrices
+ *	(used when @batch > 1).  0 broadcasts one A or B to every batch
+ *	(attention over heads uses e.g. stride = head_dim on a [seq x
+ *	heads*head_dim] matrix); C matrices must not overlap, so @stride_c
+ *	0 with @batch > 1 is refused.
+ * @alpha: multiplier of the product; @beta: multiplier of C (0: C is not
+ *	read, so it may hold anything, NaN included).
+ * @scale_a, @scale_b: binary32 per-tensor scales sa, sb (4 bytes each);
+ *	SPYRE_MEM_NONE for 1.0.  Scaled fp8 GEMM as torch._scaled_mm: A and B
+ *	hold x / sa and w / sb in fp8, the card multiplies the scales back.
+ * @bias: @n elements of @bias_dtype added to every row, or SPYRE_MEM_NONE.
+ * @amax: receives a binary32 max |result| over all batches before the
+ *	conversion to @c_dtype (the statistic fp8 scaling recipes need), or
+ *	SPYRE_MEM_NONE.
+ * @reserved: must be zero.
+ */
+struct spyre_gemm {
+	uint32_t flags;
+	uint32_t a_dtype;
+	uint32_t b_dtype;
+	uint32_t c_dtype;
+	uint32_t bias_dtype;
+	uint32_t m;
+	uint32_t n;
+	uint32_t k;
+	uint32_t batch;
+	uint32_t pad;
+	struct spyre_mem a;
+	struct spyre_mem b;
+	struct spyre_mem c;
+	uint64_t lda;
+	uint64_t ldb;
+	uint64_t ldc;
+	uint64_t stride_a;
+	uint64_t stride_b;
+	uint64_t stride_c;
+	float alpha;
+	float beta;
+	struct spyre_mem scale_a;
+	struct spyre_mem scale_b;
+	struct spyre_mem bias;
+	struct spyre_mem amax;
+	uint64_t reserved[4];
+};
+
+/*
+ * The encoders below return 0, or on error leave @cb unchanged and return
+ * -EINVAL (NULL @cb or argument, bad dtype or dtype combination, unknown
+ * op or flag, zero size, leading dimension below the row length, missing
+ * required operand, non-zero reserved field), -E2BIG (above the card's
+ * per-command limits: GEMM batch * M * N * K > 2^36 multiply-adds,
+ * ELTWISE/REDUCE/ROWOP more than 2^30 elements, COPY more than 4 GiB),
+ * -ERANGE (an operand with a BO does not fit inside it, or its span
+ * overflows 64 bits) or -ENOMEM.  Dtypes are SPYRE_DTYPE_*; every size
+ * is in elements unless it says bytes; leading dimensions 0 mean dense.
+ * These checks cover the arguments; the card still checks addresses.
+ */
+
+/**
+ * spyre_cmdbuf_gemm() - append a GEMM command (152 bytes) built from @g;
+ * see struct spyre_gemm for the fields and their rules.
+ */
+SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
+				const struct spyre_gemm *g);
+
+/**
+ * spyre_cmdbuf_eltwise() - append ELTWISE (56 bytes): out[i] = f(a[i],
+ * b[i]) for i < @count, computed in fp32.
+ * @op: SPYRE_ELT_ADD, MUL (use @b), SCALE (@alpha * a), RELU, GELU, SILU,
+ *	EXP (@b ignored and encoded as 0).
+ * @dtype: FP32, FP16 or BF16 for @out, @a and @b.
+ * @count: elements, >= 1.
+ * @out: may equal @a or @b (in place); other overlaps are undefined.
+ */
+SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
+				   uint32_t dtype, uint64_t count,
+				   struct spyre_mem out, struct spyre_mem a,
+				   struct spyre_mem b, float alpha);
+
+/**
+ * spyre_cmdbuf_reduce() - append REDUCE (48 bytes): dst[r] = sum or max
+ * of row r of the @rows x @cols matrix @src (leading dimension @ld),
+ * accumulated in fp32.
+ * @op: SPYRE_REDUCE_SUM or SPYRE_REDUCE_MAX.
+ * @dtype: FP32, FP16 or BF16 for @src and @dst (@rows elements).
+ */
+SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
+				  uint32_t dtype, uint32_t rows,
+				  uint32_t cols, struct spyre_mem dst,
+				  struct spyre_mem src, uint64_t ld);
+
+/**
+ * spyre_cmdbuf_rowop() - append ROWOP (80 bytes): a row-wise softmax or
+ * normalisation of the @rows x @cols matrix @src into @dst, in fp32.
+ * @op: SPYRE_ROW_SOFTMAX (exp(x - max) / sum; @gamma and @beta must be
+ *	absent), SPYRE_ROW_LAYERNORM ((x - mean) / sqrt(var + eps) * gamma
+ *	+ beta, biased variance), SPYRE_ROW_RMSNORM (x / sqrt(mean(x^2) +
+ *	eps) * gamma; @beta must be absent).
+ * @dtype: FP32, FP16 or BF16 for @src and @dst.
+ * @ld_dst, @ld_src: leading dimensions (0: @cols).  @dst may equal @src.
+ * @gamma, @beta: binary32 vectors of @cols elements, or SPYRE_MEM_NONE
+ *	(1.0 and 0.0).
+ * @eps: >= 0 (a negative or NaN @eps is -EINVAL).
+ */
+SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
+				 uint32_t dtype, uint32_t rows, uint32_t cols,
+				 struct spyre_mem dst, uint64_t ld_dst,
+				 struct spyre_mem src, uint64_t ld_src,
+				 struct spyre_mem gamma, struct spyre_mem beta,
+				 float eps);
+
+/**
+ * spyre_cmdbuf_convert() - append a 1-D COPY of @count elements with
+ * dtype conversion (64 bytes): @src of @src_dtype to @dst of @dst_dtype.
+ * U8 pairs only with U8 and INT32 only with INT32 (byte copies); FP32,
+ * FP16, BF16, FP8_E4M3, FP8_E5M2 and INT8 convert among themselves with
+ * round-to-nearest-even; fp8 narrowing saturates unless @flags has
+ * SPYRE_CMD_F_NOSAT.  @dst and @src must not overlap.
+ */
+SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
+				   struct spyre_mem dst, uint32_t dst_dtype,
+				   struct spyre_mem src, uint32_t src_dtype,
+				   uint64_t count, uint32_t flags);
+
+/**
+ * spyre_cmdbuf_bos() - the BOs named by @cb's operands (struct
+ * spyre_mem with a BO), each once, in first-use order.
+ * @bos: if not NULL, receives a pointer to the array, valid until the
+ *	next call that modifies @cb.
+ * Returns the number of BOs (0 for NULL @cb).
+ */
+SPYRE_API size_t spyre_cmdbuf_bos(const struct spyre_cmdbuf *cb,
+				  struct spyre_bo *const **bos);
+
 /**
  * spyre_cmdbuf_upload() - allocate a BO on @dev holding @cb's commands,
  * to replay with spyre_submit_va(bo's VA, size).  The caller owns *@out.
@@ -659,7 +869,8 @@ SPYRE_API uint32_t spyre_queue_syncobj(const struct spyre_queue *q);
  *	changed or destroyed as soon as the call returns); at most
  *	max_cmd_size bytes.
  * @bos: the BOs the commands touch (@nbos entries, NULL if 0); they are
- *	kept alive by the kernel until the job ends.
+ *	kept alive by the kernel until the job ends.  The BOs that @cb's
+ *	encoders recorded (spyre_cmdbuf_bos()) are listed too.
  * @waits: fences (of queues on the same device) the job waits for before
  *	it starts (@nwaits entries); zeroed fences are skipped.
  * @out: if not NULL, receives the job's fence.
@@ -702,10 +913,11 @@ SPYRE_API int spyre_submit_va(struct spyre_queue *q, uint64_t cmd_va,
  * an unmapped VA), -EIO (invalid command), -ECANCELED (cancelled because
  * the context was already in error), -ETIME/-ETIMEDOUT-style errors the
  * driver reports for hung jobs, -ENODEV (card gone).  A job error also
- * sets spyre_device_error().  The precise error of a job is available for
- * the last 64 submissions of its queue; for older ones libspyre falls back
- * to what the kernel's timeline still holds (0 if it dropped the fence).
- * Other errors: -EINVAL (bad fence), -ECHILD.
+ * sets spyre_device_error() (for a cancellation, the context's own error
+ * from the kernel when it has one).  The precise error of a job is
+ * available for the last 64 submissions of its queue; for older ones
+ * libspyre falls back to what the kernel's timeline still holds (0 if it
+ * dropped the fence).  Other errors: -EINVAL (bad fence), -ECHILD.
  */
 SPYRE_API int spyre_fence_wait(const struct spyre_fence *f,
 			       uint64_t timeout_ns);
@@ -737,7 +949,8 @@ SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
 				  struct spyre_stream **out);
 
 /** spyre_stream_destroy() - destroy @s and its queue (waits for its jobs
- * as spyre_queue_destroy() does).  NULL is ignored. */
+ * as spyre_queue_destroy() does; device-to-host copies not yet delivered
+ * are dropped).  NULL is ignored. */
 SPYRE_API void spyre_stream_destroy(struct spyre_stream *s);
 
 /** spyre_stream_queue() - the queue under @s (owned by @s). */
@@ -785,11 +998,331 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 				      struct spyre_fence *f);
 
 /**
- * spyre_stream_sync() - wait for everything enqueued on @s.
- * Returns 0, -ETIMEDOUT, or the first job error seen on the stream (which
- * stays sticky: later operations on @s fail with it).
+ * spyre_stream_sync() - wait for everything enqueued on @s (event waits
+ * included: pending ones are first enqueued as an empty job), then deliver
+ * the data of its device-to-host copies (spyre_stream_copy_d2h()).
+ * Returns 0, -ETIMEDOUT, -EINTR, or the stream's error (the first job
+ * error seen on the stream, which stays sticky: later operations on @s
+ * fail with it; see "Asynchronous errors").
  */
 SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns);
+
+/* ---- Stream operations (0.4) -------------------------------------- */
+
+/*
+ * Every operation below is enqueued as one job on the stream's queue and
+ * returns once it is submitted (nothing waits for the card).  It first
+ * returns the stream's sticky error if there is one.  Operands are
+ * struct spyre_mem (BO + offset, checked against the BO: -ERANGE) and
+ * BOs of another device give -EXDEV.  Besides the argument errors of the
+ * matching spyre_cmdbuf_*() encoder, they return submission errors
+ * (-ECANCELED and the others of spyre_submit()).  Jobs of one stream run
+ * in order; different streams run concurrently unless ordered with
+ * events.
+ */
+
+/**
+ * spyre_stream_submit() - enqueue the commands of @cb as one job (several
+ * commands in one job save dispatch cost).  @cb may be changed as soon as
+ * the call returns.  @bos (@nbos entries) are listed besides the BOs
+ * @cb's encoders recorded.  Errors as spyre_submit().
+ */
+SPYRE_API int spyre_stream_submit(struct spyre_stream *s,
+				  const struct spyre_cmdbuf *cb,
+				  struct spyre_bo *const *bos,
+				  unsigned int nbos);
+
+/**
+ * spyre_stream_copy_h2d() - copy @size bytes from host memory @src to
+ * @dst + @dst_off, in stream order.
+ *
+ * Staged: the bytes are copied into a stream-owned staging area in system
+ * memory (the queue's upload ring) during the call, so @src may be reused
+ * as soon as it returns, and the card copies them to @dst asynchronously;
+ * large copies are split into jobs of just under 4 MiB.  To avoid the
+ * host copy, register the host memory instead (spyre_bo_register_host())
+ * and use spyre_stream_copy(): the card then reads it in place.
+ * Errors: -EINVAL (NULL, size 0), -ERANGE, -EXDEV, -ENOMEM, submission
+ * errors, the stream's sticky error.
+ */
+SPYRE_API int spyre_stream_copy_h2d(struct spyre_stream *s,
+				    struct spyre_bo *dst, uint64_t dst_off,
+				    const void *src, uint64_t size);
+
+/**
+ * spyre_stream_copy_d2h() - copy @size bytes from @src + @src_off to host
+ * memory @dst, in stream order.
+ *
+ * Staged: the card copies into a stream-owned staging area, and libspyre
+ * copies the bytes to @dst once the job has completed successfully: at
+ * the latest in the spyre_stream_sync() or spyre_stream_query() that
+ * reports the stream complete (0), which is when @dst may be read.  @dst
+ * must stay valid until then; a failed job leaves @dst untouched, and a
+ * stream destroyed before such a call drops the data.  Waiting for the
+ * stream's fences or events does not deliver the data.  For a zero-copy,
+ * fence-complete transfer register the host memory
+ * (spyre_bo_register_host()) and use spyre_stream_copy().
+ * Errors as spyre_stream_copy_h2d().
+ */
+SPYRE_API int spyre_stream_copy_d2h(struct spyre_stream *s, void *dst,
+				    struct spyre_bo *src, uint64_t src_off,
+				    uint64_t size);
+
+/**
+ * spyre_stream_copy_peer() - copy @size bytes from @src + @src_off (on
+ * @src_s's device) to @dst + @dst_off (on @dst_s's device).
+ *
+ * With two cards the copy goes through system memory (the guest has no
+ * card-to-card DMA): for each chunk of at most 16 MiB a system BO is
+ * allocated on the source card, exported as dma-buf and imported into the
+ * destination card; a job on @src_s copies into it, and a job on @dst_s,
+ * which waits for the first through a sync_file (no host blocking),
+ * copies it out.  The bounce BOs are released as soon as the jobs end.
+ * The copy is ordered after earlier work on both streams; it is complete
+ * when @dst_s's work is (spyre_stream_sync(@dst_s), or an event recorded
+ * on @dst_s).  On one device (@src_s and @dst_s of the same card) it is a
+ * plain copy on @dst_s that waits for @src_s's earlier work.
+ * Errors: -EINVAL, -ERANGE, -EXDEV (a BO not on its stream's device),
+ * -ENOMEM, -EOPNOTSUPP (the destination card cannot import the bounce
+ * buffer), submission errors and either stream's sticky error.
+ */
+SPYRE_API int spyre_stream_copy_peer(struct spyre_stream *dst_s,
+				     struct spyre_bo *dst, uint64_t dst_off,
+				     struct spyre_stream *src_s,
+				     struct spyre_bo *src, uint64_t src_off,
+				     uint64_t size);
+
+/**
+ * spyre_stream_convert() - enqueue spyre_cmdbuf_convert(): @count
+ * elements of @src_dtype to @dst_dtype (e.g. fp16 activations to fp8).
+ */
+SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
+				   struct spyre_mem dst, uint32_t dst_dtype,
+				   struct spyre_mem src, uint32_t src_dtype,
+				   uint64_t count, uint32_t flags);
+
+/**
+ * spyre_stream_gemm() - enqueue one (batched, optionally scaled fp8) GEMM;
+ * see struct spyre_gemm.
+ */
+SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
+				const struct spyre_gemm *g);
+
+/** spyre_stream_eltwise() - enqueue spyre_cmdbuf_eltwise(). */
+SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
+				   uint32_t dtype, uint64_t count,
+				   struct spyre_mem out, struct spyre_mem a,
+				   struct spyre_mem b, float alpha);
+
+/** spyre_stream_reduce() - enqueue spyre_cmdbuf_reduce(). */
+SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
+				  uint32_t dtype, uint32_t rows,
+				  uint32_t cols, struct spyre_mem dst,
+				  struct spyre_mem src, uint64_t ld);
+
+/**
+ * spyre_stream_softmax() - enqueue a row-wise softmax (ROWOP SOFTMAX) of
+ * the @rows x @cols matrix @src into @dst (may be @src).
+ */
+SPYRE_API int spyre_stream_softmax(struct spyre_stream *s, uint32_t dtype,
+				   uint32_t rows, uint32_t cols,
+				   struct spyre_mem dst, uint64_t ld_dst,
+				   struct spyre_mem src, uint64_t ld_src);
+
+/**
+ * spyre_stream_rmsnorm() - enqueue ROWOP RMSNORM: dst = src /
+ * sqrt(mean(src^2) + @eps) * @gamma, row by row; @gamma is a binary32
+ * @cols-vector or SPYRE_MEM_NONE.
+ */
+SPYRE_API int spyre_stream_rmsnorm(struct spyre_stream *s, uint32_t dtype,
+				   uint32_t rows, uint32_t cols,
+				   struct spyre_mem dst, uint64_t ld_dst,
+				   struct spyre_mem src, uint64_t ld_src,
+				   struct spyre_mem gamma, float eps);
+
+/**
+ * spyre_stream_layernorm() - enqueue ROWOP LAYERNORM: dst = (src - mean)
+ * / sqrt(var + @eps) * @gamma + @beta, row by row (binary32 vectors or
+ * SPYRE_MEM_NONE).
+ */
+SPYRE_API int spyre_stream_layernorm(struct spyre_stream *s, uint32_t dtype,
+				     uint32_t rows, uint32_t cols,
+				     struct spyre_mem dst, uint64_t ld_dst,
+				     struct spyre_mem src, uint64_t ld_src,
+				     struct spyre_mem gamma,
+				     struct spyre_mem beta, float eps);
+
+/**
+ * spyre_stream_query() - non-blocking status of everything enqueued on
+ * @s: 0 when complete (pending device-to-host copies are delivered), -EBUSY
+ * while work is pending, or the stream's sticky error (set by this call
+ * if it finds a failed job).  Errors: -EINVAL, -ECHILD.
+ */
+SPYRE_API int spyre_stream_query(struct spyre_stream *s);
+
+/**
+ * spyre_stream_error() - the stream's sticky error, 0 if none; does not
+ * look at the card (see spyre_stream_query()).  -EINVAL, -ECHILD.
+ */
+SPYRE_API int spyre_stream_error(struct spyre_stream *s);
+
+/**
+ * spyre_stream_wait_event() - make the next job enqueued on @s wait for
+ * the work @e captured (its last spyre_event_record() or import), without
+ * blocking the host.  The state of @e is captured now: recording @e again
+ * later does not change what @s waits for.  An event never recorded is
+ * complete (no wait).  @e may belong to another card (the fence crosses
+ * as a sync_file).  Up to 16 waits accumulate; more make libspyre
+ * enqueue an empty job that consumes them, and so do spyre_stream_sync()
+ * and spyre_stream_query().
+ * Errors: -EINVAL, -ECHILD, -ENOMEM, the stream's sticky error, and errors
+ * of the syncobj ioctls.
+ */
+SPYRE_API int spyre_stream_wait_event(struct spyre_stream *s,
+				      struct spyre_event *e);
+
+/* ------------------------------------------------------------------ */
+/* Events                                                              */
+/* ------------------------------------------------------------------ */
+
+/** spyre_event_create() flag: no timestamps (record is an empty job). */
+#define SPYRE_EVENT_DISABLE_TIMING	(1u << 0)
+
+/**
+ * spyre_event_create() - create an event on @dev.
+ * @flags: 0 or SPYRE_EVENT_DISABLE_TIMING.
+ * @out: receives the event; free it with spyre_event_destroy().
+ *
+ * An event is a point in a stream's work: spyre_event_record() enqueues a
+ * job that writes the device clock (a TIMESTAMP command) into a small
+ * event BO (4 KiB of system memory) and whose fence the event keeps (in a
+ * binary syncobj of its own).  Host waits, stream waits, sync_file export
+ * and elapsed times all use that job.  A new event is complete.
+ * Errors: -EINVAL, -ECHILD, -ENOMEM, -ENODEV.
+ */
+SPYRE_API int spyre_event_create(struct spyre_device *dev, uint32_t flags,
+				 struct spyre_event **out);
+
+/**
+ * spyre_event_destroy() - free @e.  A pending record job still completes
+ * (the kernel keeps the event BO alive); streams that wait for @e are not
+ * affected.  NULL is ignored.
+ */
+SPYRE_API void spyre_event_destroy(struct spyre_event *e);
+
+/**
+ * spyre_event_record() - capture the work enqueued on @s so far: enqueue
+ * the record job (one TIMESTAMP command) on @s.  @e completes when that
+ * job does, i.e. after all earlier work of @s.  Re-recording replaces
+ * what @e captures.
+ * Errors: -EINVAL, -ECHILD, -EXDEV (@s on another device), the stream's
+ * sticky error, submission errors.
+ */
+SPYRE_API int spyre_event_record(struct spyre_event *e,
+				 struct spyre_stream *s);
+
+/**
+ * spyre_event_wait() - block until @e completes.
+ * @timeout_ns: relative; 0 polls; SPYRE_TIMEOUT_INFINITE.
+ * Returns 0, -ETIMEDOUT, or the error of the record job (-ECANCELED when
+ * earlier work of its stream failed, -EFAULT/-EIO/... for an imported
+ * fence that failed); such an error also becomes the device error.
+ * Errors: -EINVAL, -ECHILD, -EINTR.
+ */
+SPYRE_API int spyre_event_wait(struct spyre_event *e, uint64_t timeout_ns);
+
+/**
+ * spyre_event_query() - as spyre_event_wait() with no wait, but -EBUSY
+ * while @e is pending.
+ */
+SPYRE_API int spyre_event_query(struct spyre_event *e);
+
+/**
+ * spyre_event_timestamp() - device clock (ns since the card's last reset)
+ * when @e's record job ran.
+ * Errors: -EBUSY (pending), -ENODATA (never recorded, imported, or
+ * created with SPYRE_EVENT_DISABLE_TIMING), the record job's error,
+ * -EINVAL, -ECHILD.
+ */
+SPYRE_API int spyre_event_timestamp(struct spyre_event *e, uint64_t *ns);
+
+/**
+ * spyre_event_elapsed_ns() - device time from @start to @end in ns
+ * (negative if @end ran first), from the device clock: both events must
+ * be recorded on streams of the same card.  The time includes the
+ * scheduling between jobs, as it would for any work between the records.
+ * Errors: as spyre_event_timestamp() for either event, -EXDEV (events
+ * of different devices).
+ */
+SPYRE_API int spyre_event_elapsed_ns(struct spyre_event *start,
+				     struct spyre_event *end, int64_t *ns);
+
+/**
+ * spyre_event_export_sync_file() - a sync_file fd (owned by the caller,
+ * O_CLOEXEC) that signals when @e completes, with the job's error as its
+ * status; for poll(2), another driver or another card.  A never-recorded
+ * event exports an already-signalled sync_file.
+ * Errors: -EINVAL, -ECHILD, -EMFILE, -ENOMEM.
+ */
+SPYRE_API int spyre_event_export_sync_file(struct spyre_event *e, int *fd);
+
+/**
+ * spyre_event_import_sync_file() - make @e stand for the fence of the
+ * sync_file @fd (from another driver, card or process; not consumed).
+ * Afterwards @e can be waited for by the host and by streams, exported and
+ * queried, but carries no timestamp (-ENODATA).
+ * Errors: -EINVAL (not a sync_file), -EBADF, -ECHILD.
+ */
+SPYRE_API int spyre_event_import_sync_file(struct spyre_event *e, int fd);
+
+/* ------------------------------------------------------------------ */
+/* Graphs: command lists recorded once, launched many times            */
+/* ------------------------------------------------------------------ */
+
+/**
+ * spyre_graph_create() - freeze @cb into a graph on @dev.
+ * @cb: the commands (any encoders; spyre_cmdbuf_timestamp() inside a
+ *	graph gives per-step device times).  Copied: @cb may change
+ *	afterwards.  At most max_cmd_size bytes (-E2BIG).
+ * @bos: BOs the commands use besides those @cb recorded (e.g. those
+ *	named by raw VA in fill/copy/timestamp commands); @nbos entries.
+ * @flags: SPYRE_BO_FLAGS_NONE (commands in system memory) or
+ *	SPYRE_BO_DEVICE (commands in the card's memory).
+ * @out: receives the graph; free it with spyre_graph_destroy().
+ *
+ * The commands are written once into a BO of their own.  Every BO listed
+ * (and recorded) must outlive the graph.  Errors: -EINVAL (empty @cb,
+ * flags), -E2BIG, -EXDEV (a BO of another device), -ECHILD, -ENOMEM and
+ * errors of spyre_bo_alloc().
+ */
+SPYRE_API int spyre_graph_create(struct spyre_device *dev,
+				 const struct spyre_cmdbuf *cb,
+				 struct spyre_bo *const *bos, unsigned int nbos,
+				 uint32_t flags, struct spyre_graph **out);
+
+/**
+ * spyre_graph_destroy() - free @g.  Launches already submitted still run
+ * (their jobs keep the command BO alive).  NULL is ignored.
+ */
+SPYRE_API void spyre_graph_destroy(struct spyre_graph *g);
+
+/**
+ * spyre_graph_launch() - enqueue @g on @s @repeat times.
+ * @repeat: >= 1.  Each repetition is one job running the whole command
+ *	list; up to 256 jobs go into one submit ioctl (so a launch costs
+ *	one ioctl, and the BO list is looked up once per ioctl, not per
+ *	job).  Jobs run back to back in order on @s.
+ * Nothing is copied or encoded per launch.  The launch's completion is
+ * the stream's (spyre_stream_sync(), events); a failing repetition
+ * cancels the ones behind it.
+ * Errors: -EINVAL (@repeat 0, NULL), -EXDEV (@s on another device),
+ * -ECHILD, the stream's sticky error, submission errors.
+ */
+SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
+				 struct spyre_stream *s, unsigned int repeat);
+
+/** spyre_graph_size() - bytes of commands in @g (0 for NULL). */
+SPYRE_API size_t spyre_graph_size(const struct spyre_graph *g);
 
 #ifdef __cplusplus
 }
