@@ -32,4 +32,6 @@ check: setup
 clean:
 	rm -f driver/*.o driver/*.ko driver/*.mod* driver/.*.cmd driver/modules.order \
 	      .*.cmd Module.symvers modules.order
+	rm -f tests/runner/*.o tests/runner/*.ko tests/runner/*.mod* \
+	      tests/runner/.*.cmd tests/runner/modules.order tests/runner/Module.symvers
 	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/spyre/build"
