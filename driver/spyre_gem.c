@@ -410,7 +410,7 @@ out:
  * listed it, and for an imported BO whatever its exporter added.
  *
  * Return: 0, -EINVAL (flags), -ENOENT (bad handle), -ETIME (deadline
- * passed), -ERESTARTSYS (signal).
+ * passed), -ERESTARTSYS (signal; restarted or -EINTR in userspace).
  */
 int spyre_ioctl_bo_wait(struct drm_device *drm, void *data,
 			struct drm_file *file)

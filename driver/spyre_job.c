@@ -59,7 +59,8 @@
 #define SPYRE_Q_RESET_TIMEOUT_US	USEC_PER_SEC
 #define SPYRE_DRAIN_TIMEOUT_MS		100
 #define SPYRE_IDLE_TIMEOUT_MS		10000
-#define SPYRE_JOB_STRIDE_MIN		8
+/* The smallest stride that can name a command stream. */
+#define SPYRE_JOB_STRIDE_MIN		offsetofend(struct drm_spyre_job, cmd_size)
 #define SPYRE_JOB_STRIDE_MAX		PAGE_SIZE
 /* Jobs of one SUBMIT that share a scheduler job (and ring credits). */
 #define SPYRE_GROUP_MAX			64
@@ -1168,12 +1169,19 @@ static int spyre_job_add_bos(struct spyre_job *job, struct drm_file *file,
 		for (u32 k = 0; k < n; k++) {
 			struct drm_gem_object *obj;
 
+			struct spyre_vma *vma;
+
 			obj = drm_gem_object_lookup(file, buf[k]);
 			if (!obj)
 				return -ENOENT;
-			job->vmas[job->bo_count] =
-				spyre_vma_lookup(to_spyre_bo(obj),
-						 job->queue->ctx);
+			/* NULL if the handle was closed meanwhile */
+			vma = spyre_vma_lookup(to_spyre_bo(obj),
+					       job->queue->ctx);
+			if (!vma) {
+				drm_gem_object_put(obj);
+				return -ENOENT;
+			}
+			job->vmas[job->bo_count] = vma;
 			job->bos[job->bo_count++] = obj;
 		}
 	}
@@ -1270,8 +1278,12 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 
 	/* Reserve a fence slot in every listed BO's reservation object. */
 	if (job->bo_count) {
-		drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT |
-			      DRM_EXEC_IGNORE_DUPLICATES, job->bo_count);
+		/*
+		 * Not interruptible: jobs before this one may already be
+		 * queued, and a restarted SUBMIT would queue them again.
+		 */
+		drm_exec_init(&exec, DRM_EXEC_IGNORE_DUPLICATES,
+			      job->bo_count);
 		locked = true;
 		drm_exec_until_all_locked(&exec) {
 			for (i = 0; i < job->bo_count; i++) {

@@ -284,7 +284,8 @@ struct drm_spyre_bo_userptr {
  *
  * Waits for every fence in the BO's reservation object (jobs that listed
  * it).  Errors: -ENOENT (bad handle), -EINVAL (flags), -ETIME (deadline
- * passed with jobs still running), -ERESTARTSYS (signal).
+ * passed with jobs still running), -EINTR (signal; the deadline is
+ * absolute, so the call can simply be repeated).
  */
 struct drm_spyre_bo_wait {
 	__u32 handle;
@@ -378,9 +379,10 @@ struct drm_spyre_job {
  * struct drm_spyre_submit - submit an array of jobs.
  * @jobs: user pointer to @job_count jobs, @job_stride bytes apart.
  * @job_count: 1..DRM_SPYRE_MAX_JOBS.
- * @job_stride: sizeof(struct drm_spyre_job) the caller was built with;
- *	smaller than the kernel's struct means trailing fields are zero,
- *	larger is accepted only if the extra bytes are zero.
+ * @job_stride: sizeof(struct drm_spyre_job) the caller was built with,
+ *	at least 24 (through @cmd_size) and at most 4096; smaller than the
+ *	kernel's struct means trailing fields are zero, larger is accepted
+ *	only if the extra bytes are zero.
  * @flags: must be zero.
  * @pad: must be zero.
  *
