@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Host-side command encoding (<drm/spyre_cmd.h>).  No device access. */
 #include "internal.h"
+#include <spyre/spyre_ref.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -399,25 +400,6 @@ static bool is_float_io(uint32_t dt)
 	       dt == SPYRE_DTYPE_BF16;
 }
 
-static uint32_t dt_size(uint32_t dt)
-{
-	switch (dt) {
-	case SPYRE_DTYPE_U8:
-	case SPYRE_DTYPE_FP8_E4M3:
-	case SPYRE_DTYPE_FP8_E5M2:
-	case SPYRE_DTYPE_INT8:
-		return 1;
-	case SPYRE_DTYPE_FP16:
-	case SPYRE_DTYPE_BF16:
-		return 2;
-	case SPYRE_DTYPE_FP32:
-	case SPYRE_DTYPE_INT32:
-		return 4;
-	default:
-		return 0;
-	}
-}
-
 static bool gemm_dtypes_ok(const struct spyre_gemm *g)
 {
 	uint32_t a = g->a_dtype, b = g->b_dtype;
@@ -489,16 +471,16 @@ SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
 		return -E2BIG;
 
 	ret = mem_check(g->a, span_elems(batch, g->stride_a, ar, lda, ac),
-			dt_size(g->a_dtype));
+			spyre_dtype_size(g->a_dtype));
 	if (!ret)
 		ret = mem_check(g->b, span_elems(batch, g->stride_b, br, ldb,
-						 bc), dt_size(g->b_dtype));
+						 bc), spyre_dtype_size(g->b_dtype));
 	if (!ret)
 		ret = mem_check(g->c, span_elems(batch, g->stride_c, g->m, ldc,
-						 g->n), dt_size(g->c_dtype));
+						 g->n), spyre_dtype_size(g->c_dtype));
 	if (!ret)
 		ret = mem_check(g->bias, g->bias_dtype ? g->n : 0,
-				g->bias_dtype ? dt_size(g->bias_dtype) : 1);
+				g->bias_dtype ? spyre_dtype_size(g->bias_dtype) : 1);
 	if (!ret)
 		ret = mem_check(g->scale_a, 1, 4);
 	if (!ret)
@@ -563,11 +545,11 @@ SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
 		return -E2BIG;
 	if (!binary)
 		b = SPYRE_MEM_NONE;
-	ret = mem_check(out, count, dt_size(dtype));
+	ret = mem_check(out, count, spyre_dtype_size(dtype));
 	if (!ret)
-		ret = mem_check(a, count, dt_size(dtype));
+		ret = mem_check(a, count, spyre_dtype_size(dtype));
 	if (!ret)
-		ret = mem_check(b, binary ? count : 0, dt_size(dtype));
+		ret = mem_check(b, binary ? count : 0, spyre_dtype_size(dtype));
 	if (ret)
 		return ret;
 
@@ -607,9 +589,9 @@ SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
 		return -EINVAL;
 	if ((uint64_t)rows * cols > MAX_ELEMS)
 		return -E2BIG;
-	ret = mem_check(src, span_elems(1, 0, rows, ld, cols), dt_size(dtype));
+	ret = mem_check(src, span_elems(1, 0, rows, ld, cols), spyre_dtype_size(dtype));
 	if (!ret)
-		ret = mem_check(dst, rows, dt_size(dtype));
+		ret = mem_check(dst, rows, spyre_dtype_size(dtype));
 	if (ret)
 		return ret;
 
@@ -659,10 +641,10 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
 	if ((uint64_t)rows * cols > MAX_ELEMS)
 		return -E2BIG;
 	ret = mem_check(src, span_elems(1, 0, rows, ld_src, cols),
-			dt_size(dtype));
+			spyre_dtype_size(dtype));
 	if (!ret)
 		ret = mem_check(dst, span_elems(1, 0, rows, ld_dst, cols),
-				dt_size(dtype));
+				spyre_dtype_size(dtype));
 	if (!ret)
 		ret = mem_check(gamma, cols, 4);
 	if (!ret)
@@ -706,12 +688,12 @@ SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 	    !copy_dtypes_ok(dst_dtype, src_dtype) || mem_absent(dst) ||
 	    mem_absent(src))
 		return -EINVAL;
-	if (count > COPY_MAX_BYTES / dt_size(dst_dtype) ||
-	    count > COPY_MAX_BYTES / dt_size(src_dtype))
+	if (count > COPY_MAX_BYTES / spyre_dtype_size(dst_dtype) ||
+	    count > COPY_MAX_BYTES / spyre_dtype_size(src_dtype))
 		return -E2BIG;
-	ret = mem_check(dst, count, dt_size(dst_dtype));
+	ret = mem_check(dst, count, spyre_dtype_size(dst_dtype));
 	if (!ret)
-		ret = mem_check(src, count, dt_size(src_dtype));
+		ret = mem_check(src, count, spyre_dtype_size(src_dtype));
 	if (ret)
 		return ret;
 
