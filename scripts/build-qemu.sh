@@ -7,7 +7,7 @@
 #   scripts/build-qemu.sh           build; last stdout line: qemu-system-x86_64
 #   scripts/build-qemu.sh --qtest   build, then run the spyre qtest (TAP)
 #
-# Layout (CACHE = ${XDG_CACHE_HOME:-$HOME/.cache}/spyre):
+# Layout (CACHE = $SPYRE_CACHE, see scripts/lib.sh):
 #   CACHE/qemu-src/src                 pristine QEMU source (input, untouched)
 #   CACHE/qemu-build/<key>/src         private copy, hooked for hw/misc/spyre
 #   CACHE/qemu-build/<key>/build       meson/ninja build directory
@@ -20,7 +20,7 @@
 # card model only recompiles what changed.  Progress goes to stderr; stdout
 # carries only test output (--qtest) and, last, the binary's path.
 
-set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 RECIPE_VERSION=1
 CONFIGURE_ARGS=(--python=/usr/bin/python3 --target-list=x86_64-softmmu
@@ -46,10 +46,9 @@ while [ $# -gt 0 ]; do
 done
 
 log() { echo "build-qemu: $*" >&2; }
-die() { log "error: $*"; exit 1; }
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/spyre"
+repo="$SPYRE_ROOT"
+cache="$SPYRE_CACHE"
 qemu_src="${SPYRE_QEMU_SRC:-$cache/qemu-src/src}"
 debs="${SPYRE_DEBS:-$cache/debs}"
 
