@@ -34,4 +34,4 @@ clean:
 	      .*.cmd Module.symvers modules.order
 	rm -f tests/runner/*.o tests/runner/*.ko tests/runner/*.mod* \
 	      tests/runner/.*.cmd tests/runner/modules.order tests/runner/Module.symvers
-	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/spyre/build"
+	bash -c '. scripts/lib.sh && rm -rf "$$SPYRE_BUILD"'

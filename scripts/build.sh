@@ -7,11 +7,11 @@
 #   user       libspyre, tools, selftests (installed into a staging dir)
 #   initramfs  busybox + kmod + modules + our binaries
 # Usage: build.sh [STEP...]   (default: all of them)
-# Prints nothing on stdout but the paths file: $SPYRE_CACHE/build/paths.env
+# Prints nothing on stdout but the paths file: $SPYRE_BUILD/paths.env
 . "$(dirname "$0")/lib.sh"
 kernel_env
 
-B=$SPYRE_CACHE/build
+B=$SPYRE_BUILD
 mkdir -p "$B"
 
 # Modules the guest needs besides spyre.ko; dependencies are added.

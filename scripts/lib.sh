@@ -8,7 +8,10 @@ set -euo pipefail
 
 SPYRE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SPYRE_CACHE=${SPYRE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/spyre}
-export SPYRE_ROOT SPYRE_CACHE
+# Build products of this clone: one folder per source tree, so two clones
+# (or a clone that moved) never share objects, dependency files or images.
+SPYRE_BUILD=$SPYRE_CACHE/build/$(printf '%s' "$SPYRE_ROOT" | sha256sum | cut -c1-12)
+export SPYRE_ROOT SPYRE_CACHE SPYRE_BUILD
 
 # The guest kernel: one exact version for image, headers, kbuild and
 # source (bookworm-backports).  Override with SPYRE_KPKG if the archive

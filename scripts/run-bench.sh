@@ -20,7 +20,7 @@
 # Timings are reported, never judged; the exit status only says whether
 # the benchmark ran.
 . "$(dirname "$0")/lib.sh"
-B=$SPYRE_CACHE/build
+B=$SPYRE_BUILD
 VMOPTS=()
 WORKERS=4	# the card's default "workers" property
 while [ $# -gt 0 ] && [ "$1" != -- ]; do

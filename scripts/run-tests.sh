@@ -11,7 +11,7 @@
 # on any failure.  Assumes scripts/build.sh ran (make test does it).
 . "$(dirname "$0")/lib.sh"
 kernel_env
-B=$SPYRE_CACHE/build
+B=$SPYRE_BUILD
 # one log folder per run, so concurrent runs never share files
 mkdir -p "$B/test-logs"
 LOGDIR=$(mktemp -d "$B/test-logs/$(date +%Y%m%d-%H%M%S).XXXX")

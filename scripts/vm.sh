@@ -59,7 +59,7 @@ if [ $BUILD = 1 ]; then
 	"$SPYRE_ROOT/scripts/build.sh" >&2
 fi
 # shellcheck disable=SC1091
-. "$SPYRE_CACHE/build/paths.env"
+. "$SPYRE_BUILD/paths.env"
 [ -x "${QEMU:-}" ] && [ -f "${INITRAMFS:-}" ] || die "nothing built yet"
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/spyre-vm.XXXXXX")
