@@ -202,6 +202,7 @@ typedef struct SpyreGemm {
     bool is_int;
     bool read_c;
     bool has_bias;
+    bool plain_fp32;            /* fp32 C written from acc as is */
     double scale;               /* alpha * sa * sb */
     double beta;
     size_t es_a, es_b, es_c, es_bias;

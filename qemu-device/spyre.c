@@ -323,6 +323,7 @@ struct SpyreState {
     uint32_t ncontexts;
     uint32_t nvectors;
     uint32_t nworkers;
+    uint32_t host_cpus;         /* online host CPUs, at realize */
     uint32_t age_ms;            /* aging period, 0 = strict priority */
 
     /* Global registers. */
@@ -1545,11 +1546,12 @@ static void spyre_gemm_to_host(struct spyre_cmd_gemm *h,
 
 /*
  * How to split @g's GEMM into parts: none below 2 * SPYRE_GANG_MIN_MACS,
- * else enough parts for min(cores, workers) cores to share and none above
- * SPYRE_GANG_MAX_MACS (as far as the shape allows); whole batches when
- * there are enough of them, else one matrix per part cut into the grid of
- * M x N blocks (at least 16 x 16) that fetches the fewest operand elements.
- * At most min(cores, workers) parts run at once.
+ * else enough parts for min(cores, workers, host CPUs) cores to share and
+ * none above SPYRE_GANG_MAX_MACS (as far as the shape allows); whole
+ * batches when there are enough of them, else one matrix per part cut into
+ * the grid of M x N blocks (at least 16 x 16) that fetches the fewest
+ * operand elements.  At most that many parts run at once: more threads of
+ * arithmetic than the host has CPUs only thrash its caches.
  */
 static void spyre_gang_split(SpyreState *s, SpyreGang *g)
 {
@@ -1558,7 +1560,7 @@ static void spyre_gang_split(SpyreState *s, SpyreGang *g)
     uint64_t cost, best_cost = UINT64_MAX, r, pm, pn, best_pm = 1;
     uint64_t best_pn = 1, target;
 
-    g->max_active = MIN(s->ncores, s->nworkers);
+    g->max_active = MIN(MIN(s->ncores, s->nworkers), s->host_cpus);
     g->bsz = c->batch;
     g->msz = c->m;
     g->nsz = c->n;
@@ -2794,6 +2796,8 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     s->vmse = qemu_add_vm_change_state_handler(spyre_vm_state_change, s);
 
     s->stopping = false;
+    s->host_cpus = MAX(1, MIN(sysconf(_SC_NPROCESSORS_ONLN),
+                              SPYRE_MAX_WORKERS));
     s->workers = g_new0(SpyreWorker, s->nworkers);
     for (i = 0; i < s->nworkers; i++) {
         SpyreWorker *w = &s->workers[i];

@@ -40,8 +40,9 @@ host=$("$HOSTBIN" --host | sed -n 's/^host-memcpy-gbps //p')
 [ -n "$host" ] || die "spyre-bench --host gave no figure"
 echo "host memcpy: $host GB/s"
 
-# Host sgemm: the card's GEMM engine runs on (up to) WORKERS host threads,
-# so the ceiling is OpenBLAS with that many threads.
+# Host sgemm: the card's GEMM engine runs on min(workers, host CPUs) host
+# threads, so the ceiling is OpenBLAS with that many threads.
+[ "$WORKERS" -le "$(nproc)" ] || WORKERS=$(nproc)
 msg "host: OpenBLAS sgemm 512^3 ceiling ($WORKERS thread(s))"
 SGEMM_ARGS=()
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/spyre-bench.XXXXXX")

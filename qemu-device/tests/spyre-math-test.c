@@ -1550,7 +1550,7 @@ TEST(gemm_steps_and_io)
     static int32_t c_ref[2 * M * LDC], c[2 * M * LDC], c_init[2 * M * LDC];
     static uint8_t scratch[SPYRE_GEMM_SCRATCH_SIZE];
     struct io_rec rec = { 0 };
-    SpyreGemmIO io = { rec_read, rec_write, &rec };
+    SpyreGemmIO io = { .read = rec_read, .write = rec_write, .opaque = &rec };
     SpyreGemmSpan span;
     SpyreGemm g;
     size_t sizes[] = { SPYRE_GEMM_SCRATCH_MIN, 200000,
