@@ -275,6 +275,29 @@ static void spyre_postclose(struct drm_device *drm, struct drm_file *file)
 
 /* ---- QUERY ------------------------------------------------------------- */
 
+/* The card's capability bits as DRM_SPYRE_CAP_* bits. */
+static u64 spyre_uapi_caps(u64 hw)
+{
+	static const struct {
+		u64 hw;
+		u64 uapi;
+	} map[] = {
+		{ SPYRE_CAP_FP16, DRM_SPYRE_CAP_FP16 },
+		{ SPYRE_CAP_BF16, DRM_SPYRE_CAP_BF16 },
+		{ SPYRE_CAP_FP8, DRM_SPYRE_CAP_FP8 },
+		{ SPYRE_CAP_INT8, DRM_SPYRE_CAP_INT8 },
+		{ SPYRE_CAP_MMU, DRM_SPYRE_CAP_MMU },
+		{ SPYRE_CAP_SEM, DRM_SPYRE_CAP_SEM },
+	};
+	u64 caps = 0;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (hw & map[i].hw)
+			caps |= map[i].uapi;
+	return caps;
+}
+
 static void spyre_fill_device_info(struct spyre_device *sdev,
 				   struct drm_spyre_device_info *info)
 {
@@ -290,13 +313,16 @@ static void spyre_fill_device_info(struct spyre_device *sdev,
 	info->num_queues = sdev->num_queues;
 	info->num_contexts = sdev->num_contexts;
 	info->devmem_size = sdev->devmem_size;
-	info->caps = sdev->caps;
+	info->caps = spyre_uapi_caps(sdev->caps);
 	info->va_start = SPYRE_VA_START;
 	info->va_end = SPYRE_VA_END;
 	info->max_cmd_size = SPYRE_MAX_CMD_STREAM;
 	info->pci_domain = pci_domain_nr(pdev->bus);
 	info->pci_bus = pdev->bus->number;
 	info->pci_devfn = pdev->devfn;
+	info->max_jobs = SPYRE_MAX_JOBS;
+	info->max_bos_per_job = SPYRE_MAX_BOS_PER_JOB;
+	info->max_syncs_per_job = SPYRE_MAX_SYNCS_PER_JOB;
 }
 
 static void spyre_fill_memory_info(struct spyre_device *sdev,
@@ -688,7 +714,7 @@ static ssize_t caps_show(struct device *dev, struct device_attribute *attr,
 {
 	struct spyre_device *sdev = spyre_sysfs_dev(dev);
 
-	return sysfs_emit(buf, "%#llx\n", sdev->caps);
+	return sysfs_emit(buf, "%#llx\n", spyre_uapi_caps(sdev->caps));
 }
 static DEVICE_ATTR_RO(caps);
 

@@ -56,6 +56,14 @@
 /* Ring entries per queue (power of two, SPYRE_RING_MIN/MAX_ENTRIES). */
 #define SPYRE_RING_ENTRIES	256
 
+/* BO_CREATE flags this driver knows. */
+#define SPYRE_BO_FLAGS		DRM_SPYRE_BO_DEVICE
+
+/* SUBMIT limits, reported in drm_spyre_device_info. */
+#define SPYRE_MAX_JOBS			256
+#define SPYRE_MAX_BOS_PER_JOB		4096
+#define SPYRE_MAX_SYNCS_PER_JOB		64
+
 extern unsigned int spyre_job_timeout_ms;
 extern unsigned long spyre_max_bo_mb;
 
@@ -391,6 +399,18 @@ struct spyre_job_desc {
 };
 
 /**
+ * struct spyre_job_bo - a BO a job uses.
+ * @obj: the BO (reference held).
+ * @vma: its mapping in the job's context (reference held).
+ * @usage: how the job's fence goes into @obj's reservation object.
+ */
+struct spyre_job_bo {
+	struct drm_gem_object *obj;
+	struct spyre_vma *vma;
+	enum dma_resv_usage usage;
+};
+
+/**
  * struct spyre_job - one scheduler job: one or more jobs of a SUBMIT on
  * one queue (see spyre_ioctl_submit()), one ring descriptor each.
  * @base: scheduler job (must stay first).
@@ -399,9 +419,8 @@ struct spyre_job_desc {
  *	it signals when the last descriptor ends.
  * @fence_init: @hw_fence was initialised (else it is plain memory).
  * @ran: run_job was called (counted in queue->jobs_ran).
- * @bos: BOs the job keeps alive.
- * @vmas: their mappings in the job's context (entries may be NULL).
- * @bo_count: entries in @bos and @vmas.
+ * @bos: BOs the job keeps alive, with their mappings.
+ * @bo_count: entries in @bos.
  * @seqno: sequence number of the last descriptor on the queue.
  * @progress: last descriptor seen ended by the timeout handler.
  * @ndesc: entries in @descs, the credits the job takes.
@@ -413,8 +432,7 @@ struct spyre_job {
 	struct spyre_fence *hw_fence;
 	bool fence_init;
 	bool ran;
-	struct drm_gem_object **bos;
-	struct spyre_vma **vmas;
+	struct spyre_job_bo *bos;
 	u32 bo_count;
 	u64 seqno;
 	u64 progress;

@@ -315,7 +315,7 @@ int spyre_ioctl_bo_create(struct drm_device *drm, void *data,
 	u32 handle;
 	int idx, ret;
 
-	if (args->flags & ~DRM_SPYRE_BO_FLAGS)
+	if (args->flags & ~SPYRE_BO_FLAGS)
 		return -EINVAL;
 	if (!args->size)
 		return -EINVAL;

@@ -28,10 +28,13 @@
  * fail with -ECANCELED.
  *
  * A job keeps the BOs it lists alive, and their mappings in its context,
- * until it is freed; its fence goes into their reservation objects
- * (DMA_RESV_USAGE_WRITE: the card may write any of them), which BO_WAIT
- * and implicit-sync importers wait on.  Submission does not wait for the
- * fences already there: ordering between jobs is explicit (syncobjs).
+ * until it is freed; its fence goes into their reservation objects as a
+ * writer (DMA_RESV_USAGE_WRITE) for BOs listed with DRM_SPYRE_BO_REF_WRITE,
+ * else as a reader (DMA_RESV_USAGE_READ), which BO_WAIT and implicit-sync
+ * importers wait on.  Submission does not wait for the fences already
+ * there: ordering between jobs is explicit (syncobjs).  An in-sync flagged
+ * DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT is waited for before the group that
+ * needs it is queued, outside drm_dev_enter() and with no lock held.
  *
  * The paths that program the card (run_job, queue setup and teardown,
  * timeout handling) hold sdev->reset_sem for reading, so a PCI function
@@ -59,15 +62,16 @@
 #define SPYRE_Q_RESET_TIMEOUT_US	USEC_PER_SEC
 #define SPYRE_DRAIN_TIMEOUT_MS		100
 #define SPYRE_IDLE_TIMEOUT_MS		10000
-/* The smallest stride that can name a command stream. */
-#define SPYRE_JOB_STRIDE_MIN		offsetofend(struct drm_spyre_job, cmd_size)
+/* The smallest stride that can name a command stream (8-byte multiples). */
+#define SPYRE_JOB_STRIDE_MIN	ALIGN(offsetofend(struct drm_spyre_job, \
+					      cmd_size), 8)
 #define SPYRE_JOB_STRIDE_MAX		PAGE_SIZE
 /* Jobs of one SUBMIT that share a scheduler job (and ring credits). */
 #define SPYRE_GROUP_MAX			64
 /* Descriptors written before the doorbell is rung, at most. */
 #define SPYRE_DOORBELL_BATCH		32
-/* BO handles copied from userspace at once. */
-#define SPYRE_HANDLE_CHUNK		64
+/* BO references copied from userspace at once. */
+#define SPYRE_BO_REF_CHUNK		32
 /* Jobs of a SUBMIT copied to the stack rather than to an allocation. */
 #define SPYRE_SUBMIT_STACK_JOBS		4
 /* Out-syncs of a job looked up into the stack (libspyre uses two). */
@@ -624,19 +628,12 @@ static void spyre_job_release(struct spyre_job *job)
 	struct spyre_queue *q = job->queue;
 	u32 i;
 
-	/* Mappings first: they need their BOs alive. */
-	if (job->vmas) {
-		for (i = 0; i < job->bo_count; i++)
-			spyre_vma_put(job->vmas[i]);
-		kvfree(job->vmas);
+	/* Each mapping first: it needs its BO alive. */
+	for (i = 0; i < job->bo_count; i++) {
+		spyre_vma_put(job->bos[i].vma);
+		drm_gem_object_put(job->bos[i].obj);
 	}
-
-	if (job->bos) {
-		for (i = 0; i < job->bo_count; i++)
-			if (job->bos[i])
-				drm_gem_object_put(job->bos[i]);
-		kvfree(job->bos);
-	}
+	kvfree(job->bos);
 
 	if (job->fence_init)
 		dma_fence_put(&job->hw_fence->base);
@@ -999,6 +996,41 @@ struct spyre_out_sync {
 	u64 point;
 };
 
+/*
+ * Wait, holding no lock, until every in-sync of @uj flagged
+ * DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT has a fence, so that the lookup that
+ * queues the job finds one.  Called for each group of a SUBMIT in turn:
+ * points signalled by the jobs queued before it exist by then.
+ */
+static int spyre_job_wait_for_submit(struct drm_file *file,
+				     const struct drm_spyre_job *uj)
+{
+	struct drm_spyre_sync __user *usync = u64_to_user_ptr(uj->in_syncs);
+	struct drm_spyre_sync s;
+	struct dma_fence *fence;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < uj->in_sync_count; i++) {
+		if (copy_from_user(&s, &usync[i], sizeof(s)))
+			return -EFAULT;
+		if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT)
+			return -EINVAL;
+		if (!s.flags)
+			continue;
+		ret = drm_syncobj_find_fence(file, s.handle, s.point,
+					     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+					     &fence);
+		/* Not restartable: earlier jobs may be queued already. */
+		if (ret == -ERESTARTSYS)
+			return -EINTR;
+		if (ret)
+			return ret;
+		dma_fence_put(fence);
+	}
+	return 0;
+}
+
 static int spyre_job_add_in_syncs(struct spyre_job *job,
 				  struct drm_file *file,
 				  const struct drm_spyre_job *uj)
@@ -1012,7 +1044,7 @@ static int spyre_job_add_in_syncs(struct spyre_job *job,
 	for (i = 0; i < uj->in_sync_count; i++) {
 		if (copy_from_user(&s, &usync[i], sizeof(s)))
 			return -EFAULT;
-		if (s.flags)
+		if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT)
 			return -EINVAL;
 
 		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
@@ -1117,9 +1149,9 @@ static int spyre_job_validate(const struct drm_spyre_job *uj)
 	if (uj->cmd_va < SPYRE_VA_START ||
 	    uj->cmd_va > SPYRE_VA_END - uj->cmd_size)
 		return -EINVAL;
-	if (uj->bo_count > DRM_SPYRE_MAX_BOS_PER_JOB ||
-	    uj->in_sync_count > DRM_SPYRE_MAX_SYNCS_PER_JOB ||
-	    uj->out_sync_count > DRM_SPYRE_MAX_SYNCS_PER_JOB)
+	if (uj->bo_count > SPYRE_MAX_BOS_PER_JOB ||
+	    uj->in_sync_count > SPYRE_MAX_SYNCS_PER_JOB ||
+	    uj->out_sync_count > SPYRE_MAX_SYNCS_PER_JOB)
 		return -EINVAL;
 	return 0;
 }
@@ -1137,7 +1169,7 @@ static u32 spyre_group_len(const struct drm_spyre_job *uj, u32 count)
 	for (n = 1; n < count && n < SPYRE_GROUP_MAX; n++) {
 		if (uj[n - 1].out_sync_count ||
 		    uj[n].queue_id != uj[0].queue_id || uj[n].in_sync_count ||
-		    bos + uj[n].bo_count > DRM_SPYRE_MAX_BOS_PER_JOB)
+		    bos + uj[n].bo_count > SPYRE_MAX_BOS_PER_JOB)
 			break;
 		bos += uj[n].bo_count;
 	}
@@ -1149,8 +1181,8 @@ static void spyre_job_trim_bos(struct spyre_job *job, u32 keep)
 {
 	while (job->bo_count > keep) {
 		job->bo_count--;
-		spyre_vma_put(job->vmas[job->bo_count]);
-		drm_gem_object_put(job->bos[job->bo_count]);
+		spyre_vma_put(job->bos[job->bo_count].vma);
+		drm_gem_object_put(job->bos[job->bo_count].obj);
 	}
 }
 
@@ -1158,20 +1190,24 @@ static void spyre_job_trim_bos(struct spyre_job *job, u32 keep)
 static int spyre_job_add_bos(struct spyre_job *job, struct drm_file *file,
 			     const struct drm_spyre_job *uj)
 {
-	u32 __user *uh = u64_to_user_ptr(uj->bo_handles);
-	u32 buf[SPYRE_HANDLE_CHUNK];
+	struct drm_spyre_bo_ref __user *uref = u64_to_user_ptr(uj->bos);
+	struct drm_spyre_bo_ref buf[SPYRE_BO_REF_CHUNK];
 	u32 i, n;
 
 	for (i = 0; i < uj->bo_count; i += n) {
-		n = min_t(u32, uj->bo_count - i, SPYRE_HANDLE_CHUNK);
-		if (copy_from_user(buf, uh + i, n * sizeof(*buf)))
+		n = min_t(u32, uj->bo_count - i, SPYRE_BO_REF_CHUNK);
+		if (copy_from_user(buf, uref + i, n * sizeof(*buf)))
 			return -EFAULT;
 		for (u32 k = 0; k < n; k++) {
+			struct spyre_job_bo *jb = &job->bos[job->bo_count];
 			struct drm_gem_object *obj;
-
 			struct spyre_vma *vma;
 
-			obj = drm_gem_object_lookup(file, buf[k]);
+			if (!buf[k].flags ||
+			    (buf[k].flags & ~(DRM_SPYRE_BO_REF_READ |
+					      DRM_SPYRE_BO_REF_WRITE)))
+				return -EINVAL;
+			obj = drm_gem_object_lookup(file, buf[k].handle);
 			if (!obj)
 				return -ENOENT;
 			/* NULL if the handle was closed meanwhile */
@@ -1181,8 +1217,11 @@ static int spyre_job_add_bos(struct spyre_job *job, struct drm_file *file,
 				drm_gem_object_put(obj);
 				return -ENOENT;
 			}
-			job->vmas[job->bo_count] = vma;
-			job->bos[job->bo_count++] = obj;
+			jb->obj = obj;
+			jb->vma = vma;
+			jb->usage = buf[k].flags & DRM_SPYRE_BO_REF_WRITE ?
+				    DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ;
+			job->bo_count++;
 		}
 	}
 	return 0;
@@ -1231,11 +1270,9 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
 	for (i = 0; i < n; i++)
 		nbos += uj[i].bo_count;
-	if (nbos) {
+	if (nbos)
 		job->bos = kvcalloc(nbos, sizeof(*job->bos), GFP_KERNEL);
-		job->vmas = kvcalloc(nbos, sizeof(*job->vmas), GFP_KERNEL);
-	}
-	if (!job->hw_fence || (nbos && (!job->bos || !job->vmas))) {
+	if (!job->hw_fence || (nbos && !job->bos)) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -1287,8 +1324,8 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		locked = true;
 		drm_exec_until_all_locked(&exec) {
 			for (i = 0; i < job->bo_count; i++) {
-				ret = drm_exec_prepare_obj(&exec, job->bos[i],
-							   1);
+				ret = drm_exec_prepare_obj(&exec,
+							   job->bos[i].obj, 1);
 				drm_exec_retry_on_contention(&exec);
 				if (ret)
 					goto err;
@@ -1313,8 +1350,8 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 	job->seqno = q->next_seqno;
 	fence = dma_fence_get(&job->base.s_fence->finished);
 	for (i = 0; i < job->bo_count; i++)
-		dma_resv_add_fence(job->bos[i]->resv, fence,
-				   DMA_RESV_USAGE_WRITE);
+		dma_resv_add_fence(job->bos[i].obj->resv, fence,
+				   job->bos[i].usage);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&q->lock);
 	if (locked)
@@ -1386,10 +1423,11 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 
 	if (args->flags || args->pad)
 		return -EINVAL;
-	if (!args->job_count || args->job_count > DRM_SPYRE_MAX_JOBS)
+	if (!args->job_count || args->job_count > SPYRE_MAX_JOBS)
 		return -EINVAL;
 	if (args->job_stride < SPYRE_JOB_STRIDE_MIN ||
-	    args->job_stride > SPYRE_JOB_STRIDE_MAX)
+	    args->job_stride > SPYRE_JOB_STRIDE_MAX ||
+	    !IS_ALIGNED(args->job_stride, 8))
 		return -EINVAL;
 
 	if (args->job_count > ARRAY_SIZE(stack_jobs)) {
@@ -1415,17 +1453,22 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 		}
 	}
 
-	if (!drm_dev_enter(drm, &idx)) {
-		ret = -ENODEV;
-		goto out;
-	}
 	for (i = 0; i < valid; i += n) {
 		u32 q;
 
 		n = spyre_group_len(&uj[i], valid - i);
+		/* Only a group's first job has in-syncs. */
+		ret = spyre_job_wait_for_submit(file, &uj[i]);
+		if (ret)
+			break;
+		if (!drm_dev_enter(drm, &idx)) {
+			ret = -ENODEV;
+			break;
+		}
 		ret = spyre_submit_group(sfile, file, &uj[i], n,
 					 args->jobs + (u64)i * args->job_stride,
 					 args->job_stride, &q);
+		drm_dev_exit(idx);
 		queued += q;
 		if (ret)
 			break;
@@ -1434,8 +1477,7 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 		ret = first_err;
 	if (ret)
 		args->job_count = queued;
-	drm_dev_exit(idx);
-out:
+
 	if (uj != stack_jobs)
 		kvfree(uj);
 	return ret;

@@ -161,9 +161,14 @@ TEST_F(card, query_device_info_values)
 	EXPECT_LT(0, di.va_start) TH_LOG("VA 0 must never be handed out");
 	EXPECT_LE(8, di.max_cmd_size);
 	EXPECT_EQ(0, di.max_cmd_size % 8);
-	for (int i = 0; i < 4; i++) {
+	/* the SUBMIT limits this kernel enforces (spyre_submit tests) */
+	EXPECT_EQ(256, di.max_jobs);
+	EXPECT_EQ(4096, di.max_bos_per_job);
+	EXPECT_EQ(64, di.max_syncs_per_job);
+	EXPECT_EQ(0, di.pad);
+	for (size_t i = 0; i < sizeof(di.reserved) / sizeof(di.reserved[0]);
+	     i++)
 		EXPECT_EQ(0, di.reserved[i]);
-	}
 	ASSERT_EQ(0, sscanf(self->desc.pci_addr, "%x:%x:%x.%x", &dom, &bus,
 			    &dev, &fn) == 4 ? 0 : -1);
 	EXPECT_EQ(dom, di.pci_domain);

@@ -4,6 +4,9 @@
  * the card (FILL, COPY incl. 2-D, TIMESTAMP), fences with errors, sticky
  * context errors, isolation between files and processes.
  */
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -209,10 +212,11 @@ TEST_F(sub, bad_ids_and_handles)
 TEST_F(sub, bad_submit_struct)
 {
 	struct drm_spyre_sync out = { .handle = self->c.sync };
+	struct drm_spyre_bo_ref ref = { self->c.cmd_h, DRM_SPYRE_BO_REF_READ };
 	struct drm_spyre_job job[2] = { {
 		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
 		.cmd_size = 8, .bo_count = 1,
-		.bo_handles = (uintptr_t)&self->c.cmd_h,
+		.bos = (uintptr_t)&ref,
 		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
 	} };
 	struct drm_spyre_submit s = { .jobs = (uintptr_t)job, .job_count = 1,
@@ -229,7 +233,7 @@ TEST_F(sub, bad_submit_struct)
 	s.pad = 0;
 	s.job_count = 0;
 	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
-	s.job_count = DRM_SPYRE_MAX_JOBS + 1;
+	s.job_count = self->c.di.max_jobs + 1;
 	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
 	job[0].flags = 1;
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
@@ -242,17 +246,49 @@ TEST_F(sub, bad_submit_struct)
 	s.jobs = 16;
 	EXPECT_EQ(-EFAULT, SUBMIT1(&s));
 	s.jobs = (uintptr_t)job;
-	job[0].bo_count = DRM_SPYRE_MAX_BOS_PER_JOB + 1;
+	job[0].bo_count = self->c.di.max_bos_per_job + 1;
 	EXPECT_GT(0, SUBMIT1(&s));
 	job[0].bo_count = 1;
-	job[0].bo_handles = 16;
+	job[0].bos = 16;
 	EXPECT_EQ(-EFAULT, SUBMIT1(&s));
-	job[0].bo_handles = (uintptr_t)&self->c.cmd_h;
-	job[0].in_sync_count = DRM_SPYRE_MAX_SYNCS_PER_JOB + 1;
+	job[0].bos = (uintptr_t)&ref;
+	/* a BO reference needs READ and/or WRITE, nothing else */
+	ref.flags = 0;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	ref.flags = DRM_SPYRE_BO_REF_READ | (1u << 2);
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	ref.flags = 1u << 31;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	ref.flags = DRM_SPYRE_BO_REF_READ;
+	/* WAIT_FOR_SUBMIT is an in-sync flag: not for out-syncs */
+	out.flags = DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	out.flags = 0;
+	job[0].in_sync_count = self->c.di.max_syncs_per_job + 1;
 	job[0].in_syncs = (uintptr_t)&out;
 	EXPECT_GT(0, SUBMIT1(&s));
 	job[0].in_sync_count = 0;
 	job[0].in_syncs = 0;
+
+	/* strides: multiples of 8 from 24 (through cmd_size) to 4096 */
+	s.job_stride = 20;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	s.job_stride = 28;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	s.job_stride = 4096 + 8;
+	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
+	/*
+	 * A 24-byte job (bo_count is in it, its pointer is not): no BOs,
+	 * no syncs, no seqno written back.
+	 */
+	job[0].seqno = 0xfeed;
+	job[0].bo_count = 0;
+	s.job_stride = 24;
+	EXPECT_EQ(0, SUBMIT1(&s));
+	EXPECT_EQ(0xfeed, job[0].seqno);
+	s.job_stride = sizeof(job[0]);
+	job[0].seqno = 0;
+	job[0].bo_count = 1;
 
 	/* larger stride: extra bytes must be zero */
 	memset(big, 0, sizeof(big));
@@ -514,6 +550,249 @@ TEST_F(sub, in_fence_signalled_from_cpu)
 				     SPYRE_TEST_TIMEOUT_NS));
 	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
 	EXPECT_EQ(0xabcd, *(volatile uint64_t *)self->pa);
+}
+
+TEST_F(sub, device_info_limits_are_enforced)
+{
+	const uint64_t known = DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
+			       DRM_SPYRE_CAP_FP8 | DRM_SPYRE_CAP_INT8 |
+			       DRM_SPYRE_CAP_MMU | DRM_SPYRE_CAP_SEM;
+	struct drm_spyre_device_info *di = &self->c.di;
+	uint32_t njobs = di->max_jobs, nrefs = di->max_bos_per_job;
+	uint32_t nsyncs = di->max_syncs_per_job;
+	struct drm_spyre_job *jobs;
+	struct drm_spyre_bo_ref *refs;
+	struct drm_spyre_sync *in, out = { .handle = self->c.sync };
+	struct drm_spyre_submit sub = { .job_stride = sizeof(*jobs) };
+	uint64_t p = 1;
+	uint32_t tl;
+
+	/* the emulated card has every capability; nothing unknown leaks */
+	EXPECT_EQ(known, di->caps);
+	EXPECT_EQ(0, di->pad);
+	EXPECT_EQ(0, di->reserved[0] | di->reserved[1]);
+	ASSERT_LE(1, njobs);
+	ASSERT_LE(1, nrefs);
+	ASSERT_LE(1, nsyncs);
+
+	/* exactly the reported maxima go through, in one job or in many */
+	jobs = calloc(njobs, sizeof(*jobs));
+	refs = calloc(nrefs, sizeof(*refs));
+	in = calloc(nsyncs, sizeof(*in));
+	ASSERT_TRUE(jobs && refs && in);
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
+	ASSERT_EQ(0, drmSyncobjTimelineSignal(self->c.fd, &tl, &p, 1));
+	for (uint32_t i = 0; i < nrefs; i++)
+		refs[i] = (struct drm_spyre_bo_ref){
+			i & 1 ? self->a : self->c.cmd_h, DRM_SPYRE_BO_REF_READ };
+	for (uint32_t i = 0; i < nsyncs; i++)
+		in[i] = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
+	memset(self->c.cmd, 0, 8);
+	self->c.cmd[4] = 8;	/* NOP, size 8 */
+	for (uint32_t i = 0; i < njobs; i++)
+		jobs[i] = (struct drm_spyre_job){
+			.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+			.cmd_size = 8,
+		};
+	jobs[0].bos = (uintptr_t)refs;
+	jobs[0].bo_count = nrefs;
+	jobs[0].in_syncs = (uintptr_t)in;
+	jobs[0].in_sync_count = nsyncs;
+	jobs[njobs - 1].out_syncs = (uintptr_t)&out;
+	jobs[njobs - 1].out_sync_count = 1;
+	sub.jobs = (uintptr_t)jobs;
+	sub.job_count = njobs;
+	EXPECT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(njobs, sub.job_count);
+	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	/* and one more of each is refused */
+	sub.job_count = 1;
+	jobs[0].bo_count = nrefs + 1;
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				       &sub));
+	jobs[0].bo_count = nrefs;
+	sub.job_count = 1;
+	jobs[0].in_sync_count = nsyncs + 1;
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				       &sub));
+	free(jobs);
+	free(refs);
+	free(in);
+}
+
+/* POLLIN / POLLOUT readiness of a dma-buf right now. */
+static short dmabuf_ready(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+
+	return poll(&pfd, 1, 0) < 0 ? -1 : pfd.revents;
+}
+
+TEST_F(sub, bo_ref_read_and_write_fences)
+{
+	/*
+	 * A job held in SEM_WAIT lists a as READ and b as WRITE.  Through
+	 * their dma-bufs: a may be read at once (no writer) but not written
+	 * (a reader is busy); b may do neither.  BO_WAIT waits for both.
+	 */
+	struct drm_spyre_sync out = { .handle = self->c.sync };
+	struct drm_spyre_bo_ref refs[4];
+	struct drm_spyre_job job = {
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+		.bos = (uintptr_t)refs, .bo_count = 4,
+		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
+	};
+	struct drm_spyre_submit sub = { .jobs = (uintptr_t)&job,
+					.job_count = 1,
+					.job_stride = sizeof(job) };
+	volatile uint64_t *sem;
+	uint64_t sem_va;
+	uint32_t sem_h;
+	int fa, fb;
+
+	ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4096, &sem_h, &sem_va));
+	sem = spyre_bo_mmap(self->c.fd, sem_h, 4096);
+	ASSERT_NE(MAP_FAILED, (void *)sem);
+	*sem = 0;
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->c.fd, self->a, DRM_CLOEXEC, &fa));
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->c.fd, self->b, DRM_CLOEXEC, &fb));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fa));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb));
+
+	ASSERT_EQ(0, spyre_cmdbuf_sem_wait(self->cb, sem_va, 1));
+	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb),
+	       spyre_cmdbuf_size(self->cb));
+	job.cmd_size = (uint32_t)spyre_cmdbuf_size(self->cb);
+	refs[0] = (struct drm_spyre_bo_ref){ self->c.cmd_h,
+					     DRM_SPYRE_BO_REF_READ };
+	refs[1] = (struct drm_spyre_bo_ref){ self->a, DRM_SPYRE_BO_REF_READ };
+	refs[2] = (struct drm_spyre_bo_ref){ self->b, DRM_SPYRE_BO_REF_WRITE };
+	refs[3] = (struct drm_spyre_bo_ref){ sem_h, DRM_SPYRE_BO_REF_READ };
+	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+
+	EXPECT_EQ(POLLIN, dmabuf_ready(fa));
+	EXPECT_EQ(0, dmabuf_ready(fb));
+	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, self->a,
+					    spyre_abs_timeout(1000000)));
+	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, self->b,
+					    spyre_abs_timeout(1000000)));
+
+	*sem = 1;	/* let the job end */
+	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, self->a,
+				       spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fa));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb));
+	close(fa);
+	close(fb);
+	munmap((void *)sem, 4096);
+}
+
+struct late_signal {
+	int fd;
+	uint32_t qid, tl;
+	uint64_t cmd_va;
+	uint32_t cmd_h;
+	atomic_int submitting;
+	int ret;
+};
+
+static void *late_signal_thread(void *arg)
+{
+	struct late_signal *ls = arg;
+	struct timespec d = { 0, 300 * 1000 * 1000 };
+
+	nanosleep(&d, NULL);
+	atomic_store(&ls->submitting, 1);
+	ls->ret = spyre_submit_job(ls->fd, ls->qid, ls->cmd_va, 8, &ls->cmd_h,
+				   1, NULL, 0, ls->tl, 1, NULL);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(sub, wait_for_submit, 60)
+{
+	/*
+	 * An in-sync flagged WAIT_FOR_SUBMIT on a point another thread
+	 * signals later: SUBMIT blocks until that thread submits, then the
+	 * job runs.  Within one SUBMIT the point may come from an earlier
+	 * job.  A point nobody submits gives -ETIME, queueing nothing.
+	 */
+	struct late_signal ls = { .fd = self->c.fd, .cmd_va = self->c.cmd_va,
+				  .cmd_h = self->c.cmd_h };
+	uint32_t bos[2] = { self->c.cmd_h, self->a };
+	struct drm_spyre_sync in = { .point = 1,
+				     .flags = DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT };
+	struct drm_spyre_sync sig = { .point = 1 }, done = {
+		.handle = self->c.sync };
+	struct drm_spyre_bo_ref refs[2] = {
+		{ self->c.cmd_h, DRM_SPYRE_BO_REF_READ },
+		{ self->a, DRM_SPYRE_BO_REF_WRITE },
+	};
+	struct drm_spyre_job jobs[2];
+	struct drm_spyre_submit sub = { .jobs = (uintptr_t)jobs,
+					.job_count = 2,
+					.job_stride = sizeof(jobs[0]) };
+	pthread_t th;
+
+	memset(self->c.cmd, 0, 8);
+	self->c.cmd[4] = 8;	/* NOP at offset 0 */
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, 1, 8, 0x5eed));
+	memcpy(self->c.cmd + 64, spyre_cmdbuf_data(self->cb), 40);
+	ASSERT_EQ(0, spyre_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				     &ls.qid));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &ls.tl));
+
+	/* another thread submits the signalling job 300 ms from now */
+	memset(self->pa, 0, 8);
+	in.handle = ls.tl;
+	ASSERT_EQ(0, pthread_create(&th, NULL, late_signal_thread, &ls));
+	EXPECT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
+				      self->c.cmd_va + 64, 40, bos, 2, &in, 1,
+				      self->c.sync, 0, NULL));
+	EXPECT_EQ(1, atomic_load(&ls.submitting));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, ls.ret);
+	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0x5eed, *(volatile uint64_t *)self->pa);
+
+	/* job 1 waits for the point job 0 of the same SUBMIT signals */
+	ASSERT_EQ(0, drmSyncobjReset(self->c.fd, &self->c.sync, 1));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &sig.handle));
+	in.handle = sig.handle;
+	memset(self->pa, 0, 8);
+	jobs[0] = (struct drm_spyre_job){
+		.queue_id = ls.qid, .cmd_va = self->c.cmd_va, .cmd_size = 8,
+		.bos = (uintptr_t)refs, .bo_count = 1,
+		.out_syncs = (uintptr_t)&sig, .out_sync_count = 1,
+	};
+	jobs[1] = (struct drm_spyre_job){
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va + 64,
+		.cmd_size = 40, .bos = (uintptr_t)refs, .bo_count = 2,
+		.in_syncs = (uintptr_t)&in, .in_sync_count = 1,
+		.out_syncs = (uintptr_t)&done, .out_sync_count = 1,
+	};
+	EXPECT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(2, sub.job_count);
+	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0x5eed, *(volatile uint64_t *)self->pa);
+
+	/* nobody signals point 7: the DRM core gives up after 5 s */
+	in.point = 7;
+	sub.jobs = (uintptr_t)&jobs[1];
+	sub.job_count = 1;
+	EXPECT_EQ(-ETIME, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				      &sub));
+	EXPECT_EQ(0, sub.job_count);
+	/* the context is not harmed */
+	EXPECT_EQ(0, spyre_ctx_run_at(&self->c, self->cb, 64, &self->a, 1));
 }
 
 /* ---- errors ------------------------------------------------------------- */

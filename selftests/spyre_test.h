@@ -172,7 +172,10 @@ static inline int spyre_queue_del(int fd, uint32_t id)
 	return spyre_ioctl(fd, DRM_IOCTL_SPYRE_QUEUE_DESTROY, &d);
 }
 
-/* Submit one job.  @out_point 0 = binary out syncobj. */
+/*
+ * Submit one job.  @bos (@nbos GEM handles) are listed read-write;
+ * @out_point 0 = binary out syncobj.
+ */
 static inline int spyre_submit_job(int fd, uint32_t qid, uint64_t cmd_va,
 				   uint32_t cmd_size, const uint32_t *bos,
 				   uint32_t nbos, const struct drm_spyre_sync *in,
@@ -181,12 +184,13 @@ static inline int spyre_submit_job(int fd, uint32_t qid, uint64_t cmd_va,
 {
 	struct drm_spyre_sync out = { .handle = out_syncobj,
 				      .point = out_point };
+	struct drm_spyre_bo_ref *refs = calloc(nbos ? nbos : 1, sizeof(*refs));
 	struct drm_spyre_job job = {
 		.queue_id = qid,
 		.cmd_va = cmd_va,
 		.cmd_size = cmd_size,
 		.bo_count = nbos,
-		.bo_handles = (uintptr_t)bos,
+		.bos = (uintptr_t)refs,
 		.in_syncs = (uintptr_t)in,
 		.in_sync_count = nin,
 		.out_syncs = (uintptr_t)&out,
@@ -197,8 +201,15 @@ static inline int spyre_submit_job(int fd, uint32_t qid, uint64_t cmd_va,
 		.job_count = 1,
 		.job_stride = sizeof(job),
 	};
-	int ret = spyre_ioctl(fd, DRM_IOCTL_SPYRE_SUBMIT, &s);
+	int ret;
 
+	if (!refs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nbos; i++)
+		refs[i] = (struct drm_spyre_bo_ref){
+			bos[i], DRM_SPYRE_BO_REF_READ | DRM_SPYRE_BO_REF_WRITE };
+	ret = spyre_ioctl(fd, DRM_IOCTL_SPYRE_SUBMIT, &s);
+	free(refs);
 	if (!ret && seqno)
 		*seqno = job.seqno;
 	return ret;

@@ -5,6 +5,7 @@
  * internal exported, and the headers' constants equal to the uapi.
  */
 #include <dlfcn.h>
+#include <stddef.h>
 
 #include "kselftest_harness.h"
 
@@ -180,6 +181,45 @@ TEST(constants_match_uapi)
 		  sizeof(struct spyre_memory_info));
 	EXPECT_EQ(sizeof(struct drm_spyre_context_info),
 		  sizeof(struct spyre_context_info));
+}
+
+/*
+ * The ioctl structs (botching-up-ioctls.rst): sizes that are multiples of
+ * 8 (no tail padding differs between 32- and 64-bit userspace), every
+ * __u64 naturally aligned, and the sizes this ABI froze.
+ */
+#define LAYOUT(type, size)						\
+	do {								\
+		EXPECT_EQ(size, sizeof(struct type)) TH_LOG(#type);	\
+		EXPECT_EQ(0, sizeof(struct type) % 8) TH_LOG(#type);	\
+	} while (0)
+#define ALIGNED64(type, field)						\
+	EXPECT_EQ(0, offsetof(struct type, field) % 8) TH_LOG(#type "." #field)
+
+TEST(uapi_layout)
+{
+	LAYOUT(drm_spyre_query, 24);
+	LAYOUT(drm_spyre_device_info, 112);
+	LAYOUT(drm_spyre_memory_info, 96);
+	LAYOUT(drm_spyre_context_info, 64);
+	LAYOUT(drm_spyre_bo_create, 24);
+	LAYOUT(drm_spyre_queue_create, 16);
+	LAYOUT(drm_spyre_queue_destroy, 8);
+	LAYOUT(drm_spyre_sync, 16);
+	LAYOUT(drm_spyre_bo_ref, 8);
+	LAYOUT(drm_spyre_job, 64);
+	LAYOUT(drm_spyre_submit, 24);
+	ALIGNED64(drm_spyre_device_info, devmem_size);
+	ALIGNED64(drm_spyre_device_info, reserved);
+	ALIGNED64(drm_spyre_job, cmd_va);
+	ALIGNED64(drm_spyre_job, bos);
+	ALIGNED64(drm_spyre_job, in_syncs);
+	ALIGNED64(drm_spyre_job, out_syncs);
+	ALIGNED64(drm_spyre_job, seqno);
+	ALIGNED64(drm_spyre_sync, point);
+	ALIGNED64(drm_spyre_submit, jobs);
+	/* SUBMIT's minimum job stride: through cmd_size, rounded up to 8 */
+	EXPECT_EQ(24, (offsetof(struct drm_spyre_job, cmd_size) + 4 + 7) & ~7ul);
 }
 
 TEST_HARNESS_MAIN

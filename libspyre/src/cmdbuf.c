@@ -40,6 +40,7 @@ void spyre__cmdbuf_fini(struct spyre_cmdbuf *cb)
 {
 	free(cb->data);
 	free(cb->bos);
+	free(cb->bo_written);
 	memset(cb, 0, sizeof(*cb));
 }
 
@@ -341,6 +342,7 @@ static int bos_reserve(struct spyre_cmdbuf *cb, size_t n)
 	if (cb->nbos + n > cb->bos_cap) {
 		size_t ncap = cb->bos_cap ? cb->bos_cap * 2 : 16;
 		struct spyre_bo **nb;
+		bool *nw;
 
 		while (ncap < cb->nbos + n)
 			ncap *= 2;
@@ -348,16 +350,24 @@ static int bos_reserve(struct spyre_cmdbuf *cb, size_t n)
 		if (!nb)
 			return -ENOMEM;
 		cb->bos = nb;
+		nw = realloc(cb->bo_written, ncap * sizeof(*nw));
+		if (!nw)
+			return -ENOMEM;
+		cb->bo_written = nw;
 		cb->bos_cap = ncap;
 	}
 	return 0;
 }
 
-/* Record the BOs of @mems (room reserved by bos_reserve()). */
+/*
+ * Record the BOs of @mems (room reserved by bos_reserve()); bit i of
+ * @written says that the command writes mems[i].
+ */
 static void bos_add(struct spyre_cmdbuf *cb, const struct spyre_mem *mems,
-		    size_t n)
+		    size_t n, unsigned int written)
 {
 	for (size_t i = 0; i < n; i++) {
+		bool w = written & (1u << i);
 		size_t j;
 
 		if (!mems[i].bo)
@@ -365,9 +375,18 @@ static void bos_add(struct spyre_cmdbuf *cb, const struct spyre_mem *mems,
 		for (j = 0; j < cb->nbos; j++)
 			if (cb->bos[j] == mems[i].bo)
 				break;
-		if (j == cb->nbos)
-			cb->bos[cb->nbos++] = mems[i].bo;
+		if (j == cb->nbos) {
+			cb->bos[cb->nbos] = mems[i].bo;
+			cb->bo_written[cb->nbos++] = w;
+		} else if (w) {
+			cb->bo_written[j] = true;
+		}
 	}
+}
+
+bool spyre__cmdbuf_bo_written(const struct spyre_cmdbuf *cb, size_t i)
+{
+	return cb->bo_written[i];
 }
 
 /* Reserve a command of @size bytes and room for @n BOs; NULL on ENOMEM. */
@@ -522,7 +541,7 @@ SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
 						g->scale_a, g->scale_b,
 						g->amax };
 
-		bos_add(cb, m, 7);
+		bos_add(cb, m, 7, 1u << 2 | 1u << 6);	/* c, amax */
 	}
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
@@ -567,7 +586,7 @@ SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
 	{
 		const struct spyre_mem m[3] = { out, a, b };
 
-		bos_add(cb, m, 3);
+		bos_add(cb, m, 3, 1u << 0);		/* out */
 	}
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
@@ -609,7 +628,7 @@ SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
 	{
 		const struct spyre_mem m[2] = { dst, src };
 
-		bos_add(cb, m, 2);
+		bos_add(cb, m, 2, 1u << 0);		/* dst */
 	}
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
@@ -670,7 +689,7 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
 	{
 		const struct spyre_mem m[4] = { dst, src, gamma, beta };
 
-		bos_add(cb, m, 4);
+		bos_add(cb, m, 4, 1u << 0);		/* dst */
 	}
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
@@ -710,7 +729,7 @@ SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 	{
 		const struct spyre_mem m[2] = { dst, src };
 
-		bos_add(cb, m, 2);
+		bos_add(cb, m, 2, 1u << 0);		/* dst */
 	}
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;

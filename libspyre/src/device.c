@@ -123,8 +123,12 @@ static int query_info(struct spyre_device *dev)
 	q.data = (uintptr_t)&di;
 	if (drmIoctl(dev->fd, DRM_IOCTL_SPYRE_QUERY, &q))
 		return -errno;
-	if (q.size < offsetof(struct drm_spyre_device_info, reserved))
+	if (q.size < offsetof(struct drm_spyre_device_info, reserved) ||
+	    !di.max_jobs || !di.max_bos_per_job || !di.max_syncs_per_job)
 		return -EPROTO;
+	dev->max_jobs = di.max_jobs;
+	dev->max_bos_per_job = di.max_bos_per_job;
+	dev->max_syncs_per_job = di.max_syncs_per_job;
 
 	info->hw_version = di.hw_version;
 	info->num_cores = di.num_cores;

@@ -109,6 +109,7 @@ SPYRE_API int spyre_event_record(struct spyre_event *e,
 		memset(&sub, 0, sizeof(sub));
 		sub.cb = &s->cb;
 		sub.extra_bo = e->bo;
+		sub.extra_bo_written = true;	/* timestamps */
 		sub.signal_syncobj = e->syncobj;
 		ret = spyre__stream_submit_locked(s, &sub);
 	}

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Graphs: a command list written once into a BO of its own and launched
- * with one submit ioctl per launch (up to DRM_SPYRE_MAX_JOBS repetitions
- * each), with the BO handle list prepared at creation.
+ * with one submit ioctl per launch (up to the kernel's max_jobs
+ * repetitions each), with the BO list prepared at creation.
  */
 #include "internal.h"
 
@@ -16,6 +16,7 @@ struct spyre_graph {
 	struct spyre_bo *cmd;		/* the commands */
 	uint32_t size;			/* bytes of commands */
 	struct spyre_bo **bos;		/* listed + recorded BOs */
+	bool *written;			/* per BO: a command may write it */
 	unsigned int nbos;
 };
 
@@ -36,7 +37,7 @@ SPYRE_API int spyre_graph_create(struct spyre_device *dev,
 	if (cb->size > dev->info.max_cmd_size || cb->size > UINT32_MAX)
 		return -E2BIG;
 	total = (size_t)nbos + cb->nbos;
-	if (total + 1 > DRM_SPYRE_MAX_BOS_PER_JOB)
+	if (total + 1 > dev->max_bos_per_job)
 		return -E2BIG;
 	for (size_t i = 0; i < total; i++) {
 		struct spyre_bo *bo = i < nbos ? bos[i] : cb->bos[i - nbos];
@@ -50,12 +51,19 @@ SPYRE_API int spyre_graph_create(struct spyre_device *dev,
 	if (!g)
 		return -ENOMEM;
 	g->bos = calloc(total ? total : 1, sizeof(*g->bos));
-	if (!g->bos) {
+	g->written = calloc(total ? total : 1, sizeof(*g->written));
+	if (!g->bos || !g->written) {
+		free(g->bos);
+		free(g->written);
 		free(g);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < total; i++)
+	/* The caller's BOs may be written by raw-VA commands. */
+	for (size_t i = 0; i < total; i++) {
 		g->bos[i] = i < nbos ? bos[i] : cb->bos[i - nbos];
+		g->written[i] = i < nbos ||
+				spyre__cmdbuf_bo_written(cb, i - nbos);
+	}
 	g->nbos = (unsigned int)total;
 	g->size = (uint32_t)cb->size;
 
@@ -65,6 +73,7 @@ SPYRE_API int spyre_graph_create(struct spyre_device *dev,
 	if (ret) {
 		spyre_bo_free(g->cmd);
 		free(g->bos);
+		free(g->written);
 		free(g);
 		return ret;
 	}
@@ -84,6 +93,7 @@ SPYRE_API void spyre_graph_destroy(struct spyre_graph *g)
 		return;
 	spyre_bo_free(g->cmd);
 	free(g->bos);
+	free(g->written);
 	spyre__device_put(g->dev);
 	free(g);
 }
@@ -113,6 +123,7 @@ SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
 	sub.repeat = repeat;
 	sub.extra_bo = g->cmd;
 	sub.bos = g->bos;
+	sub.bos_written = g->written;
 	sub.nbos = g->nbos;
 	ret = spyre__stream_submit_locked(s, &sub);
 	pthread_mutex_unlock(&s->lock);

@@ -47,6 +47,10 @@ struct spyre_device {
 	pid_t pid;
 	atomic_int error;		/* sticky context error (<= 0) */
 	struct spyre_device_info info;
+	/* SUBMIT limits from the kernel's device info */
+	uint32_t max_jobs;
+	uint32_t max_bos_per_job;
+	uint32_t max_syncs_per_job;
 	/*
 	 * Live BOs by GEM handle.  PRIME import of a buffer the file already
 	 * holds returns the existing handle, so several spyre_bo may share
@@ -105,6 +109,7 @@ struct spyre_cmdbuf {
 	size_t count;
 	/* BOs named by struct spyre_mem operands (each once, no reference) */
 	struct spyre_bo **bos;
+	bool *bo_written;		/* per entry of @bos: a command writes it */
 	size_t nbos;
 	size_t bos_cap;
 };
@@ -140,7 +145,9 @@ struct spyre__sub {
 	uint32_t cmd_size;
 	unsigned int repeat;
 	struct spyre_bo *extra_bo;		/* e.g. a graph's command BO */
+	bool extra_bo_written;			/* a command writes extra_bo */
 	struct spyre_bo *const *bos;
+	const bool *bos_written;		/* per BO; NULL: all written */
 	unsigned int nbos;
 	const struct spyre_fence *waits;
 	unsigned int nwaits;
@@ -153,6 +160,10 @@ struct spyre__sub {
 	const void *stage_in;			/* host -> device, or */
 	void *stage_out;			/* device -> host */
 };
+
+/* cmdbuf.c: does a command of @cb write its BO number @i? */
+SPYRE_HIDDEN bool spyre__cmdbuf_bo_written(const struct spyre_cmdbuf *cb,
+					   size_t i);
 
 /* device.c */
 SPYRE_HIDDEN void spyre__device_get(struct spyre_device *dev);

@@ -304,24 +304,42 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 	struct drm_spyre_sync *in = NULL, outs[3];
 	struct drm_spyre_job stack_jobs[STACK_JOBS], *jobs = stack_jobs;
 	struct drm_spyre_submit submit;
-	uint32_t *handles = NULL;
+	struct drm_spyre_bo_ref *refs = NULL;
 	unsigned int nh = 0, nin = 0, nout = 0, done = 0;
 	uint64_t point = q->last_point + 1;
 	uint32_t slot = 0;
 	int ret;
 
-	if (nbos > DRM_SPYRE_MAX_BOS_PER_JOB || nw > DRM_SPYRE_MAX_SYNCS_PER_JOB)
+	if (nbos > q->dev->max_bos_per_job || nw > q->dev->max_syncs_per_job)
 		return -E2BIG;
-	handles = malloc(nbos * sizeof(*handles));
-	if (!handles)
+	refs = malloc(nbos * sizeof(*refs));
+	if (!refs)
 		return -ENOMEM;
+	/*
+	 * Every BO is listed as read, and as written when a command may
+	 * write it (the job's fence then goes in as a writer): the ring
+	 * (staged device-to-host copies land there), an extra BO as the
+	 * caller says, the caller's BOs unless it says otherwise (raw-VA
+	 * commands may write them), and the command buffer's BOs as its
+	 * encoders recorded.  GEMM weights and other inputs thus carry
+	 * reader fences only.
+	 */
 	if (ring)
-		handles[nh++] = ring->handle;
+		refs[nh++] = (struct drm_spyre_bo_ref){
+			ring->handle, DRM_SPYRE_BO_REF_READ |
+				      DRM_SPYRE_BO_REF_WRITE };
 	if (sub->extra_bo)
-		handles[nh++] = sub->extra_bo->handle;
+		refs[nh++] = (struct drm_spyre_bo_ref){
+			sub->extra_bo->handle, DRM_SPYRE_BO_REF_READ |
+			(sub->extra_bo_written ? DRM_SPYRE_BO_REF_WRITE : 0) };
 	for (unsigned int i = 0; i < sub->nbos + ncb; i++) {
-		struct spyre_bo *bo = i < sub->nbos ? sub->bos[i] :
+		bool user = i < sub->nbos;
+		struct spyre_bo *bo = user ? sub->bos[i] :
 				      cb->bos[i - sub->nbos];
+		bool written = user ? !sub->bos_written ||
+				      sub->bos_written[i] :
+				      spyre__cmdbuf_bo_written(cb,
+							       i - sub->nbos);
 
 		if (!bo) {
 			ret = -EINVAL;
@@ -331,7 +349,10 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 			ret = -EXDEV;
 			goto out;
 		}
-		handles[nh++] = bo->handle;
+		refs[nh].handle = bo->handle;
+		refs[nh].flags = DRM_SPYRE_BO_REF_READ |
+				 (written ? DRM_SPYRE_BO_REF_WRITE : 0);
+		nh++;
 	}
 	if (nw) {
 		in = calloc(nw, sizeof(*in));
@@ -366,8 +387,8 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 		outs[nout++].handle = sub->signal_syncobj;
 
 	if (repeat > STACK_JOBS) {
-		unsigned int n = repeat < DRM_SPYRE_MAX_JOBS ? repeat :
-				 DRM_SPYRE_MAX_JOBS;
+		unsigned int n = repeat < q->dev->max_jobs ? repeat :
+				 q->dev->max_jobs;
 
 		jobs = malloc(n * sizeof(*jobs));
 		if (!jobs) {
@@ -376,7 +397,7 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 		}
 	}
 	/*
-	 * One ioctl per DRM_SPYRE_MAX_JOBS jobs.  Jobs of a queue run in
+	 * One ioctl per max_jobs jobs.  Jobs of a queue run in
 	 * order, so the first job waits and the last one lists the BOs
 	 * (keeping them alive past the others) and signals.
 	 */
@@ -384,8 +405,8 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 		unsigned int n = repeat - done;
 		bool first = done == 0, last;
 
-		if (n > DRM_SPYRE_MAX_JOBS)
-			n = DRM_SPYRE_MAX_JOBS;
+		if (n > q->dev->max_jobs)
+			n = q->dev->max_jobs;
 		last = done + n == repeat;
 		memset(jobs, 0, n * sizeof(*jobs));
 		for (unsigned int i = 0; i < n; i++) {
@@ -399,13 +420,13 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 		}
 		if (last) {
 			jobs[n - 1].bo_count = nh;
-			jobs[n - 1].bo_handles = (uintptr_t)handles;
+			jobs[n - 1].bos = (uintptr_t)refs;
 			jobs[n - 1].out_syncs = (uintptr_t)outs;
 			jobs[n - 1].out_sync_count = nout;
 		} else {
 			/* keep the BOs alive across ioctls too */
 			jobs[n - 1].bo_count = nh;
-			jobs[n - 1].bo_handles = (uintptr_t)handles;
+			jobs[n - 1].bos = (uintptr_t)refs;
 		}
 		memset(&submit, 0, sizeof(submit));
 		submit.jobs = (uintptr_t)jobs;
@@ -429,7 +450,7 @@ out:
 	if (jobs != stack_jobs)
 		free(jobs);
 	free(in);
-	free(handles);
+	free(refs);
 	return ret;
 }
 

@@ -817,6 +817,11 @@ static int upload_nops(struct spyre_device *dev, unsigned int n,
 }
 
 /* A job running the @size bytes of commands at the start of @bo. */
+static struct drm_spyre_bo_ref bo_ref(struct spyre_bo *bo, uint32_t flags)
+{
+	return (struct drm_spyre_bo_ref){ spyre_bo_handle(bo), flags };
+}
+
 static void make_job(struct drm_spyre_job *j, uint32_t queue,
 		     struct spyre_bo *bo, uint32_t size,
 		     struct drm_spyre_sync *out)
@@ -1251,20 +1256,20 @@ static int gemm_run(struct gemm_env *g, uint32_t queue,
 	struct spyre_bo *cmd;
 	struct drm_spyre_sync out = { .handle = g->syncobj };
 	struct drm_spyre_job j;
-	uint32_t h[8];
+	struct drm_spyre_bo_ref h[8];
 	int64_t t0;
 	int ret = spyre_cmdbuf_upload(cb, g->dev, &cmd);
 
 	if (ret)
 		return ret;
-	h[0] = spyre_bo_handle(cmd);
-	h[1] = spyre_bo_handle(g->a);
-	h[2] = spyre_bo_handle(g->b);
+	h[0] = bo_ref(cmd, DRM_SPYRE_BO_REF_READ);
+	h[1] = bo_ref(g->a, DRM_SPYRE_BO_REF_READ);
+	h[2] = bo_ref(g->b, DRM_SPYRE_BO_REF_READ);
 	for (int i = 0; i < 4; i++)
-		h[3 + i] = spyre_bo_handle(g->c[i]);
-	h[7] = spyre_bo_handle(g->ts);
+		h[3 + i] = bo_ref(g->c[i], DRM_SPYRE_BO_REF_WRITE);
+	h[7] = bo_ref(g->ts, DRM_SPYRE_BO_REF_WRITE);
 	make_job(&j, queue, cmd, (uint32_t)spyre_cmdbuf_size(cb), &out);
-	j.bo_handles = (uintptr_t)h;
+	j.bos = (uintptr_t)h;
 	j.bo_count = 8;
 	t0 = mono_ns();
 	ret = xsubmit(g->fd, &j, 1);
@@ -1409,8 +1414,10 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 		int64_t t_end = mono_ns() + (int64_t)(secs * 10 * 1e9);
 
 		while (!ret && n < 400 && mono_ns() < t_end) {
-			uint32_t h[4] = { spyre_bo_handle(g.a),
-					  spyre_bo_handle(g.b) };
+			struct drm_spyre_bo_ref h[2] = {
+				bo_ref(g.a, DRM_SPYRE_BO_REF_READ),
+				bo_ref(g.b, DRM_SPYRE_BO_REF_READ),
+			};
 
 			for (int i = 0; !ret && i < 4; i++) {
 				struct drm_spyre_sync out = { .handle = lows[i] };
@@ -1420,7 +1427,7 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 					make_job(&j[k], lowq[i], gcmd[i],
 						 sizeof(struct spyre_cmd_gemm),
 						 k == 3 ? &out : NULL);
-					j[k].bo_handles = (uintptr_t)h;
+					j[k].bos = (uintptr_t)h;
 					j[k].bo_count = 2;
 				}
 				ret = xsubmit(g.fd, j, 4);

@@ -80,7 +80,11 @@ struct drm_spyre_query {
 	__u32 pad;
 };
 
-/* Capability bits of drm_spyre_device_info.caps (same values as the card). */
+/*
+ * Capability bits of drm_spyre_device_info.caps.  The kernel translates the
+ * card's capability register into these; a bit it does not know is not
+ * reported.
+ */
 #define DRM_SPYRE_CAP_FP16		(1ULL << 0)
 #define DRM_SPYRE_CAP_BF16		(1ULL << 1)
 #define DRM_SPYRE_CAP_FP8		(1ULL << 2)
@@ -106,7 +110,14 @@ struct drm_spyre_query {
  * @pci_domain: PCI domain.
  * @pci_bus: PCI bus.
  * @pci_devfn: PCI device and function (PCI_DEVFN encoding).
+ * @max_jobs: most jobs one SUBMIT accepts (struct drm_spyre_submit).
+ * @max_bos_per_job: most BO references one job may list.
+ * @max_syncs_per_job: most in-syncs, and most out-syncs, of one job.
+ * @pad: written as zero.
  * @reserved: written as zero.
+ *
+ * The limits are the kernel's, not the card's, and may grow in later
+ * kernels: userspace reads them here rather than assuming values.
  */
 struct drm_spyre_device_info {
 	__u32 vendor_id;
@@ -125,7 +136,11 @@ struct drm_spyre_device_info {
 	__u32 pci_domain;
 	__u32 pci_bus;
 	__u32 pci_devfn;
-	__u64 reserved[4];
+	__u32 max_jobs;
+	__u32 max_bos_per_job;
+	__u32 max_syncs_per_job;
+	__u32 pad;
+	__u64 reserved[2];
 };
 
 /**
@@ -212,7 +227,6 @@ struct drm_spyre_bo_create {
 };
 
 #define DRM_SPYRE_BO_DEVICE		(1U << 0)	/* device memory */
-#define DRM_SPYRE_BO_FLAGS		DRM_SPYRE_BO_DEVICE
 
 /* Placement reported by BO_INFO. */
 #define DRM_SPYRE_PLACEMENT_SYSTEM	1	/* shmem */
@@ -333,10 +347,19 @@ struct drm_spyre_queue_destroy {
 
 /* ---- DRM_IOCTL_SPYRE_SUBMIT ------------------------------------------- */
 
+/* drm_spyre_sync.flags, in-syncs only. */
+#define DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT	(1U << 0)
+
 /**
  * struct drm_spyre_sync - a syncobj to wait on or signal.
  * @handle: syncobj handle.
- * @flags: must be zero.
+ * @flags: in-syncs: 0, or DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT to let SUBMIT
+ *	block until a fence exists for the point (another thread may not
+ *	have submitted its job yet), as DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT
+ *	does for SYNCOBJ_WAIT; it gives up with -ETIME after the DRM core's
+ *	timeout (5 s in 6.12) and restarts on a signal.  Without it, a point
+ *	with no fence yet fails with -EINVAL (timeline) or -ENOENT (binary
+ *	syncobj never signalled).  Out-syncs: must be zero.
  * @point: timeline point, 0 for a binary syncobj.
  */
 struct drm_spyre_sync {
@@ -345,20 +368,41 @@ struct drm_spyre_sync {
 	__u64 point;
 };
 
+/* drm_spyre_bo_ref.flags: how the job's commands use the BO. */
+#define DRM_SPYRE_BO_REF_READ		(1U << 0)
+#define DRM_SPYRE_BO_REF_WRITE		(1U << 1)
+
+/**
+ * struct drm_spyre_bo_ref - a BO a job uses.
+ * @handle: GEM handle of the calling file.
+ * @flags: DRM_SPYRE_BO_REF_READ, DRM_SPYRE_BO_REF_WRITE or both; 0 or an
+ *	unknown bit fails with -EINVAL.
+ *
+ * The BO stays alive and mapped until the job ends.  The job's fence goes
+ * into the BO's reservation object as a writer (DMA_RESV_USAGE_WRITE) if
+ * WRITE is set, else as a reader (DMA_RESV_USAGE_READ): BO_WAIT and
+ * dma-buf importers honour that.  The card does not enforce the flags (its
+ * MMU enforces the mapping's permission): a job that writes a BO it listed
+ * as READ only misleads implicit synchronisation.
+ */
+struct drm_spyre_bo_ref {
+	__u32 handle;
+	__u32 flags;
+};
+
 /**
  * struct drm_spyre_job - one job of a submission.
  * @queue_id: queue to run on.
  * @flags: must be zero.
  * @cmd_va: device VA of the command stream, 8-byte aligned.
  * @cmd_size: bytes, multiple of 8, 8..max_cmd_size.
- * @bo_count: number of entries at @bo_handles.
- * @bo_handles: user pointer to __u32 GEM handles the job uses; they stay
- *	alive until the job ends.
+ * @bo_count: entries at @bos, at most device_info.max_bos_per_job.
+ * @bos: user pointer to struct drm_spyre_bo_ref: the BOs the job uses.
  * @in_syncs: user pointer to struct drm_spyre_sync the job waits for.
  * @out_syncs: user pointer to struct drm_spyre_sync signalled (binary) or
  *	given a point (timeline) with the job's fence.
- * @in_sync_count: entries at @in_syncs.
- * @out_sync_count: entries at @out_syncs.
+ * @in_sync_count: entries at @in_syncs, at most max_syncs_per_job.
+ * @out_sync_count: entries at @out_syncs, at most max_syncs_per_job.
  * @seqno: out: the job's sequence number on its queue.
  */
 struct drm_spyre_job {
@@ -367,7 +411,7 @@ struct drm_spyre_job {
 	__u64 cmd_va;
 	__u32 cmd_size;
 	__u32 bo_count;
-	__u64 bo_handles;
+	__u64 bos;
 	__u64 in_syncs;
 	__u64 out_syncs;
 	__u32 in_sync_count;
@@ -378,11 +422,12 @@ struct drm_spyre_job {
 /**
  * struct drm_spyre_submit - submit an array of jobs.
  * @jobs: user pointer to @job_count jobs, @job_stride bytes apart.
- * @job_count: 1..DRM_SPYRE_MAX_JOBS.
- * @job_stride: sizeof(struct drm_spyre_job) the caller was built with,
- *	at least 24 (through @cmd_size) and at most 4096; smaller than the
- *	kernel's struct means trailing fields are zero, larger is accepted
- *	only if the extra bytes are zero.
+ * @job_count: 1..device_info.max_jobs.
+ * @job_stride: sizeof(struct drm_spyre_job) the caller was built with:
+ *	a multiple of 8, at least 24 (through @cmd_size) and at most 4096;
+ *	smaller than the kernel's struct means trailing fields are zero
+ *	(and @seqno is not written back), larger is accepted only if the
+ *	extra bytes are zero.
  * @flags: must be zero.
  * @pad: must be zero.
  *
@@ -398,7 +443,9 @@ struct drm_spyre_job {
  * ends, but the fence added to the BOs the jobs list is the batch's, so
  * BO_WAIT may also wait for later jobs of the same SUBMIT.
  * Errors: -EINVAL, -ENOENT (bad queue, BO or syncobj handle), -EFAULT,
- * -ENOMEM, -ECANCELED (the context hit an error earlier: sticky), -ENODEV.
+ * -ENOMEM, -ECANCELED (the context hit an error earlier: sticky), -ENODEV,
+ * -ETIME (DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT gave up), -ERESTARTSYS/-EINTR
+ * (a signal while waiting for a submit; nothing of that job was queued).
  */
 struct drm_spyre_submit {
 	__u64 jobs;
@@ -407,10 +454,6 @@ struct drm_spyre_submit {
 	__u32 flags;
 	__u32 pad;
 };
-
-#define DRM_SPYRE_MAX_JOBS		256
-#define DRM_SPYRE_MAX_BOS_PER_JOB	4096
-#define DRM_SPYRE_MAX_SYNCS_PER_JOB	64
 
 #if defined(__cplusplus)
 }

@@ -870,7 +870,11 @@ SPYRE_API uint32_t spyre_queue_syncobj(const struct spyre_queue *q);
  *	max_cmd_size bytes.
  * @bos: the BOs the commands touch (@nbos entries, NULL if 0); they are
  *	kept alive by the kernel until the job ends.  The BOs that @cb's
- *	encoders recorded (spyre_cmdbuf_bos()) are listed too.
+ *	encoders recorded (spyre_cmdbuf_bos()) are listed too.  For
+ *	implicit synchronisation (spyre_bo_wait(), dma-buf importers) the
+ *	job counts as a writer of every BO in @bos and of the recorded BOs
+ *	that a command writes (GEMM C and amax, element-wise, norm and
+ *	conversion outputs); of the other recorded BOs it is a reader.
  * @waits: fences (of queues on the same device) the job waits for before
  *	it starts (@nwaits entries); zeroed fences are skipped.
  * @out: if not NULL, receives the job's fence.
