@@ -30,8 +30,4 @@ check: setup
 	scripts/check.sh
 
 clean:
-	rm -f driver/*.o driver/*.ko driver/*.mod* driver/.*.cmd driver/modules.order \
-	      .*.cmd Module.symvers modules.order
-	rm -f tests/runner/*.o tests/runner/*.ko tests/runner/*.mod* \
-	      tests/runner/.*.cmd tests/runner/modules.order tests/runner/Module.symvers
 	bash -c '. scripts/lib.sh && rm -rf "$$SPYRE_BUILD"'

@@ -25,10 +25,12 @@ step_qemu() {
 }
 
 step_module() {
+	local src=$B/module
 	msg "module: building spyre.ko for $KREL"
-	make -s -C "$KDIR" M="$SPYRE_ROOT" modules >&2
-	MODULE=$SPYRE_ROOT/driver/spyre.ko
-	[ -f "$MODULE" ] || die "no driver/spyre.ko"
+	sync_module_src "$src"
+	make -s -C "$KDIR" M="$src" modules >&2
+	MODULE=$src/driver/spyre.ko
+	[ -f "$MODULE" ] || die "no spyre.ko in $src/driver"
 }
 
 step_user() {

@@ -47,3 +47,22 @@ tree_hash() {
 		-print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum |
 		sha256sum | cut -c1-16)
 }
+
+# Kbuild of 6.12 writes objects next to the sources (M=), so the module
+# builds in a copy of its sources (Kbuild, driver/, hw/, uapi/) in folder
+# $1, refreshed by content: the clone stays clean and Kbuild still
+# rebuilds only what changed.
+sync_module_src() {
+	local dst=$1
+	mkdir -p "$dst"
+	(cd "$SPYRE_ROOT" && rsync -r -c --delete --no-times \
+		--filter='P *.o' --filter='P *.ko' --filter='P .*.cmd' \
+		--filter='P *.mod*' --filter='P modules.order' \
+		--filter='P Module.symvers' \
+		--exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+		--exclude='*.mod*' --exclude='modules.order' \
+		--exclude='Module.symvers' \
+		--include='/Kbuild' --include='/driver/***' --include='/hw/***' \
+		--include='/uapi/***' --exclude='*' \
+		./ "$dst/")
+}
