@@ -45,7 +45,7 @@
 #define SPYRE_DRIVER_NAME	"spyre"
 #define SPYRE_DRIVER_DESC	"Spyre AI accelerator (emulated)"
 #define SPYRE_DRIVER_MAJOR	0
-#define SPYRE_DRIVER_MINOR	1
+#define SPYRE_DRIVER_MINOR	2
 
 /* Device VA window handed to BOs: [4 GiB, 128 TiB). */
 #define SPYRE_VA_START		BIT_ULL(32)

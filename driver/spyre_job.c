@@ -32,9 +32,9 @@
  * writer (DMA_RESV_USAGE_WRITE) for BOs listed with DRM_SPYRE_BO_REF_WRITE,
  * else as a reader (DMA_RESV_USAGE_READ), which BO_WAIT and implicit-sync
  * importers wait on.  Submission does not wait for the fences already
- * there: ordering between jobs is explicit (syncobjs).  An in-sync flagged
- * DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT is waited for before the group that
- * needs it is queued, outside drm_dev_enter() and with no lock held.
+ * there: ordering between jobs is explicit (syncobjs).  In-syncs flagged
+ * DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT are waited for before anything of the
+ * SUBMIT is queued, outside drm_dev_enter() and with no lock held.
  *
  * The paths that program the card (run_job, queue setup and teardown,
  * timeout handling) hold sdev->reset_sem for reading, so a PCI function
@@ -997,36 +997,76 @@ struct spyre_out_sync {
 };
 
 /*
- * Wait, holding no lock, until every in-sync of @uj flagged
- * DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT has a fence, so that the lookup that
- * queues the job finds one.  Called for each group of a SUBMIT in turn:
- * points signalled by the jobs queued before it exist by then.
+ * Does a job of @uj (@n of them) signal the syncobj of @s: the same handle,
+ * binary, or for a timeline a point at or past @s->point?
  */
-static int spyre_job_wait_for_submit(struct drm_file *file,
-				     const struct drm_spyre_job *uj)
+static int spyre_jobs_signal(const struct drm_spyre_job *uj, u32 n,
+			     const struct drm_spyre_sync *s, bool *found)
 {
-	struct drm_spyre_sync __user *usync = u64_to_user_ptr(uj->in_syncs);
+	struct drm_spyre_sync o;
+	u32 j, k;
+
+	*found = false;
+	for (j = 0; j < n; j++) {
+		struct drm_spyre_sync __user *uo =
+			u64_to_user_ptr(uj[j].out_syncs);
+
+		for (k = 0; k < uj[j].out_sync_count; k++) {
+			if (copy_from_user(&o, &uo[k], sizeof(o)))
+				return -EFAULT;
+			if (o.handle == s->handle &&
+			    (s->point ? o.point >= s->point : !o.point)) {
+				*found = true;
+				return 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Before anything of a SUBMIT is queued, wait, holding no lock, until every
+ * in-sync of the @count jobs at @uj flagged DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT
+ * has a fence, unless an earlier job of the same SUBMIT signals it.  A
+ * signal ends the wait with -ERESTARTSYS: nothing is queued yet, so the
+ * ioctl restarts as it came.
+ */
+static int spyre_submit_wait_for_submit(struct spyre_file *sfile,
+					struct drm_file *file,
+					const struct drm_spyre_job *uj,
+					u32 count)
+{
 	struct drm_spyre_sync s;
 	struct dma_fence *fence;
-	u32 i;
+	bool found;
+	u32 i, k;
 	int ret;
 
-	for (i = 0; i < uj->in_sync_count; i++) {
-		if (copy_from_user(&s, &usync[i], sizeof(s)))
-			return -EFAULT;
-		if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT)
-			return -EINVAL;
-		if (!s.flags)
-			continue;
-		ret = drm_syncobj_find_fence(file, s.handle, s.point,
-					     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
-					     &fence);
-		/* Not restartable: earlier jobs may be queued already. */
-		if (ret == -ERESTARTSYS)
-			return -EINTR;
-		if (ret)
-			return ret;
-		dma_fence_put(fence);
+	for (i = 0; i < count; i++) {
+		struct drm_spyre_sync __user *usync =
+			u64_to_user_ptr(uj[i].in_syncs);
+
+		for (k = 0; k < uj[i].in_sync_count; k++) {
+			if (copy_from_user(&s, &usync[k], sizeof(s)))
+				return -EFAULT;
+			if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT)
+				return -EINVAL;
+			if (!s.flags)
+				continue;
+			ret = spyre_jobs_signal(uj, i, &s, &found);
+			if (ret)
+				return ret;
+			if (found)
+				continue;
+			if (atomic_read(&sfile->ctx->error))
+				return -ECANCELED;
+			ret = drm_syncobj_find_fence(file, s.handle, s.point,
+						     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+						     &fence);
+			if (ret)
+				return ret;
+			dma_fence_put(fence);
+		}
 	}
 	return 0;
 }
@@ -1349,9 +1389,20 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 	q->next_seqno += done;
 	job->seqno = q->next_seqno;
 	fence = dma_fence_get(&job->base.s_fence->finished);
+	/*
+	 * Readers first: a BO listed more than once, as reader and writer,
+	 * then ends with one writer entry (dma_resv_add_fence() replaces a
+	 * reader of the same context by a writer, not the other way round),
+	 * so the one slot reserved per BO is enough.
+	 */
 	for (i = 0; i < job->bo_count; i++)
-		dma_resv_add_fence(job->bos[i].obj->resv, fence,
-				   job->bos[i].usage);
+		if (job->bos[i].usage == DMA_RESV_USAGE_READ)
+			dma_resv_add_fence(job->bos[i].obj->resv, fence,
+					   DMA_RESV_USAGE_READ);
+	for (i = 0; i < job->bo_count; i++)
+		if (job->bos[i].usage == DMA_RESV_USAGE_WRITE)
+			dma_resv_add_fence(job->bos[i].obj->resv, fence,
+					   DMA_RESV_USAGE_WRITE);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&q->lock);
 	if (locked)
@@ -1421,19 +1472,21 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 	u32 i, n, valid, queued = 0;
 	int idx, ret = 0, first_err = 0;
 
-	if (args->flags || args->pad)
-		return -EINVAL;
-	if (!args->job_count || args->job_count > SPYRE_MAX_JOBS)
-		return -EINVAL;
-	if (args->job_stride < SPYRE_JOB_STRIDE_MIN ||
+	if (args->flags || args->pad ||
+	    !args->job_count || args->job_count > SPYRE_MAX_JOBS ||
+	    args->job_stride < SPYRE_JOB_STRIDE_MIN ||
 	    args->job_stride > SPYRE_JOB_STRIDE_MAX ||
-	    !IS_ALIGNED(args->job_stride, 8))
+	    !IS_ALIGNED(args->job_stride, 8)) {
+		args->job_count = 0;	/* nothing queued */
 		return -EINVAL;
+	}
 
 	if (args->job_count > ARRAY_SIZE(stack_jobs)) {
 		uj = kvmalloc_array(args->job_count, sizeof(*uj), GFP_KERNEL);
-		if (!uj)
+		if (!uj) {
+			args->job_count = 0;
 			return -ENOMEM;
+		}
 	}
 
 	/* The jobs up to the first bad one are queued: find it first. */
@@ -1453,14 +1506,13 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 		}
 	}
 
-	for (i = 0; i < valid; i += n) {
+	ret = spyre_submit_wait_for_submit(sfile, file, uj, valid);
+	if (ret == -ERESTARTSYS)
+		goto out;	/* restarts with @args as they came */
+	for (i = 0; !ret && i < valid; i += n) {
 		u32 q;
 
 		n = spyre_group_len(&uj[i], valid - i);
-		/* Only a group's first job has in-syncs. */
-		ret = spyre_job_wait_for_submit(file, &uj[i]);
-		if (ret)
-			break;
 		if (!drm_dev_enter(drm, &idx)) {
 			ret = -ENODEV;
 			break;
@@ -1477,7 +1529,7 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 		ret = first_err;
 	if (ret)
 		args->job_count = queued;
-
+out:
 	if (uj != stack_jobs)
 		kvfree(uj);
 	return ret;

@@ -6,8 +6,10 @@
  */
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -576,20 +578,21 @@ TEST_F(sub, device_info_limits_are_enforced)
 	ASSERT_LE(1, nsyncs);
 
 	/* exactly the reported maxima go through, in one job or in many */
-	jobs = calloc(njobs, sizeof(*jobs));
-	refs = calloc(nrefs, sizeof(*refs));
-	in = calloc(nsyncs, sizeof(*in));
+	/* one entry more than the maxima, all valid: only the counts fail */
+	jobs = calloc(njobs + 1, sizeof(*jobs));
+	refs = calloc(nrefs + 1, sizeof(*refs));
+	in = calloc(nsyncs + 1, sizeof(*in));
 	ASSERT_TRUE(jobs && refs && in);
 	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
 	ASSERT_EQ(0, drmSyncobjTimelineSignal(self->c.fd, &tl, &p, 1));
-	for (uint32_t i = 0; i < nrefs; i++)
+	for (uint32_t i = 0; i <= nrefs; i++)
 		refs[i] = (struct drm_spyre_bo_ref){
 			i & 1 ? self->a : self->c.cmd_h, DRM_SPYRE_BO_REF_READ };
-	for (uint32_t i = 0; i < nsyncs; i++)
+	for (uint32_t i = 0; i <= nsyncs; i++)
 		in[i] = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
 	memset(self->c.cmd, 0, 8);
 	self->c.cmd[4] = 8;	/* NOP, size 8 */
-	for (uint32_t i = 0; i < njobs; i++)
+	for (uint32_t i = 0; i <= njobs; i++)
 		jobs[i] = (struct drm_spyre_job){
 			.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
 			.cmd_size = 8,
@@ -607,7 +610,12 @@ TEST_F(sub, device_info_limits_are_enforced)
 	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
 				     SPYRE_TEST_TIMEOUT_NS));
 	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
-	/* and one more of each is refused */
+	/* and one more of each is refused, queueing nothing */
+	jobs[njobs - 1].out_sync_count = 0;
+	sub.job_count = njobs + 1;
+	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				       &sub));
+	EXPECT_EQ(0, sub.job_count);
 	sub.job_count = 1;
 	jobs[0].bo_count = nrefs + 1;
 	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
@@ -622,12 +630,18 @@ TEST_F(sub, device_info_limits_are_enforced)
 	free(in);
 }
 
-/* POLLIN / POLLOUT readiness of a dma-buf right now. */
-static short dmabuf_ready(int fd)
+/*
+ * POLLIN / POLLOUT readiness of a dma-buf within @ms milliseconds (0: right
+ * now; a fence that just signalled may still be running its callbacks).
+ */
+static short dmabuf_ready(int fd, int ms)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+	struct pollfd in = { .fd = fd, .events = POLLIN };
+	struct pollfd out = { .fd = fd, .events = POLLOUT };
 
-	return poll(&pfd, 1, 0) < 0 ? -1 : pfd.revents;
+	if (poll(&in, 1, ms) < 0 || poll(&out, 1, ms) < 0)
+		return -1;
+	return in.revents | out.revents;
 }
 
 TEST_F(sub, bo_ref_read_and_write_fences)
@@ -658,8 +672,8 @@ TEST_F(sub, bo_ref_read_and_write_fences)
 	*sem = 0;
 	ASSERT_EQ(0, drmPrimeHandleToFD(self->c.fd, self->a, DRM_CLOEXEC, &fa));
 	ASSERT_EQ(0, drmPrimeHandleToFD(self->c.fd, self->b, DRM_CLOEXEC, &fb));
-	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fa));
-	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fa, 0));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb, 0));
 
 	ASSERT_EQ(0, spyre_cmdbuf_sem_wait(self->cb, sem_va, 1));
 	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb),
@@ -672,8 +686,8 @@ TEST_F(sub, bo_ref_read_and_write_fences)
 	refs[3] = (struct drm_spyre_bo_ref){ sem_h, DRM_SPYRE_BO_REF_READ };
 	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
 
-	EXPECT_EQ(POLLIN, dmabuf_ready(fa));
-	EXPECT_EQ(0, dmabuf_ready(fb));
+	EXPECT_EQ(POLLIN, dmabuf_ready(fa, 0));
+	EXPECT_EQ(0, dmabuf_ready(fb, 0));
 	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, self->a,
 					    spyre_abs_timeout(1000000)));
 	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, self->b,
@@ -685,8 +699,8 @@ TEST_F(sub, bo_ref_read_and_write_fences)
 	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
 	EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, self->a,
 				       spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
-	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fa));
-	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fa, 1000));
+	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb, 1000));
 	close(fa);
 	close(fb);
 	munmap((void *)sem, 4096);
@@ -793,6 +807,175 @@ TEST_F_TIMEOUT(sub, wait_for_submit, 60)
 	EXPECT_EQ(0, sub.job_count);
 	/* the context is not harmed */
 	EXPECT_EQ(0, spyre_ctx_run_at(&self->c, self->cb, 64, &self->a, 1));
+}
+
+TEST_F_TIMEOUT(sub, duplicate_bo_refs_with_busy_fences, 120)
+{
+	/*
+	 * A fresh BO listed thrice in one job, as writer, reader and both,
+	 * while 0..8 jobs of other queues (held in SEM_WAIT) already have
+	 * fences on it: whatever free slots its reservation object has left
+	 * (one, with 4 held in 6.12), the job goes in and runs.
+	 */
+	enum { MAXQ = 8 };
+	uint32_t qs[MAXQ], sem_h;
+	uint64_t sem_va;
+	volatile uint64_t *sem;
+	struct drm_spyre_bo_ref held[2], dup[4];
+	struct drm_spyre_sync out = { .handle = self->c.sync };
+	struct drm_spyre_job job = { .cmd_size = 8,
+				     .out_syncs = (uintptr_t)&out };
+	struct drm_spyre_submit sub = { .jobs = (uintptr_t)&job,
+					.job_count = 1,
+					.job_stride = sizeof(job) };
+	uint32_t sem_off = 4096;
+
+	ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4096, &sem_h, &sem_va));
+	sem = spyre_bo_mmap(self->c.fd, sem_h, 4096);
+	ASSERT_NE(MAP_FAILED, (void *)sem);
+	memset(self->c.cmd, 0, 8);
+	self->c.cmd[4] = 8;	/* NOP at offset 0 */
+	ASSERT_EQ(0, spyre_cmdbuf_sem_wait(self->cb, sem_va, 1));
+	memcpy(self->c.cmd + sem_off, spyre_cmdbuf_data(self->cb),
+	       spyre_cmdbuf_size(self->cb));
+	for (int i = 0; i < MAXQ; i++)
+		ASSERT_EQ(0, spyre_queue_new(self->c.fd,
+					     DRM_SPYRE_PRIORITY_NORMAL, &qs[i]));
+	held[0] = (struct drm_spyre_bo_ref){ self->c.cmd_h,
+					     DRM_SPYRE_BO_REF_READ };
+	dup[0] = held[0];
+	for (int busy = 0; busy <= MAXQ; busy++) {
+		uint32_t x;
+		uint64_t x_va;
+
+		ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4096, &x, &x_va));
+		dup[1] = (struct drm_spyre_bo_ref){ x, DRM_SPYRE_BO_REF_WRITE };
+		dup[2] = (struct drm_spyre_bo_ref){ x, DRM_SPYRE_BO_REF_READ };
+		dup[3] = (struct drm_spyre_bo_ref){ x, DRM_SPYRE_BO_REF_READ |
+						       DRM_SPYRE_BO_REF_WRITE };
+		*sem = 0;
+		for (int i = 0; i < busy; i++) {
+			held[1] = (struct drm_spyre_bo_ref){
+				x, i & 1 ? DRM_SPYRE_BO_REF_WRITE :
+					   DRM_SPYRE_BO_REF_READ };
+			job = (struct drm_spyre_job){
+				.queue_id = qs[i],
+				.cmd_va = self->c.cmd_va + sem_off,
+				.cmd_size = (uint32_t)spyre_cmdbuf_size(self->cb),
+				.bos = (uintptr_t)held, .bo_count = 2,
+			};
+			ASSERT_EQ(0, spyre_ioctl(self->c.fd,
+						 DRM_IOCTL_SPYRE_SUBMIT, &sub));
+		}
+		job = (struct drm_spyre_job){
+			.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+			.cmd_size = 8, .bos = (uintptr_t)dup, .bo_count = 4,
+			.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
+		};
+		ASSERT_EQ(0, drmSyncobjReset(self->c.fd, &self->c.sync, 1));
+		ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+					 &sub)) TH_LOG("%d busy", busy);
+		EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+					     SPYRE_TEST_TIMEOUT_NS));
+		EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+		*sem = 1;	/* release the held jobs */
+		EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, x,
+				spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
+		EXPECT_EQ(0, drmCloseBufferHandle(self->c.fd, x));
+	}
+	munmap((void *)sem, 4096);
+}
+
+static atomic_int alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&alarms, 1);
+}
+
+TEST_F_TIMEOUT(sub, wait_for_submit_survives_signals, 60)
+{
+	/*
+	 * Signals arrive while SUBMIT waits for a point another thread
+	 * submits later.  With SA_RESTART the kernel restarts the ioctl;
+	 * without it, raw ioctl() sees -EINTR with job_count untouched and
+	 * calls again.  Either way the job (SEM_SIGNAL add 1) runs once.
+	 */
+	struct late_signal ls = { .fd = self->c.fd, .cmd_va = self->c.cmd_va,
+				  .cmd_h = self->c.cmd_h };
+	struct drm_spyre_sync in = { .point = 1,
+				     .flags = DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT };
+	struct drm_spyre_sync out = { .handle = self->c.sync };
+	struct drm_spyre_bo_ref refs[2] = {
+		{ self->c.cmd_h, DRM_SPYRE_BO_REF_READ },
+		{ self->a, DRM_SPYRE_BO_REF_WRITE },
+	};
+	struct drm_spyre_job job = {
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va + 64,
+		.bos = (uintptr_t)refs, .bo_count = 2,
+		.in_syncs = (uintptr_t)&in, .in_sync_count = 1,
+		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
+	};
+	struct drm_spyre_submit sub = { .jobs = (uintptr_t)&job,
+					.job_count = 1,
+					.job_stride = sizeof(job) };
+	struct itimerval every_50ms = { { 0, 50000 }, { 0, 50000 } };
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa = { .sa_handler = on_alarm };
+
+	memset(self->c.cmd, 0, 8);
+	self->c.cmd[4] = 8;	/* NOP at offset 0 */
+	ASSERT_EQ(0, spyre_cmdbuf_sem_signal(self->cb, self->a_va, 1,
+					     SPYRE_SEM_F_ADD));
+	memcpy(self->c.cmd + 64, spyre_cmdbuf_data(self->cb),
+	       spyre_cmdbuf_size(self->cb));
+	job.cmd_size = (uint32_t)spyre_cmdbuf_size(self->cb);
+	ASSERT_EQ(0, spyre_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				     &ls.qid));
+
+	for (int restart = 1; restart >= 0; restart--) {
+		pthread_t th;
+		int ret, eintr = 0;
+
+		ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &ls.tl));
+		in.handle = ls.tl;
+		*(volatile uint64_t *)self->pa = 0;
+		atomic_store(&alarms, 0);
+		atomic_store(&ls.submitting, 0);
+		sa.sa_flags = restart ? SA_RESTART : 0;
+		ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+		ASSERT_EQ(0, drmSyncobjReset(self->c.fd, &self->c.sync, 1));
+		ASSERT_EQ(0, pthread_create(&th, NULL, late_signal_thread,
+					    &ls));
+		ASSERT_EQ(0, setitimer(ITIMER_REAL, &every_50ms, NULL));
+		do {
+			ret = ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub);
+			if (ret && errno == EINTR) {
+				eintr++;
+				EXPECT_EQ(1, sub.job_count);
+			}
+		} while (ret && errno == EINTR);
+		setitimer(ITIMER_REAL, &off, NULL);
+		pthread_join(th, NULL);
+		EXPECT_EQ(0, ret) TH_LOG("errno %d", errno);
+		EXPECT_EQ(1, sub.job_count);
+		EXPECT_EQ(0, ls.ret);
+		EXPECT_EQ(1, atomic_load(&ls.submitting));
+		EXPECT_LT(0, atomic_load(&alarms));
+		if (restart) {
+			EXPECT_EQ(0, eintr);
+		} else {
+			EXPECT_LT(0, eintr);
+		}
+		ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
+					     SPYRE_TEST_TIMEOUT_NS));
+		EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+		EXPECT_EQ(1, *(volatile uint64_t *)self->pa)
+			TH_LOG("the job ran %llu times",
+			       (unsigned long long)*(volatile uint64_t *)self->pa);
+	}
+	signal(SIGALRM, SIG_DFL);
 }
 
 /* ---- errors ------------------------------------------------------------- */

@@ -356,10 +356,13 @@ struct drm_spyre_queue_destroy {
  * @flags: in-syncs: 0, or DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT to let SUBMIT
  *	block until a fence exists for the point (another thread may not
  *	have submitted its job yet), as DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT
- *	does for SYNCOBJ_WAIT; it gives up with -ETIME after the DRM core's
- *	timeout (5 s in 6.12) and restarts on a signal.  Without it, a point
- *	with no fence yet fails with -EINVAL (timeline) or -ENOENT (binary
- *	syncobj never signalled).  Out-syncs: must be zero.
+ *	does for SYNCOBJ_WAIT.  SUBMIT does all these waits first, before it
+ *	queues anything, skipping points that an earlier job of the same
+ *	SUBMIT signals (same handle: binary, or a point at or past this
+ *	one).  A wait gives up with -ETIME after the DRM core's timeout (5 s
+ *	in 6.12); a signal restarts the ioctl (nothing was queued).  Without
+ *	the flag, a point (or binary syncobj) with no fence yet fails with
+ *	-EINVAL.  Out-syncs: must be zero.
  * @point: timeline point, 0 for a binary syncobj.
  */
 struct drm_spyre_sync {
@@ -444,8 +447,9 @@ struct drm_spyre_job {
  * BO_WAIT may also wait for later jobs of the same SUBMIT.
  * Errors: -EINVAL, -ENOENT (bad queue, BO or syncobj handle), -EFAULT,
  * -ENOMEM, -ECANCELED (the context hit an error earlier: sticky), -ENODEV,
- * -ETIME (DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT gave up), -ERESTARTSYS/-EINTR
- * (a signal while waiting for a submit; nothing of that job was queued).
+ * -ETIME (a DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT wait gave up; nothing queued),
+ * -EINTR (a signal during such a wait, with a handler that does not
+ * restart system calls; nothing queued, @job_count unchanged).
  */
 struct drm_spyre_submit {
 	__u64 jobs;
