@@ -996,39 +996,57 @@ struct spyre_out_sync {
 	u64 point;
 };
 
+/* An out-sync of a job of the SUBMIT being waited for (see below). */
+struct spyre_sub_out {
+	u32 job;
+	u32 handle;
+	u64 point;
+};
+
 /*
- * Does a job of @uj (@n of them) signal the syncobj of @s: the same handle,
- * binary, or for a timeline a point at or past @s->point?
+ * The out-syncs of the @count jobs at @uj, in job order, into *@outs
+ * (kvfree() it); *@n gets their number.
  */
-static int spyre_jobs_signal(const struct drm_spyre_job *uj, u32 n,
-			     const struct drm_spyre_sync *s, bool *found)
+static int spyre_sub_outs_get(const struct drm_spyre_job *uj, u32 count,
+			      struct spyre_sub_out **outs, u32 *n)
 {
-	struct drm_spyre_sync o;
-	u32 j, k;
+	struct spyre_sub_out *o;
+	struct drm_spyre_sync s;
+	u32 i, k, total = 0;
 
-	*found = false;
-	for (j = 0; j < n; j++) {
-		struct drm_spyre_sync __user *uo =
-			u64_to_user_ptr(uj[j].out_syncs);
+	for (i = 0; i < count; i++)
+		total += uj[i].out_sync_count;
+	*n = 0;
+	*outs = NULL;
+	if (!total)
+		return 0;
+	o = kvmalloc_array(total, sizeof(*o), GFP_KERNEL);
+	if (!o)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		struct drm_spyre_sync __user *us =
+			u64_to_user_ptr(uj[i].out_syncs);
 
-		for (k = 0; k < uj[j].out_sync_count; k++) {
-			if (copy_from_user(&o, &uo[k], sizeof(o)))
+		for (k = 0; k < uj[i].out_sync_count; k++) {
+			if (copy_from_user(&s, &us[k], sizeof(s))) {
+				kvfree(o);
 				return -EFAULT;
-			if (o.handle == s->handle &&
-			    (s->point ? o.point >= s->point : !o.point)) {
-				*found = true;
-				return 0;
 			}
+			o[*n].job = i;
+			o[*n].handle = s.handle;
+			o[(*n)++].point = s.point;
 		}
 	}
+	*outs = o;
 	return 0;
 }
 
 /*
  * Before anything of a SUBMIT is queued, wait, holding no lock, until every
  * in-sync of the @count jobs at @uj flagged DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT
- * has a fence, unless an earlier job of the same SUBMIT signals it.  A
- * signal ends the wait with -ERESTARTSYS: nothing is queued yet, so the
+ * has a fence, unless an earlier job of the same SUBMIT signals it (the
+ * same handle: binary, or a timeline point at or past the one waited for).
+ * A signal ends the wait with -ERESTARTSYS: nothing is queued yet, so the
  * ioctl restarts as it came.
  */
 static int spyre_submit_wait_for_submit(struct spyre_file *sfile,
@@ -1036,39 +1054,56 @@ static int spyre_submit_wait_for_submit(struct spyre_file *sfile,
 					const struct drm_spyre_job *uj,
 					u32 count)
 {
+	struct spyre_sub_out *outs = NULL;
 	struct drm_spyre_sync s;
 	struct dma_fence *fence;
-	bool found;
-	u32 i, k;
-	int ret;
+	bool have_outs = false;
+	u32 i, k, j, nouts = 0;
+	int ret = 0;
 
-	for (i = 0; i < count; i++) {
+	for (i = 0; !ret && i < count; i++) {
 		struct drm_spyre_sync __user *usync =
 			u64_to_user_ptr(uj[i].in_syncs);
 
-		for (k = 0; k < uj[i].in_sync_count; k++) {
-			if (copy_from_user(&s, &usync[k], sizeof(s)))
-				return -EFAULT;
-			if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT)
-				return -EINVAL;
+		for (k = 0; !ret && k < uj[i].in_sync_count; k++) {
+			if (copy_from_user(&s, &usync[k], sizeof(s))) {
+				ret = -EFAULT;
+				break;
+			}
+			if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT) {
+				ret = -EINVAL;
+				break;
+			}
 			if (!s.flags)
 				continue;
-			ret = spyre_jobs_signal(uj, i, &s, &found);
-			if (ret)
-				return ret;
-			if (found)
-				continue;
-			if (atomic_read(&sfile->ctx->error))
-				return -ECANCELED;
+			if (!have_outs) {
+				ret = spyre_sub_outs_get(uj, count, &outs,
+							 &nouts);
+				have_outs = true;
+				if (ret)
+					break;
+			}
+			for (j = 0; j < nouts && outs[j].job < i; j++)
+				if (outs[j].handle == s.handle &&
+				    (s.point ? outs[j].point >= s.point :
+					       !outs[j].point))
+					break;
+			if (j < nouts && outs[j].job < i)
+				continue;	/* an earlier job signals it */
+			if (atomic_read(&sfile->ctx->error)) {
+				ret = -ECANCELED;
+				break;
+			}
 			ret = drm_syncobj_find_fence(file, s.handle, s.point,
 						     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
 						     &fence);
-			if (ret)
-				return ret;
-			dma_fence_put(fence);
+			if (!ret)
+				dma_fence_put(fence);
 		}
+		cond_resched();
 	}
-	return 0;
+	kvfree(outs);
+	return ret;
 }
 
 static int spyre_job_add_in_syncs(struct spyre_job *job,
