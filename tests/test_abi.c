@@ -161,7 +161,7 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.4.0", ver());
+	EXPECT_STREQ("0.4.1", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
 	EXPECT_EQ(4, SPYRE_VERSION_MINOR);
 }

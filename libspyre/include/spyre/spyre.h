@@ -79,7 +79,7 @@ extern "C" {
 
 #define SPYRE_VERSION_MAJOR 0
 #define SPYRE_VERSION_MINOR 4
-#define SPYRE_VERSION_PATCH 0
+#define SPYRE_VERSION_PATCH 1
 
 /** Infinite timeout for the *_wait / *_sync functions. */
 #define SPYRE_TIMEOUT_INFINITE UINT64_MAX
@@ -87,7 +87,7 @@ extern "C" {
 /** Bytes of a card page; BO sizes and VAs are multiples of it. */
 #define SPYRE_BO_PAGE_SIZE 4096u
 
-/* spyre_device_info.caps bits (same values as the card's capabilities). */
+/* spyre_device_info.caps bits (the kernel's DRM_SPYRE_CAP_* values). */
 #define SPYRE_DEV_CAP_FP16	(1ull << 0)
 #define SPYRE_DEV_CAP_BF16	(1ull << 1)
 #define SPYRE_DEV_CAP_FP8	(1ull << 2)
@@ -181,8 +181,9 @@ SPYRE_API int spyre_device_count(void);
  * Each open creates a new context (card address space) with the file
  * descriptor opened O_RDWR | O_CLOEXEC.
  * Errors: -ENODEV (no such index), -EINVAL (bad SPYRE_VISIBLE_DEVICES or
- * NULL @out), -EACCES (no permission on the node), -ENOMEM, or an errno
- * from open(2) / the DEVICE_INFO query.
+ * NULL @out), -EACCES (no permission on the node), -EPROTO (a spyre
+ * driver older than 0.2, which reports no SUBMIT limits), -ENOMEM, or an
+ * errno from open(2) / the DEVICE_INFO query.
  */
 SPYRE_API int spyre_device_open(unsigned int index, struct spyre_device **out);
 
