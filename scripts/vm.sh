@@ -22,6 +22,7 @@
 # Exit status: the command's; 124 on timeout; 125 if the guest died
 # without finishing (panic, triple fault); 126 on an oops/BUG/WARN/KASAN/
 # lockdep report in the guest's kernel log or a module that did not load.
+# The guest's stdout and stderr both arrive on stdout (one serial line).
 . "$(dirname "$0")/lib.sh"
 
 usage() { sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -58,9 +59,12 @@ done
 if [ $BUILD = 1 ]; then
 	"$SPYRE_ROOT/scripts/build.sh" >&2
 fi
+[ -f "$SPYRE_BUILD/paths.env" ] ||
+	die "nothing built yet: run make build (or drop --no-build)"
 # shellcheck disable=SC1091
 . "$SPYRE_BUILD/paths.env"
-[ -x "${QEMU:-}" ] && [ -f "${INITRAMFS:-}" ] || die "nothing built yet"
+[ -x "${QEMU:-}" ] && [ -f "${INITRAMFS:-}" ] ||
+	die "nothing built yet: run make build (or drop --no-build)"
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/spyre-vm.XXXXXX")
 trap 'kill "${QPID:-}" "${TPID:-}" 2>/dev/null || true; rm -rf "$RUN"' EXIT

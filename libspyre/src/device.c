@@ -367,7 +367,7 @@ struct err_desc {
 
 static const struct err_desc err_table[] = {
 	{ EPERM, "operation not permitted" },
-	{ ENOENT, "no such object (BO, queue or syncobj handle)" },
+	{ ENOENT, "not found (device node, BO, queue or syncobj handle)" },
 	{ EINTR, "interrupted by a signal" },
 	{ EIO, "the card rejected a command (invalid opcode, command or operand)" },
 	{ ENXIO, "no such device or address" },

@@ -28,8 +28,11 @@ static int cmd_list(void)
 	int n = spyre_device_list(d, 64);
 
 	if (n < 0) {
-		fprintf(stderr, "spyre-smi: discovery failed: %s\n",
-			spyre_strerror(n));
+		fprintf(stderr, "spyre-smi: discovery failed: %s%s\n",
+			spyre_strerror(n), n == -EINVAL &&
+			getenv("SPYRE_VISIBLE_DEVICES") ?
+			" (check SPYRE_VISIBLE_DEVICES: distinct indices, "
+			"comma-separated)" : "");
 		return 1;
 	}
 	printf("%-5s %-5s %-14s %-20s %s\n", "IDX", "PHYS", "PCI", "NODE",

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Tests of scripts/vm.sh itself (KTAP): it runs a host-built program and
-# returns its exit status, and fails a run whose guest crashes, hangs, or
-# logs a WARN.  Assumes scripts/build.sh ran.
+# returns its exit status, a program built against libspyre with
+# scripts/cc.sh runs on the card, and a run whose guest crashes, hangs, or
+# logs a WARN fails.  Assumes scripts/build.sh ran.
 . "$(dirname "$0")/../../scripts/lib.sh"
 kernel_env
 VM=$SPYRE_ROOT/scripts/vm.sh
@@ -24,7 +25,7 @@ check() {	# check NAME EXPECTED_RC GREP_PATTERN -- vm.sh args
 	fi
 }
 echo "TAP version 13"
-echo "1..5"
+echo "1..6"
 cat >"$W/prog.c" <<'EOC'
 #include <stdio.h>
 int main(int argc, char **argv)
@@ -36,6 +37,32 @@ EOC
 gcc -O2 -o "$W/prog" "$W/prog.c"
 check "program output and exit status" 42 'prog ran with 1 args: hello world' -- \
 	--copy "$W/prog" -- ./prog "hello world"
+cat >"$W/lib.c" <<'EOC'
+#include <stdio.h>
+#include <spyre/spyre.h>
+#include <spyre/drm/spyre_accel.h>
+int main(void)
+{
+	struct spyre_device_info info;
+	struct spyre_device *dev;
+	int ret = spyre_device_open(0, &dev);
+
+	if (!ret)
+		ret = spyre_device_get_info(dev, &info);
+	if (ret) {
+		printf("libspyre: %s\n", spyre_strerror(ret));
+		return 1;
+	}
+	printf("card with %u cores, SUBMIT ioctl %#lx\n", info.num_cores,
+	       (unsigned long)DRM_IOCTL_SPYRE_SUBMIT);
+	spyre_device_close(dev);
+	return 0;
+}
+EOC
+"$SPYRE_ROOT/scripts/cc.sh" -std=c11 -Wall -Wextra -Werror -o "$W/lib" \
+	"$W/lib.c"
+check "a libspyre program built with scripts/cc.sh" 0 \
+	'card with [0-9]+ cores, SUBMIT ioctl 0x' -- --copy "$W/lib" -- ./lib
 check "unprivileged user in the accel group" 0 'uid=1000.*accel' -- \
 	-- sh -c 'id; test -r /dev/accel/accel0 && test -w /dev/accel/accel0'
 check "kernel crash fails the run" 125 'guest stopped before the command' -- \
