@@ -31,13 +31,15 @@
  *
  * Scheduling: a free worker takes the ready queue of highest effective
  * priority (its own plus one level per "age-ms" waited), round-robin
- * among equals.  At every tile or chunk boundary a running job checks for
- * a ready queue of a higher priority (or, for the job at the bottom of a
- * worker, of a higher effective priority); when no worker is idle it runs
+ * among equals; with more than one worker, the last free one takes
+ * high-priority queues only, so they never wait behind other work.  At
+ * every tile or chunk boundary a running job checks for a ready queue of
+ * a higher priority (or, for the job at the bottom of a worker, of a
+ * higher effective priority); when no worker is idle to take it, it runs
  * that queue's job on the same thread, nested (at most SPYRE_MAX_NEST
  * levels, see spyre_e_preempt), and then resumes.  A large GEMM is split
- * into parts of bounded size, up to min(cores, workers) of them running at
- * once, that free workers help with.
+ * into parts of bounded size, up to min(cores, workers, host CPUs) of
+ * them running at once, that free workers help with.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -1084,7 +1086,9 @@ static void spyre_e_preempt(SpyreExec *e)
     SpyreState *s = e->s;
     int64_t now, t0;
 
-    if (e->level + 1 >= SPYRE_MAX_NEST || s->idle_workers) {
+    /* An idle worker takes the work, unless it is the last (see above). */
+    if (e->level + 1 >= SPYRE_MAX_NEST ||
+        s->idle_workers > (s->nworkers > 1)) {
         return;
     }
     now = spyre_now();
@@ -2228,8 +2232,14 @@ static void *spyre_worker_thread(void *opaque)
     w->bql_ns = spyre_now();
     while (!s->stopping) {
         bool sem_waiters = false, poller;
+        /*
+         * The last free worker takes high-priority queues only: however
+         * much other work is queued, one worker stays free for them.
+         */
+        int floor = s->nworkers > 1 && !s->idle_workers ?
+                    SPYRE_Q_PRIO_NORMAL : -1;
 
-        if (spyre_run_work(w, 0, -1, false, &sem_waiters)) {
+        if (spyre_run_work(w, 0, floor, false, &sem_waiters)) {
             /* Back-to-back short jobs: share the BQL all the same. */
             if (spyre_now() - w->bql_ns >= SPYRE_BQL_SLICE_NS) {
                 bql_unlock();

@@ -30,8 +30,9 @@
  *	(iii) per-command cost of a 1000-NOP stream uploaded once and
  *	      submitted repeatedly, against the no-op ioctl (goal <= 0.5x);
  *	(iv)  a high-priority NOP's round trip while four low-priority queues
- *	      hold four 512^3 fp32 GEMMs each, against the same round trip
- *	      on an idle card (goal <= 2x);
+ *	      hold four 512^3 fp32 GEMMs each (sampled only while all four
+ *	      still hold some), against the same round trip on an idle card
+ *	      (goal <= 2x);
  *	(v)   512^3 GEMM throughput for fp32, fp16, bf16, fp8-e4m3 and int8
  *	      against the host's OpenBLAS sgemm given by --host-sgemm (same
  *	      thread count as the card's workers, measured natively on the
@@ -52,6 +53,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -606,16 +608,23 @@ static void xsyncobj_destroy(int fd, uint32_t h)
 }
 
 /* Wait for @n binary syncobjs (all of them) until @abs_ns; 0 polls. */
-static int xsyncobj_wait(int fd, uint32_t *h, uint32_t n, int64_t abs_ns)
+/* Wait for all (@all) or any of the @n syncobjs at @h until @abs_ns. */
+static int xsyncobj_wait_flags(int fd, uint32_t *h, uint32_t n,
+			       int64_t abs_ns, bool all)
 {
 	struct drm_syncobj_wait w = {
 		.handles = (uintptr_t)h,
 		.timeout_nsec = abs_ns,
 		.count_handles = n,
-		.flags = DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL,
+		.flags = all ? DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL : 0,
 	};
 
 	return xioctl(fd, DRM_IOCTL_SYNCOBJ_WAIT, &w);
+}
+
+static int xsyncobj_wait(int fd, uint32_t *h, uint32_t n, int64_t abs_ns)
+{
+	return xsyncobj_wait_flags(fd, h, n, abs_ns, true);
 }
 
 static int xqueue_create(int fd, uint32_t prio, uint32_t *id)
@@ -1359,7 +1368,7 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 	char v[24], f[24];
 
 	printf("\n== priority: high-priority NOP round trip while 4 "
-	       "low-priority queues hold 4 GEMMs (%u^3 fp32) each\n", GEMM_DIM);
+	       "low-priority queues hold 4 GEMMs (%u^3 fp32) each, sampled while all 4 are busy\n", GEMM_DIM);
 	if (!gemm_ok) {
 		printf("   n/a (card lacks GEMM)\n");
 		summary_add("(iv) hi-prio NOP under GEMM load", "n/a",
@@ -1433,9 +1442,12 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 				ret = xsubmit(g.fd, j, 4);
 			}
 			rounds++;
-			/* samples taken while low-priority work remains */
+			/*
+			 * Samples taken while all four low-priority queues
+			 * still hold GEMMs (none has signalled its last).
+			 */
 			while (!ret && n < max_loaded) {
-				if (!xsyncobj_wait(g.fd, lows, 4, 0))
+				if (!xsyncobj_wait_flags(g.fd, lows, 4, 0, false))
 					break;
 				ret = round_trips(&x, hiq, nop, t + n, NULL, 1);
 				n++;
