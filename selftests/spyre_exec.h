@@ -341,6 +341,18 @@ static inline uint64_t x_dtype_caps(uint32_t dt)
 }
 
 /*
+ * In a FIXTURE_SETUP or TEST: x_open() card @card with a queue of @prio,
+ * skipping the test when there is no card and failing it on any other
+ * error.
+ */
+#define X_OPEN(x, card, prio) do {					\
+		int __ret = x_open((x), (card), (prio));		\
+		if (__ret == -ENODEV)					\
+			SKIP(return, "no Spyre card (/dev/accel)");	\
+		ASSERT_EQ(0, __ret);					\
+	} while (0)
+
+/*
  * SKIP (or fail with SPYRE_EXEC_REQUIRE=1) unless the card has the
  * compute engine (CAP_FP16) and every cap in @caps.
  */

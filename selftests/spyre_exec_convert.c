@@ -135,11 +135,7 @@ FIXTURE(conv) {
 
 FIXTURE_SETUP(conv)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
 			      DRM_SPYRE_CAP_FP8 | DRM_SPYRE_CAP_INT8);
 }
@@ -270,11 +266,7 @@ FIXTURE_VARIANT_ADD(narrow, to_int8) { SPYRE_DTYPE_INT8 };
 
 FIXTURE_SETUP(narrow)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
 			      DRM_SPYRE_CAP_FP8 | DRM_SPYRE_CAP_INT8);
 }

@@ -390,11 +390,7 @@ GV(int8_int32, INT8, INT8, INT32);
 
 FIXTURE_SETUP(gemm)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, x_dtype_caps(variant->a) |
 		    x_dtype_caps(variant->b) | x_dtype_caps(variant->c));
 }
@@ -486,11 +482,7 @@ DV(int8_int32, INT8, INT8, INT32);
 
 FIXTURE_SETUP(devmem)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, x_dtype_caps(variant->a) |
 		    x_dtype_caps(variant->b) | x_dtype_caps(variant->c));
 	if (self->x.di.devmem_size < (16u << 20))
@@ -521,11 +513,7 @@ TEST(int8_accumulation_wraps)
 	uint64_t seed = 77;
 	struct xcs *cs;
 	int wrapped = 0;
-	int ret = x_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&x, DRM_SPYRE_CAP_INT8);
 	cs = calloc(1, sizeof(*cs));
 	ASSERT_NE(NULL, cs);
@@ -586,11 +574,7 @@ BV(e4m3_odd_ta, FP8_E4M3, FP8_E4M3, 257, 383, 131, TA);
 
 FIXTURE_SETUP(big)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, x_dtype_caps(variant->a) |
 		    x_dtype_caps(variant->b) | DRM_SPYRE_CAP_BF16);
 }

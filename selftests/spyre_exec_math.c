@@ -74,11 +74,7 @@ EV3(EXP);
 
 FIXTURE_SETUP(elt)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, x_dtype_caps(variant->dt));
 }
 
@@ -247,11 +243,7 @@ RV(MAX, BF16);
 
 FIXTURE_SETUP(red)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, x_dtype_caps(variant->dt));
 }
 
@@ -382,11 +374,7 @@ WV(RMSNORM, BF16);
 
 FIXTURE_SETUP(row)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	X_NEED_CAPS(&self->x, x_dtype_caps(variant->dt));
 }
 

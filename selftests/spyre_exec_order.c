@@ -53,11 +53,7 @@ FIXTURE(order) {
 
 FIXTURE_SETUP(order)
 {
-	int ret = x_open(&self->x, 0, DRM_SPYRE_PRIORITY_LOW);
-
-	if (ret == -ENODEV)
-		SKIP(return, "no Spyre card (/dev/accel)");
-	ASSERT_EQ(0, ret);
+	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_LOW);
 	ASSERT_EQ(0, spyre_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_HIGH,
 				     &self->q2));
 }
