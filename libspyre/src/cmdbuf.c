@@ -389,6 +389,18 @@ bool spyre__cmdbuf_bo_written(const struct spyre_cmdbuf *cb, size_t i)
 	return cb->bo_written[i];
 }
 
+/*
+ * Commit one command of @size bytes reserved with reserve_cmd() and record
+ * the BOs of its @n operands @mems; bit i of @written: it writes mems[i].
+ */
+static void cmd_commit(struct spyre_cmdbuf *cb, size_t size,
+		       const struct spyre_mem *mems, size_t n,
+		       unsigned int written)
+{
+	bos_add(cb, mems, n, written);
+	cmdbuf_commit(cb, size, 1);
+}
+
 /* Reserve a command of @size bytes and room for @n BOs; NULL on ENOMEM. */
 static void *reserve_cmd(struct spyre_cmdbuf *cb, size_t size, size_t nbos)
 {
@@ -536,14 +548,9 @@ SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
 	c->scale_b = mem_va(g->scale_b);
 	c->bias = mem_va(g->bias);
 	c->amax = mem_va(g->amax);
-	{
-		const struct spyre_mem m[7] = { g->a, g->b, g->c, g->bias,
-						g->scale_a, g->scale_b,
-						g->amax };
-
-		bos_add(cb, m, 7, 1u << 2 | 1u << 6);	/* c, amax */
-	}
-	cmdbuf_commit(cb, sizeof(*c), 1);
+	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){
+			   g->a, g->b, g->c, g->bias, g->scale_a, g->scale_b,
+			   g->amax }, 7, 1u << 2 | 1u << 6);	/* c, amax */
 	return 0;
 }
 
@@ -583,12 +590,8 @@ SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
 	c->b = mem_va(b);
 	c->out = mem_va(out);
 	c->alpha = f32_bits(alpha);
-	{
-		const struct spyre_mem m[3] = { out, a, b };
-
-		bos_add(cb, m, 3, 1u << 0);		/* out */
-	}
-	cmdbuf_commit(cb, sizeof(*c), 1);
+	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ out, a, b }, 3,
+		   1u << 0);	/* out */
 	return 0;
 }
 
@@ -608,7 +611,8 @@ SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
 		return -EINVAL;
 	if ((uint64_t)rows * cols > MAX_ELEMS)
 		return -E2BIG;
-	ret = mem_check(src, span_elems(1, 0, rows, ld, cols), spyre_dtype_size(dtype));
+	ret = mem_check(src, span_elems(1, 0, rows, ld, cols),
+			spyre_dtype_size(dtype));
 	if (!ret)
 		ret = mem_check(dst, rows, spyre_dtype_size(dtype));
 	if (ret)
@@ -625,12 +629,8 @@ SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
 	c->src = mem_va(src);
 	c->dst = mem_va(dst);
 	c->ld = ld;
-	{
-		const struct spyre_mem m[2] = { dst, src };
-
-		bos_add(cb, m, 2, 1u << 0);		/* dst */
-	}
-	cmdbuf_commit(cb, sizeof(*c), 1);
+	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ dst, src }, 2,
+		   1u << 0);	/* dst */
 	return 0;
 }
 
@@ -686,12 +686,9 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
 	c->gamma = mem_va(gamma);
 	c->beta = mem_va(beta);
 	c->eps = f32_bits(eps);
-	{
-		const struct spyre_mem m[4] = { dst, src, gamma, beta };
-
-		bos_add(cb, m, 4, 1u << 0);		/* dst */
-	}
-	cmdbuf_commit(cb, sizeof(*c), 1);
+	cmd_commit(cb, sizeof(*c),
+		   (const struct spyre_mem[]){ dst, src, gamma, beta }, 4,
+		   1u << 0);	/* dst */
 	return 0;
 }
 
@@ -726,11 +723,7 @@ SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 	c->height = 1;
 	c->src_dtype = src_dtype;
 	c->dst_dtype = dst_dtype;
-	{
-		const struct spyre_mem m[2] = { dst, src };
-
-		bos_add(cb, m, 2, 1u << 0);		/* dst */
-	}
-	cmdbuf_commit(cb, sizeof(*c), 1);
+	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ dst, src }, 2,
+		   1u << 0);	/* dst */
 	return 0;
 }
