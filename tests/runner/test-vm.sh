@@ -71,7 +71,7 @@ check "hung guest is stopped at the timeout" 124 'timed out after 15s' -- \
 	--timeout 15 -- sleep 600
 # built in the cache, as spyre.ko is (Kbuild writes next to its sources)
 mkdir -p "$SPYRE_BUILD/warn-module"
-cp "$SPYRE_ROOT/tests/runner/Kbuild" "$SPYRE_ROOT/tests/runner/warn_on_load.c" \
+cp -p "$SPYRE_ROOT/tests/runner/Kbuild" "$SPYRE_ROOT/tests/runner/warn_on_load.c" \
 	"$SPYRE_BUILD/warn-module/"
 make -s -C "$KDIR" M="$SPYRE_BUILD/warn-module" modules >/dev/null
 check "a WARN in dmesg fails the run" 126 'deliberate warning' -- \
