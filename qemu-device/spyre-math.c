@@ -16,6 +16,8 @@
 
 #define CHUNK           256     /* elements converted per stack buffer */
 #define GEMM_TILE       512     /* largest tile edge (M, N and K) */
+/* INT8 K blocks are summed in binary32: exact only up to 1024 steps. */
+_Static_assert(GEMM_TILE <= 1024, "INT8 GEMM K blocks must stay exact");
 #define GEMM_ALIGN      64
 #define ROW_LANES       8
 #define ROW_BLOCK       512     /* columns per pairwise block sum */
@@ -715,15 +717,26 @@ static size_t align_up(size_t v)
     return (v + GEMM_ALIGN - 1) & ~(size_t)(GEMM_ALIGN - 1);
 }
 
-/* Scratch bytes for tiles of tm x tn outputs with K steps of tk. */
-static size_t gemm_footprint(uint32_t tm, uint32_t tn, uint32_t tk)
+/* Staging bytes: SPYRE_GEMM_STAGE, and at least one row of @r elements. */
+static size_t gemm_stage(size_t r)
+{
+    return align_up(r * 4 > SPYRE_GEMM_STAGE ? r * 4 : SPYRE_GEMM_STAGE);
+}
+
+/*
+ * Scratch bytes for tiles of tm x tn outputs with K steps of tk; INT8
+ * needs a second tm x tn block for one K block's fp32 products.
+ */
+static size_t gemm_footprint(uint32_t tm, uint32_t tn, uint32_t tk,
+                             bool is_int)
 {
     size_t r = tm > tn ? tm : tn;
 
     r = r > tk ? r : tk;
     return GEMM_ALIGN + align_up((size_t)tm * tk * 4) +
-           align_up((size_t)tk * tn * 4) + align_up((size_t)tm * tn * 4) +
-           2 * align_up(r * 4) + align_up((size_t)tn * 4);
+           align_up((size_t)tk * tn * 4) +
+           (is_int ? 2 : 1) * align_up((size_t)tm * tn * 4) +
+           align_up(r * 4) + gemm_stage(r) + align_up((size_t)tn * 4);
 }
 
 static uint32_t halve(uint32_t v)
@@ -770,7 +783,7 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
     tm = min_u64(cmd->m, GEMM_TILE);
     tn = min_u64(cmd->n, GEMM_TILE);
     tk = min_u64(cmd->k, GEMM_TILE);
-    while (gemm_footprint(tm, tn, tk) > scratch_size) {
+    while (gemm_footprint(tm, tn, tk, g->is_int) > scratch_size) {
         if (tm >= tn && tm >= tk) {
             tm = halve(tm);
         } else if (tn >= tk) {
@@ -787,16 +800,21 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
 
     p = scratch;
     p += (GEMM_ALIGN - ((uintptr_t)p & (GEMM_ALIGN - 1))) & (GEMM_ALIGN - 1);
-    g->a_tile = p;
+    g->a_tile = (float *)p;
     p += align_up((size_t)tm * tk * 4);
-    g->b_tile = p;
+    g->b_tile = (float *)p;
     p += align_up((size_t)tk * tn * 4);
     g->acc = p;
     p += align_up((size_t)tm * tn * 4);
+    if (g->is_int) {
+        g->block = (float *)p;
+        p += align_up((size_t)tm * tn * 4);
+    }
     g->row = p;
     p += align_up(r * 4);
     g->raw = p;
-    p += align_up(r * 4);
+    g->stage = gemm_stage(r);
+    p += g->stage;
     g->bias_row = (float *)p;
 
     g->a_cached = NO_TILE;
@@ -812,187 +830,169 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
 
 /*
  * Fetch @nrows stored row segments of @ncols elements of operand @opnd,
- * the first at element offset @base, @ld apart, into @tile: as native
- * floats, or as int16 for INT8 GEMM.  With @transpose the tile is laid out
- * @ncols x @nrows (element (r, c) of the segments goes to c * nrows + r),
- * else @nrows x @ncols.
+ * the first at element offset @base, @ld apart, into @tile as native
+ * floats (INT8 values too: they are exact in binary32), laid out as
+ * stored: @nrows x @ncols.  fp32 rows go straight into the tile in one
+ * batch; other dtypes are staged at g->raw, as many rows as fit.
  */
 static int gemm_fetch(SpyreGemm *g, int opnd, int dtype, size_t es,
                       uint64_t base, uint64_t ld, uint32_t nrows,
-                      uint32_t ncols, void *tile, bool transpose)
+                      uint32_t ncols, float *tile)
 {
-    uint8_t *raw = g->raw;
-    uint32_t r, c;
+    size_t len = (size_t)ncols * es;
+    uint32_t r, i, n, per = g->stage / len;
     int st;
 
-    for (r = 0; r < nrows; r++) {
-        if (host_le() && dtype == SPYRE_DTYPE_FP32) {
-            /* Straight into the tile: no conversion to do. */
-            st = g->io.read(g->io.opaque, opnd, (base + r * ld) * es,
-                            (float *)tile + (size_t)r * ncols, ncols * es);
-            if (st != SPYRE_STATUS_OK) {
-                return st;
-            }
-            continue;
-        }
-        st = g->io.read(g->io.opaque, opnd, (base + r * ld) * es, raw,
-                        ncols * es);
+    if (host_le() && dtype == SPYRE_DTYPE_FP32) {
+        return g->io.read(g->io.opaque, opnd, base * es, ld * es, nrows,
+                          tile, len);
+    }
+    for (r = 0; r < nrows; r += n) {
+        n = nrows - r < per ? nrows - r : per;
+        st = g->io.read(g->io.opaque, opnd, (base + r * ld) * es, ld * es, n,
+                        g->raw, len);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
-        if (!g->is_int) {
-            spyre_load_fp32((float *)tile + (size_t)r * ncols, raw, dtype,
-                            ncols);
-        } else if (transpose) {
-            int16_t *t = tile;
-
-            for (c = 0; c < ncols; c++) {
-                t[(size_t)c * nrows + r] = (int8_t)raw[c];
-            }
-        } else {
-            int16_t *t = (int16_t *)tile + (size_t)r * ncols;
-
-            for (c = 0; c < ncols; c++) {
-                t[c] = (int8_t)raw[c];
-            }
+        for (i = 0; i < n; i++) {
+            spyre_load_fp32(tile + (size_t)(r + i) * ncols, g->raw + i * len,
+                            dtype, ncols);
         }
     }
     return SPYRE_STATUS_OK;
 }
 
 /*
- * acc (mt x nt) += a (mt x kt) * b (kt x nt), int32 wrapping.  The int8
- * values are held as int16: a product of two int8 values (-16256..16384)
- * fits an int16, which lets the compiler vectorise with 16-bit multiplies
- * (SSE2 has no 32-bit one); sums wrap modulo 2^32.
+ * acc (int32, wrapping) += block, the fp32 products of one INT8 K block.
+ * A K block has at most GEMM_TILE (512) steps and each product of two
+ * int8 values lies in [-16256, 16384], so every partial sum sgemm forms,
+ * in whatever order, is an integer of magnitude <= 2^23: exact in
+ * binary32.  The block is therefore the exact integer result.
  */
-static void gemm_mac_int(const int16_t *restrict a,
-                         const int16_t *restrict b, uint32_t *restrict acc,
-                         uint32_t mt, uint32_t nt, uint32_t kt)
+static void gemm_add_int_block(uint32_t *restrict acc,
+                               const float *restrict block, size_t n)
 {
-    uint32_t i, kk;
-    size_t j;
+    size_t i;
 
-    for (i = 0; i < mt; i++) {
-        uint32_t *restrict cr = acc + (size_t)i * nt;
-
-        for (kk = 0; kk < kt; kk++) {
-            int16_t av = a[(size_t)i * kt + kk];
-            const int16_t *restrict br = b + (size_t)kk * nt;
-
-            if (av == 0) {
-                continue;
-            }
-            /* Fixed-length inner blocks, so that -O2 vectorises them. */
-            for (j = 0; j + 16 <= nt; j += 16) {
-                const int16_t *bp = br + j;
-                uint32_t *cp = cr + j;
-                int t;
-
-                for (t = 0; t < 16; t++) {
-                    cp[t] += (uint32_t)(int16_t)(av * bp[t]);
-                }
-            }
-            for (; j < nt; j++) {
-                cr[j] += (uint32_t)(int16_t)(av * br[j]);
-            }
-        }
+    for (i = 0; i < n; i++) {
+        acc[i] += (uint32_t)(int32_t)block[i];
     }
 }
 
-static void amax_update(SpyreGemm *g, float r)
+/*
+ * Fold max |r| over @n results into g->amax (NaN once any r is NaN).
+ * With the sign cleared, the bit patterns of binary32 values order as the
+ * magnitudes do, and every NaN lies above infinity (0x7f800000): one
+ * integer max, which the compiler vectorises, finds both.
+ */
+static void amax_row(SpyreGemm *g, const float *r, size_t n)
 {
-    float ar = fabsf(r);
+    int32_t m = 0;
+    size_t j;
 
+    for (j = 0; j < n; j++) {
+        int32_t v = (int32_t)(f2u(r[j]) & 0x7fffffffu);
+
+        m = v > m ? v : m;
+    }
     if (isnan(g->amax)) {
         return;
     }
-    if (isnan(ar) || ar > g->amax) {
-        g->amax = ar;
+    if (m > 0x7f800000) {
+        g->amax = NAN;
+    } else if (u2f((uint32_t)m) > g->amax) {
+        g->amax = u2f((uint32_t)m);
     }
 }
 
+/* Row @i of the current output tile: r = result, stored at @raw (len). */
+static void gemm_result_row(SpyreGemm *g, uint32_t i, uint32_t nt,
+                            uint8_t *raw)
+{
+    const struct spyre_cmd_gemm *cmd = &g->cmd;
+    uint32_t j;
+
+    if (g->is_int) {
+        const uint32_t *acc = (uint32_t *)g->acc + (size_t)i * nt;
+
+        for (j = 0; j < nt; j++) {
+            uint32_t v = acc[j];
+            uint32_t mag;
+
+            if (g->read_c) {
+                v += ld_le32(raw + 4 * j);
+            }
+            mag = (v >> 31) ? 0u - v : v;
+            if (mag > g->amax_int) {
+                g->amax_int = mag;
+            }
+            st_le32(raw + 4 * j, v);
+        }
+    } else {
+        const float *acc = (float *)g->acc + (size_t)i * nt;
+        float *row = g->row;
+
+        if (g->read_c) {
+            spyre_load_fp32(row, raw, cmd->c_dtype, nt);
+        }
+        for (j = 0; j < nt; j++) {
+            double v = g->scale * acc[j];
+
+            if (g->read_c) {
+                v += g->beta * row[j];
+            }
+            if (g->has_bias) {
+                v += g->bias_row[j];
+            }
+            row[j] = (float)v;
+        }
+        amax_row(g, row, nt);
+        spyre_store_fp32(raw, cmd->c_dtype, row, nt, cmd->hdr.flags);
+    }
+}
+
+/* Write the finished output tile (mt x nt at batch, m0, n0) to C. */
 static int gemm_epilogue(SpyreGemm *g, uint32_t mt, uint32_t nt)
 {
     const struct spyre_cmd_gemm *cmd = &g->cmd;
-    uint8_t *raw = g->raw;
-    uint32_t i, j;
+    uint64_t off = ((uint64_t)g->batch * cmd->stride_c +
+                    (uint64_t)g->m0 * cmd->ldc + g->n0) * g->es_c;
+    uint64_t stride = cmd->ldc * g->es_c;
+    size_t len = nt * g->es_c;
+    uint32_t i, r, n, per = g->stage / len;
     int st;
 
     if (g->has_bias && g->bias_cached != g->n0) {
         g->bias_cached = NO_TILE;
         st = g->io.read(g->io.opaque, SPYRE_GEMM_OPND_BIAS,
-                        (uint64_t)g->n0 * g->es_bias, raw, nt * g->es_bias);
+                        (uint64_t)g->n0 * g->es_bias, 0, 1, g->raw,
+                        nt * g->es_bias);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
-        spyre_load_fp32(g->bias_row, raw, cmd->bias_dtype, nt);
+        spyre_load_fp32(g->bias_row, g->raw, cmd->bias_dtype, nt);
         g->bias_cached = g->n0;
     }
-
-    for (i = 0; i < mt; i++) {
-        uint64_t off = ((uint64_t)g->batch * cmd->stride_c +
-                        (uint64_t)(g->m0 + i) * cmd->ldc + g->n0) * g->es_c;
-        size_t len = nt * g->es_c;
-
+    if (g->plain_fp32) {
+        /* alpha * scales == 1, no C, no bias: r is the accumulator. */
+        amax_row(g, g->acc, (size_t)mt * nt);
+        return g->io.write(g->io.opaque, SPYRE_GEMM_OPND_C, off, stride, mt,
+                           g->acc, len);
+    }
+    for (r = 0; r < mt; r += n) {
+        n = mt - r < per ? mt - r : per;
         if (g->read_c) {
-            st = g->io.read(g->io.opaque, SPYRE_GEMM_OPND_C, off, raw, len);
+            st = g->io.read(g->io.opaque, SPYRE_GEMM_OPND_C, off + r * stride,
+                            stride, n, g->raw, len);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
         }
-        if (g->is_int) {
-            const uint32_t *acc = (uint32_t *)g->acc + (size_t)i * nt;
-
-            for (j = 0; j < nt; j++) {
-                uint32_t v = acc[j];
-                uint32_t mag;
-
-                if (g->read_c) {
-                    v += ld_le32(raw + 4 * j);
-                }
-                mag = (v >> 31) ? 0u - v : v;
-                if (mag > g->amax_int) {
-                    g->amax_int = mag;
-                }
-                st_le32(raw + 4 * j, v);
-            }
-        } else if (g->plain_fp32) {
-            /* alpha * scales == 1, no C, no bias: r is the accumulator. */
-            const float *acc = (float *)g->acc + (size_t)i * nt;
-
-            for (j = 0; j < nt; j++) {
-                amax_update(g, acc[j]);
-            }
-            st = g->io.write(g->io.opaque, SPYRE_GEMM_OPND_C, off, acc, len);
-            if (st != SPYRE_STATUS_OK) {
-                return st;
-            }
-            continue;
-        } else {
-            const float *acc = (float *)g->acc + (size_t)i * nt;
-            float *row = g->row;
-
-            if (g->read_c) {
-                spyre_load_fp32(row, raw, cmd->c_dtype, nt);
-            }
-            for (j = 0; j < nt; j++) {
-                double v = g->scale * acc[j];
-                float r;
-
-                if (g->read_c) {
-                    v += g->beta * row[j];
-                }
-                if (g->has_bias) {
-                    v += g->bias_row[j];
-                }
-                r = (float)v;
-                amax_update(g, r);
-                row[j] = r;
-            }
-            spyre_store_fp32(raw, cmd->c_dtype, row, nt, cmd->hdr.flags);
+        for (i = 0; i < n; i++) {
+            gemm_result_row(g, r + i, nt, g->raw + i * len);
         }
-        st = g->io.write(g->io.opaque, SPYRE_GEMM_OPND_C, off, raw, len);
+        st = g->io.write(g->io.opaque, SPYRE_GEMM_OPND_C, off + r * stride,
+                         stride, n, g->raw, len);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
@@ -1028,11 +1028,11 @@ static int gemm_kblock(SpyreGemm *g)
         if (ta) {
             st = gemm_fetch(g, SPYRE_GEMM_OPND_A, cmd->a_dtype, g->es_a,
                             abase + k0 * cmd->lda + g->m0, cmd->lda, kt, mt,
-                            g->a_tile, true);
+                            g->a_tile);
         } else {
             st = gemm_fetch(g, SPYRE_GEMM_OPND_A, cmd->a_dtype, g->es_a,
                             abase + (uint64_t)g->m0 * cmd->lda + k0,
-                            cmd->lda, mt, kt, g->a_tile, false);
+                            cmd->lda, mt, kt, g->a_tile);
         }
         if (st != SPYRE_STATUS_OK) {
             return st;
@@ -1044,24 +1044,24 @@ static int gemm_kblock(SpyreGemm *g)
     if (tb) {
         st = gemm_fetch(g, SPYRE_GEMM_OPND_B, cmd->b_dtype, g->es_b,
                         bbase + (uint64_t)g->n0 * cmd->ldb + k0, cmd->ldb,
-                        nt, kt, g->b_tile, true);
+                        nt, kt, g->b_tile);
     } else {
         st = gemm_fetch(g, SPYRE_GEMM_OPND_B, cmd->b_dtype, g->es_b,
                         bbase + k0 * cmd->ldb + g->n0, cmd->ldb, kt, nt,
-                        g->b_tile, false);
+                        g->b_tile);
     }
     if (st != SPYRE_STATUS_OK) {
         return st;
     }
 
+    /* Tiles are as stored: sgemm applies the transposes. */
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, (int)mt, (int)nt, (int)kt,
+                1.0f, g->a_tile, (int)(ta ? mt : kt), g->b_tile,
+                (int)(tb ? kt : nt), g->is_int ? 0.0f : 1.0f,
+                g->is_int ? g->block : g->acc, (int)nt);
     if (g->is_int) {
-        /* Both tiles were fetched in canonical (untransposed) layout. */
-        gemm_mac_int(g->a_tile, g->b_tile, g->acc, mt, nt, kt);
-    } else {
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                    tb ? CblasTrans : CblasNoTrans, (int)mt, (int)nt,
-                    (int)kt, 1.0f, g->a_tile, (int)(ta ? mt : kt),
-                    g->b_tile, (int)(tb ? kt : nt), 1.0f, g->acc, (int)nt);
+        gemm_add_int_block(g->acc, g->block, (size_t)mt * nt);
     }
     if (k0 + kt < cmd->k) {
         return SPYRE_STATUS_OK;
@@ -1169,32 +1169,43 @@ static bool host_buf(const SpyreGemmHostBufs *b, int opnd, uint8_t **base,
     return *base != NULL;
 }
 
-static int host_read(void *opaque, int opnd, uint64_t off, void *dst,
-                     size_t len)
+/* Host buffer I/O: each segment must lie within the operand's buffer. */
+static int host_io(const SpyreGemmHostBufs *bufs, int opnd, uint64_t off,
+                   uint64_t stride, uint32_t nrows, uint8_t *p, size_t len,
+                   bool write)
 {
     uint8_t *base;
     size_t size;
+    uint32_t r;
 
-    if (!host_buf(opaque, opnd, &base, &size) || off > size ||
-        len > size - off) {
+    if ((write && opnd != SPYRE_GEMM_OPND_C) ||
+        !host_buf(bufs, opnd, &base, &size)) {
         return SPYRE_STATUS_MMU_FAULT;
     }
-    memcpy(dst, base + off, len);
+    for (r = 0; r < nrows; r++, off += stride, p += len) {
+        if (off > size || len > size - off) {
+            return SPYRE_STATUS_MMU_FAULT;
+        }
+        if (write) {
+            memcpy(base + off, p, len);
+        } else {
+            memcpy(p, base + off, len);
+        }
+    }
     return SPYRE_STATUS_OK;
 }
 
-static int host_write(void *opaque, int opnd, uint64_t off, const void *src,
-                      size_t len)
+static int host_read(void *opaque, int opnd, uint64_t off, uint64_t stride,
+                     uint32_t nrows, void *dst, size_t len)
 {
-    uint8_t *base;
-    size_t size;
+    return host_io(opaque, opnd, off, stride, nrows, dst, len, false);
+}
 
-    if (opnd != SPYRE_GEMM_OPND_C || !host_buf(opaque, opnd, &base, &size) ||
-        off > size || len > size - off) {
-        return SPYRE_STATUS_MMU_FAULT;
-    }
-    memcpy(base + off, src, len);
-    return SPYRE_STATUS_OK;
+static int host_write(void *opaque, int opnd, uint64_t off, uint64_t stride,
+                      uint32_t nrows, const void *src, size_t len)
+{
+    return host_io(opaque, opnd, off, stride, nrows, (uint8_t *)src, len,
+                   true);
 }
 
 int spyre_gemm_host(const struct spyre_cmd_gemm *cmd, float scale_a,

@@ -139,8 +139,8 @@ int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
  * computed in K blocks of at most 512 (tiles shrink to fit the caller's
  * scratch buffer, the only memory used).  One spyre_gemm_step() does one
  * K block, so the caller may stop between steps (yield to another queue,
- * check a time budget, ...).  Operands are fetched through callbacks one
- * stored row segment at a time, so they need not be contiguous in host
+ * check a time budget, ...).  Operands are fetched through callbacks in
+ * batches of stored row segments, so they need not be contiguous in host
  * memory.  The tiling (hence the scratch size) can change the last bits
  * of fp32 results through the summation order; INT8 results are exact.
  *
@@ -159,6 +159,8 @@ int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
 /* Scratch the GEMM engine needs: SIZE gives full 512^3 tiles. */
 #define SPYRE_GEMM_SCRATCH_SIZE     (4u << 20)
 #define SPYRE_GEMM_SCRATCH_MIN      (64u << 10)
+/* Bytes of converted-dtype rows staged per I/O batch (part of scratch). */
+#define SPYRE_GEMM_STAGE            (16u << 10)
 
 /* Operand ids passed to the I/O callbacks. */
 enum {
@@ -175,18 +177,24 @@ typedef struct SpyreGemmSpan {
 } SpyreGemmSpan;
 
 /*
- * Operand access.  @off is a byte offset from the operand's base address
- * (cmd->a, cmd->b, cmd->c or cmd->bias), always within the span that
- * spyre_gemm_check() reported; @len bytes are contiguous in the device VA
- * space (one stored row segment, or one bias segment).  Return
- * SPYRE_STATUS_OK, or an error status (MMU_FAULT, DMA_ERROR, ...) that
- * ends the GEMM with that status.  C is read (when beta != 0) and then
- * written one row segment at a time, tile by tile.
+ * Operand access, in batches of row segments: @nrows segments of @len
+ * bytes, the first at byte offset @off from the operand's base address
+ * (cmd->a, cmd->b, cmd->c or cmd->bias) and each @stride bytes after the
+ * one before, to or from @dst / @src where they lie packed, @len bytes
+ * apart.  Every segment is contiguous in the device VA space and lies
+ * within the span that spyre_gemm_check() reported.  A batch holds whole
+ * tile rows of an fp32 operand, or as many as fit SPYRE_GEMM_STAGE bytes
+ * of other dtypes, so an implementation can take its locks once per batch
+ * rather than once per row.  Return SPYRE_STATUS_OK, or an error status
+ * (MMU_FAULT, DMA_ERROR, ...) that ends the GEMM with that status; the
+ * segments before the failing one may have been moved.  C is read (when
+ * beta != 0) and then written batch by batch, tile by tile.
  */
 typedef struct SpyreGemmIO {
-    int (*read)(void *opaque, int opnd, uint64_t off, void *dst, size_t len);
-    int (*write)(void *opaque, int opnd, uint64_t off, const void *src,
-                 size_t len);
+    int (*read)(void *opaque, int opnd, uint64_t off, uint64_t stride,
+                uint32_t nrows, void *dst, size_t len);
+    int (*write)(void *opaque, int opnd, uint64_t off, uint64_t stride,
+                 uint32_t nrows, const void *src, size_t len);
     void *opaque;
 } SpyreGemmIO;
 
@@ -207,8 +215,12 @@ typedef struct SpyreGemm {
     double beta;
     size_t es_a, es_b, es_c, es_bias;
     uint32_t tm, tn, tk;        /* tile sizes */
-    void *a_tile, *b_tile, *acc;
-    void *row, *raw;            /* one row: fp32/int32 values, raw bytes */
+    float *a_tile, *b_tile;     /* operand tiles as stored, widened */
+    void *acc;                  /* fp32, or int32 for INT8 */
+    float *block;               /* INT8: one K block's products */
+    void *row;                  /* one row of fp32 values */
+    uint8_t *raw;               /* staged rows of raw bytes */
+    size_t stage;               /* bytes at raw */
     float *bias_row;
     uint32_t batch, m0, n0;     /* current output tile */
     uint64_t k0;                /* next K block of it */

@@ -26,8 +26,13 @@
  *    re-checks it every time it re-acquires the BQL, dropping a job whose
  *    queue was reset without touching guest memory or queue state again.
  * Compute runs with the BQL released: a GEMM drops it for each K-block
- * step (spyre_gemm_step) and takes it back for each operand row segment.
- * Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
+ * step (spyre_gemm_step) and takes it back to translate each batch of
+ * operand rows (or each row segment); a batch that lies wholly in device
+ * memory is then copied with the BQL released (spyre_part_rows), flagged
+ * in SpyreWorker.copying, and everything that changes translations, resets
+ * a queue or stops the VM waits for such copies to end
+ * (spyre_drain_copies), so the rules above still hold when its MMIO write
+ * returns.  Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
  *
  * Scheduling: a free worker takes the ready queue of highest effective
  * priority (its own plus one level per "age-ms" waited), round-robin
@@ -221,10 +226,18 @@ typedef struct SpyreGang {
     int64_t deadline;           /* host time, extended by pauses */
 } SpyreGang;
 
+/* A translated piece of a device-memory operand batch (spyre_part_rows). */
+typedef struct SpyreSeg {
+    uint64_t addr;              /* offset in device memory */
+    uint32_t len;
+} SpyreSeg;
+
 /* Operand base VAs of the GEMM part an exec runs. */
 typedef struct SpyrePartIO {
     SpyreExec *e;
     uint64_t base[SPYRE_GEMM_OPND_BIAS + 1];
+    SpyreSeg *segs;             /* spyre_part_rows() scratch */
+    size_t nsegs_max;
 } SpyrePartIO;
 
 /*
@@ -303,6 +316,7 @@ struct SpyreWorker {
     SpyreState *s;
     QemuThread thread;
     unsigned int index;
+    bool copying;               /* in a device-memory copy without the BQL */
     int64_t bql_ns;             /* when it last took (or yielded) the BQL */
     uint64_t sched_seen;        /* sched_seq at its last preemption scan */
     int64_t scan_ns;            /* and when that was */
@@ -925,10 +939,34 @@ static void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     }
 }
 
+/*
+ * BQL held.  Wait for the device-memory copies that workers run with the
+ * BQL released (spyre_part_rows()); none can start meanwhile, as each one
+ * is set up under the BQL.  A copy is at most a batch of pages.
+ */
+static void spyre_drain_copies(SpyreState *s)
+{
+    uint32_t i;
+
+    for (i = 0; s->workers && i < s->nworkers; i++) {
+        while (qatomic_load_acquire(&s->workers[i].copying)) {
+            g_thread_yield();
+        }
+    }
+}
+
+/* BQL held.  Translations changed: invalidate cached ones, drain copies. */
+static void spyre_mmu_changed(SpyreState *s)
+{
+    s->mmu_epoch++;
+    spyre_drain_copies(s);
+}
+
 /* Q_RESET: abort the job in progress, if any, and disable the queue. */
 static void spyre_queue_reset(SpyreState *s, SpyreQueue *q)
 {
     trace_spyre_queue_reset(q->id, q->job_state);
+    spyre_drain_copies(s);
     if (q->job_state != SPYRE_JOB_NONE) {
         spyre_end_job(s, q, SPYRE_STATUS_ABORTED, 0, false, false);
     }
@@ -976,7 +1014,7 @@ static void spyre_reset(SpyreState *s)
     memset(s->tel, 0, sizeof(s->tel));
     s->read_latch_addr = UINT64_MAX;
     s->rr_next = 0;
-    s->mmu_epoch++;
+    spyre_mmu_changed(s);
     bitmap_zero(s->irq_pending, SPYRE_MAX_VECTORS);
     spyre_kick(s);
 }
@@ -1634,8 +1672,8 @@ static void spyre_gang_part_cmd(const SpyreGang *g, uint32_t idx,
 }
 
 /*
- * Operand access of a GEMM part; called by spyre_gemm_step() with the BQL
- * released.  Takes it for one row segment.
+ * One operand row segment of a GEMM part, with the BQL taken for it:
+ * spyre_part_rows() moves segments outside device memory this way.
  */
 static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
                          size_t len, bool write)
@@ -1667,16 +1705,112 @@ static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
     return st;
 }
 
-static int spyre_part_read(void *opaque, int opnd, uint64_t off, void *dst,
+/* Pages spyre_part_rows() translates per hold of the BQL. */
+#define SPYRE_ROWS_BATCH_PAGES  32
+
+/*
+ * Operand I/O of a GEMM part (SpyreGemmIO): @nrows segments of @len
+ * bytes, @stride bytes apart from @off, to or from @buf where they are
+ * packed.  Called by spyre_gemm_step() with the BQL released.  Rows are
+ * translated under the BQL in batches of about SPYRE_ROWS_BATCH_PAGES
+ * pages; a batch that lies wholly in device memory is then copied with
+ * the BQL released, flagged in w->copying for spyre_drain_copies().  Rows
+ * in system memory go one by one through spyre_part_io(), which holds the
+ * BQL for each (DMA through a vIOMMU may fault).
+ */
+static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
+                           uint64_t stride, uint32_t nrows, void *buf,
+                           size_t len, bool write)
+{
+    SpyreExec *e = io->e;
+    SpyreGang *g = e->part_gang;
+    SpyreState *s = e->s;
+    uint8_t *p = buf;
+    uint32_t st = SPYRE_STATUS_OK, r = 0, r1;
+    size_t nsegs, i;
+    bool devmem = true;
+
+    if (opnd < 0 || opnd > SPYRE_GEMM_OPND_BIAS) {
+        return SPYRE_STATUS_INTERNAL;
+    }
+    while (r < nrows) {
+        nsegs = 0;
+        bql_lock();
+        spyre_e_wait_running(e);
+        if (!spyre_e_alive(e)) {
+            st = SPYRE_EXEC_DROPPED;
+        } else if (g->stop || g->err_part < e->part_idx) {
+            st = SPYRE_EXEC_STOP;
+        }
+        for (r1 = r; st == SPYRE_STATUS_OK && devmem && r1 < nrows &&
+             nsegs < SPYRE_ROWS_BATCH_PAGES; r1++) {
+            uint64_t va = io->base[opnd] + off + r1 * stride;
+            size_t left = len;
+
+            while (left) {
+                uint32_t c = MIN(left,
+                                 SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
+                SpyreTarget t;
+
+                st = spyre_e_translate(e, va, write, &t);
+                if (st != SPYRE_STATUS_OK || !t.devmem) {
+                    devmem = st != SPYRE_STATUS_OK;
+                    break;
+                }
+                if (nsegs == io->nsegs_max) {
+                    io->nsegs_max = MAX(64, io->nsegs_max * 2);
+                    io->segs = g_renew(SpyreSeg, io->segs, io->nsegs_max);
+                }
+                io->segs[nsegs].addr = t.addr;
+                io->segs[nsegs].len = c;
+                nsegs++;
+                va += c;
+                left -= c;
+            }
+        }
+        if (st != SPYRE_STATUS_OK || !devmem) {
+            bql_unlock();
+            break;
+        }
+        e->q->job.writes += write ? nsegs : 0;
+        s->tel[SPYRE_TEL_BYTES] += (uint64_t)(r1 - r) * len;
+        qatomic_set(&e->w->copying, true);
+        bql_unlock();
+        for (i = 0; i < nsegs; i++) {
+            if (write) {
+                memcpy(s->devmem_ptr + io->segs[i].addr, p, io->segs[i].len);
+                memory_region_set_dirty(&s->devmem, io->segs[i].addr,
+                                        io->segs[i].len);
+            } else {
+                memcpy(p, s->devmem_ptr + io->segs[i].addr,
+                       io->segs[i].len);
+            }
+            p += io->segs[i].len;
+        }
+        qatomic_store_release(&e->w->copying, false);
+        r = r1;
+    }
+    /* System memory from row r on: one row at a time under the BQL. */
+    for (; st == SPYRE_STATUS_OK && r < nrows; r++) {
+        st = spyre_part_io(io, opnd, off + r * stride, p, len, write);
+        p += len;
+    }
+    return st;
+}
+
+static int spyre_part_read(void *opaque, int opnd, uint64_t off,
+                           uint64_t stride, uint32_t nrows, void *dst,
                            size_t len)
 {
-    return spyre_part_io(opaque, opnd, off, dst, len, false);
+    return spyre_part_rows(opaque, opnd, off, stride, nrows, dst, len, false);
 }
 
 static int spyre_part_write(void *opaque, int opnd, uint64_t off,
-                            const void *src, size_t len)
+                            uint64_t stride, uint32_t nrows, const void *src,
+                            size_t len)
 {
-    return spyre_part_io(opaque, opnd, off, (void *)src, len, true);
+    return spyre_part_rows(opaque, opnd, off, stride, nrows, (void *)src,
+                           len, true);
 }
 
 /*
@@ -2276,6 +2410,8 @@ static void spyre_vm_state_change(void *opaque, bool running, RunState state)
     s->vm_running = running;
     if (running) {
         spyre_kick(s);
+    } else {
+        spyre_drain_copies(s);  /* no guest memory write after the stop */
     }
 }
 
@@ -2425,7 +2561,7 @@ static void spyre_mmu_inval(SpyreState *s, uint64_t val)
      * this write returns, no access uses a translation read before it.
      * Acknowledge at once.
      */
-    s->mmu_epoch++;
+    spyre_mmu_changed(s);
     s->inval_req++;
     trace_spyre_mmu_inval(val, s->inval_req);
     s->inval_ack = s->inval_req;
@@ -2632,7 +2768,7 @@ static void spyre_reg_write(SpyreState *s, hwaddr reg, uint64_t val,
             *root = deposit64(*root, reg & 4 ? 32 : 0, 32, val);
         }
         *root &= SPYRE_PTE_ADDR_MASK | SPYRE_PTE_VALID;
-        s->mmu_epoch++;
+        spyre_mmu_changed(s);
         return;
     }
 
@@ -2864,6 +3000,7 @@ static void spyre_instance_finalize(Object *obj)
         for (i = 0; i < s->nworkers; i++) {
             for (l = 0; l < SPYRE_MAX_NEST; l++) {
                 g_free(s->workers[i].exec[l].scratch);
+                g_free(s->workers[i].exec[l].io.segs);
             }
         }
     }
@@ -2951,7 +3088,7 @@ static int spyre_post_load(void *opaque, int version_id)
     }
     s->read_latch_addr = UINT64_MAX;
     s->nparked = 0;
-    s->mmu_epoch++;
+    spyre_mmu_changed(s);
     spyre_kick(s);
     return 0;
 }

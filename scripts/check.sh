@@ -29,8 +29,10 @@ if [ -n "$out" ]; then echo "$out"; rc=1; fi
 msg "QEMU checkpatch: qemu-device/ (as synced into the QEMU tree)"
 QEMU=$("$SPYRE_ROOT/scripts/build-qemu.sh" 2>/dev/null | tail -1)
 QTREE=$(dirname "$(dirname "$QEMU")")/src
+# Warnings count too: checkpatch.pl itself fails only on errors.
 (cd "$QTREE" && for f in hw/misc/spyre/*.[ch] tests/qtest/spyre-test.c; do
-	scripts/checkpatch.pl --no-tree -q -f "$f" || exit 1
+	out=$(scripts/checkpatch.pl --no-tree -q -f "$f") || { echo "$out"; exit 1; }
+	if echo "$out" | grep -q '^WARNING'; then echo "$out"; exit 1; fi
 done) || rc=1
 [ $rc = 0 ] && msg "checks clean"
 exit $rc

@@ -1499,34 +1499,44 @@ struct io_rec {
     int fail_status;
 };
 
-static int rec_read(void *opaque, int opnd, uint64_t off, void *dst,
-                    size_t len)
+static int rec_read(void *opaque, int opnd, uint64_t off, uint64_t stride,
+                    uint32_t nrows, void *dst, size_t len)
 {
     struct io_rec *r = opaque;
     const void *base[4] = { r->bufs.a, r->bufs.b, r->bufs.c, r->bufs.bias };
+    uint64_t end = off + (nrows - 1) * stride + len;
+    uint32_t i;
 
     if (++r->calls == r->fail_at) {
         return r->fail_status;
     }
-    if (off + len > r->end[opnd]) {
-        r->end[opnd] = off + len;
+    if (end > r->end[opnd]) {
+        r->end[opnd] = end;
     }
-    memcpy(dst, (const uint8_t *)base[opnd] + off, len);
+    for (i = 0; i < nrows; i++) {
+        memcpy((uint8_t *)dst + i * len,
+               (const uint8_t *)base[opnd] + off + i * stride, len);
+    }
     return 0;
 }
 
-static int rec_write(void *opaque, int opnd, uint64_t off, const void *src,
-                     size_t len)
+static int rec_write(void *opaque, int opnd, uint64_t off, uint64_t stride,
+                     uint32_t nrows, const void *src, size_t len)
 {
     struct io_rec *r = opaque;
+    uint64_t end = off + (nrows - 1) * stride + len;
+    uint32_t i;
 
     if (++r->calls == r->fail_at || opnd != SPYRE_GEMM_OPND_C) {
         return r->fail_status;
     }
-    if (off + len > r->end[opnd]) {
-        r->end[opnd] = off + len;
+    if (end > r->end[opnd]) {
+        r->end[opnd] = end;
     }
-    memcpy((uint8_t *)r->bufs.c + off, src, len);
+    for (i = 0; i < nrows; i++) {
+        memcpy((uint8_t *)r->bufs.c + off + i * stride,
+               (const uint8_t *)src + i * len, len);
+    }
     return 0;
 }
 
