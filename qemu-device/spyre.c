@@ -34,6 +34,10 @@
  * (spyre_drain_copies), so the rules above still hold when its MMIO write
  * returns.  Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
  *
+ * A doorbell write itself runs the queue's jobs on the writing vCPU for as
+ * long as they hold only short commands, within a budget (spyre_db_run);
+ * a job that goes further is left to the workers at that command.
+ *
  * Scheduling: a free worker takes the ready queue of highest effective
  * priority (its own plus one level per "age-ms" waited), round-robin
  * among equals; with more than one worker, the last free one takes
@@ -100,6 +104,12 @@ QEMU_BUILD_BUG_ON(SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS) > SPYRE_REG_TEL_JOBS);
 #define SPYRE_CMD_MAX_NS        (5 * NANOSECONDS_PER_SECOND)
 /* Longest a worker keeps the BQL before letting vCPUs have it. */
 #define SPYRE_BQL_SLICE_NS      (50 * SCALE_US)
+/*
+ * Commands the doorbell executor may run per doorbell write: each is
+ * short (NOP, TIMESTAMP, SEM_*), so this bounds the time the writing vCPU
+ * spends, and a count (not a clock) keeps the split reproducible.
+ */
+#define SPYRE_DB_BUDGET_CMDS    64
 /* Completions on one vector closer than this share an MSI-X message. */
 #define SPYRE_IRQ_MODERATE_NS   (20 * SCALE_US)
 /* Host-time interval at which blocked SEM_WAIT queues are re-polled. */
@@ -139,6 +149,7 @@ QEMU_BUILD_BUG_ON(SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS) > SPYRE_REG_TEL_JOBS);
 #define SPYRE_EXEC_PARK         0x100   /* SEM_WAIT not satisfied */
 #define SPYRE_EXEC_DROPPED      0x101   /* queue reset under our feet */
 #define SPYRE_EXEC_STOP         0x102   /* GEMM part no longer needed */
+#define SPYRE_EXEC_HANDOFF      0x103   /* not for the doorbell: to a worker */
 
 enum {
     SPYRE_TEL_JOBS,
@@ -154,6 +165,7 @@ enum {
     SPYRE_JOB_NONE,         /* no job: next one is fetched at HEAD */
     SPYRE_JOB_RUNNING,      /* owned by a worker */
     SPYRE_JOB_SEM_WAIT,     /* parked on a SEM_WAIT, resumable */
+    SPYRE_JOB_READY,        /* begun at the doorbell, for a worker to go on */
     SPYRE_JOB_HUNG,         /* parked forever (DBG_HANG) */
 };
 
@@ -316,6 +328,8 @@ struct SpyreWorker {
     SpyreState *s;
     QemuThread thread;
     unsigned int index;
+    bool doorbell;              /* the doorbell executor: see spyre_db_run */
+    uint32_t db_budget;         /* doorbell executor: commands left */
     bool copying;               /* in a device-memory copy without the BQL */
     int64_t bql_ns;             /* when it last took (or yielded) the BQL */
     uint64_t sched_seen;        /* sched_seq at its last preemption scan */
@@ -364,7 +378,8 @@ struct SpyreState {
     SpyreQueue *queues;
 
     /* Engine. */
-    SpyreWorker *workers;
+    SpyreWorker *workers;       /* nworkers threads, then db_worker */
+    SpyreWorker *db_worker;     /* the doorbell executor (spyre_db_run) */
     QemuCond work_cond;         /* idle workers wait here */
     QemuCond gang_cond;         /* GEMM owners wait for their helpers */
     QemuCond run_cond;          /* workers wait here while the VM is stopped */
@@ -812,6 +827,8 @@ static bool spyre_queue_ready(SpyreState *s, SpyreQueue *q, int64_t now,
     case SPYRE_JOB_SEM_WAIT:
         *sem_waiters = true;
         return q->sem_epoch != s->sem_epoch || now >= q->sem_poll_ns;
+    case SPYRE_JOB_READY:
+        return true;
     default:
         return false;
     }
@@ -2169,6 +2186,10 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
         size > job->cmd_size - job->cmd_offset) {
         return SPYRE_STATUS_INVALID_COMMAND;
     }
+    if (e->w->doorbell && op != SPYRE_OP_NOP && op != SPYRE_OP_TIMESTAMP &&
+        op != SPYRE_OP_SEM_WAIT && op != SPYRE_OP_SEM_SIGNAL) {
+        return SPYRE_EXEC_HANDOFF;
+    }
     if (size > sizeof(e->cmd.hdr)) {
         st = spyre_stream_read(e, va + sizeof(e->cmd.hdr),
                                e->cmd.raw + sizeof(e->cmd.hdr),
@@ -2292,9 +2313,19 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
     return true;
 }
 
+/* The doorbell executor leaves the job of @q, begun, to the workers. */
+static void spyre_job_handoff(SpyreState *s, SpyreQueue *q)
+{
+    spyre_set_job_state(s, q, SPYRE_JOB_READY);
+    q->ready_ns = spyre_now();
+    s->sched_seq++;
+    spyre_wake(s, 1);
+}
+
 /*
- * Run (or resume) the job of @q on @e until it ends, parks or is dropped;
- * @floor is that of the job it preempts (-1: none).
+ * Run (or resume) the job of @q on @e until it ends, parks, is dropped
+ * or, on the doorbell executor, handed off; @floor is that of the job it
+ * preempts (-1: none).
  */
 static void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
 {
@@ -2308,7 +2339,8 @@ static void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
     e->floor = MAX((int)e->prio, floor);
     e->part_gang = NULL;
     e->sbuf_len = 0;
-    if (q->job_state == SPYRE_JOB_SEM_WAIT) {
+    if (q->job_state == SPYRE_JOB_SEM_WAIT ||
+        q->job_state == SPYRE_JOB_READY) {
         spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
         q->status = SPYRE_QS_BUSY;
     } else if (!spyre_job_start(s, q)) {
@@ -2330,12 +2362,22 @@ static void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
             s->sched_seq++;
             return;
         }
+        if (st == SPYRE_EXEC_HANDOFF) {
+            spyre_job_handoff(s, q);
+            return;
+        }
         if (st != SPYRE_STATUS_OK) {
             break;
         }
         s->tel[SPYRE_TEL_CMDS]++;
         job->cmd_offset += le32_to_cpu(e->cmd.hdr.size);
-        if (job->cmd_offset < job->cmd_size) {
+        if (e->w->doorbell) {
+            e->w->db_budget--;
+            if (job->cmd_offset < job->cmd_size && !e->w->db_budget) {
+                spyre_job_handoff(s, q);
+                return;
+            }
+        } else if (job->cmd_offset < job->cmd_size) {
             st = spyre_e_point(e, false);
             if (st == SPYRE_EXEC_DROPPED) {
                 return;
@@ -2595,6 +2637,35 @@ static void spyre_q_write_control(SpyreState *s, SpyreQueue *q, uint32_t val)
     spyre_kick(s);
 }
 
+/*
+ * A doorbell write: run the jobs at HEAD of @q at once, on the vCPU that
+ * wrote it, as long as they consist of short commands (NOP, TIMESTAMP,
+ * SEM_WAIT, SEM_SIGNAL), for at most SPYRE_DB_BUDGET_CMDS of them; a job
+ * that reaches any other command, or the end of the budget, goes on on a
+ * worker from that command (SPYRE_JOB_READY).  A submit -> completion
+ * round trip of such jobs then costs no host thread wake-up.  The
+ * executor runs with the BQL held throughout (it never reaches a point
+ * where a worker would drop it) and takes no worker from other queues.
+ */
+static void spyre_db_run(SpyreState *s, SpyreQueue *q)
+{
+    SpyreWorker *w = s->db_worker;
+    bool dummy;
+
+    w->db_budget = SPYRE_DB_BUDGET_CMDS;
+    while (!s->stopping && s->vm_running &&
+           (s->control & SPYRE_CONTROL_ENABLE) &&
+           q->job_state == SPYRE_JOB_NONE &&
+           spyre_queue_ready(s, q, 0, &dummy) && w->db_budget) {
+        w->bql_ns = spyre_now();
+        spyre_run_queue(&w->exec[0], q, -1);
+    }
+    if (q->job_state != SPYRE_JOB_NONE ||
+        (q->status == SPYRE_QS_IDLE && q->head != q->tail)) {
+        spyre_wake(s, 1);               /* one idle worker is enough */
+    }
+}
+
 static void spyre_q_write(SpyreState *s, SpyreQueue *q, hwaddr off,
                           uint64_t val, unsigned size)
 {
@@ -2621,7 +2692,7 @@ static void spyre_q_write(SpyreState *s, SpyreQueue *q, hwaddr off,
         }
         q->tail = val;
         s->sched_seq++;
-        spyre_wake(s, 1);               /* one idle worker is enough */
+        spyre_db_run(s, q);
         return;
     case SPYRE_Q_RING_BASE:
     case SPYRE_Q_RING_BASE + 4:
@@ -2944,8 +3015,9 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     s->stopping = false;
     s->host_cpus = MAX(1, MIN(sysconf(_SC_NPROCESSORS_ONLN),
                               SPYRE_MAX_WORKERS));
-    s->workers = g_new0(SpyreWorker, s->nworkers);
-    for (i = 0; i < s->nworkers; i++) {
+    /* The workers, and last the doorbell executor (no thread of its own). */
+    s->workers = g_new0(SpyreWorker, s->nworkers + 1);
+    for (i = 0; i <= s->nworkers; i++) {
         SpyreWorker *w = &s->workers[i];
         g_autofree char *name = g_strdup_printf("spyre-w%u", i);
         unsigned int l;
@@ -2956,6 +3028,11 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
             w->exec[l].s = s;
             w->exec[l].w = w;
             w->exec[l].level = l;
+        }
+        if (i == s->nworkers) {
+            w->doorbell = true;
+            s->db_worker = w;
+            break;
         }
         object_ref(OBJECT(s));
         qemu_thread_create(&w->thread, name, spyre_worker_thread, w,
@@ -2997,7 +3074,7 @@ static void spyre_instance_finalize(Object *obj)
         qemu_cond_destroy(&s->work_cond);
         qemu_cond_destroy(&s->gang_cond);
         qemu_cond_destroy(&s->run_cond);
-        for (i = 0; i < s->nworkers; i++) {
+        for (i = 0; i <= s->nworkers; i++) {
             for (l = 0; l < SPYRE_MAX_NEST; l++) {
                 g_free(s->workers[i].exec[l].scratch);
                 g_free(s->workers[i].exec[l].io.segs);

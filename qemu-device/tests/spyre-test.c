@@ -623,6 +623,98 @@ static void test_jobs_rootport_iommu(void)
     spyre_stop(sp);
 }
 
+/*
+ * Jobs of short commands run during the doorbell write itself; a job that
+ * reaches another command, or runs past the doorbell's time budget, goes
+ * on on a worker from that command: nothing is lost or run twice.
+ */
+static void test_doorbell(void)
+{
+    const uint64_t va_cmd = 0x100000, va_out = 0x200000, va_long = 0x400000;
+    enum { LONG_PAGES = 16, SIGNALS = 170 };
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    struct spyre_hw_job j[2] = { 0 };
+    uint64_t root, pa_cmd, pa_out, pa_long;
+    TestQueue tq;
+    Stream st = { 0 };
+    unsigned int i;
+
+    root = ctx_create(sp, 1);
+    pa_cmd = map_sys(sp, root, va_cmd, 4, false);
+    pa_out = map_sys(sp, root, va_out, 1, true);
+    pa_long = map_sys(sp, root, va_long, LONG_PAGES, false);
+    queue_init(sp, &tq, 0, 8, 1);
+
+    /* NOP, TIMESTAMP, SEM_SIGNAL (+1), NOP: done when the write returns. */
+    qtest_clock_step(sp->qts, 1000);
+    emit_nop(&st);
+    emit_timestamp(&st, va_out);
+    emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, va_out + 8, 1);
+    emit_nop(&st);
+    stream_put(sp, pa_cmd, &st);
+    submit(sp, &tq, 7, 1, va_cmd, st.len, SPYRE_JOB_F_IRQ);
+    qtest_memread(sp->qts, tq.compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 7);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_out), >=, c.start_ns);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_out), <=, c.end_ns);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_out + 8), ==, 1);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_IDLE);
+
+    /* Two jobs behind one doorbell write: both done. */
+    for (i = 0; i < 2; i++) {
+        j[i] = (struct spyre_hw_job) {
+            .seqno = 8 + i, .cmd_va = va_cmd, .cmd_size = st.len, .ctx = 1,
+        };
+        qtest_memwrite(sp->qts, tq.ring + ((tq.tail + i) & 7) * 64, &j[i],
+                       sizeof(j[i]));
+    }
+    tq.tail = (tq.tail + 2) & 7;
+    qwr32(sp, 0, SPYRE_Q_DOORBELL, tq.tail);
+    qtest_memread(sp->qts, tq.compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 9);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_out + 8), ==, 3);
+
+    /* SEM_SIGNAL (+1), FILL, SEM_SIGNAL (+1): the FILL goes to a worker. */
+    st.len = 0;
+    emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, va_out + 8, 1);
+    emit_fill(&st, va_out + 16, 8, 0x5a, 1);
+    emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, va_out + 8, 1);
+    stream_put(sp, pa_cmd + PAGE, &st);
+    submit(sp, &tq, 10, 1, va_cmd + PAGE, st.len, 0);
+    wait_compl(sp, &tq, 10, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_out + 8), ==, 5);
+    g_assert_cmphex(qtest_readq(sp->qts, pa_out + 16), ==,
+                    0x5a5a5a5a5a5a5a5aULL);
+
+    /*
+     * LONG_PAGES pages of SIGNALS adds and two NOPs each, one job: more
+     * than a doorbell's budget, so it is handed over mid-stream.
+     */
+    st.len = 0;
+    for (i = 0; i < SIGNALS; i++) {
+        emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, va_out + 24, 1);
+    }
+    emit_nop(&st);
+    emit_nop(&st);
+    g_assert_cmpuint(st.len, ==, PAGE);
+    for (i = 0; i < LONG_PAGES; i++) {
+        stream_put(sp, pa_long + i * PAGE, &st);
+    }
+    submit(sp, &tq, 11, 1, va_long, LONG_PAGES * PAGE, 0);
+    wait_compl(sp, &tq, 11, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(qtest_readq(sp->qts, pa_out + 24), ==,
+                     LONG_PAGES * SIGNALS);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_JOBS), ==, 5);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_CMDS), ==,
+                     3 * 4 + 3 + LONG_PAGES * (SIGNALS + 2));
+
+    spyre_stop(sp);
+}
+
 static void test_msix(void)
 {
     Spyre *sp = spyre_start(NULL);
@@ -2756,6 +2848,7 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/jobs", test_jobs);
     qtest_add_func("/spyre/jobs-rootport-iommu", test_jobs_rootport_iommu);
     qtest_add_func("/spyre/priority", test_priority);
+    qtest_add_func("/spyre/doorbell", test_doorbell);
     qtest_add_func("/spyre/msix", test_msix);
     qtest_add_func("/spyre/mmu-fault", test_mmu_fault);
     qtest_add_func("/spyre/bad-input", test_bad_input);
