@@ -15,7 +15,7 @@
  * and the worker threads all hold it while they touch it.  Workers are a
  * pool of host threads that pick ready queues by priority.  Every guest
  * memory access (translate through the device MMU, then DMA) runs with the
- * BQL held, one page at a time, so that
+ * BQL held, one page at a time (but see GEMM operands below), so that
  *  - DMA through a vIOMMU may fault (which takes the BQL) safely;
  *  - a translation cached by a worker (TLB, leaf tables) is checked against
  *    the MMU epoch, which MMU_INVAL, CTX_ROOT writes and resets bump under
@@ -28,8 +28,8 @@
  * Compute runs with the BQL released: a GEMM drops it for each K-block
  * step (spyre_gemm_step) and takes it back to translate each batch of
  * operand rows (or each row segment); a batch that lies wholly in device
- * memory is then copied with the BQL released (spyre_part_rows), flagged
- * in SpyreWorker.copying, and everything that changes translations, resets
+ * memory is then copied with the BQL released (spyre_part_rows), counted
+ * in SpyreState.ncopying, and everything that changes translations, resets
  * a queue or stops the VM waits for such copies to end
  * (spyre_drain_copies), so the rules above still hold when its MMIO write
  * returns.  Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
@@ -330,7 +330,6 @@ struct SpyreWorker {
     unsigned int index;
     bool doorbell;              /* the doorbell executor: see spyre_db_run */
     uint32_t db_budget;         /* doorbell executor: commands left */
-    bool copying;               /* in a device-memory copy without the BQL */
     int64_t bql_ns;             /* when it last took (or yielded) the BQL */
     uint64_t sched_seen;        /* sched_seq at its last preemption scan */
     int64_t scan_ns;            /* and when that was */
@@ -380,6 +379,8 @@ struct SpyreState {
     /* Engine. */
     SpyreWorker *workers;       /* nworkers threads, then db_worker */
     SpyreWorker *db_worker;     /* the doorbell executor (spyre_db_run) */
+    uint32_t ncopying;          /* spyre_part_rows() copies without the BQL */
+    QemuEvent copy_done;        /* set when ncopying drops to 0 */
     QemuCond work_cond;         /* idle workers wait here */
     QemuCond gang_cond;         /* GEMM owners wait for their helpers */
     QemuCond run_cond;          /* workers wait here while the VM is stopped */
@@ -910,7 +911,7 @@ static void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     struct spyre_hw_completion c = { 0 };
     uint64_t end = spyre_clock(s);
     uint64_t seqno = cpu_to_le64(job->seqno);
-    bool ok;
+    bool ok, irq;
 
     trace_spyre_job_end(q->id, job->seqno, status, job->cmd_offset, err_va);
 
@@ -938,37 +939,44 @@ static void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
         trace_spyre_compl_error(q->id, q->compl_addr);
         halt = true;
     }
-    if (halt) {
-        q->status = SPYRE_QS_ERROR;
-        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR, direct);
-    } else {
-        q->status = spyre_queue_rest_status(q);
-    }
-    if ((halt || status != SPYRE_STATUS_OK ||
-         (job->flags & SPYRE_JOB_F_IRQ)) &&
-        q->vector != SPYRE_ERROR_VECTOR) {
-        spyre_notify(s, q->vector, direct);
-    }
+    q->status = halt ? SPYRE_QS_ERROR : spyre_queue_rest_status(q);
+    irq = (halt || status != SPYRE_STATUS_OK ||
+           (job->flags & SPYRE_JOB_F_IRQ)) && q->vector != SPYRE_ERROR_VECTOR;
     /* Parked queues re-check their semaphore if the job wrote memory. */
     if (job->writes) {
         s->sem_epoch++;
         spyre_wake(s, s->nparked);
     }
+    /*
+     * Interrupts last, with nothing of @job read after them: an MSI-X
+     * message is a memory write the guest aims, possibly at this card's
+     * own doorbell, which may start the next job of @q at once.
+     */
+    if (halt) {
+        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR, direct);
+    }
+    if (irq) {
+        spyre_notify(s, q->vector, direct);
+    }
 }
 
 /*
  * BQL held.  Wait for the device-memory copies that workers run with the
- * BQL released (spyre_part_rows()); none can start meanwhile, as each one
- * is set up under the BQL.  A copy is at most a batch of pages.
+ * BQL released (spyre_part_rows()): each is a memcpy of at most about
+ * SPYRE_ROWS_BATCH_SEGS pages that needs nothing else, and none can start
+ * meanwhile, as each one is set up under the BQL.  Sleeps rather than
+ * spins, so that on a small host the copier gets the CPU.
  */
 static void spyre_drain_copies(SpyreState *s)
 {
-    uint32_t i;
-
-    for (i = 0; s->workers && i < s->nworkers; i++) {
-        while (qatomic_load_acquire(&s->workers[i].copying)) {
-            g_thread_yield();
+    while (qatomic_load_acquire(&s->ncopying)) {
+        qemu_event_reset(&s->copy_done);
+        /* Reset before the re-check, or a set in between would be lost. */
+        smp_mb();
+        if (!qatomic_load_acquire(&s->ncopying)) {
+            break;
         }
+        qemu_event_wait(&s->copy_done);
     }
 }
 
@@ -1722,16 +1730,19 @@ static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
     return st;
 }
 
-/* Pages spyre_part_rows() translates per hold of the BQL. */
-#define SPYRE_ROWS_BATCH_PAGES  32
+/*
+ * Segments (pages or parts of pages) spyre_part_rows() translates per hold
+ * of the BQL, checked between rows: a batch may end with one more row.
+ */
+#define SPYRE_ROWS_BATCH_SEGS   32
 
 /*
  * Operand I/O of a GEMM part (SpyreGemmIO): @nrows segments of @len
  * bytes, @stride bytes apart from @off, to or from @buf where they are
  * packed.  Called by spyre_gemm_step() with the BQL released.  Rows are
- * translated under the BQL in batches of about SPYRE_ROWS_BATCH_PAGES
+ * translated under the BQL in batches of about SPYRE_ROWS_BATCH_SEGS
  * pages; a batch that lies wholly in device memory is then copied with
- * the BQL released, flagged in w->copying for spyre_drain_copies().  Rows
+ * the BQL released, counted in s->ncopying for spyre_drain_copies().  Rows
  * in system memory go one by one through spyre_part_io(), which holds the
  * BQL for each (DMA through a vIOMMU may fault).
  */
@@ -1747,6 +1758,8 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
     size_t nsegs, i;
     bool devmem = true;
 
+    /* The doorbell executor hands GEMMs over: it never drops the BQL. */
+    assert(!e->w->doorbell);
     if (opnd < 0 || opnd > SPYRE_GEMM_OPND_BIAS) {
         return SPYRE_STATUS_INTERNAL;
     }
@@ -1760,7 +1773,7 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
             st = SPYRE_EXEC_STOP;
         }
         for (r1 = r; st == SPYRE_STATUS_OK && devmem && r1 < nrows &&
-             nsegs < SPYRE_ROWS_BATCH_PAGES; r1++) {
+             nsegs < SPYRE_ROWS_BATCH_SEGS; r1++) {
             uint64_t va = io->base[opnd] + off + r1 * stride;
             size_t left = len;
 
@@ -1791,7 +1804,7 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
         }
         e->q->job.writes += write ? nsegs : 0;
         s->tel[SPYRE_TEL_BYTES] += (uint64_t)(r1 - r) * len;
-        qatomic_set(&e->w->copying, true);
+        qatomic_inc(&s->ncopying);
         bql_unlock();
         for (i = 0; i < nsegs; i++) {
             if (write) {
@@ -1804,7 +1817,9 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
             }
             p += io->segs[i].len;
         }
-        qatomic_store_release(&e->w->copying, false);
+        if (qatomic_fetch_dec(&s->ncopying) == 1) {
+            qemu_event_set(&s->copy_done);
+        }
         r = r1;
     }
     /* System memory from row r on: one row at a time under the BQL. */
@@ -2115,7 +2130,9 @@ static uint32_t spyre_cmd_sem(SpyreExec *e, bool signal)
     }
     /*
      * The read-modify-write runs under the BQL: atomic with respect to
-     * every queue of this card, not to CPUs writing the same word.
+     * every other SEM command of this card, not to CPUs writing the same
+     * word nor to a GEMM result written over it (spyre_part_rows() copies
+     * device memory without the BQL).
      */
     cur = cpu_to_le64(flags & SPYRE_SEM_F_ADD ? cur + value : value);
     st = spyre_e_access(e, &t, addr, &cur, sizeof(cur), true);
@@ -2313,13 +2330,15 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
     return true;
 }
 
-/* The doorbell executor leaves the job of @q, begun, to the workers. */
+/*
+ * The doorbell executor leaves the job of @q, begun, to the workers
+ * (spyre_db_run() wakes one).
+ */
 static void spyre_job_handoff(SpyreState *s, SpyreQueue *q)
 {
     spyre_set_job_state(s, q, SPYRE_JOB_READY);
     q->ready_ns = spyre_now();
     s->sched_seq++;
-    spyre_wake(s, 1);
 }
 
 /*
@@ -3000,6 +3019,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     qemu_cond_init(&s->work_cond);
     qemu_cond_init(&s->gang_cond);
     qemu_cond_init(&s->run_cond);
+    qemu_event_init(&s->copy_done, true);
     QLIST_INIT(&s->gangs);
     spyre_reset(s);
 
@@ -3049,11 +3069,13 @@ static void spyre_exit(PCIDevice *pdev)
     SpyreState *s = SPYRE(pdev);
 
     /*
-     * Workers only touch the device with the BQL held, and check
-     * s->stopping each time they take it: from here on they do nothing
-     * but leave.  They need the BQL for that, which our caller holds, so
-     * they are not joined; each holds a reference to the device, and
-     * the last one to leave lets it be finalized.
+     * Workers only touch the device with the BQL held (a GEMM operand
+     * copy in progress outside it ends on its own; the worker's reference
+     * keeps device memory alive), and check s->stopping each time they
+     * take it: from here on they do nothing but leave.  They need the BQL
+     * for that, which our caller holds, so they are not joined; each
+     * holds a reference to the device, and the last one to leave lets it
+     * be finalized.
      */
     s->stopping = true;
     spyre_kick(s);
@@ -3074,6 +3096,7 @@ static void spyre_instance_finalize(Object *obj)
         qemu_cond_destroy(&s->work_cond);
         qemu_cond_destroy(&s->gang_cond);
         qemu_cond_destroy(&s->run_cond);
+        qemu_event_destroy(&s->copy_done);
         for (i = 0; i <= s->nworkers; i++) {
             for (l = 0; l < SPYRE_MAX_NEST; l++) {
                 g_free(s->workers[i].exec[l].scratch);

@@ -625,8 +625,9 @@ static void test_jobs_rootport_iommu(void)
 
 /*
  * Jobs of short commands run during the doorbell write itself; a job that
- * reaches another command, or runs past the doorbell's time budget, goes
- * on on a worker from that command: nothing is lost or run twice.
+ * reaches another command, or runs past the doorbell's budget of 64
+ * commands, goes on on a worker from that command: nothing is lost or run
+ * twice.
  */
 static void test_doorbell(void)
 {
