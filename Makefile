@@ -24,7 +24,7 @@ bench: build
 	scripts/run-bench.sh
 
 soak: build
-	scripts/vm.sh run --no-build --cards 2 --timeout 900 -- spyre-selftests soak
+	scripts/vm.sh run --no-build --cards 2 --timeout 1200 -- spyre-selftests soak
 
 check: setup
 	scripts/check.sh

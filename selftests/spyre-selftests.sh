@@ -10,8 +10,8 @@
 # "mem" is spyre_mem, spyre_mem_dmabuf and spyre_mem_lib (the memory
 # suites), "exec" the execution suites.  Default: all, in the installed
 # order, except the long suites that run only when named ("soak": the
-# 30 s concurrency run; SPYRE_STRESS_SECONDS sets its duration, and that
-# of spyre_exec_stress).  Options after "--" go to
+# concurrency runs for 300 s instead of spyre_exec_stress's 30 s;
+# SPYRE_STRESS_SECONDS sets the duration of both).  Options after "--" go to
 # every suite (kselftest_harness: -f FIXTURE, -v VARIANT, -t TEST, -l ...).
 # Exit status: 0 if every suite passed (skips are fine), 1 if one failed,
 # 2 for a SUITE that matches nothing.
