@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Spyre DRM accel driver: debugfs (under /sys/kernel/debug/accel/<minor>/).
+ * Spyre DRM accel driver: debugfs (under /sys/kernel/debug/accel/<PCI
+ * address>/, e.g. 0000:01:00.0).
  *
  *  queues    active hardware queues with seqnos and hardware state
  *  contexts  contexts with their sticky error, faults, memory and mapped

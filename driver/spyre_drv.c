@@ -637,7 +637,8 @@ static void spyre_shutdown(struct pci_dev *pdev)
  * the card waits on reset_sem meanwhile; afterwards the contexts' page
  * tables and the queues are programmed again.  Jobs that were on the card
  * end with -ECANCELED and mark their context; idle contexts carry on.
- * Device memory keeps its contents.
+ * Device memory keeps its contents, but while the function resets its BAR
+ * is off: CPU mappings of device-memory BOs read 0 and drop writes then.
  */
 static void spyre_reset_prepare(struct pci_dev *pdev)
 {
