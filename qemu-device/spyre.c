@@ -1697,6 +1697,26 @@ static void spyre_gang_part_cmd(const SpyreGang *g, uint32_t idx,
 }
 
 /*
+ * Take the BQL for operand I/O of the GEMM part @e runs: once the VM runs,
+ * SPYRE_STATUS_OK, or SPYRE_EXEC_DROPPED (queue reset) or SPYRE_EXEC_STOP
+ * (the part is no longer needed).  The BQL is held on return either way.
+ */
+static uint32_t spyre_part_lock(SpyreExec *e)
+{
+    SpyreGang *g = e->part_gang;
+
+    bql_lock();
+    spyre_e_wait_running(e);
+    if (!spyre_e_alive(e)) {
+        return SPYRE_EXEC_DROPPED;
+    }
+    if (g->stop || g->err_part < e->part_idx) {
+        return SPYRE_EXEC_STOP;
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/*
  * One operand row segment of a GEMM part, with the BQL taken for it:
  * spyre_part_rows() moves segments outside device memory this way.
  */
@@ -1704,21 +1724,12 @@ static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
                          size_t len, bool write)
 {
     SpyreExec *e = io->e;
-    SpyreGang *g = e->part_gang;
     SpyreWorker *w = e->w;
     int64_t now;
     uint32_t st;
 
-    if (opnd < 0 || opnd > SPYRE_GEMM_OPND_BIAS) {
-        return SPYRE_STATUS_INTERNAL;
-    }
-    bql_lock();
-    spyre_e_wait_running(e);
-    if (!spyre_e_alive(e)) {
-        st = SPYRE_EXEC_DROPPED;
-    } else if (g->stop || g->err_part < e->part_idx) {
-        st = SPYRE_EXEC_STOP;
-    } else {
+    st = spyre_part_lock(e);
+    if (st == SPYRE_STATUS_OK) {
         st = spyre_e_rw(e, io->base[opnd] + off, buf, len, write);
     }
     bql_unlock();
@@ -1751,7 +1762,6 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
                            size_t len, bool write)
 {
     SpyreExec *e = io->e;
-    SpyreGang *g = e->part_gang;
     SpyreState *s = e->s;
     uint8_t *p = buf;
     uint32_t st = SPYRE_STATUS_OK, r = 0, r1;
@@ -1765,13 +1775,7 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
     }
     while (r < nrows) {
         nsegs = 0;
-        bql_lock();
-        spyre_e_wait_running(e);
-        if (!spyre_e_alive(e)) {
-            st = SPYRE_EXEC_DROPPED;
-        } else if (g->stop || g->err_part < e->part_idx) {
-            st = SPYRE_EXEC_STOP;
-        }
+        st = spyre_part_lock(e);
         for (r1 = r; st == SPYRE_STATUS_OK && devmem && r1 < nrows &&
              nsegs < SPYRE_ROWS_BATCH_SEGS; r1++) {
             uint64_t va = io->base[opnd] + off + r1 * stride;
