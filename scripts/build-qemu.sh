@@ -2,23 +2,31 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Build QEMU (x86_64-softmmu, TCG) with the Spyre card model from
-# qemu-device/, cached outside the clone.
+# qemu-device/ and the fixes to QEMU itself in qemu-device/patches/,
+# cached outside the clone.
 #
 #   scripts/build-qemu.sh           build; last stdout line: qemu-system-x86_64
 #   scripts/build-qemu.sh --qtest   build, then run the spyre qtest (TAP)
 #
 # Layout (CACHE = $SPYRE_CACHE, see scripts/lib.sh):
 #   CACHE/qemu-src/src                 pristine QEMU source (input, untouched)
-#   CACHE/qemu-build/<key>/src         private copy, hooked for hw/misc/spyre
+#   CACHE/qemu-build/<key>/src         private copy, patched, hooked for
+#                                      hw/misc/spyre
 #   CACHE/qemu-build/<key>/build       meson/ninja build directory
 #   CACHE/firmware/<key>/share/qemu    seabios + qemu-system-data blobs
+#   SPYRE_BUILD/qemu/                  this clone's binaries (copied from the
+#                                      build directory), src -> the copy
 #
-# <key> hashes the QEMU source version, its applied Debian patches and this
+# <key> hashes the QEMU source version, its applied Debian patches, our
+# patches (qemu-device/patches/*.patch, applied in name order) and this
 # script's build recipe, so the expensive copy + configure + full build
-# happens once per QEMU version.  qemu-device/, hw/ and uapi/ are synced
-# into the copy by content (rsync --checksum) on every run, so editing the
-# card model only recompiles what changed.  Progress goes to stderr; stdout
-# carries only test output (--qtest) and, last, the binary's path.
+# happens once per QEMU version and patch set.  qemu-device/, hw/ and
+# uapi/ are synced into the copy by content (rsync --checksum) on every
+# run, so editing the card model only recompiles what changed.  Clones
+# share the build directory (under a lock) but each runs its own copy of
+# the binaries, so one clone's card model never runs another clone's
+# tests.  Progress goes to stderr; stdout carries only test output
+# (--qtest) and, last, the binary's path.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -57,12 +65,18 @@ for d in qemu-device hw uapi; do
 	[ -d "$repo/$d" ] || die "missing $repo/$d"
 done
 
+patches=()
+for p in "$repo"/qemu-device/patches/*.patch; do
+	[ -f "$p" ] && patches+=("$p")
+done
+
 # ---- key -------------------------------------------------------------------
 src_id() {
 	cat "$qemu_src/VERSION"
 	head -n 1 "$qemu_src/debian/changelog" 2>/dev/null || true
 	cat "$qemu_src/.pc/applied-patches" 2>/dev/null || true
 	echo "recipe $RECIPE_VERSION ${CONFIGURE_ARGS[*]}"
+	[ ${#patches[@]} = 0 ] || sha256sum "${patches[@]}" | cut -c1-64
 }
 key="$(src_id | sha256sum | cut -c1-16)"
 top="$cache/qemu-build/$key"
@@ -101,6 +115,11 @@ if [ ! -f "$top/.src-ready" ]; then
 	log "copying QEMU $(cat "$qemu_src/VERSION") source to $src"
 	rm -rf "$src" "$build"
 	rsync -a --exclude=/.pc --exclude=/.git "$qemu_src/" "$src/"
+	for p in "${patches[@]}"; do
+		log "applying $(basename "$p")"
+		patch -d "$src" -p1 -s --no-backup-if-mismatch <"$p" ||
+			die "$(basename "$p") does not apply to QEMU $(cat "$qemu_src/VERSION")"
+	done
 	hook_tree "$src"
 	touch "$top/.src-ready"
 fi
@@ -113,7 +132,7 @@ sync_dir() {
 }
 spyre_dir="$src/hw/misc/spyre"
 mkdir -p "$spyre_dir/spyre-include"
-sync_dir --exclude=/tests/ --exclude=/spyre-include/ \
+sync_dir --exclude=/tests/ --exclude=/patches/ --exclude=/spyre-include/ \
 	"$repo/qemu-device/" "$spyre_dir/"
 sync_dir "$repo/hw/" "$spyre_dir/spyre-include/hw/"
 sync_dir "$repo/uapi/" "$spyre_dir/spyre-include/uapi/"
@@ -172,8 +191,7 @@ ninja "${ninja_args[@]}" qemu-system-x86_64 tests/qtest/spyre-test >&2 ||
 	die "ninja failed"
 log "build finished in $(( $(date +%s) - start ))s"
 
-qemu="$build/qemu-system-x86_64"
-[ -x "$qemu" ] || die "no $qemu after build"
+[ -x "$build/qemu-system-x86_64" ] || die "no qemu-system-x86_64 after build"
 
 # A binary run from the build tree looks for blobs in qemu-bundle.
 bundle="$build/qemu-bundle/usr/local/share/qemu"
@@ -183,12 +201,25 @@ for f in "$fw"/*; do
 done
 log "firmware: $fw (also linked into $bundle)"
 
+# This clone's copies, replaced atomically (a running guest keeps its
+# binary); qemu-bundle makes the copy find the firmware as the build
+# tree's binary does.
+out="$SPYRE_BUILD/qemu"
+mkdir -p "$out"
+for f in qemu-system-x86_64 tests/qtest/spyre-test; do
+	cp "$build/$f" "$out/.$(basename "$f").tmp"
+	mv -f "$out/.$(basename "$f").tmp" "$out/$(basename "$f")"
+done
+ln -sfn "$build/qemu-bundle" "$out/qemu-bundle"
+ln -sfn "$src" "$out/src"
+qemu="$out/qemu-system-x86_64"
+
 # ---- qtest ------------------------------------------------------------------
 rc=0
 if [ "$run_qtest" = 1 ]; then
 	log "running spyre qtest"
 	QTEST_QEMU_BINARY="$qemu" SPYRE_FIRMWARE_DIR="$fw" \
-		timeout 120 "$build/tests/qtest/spyre-test" --tap -k || rc=$?
+		timeout 120 "$out/spyre-test" --tap -k || rc=$?
 	if [ "$rc" != 0 ]; then
 		log "spyre qtest FAILED (exit $rc)"
 	else

@@ -26,12 +26,17 @@ out=$(make -s -C "$KDIR" M="$SPYRE_BUILD/module-check" C=2 W=1 modules 2>&1 |
 	grep -v '^  ' | sed "s|$SPYRE_BUILD/module-check/|$SPYRE_ROOT/|g" ||
 	true)
 if [ -n "$out" ]; then echo "$out"; rc=1; fi
-msg "QEMU checkpatch: qemu-device/ (as synced into the QEMU tree)"
-QEMU=$("$SPYRE_ROOT/scripts/build-qemu.sh" 2>/dev/null | tail -1)
-QTREE=$(dirname "$(dirname "$QEMU")")/src
+msg "QEMU checkpatch: qemu-device/ (as synced into the QEMU tree) and its patches to QEMU"
+"$SPYRE_ROOT/scripts/build-qemu.sh" >/dev/null 2>&1 || rc=1
+QTREE=$SPYRE_BUILD/qemu/src
 # Warnings count too: checkpatch.pl itself fails only on errors.
 (cd "$QTREE" && for f in hw/misc/spyre/*.[ch] tests/qtest/spyre-test.c; do
 	out=$(scripts/checkpatch.pl --no-tree -q -f "$f") || { echo "$out"; exit 1; }
+	if echo "$out" | grep -q '^WARNING'; then echo "$out"; exit 1; fi
+done
+for p in "$SPYRE_ROOT"/qemu-device/patches/*.patch; do
+	[ -f "$p" ] || continue
+	out=$(scripts/checkpatch.pl -q "$p") || { echo "$out"; exit 1; }
 	if echo "$out" | grep -q '^WARNING'; then echo "$out"; exit 1; fi
 done) || rc=1
 [ $rc = 0 ] && msg "checks clean"
