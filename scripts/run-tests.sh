@@ -6,7 +6,9 @@
 #   2. the card model's QEMU qtest, TAP;
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP;
-#   4. the memory suites once more with -device intel-iommu.
+#   4. the memory suites once more with -device intel-iommu;
+#   5. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
+#      one guest with two cards, one Python process, KTAP.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
 # on any failure.  Assumes scripts/build.sh ran (make test does it).
 . "$(dirname "$0")/lib.sh"
@@ -81,6 +83,10 @@ run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 # 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem
+# 5. PyTorch on the card (after the card's own suites, in a log of its own)
+run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
+	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \
+	python3 test_torch.py
 
 echo
 for l in "$LOGDIR"/*.log; do
