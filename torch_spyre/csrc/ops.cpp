@@ -20,6 +20,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -421,6 +422,45 @@ at::Tensor k_copy_from_and_resize(const at::Tensor &self,
 	if (dst.sizes() != self.sizes())
 		dst.resize_(self.sizes());
 	return k_copy_from(self, dst, false);
+}
+
+// _to_cpu (the CPU fallback's argument transfer): every spyre tensor's
+// copy is enqueued first, then each card's current stream is waited for
+// once, instead of once per tensor.
+std::vector<at::Tensor> k_to_cpu(at::TensorList ts)
+{
+	std::vector<at::Tensor> out(ts.size());
+	std::vector<int> cards;
+	for (size_t i = 0; i < ts.size(); i++) {
+		const at::Tensor &t = ts[i];
+		if (!t.defined() || !on_spyre(t)) {
+			out[i] = t.defined() ? t.cpu() : t;
+			continue;
+		}
+		c10::DeviceGuard g(t.device());
+		at::Tensor s = t;
+		if (!s.is_contiguous()) {
+			s = empty_on(t, t.sizes(), t.scalar_type());
+			TORCH_CHECK(copy_on_card(s, t), "spyre: tensor layout too "
+				    "fragmented to copy");
+		}
+		at::Tensor h = at::empty(s.sizes(), s.options().device(at::kCPU));
+		if (s.numel()) {
+			struct spyre_mem m = mem_of(s);
+			check(spyre_stream_copy_d2h(cur(dev_of(s)),
+						    h.mutable_data_ptr(), m.bo,
+						    m.offset, s.nbytes()),
+			      "copying to the host", dev_of(s));
+			if (std::find(cards.begin(), cards.end(), dev_of(s)) ==
+			    cards.end())
+				cards.push_back(dev_of(s));
+		}
+		out[i] = h;
+	}
+	for (int c : cards)
+		check(spyre_stream_sync(cur(c), SPYRE_TIMEOUT_INFINITE),
+		      "waiting for copies to the host", c);
+	return out;
 }
 
 at::Scalar k_local_scalar_dense(const at::Tensor &self)
@@ -1128,6 +1168,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("_copy_from", TORCH_FN(k_copy_from));
 	m.impl("_copy_from_and_resize", TORCH_FN(k_copy_from_and_resize));
 	m.impl("_local_scalar_dense", TORCH_FN(k_local_scalar_dense));
+	m.impl("_to_cpu", TORCH_FN(k_to_cpu));
 	m.impl("fill_.Scalar", TORCH_FN(k_fill_));
 	m.impl("zero_", TORCH_FN(k_zero_));
 	// native compute
