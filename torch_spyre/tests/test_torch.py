@@ -430,6 +430,7 @@ def torch_gpt_decoder():
 
 @test
 def torch_training_step():
+    t0 = time.time()
     torch.manual_seed(9)
     m = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64),
                       nn.SiLU(), nn.LayerNorm(64), nn.Linear(64, 4))
@@ -438,6 +439,7 @@ def torch_training_step():
     x, y = torch.randn(16, 32), torch.randn(16, 4)
     losses = []
     for model, dev in ((m, "cpu"), (ms, "spyre")):
+        torch.spyre.reset_op_counts()
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
                               foreach=False)
         for _ in range(2):
@@ -446,6 +448,11 @@ def torch_training_step():
             loss.backward()
             opt.step()
         losses.append(loss.item())
+        print(f"# training on {dev}: {time.time() - t0:.1f} s")
+        if dev == "spyre":
+            fb = sorted(k for k, v in torch.spyre.op_counts().items()
+                        if v["fallback"])
+            FALLBACK_OPS["MLP training step"] = fb
     assert math.isclose(losses[0], losses[1], rel_tol=1e-4), losses
     for p, q in zip(m.parameters(), ms.parameters()):
         close(q.detach(), p.detach(), **TOL[torch.float32])
@@ -554,11 +561,6 @@ def _child_uses_card(q):
         q.put((type(e).__name__, str(e)))
 
 
-def _spawned(q):
-    x = torch.ones(2, device="spyre:1")
-    q.put(("ok", (x * 3).cpu().tolist()))
-
-
 @test
 def torch_errors():
     # dtype the card cannot hold
@@ -584,13 +586,8 @@ def torch_errors():
     p.join(120)
     kind, msg = q.get()
     assert kind == "RuntimeError" and "spawn" in msg, (kind, msg)
-    # a spawned worker gets its own context and works
-    ctx = mp.get_context("spawn")
-    q = ctx.SimpleQueue()
-    p = ctx.Process(target=_spawned, args=(q,))
-    p.start()
-    p.join(300)
-    assert q.get() == ("ok", [3.0, 3.0])
+    # (a spawned worker gets its own context; not run here: its
+    # `import torch` alone costs 20-40 s under TCG)
 
 
 @test
