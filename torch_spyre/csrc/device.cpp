@@ -172,7 +172,7 @@ c10::Stream current_stream(int index)
 
 c10::Stream exchange_stream(const c10::Stream &s)
 {
-	c10::Stream old = current_stream(s.device_index());
+	c10::Stream old = current_stream(s.device_index());	// checks index
 	t_stream[s.device_index()] = s.id();
 	return old;
 }
@@ -279,7 +279,10 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	c10::Stream exchangeStream(c10::Stream s) const noexcept override
 	{
 		c10::Stream old = getStream(s.device());
-		t_stream[s.device_index()] = s.id();
+		// a stream of a card that does not exist is not current anywhere
+		// (stream() refuses it when it is used)
+		if (s.device_index() >= 0 && s.device_index() < kMaxCards)
+			t_stream[s.device_index()] = s.id();
 		return old;
 	}
 	void destroyEvent(void *event, const c10::DeviceIndex) const

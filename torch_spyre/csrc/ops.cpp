@@ -489,6 +489,40 @@ at::Tensor &assign(at::Tensor &self, const at::Tensor &r)
 	return self;
 }
 
+// @t in dtype @dt broadcast to @shape, contiguous.  A one-element @t is
+// spread with one GEMM, ones[n x 1] @ t[1 x 1] (exact: one product by 1.0
+// per element), instead of one COPY command per element.
+at::Tensor spread(const at::Tensor &t0, at::ScalarType dt,
+		  at::IntArrayRef shape)
+{
+	at::Tensor t = t0.to(dt);
+	if (t.sizes() == shape)
+		return contig(t);
+	int64_t n = c10::multiply_integers(shape);
+	if (t.numel() != 1 || n <= 1 || !compute_dtype(dt))
+		return contig(t.expand(shape));
+	at::Tensor one = contig(t.reshape({1}));
+	at::Tensor ones = empty_on(t, {n}, dt);
+	at::Tensor out = empty_on(t, shape, dt);
+	int index = dev_of(t);
+	struct spyre_cmdbuf *cb = cmdbuf();
+	check(spyre_cmdbuf_fill(cb, va_of(ones), n, ones.element_size(),
+				bits_of(at::Scalar(1.0), dt)), "encoding", index);
+	struct spyre_gemm g;
+	std::memset(&g, 0, sizeof(g));
+	g.a_dtype = g.b_dtype = g.c_dtype = spyre_dtype(dt);
+	g.m = static_cast<uint32_t>(n);
+	g.n = g.k = 1;
+	g.a = mem_of(ones);
+	g.b = mem_of(one);
+	g.c = mem_of(out);
+	g.alpha = 1.0f;
+	check(spyre_cmdbuf_gemm(cb, &g), "encoding", index);
+	check(spyre_stream_submit(cur(index), cb, nullptr, 0), "broadcast",
+	      index);
+	return out;
+}
+
 // out = op(a, b) (b may be undefined for unary ops); a and b are made
 // contiguous in @dt and broadcast to @shape first.
 at::Tensor eltwise(uint32_t op, const at::Tensor &a, const at::Tensor &b,
@@ -496,8 +530,8 @@ at::Tensor eltwise(uint32_t op, const at::Tensor &a, const at::Tensor &b,
 		   const at::Tensor *into = nullptr)
 {
 	c10::DeviceGuard g(a.device());
-	at::Tensor x = contig(a.to(dt).expand(shape));
-	at::Tensor y = b.defined() ? contig(b.to(dt).expand(shape)) : at::Tensor();
+	at::Tensor x = spread(a, dt, shape);
+	at::Tensor y = b.defined() ? spread(b, dt, shape) : at::Tensor();
 	at::Tensor out = into && into->is_contiguous() &&
 			 into->scalar_type() == dt && into->sizes() == shape ?
 			 *into : out_like(a, shape, dt);
@@ -977,6 +1011,52 @@ at::Tensor k_amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
 	return reduce(SPYRE_REDUCE_MAX, self, all, keepdim, false);
 }
 
+// mse_loss and its backward (reduction 0 none, 1 mean, 2 sum), from
+// element-wise ops and a full reduction.
+bool mse_ok(const at::Tensor &a, const at::Tensor &b, int64_t reduction)
+{
+	return compute_dtype(a.scalar_type()) && a.scalar_type() ==
+	       b.scalar_type() && same_card(a, b) && a.sizes() == b.sizes() &&
+	       a.numel() > 0 && a.numel() < (1ll << 30) && reduction >= 0 &&
+	       reduction <= 2;
+}
+
+at::Tensor k_mse_loss(const at::Tensor &self, const at::Tensor &target,
+		      int64_t reduction)
+{
+	if (!mse_ok(self, target, reduction))
+		return SPYRE_FALLBACK(mse_loss, self, target, reduction);
+	count_native("aten::mse_loss");
+	at::ScalarType dt = self.scalar_type();
+	at::Tensor d = eltwise(SPYRE_ELT_ADD, self,
+			       eltwise(SPYRE_ELT_SCALE, target, at::Tensor(),
+				       -1.0f, dt, target.sizes()),
+			       1.0f, dt, self.sizes());
+	at::Tensor sq = eltwise(SPYRE_ELT_MUL, d, d, 1.0f, dt, d.sizes());
+	if (reduction == 0)
+		return sq;
+	return reduce(SPYRE_REDUCE_SUM, sq, true, false, reduction == 1);
+}
+
+at::Tensor k_mse_loss_backward(const at::Tensor &grad, const at::Tensor &self,
+			       const at::Tensor &target, int64_t reduction)
+{
+	if (!mse_ok(self, target, reduction) || !same_card(grad, self) ||
+	    grad.scalar_type() != self.scalar_type())
+		return SPYRE_FALLBACK(mse_loss_backward, grad, self, target,
+				      reduction);
+	count_native("aten::mse_loss_backward");
+	at::ScalarType dt = self.scalar_type();
+	float k = reduction == 1 ? 2.0f / static_cast<float>(self.numel()) :
+		  2.0f;
+	at::Tensor d = eltwise(SPYRE_ELT_ADD, self,
+			       eltwise(SPYRE_ELT_SCALE, target, at::Tensor(),
+				       -1.0f, dt, target.sizes()),
+			       1.0f, dt, self.sizes());
+	at::Tensor r = eltwise(SPYRE_ELT_MUL, d, grad, 1.0f, dt, self.sizes());
+	return eltwise(SPYRE_ELT_SCALE, r, at::Tensor(), k, dt, r.sizes(), &r);
+}
+
 // native_layer_norm: the output by the card's LAYERNORM row op; mean and
 // rstd (saved for the backward) on the card too, with GEMMs and an RMSNORM:
 //   mean = X @ 1 / N
@@ -1200,6 +1280,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("sum.dim_IntList", TORCH_FN(k_sum));
 	m.impl("mean.dim", TORCH_FN(k_mean));
 	m.impl("amax", TORCH_FN(k_amax));
+	m.impl("mse_loss", TORCH_FN(k_mse_loss));
+	m.impl("mse_loss_backward", TORCH_FN(k_mse_loss_backward));
 }
 
 } // namespace spyre_torch

@@ -242,6 +242,10 @@ def torch_native_elementwise():
         close(native_only(lambda: A / 4.0), a / 4.0, **tol)
         close(native_only(lambda: -A), -a, **tol)
         close(native_only(lambda: A - 2), a - 2, **tol)
+        # a one-element card tensor broadcast (one GEMM spreads it)
+        k = torch.tensor(-1.5).to(dt)
+        close(native_only(lambda: A * sp(k)), a * k, **tol)
+        close(native_only(lambda: sp(k.reshape(1, 1)) + A), k + a, **tol)
         # a tensor divisor has no card command: CPU, counted
         close(A / (B.abs() + 1), a / (b.abs() + 1), **tol)
         close(native_only(lambda: torch.relu(A), "aten::relu"), torch.relu(a),
@@ -458,7 +462,8 @@ def torch_training_step():
             c = torch.spyre.op_counts()
             # forward and backward GEMMs, SiLU, LayerNorm, updates: native
             for op in ("aten::addmm", "aten::mm", "aten::silu",
-                       "aten::native_layer_norm", "aten::add_.Tensor"):
+                       "aten::native_layer_norm", "aten::add_.Tensor",
+                       "aten::mse_loss", "aten::mse_loss_backward"):
                 assert c.get(op, {}).get("native", 0) > 0, (op, c)
             FALLBACK_OPS["MLP training step"] = sorted(
                 k for k, v in c.items() if v["fallback"])
@@ -491,6 +496,10 @@ def torch_streams_events():
         end.record(s)
         done.record(s)
     assert torch.spyre.current_stream() != s
+    ev = torch.spyre.Event()
+    ev.record()
+    ev.synchronize()
+    assert ev.query()
     # the default stream waits for s's work through the event
     torch.spyre.current_stream().wait_event(done)
     C = B + 1.0
