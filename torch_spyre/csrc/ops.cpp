@@ -573,25 +573,30 @@ bool same_card(const at::Tensor &a, const at::Tensor &b)
 	return on_spyre(a) && on_spyre(b) && a.device() == b.device();
 }
 
+// self + alpha * other, written into @into when it fits (in-place ops).
+at::Tensor add_impl(const at::Tensor &self, const at::Tensor &other,
+		    double al, at::ScalarType dt, const at::Tensor *into)
+{
+	if (cpu_scalar(other))
+		return add_scalar_value(self, other.item().toDouble() * al, dt,
+					into);
+	auto shape = at::infer_size(self.sizes(), other.sizes());
+	if (al == 1.0)
+		return eltwise(SPYRE_ELT_ADD, self, other, 1.0f, dt, shape, into);
+	at::Tensor y = eltwise(SPYRE_ELT_SCALE, other, at::Tensor(),
+			       static_cast<float>(al), dt, other.sizes());
+	return eltwise(SPYRE_ELT_ADD, self, y, 1.0f, dt, shape, into);
+}
+
 at::Tensor k_add(const at::Tensor &self, const at::Tensor &other,
 		 const at::Scalar &alpha)
 {
 	at::ScalarType dt = at::result_type(self, other);
-	if (cpu_scalar(other) && compute_dtype(dt) && on_spyre(self)) {
-		count_native("aten::add.Tensor");
-		return add_scalar_value(self, other.item().toDouble() *
-					alpha.toDouble(), dt);
-	}
-	if (!compute_dtype(dt) || !same_card(self, other))
+	if (!compute_dtype(dt) || !on_spyre(self) ||
+	    !(cpu_scalar(other) || same_card(self, other)))
 		return SPYRE_FALLBACK2(add, Tensor, self, other, alpha);
 	count_native("aten::add.Tensor");
-	auto shape = at::infer_size(self.sizes(), other.sizes());
-	double al = alpha.toDouble();
-	if (al == 1.0)
-		return eltwise(SPYRE_ELT_ADD, self, other, 1.0f, dt, shape);
-	at::Tensor y = eltwise(SPYRE_ELT_SCALE, other, at::Tensor(),
-			       static_cast<float>(al), dt, other.sizes());
-	return eltwise(SPYRE_ELT_ADD, self, y, 1.0f, dt, shape);
+	return add_impl(self, other, alpha.toDouble(), dt, nullptr);
 }
 
 at::Tensor &k_add_(at::Tensor &self, const at::Tensor &other,
@@ -601,7 +606,8 @@ at::Tensor &k_add_(at::Tensor &self, const at::Tensor &other,
 	if (!compute_dtype(dt) || dt != self.scalar_type() ||
 	    !(cpu_scalar(other) || same_card(self, other)))
 		return SPYRE_FALLBACK2(add_, Tensor, self, other, alpha);
-	return assign(self, k_add(self, other, alpha));
+	count_native("aten::add_.Tensor");
+	return assign(self, add_impl(self, other, alpha.toDouble(), dt, &self));
 }
 
 at::Tensor k_sub(const at::Tensor &self, const at::Tensor &other,
@@ -626,20 +632,25 @@ at::Tensor k_add_scalar(const at::Tensor &self, const at::Scalar &other,
 	return add_scalar_value(self, other.toDouble() * alpha.toDouble(), dt);
 }
 
+at::Tensor mul_impl(const at::Tensor &self, const at::Tensor &other,
+		    at::ScalarType dt, const at::Tensor *into)
+{
+	if (cpu_scalar(other))
+		return eltwise(SPYRE_ELT_SCALE, self, at::Tensor(),
+			       static_cast<float>(other.item().toDouble()), dt,
+			       self.sizes(), into);
+	auto shape = at::infer_size(self.sizes(), other.sizes());
+	return eltwise(SPYRE_ELT_MUL, self, other, 1.0f, dt, shape, into);
+}
+
 at::Tensor k_mul(const at::Tensor &self, const at::Tensor &other)
 {
 	at::ScalarType dt = at::result_type(self, other);
-	if (cpu_scalar(other) && compute_dtype(dt) && on_spyre(self)) {
-		count_native("aten::mul.Tensor");
-		return eltwise(SPYRE_ELT_SCALE, self, at::Tensor(),
-			       static_cast<float>(other.item().toDouble()), dt,
-			       self.sizes());
-	}
-	if (!compute_dtype(dt) || !same_card(self, other))
+	if (!compute_dtype(dt) || !on_spyre(self) ||
+	    !(cpu_scalar(other) || same_card(self, other)))
 		return SPYRE_FALLBACK2(mul, Tensor, self, other);
 	count_native("aten::mul.Tensor");
-	auto shape = at::infer_size(self.sizes(), other.sizes());
-	return eltwise(SPYRE_ELT_MUL, self, other, 1.0f, dt, shape);
+	return mul_impl(self, other, dt, nullptr);
 }
 
 at::Tensor &k_mul_(at::Tensor &self, const at::Tensor &other)
@@ -648,7 +659,8 @@ at::Tensor &k_mul_(at::Tensor &self, const at::Tensor &other)
 	if (!compute_dtype(dt) || dt != self.scalar_type() ||
 	    !(cpu_scalar(other) || same_card(self, other)))
 		return SPYRE_FALLBACK2(mul_, Tensor, self, other);
-	return assign(self, k_mul(self, other));
+	count_native("aten::mul_.Tensor");
+	return assign(self, mul_impl(self, other, dt, &self));
 }
 
 at::Tensor k_mul_scalar(const at::Tensor &self, const at::Scalar &other)
@@ -678,8 +690,12 @@ at::Tensor k_div(const at::Tensor &self, const at::Tensor &other)
 at::Tensor &k_div_(at::Tensor &self, const at::Tensor &other)
 {
 	at::ScalarType dt = at::result_type(self, other);
-	if (cpu_scalar(other) && compute_dtype(dt) && dt == self.scalar_type())
-		return assign(self, k_div(self, other));
+	if (cpu_scalar(other) && compute_dtype(dt) && dt == self.scalar_type()) {
+		count_native("aten::div_.Tensor");
+		return assign(self, eltwise(SPYRE_ELT_SCALE, self, at::Tensor(),
+			static_cast<float>(1.0 / other.item().toDouble()), dt,
+			self.sizes(), &self));
+	}
 	return SPYRE_FALLBACK2(div_, Tensor, self, other);
 }
 
@@ -725,6 +741,38 @@ at::Tensor k_neg(const at::Tensor &self)
 SPYRE_UNARY(relu, SPYRE_ELT_RELU)
 SPYRE_UNARY(silu, SPYRE_ELT_SILU)
 SPYRE_UNARY(exp, SPYRE_ELT_EXP)
+
+// sigmoid(x) = softmax([x, 0])[0]: the card's SOFTMAX row op over rows
+// (x, 0) of a scratch matrix, in one job (FILL, COPY in, ROWOP, COPY out).
+at::Tensor k_sigmoid(const at::Tensor &self)
+{
+	at::ScalarType dt = self.scalar_type();
+	if (!compute_dtype(dt) || self.numel() == 0 ||
+	    self.numel() >= (1ll << 29))
+		return SPYRE_FALLBACK(sigmoid, self);
+	count_native("aten::sigmoid");
+	c10::DeviceGuard g(self.device());
+	at::Tensor x = contig(self);
+	int64_t n = x.numel();
+	uint64_t es = x.element_size();
+	uint32_t sdt = spyre_dtype(dt);
+	at::Tensor R = empty_on(x, {n, 2}, dt);
+	at::Tensor out = empty_on(x, x.sizes(), dt);
+	int index = dev_of(x);
+	struct spyre_cmdbuf *cb = cmdbuf();
+	auto ck = [&](int rc) { check(rc, "encoding sigmoid", index); };
+	ck(spyre_cmdbuf_fill(cb, va_of(R), 2 * n, static_cast<uint32_t>(es), 0));
+	ck(spyre_cmdbuf_copy_2d(cb, va_of(R), 2 * es, sdt, va_of(x), es, sdt,
+				1, n, 0));
+	ck(spyre_cmdbuf_rowop(cb, SPYRE_ROW_SOFTMAX, sdt, (uint32_t)n, 2,
+			      mem_of(R), 0, mem_of(R), 0, SPYRE_MEM_NONE,
+			      SPYRE_MEM_NONE, 0.0f));
+	ck(spyre_cmdbuf_copy_2d(cb, va_of(out), es, sdt, va_of(R), 2 * es, sdt,
+				1, n, 0));
+	struct spyre_bo *bos[3] = {mem_of(R).bo, mem_of(x).bo, mem_of(out).bo};
+	check(spyre_stream_submit(stream_of(x), cb, bos, 3), "sigmoid", index);
+	return out;
+}
 
 at::Tensor k_gelu(const at::Tensor &self, c10::string_view approximate)
 {
@@ -979,12 +1027,78 @@ bool reduce_ok(const at::Tensor &self, at::OptionalIntArrayRef dim, bool *all)
 	       self.numel() < (1ll << 30) && last_dim_only(self, dim, all);
 }
 
+// The reduction dims @dim are the leading k dims (0 < k < dim()): *k.
+bool leading_dims(const at::Tensor &self, at::OptionalIntArrayRef dim,
+		  int64_t *k)
+{
+	int64_t nd = self.dim();
+	if (!dim.has_value() || dim->empty() || nd < 2)
+		return false;
+	std::vector<bool> seen(nd, false);
+	for (int64_t d : *dim) {
+		d = norm_dim(d, nd);
+		if (d < 0 || d >= nd || seen[d])
+			return false;
+		seen[d] = true;
+	}
+	*k = static_cast<int64_t>(dim->size());
+	if (*k >= nd)
+		return false;
+	for (int64_t i = 0; i < *k; i++)
+		if (!seen[i])
+			return false;
+	return true;
+}
+
+// Sum (or mean) over the leading @k dims: one GEMM, ones[1 x P] @ X[P x Q]
+// (fp32 accumulation, as the CPU's reductions of fp16/bf16).
+at::Tensor reduce_leading(const at::Tensor &self, int64_t k, bool keepdim,
+			  bool mean)
+{
+	c10::DeviceGuard g(self.device());
+	at::Tensor x = contig(self);
+	at::ScalarType dt = x.scalar_type();
+	int64_t P = 1;
+	for (int64_t i = 0; i < k; i++)
+		P *= x.size(i);
+	int64_t Q = x.numel() / P;
+	std::vector<int64_t> shape(x.sizes().begin() + k, x.sizes().end());
+	if (keepdim)
+		shape.insert(shape.begin(), k, 1);
+	at::Tensor out = empty_on(x, shape, dt);
+	at::Tensor ones = empty_on(x, {P}, dt);
+	int index = dev_of(x);
+	struct spyre_cmdbuf *cb = cmdbuf();
+	check(spyre_cmdbuf_fill(cb, va_of(ones), P, ones.element_size(),
+				bits_of(at::Scalar(1.0), dt)), "encoding", index);
+	struct spyre_gemm gm;
+	std::memset(&gm, 0, sizeof(gm));
+	gm.a_dtype = gm.b_dtype = gm.c_dtype = spyre_dtype(dt);
+	gm.m = 1;
+	gm.k = static_cast<uint32_t>(P);
+	gm.n = static_cast<uint32_t>(Q);
+	gm.a = mem_of(ones);
+	gm.b = mem_of(x);
+	gm.c = mem_of(out);
+	gm.alpha = mean ? static_cast<float>(1.0 / P) : 1.0f;
+	check(spyre_cmdbuf_gemm(cb, &gm), "encoding", index);
+	check(spyre_stream_submit(stream_of(x), cb, nullptr, 0), "reduction",
+	      index);
+	return out;
+}
+
 at::Tensor k_sum(const at::Tensor &self, at::OptionalIntArrayRef dim,
 		 bool keepdim, std::optional<at::ScalarType> dtype)
 {
 	bool all;
-	if ((dtype.has_value() && *dtype != self.scalar_type()) ||
-	    !reduce_ok(self, dim, &all))
+	int64_t k;
+	bool same = !dtype.has_value() || *dtype == self.scalar_type();
+	if (same && compute_dtype(self.scalar_type()) && self.numel() > 0 &&
+	    leading_dims(self, dim, &k)) {
+		count_native("aten::sum.dim_IntList");
+		return reduce_leading(self, k, keepdim, false);
+	}
+	if (!same || !reduce_ok(self, dim, &all))
 		return SPYRE_FALLBACK2(sum, dim_IntList, self, dim, keepdim,
 				       dtype);
 	count_native("aten::sum.dim_IntList");
@@ -995,8 +1109,14 @@ at::Tensor k_mean(const at::Tensor &self, at::OptionalIntArrayRef dim,
 		  bool keepdim, std::optional<at::ScalarType> dtype)
 {
 	bool all;
-	if ((dtype.has_value() && *dtype != self.scalar_type()) ||
-	    !reduce_ok(self, dim, &all))
+	int64_t k;
+	bool same = !dtype.has_value() || *dtype == self.scalar_type();
+	if (same && compute_dtype(self.scalar_type()) && self.numel() > 0 &&
+	    leading_dims(self, dim, &k)) {
+		count_native("aten::mean.dim");
+		return reduce_leading(self, k, keepdim, true);
+	}
+	if (!same || !reduce_ok(self, dim, &all))
 		return SPYRE_FALLBACK2(mean, dim, self, dim, keepdim, dtype);
 	count_native("aten::mean.dim");
 	return reduce(SPYRE_REDUCE_SUM, self, all, keepdim, true);
@@ -1275,6 +1395,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("exp", TORCH_FN(k_exp));
 	m.impl("exp_", TORCH_FN(k_exp_));
 	m.impl("gelu", TORCH_FN(k_gelu));
+	m.impl("sigmoid", TORCH_FN(k_sigmoid));
 	m.impl("_softmax", TORCH_FN(k_softmax));
 	m.impl("native_layer_norm", TORCH_FN(k_layer_norm));
 	m.impl("sum.dim_IntList", TORCH_FN(k_sum));

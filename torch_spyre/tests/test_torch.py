@@ -254,6 +254,8 @@ def torch_native_elementwise():
         close(native_only(lambda: F.silu(A), "aten::silu"), F.silu(a), **tol)
         close(native_only(lambda: torch.exp(A), "aten::exp"), torch.exp(a),
               **tol)
+        close(native_only(lambda: torch.sigmoid(A * 8), "aten::sigmoid"),
+              torch.sigmoid(a * 8), **tol)
         # in place, also on a non-contiguous view
         C, c = A.clone(), a.clone()
         native_only(lambda: C.add_(B))
@@ -289,6 +291,10 @@ def torch_native_rows():
         close(native_only(lambda: X.sum()), x.sum(),
               rtol=tol["rtol"] * 10, atol=tol["atol"] * 10)
         close(native_only(lambda: X[:, 1:4].sum(-1)), x[:, 1:4].sum(-1), **tol)
+        # leading dims: one GEMM with a ones vector
+        close(native_only(lambda: X.sum(0)), x.sum(0), **tol)
+        close(native_only(lambda: X.mean((0, 1), keepdim=True)),
+              x.mean((0, 1), keepdim=True), **tol)
         w = torch.randn(40, generator=g).to(dt)
         b = torch.randn(40, generator=g).to(dt)
         o, m, r = native_only(lambda: torch.native_layer_norm(
