@@ -489,32 +489,70 @@ at::Tensor &assign(at::Tensor &self, const at::Tensor &r)
 	return self;
 }
 
-// @t in dtype @dt broadcast to @shape, contiguous.  A one-element @t is
-// spread with one GEMM, ones[n x 1] @ t[1 x 1] (exact: one product by 1.0
-// per element), instead of one COPY command per element.
+// @t in dtype @dt broadcast to @shape, contiguous.  Broadcasts the card
+// does with one GEMM (an outer product with a ones vector; exact, as every
+// element is one product by 1.0): @t repeated along the leading dims
+// (ones[P x 1] @ t[1 x Q], e.g. a bias row) or along the trailing dims
+// (t[P x 1] @ ones[1 x Q], e.g. per-row statistics; a one-element @t is
+// the case P = 1).  Other broadcasts are strided copies.
 at::Tensor spread(const at::Tensor &t0, at::ScalarType dt,
 		  at::IntArrayRef shape)
 {
 	at::Tensor t = t0.to(dt);
 	if (t.sizes() == shape)
 		return contig(t);
+	int64_t nd = static_cast<int64_t>(shape.size());
 	int64_t n = c10::multiply_integers(shape);
-	if (t.numel() != 1 || n <= 1 || !compute_dtype(dt))
+	if (n <= 1 || !compute_dtype(dt) || t.dim() > nd)
 		return contig(t.expand(shape));
-	at::Tensor one = contig(t.reshape({1}));
-	at::Tensor ones = empty_on(t, {n}, dt);
+	// t's sizes right-aligned to shape
+	std::vector<int64_t> ts(nd, 1);
+	for (int64_t i = 0; i < t.dim(); i++)
+		ts[nd - t.dim() + i] = t.size(i);
+	// leading broadcast: ts == 1 for dims < k, == shape for dims >= k
+	// trailing broadcast: ts == shape for dims < k, == 1 for dims >= k
+	int64_t lead = 0, trail = nd;
+	while (lead < nd && ts[lead] == 1)
+		lead++;
+	bool lead_ok = true;
+	for (int64_t i = lead; i < nd; i++)
+		lead_ok = lead_ok && ts[i] == shape[i];
+	while (trail > 0 && ts[trail - 1] == 1)
+		trail--;
+	bool trail_ok = true;
+	for (int64_t i = 0; i < trail; i++)
+		trail_ok = trail_ok && ts[i] == shape[i];
+	int64_t P, Q;
+	bool rows;	// true: t is the row (leading broadcast)
+	if (lead_ok) {
+		Q = t.numel();
+		P = n / Q;
+		rows = true;
+	} else if (trail_ok) {
+		P = t.numel();
+		Q = n / P;
+		rows = false;
+	} else {
+		return contig(t.expand(shape));
+	}
+	if (P > UINT32_MAX || Q > UINT32_MAX)
+		return contig(t.expand(shape));
+	at::Tensor v = contig(t).reshape({t.numel()});
+	at::Tensor ones = empty_on(t, {rows ? P : Q}, dt);
 	at::Tensor out = empty_on(t, shape, dt);
 	int index = dev_of(t);
 	struct spyre_cmdbuf *cb = cmdbuf();
-	check(spyre_cmdbuf_fill(cb, va_of(ones), n, ones.element_size(),
+	check(spyre_cmdbuf_fill(cb, va_of(ones), ones.numel(),
+				ones.element_size(),
 				bits_of(at::Scalar(1.0), dt)), "encoding", index);
 	struct spyre_gemm g;
 	std::memset(&g, 0, sizeof(g));
 	g.a_dtype = g.b_dtype = g.c_dtype = spyre_dtype(dt);
-	g.m = static_cast<uint32_t>(n);
-	g.n = g.k = 1;
-	g.a = mem_of(ones);
-	g.b = mem_of(one);
+	g.m = static_cast<uint32_t>(P);
+	g.n = static_cast<uint32_t>(Q);
+	g.k = 1;
+	g.a = rows ? mem_of(ones) : mem_of(v);
+	g.b = rows ? mem_of(v) : mem_of(ones);
 	g.c = mem_of(out);
 	g.alpha = 1.0f;
 	check(spyre_cmdbuf_gemm(cb, &g), "encoding", index);
@@ -1292,6 +1330,57 @@ k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 	return {out, mean, rstd};
 }
 
+// native_layer_norm_backward from native ops, in fp32 (as the CPU kernel
+// accumulates): with xhat = (x - mean) * rstd and g = dy * w,
+//   dx = rstd * (g - mean_row(g) - xhat * mean_row(g * xhat))
+//   dw = sum_rows(dy * xhat),  db = sum_rows(dy)
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_layer_norm_backward(const at::Tensor &grad_out, const at::Tensor &input,
+		      at::IntArrayRef normalized_shape, const at::Tensor &mean,
+		      const at::Tensor &rstd,
+		      const std::optional<at::Tensor> &weight,
+		      const std::optional<at::Tensor> &bias,
+		      std::array<bool, 3> mask)
+{
+	int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+	bool has_w = weight.has_value() && weight->defined();
+	bool has_b = bias.has_value() && bias->defined();
+	bool ok = compute_dtype(input.scalar_type()) && axis >= 0 &&
+		  input.numel() > 0 && same_card(grad_out, input) &&
+		  same_card(mean, input) && same_card(rstd, input) &&
+		  (!has_w || same_card(*weight, input)) &&
+		  (!has_b || same_card(*bias, input));
+	if (!ok)
+		return SPYRE_FALLBACK(native_layer_norm_backward, grad_out, input,
+				      normalized_shape, mean, rstd, weight,
+				      bias, mask);
+	count_native("aten::native_layer_norm_backward");
+	c10::DeviceGuard guard(input.device());
+	int64_t N = 1;
+	for (auto d : normalized_shape)
+		N *= d;
+	int64_t M = input.numel() / N;
+	at::Tensor x = input.to(at::kFloat).reshape({M, N});
+	at::Tensor dy = grad_out.to(at::kFloat).reshape({M, N});
+	at::Tensor mu = mean.to(at::kFloat).reshape({M, 1});
+	at::Tensor rs = rstd.to(at::kFloat).reshape({M, 1});
+	at::Tensor xhat = (x - mu) * rs;
+	at::Tensor gx, gw, gb;
+	if (mask[0]) {
+		at::Tensor g = has_w ? dy * weight->to(at::kFloat).reshape({1, N}) : dy;
+		at::Tensor a = g.mean({-1}, true);
+		at::Tensor b = (g * xhat).mean({-1}, true);
+		gx = ((g - a - xhat * b) * rs).reshape(input.sizes())
+			.to(input.scalar_type());
+	}
+	if (mask[1] && has_w)
+		gw = (dy * xhat).sum({0}).reshape(weight->sizes())
+			.to(weight->scalar_type());
+	if (mask[2] && has_b)
+		gb = dy.sum({0}).reshape(bias->sizes()).to(bias->scalar_type());
+	return {gx, gw, gb};
+}
+
 // _scaled_mm on the card's scaled fp8 GEMM: out = (sa * A) @ (sb * B) +
 // bias, A and B fp8 (e4m3fn / e5m2), sa and sb one-element fp32 tensors.
 at::Tensor k_scaled_mm(const at::Tensor &self, const at::Tensor &mat2,
@@ -1398,6 +1487,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("sigmoid", TORCH_FN(k_sigmoid));
 	m.impl("_softmax", TORCH_FN(k_softmax));
 	m.impl("native_layer_norm", TORCH_FN(k_layer_norm));
+	m.impl("native_layer_norm_backward", TORCH_FN(k_layer_norm_backward));
 	m.impl("sum.dim_IntList", TORCH_FN(k_sum));
 	m.impl("mean.dim", TORCH_FN(k_mean));
 	m.impl("amax", TORCH_FN(k_amax));

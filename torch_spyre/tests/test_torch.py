@@ -305,6 +305,19 @@ def torch_native_rows():
         close(r, er, **tol)
         close(native_only(lambda: F.layer_norm(X, [5, 40])),
               F.layer_norm(x, [5, 40]), **tol)
+        if dt == torch.float32:
+            # backward of layer_norm on the card (dx, dw, db)
+            xr = torch.randn(6, 40, generator=g, requires_grad=True)
+            wr = torch.randn(40, generator=g, requires_grad=True)
+            br = torch.randn(40, generator=g, requires_grad=True)
+            cw = torch.randn(6, 40, generator=g)
+            xs, ws, bs = (sp(t.detach()).requires_grad_() for t in (xr, wr, br))
+            (F.layer_norm(xr, [40], wr, br) * cw).sum().backward()
+            native_only(lambda: (F.layer_norm(xs, [40], ws, bs) *
+                                 sp(cw)).sum().backward(),
+                        "aten::native_layer_norm_backward")
+            for mine, ref in ((xs, xr), (ws, wr), (bs, br)):
+                close(mine.grad, ref.grad, rtol=1e-3, atol=1e-4)
         # softmax over another dim: the CPU, counted
         close(torch.softmax(X, 1), torch.softmax(x, 1), **tol)
 
@@ -469,7 +482,8 @@ def torch_training_step():
             # forward and backward GEMMs, SiLU, LayerNorm, updates: native
             for op in ("aten::addmm", "aten::mm", "aten::silu",
                        "aten::native_layer_norm", "aten::add_.Tensor",
-                       "aten::mse_loss", "aten::mse_loss_backward"):
+                       "aten::mse_loss", "aten::mse_loss_backward",
+                       "aten::native_layer_norm_backward"):
                 assert c.get(op, {}).get("native", 0) > 0, (op, c)
             FALLBACK_OPS["MLP training step"] = sorted(
                 k for k, v in c.items() if v["fallback"])
