@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <map>
 
 namespace spyre_torch {
@@ -28,6 +29,8 @@ struct Block {
 	uint64_t size;			// bytes, as allocated (rounded)
 	int device;
 	struct spyre_stream *stream;	// stream current at allocation
+	// other streams that used the block (Tensor.record_stream())
+	std::vector<struct spyre_stream *> uses;
 };
 
 struct Pool {
@@ -63,6 +66,23 @@ void free_block(void *ctx)
 {
 	auto *b = static_cast<Block *>(ctx);
 	Pool &p = g_pools[b->device];
+	// the block's next user runs on its own stream: make that stream wait
+	// for the work the other streams queued on it so far (no host wait)
+	// (best effort: a deleter must not throw, e.g. in a fork() child)
+	try {
+		for (auto *s : b->uses) {
+			struct spyre_event *e = nullptr;
+			if (spyre_event_create(device(b->device),
+					       SPYRE_EVENT_DISABLE_TIMING,
+					       &e) == 0) {
+				if (spyre_event_record(e, s) == 0)
+					spyre_stream_wait_event(b->stream, e);
+				spyre_event_destroy(e);
+			}
+		}
+	} catch (...) {
+	}
+	b->uses.clear();
 	std::lock_guard<std::mutex> l(p.mu);
 	p.live.erase(spyre_bo_va(b->bo));
 	p.allocated -= static_cast<int64_t>(b->size);
@@ -112,7 +132,7 @@ struct CachingAllocator final : public c10::Allocator {
 					" allocated by this process)";
 				check(rc, what.c_str(), index);
 			}
-			b = new Block{bo, size, index, s};
+			b = new Block{bo, size, index, s, {}};
 			std::lock_guard<std::mutex> l(p.mu);
 			p.reserved += static_cast<int64_t>(size);
 		}
@@ -169,6 +189,17 @@ REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
 } // namespace
 
 c10::Allocator *allocator() { return &g_allocator; }
+
+void record_stream(const c10::DataPtr &p, struct spyre_stream *s)
+{
+	if (p.get_deleter() != &free_block || !p.get_context())
+		return;
+	auto *b = static_cast<Block *>(p.get_context());
+	std::lock_guard<std::mutex> l(g_pools[b->device].mu);
+	if (s != b->stream &&
+	    std::find(b->uses.begin(), b->uses.end(), s) == b->uses.end())
+		b->uses.push_back(s);
+}
 
 struct spyre_mem block_mem(const c10::DataPtr &p)
 {

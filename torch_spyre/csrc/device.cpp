@@ -358,6 +358,11 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	{
 		synchronize_device(index < 0 ? t_device : index);
 	}
+	void recordDataPtrOnStream(const c10::DataPtr &p,
+				   const c10::Stream &s) const override
+	{
+		record_stream(p, stream(s));
+	}
 	double elapsedTime(void *e1, void *e2,
 			   const c10::DeviceIndex index) const override
 	{

@@ -424,6 +424,15 @@ at::Tensor k_copy_from_and_resize(const at::Tensor &self,
 	return k_copy_from(self, dst, false);
 }
 
+void k_record_stream(at::Tensor &self, at::Stream s)
+{
+	TORCH_CHECK(s.device_type() == c10::DeviceType::PrivateUse1 &&
+		    s.device_index() == self.device().index(),
+		    "spyre: record_stream() with a stream of ", s.device(),
+		    " for a tensor on ", self.device());
+	record_stream(self.storage().data_ptr(), stream(s));
+}
+
 // _to_cpu (the CPU fallback's argument transfer): every spyre tensor's
 // copy is enqueued first, then each card's current stream is waited for
 // once, instead of once per tensor.
@@ -573,12 +582,21 @@ at::Tensor eltwise(uint32_t op, const at::Tensor &a, const at::Tensor &b,
 	at::Tensor out = into && into->is_contiguous() &&
 			 into->scalar_type() == dt && into->sizes() == shape ?
 			 *into : out_like(a, shape, dt);
-	if (out.numel() == 0)
-		return out;
-	check(spyre_stream_eltwise(stream_of(a), op, spyre_dtype(dt),
-				   out.numel(), mem_of(out), mem_of(x),
-				   y.defined() ? mem_of(y) : SPYRE_MEM_NONE,
-				   alpha), "element-wise op", dev_of(a));
+	// the card takes up to 2^30 elements per command: chunks of 2^29
+	const int64_t chunk = 1ll << 29;
+	uint64_t es = out.element_size();
+	for (int64_t done = 0; done < out.numel(); done += chunk) {
+		int64_t n = std::min(chunk, out.numel() - done);
+		struct spyre_mem o = mem_of(out), xm = mem_of(x);
+		struct spyre_mem ym = y.defined() ? mem_of(y) : SPYRE_MEM_NONE;
+		o.offset += done * es;
+		xm.offset += done * es;
+		if (y.defined())
+			ym.offset += done * es;
+		check(spyre_stream_eltwise(stream_of(a), op, spyre_dtype(dt), n,
+					   o, xm, ym, alpha),
+		      "element-wise op", dev_of(a));
+	}
 	return out;
 }
 
@@ -911,6 +929,10 @@ void gemm(const at::Tensor &c, const at::Tensor &a, const at::Tensor &b,
 
 bool gemm_ok(const at::Tensor &a, const at::Tensor &b)
 {
+	for (const at::Tensor *t : {&a, &b})
+		for (int64_t d : t->sizes())
+			if (d > UINT32_MAX)
+				return false;
 	return compute_dtype(a.scalar_type()) &&
 	       a.scalar_type() == b.scalar_type() && same_card(a, b);
 }
@@ -991,7 +1013,8 @@ at::Tensor k_softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
 {
 	int64_t nd = self.dim();
 	if (!compute_dtype(self.scalar_type()) || half_to_float || nd == 0 ||
-	    norm_dim(dim, nd) != nd - 1 || self.numel() == 0)
+	    norm_dim(dim, nd) != nd - 1 || self.numel() == 0 ||
+	    self.numel() >= (1ll << 30))
 		return SPYRE_FALLBACK(_softmax, self, dim, half_to_float);
 	count_native("aten::_softmax");
 	c10::DeviceGuard g(self.device());
@@ -1229,7 +1252,7 @@ k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 	at::ScalarType dt = input.scalar_type();
 	int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
 	bool ok = compute_dtype(dt) && axis >= 0 && input.numel() > 0 &&
-		  eps > 0;
+		  input.numel() < (1ll << 29) && eps > 0;
 	for (const auto &w : {weight, bias})
 		if (w.has_value() && w->defined())
 			ok = ok && same_card(*w, input);
@@ -1458,6 +1481,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("_copy_from_and_resize", TORCH_FN(k_copy_from_and_resize));
 	m.impl("_local_scalar_dense", TORCH_FN(k_local_scalar_dense));
 	m.impl("_to_cpu", TORCH_FN(k_to_cpu));
+	m.impl("record_stream", TORCH_FN(k_record_stream));
 	m.impl("fill_.Scalar", TORCH_FN(k_fill_));
 	m.impl("zero_", TORCH_FN(k_zero_));
 	// native compute

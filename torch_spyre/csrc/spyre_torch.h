@@ -75,6 +75,9 @@ c10::Allocator *allocator();
 
 // Where a spyre tensor's first element lives: its BO and byte offset.
 struct spyre_mem mem_of(const at::Tensor &t);
+// Tensor.record_stream(): the block behind @p is also used on @s, so when
+// it is freed its own stream first waits for @s's work queued so far.
+void record_stream(const c10::DataPtr &p, struct spyre_stream *s);
 // The BO (offset 0) behind a DataPtr made by allocator().
 struct spyre_mem block_mem(const c10::DataPtr &p);
 

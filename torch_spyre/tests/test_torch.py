@@ -516,6 +516,13 @@ def torch_streams_events():
         end.record(s)
         done.record(s)
     assert torch.spyre.current_stream() != s
+    # a tensor made on the default stream, used and released on s
+    t = torch.ones(1000, device="spyre")
+    with torch.spyre.stream(s):
+        u = t * 2
+        t.record_stream(s)
+    del t
+    close(u, torch.full((1000,), 2.0))
     ev = torch.spyre.Event()
     ev.record()
     ev.synchronize()
