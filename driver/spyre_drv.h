@@ -341,12 +341,20 @@ struct spyre_fence {
  * @db_tail: @tail as last written to the doorbell: slots from @db_tail to
  *	@tail are written but not handed to the card yet.
  * @deferred: descriptors written since the last doorbell.
+ * @queued: scheduler jobs pushed to @entity that have not been through
+ *	run_job yet (the driver's own count: it never reads the entity).
+ * @queued_waiting: those of them whose in-fences were not all signalled
+ *	when they were pushed.
+ * @inflight: descriptors of jobs whose hardware fence is pending; never
+ *	below the scheduler's own count of the credits they hold, which it
+ *	drops only when their fence signals.
  * @compl: completion record (coherent DMA).
  * @compl_dma: bus address of @compl.
  * @fence_lock: protects @pending.
  * @pending: hardware fences of jobs written to the ring, in seqno order.
  * @jobs_ran: jobs that went through run_job and are not freed yet.
- * @idle_wq: woken when @jobs_ran drops.
+ * @idle_wq: woken when @jobs_ran drops, and when @queued drops to 0 on a
+ *	dead queue.
  * @hw_active: hardware queue programmed and listed in sdev->hwq.
  * @sched_ready: @sched and @entity are initialised.
  * @dev_link: entry in sdev->queues while @ring and @compl are allocated.
@@ -376,6 +384,9 @@ struct spyre_queue {
 	u32 tail;
 	u32 db_tail;
 	u32 deferred;
+	atomic_t queued;
+	atomic_t queued_waiting;
+	atomic_t inflight;
 	struct spyre_hw_completion *compl;
 	dma_addr_t compl_dma;
 
@@ -420,6 +431,8 @@ struct spyre_job_bo {
  *	it signals when the last descriptor ends.
  * @fence_init: @hw_fence was initialised (else it is plain memory).
  * @ran: run_job was called (counted in queue->jobs_ran).
+ * @deps_ready: every in-fence was signalled when the job was pushed (it
+ *	is not counted in queue->queued_waiting).
  * @bos: BOs the job keeps alive, with their mappings.
  * @bo_count: entries in @bos.
  * @seqno: sequence number of the last descriptor on the queue.
@@ -433,6 +446,7 @@ struct spyre_job {
 	struct spyre_fence *hw_fence;
 	bool fence_init;
 	bool ran;
+	bool deps_ready;
 	struct spyre_job_bo *bos;
 	u32 bo_count;
 	u64 seqno;

@@ -19,7 +19,8 @@
  *  - the ring's slots are the scheduler's credits, a job takes one per
  *    descriptor;
  *  - run_job() leaves the doorbell to the next job when the scheduler will
- *    run that one straight away (up to SPYRE_DOORBELL_BATCH descriptors);
+ *    run that one straight away (up to SPYRE_DOORBELL_BATCH descriptors),
+ *    as the driver's own counts tell (spyre_next_job_ready());
  *  - the schedulers run on a per-CPU, high-priority workqueue, so run_job()
  *    follows a SUBMIT on the submitting CPU without a cross-CPU wake-up.
  *
@@ -104,10 +105,14 @@ static const struct dma_fence_ops spyre_fence_ops = {
 	.get_timeline_name = spyre_fence_get_timeline_name,
 };
 
-/* Signal one pending fence; caller holds q->fence_lock. */
-static void spyre_fence_complete(struct spyre_fence *f, int err)
+/* Signal one pending fence of @q; caller holds q->fence_lock. */
+static void spyre_fence_complete(struct spyre_queue *q, struct spyre_fence *f,
+				 int err)
 {
+	lockdep_assert_held(&q->fence_lock);
 	list_del_init(&f->link);
+	/* Before the signal, which lets the scheduler drop its credits. */
+	atomic_sub(f->base.seqno - f->first_seqno + 1, &q->inflight);
 	if (err)
 		dma_fence_set_error(&f->base, err);
 	dma_fence_signal(&f->base);
@@ -168,17 +173,17 @@ static bool spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
 
 	list_for_each_entry_safe(f, tmp, &q->pending, link) {
 		if (f->base.seqno < done) {
-			spyre_fence_complete(f, 0);
+			spyre_fence_complete(q, f, 0);
 		} else if (f->first_seqno <= done) {
 			/* The job of @done; not over yet if it is not its last. */
 			if (!err && f->base.seqno > done)
 				break;
 			/* Its later descriptors were not run: as a lone job. */
-			spyre_fence_complete(f, f->base.seqno == done ? err :
+			spyre_fence_complete(q, f, f->base.seqno == done ? err :
 						-ECANCELED);
 			found = true;
 		} else if (err) {
-			spyre_fence_complete(f, -ECANCELED);
+			spyre_fence_complete(q, f, -ECANCELED);
 		} else {
 			break;
 		}
@@ -197,7 +202,7 @@ static void spyre_queue_cancel(struct spyre_queue *q,
 
 	spin_lock_irqsave(&q->fence_lock, flags);
 	list_for_each_entry_safe(f, tmp, &q->pending, link)
-		spyre_fence_complete(f, f == guilty ? guilty_err : err);
+		spyre_fence_complete(q, f, f == guilty ? guilty_err : err);
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 }
 
@@ -402,35 +407,24 @@ static bool spyre_ring_doorbell(struct spyre_queue *q)
 }
 
 /*
- * Will the scheduler run the job queued after the one in run_job right
- * away?  Then that job's run_job() rings the doorbell for both.  Called
- * from run_job(), the only consumer of the entity's job queue (and the
- * entity cannot be killed while run_job() runs), so the next job stays.
- * Conservative: a dependency not signalled yet (even one the scheduler
- * would only need scheduled), too few credits (credit_count already holds
- * the job being run) or a paused scheduler all mean no.
+ * Will the scheduler run another job of this queue right after the one in
+ * run_job?  Then that job's run_job() rings the doorbell for both.  Told
+ * from the driver's own counts, never from the scheduler's state: a job
+ * was pushed after this one (@queued), every job pushed and not yet run
+ * had its in-fences signalled when it was pushed (@queued_waiting; a
+ * signalled fence stays so), and the ring has room for the largest group
+ * besides what is in flight (@inflight, never below the scheduler's own
+ * credit count).  Then the scheduler's next pass runs it at once: it
+ * re-queues its run work after each job and is only stopped by this
+ * driver, in the timeout handler (which rings the doorbell itself) and in
+ * queue teardown (which takes the queue off the card).  So no descriptor
+ * waits for a doorbell longer than one pass of the scheduler.
  */
 static bool spyre_next_job_ready(struct spyre_queue *q)
 {
-	struct drm_gpu_scheduler *sched = &q->sched;
-	struct drm_sched_job *next;
-	struct spsc_node *node;
-	struct dma_fence *f;
-	unsigned long i;
-
-	if (READ_ONCE(sched->pause_submit))
-		return false;
-	node = spsc_queue_peek(&q->entity.job_queue);
-	if (!node)
-		return false;
-	next = container_of(node, struct drm_sched_job, queue_node);
-	if (atomic_read(&sched->credit_count) + next->credits >
-	    sched->credit_limit)
-		return false;
-	xa_for_each(&next->dependencies, i, f)
-		if (!dma_fence_is_signaled(f))
-			return false;
-	return true;
+	return atomic_read(&q->queued) > 0 &&
+	       !atomic_read(&q->queued_waiting) &&
+	       atomic_read(&q->inflight) + SPYRE_GROUP_MAX <= q->entries - 1;
 }
 
 static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
@@ -445,9 +439,21 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	u32 i;
 	int idx;
 
+	/*
+	 * Already on the ring: the timeout handler, finding the job was not
+	 * hung, has the scheduler ask for its fence again (see there).
+	 */
+	if (job->fence_init)
+		return dma_fence_get(&f->base);
+
 	if (!job->ran) {
 		job->ran = true;
 		atomic_inc(&q->jobs_ran);
+		if (!job->deps_ready)
+			atomic_dec(&q->queued_waiting);
+		/* Teardown waits for the jobs in the entity to get here. */
+		if (atomic_dec_and_test(&q->queued) && READ_ONCE(q->dead))
+			wake_up_all(&q->idle_wq);
 	}
 
 	/*
@@ -508,6 +514,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	job->progress = first - 1;
 	dma_fence_get(&f->base);	/* for the pending list */
 	list_add_tail(&f->link, &q->pending);
+	atomic_add(job->ndesc, &q->inflight);
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 
 	q->tail = (q->tail + job->ndesc) & (q->entries - 1);
@@ -529,16 +536,6 @@ out:
 	drm_dev_exit(idx);
 	up_read(&sdev->reset_sem);
 	return fence;
-}
-
-/* Put a job back on the pending list the timeout handler took it from. */
-static void spyre_sched_skip_reset(struct drm_sched_job *sched_job)
-{
-	struct drm_gpu_scheduler *sched = sched_job->sched;
-
-	spin_lock(&sched->job_list_lock);
-	list_add(&sched_job->list, &sched->pending_list);
-	spin_unlock(&sched->job_list_lock);
 }
 
 static enum drm_gpu_sched_stat
@@ -582,8 +579,21 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 		if (hw)
 			drm_dev_exit(idx);
 		up_read(&sdev->reset_sem);
-		spyre_sched_skip_reset(sched_job);
-		drm_sched_wqueue_start(&q->sched);
+		/*
+		 * Not hung.  The scheduler took the job off its pending list
+		 * before calling here.  drm_sched_stop() puts it back (or, if
+		 * its fence has signalled meanwhile, has it freed once this
+		 * returns) and cuts every pending job from its hardware fence;
+		 * drm_sched_resubmit_jobs() hands each its fence again
+		 * (run_job of a job already on the ring only returns it: the
+		 * card runs nothing twice), and drm_sched_start() re-arms
+		 * the timeout.  Without the resubmit, start would end every
+		 * job still on the card with -ECANCELED.  No job is leaked or
+		 * freed twice, and the next timeout comes one period later.
+		 */
+		drm_sched_stop(&q->sched, sched_job);
+		drm_sched_resubmit_jobs(&q->sched);
+		drm_sched_start(&q->sched);
 		mutex_unlock(&q->reset_lock);
 		return DRM_GPU_SCHED_STAT_NOMINAL;
 	}
@@ -782,9 +792,12 @@ static void spyre_queue_destroy(struct spyre_queue *q)
 		drm_sched_wqueue_start(&q->sched);
 		mutex_unlock(&q->reset_lock);
 
-		/* Let ready jobs pass through run_job, which cancels them. */
-		wait_event_timeout(q->sched.job_scheduled,
-				   !spsc_queue_count(&q->entity.job_queue),
+		/*
+		 * Let ready jobs pass through run_job, which cancels them;
+		 * jobs still waiting for in-fences after that are killed by
+		 * drm_sched_entity_fini() (-ESRCH once those signal).
+		 */
+		wait_event_timeout(q->idle_wq, !atomic_read(&q->queued),
 				   msecs_to_jiffies(SPYRE_DRAIN_TIMEOUT_MS));
 		drm_sched_entity_fini(&q->entity);
 
@@ -1127,6 +1140,8 @@ static int spyre_job_add_in_syncs(struct spyre_job *job,
 		if (ret)
 			return ret;
 
+		if (!dma_fence_is_signaled(fence))
+			job->deps_ready = false;
 		ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret)
 			return ret;
@@ -1336,6 +1351,7 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 	}
 	job->ndesc = n;
 	job->queue = q;		/* the lookup reference is the job's */
+	job->deps_ready = true;	/* until an in-fence says otherwise */
 
 	if (atomic_read(&q->ctx->error)) {
 		ret = -ECANCELED;
@@ -1438,6 +1454,10 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		if (job->bos[i].usage == DMA_RESV_USAGE_WRITE)
 			dma_resv_add_fence(job->bos[i].obj->resv, fence,
 					   DMA_RESV_USAGE_WRITE);
+	/* Counted before the push: run_job may run before it returns. */
+	atomic_inc(&q->queued);
+	if (!job->deps_ready)
+		atomic_inc(&q->queued_waiting);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&q->lock);
 	if (locked)
