@@ -24,6 +24,10 @@
 #include <drm/drm_print.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
+#include "spyre_job.h"
+#include "spyre_queue.h"
 
 static struct spyre_device *spyre_debugfs_dev(struct seq_file *m)
 {

@@ -40,6 +40,8 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
 
 /* Bytes cleared between two scheduling points. */
 #define SPYRE_CLEAR_CHUNK	SZ_2M

@@ -25,6 +25,11 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_job.h"
+#include "spyre_mmu.h"
+#include "spyre_queue.h"
+#include "spyre_submit.h"
 
 unsigned int spyre_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);

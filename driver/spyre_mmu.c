@@ -28,6 +28,8 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
 
 #define SPYRE_INVAL_TIMEOUT_US	(100 * USEC_PER_MSEC)
 
