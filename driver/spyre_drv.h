@@ -111,7 +111,8 @@ struct spyre_irq_vec {
 
 /**
  * struct spyre_device - one Spyre card.
- * @drm: DRM device (must stay first for devm_drm_dev_alloc users).
+ * @drm: DRM device, embedded: devm_drm_dev_alloc() allocates the whole
+ *	struct and to_spyre_device() finds it with container_of().
  * @pdev: PCI function.
  * @regs: BAR0 mapping; only touched inside drm_dev_enter() or from IRQ
  *	handlers (which are freed before the mapping).

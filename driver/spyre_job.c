@@ -212,9 +212,9 @@ void spyre_queue_irq(struct spyre_queue *q)
 	u64 done, va;
 	int err;
 
-	done = READ_ONCE(q->compl->seqno);
+	done = le64_to_cpu(READ_ONCE(q->compl->seqno));
 	rmb(); /* the seqno is written last */
-	status = READ_ONCE(q->compl->status);
+	status = le32_to_cpu(READ_ONCE(q->compl->status));
 
 	if (status == SPYRE_STATUS_OK) {
 		spyre_queue_signal(q, done, 0, NULL);
@@ -230,18 +230,19 @@ void spyre_queue_irq(struct spyre_queue *q)
 
 	/* The queue is halted: the record is final; re-read it in order. */
 	rmb(); /* after the status register read */
-	done = READ_ONCE(q->compl->seqno);
+	done = le64_to_cpu(READ_ONCE(q->compl->seqno));
 	rmb(); /* the seqno is written last */
-	status = READ_ONCE(q->compl->status);
+	status = le32_to_cpu(READ_ONCE(q->compl->status));
 	err = spyre_status_to_errno(status);
-	va = READ_ONCE(q->compl->error_va);
+	va = le64_to_cpu(READ_ONCE(q->compl->error_va));
 	if (spyre_queue_signal(q, done, err,
 			       status == SPYRE_STATUS_MMU_FAULT ? &va : NULL) &&
 	    err && err != -ECANCELED) {
 		dev_warn_ratelimited(sdev->drm.dev,
 				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
 				     q->hwq, q->ctx->id, done, status,
-				     READ_ONCE(q->compl->cmd_offset), va);
+				     le32_to_cpu(READ_ONCE(q->compl->cmd_offset)),
+				     va);
 	}
 }
 
@@ -277,6 +278,7 @@ void spyre_queues_cancel_all(struct spyre_device *sdev, int err)
  */
 static bool spyre_ring_doorbell(struct spyre_queue *q)
 {
+	lockdep_assert_held(&q->sdev->reset_sem);
 	if (q->db_tail == q->tail)
 		return false;
 	dma_wmb(); /* descriptors before doorbell */
@@ -366,11 +368,12 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 		struct spyre_hw_job *desc;
 
 		desc = &q->ring[(q->tail + i) & (q->entries - 1)];
-		desc->seqno = first + i;
-		desc->cmd_va = job->descs[i].cmd_va;
-		desc->cmd_size = job->descs[i].cmd_size;
-		desc->ctx = q->ctx->id;
-		desc->flags = i == job->ndesc - 1 ? SPYRE_JOB_F_IRQ : 0;
+		desc->seqno = cpu_to_le64(first + i);
+		desc->cmd_va = cpu_to_le64(job->descs[i].cmd_va);
+		desc->cmd_size = cpu_to_le32(job->descs[i].cmd_size);
+		desc->ctx = cpu_to_le16(q->ctx->id);
+		desc->flags = cpu_to_le16(i == job->ndesc - 1 ?
+					  SPYRE_JOB_F_IRQ : 0);
 		memset(desc->reserved, 0, sizeof(desc->reserved));
 	}
 
@@ -445,7 +448,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 		 * the last look: each gets its own run time.
 		 */
 		if (job->fence_init) {
-			u64 done = READ_ONCE(q->compl->seqno);
+			u64 done = le64_to_cpu(READ_ONCE(q->compl->seqno));
 
 			if (done > job->progress && done < job->seqno) {
 				job->progress = done;

@@ -23,7 +23,9 @@ struct spyre_vma;
 
 /**
  * struct spyre_fence - hardware fence of one job.
- * @base: the fence (must stay first: freed with dma_fence_free()).
+ * @base: the fence.  Must stay first: the fence's last reference frees
+ *	the whole struct through &base (dma_fence_free(), which
+ *	kfree_rcu()s that pointer).
  * @lock: fence lock; per fence so the fence may outlive its queue.
  * @link: entry in the queue's pending list.
  * @first_seqno: seqno of the job's first descriptor (base.seqno is the
@@ -61,7 +63,7 @@ struct spyre_job_bo {
 /**
  * struct spyre_job - one scheduler job: one or more jobs of a SUBMIT on
  * one queue (see spyre_ioctl_submit()), one ring descriptor each.
- * @base: scheduler job (must stay first).
+ * @base: scheduler job (to_spyre_job() finds the job from it).
  * @queue: queue (reference held).
  * @hw_fence: hardware fence, allocated at submit, initialised in run_job;
  *	it signals when the last descriptor ends.

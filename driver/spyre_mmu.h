@@ -26,12 +26,12 @@ struct spyre_bo;
 
 /**
  * struct spyre_pt - one page-table page.
- * @cpu: CPU view of the 512 entries (coherent DMA memory).
+ * @cpu: CPU view of the 512 entries (coherent DMA memory, little-endian).
  * @dma: bus address the card walks.
  * @child: next-level tables (NULL for leaf tables).
  */
 struct spyre_pt {
-	u64 *cpu;
+	__le64 *cpu;
 	dma_addr_t dma;
 	struct spyre_pt **child;
 };

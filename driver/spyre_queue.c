@@ -35,7 +35,11 @@
 #define SPYRE_DRAIN_TIMEOUT_MS		100
 #define SPYRE_IDLE_TIMEOUT_MS		10000
 
-/* ---- Hardware queue programming (device entered) --------------------- */
+/*
+ * ---- Hardware queue programming ------------------------------------------
+ * Callers are inside drm_dev_enter() and hold sdev->reset_sem (for reading,
+ * or for writing in a reset).
+ */
 
 /**
  * spyre_hwq_reset() - reset a hardware queue and wait until it is idle.
@@ -48,6 +52,8 @@ int spyre_hwq_reset(struct spyre_queue *q)
 	struct spyre_device *sdev = q->sdev;
 	u32 st;
 	int ret;
+
+	lockdep_assert_held(&sdev->reset_sem);
 
 	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_RESET), 1);
 	ret = readl_poll_timeout(sdev->regs + spyre_qreg(q, SPYRE_Q_STATUS), st,
@@ -63,6 +69,8 @@ static int spyre_hwq_program(struct spyre_queue *q)
 {
 	struct spyre_device *sdev = q->sdev;
 	int ret;
+
+	lockdep_assert_held(&sdev->reset_sem);
 
 	ret = spyre_hwq_reset(q);
 	if (ret)
@@ -85,6 +93,8 @@ static int spyre_hwq_program(struct spyre_queue *q)
 static void spyre_hwq_disable(struct spyre_queue *q)
 {
 	struct spyre_device *sdev = q->sdev;
+
+	lockdep_assert_held(&sdev->reset_sem);
 
 	spyre_hwq_reset(q);
 	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_CONTROL), 0);
@@ -125,9 +135,9 @@ void spyre_queues_restore_hw(struct spyre_device *sdev)
 		 * a failure record may be torn by the reset, so only the jobs
 		 * before it count as done.
 		 */
-		done = READ_ONCE(q->compl->seqno);
+		done = le64_to_cpu(READ_ONCE(q->compl->seqno));
 		rmb(); /* the seqno is written last */
-		status = READ_ONCE(q->compl->status);
+		status = le32_to_cpu(READ_ONCE(q->compl->status));
 		if (status != SPYRE_STATUS_OK && done)
 			done--;
 		spyre_queue_signal(q, done, 0, NULL);
@@ -304,6 +314,11 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	struct spyre_queue *q;
 	unsigned long flags;
 	int ret;
+
+	/* The card's layouts (hw/spyre_hw.h). */
+	BUILD_BUG_ON(sizeof(struct spyre_hw_job) != 64);
+	BUILD_BUG_ON(sizeof(struct spyre_hw_completion) != 64);
+	BUILD_BUG_ON(!is_power_of_2(SPYRE_RING_ENTRIES));
 
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)

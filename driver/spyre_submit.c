@@ -41,16 +41,28 @@
 /* Out-syncs of a job looked up into the stack (libspyre uses two). */
 #define SPYRE_OUT_SYNCS_STACK		4
 
-/* ---- Submission -------------------------------------------------------- */
-
+/**
+ * struct spyre_out_sync - an out-sync of the job being queued, looked up.
+ * @syncobj: the syncobj (reference held).
+ * @chain: preallocated chain node for a timeline point, NULL for a binary
+ *	syncobj (or once consumed).
+ * @point: timeline point, 0 for binary.
+ */
 struct spyre_out_sync {
 	struct drm_syncobj *syncobj;
 	struct dma_fence_chain *chain;
 	u64 point;
 };
 
-/* An out-sync of a job of the SUBMIT being waited for (see below). */
-struct spyre_sub_out {
+/**
+ * struct spyre_submit_signal - what one job of a SUBMIT will signal, as
+ * userspace wrote it (not looked up): lets a WAIT_FOR_SUBMIT in-sync of a
+ * later job of the same SUBMIT see that an earlier job provides it.
+ * @job: index of the job in the SUBMIT.
+ * @handle: syncobj handle.
+ * @point: timeline point, 0 for binary.
+ */
+struct spyre_submit_signal {
 	u32 job;
 	u32 handle;
 	u64 point;
@@ -60,10 +72,10 @@ struct spyre_sub_out {
  * The out-syncs of the @count jobs at @uj, in job order, into *@outs
  * (kvfree() it); *@n gets their number.
  */
-static int spyre_sub_outs_get(const struct drm_spyre_job *uj, u32 count,
-			      struct spyre_sub_out **outs, u32 *n)
+static int spyre_submit_signals_get(const struct drm_spyre_job *uj, u32 count,
+				    struct spyre_submit_signal **outs, u32 *n)
 {
-	struct spyre_sub_out *o;
+	struct spyre_submit_signal *o;
 	struct drm_spyre_sync s;
 	u32 i, k, total = 0;
 
@@ -107,7 +119,7 @@ static int spyre_submit_wait_for_submit(struct spyre_file *sfile,
 					const struct drm_spyre_job *uj,
 					u32 count)
 {
-	struct spyre_sub_out *outs = NULL;
+	struct spyre_submit_signal *outs = NULL;
 	struct drm_spyre_sync s;
 	struct dma_fence *fence;
 	bool have_outs = false;
@@ -130,8 +142,8 @@ static int spyre_submit_wait_for_submit(struct spyre_file *sfile,
 			if (!s.flags)
 				continue;
 			if (!have_outs) {
-				ret = spyre_sub_outs_get(uj, count, &outs,
-							 &nouts);
+				ret = spyre_submit_signals_get(uj, count, &outs,
+							       &nouts);
 				have_outs = true;
 				if (ret)
 					break;
