@@ -15,7 +15,8 @@
  * for the card's TLB invalidation acknowledgment, so the pages may be
  * freed afterwards.
  *
- * Lock order: bo->vma_lock, ctx->lock, sdev->reset_sem, sdev->mmu_lock.
+ * Locks: bo->vma_lock, then ctx->lock, then sdev->reset_sem, then
+ * sdev->mmu_lock (the driver's whole order is in spyre_drv.h).
  */
 
 #include <linux/dma-mapping.h>
