@@ -85,9 +85,9 @@ run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem
 # the timeout handler against jobs that end as their timeout fires, with a
-# 100 ms job timeout
+# 200 ms job timeout
 run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
-	--cards 1 --module-args job_timeout_ms=100 --timeout 300 \
+	--cards 1 --module-args job_timeout_ms=200 --timeout 300 \
 	-- spyre-selftests exec_order -- -t timeout_racing_completion
 # 5. root: function resets
 run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \

@@ -656,17 +656,19 @@ static long long module_refcnt(void)
 	return v;
 }
 
-#define RACE_DESCS	8
-#define RACE_GROUPS	12
+#define RACE_DESCS	10
+#define RACE_GROUPS	10
 
 /*
- * Run with a short job_timeout_ms (T <= 200; make test boots a guest with
- * 100 for it): one SUBMIT of RACE_DESCS jobs on one queue (one scheduler
+ * Run with a short job_timeout_ms (T <= 500; make test boots a guest with
+ * 200 for it): one SUBMIT of RACE_DESCS jobs on one queue (one scheduler
  * job of RACE_DESCS descriptors), descriptor i waiting for gate >= i + 1
- * and then writing mark[i].  The CPU opens the gate one step every 0.3 T
- * to 0.9 T (seeded), so the job runs for several periods: each timeout
- * sees progress and is not a hang, and the job's last descriptor ends at
- * any phase of the timer, also just as it fires.  Every group must end
+ * and then writing mark[i].  The CPU opens the gate one step every 0.2 T
+ * to 0.5 T (seeded), so the job runs for several periods and every period
+ * holds two steps, one of them at least 0.5 T before its end: each
+ * timeout sees progress and is not a hang (unless the card takes longer
+ * than 0.5 T to end a descriptor whose gate is open), and the job's last
+ * descriptor ends at any phase of the timer, also just as it fires.  Every group must end
  * OK, signalled once, with every mark written and the context clean;
  * afterwards the module's reference count returns to where it was, so no
  * job (each holds its queue, each queue the module) was leaked.
@@ -681,8 +683,8 @@ TEST_F_TIMEOUT(order, timeout_racing_completion, 120)
 
 	if (tmo < 0)
 		SKIP(return, "no /sys/module/spyre/parameters/job_timeout_ms");
-	if (tmo == 0 || tmo > 200)
-		SKIP(return, "job_timeout_ms=%lld: needs 1..200", tmo);
+	if (tmo == 0 || tmo > 500)
+		SKIP(return, "job_timeout_ms=%lld: needs 1..500", tmo);
 	refs0 = module_refcnt();
 	ASSERT_LT(0, refs0);
 
@@ -728,7 +730,7 @@ TEST_F_TIMEOUT(order, timeout_racing_completion, 120)
 		ASSERT_EQ(0, spyre_ioctl(y.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
 		for (int i = 0; i < RACE_DESCS; i++) {
 			usleep((useconds_t)(tmo * 1000 *
-					    (3 + x_rand(&seed) % 7) / 10));
+					    (2 + x_rand(&seed) % 4) / 10));
 			wr64(gate.p, i + 1);
 		}
 		ASSERT_EQ(0, x_wait_status(y.fd, y.sync,
