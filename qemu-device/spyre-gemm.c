@@ -337,14 +337,14 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
     e->io.base[SPYRE_GEMM_OPND_C] = sub.c;
     e->io.base[SPYRE_GEMM_OPND_BIAS] = sub.bias;
     io.opaque = &e->io;
-    if (!e->scratch) {
-        e->scratch = g_malloc(SPYRE_GEMM_SCRATCH_SIZE);
+    if (!e->tile_buf) {
+        e->tile_buf = g_malloc(SPYRE_GEMM_TILE_BUF_SIZE);
     }
     trace_spyre_gemm_part(g->q->id, idx, g->nparts, sub.batch, sub.m, sub.n,
                           sub.k);
 
-    st = spyre_gemm_init(&e->gemm, &sub, g->sa, g->sb, &io, e->scratch,
-                         SPYRE_GEMM_SCRATCH_SIZE);
+    st = spyre_gemm_init(&e->gemm, &sub, g->sa, g->sb, &io, e->tile_buf,
+                         SPYRE_GEMM_TILE_BUF_SIZE);
     while (st == SPYRE_STATUS_OK && !spyre_gemm_done(&e->gemm)) {
         bql_unlock();
         st = spyre_gemm_step(&e->gemm);

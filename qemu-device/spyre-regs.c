@@ -148,7 +148,7 @@ static uint64_t spyre_reg_read(SpyreState *s, hwaddr reg)
     case SPYRE_REG_CONTROL:
         return s->control;
     case SPYRE_REG_STATUS:
-        return SPYRE_STATUS_READY;
+        return SPYRE_DEV_STATUS_READY;
     case SPYRE_REG_IRQ_STATUS:
         return s->irq_status;
     case SPYRE_REG_IRQ_MASK:

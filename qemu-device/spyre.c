@@ -248,7 +248,7 @@ static void spyre_instance_finalize(Object *obj)
         qemu_event_destroy(&s->copy_done);
         for (i = 0; i <= s->nworkers; i++) {
             for (l = 0; l < SPYRE_MAX_NEST; l++) {
-                g_free(s->workers[i].exec[l].scratch);
+                g_free(s->workers[i].exec[l].tile_buf);
                 g_free(s->workers[i].exec[l].io.segs);
             }
         }

@@ -222,7 +222,7 @@ typedef struct SpyreSeg {
 typedef struct SpyrePartIO {
     SpyreExec *e;
     uint64_t base[SPYRE_GEMM_OPND_BIAS + 1];
-    SpyreSeg *segs;             /* spyre_part_rows() scratch */
+    SpyreSeg *segs;             /* spyre_part_rows() segment list */
     size_t nsegs_max;
 } SpyrePartIO;
 
@@ -251,8 +251,8 @@ typedef struct SpyrePwcEntry {
  * SPYRE_MAX_NEST of them: level 0 for the work it picked when idle, the
  * others for jobs that preempted it at a tile boundary.
  * The buffers are the only temporary storage the engine uses: data moves
- * through them a page at a time, and GEMM tiles through @scratch (a
- * fixed SPYRE_GEMM_SCRATCH_SIZE, allocated on first use).
+ * through them a page at a time, and GEMM tiles through @tile_buf (a
+ * fixed SPYRE_GEMM_TILE_BUF_SIZE, allocated on first use).
  */
 struct SpyreExec {
     SpyreState *s;
@@ -272,7 +272,7 @@ struct SpyreExec {
     SpyreGang gang;             /* the GEMM we own */
     SpyreGemm gemm;
     SpyrePartIO io;
-    void *scratch;
+    void *tile_buf;
     union {
         struct spyre_cmd_header hdr;
         struct spyre_cmd_fill fill;
@@ -330,7 +330,7 @@ struct SpyreState {
     uint32_t age_ms;            /* aging period, 0 = strict priority */
 
     /* Global registers. */
-    uint32_t scratch;
+    uint32_t scratch;           /* the SCRATCH register */
     uint32_t control;
     uint32_t irq_status;
     uint32_t irq_mask;
