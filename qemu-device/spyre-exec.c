@@ -506,6 +506,7 @@ static uint32_t spyre_stream_read(SpyreExec *e, uint64_t va, void *dst,
     uint64_t end = job->cmd_va + job->cmd_size;
     uint32_t n, st;
 
+    assert(bql_locked());
     if (e->sbuf_epoch != e->s->mmu_epoch || e->sbuf_writes != job->writes ||
         va < e->sbuf_va || va + len > e->sbuf_va + e->sbuf_len) {
         n = MIN(end - va, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
@@ -536,6 +537,7 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
     unsigned int op;
     uint32_t size, st;
 
+    assert(bql_locked());
     e->err_va = 0;
     e->fault_reason = 0;
     st = spyre_stream_read(e, va, &e->cmd.hdr, sizeof(e->cmd.hdr));
@@ -635,6 +637,7 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
     SpyreJob *job = &q->job;
     uint32_t st;
 
+    assert(bql_locked());
     memset(job, 0, sizeof(*job));
     job->start_ns = spyre_clock(s);
     spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
@@ -692,6 +695,7 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     uint64_t seqno = cpu_to_le64(job->seqno);
     bool ok, irq;
 
+    assert(bql_locked());
     trace_spyre_job_end(q->id, job->seqno, status, job->cmd_offset, err_va);
 
     c.status = cpu_to_le32(status);
@@ -745,6 +749,7 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
  */
 static void spyre_job_handoff(SpyreState *s, SpyreQueue *q)
 {
+    assert(bql_locked());
     spyre_set_job_state(s, q, SPYRE_JOB_READY);
     q->ready_ns = spyre_now();
     s->sched_seq++;
@@ -761,6 +766,7 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
     SpyreJob *job = &q->job;
     uint32_t st = SPYRE_STATUS_OK;
 
+    assert(bql_locked());
     e->q = q;
     e->gen = q->gen;
     e->prio = SPYRE_Q_CONTROL_PRIO_GET(q->control);

@@ -159,14 +159,16 @@ static void spyre_gang_part_cmd(const SpyreGang *g, uint32_t idx,
 }
 
 /*
- * Take the BQL for operand I/O of the GEMM part @e runs: once the VM runs,
- * SPYRE_STATUS_OK, or SPYRE_EXEC_DROPPED (queue reset) or SPYRE_EXEC_STOP
- * (the part is no longer needed).  The BQL is held on return either way.
+ * BQL not held.  Take the BQL for operand I/O of the GEMM part @e runs:
+ * once the VM runs, SPYRE_STATUS_OK, or SPYRE_EXEC_DROPPED (queue reset)
+ * or SPYRE_EXEC_STOP (the part is no longer needed).  The BQL is held on
+ * return either way.
  */
 static uint32_t spyre_part_lock(SpyreExec *e)
 {
     SpyreGang *g = e->part_gang;
 
+    assert(!bql_locked());
     bql_lock();
     spyre_e_wait_running(e);
     if (!spyre_e_alive(e)) {
@@ -179,8 +181,9 @@ static uint32_t spyre_part_lock(SpyreExec *e)
 }
 
 /*
- * One operand row segment of a GEMM part, with the BQL taken for it:
- * spyre_part_rows() moves segments outside device memory this way.
+ * BQL not held.  One operand row segment of a GEMM part, with the BQL
+ * taken for it: spyre_part_rows() moves segments outside device memory
+ * this way.
  */
 static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
                          size_t len, bool write)
@@ -190,6 +193,7 @@ static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
     int64_t now;
     uint32_t st;
 
+    assert(!bql_locked());
     st = spyre_part_lock(e);
     if (st == SPYRE_STATUS_OK) {
         st = spyre_e_rw(e, io->base[opnd] + off, buf, len, write);
@@ -230,6 +234,7 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
     size_t nsegs, i;
     bool devmem = true;
 
+    assert(!bql_locked());
     /* The doorbell executor hands GEMMs over: it never drops the BQL. */
     assert(!e->w->doorbell);
     if (opnd < 0 || opnd > SPYRE_GEMM_OPND_BIAS) {
@@ -328,6 +333,7 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
     uint32_t st;
     float amax;
 
+    assert(bql_locked());
     spyre_gang_part_cmd(g, idx, &sub);
     e->part_gang = g;
     e->part_idx = idx;
@@ -382,6 +388,7 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
 
 static bool spyre_gang_claim(SpyreGang *g, uint32_t *idx)
 {
+    assert(bql_locked());
     if (!spyre_gang_open(g)) {
         return false;
     }
@@ -398,6 +405,7 @@ static bool spyre_gang_claim(SpyreGang *g, uint32_t *idx)
 static void spyre_gang_part_done(SpyreExec *e, SpyreGang *g, uint32_t idx,
                                  uint32_t st)
 {
+    assert(bql_locked());
     g->active--;
     switch (st) {
     case SPYRE_STATUS_OK:
@@ -428,6 +436,7 @@ void spyre_gang_help(SpyreExec *e, SpyreGang *g, int floor)
 {
     uint32_t idx, st;
 
+    assert(bql_locked());
     if (!spyre_gang_claim(g, &idx)) {
         return;
     }
@@ -452,6 +461,7 @@ uint32_t spyre_cmd_gemm(SpyreExec *e)
     SpyreGemmSpan span;
     uint32_t st, idx, v;
 
+    assert(bql_locked());
     spyre_gemm_to_host(&g->cmd, &e->cmd.gemm);
     st = spyre_gemm_check(c, &span);
     if (st != SPYRE_STATUS_OK) {

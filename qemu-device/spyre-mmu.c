@@ -42,6 +42,7 @@ MemTxResult spyre_dma_rw(SpyreState *s, dma_addr_t addr, void *buf,
     dma_addr_t a = addr, left = len;
     MemTxResult r;
 
+    assert(bql_locked());
     if (len == 0) {
         return MEMTX_OK;
     }
@@ -89,6 +90,7 @@ static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
     uint64_t root, table, pte = 0;
     int lvl = 0;
 
+    assert(bql_locked());
     if (va >= SPYRE_VA_LIMIT) {
         return SPYRE_FAULT_UNMAPPED;
     }
@@ -140,6 +142,7 @@ void spyre_record_fault(SpyreState *s, unsigned int ctx,
                         unsigned int queue, uint64_t va, bool write,
                         unsigned int reason, bool direct)
 {
+    assert(bql_locked());
     trace_spyre_fault(ctx, queue, va, write, reason);
     s->tel[SPYRE_TEL_FAULTS]++;
     if (s->fault_count < SPYRE_FAULT_FIFO_DEPTH) {
@@ -177,6 +180,7 @@ uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
     bool writable = false;
     int reason;
 
+    assert(bql_locked());
     if (te->epoch == s->mmu_epoch && te->vpn == vpn && te->ctx == e->ctx &&
         (te->writable || !write)) {
         t->devmem = te->devmem;
@@ -215,6 +219,7 @@ uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t,
 {
     SpyreState *s = e->s;
 
+    assert(bql_locked());
     e->q->job.writes += write;
     if (t->devmem) {
         if (write) {
@@ -239,6 +244,7 @@ uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
 {
     uint8_t *p = buf;
 
+    assert(bql_locked());
     while (len) {
         uint32_t n = MIN(len, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
         SpyreTarget t;
@@ -267,6 +273,7 @@ uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
  */
 void spyre_drain_copies(SpyreState *s)
 {
+    assert(bql_locked());
     while (qatomic_load_acquire(&s->ncopying)) {
         qemu_event_reset(&s->copy_done);
         /* Reset before the re-check, or a set in between would be lost. */
@@ -281,6 +288,7 @@ void spyre_drain_copies(SpyreState *s)
 /* BQL held.  Translations changed: invalidate cached ones, drain copies. */
 void spyre_mmu_changed(SpyreState *s)
 {
+    assert(bql_locked());
     s->mmu_epoch++;
     spyre_drain_copies(s);
 }

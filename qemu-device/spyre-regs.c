@@ -53,6 +53,7 @@ bool spyre_queue_config_valid(SpyreState *s, SpyreQueue *q,
 /* Q_RESET: abort the job in progress, if any, and disable the queue. */
 static void spyre_queue_reset(SpyreState *s, SpyreQueue *q)
 {
+    assert(bql_locked());
     trace_spyre_queue_reset(q->id, q->job_state);
     spyre_drain_copies(s);
     if (q->job_state != SPYRE_JOB_NONE) {
@@ -205,6 +206,7 @@ static uint64_t spyre_reg_read(SpyreState *s, hwaddr reg)
 
 static void spyre_mmu_inval(SpyreState *s, uint64_t val)
 {
+    assert(bql_locked());
     /*
      * Workers translate and access memory with the BQL held, one page at
      * a time, and check their TLB against mmu_epoch before each use: once
@@ -325,6 +327,7 @@ void spyre_dbg_inject(SpyreState *s, uint32_t val)
     unsigned int qid = SPYRE_DBG_INJECT_QUEUE(val);
     unsigned int kind = SPYRE_DBG_INJECT_KIND(val);
 
+    assert(bql_locked());
     if (qid >= s->nqueues ||
         (kind != SPYRE_DBG_HANG && kind != SPYRE_DBG_ERROR)) {
         qemu_log_mask(LOG_GUEST_ERROR, "spyre: bad DBG_INJECT 0x%x\n", val);
@@ -438,6 +441,7 @@ static uint64_t spyre_mmio_read(void *opaque, hwaddr addr, unsigned size)
     hwaddr reg = addr & ~7ULL;
     uint64_t val;
 
+    assert(bql_locked());
     if (spyre_reg_is_64(s, reg)) {
         if (size == 8) {
             val = spyre_reg_read(s, reg);
@@ -468,6 +472,7 @@ static void spyre_mmio_write(void *opaque, hwaddr addr, uint64_t val,
 {
     SpyreState *s = opaque;
 
+    assert(bql_locked());
     trace_spyre_mmio_write(addr, size, val);
     if (size == 8 && !spyre_reg_is_64(s, addr)) {
         spyre_reg_write(s, addr, (uint32_t)val, 4);

@@ -44,6 +44,7 @@ void spyre_irq_bh(void *opaque)
     PCIDevice *pdev = PCI_DEVICE(s);
     unsigned int v;
 
+    assert(bql_locked());
     for (v = 0; v < s->nvectors; v++) {
         if (test_and_clear_bit(v, s->irq_pending)) {
             trace_spyre_irq(v);
@@ -64,6 +65,7 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
 {
     int64_t now;
 
+    assert(bql_locked());
     if (v >= s->nvectors) {
         return;
     }
@@ -83,6 +85,7 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
 /* BQL held.  Latch @bits in IRQ_STATUS and raise the error vector. */
 void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
 {
+    assert(bql_locked());
     s->irq_status |= bits;
     if (bits & s->irq_mask) {
         spyre_notify(s, SPYRE_ERROR_VECTOR, direct);
@@ -94,6 +97,7 @@ void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
 /* Wake everyone: for rare events (enable, reset, VM state, unplug). */
 void spyre_kick(SpyreState *s)
 {
+    assert(bql_locked());
     s->sched_seq++;
     qemu_cond_broadcast(&s->work_cond);
     qemu_cond_broadcast(&s->gang_cond);
@@ -103,6 +107,7 @@ void spyre_kick(SpyreState *s)
 /* Wake up to @n idle workers. */
 void spyre_wake(SpyreState *s, uint32_t n)
 {
+    assert(bql_locked());
     if (!s->idle_workers || !n) {
         return;
     }
@@ -117,6 +122,7 @@ void spyre_wake(SpyreState *s, uint32_t n)
 
 void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
 {
+    assert(bql_locked());
     if (q->job_state == SPYRE_JOB_SEM_WAIT) {
         s->nparked--;
     }
@@ -166,6 +172,7 @@ static SpyreQueue *spyre_pick_queue(SpyreState *s, int floor, bool aged,
     int best_eff = -1;
     uint32_t i, qi = s->rr_next;
 
+    assert(bql_locked());
     if (!(s->control & SPYRE_CONTROL_ENABLE)) {
         return NULL;
     }
@@ -200,6 +207,7 @@ static SpyreGang *spyre_pick_gang(SpyreState *s, int floor)
 {
     SpyreGang *g, *best = NULL;
 
+    assert(bql_locked());
     QLIST_FOREACH(g, &s->gangs, link) {
         if (spyre_gang_open(g) && (int)g->prio > floor &&
             (!best || g->prio > best->prio)) {
@@ -232,6 +240,7 @@ void spyre_e_wait_running(SpyreExec *e)
     SpyreState *s = e->s;
     int64_t t0;
 
+    assert(bql_locked());
     if (s->vm_running || !spyre_e_alive(e)) {
         return;
     }
@@ -249,6 +258,7 @@ void spyre_e_wait_running(SpyreExec *e)
  */
 static bool spyre_e_yield(SpyreExec *e)
 {
+    assert(bql_locked());
     bql_unlock();
     g_thread_yield();       /* a plain unlock+lock can starve vCPUs */
     bql_lock();
@@ -272,6 +282,7 @@ static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
     SpyreGang *g;
     int eff = -1;
 
+    assert(bql_locked());
     if (s->stopping || !s->vm_running) {
         return false;
     }
@@ -309,6 +320,7 @@ void spyre_e_preempt(SpyreExec *e)
     SpyreState *s = e->s;
     int64_t now, t0;
 
+    assert(bql_locked());
     /* An idle worker takes the work, unless it is the last (see above). */
     if (e->level + 1 >= SPYRE_MAX_NEST ||
         s->idle_workers > (s->nworkers > 1)) {
@@ -334,6 +346,7 @@ void spyre_e_preempt(SpyreExec *e)
  */
 uint32_t spyre_e_boundary(SpyreExec *e, bool in_cmd)
 {
+    assert(bql_locked());
     if (spyre_now() - e->w->bql_ns >= SPYRE_BQL_SLICE_NS &&
         !spyre_e_yield(e)) {
         return SPYRE_EXEC_DROPPED;
@@ -350,11 +363,17 @@ uint32_t spyre_e_boundary(SpyreExec *e, bool in_cmd)
 
 /* ---- Workers, the doorbell executor, VM run state ----------------------- */
 
+/*
+ * A worker thread, entered without the BQL.  It holds a reference to the
+ * device, which it drops last, with the BQL held, once s->stopping is set
+ * (see the lifetime rule in spyre_realize()).
+ */
 void *spyre_worker_thread(void *opaque)
 {
     SpyreWorker *w = opaque;
     SpyreState *s = w->s;
 
+    assert(!bql_locked());
     rcu_register_thread();
     bql_lock();
     w->bql_ns = spyre_now();
@@ -412,6 +431,7 @@ void spyre_db_run(SpyreState *s, SpyreQueue *q)
     SpyreWorker *w = s->db_worker;
     bool dummy;
 
+    assert(bql_locked());
     w->db_budget = SPYRE_DB_BUDGET_CMDS;
     while (!s->stopping && s->vm_running &&
            (s->control & SPYRE_CONTROL_ENABLE) &&
@@ -430,6 +450,7 @@ void spyre_vm_state_change(void *opaque, bool running, RunState state)
 {
     SpyreState *s = opaque;
 
+    assert(bql_locked());
     s->vm_running = running;
     if (running) {
         spyre_kick(s);

@@ -49,6 +49,7 @@ void spyre_reset(SpyreState *s)
 {
     uint32_t i;
 
+    assert(bql_locked());
     trace_spyre_reset();
     for (i = 0; i < s->nqueues; i++) {
         SpyreQueue *q = &s->queues[i];
@@ -184,7 +185,21 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     s->stopping = false;
     s->host_cpus = MAX(1, MIN(sysconf(_SC_NPROCESSORS_ONLN),
                               SPYRE_MAX_WORKERS));
-    /* The workers, and last the doorbell executor (no thread of its own). */
+    /*
+     * The workers, and last the doorbell executor (no thread of its own).
+     *
+     * Lifetime of a worker thread: it is detached and holds a reference to
+     * the device, taken here and dropped by the thread itself, with the
+     * BQL held, as the last thing it does (spyre_worker_thread()).  So the
+     * SpyreState, its device memory and s->workers outlive every thread,
+     * and the last thread to leave may finalize the device.  A worker
+     * leaves once it sees s->stopping, which spyre_exit() sets under the
+     * BQL before it wakes everyone; a worker running without the BQL (a
+     * GEMM step, a device-memory copy) sees it when it takes the BQL
+     * back.  The threads are not joined: leaving their wait needs the
+     * BQL, which unrealize holds, so a join in spyre_exit() would
+     * deadlock.
+     */
     s->workers = g_new0(SpyreWorker, s->nworkers + 1);
     for (i = 0; i <= s->nworkers; i++) {
         SpyreWorker *w = &s->workers[i];
@@ -216,6 +231,8 @@ err_pcie:
 static void spyre_exit(PCIDevice *pdev)
 {
     SpyreState *s = SPYRE(pdev);
+
+    assert(bql_locked());
 
     /*
      * Workers only touch the device with the BQL held (a GEMM operand
