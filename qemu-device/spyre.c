@@ -40,6 +40,7 @@ QEMU_BUILD_BUG_ON(SPYRE_QUEUE_BASE + SPYRE_MAX_QUEUES * SPYRE_QUEUE_STRIDE >
                   SPYRE_BAR0_SIZE);
 QEMU_BUILD_BUG_ON(SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS) > SPYRE_REG_TEL_JOBS);
 
+/* Largest "workers" property (host threads; also caps host_cpus). */
 #define SPYRE_MAX_WORKERS       64
 
 /* ---- Reset -------------------------------------------------------------- */
