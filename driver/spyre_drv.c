@@ -638,7 +638,11 @@ static void spyre_shutdown(struct pci_dev *pdev)
  * tables and the queues are programmed again.  Jobs that were on the card
  * end with -ECANCELED and mark their context; idle contexts carry on.
  * Device memory keeps its contents, but while the function resets its BAR
- * is off: CPU mappings of device-memory BOs read 0 and drop writes then.
+ * is off: CPU mappings of device-memory BOs read 0 and drop writes then,
+ * and so would the clear of a new device-memory BO, which therefore runs
+ * under reset_sem too (spyre_devmem.c).  reset_prepare() is called before
+ * the PCI core saves the state and clears the command register,
+ * reset_done() after it restored them.
  */
 static void spyre_reset_prepare(struct pci_dev *pdev)
 {

@@ -137,7 +137,8 @@ struct spyre_irq_vec {
  * @devmem: device memory manager.
  * @stats: memory held by BOs of all files.
  * @reset_sem: held for writing from reset_prepare to reset_done (PCI
- *	function reset); paths that program the card hold it for reading.
+ *	function reset); paths that program the card, and the clear of new
+ *	device memory through BAR2, hold it for reading.
  * @dma_sem: held for reading while coherent DMA memory (page tables,
  *	rings) is freed, for writing by remove() when it frees what is left:
  *	after remove() the DMA API may no longer be used on the device (its

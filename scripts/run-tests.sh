@@ -6,7 +6,10 @@
 #   2. the card model's QEMU qtest, TAP;
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP;
-#   4. the memory suites once more with -device intel-iommu.
+#   4. the memory suites once more with -device intel-iommu;
+#   5. the suites that need root (spyre_reset: sysfs function resets
+#      racing the card's users, who drop to the test user), in a guest of
+#      their own.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
 # on any failure.  Assumes scripts/build.sh ran (make test does it).
 . "$(dirname "$0")/lib.sh"
@@ -81,6 +84,9 @@ run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 # 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem
+# 5. root: function resets
+run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
+	--cards 1 --timeout 300 -- spyre-selftests reset
 
 echo
 for l in "$LOGDIR"/*.log; do
