@@ -174,7 +174,7 @@ static int spyre_hw_reset(struct spyre_device *sdev)
 
 	spyre_write32(sdev, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
 	ret = readl_poll_timeout(sdev->regs + SPYRE_REG_STATUS, st,
-				 st & SPYRE_STATUS_READY, 10,
+				 st & SPYRE_DEV_STATUS_READY, 10,
 				 SPYRE_READY_TIMEOUT_US);
 	if (ret)
 		drm_err(&sdev->drm, "card not ready after reset (status %#x)\n",

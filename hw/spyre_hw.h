@@ -73,7 +73,7 @@
 #define SPYRE_REG_CONTROL		0x0040	/* RW32 */
 #define   SPYRE_CONTROL_ENABLE		(1U << 0)	/* queues may run */
 #define SPYRE_REG_STATUS		0x0044	/* RO32 */
-#define   SPYRE_STATUS_READY		(1U << 0)
+#define   SPYRE_DEV_STATUS_READY	(1U << 0)	/* card ready (not a job status) */
 #define SPYRE_REG_RESET			0x0048	/* WO32 */
 #define   SPYRE_RESET_MAGIC		0x52534554	/* "RSET": full reset */
 #define SPYRE_REG_IRQ_STATUS		0x0050	/* RW1C32: SPYRE_IRQ_* */
