@@ -4,7 +4,7 @@
 # The kernel module itself is built by Kbuild (see the top-level Kbuild).
 
 SHELL := /bin/bash
-.PHONY: all setup build demo test bench soak check clean
+.PHONY: all setup build demo test bench soak soak-stress soak-reset check clean
 
 all: build
 
@@ -23,8 +23,19 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
-soak: build
+soak: soak-stress soak-reset
+
+soak-stress: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 1200 -- spyre-selftests soak
+
+# 600 PCIe function resets of a card under GEMM load on 2 vCPUs, and a 60 s
+# race of resets with device-memory allocations (root: sysfs reset).
+# SPYRE_SOAK_RUNS=N repeats it in N fresh guests.
+soak-reset: build
+	for i in $$(seq $${SPYRE_SOAK_RUNS:-1}); do \
+		scripts/vm.sh run --no-build --root --smp 2 --timeout 1800 \
+			-- spyre-selftests flr_soak || exit 1; \
+	done
 
 check: setup
 	scripts/check.sh

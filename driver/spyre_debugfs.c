@@ -24,6 +24,10 @@
 #include <drm/drm_print.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
+#include "spyre_job.h"
+#include "spyre_queue.h"
 
 static struct spyre_device *spyre_debugfs_dev(struct seq_file *m)
 {
@@ -59,7 +63,7 @@ static int spyre_debugfs_queues(struct seq_file *m, void *unused)
 		seq_printf(m, "%3u %3u %4u %3u %9llu %9llu %7u %6u %4u\n",
 			   q->hwq, q->ctx->id, q->priority, q->vector,
 			   READ_ONCE(q->next_seqno),
-			   READ_ONCE(q->compl->seqno), pending,
+			   le64_to_cpu(READ_ONCE(q->compl->seqno)), pending,
 			   spyre_read32(sdev, SPYRE_QUEUE_REG(i, SPYRE_Q_STATUS)),
 			   spyre_read32(sdev, SPYRE_QUEUE_REG(i, SPYRE_Q_HEAD)));
 	}

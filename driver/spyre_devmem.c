@@ -7,7 +7,11 @@
  * the card reaches it through 4 KiB PTEs with SPYRE_PTE_DEVMEM holding the
  * BAR offset.  Blocks are cleared through a write-combined kernel mapping
  * of the BAR before the BO is handed out (device memory keeps its contents
- * across BOs and resets).  They go back to the allocator when the last
+ * across BOs and resets).  A PCI function reset turns the BAR's decoding
+ * off, and writes to it are dropped then: the clear runs with reset_sem
+ * held for reading, so no reset starts or is under way meanwhile, and a
+ * BO whose clear cannot be trusted is never handed out (-EIO).  They go
+ * back to the allocator when the last
  * reference goes: handles and jobs hold references and unmapping from a
  * VM waits for the card's TLB invalidation, so by then no context maps
  * them and no job that listed them runs.
@@ -36,6 +40,8 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
 
 /* Bytes cleared between two scheduling points. */
 #define SPYRE_CLEAR_CHUNK	SZ_2M
@@ -269,15 +275,52 @@ static const struct drm_gem_object_funcs spyre_devmem_funcs = {
 
 /* ---- Allocation --------------------------------------------------------- */
 
-/* Zero the BO's blocks through the write-combined BAR mapping. */
+/*
+ * Whether BAR2 decodes CPU writes: false while the function is in an
+ * error state or its memory space is off (config space says so).
+ */
+static bool spyre_devmem_decodes(struct spyre_device *sdev)
+{
+	u16 cmd;
+
+	if (pci_channel_offline(sdev->pdev))
+		return false;
+	if (pci_read_config_word(sdev->pdev, PCI_COMMAND, &cmd))
+		return false;
+	return cmd != 0xffff && (cmd & PCI_COMMAND_MEMORY);
+}
+
+/*
+ * Zero the BO's blocks through the write-combined BAR mapping.
+ *
+ * reset_prepare() takes reset_sem for writing before the PCI core clears
+ * the command register, and reset_done() releases it after the core has
+ * restored it: holding it for reading orders the whole clear before or
+ * after a function reset, never across one.  Decoding is checked before
+ * and after, so a BAR that was off for another reason (the function in an
+ * error state, memory space disabled) fails the clear instead of leaving
+ * the previous owner's bytes in the BO.
+ *
+ * Return: 0, -EIO (the BAR did not decode: the blocks may hold old data),
+ * -ENODEV (unplugged) or -EINTR (fatal signal while a reset was running).
+ */
 static int spyre_devmem_clear(struct spyre_device *sdev, struct spyre_bo *bo)
 {
 	struct spyre_devmem *dm = &sdev->devmem;
 	struct drm_buddy_block *block;
-	int idx;
+	int idx, ret;
 
-	if (!drm_dev_enter(&sdev->drm, &idx))
-		return -ENODEV;
+	ret = down_read_killable(&sdev->reset_sem);
+	if (ret)
+		return ret;
+	if (!drm_dev_enter(&sdev->drm, &idx)) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	if (!spyre_devmem_decodes(sdev)) {
+		ret = -EIO;
+		goto out_exit;
+	}
 
 	list_for_each_entry(block, &bo->blocks, link) {
 		u64 off = drm_buddy_block_offset(block);
@@ -294,9 +337,14 @@ static int spyre_devmem_clear(struct spyre_device *sdev, struct spyre_bo *bo)
 	}
 	/* Drain the write-combining buffers before anyone can look. */
 	wmb();
+	if (!spyre_devmem_decodes(sdev))
+		ret = -EIO;
 
+out_exit:
 	drm_dev_exit(idx);
-	return 0;
+out_unlock:
+	up_read(&sdev->reset_sem);
+	return ret;
 }
 
 /**
@@ -305,8 +353,14 @@ static int spyre_devmem_clear(struct spyre_device *sdev, struct spyre_bo *bo)
  * @owner: creating file's context, charged for the memory.
  * @size: bytes, a multiple of the page size, at most the device memory.
  *
- * Return: the BO with one reference, or an ERR_PTR: -ENOMEM (out of
- * device or system memory), -ENODEV.
+ * The blocks are cleared before the BO is returned; the clear waits for a
+ * PCI function reset under way to finish.
+ *
+ * Return: the BO with one reference, or an ERR_PTR: -E2BIG (@size 0 or
+ * above the device memory), -ENOMEM (out of device or system memory),
+ * -EIO (the memory BAR did not decode, so the blocks could not be
+ * cleared: the function is in an error state or its memory space is
+ * off), -EINTR (fatal signal while waiting for a reset), -ENODEV.
  */
 struct spyre_bo *spyre_devmem_bo_create(struct spyre_device *sdev,
 					struct spyre_ctx *owner, u64 size)

@@ -25,6 +25,11 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_job.h"
+#include "spyre_mmu.h"
+#include "spyre_queue.h"
+#include "spyre_submit.h"
 
 unsigned int spyre_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);
@@ -169,7 +174,7 @@ static int spyre_hw_reset(struct spyre_device *sdev)
 
 	spyre_write32(sdev, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
 	ret = readl_poll_timeout(sdev->regs + SPYRE_REG_STATUS, st,
-				 st & SPYRE_STATUS_READY, 10,
+				 st & SPYRE_DEV_STATUS_READY, 10,
 				 SPYRE_READY_TIMEOUT_US);
 	if (ret)
 		drm_err(&sdev->drm, "card not ready after reset (status %#x)\n",
@@ -638,7 +643,11 @@ static void spyre_shutdown(struct pci_dev *pdev)
  * tables and the queues are programmed again.  Jobs that were on the card
  * end with -ECANCELED and mark their context; idle contexts carry on.
  * Device memory keeps its contents, but while the function resets its BAR
- * is off: CPU mappings of device-memory BOs read 0 and drop writes then.
+ * is off: CPU mappings of device-memory BOs read 0 and drop writes then,
+ * and so would the clear of a new device-memory BO, which therefore runs
+ * under reset_sem too (spyre_devmem.c).  reset_prepare() is called before
+ * the PCI core saves the state and clears the command register,
+ * reset_done() after it restored them.
  */
 static void spyre_reset_prepare(struct pci_dev *pdev)
 {

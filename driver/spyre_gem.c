@@ -34,6 +34,8 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
 
 /* ---- Common ------------------------------------------------------------ */
 

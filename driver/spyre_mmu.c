@@ -15,7 +15,8 @@
  * for the card's TLB invalidation acknowledgment, so the pages may be
  * freed afterwards.
  *
- * Lock order: bo->vma_lock, ctx->lock, sdev->reset_sem, sdev->mmu_lock.
+ * Locks: bo->vma_lock, then ctx->lock, then sdev->reset_sem, then
+ * sdev->mmu_lock (the driver's whole order is in spyre_drv.h).
  */
 
 #include <linux/dma-mapping.h>
@@ -28,6 +29,8 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
 
 #define SPYRE_INVAL_TIMEOUT_US	(100 * USEC_PER_MSEC)
 
@@ -118,17 +121,21 @@ static struct spyre_pt *spyre_pt_walk(struct spyre_ctx *ctx, u64 va,
 			if (!child)
 				return ERR_PTR(-ENOMEM);
 			pt->child[idx] = child;
-			WRITE_ONCE(pt->cpu[idx], child->dma | SPYRE_PTE_VALID);
+			WRITE_ONCE(pt->cpu[idx],
+				   cpu_to_le64(child->dma | SPYRE_PTE_VALID));
 		}
 		pt = child;
 	}
 	return pt;
 }
 
+/* Clear @npages PTEs from @va; the caller holds ctx->lock. */
 static void spyre_vm_clear(struct spyre_ctx *ctx, u64 va, u64 npages)
 {
 	struct spyre_pt *leaf = NULL;
 	u64 i;
+
+	lockdep_assert_held(&ctx->lock);
 
 	for (i = 0; i < npages; i++, va += SPYRE_PAGE_SIZE) {
 		unsigned int idx = SPYRE_PT_INDEX(va, SPYRE_PT_LEVELS - 1);
@@ -142,6 +149,7 @@ static void spyre_vm_clear(struct spyre_ctx *ctx, u64 va, u64 npages)
 	dma_wmb();
 }
 
+/* Map @npages pages of @sgt from @start; the caller holds ctx->lock. */
 static int spyre_vm_map_sgt(struct spyre_ctx *ctx, u64 start, u64 npages,
 			    struct sg_table *sgt, u64 pte_flags)
 {
@@ -150,6 +158,7 @@ static int spyre_vm_map_sgt(struct spyre_ctx *ctx, u64 start, u64 npages,
 	u64 va = start, n = 0;
 	int ret = 0;
 
+	lockdep_assert_held(&ctx->lock);
 	for_each_sgtable_dma_page(sgt, &iter, 0) {
 		dma_addr_t dma = sg_page_iter_dma_address(&iter);
 		unsigned int idx = SPYRE_PT_INDEX(va, SPYRE_PT_LEVELS - 1);
@@ -167,7 +176,7 @@ static int spyre_vm_map_sgt(struct spyre_ctx *ctx, u64 start, u64 npages,
 				goto err;
 			}
 		}
-		WRITE_ONCE(leaf->cpu[idx], dma | pte_flags);
+		WRITE_ONCE(leaf->cpu[idx], cpu_to_le64(dma | pte_flags));
 		va += SPYRE_PAGE_SIZE;
 		n++;
 	}
@@ -183,7 +192,10 @@ err:
 	return ret;
 }
 
-/* Map the device-memory blocks of @bo: PTEs hold BAR2 offsets. */
+/*
+ * Map the device-memory blocks of @bo: PTEs hold BAR2 offsets.  The caller
+ * holds ctx->lock.
+ */
 static int spyre_vm_map_devmem(struct spyre_ctx *ctx, u64 start, u64 npages,
 			       struct spyre_bo *bo)
 {
@@ -192,6 +204,7 @@ static int spyre_vm_map_devmem(struct spyre_ctx *ctx, u64 start, u64 npages,
 	struct spyre_pt *leaf = NULL;
 	u64 va = start, n = 0;
 
+	lockdep_assert_held(&ctx->lock);
 	list_for_each_entry(block, &bo->blocks, link) {
 		u64 off = drm_buddy_block_offset(block);
 		u64 end = off + drm_buddy_block_size(mm, block);
@@ -207,8 +220,10 @@ static int spyre_vm_map_devmem(struct spyre_ctx *ctx, u64 start, u64 npages,
 					return PTR_ERR(leaf);
 				}
 			}
-			WRITE_ONCE(leaf->cpu[idx], off | SPYRE_PTE_VALID |
-				   SPYRE_PTE_WRITE | SPYRE_PTE_DEVMEM);
+			WRITE_ONCE(leaf->cpu[idx],
+				   cpu_to_le64(off | SPYRE_PTE_VALID |
+					       SPYRE_PTE_WRITE |
+					       SPYRE_PTE_DEVMEM));
 			va += SPYRE_PAGE_SIZE;
 			n++;
 		}
@@ -598,6 +613,8 @@ static void spyre_vma_unmap(struct spyre_vma *vma)
 static void spyre_vma_release(struct kref *ref)
 {
 	struct spyre_vma *vma = container_of(ref, struct spyre_vma, ref);
+
+	lockdep_assert_held(&vma->bo->vma_lock);
 
 	list_del(&vma->bo_link);
 	mutex_unlock(&vma->bo->vma_lock);

@@ -35,6 +35,8 @@
 #include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_mmu.h"
 
 /* Pages pinned per pin_user_pages_fast() call. */
 #define SPYRE_PIN_CHUNK		BIT(16)

@@ -10,7 +10,10 @@
  * prose reference; the two are kept in step.
  *
  * Only fixed-width types from <linux/types.h> and plain #defines are used,
- * so both the kernel and QEMU can include it unchanged.
+ * so both the kernel and QEMU can include it unchanged.  What the card
+ * reads or writes in system memory (ring entries, completion records,
+ * page-table entries) is little-endian, and typed __le16/__le32/__le64 so
+ * that sparse checks every access in the driver.
  *
  * All registers are little-endian.  32-bit registers take 32-bit accesses;
  * 64-bit registers take one 64-bit access (or two 32-bit accesses, low
@@ -70,7 +73,7 @@
 #define SPYRE_REG_CONTROL		0x0040	/* RW32 */
 #define   SPYRE_CONTROL_ENABLE		(1U << 0)	/* queues may run */
 #define SPYRE_REG_STATUS		0x0044	/* RO32 */
-#define   SPYRE_STATUS_READY		(1U << 0)
+#define   SPYRE_DEV_STATUS_READY	(1U << 0)	/* card ready (not a job status) */
 #define SPYRE_REG_RESET			0x0048	/* WO32 */
 #define   SPYRE_RESET_MAGIC		0x52534554	/* "RSET": full reset */
 #define SPYRE_REG_IRQ_STATUS		0x0050	/* RW1C32: SPYRE_IRQ_* */
@@ -158,12 +161,12 @@
  * @reserved: must be zero.
  */
 struct spyre_hw_job {
-	__u64 seqno;
-	__u64 cmd_va;
-	__u32 cmd_size;
-	__u16 ctx;
-	__u16 flags;
-	__u64 reserved[5];
+	__le64 seqno;
+	__le64 cmd_va;
+	__le32 cmd_size;
+	__le16 ctx;
+	__le16 flags;
+	__le64 reserved[5];
 };
 
 #define SPYRE_JOB_F_IRQ			(1U << 0)	/* MSI-X on completion */
@@ -183,13 +186,13 @@ struct spyre_hw_job {
  * then raises the queue's vector if the job asked for it.
  */
 struct spyre_hw_completion {
-	__u64 seqno;
-	__u32 status;
-	__u32 cmd_offset;
-	__u64 error_va;
-	__u64 start_ns;
-	__u64 end_ns;
-	__u64 reserved[3];
+	__le64 seqno;
+	__le32 status;
+	__le32 cmd_offset;
+	__le64 error_va;
+	__le64 start_ns;
+	__le64 end_ns;
+	__le64 reserved[3];
 };
 
 /* ---- Page tables --------------------------------------------------------- */
@@ -197,6 +200,7 @@ struct spyre_hw_completion {
  * Four levels of 512 64-bit entries (one 4 KiB page each, in system memory)
  * translate a 48-bit device VA: level 0 indexes VA[47:39], level 1 VA[38:30],
  * level 2 VA[29:21], level 3 VA[20:12].  A level-3 entry maps a 4 KiB page.
+ * Entries are little-endian 64-bit values.
  */
 #define SPYRE_PT_LEVELS			4
 #define SPYRE_PT_ENTRIES		512

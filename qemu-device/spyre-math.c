@@ -724,7 +724,7 @@ static size_t gemm_stage(size_t r)
 }
 
 /*
- * Scratch bytes for tiles of tm x tn outputs with K steps of tk; INT8
+ * Tile-buffer bytes for tiles of tm x tn outputs with K steps of tk; INT8
  * needs a second tm x tn block for one K block's fp32 products.
  */
 static size_t gemm_footprint(uint32_t tm, uint32_t tn, uint32_t tk,
@@ -746,7 +746,7 @@ static uint32_t halve(uint32_t v)
 
 int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
                     float scale_a, float scale_b, const SpyreGemmIO *io,
-                    void *scratch, size_t scratch_size)
+                    void *tile_buf, size_t tile_buf_size)
 {
     uint32_t tm, tn, tk;
     uint8_t *p;
@@ -757,8 +757,8 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
     g->done = true;
     st = spyre_gemm_check(cmd, NULL);
     if (st == SPYRE_STATUS_OK && (!io || !io->read || !io->write ||
-                                  !scratch ||
-                                  scratch_size < SPYRE_GEMM_SCRATCH_MIN)) {
+                                  !tile_buf ||
+                                  tile_buf_size < SPYRE_GEMM_TILE_BUF_MIN)) {
         st = SPYRE_STATUS_INTERNAL;
     }
     if (st != SPYRE_STATUS_OK) {
@@ -783,7 +783,7 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
     tm = min_u64(cmd->m, GEMM_TILE);
     tn = min_u64(cmd->n, GEMM_TILE);
     tk = min_u64(cmd->k, GEMM_TILE);
-    while (gemm_footprint(tm, tn, tk, g->is_int) > scratch_size) {
+    while (gemm_footprint(tm, tn, tk, g->is_int) > tile_buf_size) {
         if (tm >= tn && tm >= tk) {
             tm = halve(tm);
         } else if (tn >= tk) {
@@ -798,7 +798,7 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
     r = tm > tn ? tm : tn;
     r = r > tk ? r : tk;
 
-    p = scratch;
+    p = tile_buf;
     p += (GEMM_ALIGN - ((uintptr_t)p & (GEMM_ALIGN - 1))) & (GEMM_ALIGN - 1);
     g->a_tile = (float *)p;
     p += align_up((size_t)tm * tk * 4);
@@ -1126,14 +1126,14 @@ float spyre_gemm_amax(const SpyreGemm *g)
 }
 
 int spyre_gemm_run(const struct spyre_cmd_gemm *cmd, float scale_a,
-                   float scale_b, const SpyreGemmIO *io, void *scratch,
-                   size_t scratch_size, float *amax)
+                   float scale_b, const SpyreGemmIO *io, void *tile_buf,
+                   size_t tile_buf_size, float *amax)
 {
     SpyreGemm g;
     int st;
 
-    st = spyre_gemm_init(&g, cmd, scale_a, scale_b, io, scratch,
-                         scratch_size);
+    st = spyre_gemm_init(&g, cmd, scale_a, scale_b, io, tile_buf,
+                         tile_buf_size);
     while (st == SPYRE_STATUS_OK && !spyre_gemm_done(&g)) {
         st = spyre_gemm_step(&g);
     }
@@ -1210,7 +1210,7 @@ static int host_write(void *opaque, int opnd, uint64_t off, uint64_t stride,
 
 int spyre_gemm_host(const struct spyre_cmd_gemm *cmd, float scale_a,
                     float scale_b, const SpyreGemmHostBufs *bufs,
-                    void *scratch, size_t scratch_size, float *amax)
+                    void *tile_buf, size_t tile_buf_size, float *amax)
 {
     SpyreGemmIO io = {
         .read = host_read,
@@ -1218,7 +1218,7 @@ int spyre_gemm_host(const struct spyre_cmd_gemm *cmd, float scale_a,
         .opaque = (void *)bufs,
     };
 
-    return spyre_gemm_run(cmd, scale_a, scale_b, &io, scratch, scratch_size,
+    return spyre_gemm_run(cmd, scale_a, scale_b, &io, tile_buf, tile_buf_size,
                           amax);
 }
 

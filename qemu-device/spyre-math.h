@@ -137,17 +137,17 @@ int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
  *
  * The work is split into output tiles of at most 512 x 512 elements, each
  * computed in K blocks of at most 512 (tiles shrink to fit the caller's
- * scratch buffer, the only memory used).  One spyre_gemm_step() does one
+ * tile buffer, the only memory used).  One spyre_gemm_step() does one
  * K block, so the caller may stop between steps (yield to another queue,
  * check a time budget, ...).  Operands are fetched through callbacks in
  * batches of stored row segments, so they need not be contiguous in host
- * memory.  The tiling (hence the scratch size) can change the last bits
+ * memory.  The tiling (hence the tile buffer size) can change the last bits
  * of fp32 results through the summation order; INT8 results are exact.
  *
  * Typical device-model use (e.g. in a worker thread):
  *     st = spyre_gemm_check(cmd, &span);        validate, get byte spans
  *     ... read scale_a / scale_b, check VA + span ranges ...
- *     st = spyre_gemm_init(&g, cmd, sa, sb, &io, scratch, size);
+ *     st = spyre_gemm_init(&g, cmd, sa, sb, &io, tile_buf, size);
  *     while (!st && !spyre_gemm_done(&g)) {
  *         st = spyre_gemm_step(&g);
  *         ... yield / budget check ...
@@ -156,10 +156,10 @@ int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
  * ------------------------------------------------------------------------
  */
 
-/* Scratch the GEMM engine needs: SIZE gives full 512^3 tiles. */
-#define SPYRE_GEMM_SCRATCH_SIZE     (4u << 20)
-#define SPYRE_GEMM_SCRATCH_MIN      (64u << 10)
-/* Bytes of converted-dtype rows staged per I/O batch (part of scratch). */
+/* Tile buffer the GEMM engine needs: SIZE gives full 512^3 tiles. */
+#define SPYRE_GEMM_TILE_BUF_SIZE    (4u << 20)
+#define SPYRE_GEMM_TILE_BUF_MIN     (64u << 10)
+/* Bytes of converted-dtype rows staged per I/O batch (in the tile buffer). */
 #define SPYRE_GEMM_STAGE            (16u << 10)
 
 /* Operand ids passed to the I/O callbacks. */
@@ -200,7 +200,7 @@ typedef struct SpyreGemmIO {
 
 /*
  * GEMM state.  Treat every field as private; it lives wherever the caller
- * wants (job state, stack) together with the scratch buffer it points to.
+ * wants (job state, stack) together with the tile buffer it points to.
  */
 typedef struct SpyreGemm {
     struct spyre_cmd_gemm cmd;
@@ -246,13 +246,13 @@ int spyre_gemm_check(const struct spyre_cmd_gemm *cmd, SpyreGemmSpan *span);
 /*
  * Set up @g for @cmd (checked again here).  @scale_a / @scale_b are the
  * binary32 values read from cmd->scale_a / cmd->scale_b (1.0f when those
- * are 0; ignored for INT8).  @scratch (any alignment) must stay valid and
- * untouched until the GEMM is done; @scratch_size >= SPYRE_GEMM_SCRATCH_MIN
- * (else SPYRE_STATUS_INTERNAL).
+ * are 0; ignored for INT8).  The tile buffer @tile_buf (any alignment) must
+ * stay valid and untouched until the GEMM is done; @tile_buf_size >=
+ * SPYRE_GEMM_TILE_BUF_MIN (else SPYRE_STATUS_INTERNAL).
  */
 int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
                     float scale_a, float scale_b, const SpyreGemmIO *io,
-                    void *scratch, size_t scratch_size);
+                    void *tile_buf, size_t tile_buf_size);
 
 /*
  * Do one step: one K block (at most 512) of one output tile (at most
@@ -275,8 +275,8 @@ float spyre_gemm_amax(const SpyreGemm *g);
 
 /* init + step until done (no yielding).  *@amax may be NULL. */
 int spyre_gemm_run(const struct spyre_cmd_gemm *cmd, float scale_a,
-                   float scale_b, const SpyreGemmIO *io, void *scratch,
-                   size_t scratch_size, float *amax);
+                   float scale_b, const SpyreGemmIO *io, void *tile_buf,
+                   size_t tile_buf_size, float *amax);
 
 /*
  * Convenience for operands already in host memory: each pointer is the
@@ -298,7 +298,7 @@ typedef struct SpyreGemmHostBufs {
 
 int spyre_gemm_host(const struct spyre_cmd_gemm *cmd, float scale_a,
                     float scale_b, const SpyreGemmHostBufs *bufs,
-                    void *scratch, size_t scratch_size, float *amax);
+                    void *tile_buf, size_t tile_buf_size, float *amax);
 
 /*
  * Ask the BLAS library to use @n threads (OpenBLAS only; no-op otherwise).

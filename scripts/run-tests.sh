@@ -7,7 +7,10 @@
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP;
 #   4. the memory suites once more with -device intel-iommu;
-#   5. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
+#   5. the suites that need root (spyre_reset: sysfs function resets
+#      racing the card's users, who drop to the test user), in a guest of
+#      their own;
+#   6. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
 #      one guest with two cards, one Python process, KTAP.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
 # on any failure.  Assumes scripts/build.sh ran (make test does it).
@@ -83,7 +86,15 @@ run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 # 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem
-# 5. PyTorch on the card (after the card's own suites, in a log of its own)
+# the timeout handler against jobs that end as their timeout fires, with a
+# 200 ms job timeout
+run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
+	--cards 1 --module-args job_timeout_ms=200 --timeout 300 \
+	-- spyre-selftests exec_order -- -t timeout_racing_completion
+# 5. root: function resets
+run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
+	--cards 1 --timeout 300 -- spyre-selftests reset
+# 6. PyTorch on the card (after the card's own suites, in a log of its own)
 run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
 	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \
 	python3 test_torch.py

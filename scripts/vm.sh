@@ -168,8 +168,8 @@ if [ -z "$rc" ] || ! grep -q '^SPYRE-DMESG-END' "$RUN/log"; then
 	echo "vm: FAIL: guest stopped before the command finished (crash?)" >&2
 	exit 125
 fi
-pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|INFO: task .* blocked|WARNING:|Call Trace:|RIP:)'
-[ $ALLOW_WARN = 1 ] && pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking)'
+pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|INFO: task .* blocked|rcu: INFO: .*stall|detected stalls? on CPU|WARNING:|Call Trace:|RIP:)'
+[ $ALLOW_WARN = 1 ] && pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|rcu: INFO: .*stall|detected stalls? on CPU)'
 sed -n '/^SPYRE-DMESG-BEGIN/,/^SPYRE-DMESG-END/p' "$RUN/log" >"$RUN/dmesg"
 if grep -Eq "$pat" "$RUN/dmesg" || grep -Eq "$pat" "$RUN/log"; then
 	show_log "kernel reported a problem"

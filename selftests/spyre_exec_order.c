@@ -641,4 +641,117 @@ TEST_F_TIMEOUT(order, stuck_queue_times_out, 90)
 	free(cs);
 }
 
+/* Module references of spyre.ko (/sys/module/spyre/refcnt), or -errno. */
+static long long module_refcnt(void)
+{
+	char buf[32];
+	FILE *f = fopen("/sys/module/spyre/refcnt", "re");
+	long long v = -EIO;
+
+	if (!f)
+		return -errno;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtoll(buf, NULL, 0);
+	fclose(f);
+	return v;
+}
+
+#define RACE_DESCS	10
+#define RACE_GROUPS	10
+
+/*
+ * Run with a short job_timeout_ms (T <= 500; make test boots a guest with
+ * 200 for it): one SUBMIT of RACE_DESCS jobs on one queue (one scheduler
+ * job of RACE_DESCS descriptors), descriptor i waiting for gate >= i + 1
+ * and then writing mark[i].  The CPU opens the gate one step every 0.2 T
+ * to 0.5 T (seeded), so the job runs for several periods and every period
+ * holds two steps, one of them at least 0.5 T before its end: each
+ * timeout sees progress and is not a hang (unless the card takes longer
+ * than 0.5 T to end a descriptor whose gate is open), and the job's last
+ * descriptor ends at any phase of the timer, also just as it fires.  Every group must end
+ * OK, signalled once, with every mark written and the context clean;
+ * afterwards the module's reference count returns to where it was, so no
+ * job (each holds its queue, each queue the module) was leaked.
+ */
+TEST_F_TIMEOUT(order, timeout_racing_completion, 120)
+{
+	long long tmo = x_module_param("job_timeout_ms");
+	struct xbuf gate, mark;
+	uint64_t seed = 0x7131;
+	long long refs0, refs;
+	struct xdev y;
+
+	if (tmo < 0)
+		SKIP(return, "no /sys/module/spyre/parameters/job_timeout_ms");
+	if (tmo == 0 || tmo > 500)
+		SKIP(return, "job_timeout_ms=%lld: needs 1..500", tmo);
+	refs0 = module_refcnt();
+	ASSERT_LT(0, refs0);
+
+	ASSERT_EQ(0, x_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, x_buf(&y, 8, &gate));
+	ASSERT_EQ(0, x_buf(&y, 8 * RACE_DESCS, &mark));
+	for (int g = 0; g < RACE_GROUPS; g++) {
+		struct drm_spyre_job jobs[RACE_DESCS];
+		struct drm_spyre_bo_ref refs_[3];
+		struct drm_spyre_sync out = { .handle = y.sync };
+		struct drm_spyre_submit sub = {
+			.jobs = (uintptr_t)jobs,
+			.job_count = RACE_DESCS,
+			.job_stride = sizeof(jobs[0]),
+		};
+		uint32_t hs[3] = { y.cmd.h, gate.h, mark.h };
+
+		for (int i = 0; i < 3; i++)
+			refs_[i] = (struct drm_spyre_bo_ref){
+				hs[i], DRM_SPYRE_BO_REF_READ |
+				       DRM_SPYRE_BO_REF_WRITE };
+		wr64(gate.p, 0);
+		memset(mark.p, 0, mark.bytes);
+		y.cmd_off = 0;
+		for (int i = 0; i < RACE_DESCS; i++) {
+			struct xcs cs;
+			uint64_t va;
+
+			xcs_reset(&cs);
+			xcs_sem(&cs, false, 0, gate.va, i + 1);
+			xcs_fill(&cs, mark.va + 8 * i, 1, 8, g * 100 + i + 1);
+			ASSERT_EQ(0, x_put(&y, &cs, &va));
+			jobs[i] = (struct drm_spyre_job){
+				.queue_id = y.qid,
+				.cmd_va = va,
+				.cmd_size = cs.len,
+				.bo_count = 3,
+				.bos = (uintptr_t)refs_,
+			};
+		}
+		jobs[RACE_DESCS - 1].out_syncs = (uintptr_t)&out;
+		jobs[RACE_DESCS - 1].out_sync_count = 1;
+		ASSERT_EQ(0, spyre_ioctl(y.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+		for (int i = 0; i < RACE_DESCS; i++) {
+			usleep((useconds_t)(tmo * 1000 *
+					    (2 + x_rand(&seed) % 4) / 10));
+			wr64(gate.p, i + 1);
+		}
+		ASSERT_EQ(0, x_wait_status(y.fd, y.sync,
+					   SPYRE_TEST_TIMEOUT_NS))
+			TH_LOG("group %d", g);
+		for (int i = 0; i < RACE_DESCS; i++) {
+			ASSERT_EQ(g * 100 + i + 1, rd64(mark.p + 8 * i))
+				TH_LOG("group %d, job %d", g, i);
+		}
+		ASSERT_EQ(0, x_ctx_error(y.fd));
+	}
+	x_close(&y);
+
+	/* Jobs are freed after their fences signal: give them a moment. */
+	for (int i = 0; i < 200; i++) {
+		refs = module_refcnt();
+		if (refs == refs0)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(refs0, refs);
+}
+
 TEST_HARNESS_MAIN

@@ -870,7 +870,7 @@ struct gemm_case {
     uint32_t pad;               /* added to every leading dimension */
     uint32_t bpad;              /* extra elements between batches */
     float alpha, beta, sa, sb;
-    size_t scratch;
+    size_t tile_buf;
     double range;               /* inputs uniform in [-range, range] */
 };
 
@@ -976,7 +976,7 @@ static int run_gemm_case(struct __test_metadata *_metadata,
     SpyreGemmSpan span;
     SpyreGemmHostBufs bufs;
     uint8_t *a, *b, *c, *c0, *bias = NULL, *mask;
-    void *scratch;
+    void *tile_buf;
     double s = (double)gc->alpha * gc->sa * gc->sb;
     double amax_ref = 0, amax_tol = 0;
     float amax = -1;
@@ -995,7 +995,7 @@ static int run_gemm_case(struct __test_metadata *_metadata,
     c = malloc(span.c);
     c0 = malloc(span.c);
     mask = calloc(span.c, 1);
-    scratch = malloc(gc->scratch);
+    tile_buf = malloc(gc->tile_buf);
     if (span.bias) {
         bias = malloc(span.bias);
         fill_random(bias, gc->biasd, gc->n, 1.0);
@@ -1026,7 +1026,7 @@ static int run_gemm_case(struct __test_metadata *_metadata,
         .a = a, .a_size = span.a, .b = b, .b_size = span.b,
         .c = c, .c_size = span.c, .bias = bias, .bias_size = span.bias,
     };
-    st = spyre_gemm_host(&cmd, gc->sa, gc->sb, &bufs, scratch, gc->scratch,
+    st = spyre_gemm_host(&cmd, gc->sa, gc->sb, &bufs, tile_buf, gc->tile_buf,
                          &amax);
     if (st != SPYRE_STATUS_OK) {
         TH_LOG("gemm failed: %d", st);
@@ -1138,7 +1138,7 @@ out:
     free(c0);
     free(mask);
     free(bias);
-    free(scratch);
+    free(tile_buf);
     return fails;
 }
 
@@ -1226,7 +1226,7 @@ TEST_F(gemm, small_shapes)
                                 .beta = be ? (is_int ? 1.0f : 0.5f) : 0.0f,
                                 .sa = is_int ? 1 : scales[idx % 3][0],
                                 .sb = is_int ? 1 : scales[idx % 3][1],
-                                .scratch = SPYRE_GEMM_SCRATCH_SIZE,
+                                .tile_buf = SPYRE_GEMM_TILE_BUF_SIZE,
                                 .range = 2.0,
                             };
 
@@ -1249,7 +1249,7 @@ TEST_F(gemm, small_shapes)
     ASSERT_LT(res.worst, 1.0);
 }
 
-/* K beyond one tile, several tiles in M and N, small and minimal scratch. */
+/* K beyond one tile, several M and N tiles, small and minimal tile buffers. */
 TEST_F(gemm, tiled)
 {
     struct gemm_result res = { 0 };
@@ -1260,19 +1260,19 @@ TEST_F(gemm, tiled)
         .biasd = SPYRE_DTYPE_BF16,
         .m = 131, .n = 77, .k = 1100, .batch = 2, .ta = true, .tb = false,
         .pad = 3, .bpad = 1, .alpha = 1.0f, .beta = is_int ? 1.0f : -2.0f,
-        .sa = 1, .sb = 1, .scratch = SPYRE_GEMM_SCRATCH_MIN, .range = 1.0,
+        .sa = 1, .sb = 1, .tile_buf = SPYRE_GEMM_TILE_BUF_MIN, .range = 1.0,
     };
 
     ASSERT_EQ(0, run_gemm_case(_metadata, &gc, &res, NULL));
     gc.ta = false;
     gc.tb = true;
-    gc.scratch = 300000;
+    gc.tile_buf = 300000;
     ASSERT_EQ(0, run_gemm_case(_metadata, &gc, &res, NULL));
     gc.m = 600;
     gc.n = 5;
     gc.k = 600;
     gc.batch = 1;
-    gc.scratch = SPYRE_GEMM_SCRATCH_SIZE;
+    gc.tile_buf = SPYRE_GEMM_TILE_BUF_SIZE;
     ASSERT_EQ(0, run_gemm_case(_metadata, &gc, &res, NULL));
     ASSERT_LT(res.worst, 1.0);
 }
@@ -1292,20 +1292,20 @@ TEST(gemm_int8_wrap)
     SpyreGemmHostBufs bufs = {
         .a = a, .a_size = K, .b = b, .b_size = K, .c = &c, .c_size = 4,
     };
-    static uint8_t scratch[SPYRE_GEMM_SCRATCH_MIN];
+    static uint8_t tile_buf[SPYRE_GEMM_TILE_BUF_MIN];
     float amax;
 
     memset(a, -128, K);
     memset(b, -128, K);
-    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, scratch,
-                                 sizeof(scratch), &amax));
+    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, tile_buf,
+                                 sizeof(tile_buf), &amax));
     ASSERT_EQ((int32_t)(uint32_t)(140000ULL * 16384), c);
     ASSERT_EQ(-2001207296, c);
     ASSERT_EQ(2001207296.0f, amax);
     /* beta = 1 adds C, wrapping again. */
     cmd.beta = f2u(1.0f);
-    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, scratch,
-                                 sizeof(scratch), NULL));
+    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, tile_buf,
+                                 sizeof(tile_buf), NULL));
     ASSERT_EQ((int32_t)(uint32_t)(2 * 140000ULL * 16384), c);
 }
 
@@ -1326,12 +1326,12 @@ TEST(gemm_special_values)
         .a = a, .a_size = sizeof(a), .b = b, .b_size = sizeof(b),
         .c = c, .c_size = sizeof(c), .bias = bias, .bias_size = sizeof(bias),
     };
-    static uint8_t scratch[SPYRE_GEMM_SCRATCH_MIN];
+    static uint8_t tile_buf[SPYRE_GEMM_TILE_BUF_MIN];
     uint16_t h[4];
     float amax;
 
-    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, scratch,
-                                 sizeof(scratch), &amax));
+    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, tile_buf,
+                                 sizeof(tile_buf), &amax));
     ASSERT_EQ(2.0f, c[0]);
     ASSERT_EQ(4.0f, c[1]);
     ASSERT_TRUE(isnan(c[2]));
@@ -1342,8 +1342,8 @@ TEST(gemm_special_values)
     cmd.bias_dtype = SPYRE_DTYPE_FP32;
     cmd.c_dtype = SPYRE_DTYPE_FP16;
     bias[1] = 70000;
-    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, scratch,
-                                 sizeof(scratch), &amax));
+    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, tile_buf,
+                                 sizeof(tile_buf), &amax));
     ASSERT_EQ(70008.0f, amax);
     memcpy(h, c, sizeof(h));
     ASSERT_EQ(ref_fp32_to_fp16(12.0f), h[0]);
@@ -1558,13 +1558,13 @@ TEST(gemm_steps_and_io)
     };
     static int8_t a[2 * M * LDA], b[2 * K * LDB];
     static int32_t c_ref[2 * M * LDC], c[2 * M * LDC], c_init[2 * M * LDC];
-    static uint8_t scratch[SPYRE_GEMM_SCRATCH_SIZE];
+    static uint8_t tile_buf[SPYRE_GEMM_TILE_BUF_SIZE];
     struct io_rec rec = { 0 };
     SpyreGemmIO io = { .read = rec_read, .write = rec_write, .opaque = &rec };
     SpyreGemmSpan span;
     SpyreGemm g;
-    size_t sizes[] = { SPYRE_GEMM_SCRATCH_MIN, 200000,
-                       SPYRE_GEMM_SCRATCH_SIZE };
+    size_t sizes[] = { SPYRE_GEMM_TILE_BUF_MIN, 200000,
+                       SPYRE_GEMM_TILE_BUF_SIZE };
     unsigned si, steps;
     size_t i;
 
@@ -1583,7 +1583,7 @@ TEST(gemm_steps_and_io)
         rec = (struct io_rec) {
             .bufs = { .a = a, .b = b, .c = c },
         };
-        ASSERT_EQ(0, spyre_gemm_init(&g, &cmd, 1, 1, &io, scratch,
+        ASSERT_EQ(0, spyre_gemm_init(&g, &cmd, 1, 1, &io, tile_buf,
                                      sizes[si]));
         steps = 0;
         while (!spyre_gemm_done(&g)) {
@@ -1592,7 +1592,7 @@ TEST(gemm_steps_and_io)
             steps++;
         }
         ASSERT_EQ(spyre_gemm_steps_total(&g), steps);
-        ksft_print_msg("scratch %zu: %u steps, %lu I/O calls\n", sizes[si],
+        ksft_print_msg("tile buffer %zu: %u steps, %lu I/O calls\n", sizes[si],
                        steps, rec.calls);
         if (si == 0) {
             ASSERT_GT(steps, 2);
@@ -1624,8 +1624,8 @@ TEST(gemm_steps_and_io)
         .bufs = { .a = a, .b = b, .c = c },
         .fail_at = 100, .fail_status = SPYRE_STATUS_MMU_FAULT,
     };
-    ASSERT_EQ(0, spyre_gemm_init(&g, &cmd, 1, 1, &io, scratch,
-                                 SPYRE_GEMM_SCRATCH_MIN));
+    ASSERT_EQ(0, spyre_gemm_init(&g, &cmd, 1, 1, &io, tile_buf,
+                                 SPYRE_GEMM_TILE_BUF_MIN));
     for (steps = 0; !spyre_gemm_done(&g); steps++) {
         if (spyre_gemm_step(&g) != SPYRE_STATUS_OK) {
             break;
@@ -1638,15 +1638,15 @@ TEST(gemm_steps_and_io)
     rec.fail_at = 1;
     rec.fail_status = SPYRE_STATUS_DMA_ERROR;
     ASSERT_EQ(SPYRE_STATUS_DMA_ERROR,
-              spyre_gemm_run(&cmd, 1, 1, &io, scratch, sizeof(scratch),
+              spyre_gemm_run(&cmd, 1, 1, &io, tile_buf, sizeof(tile_buf),
                              NULL));
-    /* Scratch too small, or invalid command. */
+    /* Tile buffer too small, or invalid command. */
     ASSERT_EQ(SPYRE_STATUS_INTERNAL,
-              spyre_gemm_init(&g, &cmd, 1, 1, &io, scratch,
-                              SPYRE_GEMM_SCRATCH_MIN - 1));
+              spyre_gemm_init(&g, &cmd, 1, 1, &io, tile_buf,
+                              SPYRE_GEMM_TILE_BUF_MIN - 1));
     cmd.k = 0;
     ASSERT_EQ(SPYRE_STATUS_INVALID_OPERAND,
-              spyre_gemm_init(&g, &cmd, 1, 1, &io, scratch, sizeof(scratch)));
+              spyre_gemm_init(&g, &cmd, 1, 1, &io, tile_buf, sizeof(tile_buf)));
     ASSERT_EQ(SPYRE_STATUS_INVALID_OPERAND, spyre_gemm_step(&g));
 }
 
@@ -1660,7 +1660,7 @@ static void big_gemm(struct __test_metadata *_metadata, int dtype)
     float *fb = malloc(S * S * 4), *fc = malloc(S * S * 4);
     double *ref = calloc(S * S, 8), *aref = calloc(S * S, 8);
     double *da = malloc(S * S * 8), *db = malloc(S * S * 8);
-    void *scratch = malloc(SPYRE_GEMM_SCRATCH_SIZE);
+    void *tile_buf = malloc(SPYRE_GEMM_TILE_BUF_SIZE);
     struct spyre_cmd_gemm cmd = {
         .hdr = { SPYRE_OP_GEMM, 0, sizeof(cmd) },
         .a_dtype = dtype, .b_dtype = dtype, .c_dtype = SPYRE_DTYPE_FP32,
@@ -1697,8 +1697,8 @@ static void big_gemm(struct __test_metadata *_metadata, int dtype)
     t_ref = now_sec() - t0;
     for (rep = 0; rep < 3; rep++) {
         t0 = now_sec();
-        ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, scratch,
-                                     SPYRE_GEMM_SCRATCH_SIZE, NULL));
+        ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, tile_buf,
+                                     SPYRE_GEMM_TILE_BUF_SIZE, NULL));
         t0 = now_sec() - t0;
         t_gemm = t0 < t_gemm ? t0 : t_gemm;
         t0 = now_sec();
@@ -1734,7 +1734,7 @@ static void big_gemm(struct __test_metadata *_metadata, int dtype)
     free(aref);
     free(da);
     free(db);
-    free(scratch);
+    free(tile_buf);
 }
 
 TEST(gemm_512_fp32)
@@ -1752,7 +1752,7 @@ TEST(gemm_512_int8_timing)
     enum { S = 512 };
     static int8_t a[S * S], b[S * S];
     static int32_t c[S * S];
-    static uint8_t scratch[SPYRE_GEMM_SCRATCH_SIZE];
+    static uint8_t tile_buf[SPYRE_GEMM_TILE_BUF_SIZE];
     struct spyre_cmd_gemm cmd = {
         .hdr = { SPYRE_OP_GEMM, 0, sizeof(cmd) },
         .a_dtype = SPYRE_DTYPE_INT8, .b_dtype = SPYRE_DTYPE_INT8,
@@ -1771,7 +1771,7 @@ TEST(gemm_512_int8_timing)
         b[i] = rnd32();
     }
     t = now_sec();
-    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, scratch, sizeof(scratch),
+    ASSERT_EQ(0, spyre_gemm_host(&cmd, 1, 1, &bufs, tile_buf, sizeof(tile_buf),
                                  NULL));
     t = now_sec() - t;
     for (i = 0; i < 200; i++) {

@@ -469,7 +469,7 @@ static void test_identity(void)
     /* 64-bit register read as two 32-bit halves, low first. */
     g_assert_cmpuint(rd32(sp, SPYRE_REG_DEVMEM_SIZE), ==, MEM_SIZE);
     g_assert_cmpuint(rd32(sp, SPYRE_REG_DEVMEM_SIZE + 4), ==, 0);
-    g_assert_true(rd32(sp, SPYRE_REG_STATUS) & SPYRE_STATUS_READY);
+    g_assert_true(rd32(sp, SPYRE_REG_STATUS) & SPYRE_DEV_STATUS_READY);
     g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
     /* Queue pages beyond NUM_QUEUES read as zero. */
     g_assert_cmpuint(qrd32(sp, 8, SPYRE_Q_RING_ENTRIES), ==, 0);

@@ -205,8 +205,9 @@ struct drm_spyre_context_info {
  * System-memory BOs (the default) are shmem-backed, charged to the
  * caller's memory cgroup and zero-filled.  Device-memory BOs
  * (DRM_SPYRE_BO_DEVICE) are carved from the card's memory and cleared
- * before the caller can see them; their CPU mapping is write-combined.
- * Every handle to a BO in a file (created, imported through PRIME or
+ * before the caller can see them (a BO created while the card's PCI
+ * function resets waits for the reset to end); their CPU mapping is
+ * write-combined.  Every handle to a BO in a file (created, imported through PRIME or
  * flink) gets a VA in that file's address space.
  *
  * Dma-buf (DRM PRIME ioctls): any BO but a userptr one can be exported.
@@ -217,7 +218,10 @@ struct drm_spyre_context_info {
  *
  * Errors: -EINVAL (size 0, flags), -E2BIG (size above max_bo_size, or
  * above device memory, which is 0 on a card without usable device memory),
- * -ENOMEM (out of memory, device memory or VA space), -ENODEV.
+ * -ENOMEM (out of memory, device memory or VA space), -EIO (device memory
+ * only: the card's memory BAR does not decode, so the memory could not be
+ * cleared; the card is in an error state), -EINTR (fatal signal while
+ * waiting for a reset), -ENODEV.
  */
 struct drm_spyre_bo_create {
 	__u64 size;

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Spyre DRM accel driver: queues, one hardware queue and one drm_sched
+ * instance each (spyre_queue.c).
+ */
+#ifndef SPYRE_QUEUE_H
+#define SPYRE_QUEUE_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+
+#include <drm/gpu_scheduler.h>
+
+#include "spyre_drv.h"
+
+/* Ring entries per queue (power of two, SPYRE_RING_MIN/MAX_ENTRIES). */
+#define SPYRE_RING_ENTRIES	256
+
+/**
+ * struct spyre_queue - a user queue bound to one hardware queue.
+ * @ref: references (file, submit in progress, each job).
+ * @sdev: device.
+ * @ctx: context the queue runs in (reference held).
+ * @hwq: hardware queue index.
+ * @vector: MSI-X vector of the queue.
+ * @priority: DRM_SPYRE_PRIORITY_*.
+ * @name: scheduler name.
+ * @sched: the queue's scheduler.
+ * @sched_list: scheduler list for @entity.
+ * @entity: the only entity on @sched.
+ * @lock: serialises job arm/push and @dead.
+ * @reset_lock: serialises timeout handling with teardown.
+ * @dead: set on teardown, no more jobs reach the ring.
+ * @next_seqno: seqno of the next job pushed (from 1).
+ * @fence_ctx: dma_fence context.
+ * @ring: ring of @entries job descriptors (coherent DMA).
+ * @ring_dma: bus address of @ring.
+ * @entries: ring entries.
+ * @tail: next ring slot to write (run_job only).
+ * @db_tail: @tail as last written to the doorbell: slots from @db_tail to
+ *	@tail are written but not handed to the card yet.
+ * @deferred: descriptors written since the last doorbell.
+ * @queued: scheduler jobs pushed to @entity that have not been through
+ *	run_job yet (the driver's own count: it never reads the entity).
+ * @queued_waiting: those of them whose in-fences were not all signalled
+ *	when they were pushed.
+ * @inflight: descriptors of jobs whose hardware fence is pending; never
+ *	below the scheduler's own count of the credits they hold, which it
+ *	drops only when their fence signals.
+ * @compl: completion record (coherent DMA).
+ * @compl_dma: bus address of @compl.
+ * @fence_lock: protects @pending.
+ * @pending: hardware fences of jobs written to the ring, in seqno order.
+ * @jobs_ran: jobs that went through run_job and are not freed yet.
+ * @idle_wq: woken when @jobs_ran drops, and when @queued drops to 0 on a
+ *	dead queue.
+ * @hw_active: hardware queue programmed and listed in sdev->hwq.
+ * @sched_ready: @sched and @entity are initialised.
+ * @dev_link: entry in sdev->queues while @ring and @compl are allocated.
+ */
+struct spyre_queue {
+	struct kref ref;
+	struct spyre_device *sdev;
+	struct spyre_ctx *ctx;
+	u32 hwq;
+	u32 vector;
+	u32 priority;
+	char name[24];
+
+	struct drm_gpu_scheduler sched;
+	struct drm_gpu_scheduler *sched_list[1];
+	struct drm_sched_entity entity;
+
+	struct mutex lock;		/* arm/push vs dead */
+	struct mutex reset_lock;	/* timeout vs teardown */
+	bool dead;
+	u64 next_seqno;
+	u64 fence_ctx;
+
+	struct spyre_hw_job *ring;
+	dma_addr_t ring_dma;
+	u32 entries;
+	u32 tail;
+	u32 db_tail;
+	u32 deferred;
+	atomic_t queued;
+	atomic_t queued_waiting;
+	atomic_t inflight;
+	struct spyre_hw_completion *compl;
+	dma_addr_t compl_dma;
+
+	spinlock_t fence_lock;		/* protects pending */
+	struct list_head pending;
+
+	atomic_t jobs_ran;
+	wait_queue_head_t idle_wq;
+	bool hw_active;
+	bool sched_ready;
+	struct list_head dev_link;
+};
+
+static inline u32 spyre_qreg(struct spyre_queue *q, u32 reg)
+{
+	return SPYRE_QUEUE_REG(q->hwq, reg);
+}
+
+int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
+			     struct drm_file *file);
+int spyre_ioctl_queue_destroy(struct drm_device *drm, void *data,
+			      struct drm_file *file);
+struct spyre_queue *spyre_queue_lookup(struct spyre_file *sfile, u32 id);
+void spyre_queue_put(struct spyre_queue *q);
+void spyre_queues_destroy_all(struct spyre_file *sfile);
+int spyre_hwq_reset(struct spyre_queue *q);
+void spyre_queues_restore_hw(struct spyre_device *sdev);
+void spyre_queues_free_dma(struct spyre_device *sdev);
+
+#endif /* SPYRE_QUEUE_H */

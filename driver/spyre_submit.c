@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Spyre DRM accel driver: SUBMIT.
+ *
+ * DRM_IOCTL_SPYRE_SUBMIT copies and checks an array of jobs, waits (with
+ * no lock held) for in-syncs flagged WAIT_FOR_SUBMIT, and queues the jobs
+ * in order: consecutive jobs of one queue become one scheduler job with
+ * one descriptor each (spyre_group_len()).  Each scheduler job takes
+ * references on the BOs it lists and their mappings in its context, waits
+ * for its in-syncs (syncobjs, timeline points) as scheduler dependencies,
+ * puts its fence into the BOs' reservation objects (reader or writer) and
+ * into its out-syncs.
+ */
+
+#include <linux/dma-fence-chain.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_exec.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_syncobj.h>
+#include <drm/spyre_accel.h>
+
+#include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_job.h"
+#include "spyre_mmu.h"
+#include "spyre_queue.h"
+#include "spyre_submit.h"
+
+/* The smallest stride that can name a command stream (8-byte multiples). */
+#define SPYRE_JOB_STRIDE_MIN	ALIGN(offsetofend(struct drm_spyre_job, \
+					      cmd_size), 8)
+#define SPYRE_JOB_STRIDE_MAX		PAGE_SIZE
+/* BO references copied from userspace at once. */
+#define SPYRE_BO_REF_CHUNK		32
+/* Jobs of a SUBMIT copied to the stack rather than to an allocation. */
+#define SPYRE_SUBMIT_STACK_JOBS		4
+/* Out-syncs of a job looked up into the stack (libspyre uses two). */
+#define SPYRE_OUT_SYNCS_STACK		4
+
+/**
+ * struct spyre_out_sync - an out-sync of the job being queued, looked up.
+ * @syncobj: the syncobj (reference held).
+ * @chain: preallocated chain node for a timeline point, NULL for a binary
+ *	syncobj (or once consumed).
+ * @point: timeline point, 0 for binary.
+ */
+struct spyre_out_sync {
+	struct drm_syncobj *syncobj;
+	struct dma_fence_chain *chain;
+	u64 point;
+};
+
+/**
+ * struct spyre_submit_signal - what one job of a SUBMIT will signal, as
+ * userspace wrote it (not looked up): lets a WAIT_FOR_SUBMIT in-sync of a
+ * later job of the same SUBMIT see that an earlier job provides it.
+ * @job: index of the job in the SUBMIT.
+ * @handle: syncobj handle.
+ * @point: timeline point, 0 for binary.
+ */
+struct spyre_submit_signal {
+	u32 job;
+	u32 handle;
+	u64 point;
+};
+
+/*
+ * The out-syncs of the @count jobs at @uj, in job order, into *@outs
+ * (kvfree() it); *@n gets their number.
+ */
+static int spyre_submit_signals_get(const struct drm_spyre_job *uj, u32 count,
+				    struct spyre_submit_signal **outs, u32 *n)
+{
+	struct spyre_submit_signal *o;
+	struct drm_spyre_sync s;
+	u32 i, k, total = 0;
+
+	for (i = 0; i < count; i++)
+		total += uj[i].out_sync_count;
+	*n = 0;
+	*outs = NULL;
+	if (!total)
+		return 0;
+	o = kvmalloc_array(total, sizeof(*o), GFP_KERNEL);
+	if (!o)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		struct drm_spyre_sync __user *us =
+			u64_to_user_ptr(uj[i].out_syncs);
+
+		for (k = 0; k < uj[i].out_sync_count; k++) {
+			if (copy_from_user(&s, &us[k], sizeof(s))) {
+				kvfree(o);
+				return -EFAULT;
+			}
+			o[*n].job = i;
+			o[*n].handle = s.handle;
+			o[(*n)++].point = s.point;
+		}
+	}
+	*outs = o;
+	return 0;
+}
+
+/*
+ * Before anything of a SUBMIT is queued, wait, holding no lock, until every
+ * in-sync of the @count jobs at @uj flagged DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT
+ * has a fence, unless an earlier job of the same SUBMIT signals it (the
+ * same handle: binary, or a timeline point at or past the one waited for).
+ * A signal ends the wait with -ERESTARTSYS: nothing is queued yet, so the
+ * ioctl restarts as it came.
+ */
+static int spyre_submit_wait_for_submit(struct spyre_file *sfile,
+					struct drm_file *file,
+					const struct drm_spyre_job *uj,
+					u32 count)
+{
+	struct spyre_submit_signal *outs = NULL;
+	struct drm_spyre_sync s;
+	struct dma_fence *fence;
+	bool have_outs = false;
+	u32 i, k, j, nouts = 0;
+	int ret = 0;
+
+	for (i = 0; !ret && i < count; i++) {
+		struct drm_spyre_sync __user *usync =
+			u64_to_user_ptr(uj[i].in_syncs);
+
+		for (k = 0; !ret && k < uj[i].in_sync_count; k++) {
+			if (copy_from_user(&s, &usync[k], sizeof(s))) {
+				ret = -EFAULT;
+				break;
+			}
+			if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT) {
+				ret = -EINVAL;
+				break;
+			}
+			if (!s.flags)
+				continue;
+			if (!have_outs) {
+				ret = spyre_submit_signals_get(uj, count, &outs,
+							       &nouts);
+				have_outs = true;
+				if (ret)
+					break;
+			}
+			for (j = 0; j < nouts && outs[j].job < i; j++)
+				if (outs[j].handle == s.handle &&
+				    (s.point ? outs[j].point >= s.point :
+					       !outs[j].point))
+					break;
+			if (j < nouts && outs[j].job < i)
+				continue;	/* an earlier job signals it */
+			if (atomic_read(&sfile->ctx->error)) {
+				ret = -ECANCELED;
+				break;
+			}
+			ret = drm_syncobj_find_fence(file, s.handle, s.point,
+						     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+						     &fence);
+			if (!ret)
+				dma_fence_put(fence);
+		}
+		cond_resched();
+	}
+	kvfree(outs);
+	return ret;
+}
+
+static int spyre_job_add_in_syncs(struct spyre_job *job,
+				  struct drm_file *file,
+				  const struct drm_spyre_job *uj)
+{
+	struct drm_spyre_sync __user *usync = u64_to_user_ptr(uj->in_syncs);
+	struct drm_spyre_sync s;
+	struct dma_fence *fence;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < uj->in_sync_count; i++) {
+		if (copy_from_user(&s, &usync[i], sizeof(s)))
+			return -EFAULT;
+		if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT)
+			return -EINVAL;
+
+		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
+					     &fence);
+		if (ret)
+			return ret;
+
+		if (!dma_fence_is_signaled(fence))
+			job->deps_ready = false;
+		ret = drm_sched_job_add_dependency(&job->base, fence);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Release @outs (@count entries); @stack is the caller's small array. */
+static void spyre_out_syncs_free(struct spyre_out_sync *outs, u32 count,
+				 struct spyre_out_sync *stack)
+{
+	u32 i;
+
+	if (!outs)
+		return;
+	for (i = 0; i < count; i++) {
+		if (outs[i].syncobj)
+			drm_syncobj_put(outs[i].syncobj);
+		dma_fence_chain_free(outs[i].chain);
+	}
+	if (outs != stack)
+		kvfree(outs);
+}
+
+/*
+ * Look up the syncobjs @uj signals into *@outs_out: @stack (zeroed, of
+ * SPYRE_OUT_SYNCS_STACK entries) when they fit, else an allocation.
+ * *@outs_out is set even on failure, for spyre_out_syncs_free().
+ */
+static int spyre_out_syncs_get(struct drm_file *file,
+			       const struct drm_spyre_job *uj,
+			       struct spyre_out_sync *stack,
+			       struct spyre_out_sync **outs_out)
+{
+	struct drm_spyre_sync __user *usync = u64_to_user_ptr(uj->out_syncs);
+	struct spyre_out_sync *outs = stack;
+	struct drm_spyre_sync s;
+	u32 i;
+
+	*outs_out = NULL;
+	if (!uj->out_sync_count)
+		return 0;
+
+	if (uj->out_sync_count > SPYRE_OUT_SYNCS_STACK) {
+		outs = kvcalloc(uj->out_sync_count, sizeof(*outs),
+				GFP_KERNEL);
+		if (!outs)
+			return -ENOMEM;
+	}
+	*outs_out = outs;
+
+	for (i = 0; i < uj->out_sync_count; i++) {
+		if (copy_from_user(&s, &usync[i], sizeof(s)))
+			return -EFAULT;
+		if (s.flags)
+			return -EINVAL;
+
+		outs[i].syncobj = drm_syncobj_find(file, s.handle);
+		if (!outs[i].syncobj)
+			return -ENOENT;
+
+		if (s.point) {
+			outs[i].chain = dma_fence_chain_alloc();
+			if (!outs[i].chain)
+				return -ENOMEM;
+			outs[i].point = s.point;
+		}
+	}
+	return 0;
+}
+
+static void spyre_out_syncs_signal(struct spyre_out_sync *outs, u32 count,
+				   struct dma_fence *fence)
+{
+	u32 i;
+
+	for (i = 0; i < count; i++) {
+		if (outs[i].chain) {
+			drm_syncobj_add_point(outs[i].syncobj, outs[i].chain,
+					      fence, outs[i].point);
+			outs[i].chain = NULL;	/* consumed */
+		} else {
+			drm_syncobj_replace_fence(outs[i].syncobj, fence);
+		}
+	}
+}
+
+static int spyre_job_validate(const struct drm_spyre_job *uj)
+{
+	if (uj->flags)
+		return -EINVAL;
+	if (!IS_ALIGNED(uj->cmd_va, 8) || !IS_ALIGNED(uj->cmd_size, 8) ||
+	    uj->cmd_size < 8 || uj->cmd_size > SPYRE_MAX_CMD_STREAM)
+		return -EINVAL;
+	if (uj->cmd_va < SPYRE_VA_START ||
+	    uj->cmd_va > SPYRE_VA_END - uj->cmd_size)
+		return -EINVAL;
+	if (uj->bo_count > SPYRE_MAX_BOS_PER_JOB ||
+	    uj->in_sync_count > SPYRE_MAX_SYNCS_PER_JOB ||
+	    uj->out_sync_count > SPYRE_MAX_SYNCS_PER_JOB)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * How many jobs from @uj[0] (of @count) go into one scheduler job: jobs of
+ * the same queue, where only the first may wait for syncobjs and only the
+ * last may signal them, so that every fence a user can see still signals
+ * when its own job ends and no job waits for anything a later one needs.
+ */
+static u32 spyre_group_len(const struct drm_spyre_job *uj, u32 count)
+{
+	u32 n, bos = uj[0].bo_count;
+
+	for (n = 1; n < count && n < SPYRE_GROUP_MAX; n++) {
+		if (uj[n - 1].out_sync_count ||
+		    uj[n].queue_id != uj[0].queue_id || uj[n].in_sync_count ||
+		    bos + uj[n].bo_count > SPYRE_MAX_BOS_PER_JOB)
+			break;
+		bos += uj[n].bo_count;
+	}
+	return n;
+}
+
+/* Drop the BOs of @job from index @keep on. */
+static void spyre_job_trim_bos(struct spyre_job *job, u32 keep)
+{
+	while (job->bo_count > keep) {
+		job->bo_count--;
+		spyre_vma_put(job->bos[job->bo_count].vma);
+		drm_gem_object_put(job->bos[job->bo_count].obj);
+	}
+}
+
+/* Append the BOs @uj lists to @job, with their mappings in its context. */
+static int spyre_job_add_bos(struct spyre_job *job, struct drm_file *file,
+			     const struct drm_spyre_job *uj)
+{
+	struct drm_spyre_bo_ref __user *uref = u64_to_user_ptr(uj->bos);
+	struct drm_spyre_bo_ref buf[SPYRE_BO_REF_CHUNK];
+	u32 i, n;
+
+	for (i = 0; i < uj->bo_count; i += n) {
+		n = min_t(u32, uj->bo_count - i, SPYRE_BO_REF_CHUNK);
+		if (copy_from_user(buf, uref + i, n * sizeof(*buf)))
+			return -EFAULT;
+		for (u32 k = 0; k < n; k++) {
+			struct spyre_job_bo *jb = &job->bos[job->bo_count];
+			struct drm_gem_object *obj;
+			struct spyre_vma *vma;
+
+			if (!buf[k].flags ||
+			    (buf[k].flags & ~(DRM_SPYRE_BO_REF_READ |
+					      DRM_SPYRE_BO_REF_WRITE)))
+				return -EINVAL;
+			obj = drm_gem_object_lookup(file, buf[k].handle);
+			if (!obj)
+				return -ENOENT;
+			/* NULL if the handle was closed meanwhile */
+			vma = spyre_vma_lookup(to_spyre_bo(obj),
+					       job->queue->ctx);
+			if (!vma) {
+				drm_gem_object_put(obj);
+				return -ENOENT;
+			}
+			jb->obj = obj;
+			jb->vma = vma;
+			jb->usage = buf[k].flags & DRM_SPYRE_BO_REF_WRITE ?
+				    DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ;
+			job->bo_count++;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Queue the @n jobs at @uj (copied from @uptr, @stride apart) as one
+ * scheduler job: one ring descriptor per job, one hardware fence (the
+ * last descriptor's), the BOs of all of them.  A job that fails stops the
+ * group there: the jobs before it are queued anyway and *@queued counts
+ * them (an error can still follow when a seqno cannot be written back).
+ */
+static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
+			      const struct drm_spyre_job *uj, u32 n, u64 uptr,
+			      u32 stride, u32 *queued)
+{
+	struct spyre_out_sync stack_outs[SPYRE_OUT_SYNCS_STACK] = {};
+	struct spyre_out_sync *outs = NULL;
+	struct dma_fence *fence;
+	struct spyre_queue *q;
+	struct spyre_job *job;
+	struct drm_exec exec;
+	bool inited = false, locked = false;
+	u32 i, done, nbos = 0, nouts = 0;
+	u64 first;
+	int ret = 0, err;
+
+	*queued = 0;
+	q = spyre_queue_lookup(sfile, uj[0].queue_id);
+	if (!q)
+		return -ENOENT;
+
+	job = kzalloc(struct_size(job, descs, n), GFP_KERNEL);
+	if (!job) {
+		spyre_queue_put(q);
+		return -ENOMEM;
+	}
+	job->ndesc = n;
+	job->queue = q;		/* the lookup reference is the job's */
+	job->deps_ready = true;	/* until an in-fence says otherwise */
+
+	if (atomic_read(&q->ctx->error)) {
+		ret = -ECANCELED;
+		goto err;
+	}
+
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
+	for (i = 0; i < n; i++)
+		nbos += uj[i].bo_count;
+	if (nbos)
+		job->bos = kvcalloc(nbos, sizeof(*job->bos), GFP_KERNEL);
+	if (!job->hw_fence || (nbos && !job->bos)) {
+		ret = -ENOMEM;
+		goto err;
+	}
+
+	/* In the order a lone job checks them: BOs, in-syncs, out-syncs. */
+	for (done = 0; done < n; done++) {
+		u32 keep = job->bo_count;
+
+		ret = spyre_job_add_bos(job, file, &uj[done]);
+		if (!ret && !done) {
+			ret = drm_sched_job_init(&job->base, &q->entity, n,
+						 file);
+			inited = !ret;
+			if (!ret)
+				ret = spyre_job_add_in_syncs(job, file, uj);
+		}
+		if (!ret && done == n - 1) {
+			ret = spyre_out_syncs_get(file, &uj[done], stack_outs,
+						  &outs);
+			nouts = uj[done].out_sync_count;
+		}
+		if (ret) {
+			spyre_job_trim_bos(job, keep);
+			break;
+		}
+		job->descs[done].cmd_va = uj[done].cmd_va;
+		job->descs[done].cmd_size = uj[done].cmd_size;
+	}
+	if (!done)
+		goto err;
+	err = ret;
+	if (err) {
+		/* The out-syncs belonged to the job that failed. */
+		spyre_out_syncs_free(outs, nouts, stack_outs);
+		outs = NULL;
+		nouts = 0;
+	}
+	job->ndesc = done;
+	job->base.credits = done;
+
+	/* Reserve a fence slot in every listed BO's reservation object. */
+	if (job->bo_count) {
+		/*
+		 * Not interruptible: jobs before this one may already be
+		 * queued, and a restarted SUBMIT would queue them again.
+		 */
+		drm_exec_init(&exec, DRM_EXEC_IGNORE_DUPLICATES,
+			      job->bo_count);
+		locked = true;
+		drm_exec_until_all_locked(&exec) {
+			for (i = 0; i < job->bo_count; i++) {
+				ret = drm_exec_prepare_obj(&exec,
+							   job->bos[i].obj, 1);
+				drm_exec_retry_on_contention(&exec);
+				if (ret)
+					goto err;
+			}
+		}
+	}
+
+	mutex_lock(&q->lock);
+	if (q->dead) {
+		mutex_unlock(&q->lock);
+		ret = -ENOENT;
+		goto err;
+	}
+	if (atomic_read(&q->ctx->error)) {
+		mutex_unlock(&q->lock);
+		ret = -ECANCELED;
+		goto err;
+	}
+	drm_sched_job_arm(&job->base);
+	first = q->next_seqno + 1;
+	q->next_seqno += done;
+	job->seqno = q->next_seqno;
+	fence = dma_fence_get(&job->base.s_fence->finished);
+	/*
+	 * Readers first: a BO listed more than once, as reader and writer,
+	 * then ends with one writer entry (dma_resv_add_fence() replaces a
+	 * reader of the same context by a writer, not the other way round),
+	 * so the one slot reserved per BO is enough.
+	 */
+	for (i = 0; i < job->bo_count; i++)
+		if (job->bos[i].usage == DMA_RESV_USAGE_READ)
+			dma_resv_add_fence(job->bos[i].obj->resv, fence,
+					   DMA_RESV_USAGE_READ);
+	for (i = 0; i < job->bo_count; i++)
+		if (job->bos[i].usage == DMA_RESV_USAGE_WRITE)
+			dma_resv_add_fence(job->bos[i].obj->resv, fence,
+					   DMA_RESV_USAGE_WRITE);
+	/* Counted before the push: run_job may run before it returns. */
+	atomic_inc(&q->queued);
+	if (!job->deps_ready)
+		atomic_inc(&q->queued_waiting);
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&q->lock);
+	if (locked)
+		drm_exec_fini(&exec);
+	/* The job now belongs to the scheduler. */
+	*queued = done;
+
+	spyre_out_syncs_signal(outs, nouts, fence);
+	spyre_out_syncs_free(outs, nouts, stack_outs);
+	dma_fence_put(fence);
+
+	if (stride >= offsetofend(struct drm_spyre_job, seqno)) {
+		for (i = 0; i < done; i++) {
+			struct drm_spyre_job __user *ujob =
+				u64_to_user_ptr(uptr + (u64)i * stride);
+
+			if (put_user(first + i, &ujob->seqno))
+				return -EFAULT;
+		}
+	}
+	return err;
+
+err:
+	if (locked)
+		drm_exec_fini(&exec);
+	spyre_out_syncs_free(outs, nouts, stack_outs);
+	if (inited)
+		drm_sched_job_cleanup(&job->base);
+	spyre_job_release(job);
+	return ret;
+}
+
+/* Copy job @i of @args into @uj and check it. */
+static int spyre_job_copy(const struct drm_spyre_submit *args, u32 i,
+			  struct drm_spyre_job *uj)
+{
+	void __user *src = u64_to_user_ptr(args->jobs + (u64)i *
+					   args->job_stride);
+	int ret;
+
+	ret = copy_struct_from_user(uj, sizeof(*uj), src, args->job_stride);
+	if (ret)
+		return ret == -E2BIG ? -EINVAL : ret;
+	return spyre_job_validate(uj);
+}
+
+/**
+ * spyre_ioctl_submit() - DRM_IOCTL_SPYRE_SUBMIT.
+ * @drm: device.
+ * @data: struct drm_spyre_submit.
+ * @file: caller.
+ *
+ * Jobs are validated and queued in order; on an error @job_count is set to
+ * the number of jobs queued.  Consecutive jobs of one queue are queued as
+ * one scheduler job (see spyre_group_len()): they cost one pass through
+ * the scheduler, one fence and one interrupt instead of one each.
+ *
+ * Return: 0 or a negative errno (see the uapi header).
+ */
+int spyre_ioctl_submit(struct drm_device *drm, void *data,
+		       struct drm_file *file)
+{
+	struct drm_spyre_submit *args = data;
+	struct spyre_file *sfile = file->driver_priv;
+	struct drm_spyre_job stack_jobs[SPYRE_SUBMIT_STACK_JOBS];
+	struct drm_spyre_job *uj = stack_jobs;
+	u32 i, n, valid, queued = 0;
+	int idx, ret = 0, first_err = 0;
+
+	if (args->flags || args->pad ||
+	    !args->job_count || args->job_count > SPYRE_MAX_JOBS ||
+	    args->job_stride < SPYRE_JOB_STRIDE_MIN ||
+	    args->job_stride > SPYRE_JOB_STRIDE_MAX ||
+	    !IS_ALIGNED(args->job_stride, 8)) {
+		args->job_count = 0;	/* nothing queued */
+		return -EINVAL;
+	}
+
+	if (args->job_count > ARRAY_SIZE(stack_jobs)) {
+		uj = kvmalloc_array(args->job_count, sizeof(*uj), GFP_KERNEL);
+		if (!uj) {
+			args->job_count = 0;
+			return -ENOMEM;
+		}
+	}
+
+	/* The jobs up to the first bad one are queued: find it first. */
+	if (args->job_stride == sizeof(*uj) &&
+	    !copy_from_user(uj, u64_to_user_ptr(args->jobs),
+			    (size_t)args->job_count * sizeof(*uj))) {
+		for (valid = 0; valid < args->job_count; valid++) {
+			first_err = spyre_job_validate(&uj[valid]);
+			if (first_err)
+				break;
+		}
+	} else {
+		for (valid = 0; valid < args->job_count; valid++) {
+			first_err = spyre_job_copy(args, valid, &uj[valid]);
+			if (first_err)
+				break;
+		}
+	}
+
+	ret = spyre_submit_wait_for_submit(sfile, file, uj, valid);
+	if (ret == -ERESTARTSYS)
+		goto out;	/* restarts with @args as they came */
+	for (i = 0; !ret && i < valid; i += n) {
+		u32 q;
+
+		n = spyre_group_len(&uj[i], valid - i);
+		if (!drm_dev_enter(drm, &idx)) {
+			ret = -ENODEV;
+			break;
+		}
+		ret = spyre_submit_group(sfile, file, &uj[i], n,
+					 args->jobs + (u64)i * args->job_stride,
+					 args->job_stride, &q);
+		drm_dev_exit(idx);
+		queued += q;
+		if (ret)
+			break;
+	}
+	if (!ret)
+		ret = first_err;
+	if (ret)
+		args->job_count = queued;
+out:
+	if (uj != stack_jobs)
+		kvfree(uj);
+	return ret;
+}

@@ -1,0 +1,833 @@
+/*
+ * Spyre card model: jobs and commands
+ *
+ * Owns a job's life on an execution context (SpyreExec): fetching and
+ * checking its descriptor, running its command stream (through a
+ * prefetch buffer) command by command, parking it on SEM_WAIT or handing
+ * it from the doorbell executor to a worker, and its end (completion
+ * record, LAST_SEQNO, HEAD, interrupts); and every command but GEMM
+ * (spyre-gemm.c).
+ *
+ * Locks: every function here runs with the BQL held.  Commands call
+ * spyre_e_boundary() between chunks, which may give the BQL up for a
+ * moment and run other jobs nested on the same thread; after it, a
+ * command re-reads nothing it cached from guest memory.
+ *
+ * Copyright (c) 2025 The Spyre open stack authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/main-loop.h"
+#include "trace.h"
+
+#include "spyre.h"
+
+/* Per-command limits: bytes of FILL/COPY (docs: "Limits"), host time. */
+#define SPYRE_CMD_MAX_BYTES     SPYRE_MATH_MAX_COPY_BYTES
+#define SPYRE_CMD_MAX_NS        (5 * NANOSECONDS_PER_SECOND)
+
+static const uint32_t spyre_cmd_size[SPYRE_OP_COUNT] = {
+    [SPYRE_OP_NOP] = sizeof(struct spyre_cmd_nop),
+    [SPYRE_OP_FILL] = sizeof(struct spyre_cmd_fill),
+    [SPYRE_OP_COPY] = sizeof(struct spyre_cmd_copy),
+    [SPYRE_OP_GEMM] = sizeof(struct spyre_cmd_gemm),
+    [SPYRE_OP_ELTWISE] = sizeof(struct spyre_cmd_eltwise),
+    [SPYRE_OP_REDUCE] = sizeof(struct spyre_cmd_reduce),
+    [SPYRE_OP_ROWOP] = sizeof(struct spyre_cmd_rowop),
+    [SPYRE_OP_TIMESTAMP] = sizeof(struct spyre_cmd_timestamp),
+    [SPYRE_OP_SEM_WAIT] = sizeof(struct spyre_cmd_sem),
+    [SPYRE_OP_SEM_SIGNAL] = sizeof(struct spyre_cmd_sem),
+};
+
+/* ---- Commands ----------------------------------------------------------- */
+
+static uint32_t spyre_cmd_fill(SpyreExec *e)
+{
+    struct spyre_cmd_fill *c = &e->cmd.fill;
+    uint64_t dst = le64_to_cpu(c->dst);
+    uint64_t count = le64_to_cpu(c->count);
+    uint64_t value = le64_to_cpu(c->value);
+    uint32_t esz = le32_to_cpu(c->elem_size);
+    uint64_t bytes, done, v_le;
+    unsigned int i;
+
+    if (c->hdr.flags || c->pad) {
+        return SPYRE_STATUS_INVALID_COMMAND;
+    }
+    if (esz != 1 && esz != 2 && esz != 4 && esz != 8) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    if (count > SPYRE_CMD_MAX_BYTES / esz) {
+        return SPYRE_STATUS_LIMIT;
+    }
+    bytes = count * esz;
+    if (spyre_span_wraps(dst, bytes)) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+
+    v_le = cpu_to_le64(value);
+    for (i = 0; i + esz <= sizeof(e->pattern); i += esz) {
+        memcpy(e->pattern + i, &v_le, esz);
+    }
+
+    for (done = 0; done < bytes;) {
+        uint64_t va = dst + done;
+        uint32_t n = MIN(bytes - done,
+                         SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
+        uint32_t st;
+
+        st = spyre_e_rw(e, va, e->pattern + done % esz, n, true);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        done += n;
+        if (done < bytes) {
+            st = spyre_e_boundary(e, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static uint32_t spyre_cmd_copy(SpyreExec *e)
+{
+    const struct spyre_cmd_copy *g = &e->cmd.copy;
+    struct spyre_cmd_copy c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .src = le64_to_cpu(g->src),
+        .dst = le64_to_cpu(g->dst),
+        .width = le64_to_cpu(g->width),
+        .height = le64_to_cpu(g->height),
+        .src_pitch = le64_to_cpu(g->src_pitch),
+        .dst_pitch = le64_to_cpu(g->dst_pitch),
+        .src_dtype = le32_to_cpu(g->src_dtype),
+        .dst_dtype = le32_to_cpu(g->dst_dtype),
+    };
+    uint64_t sspan, dspan, chunk, r, done;
+    size_t ses, des;
+    uint32_t st;
+
+    st = spyre_copy_check(&c, &sspan, &dspan);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (spyre_span_wraps(c.src, sspan) || spyre_span_wraps(c.dst, dspan)) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    if (c.height == 1) {
+        c.src_pitch = c.dst_pitch = 0;
+    }
+    ses = spyre_math_dtype_size(c.src_dtype);
+    des = spyre_math_dtype_size(c.dst_dtype);
+    chunk = SPYRE_PAGE_SIZE / MAX(ses, des);
+
+    for (r = 0; r < c.height; r++) {
+        for (done = 0; done < c.width;) {
+            uint64_t n = MIN(c.width - done, chunk);
+            uint8_t *out = e->buf[0];
+
+            st = spyre_e_rw(e, c.src + r * c.src_pitch + done * ses,
+                            e->buf[0], n * ses, false);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            if (c.src_dtype != c.dst_dtype) {
+                out = e->buf[1];
+                spyre_convert(out, c.dst_dtype, e->buf[0], c.src_dtype, n,
+                              c.hdr.flags & SPYRE_CMD_F_NOSAT);
+            }
+            st = spyre_e_rw(e, c.dst + r * c.dst_pitch + done * des, out,
+                            n * des, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            done += n;
+            if (done < c.width || r + 1 < c.height) {
+                st = spyre_e_boundary(e, true);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static uint32_t spyre_cmd_eltwise(SpyreExec *e)
+{
+    const struct spyre_cmd_eltwise *g = &e->cmd.eltwise;
+    struct spyre_cmd_eltwise c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .op = le32_to_cpu(g->op),
+        .dtype = le32_to_cpu(g->dtype),
+        .count = le64_to_cpu(g->count),
+        .a = le64_to_cpu(g->a),
+        .b = le64_to_cpu(g->b),
+        .out = le64_to_cpu(g->out),
+        .alpha = le32_to_cpu(g->alpha),
+        .pad = le32_to_cpu(g->pad),
+    };
+    bool binary = c.op == SPYRE_ELT_ADD || c.op == SPYRE_ELT_MUL;
+    uint64_t bytes, done, chunk;
+    size_t es;
+    uint32_t st;
+
+    st = spyre_eltwise_check(&c, &bytes);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (spyre_span_wraps(c.a, bytes) || spyre_span_wraps(c.out, bytes) ||
+        (binary && spyre_span_wraps(c.b, bytes))) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    es = spyre_math_dtype_size(c.dtype);
+    chunk = SPYRE_PAGE_SIZE / es;
+
+    for (done = 0; done < c.count;) {
+        uint64_t n = MIN(c.count - done, chunk);
+
+        st = spyre_e_rw(e, c.a + done * es, e->buf[0], n * es, false);
+        if (st == SPYRE_STATUS_OK && binary) {
+            st = spyre_e_rw(e, c.b + done * es, e->buf[1], n * es, false);
+        }
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_eltwise(c.op, c.dtype, spyre_f32(c.alpha), e->buf[0],
+                               binary ? e->buf[1] : NULL, e->buf[2], n);
+        }
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_e_rw(e, c.out + done * es, e->buf[2], n * es, true);
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        done += n;
+        if (done < c.count) {
+            st = spyre_e_boundary(e, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/*
+ * Feed row @r (at VA @row, @cols elements of @es bytes) to the passes of
+ * @rs.  A row that fits in one chunk is read once, into e->buf[0].
+ */
+static uint32_t spyre_row_passes_run(SpyreExec *e, SpyreRow *rs,
+                                     uint64_t row, uint64_t cols, int dtype,
+                                     size_t es, bool *cached)
+{
+    uint64_t chunk = SPYRE_PAGE_SIZE / sizeof(float), done;
+    unsigned int p;
+    uint32_t st;
+
+    *cached = cols <= chunk;
+    if (*cached) {
+        st = spyre_e_rw(e, row, e->buf[0], cols * es, false);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+    }
+    for (p = 0; p < spyre_row_passes(rs); p++) {
+        for (done = 0; done < cols;) {
+            uint64_t n = MIN(cols - done, chunk);
+
+            if (!*cached) {
+                st = spyre_e_rw(e, row + done * es, e->buf[0], n * es, false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            st = spyre_row_feed(rs, e->buf[0], dtype, n);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            done += n;
+            if (done < cols) {
+                st = spyre_e_boundary(e, true);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+        }
+        st = spyre_row_end_pass(rs);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static uint32_t spyre_cmd_reduce(SpyreExec *e)
+{
+    const struct spyre_cmd_reduce *g = &e->cmd.reduce;
+    struct spyre_cmd_reduce c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .op = le32_to_cpu(g->op),
+        .dtype = le32_to_cpu(g->dtype),
+        .rows = le32_to_cpu(g->rows),
+        .cols = le32_to_cpu(g->cols),
+        .src = le64_to_cpu(g->src),
+        .dst = le64_to_cpu(g->dst),
+        .ld = le64_to_cpu(g->ld),
+    };
+    uint64_t sbytes, dbytes, out_chunk;
+    uint32_t r, nout = 0, st;
+    bool cached;
+    size_t es;
+
+    st = spyre_reduce_check(&c, &sbytes, &dbytes);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (spyre_span_wraps(c.src, sbytes) || spyre_span_wraps(c.dst, dbytes)) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    es = spyre_math_dtype_size(c.dtype);
+    out_chunk = SPYRE_PAGE_SIZE / es;
+
+    for (r = 0; r < c.rows; r++) {
+        SpyreRow rs;
+        float v;
+
+        st = spyre_row_init(&rs, SPYRE_OP_REDUCE, c.op, c.cols, 0.0f);
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_row_passes_run(e, &rs, c.src + (uint64_t)r * c.ld * es,
+                                      c.cols, c.dtype, es, &cached);
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        v = spyre_row_result(&rs);
+        spyre_store_fp32(e->buf[2] + nout * es, c.dtype, &v, 1, 0);
+        if (++nout == out_chunk || r + 1 == c.rows) {
+            st = spyre_e_rw(e, c.dst + (uint64_t)(r + 1 - nout) * es,
+                            e->buf[2], nout * es, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            nout = 0;
+        }
+        if (r + 1 < c.rows) {
+            st = spyre_e_boundary(e, true);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static uint32_t spyre_cmd_rowop(SpyreExec *e)
+{
+    const struct spyre_cmd_rowop *g = &e->cmd.rowop;
+    struct spyre_cmd_rowop c = {
+        .hdr.flags = le16_to_cpu(g->hdr.flags),
+        .op = le32_to_cpu(g->op),
+        .dtype = le32_to_cpu(g->dtype),
+        .rows = le32_to_cpu(g->rows),
+        .cols = le32_to_cpu(g->cols),
+        .src = le64_to_cpu(g->src),
+        .dst = le64_to_cpu(g->dst),
+        .ld_src = le64_to_cpu(g->ld_src),
+        .ld_dst = le64_to_cpu(g->ld_dst),
+        .gamma = le64_to_cpu(g->gamma),
+        .beta = le64_to_cpu(g->beta),
+        .eps = le32_to_cpu(g->eps),
+        .pad = le32_to_cpu(g->pad),
+    };
+    uint64_t sbytes, dbytes, vbytes, chunk = SPYRE_PAGE_SIZE / sizeof(float);
+    uint64_t gamma = 0, beta = 0;
+    float eps = spyre_f32(c.eps);
+    uint32_t r, st;
+    size_t es;
+
+    st = spyre_rowop_check(&c, &sbytes, &dbytes);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (!(eps >= 0.0f)) {
+        return SPYRE_STATUS_INVALID_OPERAND;      /* negative or NaN */
+    }
+    if (c.op != SPYRE_ROW_SOFTMAX) {
+        gamma = c.gamma;
+    }
+    if (c.op == SPYRE_ROW_LAYERNORM) {
+        beta = c.beta;
+    }
+    vbytes = (uint64_t)c.cols * sizeof(float);
+    if (spyre_span_wraps(c.src, sbytes) || spyre_span_wraps(c.dst, dbytes) ||
+        (gamma && spyre_span_wraps(gamma, vbytes)) ||
+        (beta && spyre_span_wraps(beta, vbytes))) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    es = spyre_math_dtype_size(c.dtype);
+
+    for (r = 0; r < c.rows; r++) {
+        uint64_t src = c.src + (uint64_t)r * c.ld_src * es;
+        uint64_t dst = c.dst + (uint64_t)r * c.ld_dst * es;
+        uint64_t done;
+        bool cached;
+        SpyreRow rs;
+
+        st = spyre_row_init(&rs, SPYRE_OP_ROWOP, c.op, c.cols, eps);
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_row_passes_run(e, &rs, src, c.cols, c.dtype, es,
+                                      &cached);
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        for (done = 0; done < c.cols;) {
+            uint64_t n = MIN(c.cols - done, chunk);
+
+            if (!cached) {
+                st = spyre_e_rw(e, src + done * es, e->buf[0], n * es, false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            if (gamma) {
+                st = spyre_e_rw(e, gamma + done * sizeof(float), e->buf[1],
+                                n * sizeof(float), false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            if (beta) {
+                st = spyre_e_rw(e, beta + done * sizeof(float), e->buf[3],
+                                n * sizeof(float), false);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+            st = spyre_row_apply(&rs, e->buf[2], c.dtype, e->buf[0], n,
+                                 gamma ? e->buf[1] : NULL,
+                                 beta ? e->buf[3] : NULL);
+            if (st == SPYRE_STATUS_OK) {
+                st = spyre_e_rw(e, dst + done * es, e->buf[2], n * es, true);
+            }
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            done += n;
+            if (done < c.cols || r + 1 < c.rows) {
+                st = spyre_e_boundary(e, true);
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static uint32_t spyre_cmd_timestamp(SpyreExec *e)
+{
+    struct spyre_cmd_timestamp *c = &e->cmd.timestamp;
+    uint64_t dst = le64_to_cpu(c->dst);
+    uint64_t now = cpu_to_le64(spyre_clock(e->s));
+
+    if (c->hdr.flags) {
+        return SPYRE_STATUS_INVALID_COMMAND;
+    }
+    if (dst & 7) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    return spyre_e_rw(e, dst, &now, sizeof(now), true);
+}
+
+static uint32_t spyre_cmd_sem(SpyreExec *e, bool signal)
+{
+    SpyreState *s = e->s;
+    struct spyre_cmd_sem *c = &e->cmd.sem;
+    uint64_t addr = le64_to_cpu(c->addr);
+    uint64_t value = le64_to_cpu(c->value);
+    uint16_t flags = le16_to_cpu(c->hdr.flags);
+    uint64_t cur = 0;
+    SpyreTarget t;
+    uint32_t st;
+
+    if (flags & ~(signal ? SPYRE_SEM_F_ADD : 0)) {
+        return SPYRE_STATUS_INVALID_COMMAND;
+    }
+    if (addr & 7) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    st = spyre_e_translate(e, addr, signal, &t);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    if (!signal || (flags & SPYRE_SEM_F_ADD)) {
+        st = spyre_e_access(e, &t, addr, &cur, sizeof(cur), false);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        cur = le64_to_cpu(cur);
+    }
+    if (!signal) {
+        trace_spyre_sem_wait(e->q->id, addr, cur, value);
+        return cur >= value ? SPYRE_STATUS_OK : SPYRE_EXEC_PARK;
+    }
+    /*
+     * The read-modify-write runs under the BQL: atomic with respect to
+     * every other SEM command of this card, not to CPUs writing the same
+     * word nor to a GEMM result written over it (spyre_part_rows() copies
+     * device memory without the BQL).
+     */
+    cur = cpu_to_le64(flags & SPYRE_SEM_F_ADD ? cur + value : value);
+    st = spyre_e_access(e, &t, addr, &cur, sizeof(cur), true);
+    if (st == SPYRE_STATUS_OK) {
+        s->sem_epoch++;
+        s->sched_seq++;
+        spyre_wake(s, s->nparked);
+    }
+    return st;
+}
+
+/* ---- Command stream ----------------------------------------------------- */
+
+/*
+ * Read @len bytes of the job's stream at @va (within the stream) into
+ * @dst, through the prefetch buffer: a miss reads the stream up to the
+ * end of @va's page (one translation, no fault a direct read would not
+ * have).
+ */
+static uint32_t spyre_stream_read(SpyreExec *e, uint64_t va, void *dst,
+                                  uint32_t len)
+{
+    SpyreJob *job = &e->q->job;
+    uint64_t end = job->cmd_va + job->cmd_size;
+    uint32_t n, st;
+
+    assert(bql_locked());
+    if (e->sbuf_epoch != e->s->mmu_epoch || e->sbuf_writes != job->writes ||
+        va < e->sbuf_va || va + len > e->sbuf_va + e->sbuf_len) {
+        n = MIN(end - va, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
+        if (len > n) {
+            /* Crosses a page: read it as is. */
+            e->sbuf_len = 0;
+            return spyre_e_rw(e, va, dst, len, false);
+        }
+        e->sbuf_len = 0;
+        st = spyre_e_rw(e, va, e->sbuf, n, false);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        e->sbuf_va = va;
+        e->sbuf_len = n;
+        e->sbuf_epoch = e->s->mmu_epoch;
+        e->sbuf_writes = job->writes;
+    }
+    memcpy(dst, e->sbuf + (va - e->sbuf_va), len);
+    return SPYRE_STATUS_OK;
+}
+
+/* Fetch and run the command at the job's cmd_offset. */
+static uint32_t spyre_exec_cmd(SpyreExec *e)
+{
+    SpyreJob *job = &e->q->job;
+    uint64_t va = job->cmd_va + job->cmd_offset;
+    unsigned int op;
+    uint32_t size, st;
+
+    assert(bql_locked());
+    e->err_va = 0;
+    e->fault_reason = 0;
+    st = spyre_stream_read(e, va, &e->cmd.hdr, sizeof(e->cmd.hdr));
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    op = le16_to_cpu(e->cmd.hdr.opcode);
+    size = le32_to_cpu(e->cmd.hdr.size);
+    trace_spyre_cmd(e->q->id, job->cmd_offset, op, size);
+    if (op >= SPYRE_OP_COUNT) {
+        return SPYRE_STATUS_INVALID_OPCODE;
+    }
+    if (size != spyre_cmd_size[op] ||
+        size > job->cmd_size - job->cmd_offset) {
+        return SPYRE_STATUS_INVALID_COMMAND;
+    }
+    if (e->w->doorbell && op != SPYRE_OP_NOP && op != SPYRE_OP_TIMESTAMP &&
+        op != SPYRE_OP_SEM_WAIT && op != SPYRE_OP_SEM_SIGNAL) {
+        return SPYRE_EXEC_HANDOFF;
+    }
+    if (size > sizeof(e->cmd.hdr)) {
+        st = spyre_stream_read(e, va + sizeof(e->cmd.hdr),
+                               e->cmd.raw + sizeof(e->cmd.hdr),
+                               size - sizeof(e->cmd.hdr));
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+    }
+
+    e->deadline = spyre_now() + SPYRE_CMD_MAX_NS;
+    switch (op) {
+    case SPYRE_OP_NOP:
+        return e->cmd.hdr.flags ? SPYRE_STATUS_INVALID_COMMAND :
+                                  SPYRE_STATUS_OK;
+    case SPYRE_OP_FILL:
+        return spyre_cmd_fill(e);
+    case SPYRE_OP_COPY:
+        return spyre_cmd_copy(e);
+    case SPYRE_OP_GEMM:
+        return spyre_cmd_gemm(e);
+    case SPYRE_OP_ELTWISE:
+        return spyre_cmd_eltwise(e);
+    case SPYRE_OP_REDUCE:
+        return spyre_cmd_reduce(e);
+    case SPYRE_OP_ROWOP:
+        return spyre_cmd_rowop(e);
+    case SPYRE_OP_TIMESTAMP:
+        return spyre_cmd_timestamp(e);
+    case SPYRE_OP_SEM_WAIT:
+        return spyre_cmd_sem(e, false);
+    default:
+        return spyre_cmd_sem(e, true);
+    }
+}
+
+/* ---- Jobs --------------------------------------------------------------- */
+
+/* Validate a fetched descriptor.  Returns a SPYRE_STATUS_*. */
+static uint32_t spyre_job_check(SpyreState *s, const struct spyre_hw_job *d)
+{
+    SpyreJob job = {
+        .cmd_va = le64_to_cpu(d->cmd_va),
+        .cmd_size = le32_to_cpu(d->cmd_size),
+        .ctx = le16_to_cpu(d->ctx),
+        .flags = le16_to_cpu(d->flags),
+    };
+    unsigned int i;
+
+    for (i = 0; i < ARRAY_SIZE(d->reserved); i++) {
+        if (d->reserved[i]) {
+            return SPYRE_STATUS_INVALID_JOB;
+        }
+    }
+    if (job.flags & ~SPYRE_JOB_F_ALL) {
+        return SPYRE_STATUS_INVALID_JOB;
+    }
+    if (job.ctx >= s->ncontexts ||
+        !(s->ctx_root[job.ctx] & SPYRE_PTE_VALID)) {
+        return SPYRE_STATUS_INVALID_JOB;
+    }
+    if (job.cmd_size < sizeof(struct spyre_cmd_header) ||
+        job.cmd_size > SPYRE_MAX_CMD_STREAM || job.cmd_size % 8 ||
+        job.cmd_va % 8 || job.cmd_va >= SPYRE_VA_LIMIT ||
+        job.cmd_size > SPYRE_VA_LIMIT - job.cmd_va) {
+        return SPYRE_STATUS_INVALID_JOB;
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/*
+ * Start the job at HEAD of @q.  Returns false if there is nothing to run
+ * (the job failed at once, or hangs by injection).
+ */
+static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
+{
+    struct spyre_hw_job d;
+    SpyreJob *job = &q->job;
+    uint32_t st;
+
+    assert(bql_locked());
+    memset(job, 0, sizeof(*job));
+    job->start_ns = spyre_clock(s);
+    spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
+    q->status = SPYRE_QS_BUSY;
+
+    if (spyre_dma_rw(s, q->ring_base + (uint64_t)q->head * sizeof(d),
+                     &d, sizeof(d), DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
+        /* No seqno to report: halt without a completion record. */
+        trace_spyre_ring_error(q->id, q->head);
+        spyre_set_job_state(s, q, SPYRE_JOB_NONE);
+        q->head = (q->head + 1) & (q->entries - 1);
+        q->status = SPYRE_QS_ERROR;
+        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR, true);
+        return false;
+    }
+    job->seqno = le64_to_cpu(d.seqno);
+    job->cmd_va = le64_to_cpu(d.cmd_va);
+    job->cmd_size = le32_to_cpu(d.cmd_size);
+    job->ctx = le16_to_cpu(d.ctx);
+    job->flags = le16_to_cpu(d.flags);
+    trace_spyre_job_start(q->id, job->seqno, job->ctx, job->cmd_va,
+                          job->cmd_size);
+
+    if (q->inject == SPYRE_DBG_HANG) {
+        q->inject = 0;
+        spyre_set_job_state(s, q, SPYRE_JOB_HUNG);
+        trace_spyre_job_hang(q->id, job->seqno);
+        return false;
+    }
+    if (q->inject == SPYRE_DBG_ERROR) {
+        q->inject = 0;
+        spyre_end_job(s, q, SPYRE_STATUS_INTERNAL, 0, true, true);
+        return false;
+    }
+    st = spyre_job_check(s, &d);
+    if (st != SPYRE_STATUS_OK) {
+        spyre_end_job(s, q, st, 0, true, true);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * End the current job of @q: write the completion record (all fields,
+ * then seqno), update LAST_SEQNO and HEAD, raise interrupts.
+ * @halt: the job failed, halt the queue in SPYRE_QS_ERROR.
+ * @direct: called by a worker (see spyre_notify).
+ */
+void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
+                   uint64_t err_va, bool halt, bool direct)
+{
+    SpyreJob *job = &q->job;
+    struct spyre_hw_completion c = { 0 };
+    uint64_t end = spyre_clock(s);
+    uint64_t seqno = cpu_to_le64(job->seqno);
+    bool ok, irq;
+
+    assert(bql_locked());
+    trace_spyre_job_end(q->id, job->seqno, status, job->cmd_offset, err_va);
+
+    c.status = cpu_to_le32(status);
+    c.cmd_offset = cpu_to_le32(status == SPYRE_STATUS_OK ? 0 :
+                               job->cmd_offset);
+    c.error_va = cpu_to_le64(status == SPYRE_STATUS_MMU_FAULT ||
+                             status == SPYRE_STATUS_DMA_ERROR ? err_va : 0);
+    c.start_ns = cpu_to_le64(job->start_ns);
+    c.end_ns = cpu_to_le64(end);
+    ok = spyre_dma_rw(s, q->compl_addr + 8, (uint8_t *)&c + 8,
+                      sizeof(c) - 8, DMA_DIRECTION_FROM_DEVICE) == MEMTX_OK &&
+         spyre_dma_rw(s, q->compl_addr, &seqno, sizeof(seqno),
+                      DMA_DIRECTION_FROM_DEVICE) == MEMTX_OK;
+
+    q->last_seqno = job->seqno;
+    q->head = (q->head + 1) & (q->entries - 1);
+    spyre_set_job_state(s, q, SPYRE_JOB_NONE);
+    q->ready_ns = spyre_now();
+    s->tel[SPYRE_TEL_JOBS]++;
+    s->tel[SPYRE_TEL_BUSY_NS] += end > job->start_ns ? end - job->start_ns : 0;
+    s->sched_seq++;
+
+    if (!ok) {
+        trace_spyre_compl_error(q->id, q->compl_addr);
+        halt = true;
+    }
+    q->status = halt ? SPYRE_QS_ERROR : spyre_queue_rest_status(q);
+    irq = (halt || status != SPYRE_STATUS_OK ||
+           (job->flags & SPYRE_JOB_F_IRQ)) && q->vector != SPYRE_ERROR_VECTOR;
+    /* Parked queues re-check their semaphore if the job wrote memory. */
+    if (job->writes) {
+        s->sem_epoch++;
+        spyre_wake(s, s->nparked);
+    }
+    /*
+     * Interrupts last, with nothing of @job read after them: an MSI-X
+     * message is a memory write the guest aims, possibly at this card's
+     * own doorbell, which may start the next job of @q at once.
+     */
+    if (halt) {
+        spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR, direct);
+    }
+    if (irq) {
+        spyre_notify(s, q->vector, direct);
+    }
+}
+
+/*
+ * The doorbell executor leaves the job of @q, begun, to the workers
+ * (spyre_db_run() wakes one).
+ */
+static void spyre_job_handoff(SpyreState *s, SpyreQueue *q)
+{
+    assert(bql_locked());
+    spyre_set_job_state(s, q, SPYRE_JOB_READY);
+    q->ready_ns = spyre_now();
+    s->sched_seq++;
+}
+
+/*
+ * Run (or resume) the job of @q on @e until it ends, parks, is dropped
+ * or, on the doorbell executor, handed off; @floor is that of the job it
+ * preempts (-1: none).
+ */
+void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
+{
+    SpyreState *s = e->s;
+    SpyreJob *job = &q->job;
+    uint32_t st = SPYRE_STATUS_OK;
+
+    assert(bql_locked());
+    e->q = q;
+    e->gen = q->gen;
+    e->prio = SPYRE_Q_CONTROL_PRIO_GET(q->control);
+    e->floor = MAX((int)e->prio, floor);
+    e->part_gang = NULL;
+    e->sbuf_len = 0;
+    if (q->job_state == SPYRE_JOB_SEM_WAIT ||
+        q->job_state == SPYRE_JOB_READY) {
+        spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
+        q->status = SPYRE_QS_BUSY;
+    } else if (!spyre_job_start(s, q)) {
+        return;
+    }
+    e->ctx = job->ctx;
+
+    while (job->cmd_offset < job->cmd_size) {
+        st = spyre_exec_cmd(e);
+        if (st == SPYRE_EXEC_DROPPED) {
+            return;
+        }
+        if (st == SPYRE_EXEC_PARK) {
+            spyre_set_job_state(s, q, SPYRE_JOB_SEM_WAIT);
+            q->status = SPYRE_QS_SEM_WAIT;
+            q->sem_epoch = s->sem_epoch;
+            q->ready_ns = spyre_now();
+            q->sem_poll_ns = q->ready_ns + SPYRE_SEM_POLL_MS * SCALE_MS;
+            s->sched_seq++;
+            return;
+        }
+        if (st == SPYRE_EXEC_HANDOFF) {
+            spyre_job_handoff(s, q);
+            return;
+        }
+        if (st != SPYRE_STATUS_OK) {
+            break;
+        }
+        s->tel[SPYRE_TEL_CMDS]++;
+        job->cmd_offset += le32_to_cpu(e->cmd.hdr.size);
+        if (e->w->doorbell) {
+            e->w->db_budget--;
+            if (job->cmd_offset < job->cmd_size && !e->w->db_budget) {
+                spyre_job_handoff(s, q);
+                return;
+            }
+        } else if (job->cmd_offset < job->cmd_size) {
+            st = spyre_e_boundary(e, false);
+            if (st == SPYRE_EXEC_DROPPED) {
+                return;
+            }
+        }
+    }
+    if (st == SPYRE_STATUS_MMU_FAULT && e->fault_reason) {
+        spyre_record_fault(s, e->ctx, q->id, e->err_va, e->fault_write,
+                           e->fault_reason, true);
+    }
+    spyre_end_job(s, q, st, e->err_va, st != SPYRE_STATUS_OK, true);
+    /*
+     * A worker at level 0 picks the next job itself; one running this job
+     * nested goes back to the job it preempted, so let an idle one in.
+     */
+    if (e->level && q->status == SPYRE_QS_IDLE && q->head != q->tail) {
+        spyre_wake(s, 1);
+    }
+}

@@ -1,0 +1,460 @@
+/*
+ * Spyre card model: scheduling and the worker pool
+ *
+ * Owns the interrupts (MSI-X moderation, the bottom half), queue
+ * readiness, priorities and aging, picking work for a free worker, the
+ * worker threads, what a running job does at a tile or chunk boundary
+ * (share the BQL, wait while the VM is stopped, preemption by nesting:
+ * spyre_e_boundary), the doorbell executor, and the VM run state.
+ *
+ * Locks: everything here runs with the BQL held, except the start of
+ * spyre_worker_thread(), which takes it; spyre_e_yield() gives it up for
+ * a moment, and qemu_cond_*_bql() waits release it while they sleep.
+ *
+ * Copyright (c) 2025 The Spyre open stack authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/main-loop.h"
+#include "qemu/rcu.h"
+#include "qemu/units.h"
+#include "hw/pci/msix.h"
+#include "trace.h"
+
+#include "spyre.h"
+
+/*
+ * Commands the doorbell executor may run per doorbell write: each is
+ * short (NOP, TIMESTAMP, SEM_*), so this bounds the time the writing vCPU
+ * spends, and a count (not a clock) keeps the split reproducible.
+ */
+#define SPYRE_DB_BUDGET_CMDS    64
+/* Completions on one vector closer than this share an MSI-X message. */
+#define SPYRE_IRQ_MODERATE_NS   (20 * SCALE_US)
+/* A running job looks for higher-priority work at least this often. */
+#define SPYRE_SCAN_NS           SCALE_MS
+
+/* ---- Interrupts --------------------------------------------------------- */
+
+void spyre_irq_bh(void *opaque)
+{
+    SpyreState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+    unsigned int v;
+
+    assert(bql_locked());
+    for (v = 0; v < s->nvectors; v++) {
+        if (test_and_clear_bit(v, s->irq_pending)) {
+            trace_spyre_irq(v);
+            msix_notify(pdev, v);
+        }
+    }
+}
+
+/*
+ * BQL held.  Raise MSI-X vector @v: at once from a worker thread (@direct,
+ * as hw/misc/edu does), else (MMIO handlers) from the bottom half.  A
+ * vector raised directly less than SPYRE_IRQ_MODERATE_NS ago goes through
+ * the bottom half too, where completions that follow in a burst merge
+ * into one message (the driver reads the completion record, which covers
+ * every job up to its seqno).
+ */
+void spyre_notify(SpyreState *s, unsigned int v, bool direct)
+{
+    int64_t now;
+
+    assert(bql_locked());
+    if (v >= s->nvectors) {
+        return;
+    }
+    if (direct && !test_bit(v, s->irq_pending)) {
+        now = spyre_now();
+        if (now - s->irq_direct_ns[v] >= SPYRE_IRQ_MODERATE_NS) {
+            s->irq_direct_ns[v] = now;
+            trace_spyre_irq(v);
+            msix_notify(PCI_DEVICE(s), v);
+            return;
+        }
+    }
+    set_bit(v, s->irq_pending);
+    qemu_bh_schedule(s->irq_bh);
+}
+
+/* BQL held.  Latch @bits in IRQ_STATUS and raise the error vector. */
+void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
+{
+    assert(bql_locked());
+    s->irq_status |= bits;
+    if (bits & s->irq_mask) {
+        spyre_notify(s, SPYRE_ERROR_VECTOR, direct);
+    }
+}
+
+/* ---- Queues: readiness, priorities and aging ---------------------------- */
+
+/* Wake everyone: for rare events (enable, reset, VM state, unplug). */
+void spyre_kick(SpyreState *s)
+{
+    assert(bql_locked());
+    s->sched_seq++;
+    qemu_cond_broadcast(&s->work_cond);
+    qemu_cond_broadcast(&s->gang_cond);
+    qemu_cond_broadcast(&s->run_cond);
+}
+
+/* Wake up to @n idle workers. */
+void spyre_wake(SpyreState *s, uint32_t n)
+{
+    assert(bql_locked());
+    if (!s->idle_workers || !n) {
+        return;
+    }
+    if (n >= s->idle_workers) {
+        qemu_cond_broadcast(&s->work_cond);
+        return;
+    }
+    while (n--) {
+        qemu_cond_signal(&s->work_cond);
+    }
+}
+
+void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
+{
+    assert(bql_locked());
+    if (q->job_state == SPYRE_JOB_SEM_WAIT) {
+        s->nparked--;
+    }
+    if (st == SPYRE_JOB_SEM_WAIT) {
+        s->nparked++;
+    }
+    q->job_state = st;
+}
+
+/* Status of a queue with no job in progress. */
+uint32_t spyre_queue_rest_status(SpyreQueue *q)
+{
+    if (q->status == SPYRE_QS_ERROR) {
+        return SPYRE_QS_ERROR;
+    }
+    return (q->control & SPYRE_Q_CONTROL_ENABLE) ? SPYRE_QS_IDLE :
+                                                    SPYRE_QS_DISABLED;
+}
+
+static bool spyre_queue_ready(SpyreState *s, SpyreQueue *q, int64_t now,
+                              bool *sem_waiters)
+{
+    switch (q->job_state) {
+    case SPYRE_JOB_NONE:
+        return q->status == SPYRE_QS_IDLE && q->head != q->tail;
+    case SPYRE_JOB_SEM_WAIT:
+        *sem_waiters = true;
+        return q->sem_epoch != s->sem_epoch || now >= q->sem_poll_ns;
+    case SPYRE_JOB_READY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * The ready queue of highest effective priority among those whose base
+ * priority (or, with @aged, effective priority) is above @floor (-1: all),
+ * round-robin among equals.  The effective priority is the base one plus
+ * a level per age-ms the queue has been waiting, at most HIGH.
+ */
+static SpyreQueue *spyre_pick_queue(SpyreState *s, int floor, bool aged,
+                                    int *eff_out, bool *sem_waiters)
+{
+    int64_t now = spyre_now();
+    SpyreQueue *best = NULL;
+    int best_eff = -1;
+    uint32_t i, qi = s->rr_next;
+
+    assert(bql_locked());
+    if (!(s->control & SPYRE_CONTROL_ENABLE)) {
+        return NULL;
+    }
+    for (i = 0; i < s->nqueues; i++, qi = qi + 1 == s->nqueues ? 0 : qi + 1) {
+        SpyreQueue *q = &s->queues[qi];
+        int base, eff;
+
+        if (!spyre_queue_ready(s, q, now, sem_waiters)) {
+            continue;
+        }
+        base = SPYRE_Q_CONTROL_PRIO_GET(q->control);
+        eff = base;
+        if (s->age_ms && eff < SPYRE_Q_PRIO_HIGH && now > q->ready_ns) {
+            eff = MIN(SPYRE_Q_PRIO_HIGH,
+                      base + (now - q->ready_ns) /
+                             ((int64_t)s->age_ms * SCALE_MS));
+        }
+        if (base <= floor && !(aged && eff > floor)) {
+            continue;
+        }
+        if (eff > best_eff) {
+            best = q;
+            best_eff = eff;
+        }
+    }
+    *eff_out = best_eff;
+    return best;
+}
+
+/* The GEMM of highest priority above @floor with parts left to claim. */
+static SpyreGang *spyre_pick_gang(SpyreState *s, int floor)
+{
+    SpyreGang *g, *best = NULL;
+
+    assert(bql_locked());
+    QLIST_FOREACH(g, &s->gangs, link) {
+        if (spyre_gang_open(g) && (int)g->prio > floor &&
+            (!best || g->prio > best->prio)) {
+            best = g;
+        }
+    }
+    return best;
+}
+
+/* ---- A running job: time slices, pauses, preemption --------------------- */
+
+/* Is the job of @e still wanted (no reset of its queue, no unplug)? */
+bool spyre_e_alive(SpyreExec *e)
+{
+    return !e->s->stopping && e->q->gen == e->gen;
+}
+
+/* Time spent paused or preempted does not count against a command. */
+static void spyre_e_extend(SpyreExec *e, int64_t ns)
+{
+    e->deadline += ns;
+    if (e->part_gang) {
+        e->part_gang->deadline += ns;
+    }
+}
+
+/* Block while the VM is stopped; the time goes to @e's budget. */
+void spyre_e_wait_running(SpyreExec *e)
+{
+    SpyreState *s = e->s;
+    int64_t t0;
+
+    assert(bql_locked());
+    if (s->vm_running || !spyre_e_alive(e)) {
+        return;
+    }
+    t0 = spyre_now();
+    while (spyre_e_alive(e) && !s->vm_running) {
+        qemu_cond_wait_bql(&s->run_cond);
+    }
+    e->w->bql_ns = spyre_now();
+    spyre_e_extend(e, e->w->bql_ns - t0);
+}
+
+/*
+ * Give the BQL up for a moment and come back.  Returns false if the job
+ * must be dropped (its queue was reset, or the device is going away).
+ */
+static bool spyre_e_yield(SpyreExec *e)
+{
+    assert(bql_locked());
+    bql_unlock();
+    g_thread_yield();       /* a plain unlock+lock can starve vCPUs */
+    bql_lock();
+    e->w->bql_ns = spyre_now();
+    spyre_e_wait_running(e);
+    return spyre_e_alive(e);
+}
+
+/*
+ * Run work on exec level @level of @w: a queue whose priority is above
+ * @floor (-1: any), or with @aged whose effective priority is, or a part
+ * of a GEMM whose priority is.  Returns false if there was none.
+ * *@sem_waiters (if not NULL) tells whether queues are parked in SEM_WAIT.
+ */
+static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
+                           bool aged, bool *sem_waiters)
+{
+    SpyreState *s = w->s;
+    bool dummy = false;
+    SpyreQueue *q;
+    SpyreGang *g;
+    int eff = -1;
+
+    assert(bql_locked());
+    if (s->stopping || !s->vm_running) {
+        return false;
+    }
+    q = spyre_pick_queue(s, floor, aged, &eff,
+                         sem_waiters ? sem_waiters : &dummy);
+    g = spyre_pick_gang(s, floor);
+    /* Start a job of at least the same priority before helping a GEMM. */
+    if (g && (!q || (int)g->prio > eff)) {
+        spyre_gang_help(&w->exec[level], g, floor);
+        return true;
+    }
+    if (q) {
+        s->rr_next = q->id + 1 == s->nqueues ? 0 : q->id + 1;
+        spyre_run_queue(&w->exec[level], q, floor);
+        return true;
+    }
+    return false;
+}
+
+/*
+ * At a tile or chunk boundary of @e's job: if a queue of a priority above
+ * @e's floor is ready and no worker is idle to take it, run its job now on
+ * this thread (nested), then come back.  The floor of a job is its own
+ * priority, or the floor of the job it preempted if that is higher.  The
+ * job a worker picked when idle (level 0) may also be preempted by a
+ * queue whose *effective* (aged) priority is above its floor: a queue
+ * waits for at most about age-ms plus a tile behind work of its own
+ * or lower priority.  Floors never decrease along the nest and only the
+ * first nesting may be by aging, hence SPYRE_MAX_NEST levels suffice for
+ * any higher priority to get in.
+ */
+void spyre_e_preempt(SpyreExec *e)
+{
+    SpyreWorker *w = e->w;
+    SpyreState *s = e->s;
+    int64_t now, t0;
+
+    assert(bql_locked());
+    /* An idle worker takes the work, unless it is the last (see above). */
+    if (e->level + 1 >= SPYRE_MAX_NEST ||
+        s->idle_workers > (s->nworkers > 1)) {
+        return;
+    }
+    now = spyre_now();
+    if (s->sched_seq == w->sched_seen && now - w->scan_ns < SPYRE_SCAN_NS) {
+        return;
+    }
+    w->sched_seen = s->sched_seq;
+    w->scan_ns = now;
+    t0 = now;
+    if (spyre_run_work(w, e->level + 1, e->floor, e->level == 0, NULL)) {
+        trace_spyre_preempt(e->q->id, e->level, spyre_now() - t0);
+        spyre_e_extend(e, spyre_now() - t0);
+    }
+}
+
+/*
+ * A tile or chunk boundary: share the BQL, honour pauses and preemption.
+ * @in_cmd: enforce the command's time budget.  Returns SPYRE_STATUS_OK,
+ * SPYRE_STATUS_LIMIT or SPYRE_EXEC_DROPPED.
+ */
+uint32_t spyre_e_boundary(SpyreExec *e, bool in_cmd)
+{
+    assert(bql_locked());
+    if (spyre_now() - e->w->bql_ns >= SPYRE_BQL_SLICE_NS &&
+        !spyre_e_yield(e)) {
+        return SPYRE_EXEC_DROPPED;
+    }
+    spyre_e_preempt(e);
+    if (!spyre_e_alive(e)) {
+        return SPYRE_EXEC_DROPPED;
+    }
+    if (in_cmd && spyre_now() > e->deadline) {
+        return SPYRE_STATUS_LIMIT;
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/* ---- Workers, the doorbell executor, VM run state ----------------------- */
+
+/*
+ * A worker thread, entered without the BQL.  It holds a reference to the
+ * device, which it drops last, with the BQL held, once s->stopping is set
+ * (see the lifetime rule in spyre_realize()).
+ */
+void *spyre_worker_thread(void *opaque)
+{
+    SpyreWorker *w = opaque;
+    SpyreState *s = w->s;
+
+    assert(!bql_locked());
+    rcu_register_thread();
+    bql_lock();
+    w->bql_ns = spyre_now();
+    while (!s->stopping) {
+        bool sem_waiters = false, poller;
+        /*
+         * The last free worker takes high-priority queues only: however
+         * much other work is queued, one worker stays free for them.
+         */
+        int floor = s->nworkers > 1 && !s->idle_workers ?
+                    SPYRE_Q_PRIO_NORMAL : -1;
+
+        if (spyre_run_work(w, 0, floor, false, &sem_waiters)) {
+            /* Back-to-back short jobs: share the BQL all the same. */
+            if (spyre_now() - w->bql_ns >= SPYRE_BQL_SLICE_NS) {
+                bql_unlock();
+                g_thread_yield();
+                bql_lock();
+                w->bql_ns = spyre_now();
+            }
+            continue;
+        }
+        /* One idle worker re-polls parked SEM_WAIT queues every 1 ms. */
+        poller = sem_waiters && !s->sem_poller;
+        s->idle_workers++;
+        if (poller) {
+            s->sem_poller = true;
+            qemu_cond_timedwait_bql(&s->work_cond, SPYRE_SEM_POLL_MS);
+            s->sem_poller = false;
+        } else {
+            qemu_cond_wait_bql(&s->work_cond);
+        }
+        s->idle_workers--;
+        w->bql_ns = spyre_now();
+    }
+    /* The device is gone (spyre_exit); the last worker may finalize it. */
+    object_unref(OBJECT(s));
+    bql_unlock();
+    rcu_unregister_thread();
+    return NULL;
+}
+
+/*
+ * A doorbell write: run the jobs at HEAD of @q at once, on the vCPU that
+ * wrote it, as long as they consist of short commands (NOP, TIMESTAMP,
+ * SEM_WAIT, SEM_SIGNAL), for at most SPYRE_DB_BUDGET_CMDS of them; a job
+ * that reaches any other command, or the end of the budget, goes on on a
+ * worker from that command (SPYRE_JOB_READY).  A submit -> completion
+ * round trip of such jobs then costs no host thread wake-up.  The
+ * executor runs with the BQL held throughout (it never reaches a point
+ * where a worker would drop it) and takes no worker from other queues.
+ */
+void spyre_db_run(SpyreState *s, SpyreQueue *q)
+{
+    SpyreWorker *w = s->db_worker;
+    bool dummy;
+
+    assert(bql_locked());
+    w->db_budget = SPYRE_DB_BUDGET_CMDS;
+    while (!s->stopping && s->vm_running &&
+           (s->control & SPYRE_CONTROL_ENABLE) &&
+           q->job_state == SPYRE_JOB_NONE &&
+           spyre_queue_ready(s, q, 0, &dummy) && w->db_budget) {
+        w->bql_ns = spyre_now();
+        spyre_run_queue(&w->exec[0], q, -1);
+    }
+    if (q->job_state != SPYRE_JOB_NONE ||
+        (q->status == SPYRE_QS_IDLE && q->head != q->tail)) {
+        spyre_wake(s, 1);               /* one idle worker is enough */
+    }
+}
+
+void spyre_vm_state_change(void *opaque, bool running, RunState state)
+{
+    SpyreState *s = opaque;
+
+    assert(bql_locked());
+    s->vm_running = running;
+    if (running) {
+        spyre_kick(s);
+    } else {
+        spyre_drain_copies(s);  /* no guest memory write after the stop */
+    }
+}

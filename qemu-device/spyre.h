@@ -1,0 +1,465 @@
+/*
+ * Spyre AI-accelerator PCIe card model: private header
+ *
+ * The programming interface (BAR layout, registers, job descriptors,
+ * completion records, page tables, fault records) is defined once in the
+ * project's hw/spyre_hw.h, the command-stream format in
+ * uapi/drm/spyre_cmd.h; both are shared with the kernel driver.  The
+ * numerics (dtype conversion, GEMM, element-wise, reductions, row
+ * operations) live in spyre-math.c, which has no QEMU dependency.
+ *
+ * This header holds the state structs, the internal SPYRE_EXEC_* results,
+ * inline helpers and the functions the files of the model share.  Files
+ * (each opens with what it owns and which locks its functions expect):
+ *  spyre.c        QOM type, properties, realize/exit/finalize, device
+ *                 reset, VMState;
+ *  spyre-regs.c   BAR0 MMIO: global registers, queue pages, the 64-bit
+ *                 read latch;
+ *  spyre-mmu.c    DMA, page walk, TLB, fault records, guest-memory access
+ *                 of a job, the drain of unlocked device-memory copies;
+ *  spyre-sched.c  interrupts, queue readiness, priorities and aging, the
+ *                 worker threads, time slices, pauses and preemption, the
+ *                 doorbell executor, VM run state;
+ *  spyre-exec.c   job descriptors (start, end, completion), command-stream
+ *                 fetch, the commands other than GEMM;
+ *  spyre-gemm.c   GEMM: splitting into parts, parts run by several
+ *                 workers, operand I/O;
+ *  spyre-math.c   the numeric core (no QEMU dependency, no locks).
+ *
+ * Execution model
+ * ---------------
+ * Every piece of state shared between the register file and the execution
+ * engine is protected by the BQL: MMIO handlers, the interrupt bottom half
+ * and the worker threads all hold it while they touch it.  Workers are a
+ * pool of host threads that pick ready queues by priority.  Every guest
+ * memory access (translate through the device MMU, then DMA) runs with the
+ * BQL held, one page at a time (but see GEMM operands below), so that
+ *  - DMA through a vIOMMU may fault (which takes the BQL) safely;
+ *  - a translation cached by a worker (TLB, leaf tables) is checked against
+ *    the MMU epoch, which MMU_INVAL, CTX_ROOT writes and resets bump under
+ *    the BQL: an MMU invalidation is complete as soon as its MMIO write
+ *    is, and is acknowledged at once;
+ *  - a queue or device reset, which runs under the BQL, takes effect
+ *    immediately: each queue carries a generation number, and a worker
+ *    re-checks it every time it re-acquires the BQL, dropping a job whose
+ *    queue was reset without touching guest memory or queue state again.
+ * Compute runs with the BQL released: a GEMM drops it for each K-block
+ * step (spyre_gemm_step) and takes it back to translate each batch of
+ * operand rows (or each row segment); a batch that lies wholly in device
+ * memory is then copied with the BQL released (spyre_part_rows), counted
+ * in SpyreState.ncopying, and everything that changes translations, resets
+ * a queue or stops the VM waits for such copies to end
+ * (spyre_drain_copies), so the rules above still hold when its MMIO write
+ * returns.  Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
+ *
+ * A doorbell write itself runs the queue's jobs on the writing vCPU for as
+ * long as they hold only short commands, within a budget (spyre_db_run);
+ * a job that goes further is left to the workers at that command.
+ *
+ * Scheduling: a free worker takes the ready queue of highest effective
+ * priority (its own plus one level per "age-ms" waited), round-robin
+ * among equals; with more than one worker, the last free one takes
+ * high-priority queues only, so they never wait behind other work.  At
+ * every tile or chunk boundary a running job checks for a ready queue of
+ * a higher priority (or, for the job at the bottom of a worker, of a
+ * higher effective priority); when no worker is idle to take it, it runs
+ * that queue's job on the same thread, nested (at most SPYRE_MAX_NEST
+ * levels, see spyre_e_preempt), and then resumes.  A large GEMM is split
+ * into parts of bounded size, up to min(cores, workers, host CPUs) of
+ * them running at once, that free workers help with.
+ *
+ * Copyright (c) 2025 The Spyre open stack authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_MISC_SPYRE_SPYRE_H
+#define HW_MISC_SPYRE_SPYRE_H
+
+#include "qemu/bitops.h"
+#include "qemu/queue.h"
+#include "qemu/thread.h"
+#include "qemu/timer.h"
+#include "exec/memory.h"
+#include "hw/pci/pci_device.h"
+#include "system/dma.h"
+#include "system/runstate.h"
+#include "qom/object.h"
+
+#include "spyre_hw.h"
+#include "drm/spyre_cmd.h"
+#include "spyre-math.h"
+
+#define TYPE_SPYRE "spyre"
+OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
+
+#define SPYRE_VA_LIMIT          (1ULL << SPYRE_VA_BITS)
+#define SPYRE_PAGE_MASK         (SPYRE_PAGE_SIZE - 1)
+#define SPYRE_RING_ENTRY_SIZE   64
+#define SPYRE_COMPL_ALIGN       64
+
+/* Longest a worker keeps the BQL before letting vCPUs have it. */
+#define SPYRE_BQL_SLICE_NS      (50 * SCALE_US)
+/* Host-time interval at which blocked SEM_WAIT queues are re-polled. */
+#define SPYRE_SEM_POLL_MS       1
+/*
+ * Jobs one worker can hold at once: the one it picked, one that preempted
+ * it by aging, and then one per higher priority (see spyre_e_preempt).
+ */
+#define SPYRE_MAX_NEST          4
+/* SpyreGang.err_part while no part failed. */
+#define SPYRE_NO_PART           UINT32_MAX
+
+/* Per-worker translation caches (entries, powers of two). */
+#define SPYRE_TLB_SIZE          1024    /* 4 KiB pages */
+#define SPYRE_PWC_SIZE          64      /* leaf tables (2 MiB of VA each) */
+#define SPYRE_PWC_SHIFT         (SPYRE_PAGE_SHIFT + 9)
+
+#define SPYRE_Q_CONTROL_MASK    (SPYRE_Q_CONTROL_ENABLE | \
+                                 SPYRE_Q_CONTROL_PRIO(3) | \
+                                 SPYRE_Q_CONTROL_VECTOR(0x3ff))
+
+/* Internal command results besides SPYRE_STATUS_*. */
+#define SPYRE_EXEC_PARK         0x100   /* SEM_WAIT not satisfied */
+#define SPYRE_EXEC_DROPPED      0x101   /* queue reset under our feet */
+#define SPYRE_EXEC_STOP         0x102   /* GEMM part no longer needed */
+#define SPYRE_EXEC_HANDOFF      0x103   /* not for the doorbell: to a worker */
+
+enum {
+    SPYRE_TEL_JOBS,
+    SPYRE_TEL_CMDS,
+    SPYRE_TEL_BUSY_NS,
+    SPYRE_TEL_BYTES,
+    SPYRE_TEL_FAULTS,
+    SPYRE_TEL_COUNT,
+};
+
+/* Where a queue's current job is. */
+enum {
+    SPYRE_JOB_NONE,         /* no job: next one is fetched at HEAD */
+    SPYRE_JOB_RUNNING,      /* owned by a worker */
+    SPYRE_JOB_SEM_WAIT,     /* parked on a SEM_WAIT, resumable */
+    SPYRE_JOB_READY,        /* begun at the doorbell, for a worker to go on */
+    SPYRE_JOB_HUNG,         /* parked forever (DBG_HANG) */
+};
+
+typedef struct SpyreJob {
+    uint64_t seqno;
+    uint64_t cmd_va;
+    uint32_t cmd_size;
+    uint16_t ctx;
+    uint16_t flags;
+    uint32_t cmd_offset;        /* next command to run */
+    uint64_t start_ns;          /* device clock at job start */
+    uint64_t writes;            /* memory writes: semaphores may change */
+} SpyreJob;
+
+typedef struct SpyreQueue {
+    /* Guest-visible registers (migrated). */
+    uint64_t ring_base;
+    uint64_t compl_addr;
+    uint64_t last_seqno;
+    uint32_t entries;
+    uint32_t control;
+    uint32_t head;
+    uint32_t tail;
+    uint32_t status;
+    uint32_t inject;            /* SPYRE_DBG_* for the next job, or 0 */
+
+    /* Execution state (not migrated: see spyre_pre_save). */
+    uint32_t id;
+    uint32_t vector;            /* completion vector checked at enable */
+    uint32_t gen;               /* bumped by every reset of the queue */
+    uint32_t job_state;
+    SpyreJob job;
+    uint64_t sem_epoch;         /* device sem_epoch when parked */
+    int64_t sem_poll_ns;        /* host time of the next re-poll */
+    int64_t ready_ns;           /* host time it started waiting (aging) */
+} SpyreQueue;
+
+typedef struct SpyreWorker SpyreWorker;
+typedef struct SpyreExec SpyreExec;
+
+/*
+ * A GEMM split into parts: tiles of (batch, M, N) that workers run in
+ * parallel, each as a GEMM of its own.  Lives in its owner's SpyreExec;
+ * registered in SpyreState.gangs while other workers may help.  All
+ * fields are protected by the BQL.
+ */
+typedef struct SpyreGang {
+    QLIST_ENTRY(SpyreGang) link;
+    SpyreQueue *q;
+    uint32_t gen;
+    uint16_t ctx;
+    uint32_t prio;
+    struct spyre_cmd_gemm cmd;  /* host byte order, validated */
+    float sa, sb;
+    uint32_t pm, pn;            /* parts along M and N (per batch group) */
+    uint32_t bsz, msz, nsz;     /* extent of one part along batch, M, N */
+    uint32_t nparts;
+    uint32_t next;              /* next part to claim */
+    uint32_t active;            /* parts being run */
+    uint32_t max_active;        /* cores one GEMM may use at once */
+    uint32_t err_part;          /* lowest failed part, or SPYRE_NO_PART */
+    uint32_t status;            /* its status */
+    uint64_t err_va;
+    uint32_t fault_reason;
+    bool fault_write;
+    bool stop;                  /* everyone stops: dropped or LIMIT */
+    bool dropped;
+    bool limit;
+    float amax;
+    int64_t deadline;           /* host time, extended by pauses */
+} SpyreGang;
+
+/* A translated piece of a device-memory operand batch (spyre_part_rows). */
+typedef struct SpyreSeg {
+    uint64_t addr;              /* offset in device memory */
+    uint32_t len;
+} SpyreSeg;
+
+/* Operand base VAs of the GEMM part an exec runs. */
+typedef struct SpyrePartIO {
+    SpyreExec *e;
+    uint64_t base[SPYRE_GEMM_OPND_BIAS + 1];
+    SpyreSeg *segs;             /* spyre_part_rows() segment list */
+    size_t nsegs_max;
+} SpyrePartIO;
+
+/*
+ * Cached translations.  An entry is valid while its @epoch equals
+ * SpyreState.mmu_epoch, which MMU_INVAL, CTX_ROOT writes and resets bump.
+ */
+typedef struct SpyreTlbEntry {
+    uint64_t epoch;
+    uint64_t vpn;               /* VA >> SPYRE_PAGE_SHIFT */
+    uint64_t page;              /* DMA address or device-memory offset */
+    uint16_t ctx;
+    bool writable;
+    bool devmem;
+} SpyreTlbEntry;
+
+typedef struct SpyrePwcEntry {
+    uint64_t epoch;
+    uint64_t tag;               /* VA >> SPYRE_PWC_SHIFT */
+    uint64_t table;             /* DMA address of the level-3 table */
+    uint16_t ctx;
+} SpyrePwcEntry;
+
+/*
+ * One job (or one GEMM part) being executed by a worker.  A worker has
+ * SPYRE_MAX_NEST of them: level 0 for the work it picked when idle, the
+ * others for jobs that preempted it at a tile boundary.
+ * The buffers are the only temporary storage the engine uses: data moves
+ * through them a page at a time, and GEMM tiles through @tile_buf (a
+ * fixed SPYRE_GEMM_TILE_BUF_SIZE, allocated on first use).
+ */
+struct SpyreExec {
+    SpyreState *s;
+    SpyreWorker *w;
+    unsigned int level;
+    SpyreQueue *q;              /* queue whose job we run */
+    uint32_t gen;               /* its generation when we took it */
+    uint16_t ctx;
+    uint32_t prio;              /* base priority of the job */
+    int floor;                  /* preemptors need a priority above this */
+    uint64_t err_va;
+    uint32_t fault_reason;      /* SPYRE_FAULT_* of err_va, or 0 */
+    bool fault_write;
+    int64_t deadline;           /* host time budget of the command */
+    SpyreGang *part_gang;       /* gang whose part we run, or NULL */
+    uint32_t part_idx;
+    SpyreGang gang;             /* the GEMM we own */
+    SpyreGemm gemm;
+    SpyrePartIO io;
+    void *tile_buf;
+    union {
+        struct spyre_cmd_header hdr;
+        struct spyre_cmd_fill fill;
+        struct spyre_cmd_copy copy;
+        struct spyre_cmd_gemm gemm;
+        struct spyre_cmd_eltwise eltwise;
+        struct spyre_cmd_reduce reduce;
+        struct spyre_cmd_rowop rowop;
+        struct spyre_cmd_timestamp timestamp;
+        struct spyre_cmd_sem sem;
+        uint8_t raw[256];
+    } cmd;
+    uint8_t buf[4][SPYRE_PAGE_SIZE];
+    uint8_t pattern[SPYRE_PAGE_SIZE + 8];
+    /*
+     * Command-stream prefetch: the rest of the page of the current
+     * command, valid while nothing was written and no translation died.
+     */
+    uint8_t sbuf[SPYRE_PAGE_SIZE];
+    uint64_t sbuf_va;
+    uint32_t sbuf_len;
+    uint64_t sbuf_epoch;
+    uint64_t sbuf_writes;
+};
+
+struct SpyreWorker {
+    SpyreState *s;
+    QemuThread thread;
+    unsigned int index;
+    bool doorbell;              /* the doorbell executor: see spyre_db_run */
+    uint32_t db_budget;         /* doorbell executor: commands left */
+    int64_t bql_ns;             /* when it last took (or yielded) the BQL */
+    uint64_t sched_seen;        /* sched_seq at its last preemption scan */
+    int64_t scan_ns;            /* and when that was */
+    SpyreTlbEntry tlb[SPYRE_TLB_SIZE];
+    SpyrePwcEntry pwc[SPYRE_PWC_SIZE];
+    SpyreExec exec[SPYRE_MAX_NEST];
+};
+
+struct SpyreState {
+    PCIDevice parent_obj;
+
+    MemoryRegion mmio;
+    MemoryRegion devmem;
+    uint8_t *devmem_ptr;
+
+    /* Properties. */
+    uint64_t mem_size;
+    uint32_t nqueues;
+    uint32_t ncores;
+    uint32_t ncontexts;
+    uint32_t nvectors;
+    uint32_t nworkers;
+    uint32_t host_cpus;         /* online host CPUs, at realize */
+    uint32_t age_ms;            /* aging period, 0 = strict priority */
+
+    /* Global registers. */
+    uint32_t scratch;           /* the SCRATCH register */
+    uint32_t control;
+    uint32_t irq_status;
+    uint32_t irq_mask;
+    int64_t clock_base;
+    uint32_t inval_req;
+    uint32_t inval_ack;
+    uint32_t inval_lo;          /* MMU_INVAL low half, written first */
+    uint64_t fault_va[SPYRE_FAULT_FIFO_DEPTH];
+    uint64_t fault_info[SPYRE_FAULT_FIFO_DEPTH];
+    uint32_t fault_head;
+    uint32_t fault_count;
+    uint32_t fault_lost;
+    uint64_t ctx_root[SPYRE_MAX_CONTEXTS];
+    uint64_t tel[SPYRE_TEL_COUNT];
+    uint64_t read_latch_addr;   /* 64-bit read split into 32-bit halves */
+    uint64_t read_latch_val;
+
+    SpyreQueue *queues;
+
+    /* Engine. */
+    SpyreWorker *workers;       /* nworkers threads, then db_worker */
+    SpyreWorker *db_worker;     /* the doorbell executor (spyre_db_run) */
+    uint32_t ncopying;          /* spyre_part_rows() copies without the BQL */
+    QemuEvent copy_done;        /* set when ncopying drops to 0 */
+    QemuCond work_cond;         /* idle workers wait here */
+    QemuCond gang_cond;         /* GEMM owners wait for their helpers */
+    QemuCond run_cond;          /* workers wait here while the VM is stopped */
+    uint32_t idle_workers;
+    uint32_t nparked;           /* queues in SPYRE_JOB_SEM_WAIT */
+    bool sem_poller;            /* an idle worker polls parked queues */
+    bool stopping;
+    bool vm_running;
+    uint32_t rr_next;           /* round-robin start of the queue scan */
+    uint64_t sem_epoch;         /* bumped when memory may have changed */
+    uint64_t sched_seq;         /* bumped when new work may be ready */
+    uint64_t mmu_epoch;         /* bumped when cached translations die */
+    QLIST_HEAD(, SpyreGang) gangs;
+    VMChangeStateEntry *vmse;
+
+    /* MSI-X vectors to raise from the bottom half. */
+    QEMUBH *irq_bh;
+    unsigned long irq_pending[BITS_TO_LONGS(SPYRE_MAX_VECTORS)];
+    int64_t irq_direct_ns[SPYRE_MAX_VECTORS];   /* last direct message */
+};
+
+typedef struct SpyreTarget {
+    bool devmem;
+    uint64_t addr;      /* DMA address, or offset into device memory */
+} SpyreTarget;
+
+static inline int64_t spyre_now(void)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static inline float spyre_f32(uint32_t bits)
+{
+    float f;
+
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+static inline uint32_t spyre_f32_bits(float f)
+{
+    uint32_t bits;
+
+    memcpy(&bits, &f, sizeof(bits));
+    return bits;
+}
+
+/* Does [base, base + span) run past the end of the 64-bit space? */
+static inline bool spyre_span_wraps(uint64_t base, uint64_t span)
+{
+    return span && base + (span - 1) < base;
+}
+
+static inline uint64_t spyre_clock(SpyreState *s)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - s->clock_base;
+}
+
+/* spyre.c */
+void spyre_reset(SpyreState *s);
+
+/* spyre-regs.c */
+extern const MemoryRegionOps spyre_mmio_ops;
+bool spyre_queue_config_valid(SpyreState *s, SpyreQueue *q, uint32_t control);
+void spyre_dbg_inject(SpyreState *s, uint32_t val);
+
+/* spyre-mmu.c */
+MemTxResult spyre_dma_rw(SpyreState *s, dma_addr_t addr, void *buf,
+                         dma_addr_t len, DMADirection dir);
+void spyre_record_fault(SpyreState *s, unsigned int ctx, unsigned int queue,
+                        uint64_t va, bool write, unsigned int reason,
+                        bool direct);
+uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
+                           SpyreTarget *t);
+uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t, uint64_t va,
+                        void *buf, uint32_t len, bool write);
+uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf, uint64_t len,
+                    bool write);
+void spyre_drain_copies(SpyreState *s);
+void spyre_mmu_changed(SpyreState *s);
+
+/* spyre-sched.c */
+void spyre_irq_bh(void *opaque);
+void spyre_notify(SpyreState *s, unsigned int v, bool direct);
+void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct);
+void spyre_kick(SpyreState *s);
+void spyre_wake(SpyreState *s, uint32_t n);
+void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st);
+uint32_t spyre_queue_rest_status(SpyreQueue *q);
+bool spyre_e_alive(SpyreExec *e);
+void spyre_e_wait_running(SpyreExec *e);
+void spyre_e_preempt(SpyreExec *e);
+uint32_t spyre_e_boundary(SpyreExec *e, bool in_cmd);
+void spyre_db_run(SpyreState *s, SpyreQueue *q);
+void *spyre_worker_thread(void *opaque);
+void spyre_vm_state_change(void *opaque, bool running, RunState state);
+
+/* spyre-exec.c */
+void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
+                   uint64_t err_va, bool halt, bool direct);
+void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor);
+
+/* spyre-gemm.c */
+bool spyre_gang_open(const SpyreGang *g);
+void spyre_gang_help(SpyreExec *e, SpyreGang *g, int floor);
+uint32_t spyre_cmd_gemm(SpyreExec *e);
+
+#endif
