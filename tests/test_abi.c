@@ -72,12 +72,17 @@ static const char *const v04_syms[] = {
 	"spyre_stream_submit", "spyre_stream_wait_event",
 };
 
+static const char *const v05_syms[] = {
+	"spyre_cmdbuf_copy_mem", "spyre_cmdbuf_fill_mem",
+};
+
 /* Each name of @syms is defined at @ver and at no other node of @all. */
 static void check_node(struct __test_metadata *_metadata, void *h,
 		       const char *const *syms, size_t n, const char *ver)
 {
 	static const char *const all[] = {
 		"LIBSPYRE_0", "LIBSPYRE_0.2", "LIBSPYRE_0.3", "LIBSPYRE_0.4",
+		"LIBSPYRE_0.5",
 	};
 
 	for (size_t i = 0; i < n; i++) {
@@ -138,6 +143,12 @@ TEST_F(so, symbol_versions_0_3_and_0_4)
 	EXPECT_EQ(33, sizeof(v04_syms) / sizeof(v04_syms[0]));
 }
 
+TEST_F(so, symbol_versions_0_5)
+{
+	check_node(_metadata, self->h, v05_syms,
+		   sizeof(v05_syms) / sizeof(v05_syms[0]), "LIBSPYRE_0.5");
+}
+
 TEST_F(so, internals_hidden)
 {
 	static const char *const hidden[] = {
@@ -161,9 +172,9 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.4.1", ver());
+	EXPECT_STREQ("0.5.0", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
-	EXPECT_EQ(4, SPYRE_VERSION_MINOR);
+	EXPECT_EQ(5, SPYRE_VERSION_MINOR);
 }
 
 TEST(constants_match_uapi)

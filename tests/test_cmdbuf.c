@@ -860,6 +860,100 @@ TEST_F(cb, convert_bytes_and_checks)
 	EXPECT_EQ(2, spyre_cmdbuf_count(self->cb));
 }
 
+TEST_F(cb, fill_mem_and_copy_mem)
+{
+	FAKE_BO(X, 0x100000, 4096);
+	FAKE_BO(Y, 0x200000, 8192);
+	struct spyre_bo *const *bos;
+	const uint8_t *d;
+
+	/* FILL: bytes as spyre_cmdbuf_fill() at the operand's VA */
+	ASSERT_EQ(0, spyre_cmdbuf_fill_mem(self->cb, SPYRE_MEM(&X, 64), 1008,
+					   4, 0x3f800000));
+	d = spyre_cmdbuf_data(self->cb);
+	EXPECT_EQ(SPYRE_OP_FILL, le(d, 0, 2));
+	EXPECT_EQ(40, le(d, 4, 4));
+	EXPECT_EQ(0x100040, le(d, 8, 8));
+	EXPECT_EQ(1008, le(d, 16, 8));
+	EXPECT_EQ(0x3f800000, le(d, 24, 8));
+	EXPECT_EQ(4, le(d, 32, 4));
+	EXPECT_EQ(0, le(d, 36, 4));
+	EXPECT_EQ(-ERANGE, spyre_cmdbuf_fill_mem(self->cb, SPYRE_MEM(&X, 64),
+						 1009, 4, 0));
+	EXPECT_EQ(-ERANGE, spyre_cmdbuf_fill_mem(self->cb, SPYRE_MEM(&X, 8192),
+						 1, 1, 0));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_fill_mem(self->cb, SPYRE_MEM_NONE, 1,
+						 4, 0));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_fill_mem(self->cb, SPYRE_MEM(&X, 0), 0,
+						 4, 0));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_fill_mem(self->cb, SPYRE_MEM(&X, 0), 1,
+						 3, 0));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_fill_mem(NULL, SPYRE_MEM(&X, 0), 1, 4,
+						 0));
+
+	/* 2-D converting COPY: 7 rows of 50 fp32 (pitch 256) to fp16 rows
+	 * (pitch 128); the last row ends exactly at each BO's end */
+	ASSERT_EQ(0, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 8192 - 6 * 128 - 100),
+					   128, SPYRE_DTYPE_FP16,
+					   SPYRE_MEM(&X, 4096 - 6 * 256 - 200), 256,
+					   SPYRE_DTYPE_FP32, 50, 7,
+					   SPYRE_CMD_F_NOSAT));
+	d = (const uint8_t *)spyre_cmdbuf_data(self->cb) + 40;
+	EXPECT_EQ(SPYRE_OP_COPY, le(d, 0, 2));
+	EXPECT_EQ(SPYRE_CMD_F_NOSAT, le(d, 2, 2));
+	EXPECT_EQ(64, le(d, 4, 4));
+	EXPECT_EQ(0x100000 + 4096 - 6 * 256 - 200, le(d, 8, 8));	/* src */
+	EXPECT_EQ(0x200000 + 8192 - 6 * 128 - 100, le(d, 16, 8));	/* dst */
+	EXPECT_EQ(50, le(d, 24, 8));
+	EXPECT_EQ(7, le(d, 32, 8));
+	EXPECT_EQ(256, le(d, 40, 8));
+	EXPECT_EQ(128, le(d, 48, 8));
+	EXPECT_EQ(SPYRE_DTYPE_FP32, le(d, 56, 4));
+	EXPECT_EQ(SPYRE_DTYPE_FP16, le(d, 60, 4));
+	ASSERT_EQ(2, spyre_cmdbuf_bos(self->cb, &bos));
+	EXPECT_EQ(&X, bos[0]);
+	EXPECT_EQ(&Y, bos[1]);
+	/* one byte more on either side is out of its BO */
+	EXPECT_EQ(-ERANGE, spyre_cmdbuf_copy_mem(self->cb,
+			SPYRE_MEM(&Y, 8192 - 6 * 128 - 99), 128,
+			SPYRE_DTYPE_FP16, SPYRE_MEM(&X, 0), 256,
+			SPYRE_DTYPE_FP32, 50, 7, 0));
+	EXPECT_EQ(-ERANGE, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0),
+			128, SPYRE_DTYPE_FP16,
+			SPYRE_MEM(&X, 4096 - 6 * 256 - 199), 256,
+			SPYRE_DTYPE_FP32, 50, 7, 0));
+	/* a pitch below the row, overflowing spans, bad dtypes and flags */
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0),
+			99, SPYRE_DTYPE_FP16, SPYRE_MEM(&X, 0), 200,
+			SPYRE_DTYPE_FP32, 50, 2, 0));
+	EXPECT_EQ(-ERANGE, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0),
+			UINT64_MAX / 2, SPYRE_DTYPE_U8, SPYRE_MEM(&X, 0), 1,
+			SPYRE_DTYPE_U8, 1, 3, 0));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0), 0,
+			SPYRE_DTYPE_INT32, SPYRE_MEM(&X, 0), 0,
+			SPYRE_DTYPE_FP32, 1, 1, 0));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0), 0,
+			SPYRE_DTYPE_U8, SPYRE_MEM(&X, 0), 0, SPYRE_DTYPE_U8, 1,
+			1, 4));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM_NONE, 0,
+			SPYRE_DTYPE_U8, SPYRE_MEM(&X, 0), 0, SPYRE_DTYPE_U8, 1,
+			1, 0));
+	EXPECT_EQ(-EINVAL, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0), 0,
+			SPYRE_DTYPE_U8, SPYRE_MEM(&X, 0), 0, SPYRE_DTYPE_U8, 0,
+			1, 0));
+	EXPECT_EQ(-E2BIG, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM_VA(0x1000),
+			0, SPYRE_DTYPE_FP32, SPYRE_MEM_VA(0x1000), 0,
+			SPYRE_DTYPE_FP16, (1ull << 30) + 1, 1, 0));
+	/* height 1: pitches are not used and encoded as 0 */
+	ASSERT_EQ(0, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0), 5,
+			SPYRE_DTYPE_U8, SPYRE_MEM(&X, 0), 7, SPYRE_DTYPE_U8,
+			4096, 1, 0));
+	d = (const uint8_t *)spyre_cmdbuf_data(self->cb) + 40 + 64;
+	EXPECT_EQ(0, le(d, 40, 8));
+	EXPECT_EQ(0, le(d, 48, 8));
+	EXPECT_EQ(3, spyre_cmdbuf_count(self->cb));
+}
+
 TEST_F(cb, bo_list_follows_commands)
 {
 	FAKE_BO(X, 0x100000, 4096);

@@ -727,3 +727,93 @@ SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 		   1u << 0);	/* dst */
 	return 0;
 }
+
+/* ---- range-checked data movement (0.5) ---------------------------------- */
+
+SPYRE_API int spyre_cmdbuf_fill_mem(struct spyre_cmdbuf *cb,
+				    struct spyre_mem dst, uint64_t count,
+				    uint32_t elem_size, uint64_t value)
+{
+	struct spyre_cmd_fill *c;
+	int ret;
+
+	if (!cb || !count || mem_absent(dst) ||
+	    (elem_size != 1 && elem_size != 2 && elem_size != 4 &&
+	     elem_size != 8))
+		return -EINVAL;
+	ret = mem_check(dst, count, elem_size);
+	if (ret)
+		return ret;
+	c = reserve_cmd(cb, sizeof(*c), 1);
+	if (!c)
+		return -ENOMEM;
+	put_hdr(&c->hdr, SPYRE_OP_FILL, 0, sizeof(*c));
+	c->dst = mem_va(dst);
+	c->count = count;
+	c->value = value;
+	c->elem_size = elem_size;
+	c->pad = 0;
+	cmd_commit(cb, sizeof(*c), &dst, 1, 1u << 0);
+	return 0;
+}
+
+/* Bytes spanned by @height rows of @row bytes @pitch apart; UINT64_MAX on
+ * overflow. */
+static uint64_t rows_span(uint64_t height, uint64_t pitch, uint64_t row)
+{
+	uint64_t a;
+
+	if (height == 1)
+		return row;
+	if (__builtin_mul_overflow(height - 1, pitch, &a) ||
+	    __builtin_add_overflow(a, row, &a))
+		return UINT64_MAX;
+	return a;
+}
+
+SPYRE_API int spyre_cmdbuf_copy_mem(struct spyre_cmdbuf *cb,
+				    struct spyre_mem dst, uint64_t dst_pitch,
+				    uint32_t dst_dtype,
+				    struct spyre_mem src, uint64_t src_pitch,
+				    uint32_t src_dtype,
+				    uint64_t width, uint64_t height,
+				    uint32_t flags)
+{
+	struct spyre_cmd_copy *c;
+	uint64_t des, ses, elems, drow, srow;
+	int ret;
+
+	if (!cb || !width || !height || (flags & ~SPYRE_CMD_F_NOSAT) ||
+	    !copy_dtypes_ok(dst_dtype, src_dtype) || mem_absent(dst) ||
+	    mem_absent(src))
+		return -EINVAL;
+	des = spyre_dtype_size(dst_dtype);
+	ses = spyre_dtype_size(src_dtype);
+	if (__builtin_mul_overflow(width, height, &elems) ||
+	    elems > COPY_MAX_BYTES / des || elems > COPY_MAX_BYTES / ses)
+		return -E2BIG;
+	drow = width * des;	/* no overflow: below the limit */
+	srow = width * ses;
+	if (height > 1 && (dst_pitch < drow || src_pitch < srow))
+		return -EINVAL;
+	ret = mem_check(dst, rows_span(height, dst_pitch, drow), 1);
+	if (!ret)
+		ret = mem_check(src, rows_span(height, src_pitch, srow), 1);
+	if (ret)
+		return ret;
+	c = reserve_cmd(cb, sizeof(*c), 2);
+	if (!c)
+		return -ENOMEM;
+	put_hdr(&c->hdr, SPYRE_OP_COPY, (uint16_t)flags, sizeof(*c));
+	c->src = mem_va(src);
+	c->dst = mem_va(dst);
+	c->width = width;
+	c->height = height;
+	c->src_pitch = height > 1 ? src_pitch : 0;
+	c->dst_pitch = height > 1 ? dst_pitch : 0;
+	c->src_dtype = src_dtype;
+	c->dst_dtype = dst_dtype;
+	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ dst, src }, 2,
+		   1u << 0);	/* dst */
+	return 0;
+}

@@ -84,12 +84,6 @@ bool on_spyre(const at::Tensor &t)
 	return t.device().type() == c10::DeviceType::PrivateUse1;
 }
 
-uint64_t va_of(const at::Tensor &t)
-{
-	struct spyre_mem m = mem_of(t);
-	return spyre_bo_va(m.bo) + m.offset;
-}
-
 // A CPU 0-dim tensor (a wrapped Python number or scalar tensor), which
 // PyTorch lets mix with tensors of any device.
 bool cpu_scalar(const at::Tensor &t)
@@ -204,9 +198,6 @@ bool copy_on_card(const at::Tensor &dst, const at::Tensor &src)
 			flags = SPYRE_CMD_F_NOSAT;	// PyTorch: NaN / inf
 	}
 	struct spyre_mem dm = mem_of(dst), sm = mem_of(src);
-	struct spyre_bo *bos[2] = {dm.bo, sm.bo};
-	uint64_t dva = spyre_bo_va(dm.bo) + dm.offset;
-	uint64_t sva = spyre_bo_va(sm.bo) + sm.offset;
 	int index = dev_of(dst);
 	struct spyre_stream *s = cur(index);
 	struct spyre_cmdbuf *cb = cmdbuf();
@@ -217,16 +208,17 @@ bool copy_on_card(const at::Tensor &dst, const at::Tensor &src)
 			doff += idx[i] * ds[i];
 			soff += idx[i] * ss[i];
 		}
-		check(spyre_cmdbuf_copy_2d(cb, dva + doff * des, dp, ddt,
-					   sva + soff * ses, sp, sdt, w, height,
-					   flags), "encoding a copy", index);
+		check(spyre_cmdbuf_copy_mem(cb,
+				SPYRE_MEM(dm.bo, dm.offset + doff * des), dp, ddt,
+				SPYRE_MEM(sm.bo, sm.offset + soff * ses), sp, sdt,
+				w, height, flags), "encoding a copy", index);
 		for (int i = L; i >= 0; i--) {
 			if (++idx[i] < sz[i])
 				break;
 			idx[i] = 0;
 		}
 		if (spyre_cmdbuf_count(cb) == 2048 || n + 1 == total) {
-			check(spyre_stream_submit(s, cb, bos, 2), "copying",
+			check(spyre_stream_submit(s, cb, nullptr, 0), "copying",
 			      index);
 			spyre_cmdbuf_reset(cb);
 		}
@@ -551,7 +543,7 @@ at::Tensor spread(const at::Tensor &t0, at::ScalarType dt,
 	at::Tensor out = empty_on(t, shape, dt);
 	int index = dev_of(t);
 	struct spyre_cmdbuf *cb = cmdbuf();
-	check(spyre_cmdbuf_fill(cb, va_of(ones), ones.numel(),
+	check(spyre_cmdbuf_fill_mem(cb, mem_of(ones), ones.numel(),
 				ones.element_size(),
 				bits_of(at::Scalar(1.0), dt)), "encoding", index);
 	struct spyre_gemm g;
@@ -614,7 +606,7 @@ at::Tensor add_scalar_value(const at::Tensor &a, double v, at::ScalarType dt,
 	at::Tensor tmp = out_like(a, x.sizes(), dt);
 	struct spyre_cmdbuf *cb = cmdbuf();
 	int index = dev_of(a);
-	check(spyre_cmdbuf_fill(cb, va_of(tmp), tmp.numel(), tmp.element_size(),
+	check(spyre_cmdbuf_fill_mem(cb, mem_of(tmp), tmp.numel(), tmp.element_size(),
 				bits_of(at::Scalar(v), dt)), "encoding", index);
 	check(spyre_cmdbuf_eltwise(cb, SPYRE_ELT_ADD, spyre_dtype(dt),
 				   out.numel(), mem_of(out), mem_of(x),
@@ -817,13 +809,13 @@ at::Tensor k_sigmoid(const at::Tensor &self)
 	int index = dev_of(x);
 	struct spyre_cmdbuf *cb = cmdbuf();
 	auto ck = [&](int rc) { check(rc, "encoding sigmoid", index); };
-	ck(spyre_cmdbuf_fill(cb, va_of(R), 2 * n, static_cast<uint32_t>(es), 0));
-	ck(spyre_cmdbuf_copy_2d(cb, va_of(R), 2 * es, sdt, va_of(x), es, sdt,
+	ck(spyre_cmdbuf_fill_mem(cb, mem_of(R), 2 * n, static_cast<uint32_t>(es), 0));
+	ck(spyre_cmdbuf_copy_mem(cb, mem_of(R), 2 * es, sdt, mem_of(x), es, sdt,
 				1, n, 0));
 	ck(spyre_cmdbuf_rowop(cb, SPYRE_ROW_SOFTMAX, sdt, (uint32_t)n, 2,
 			      mem_of(R), 0, mem_of(R), 0, SPYRE_MEM_NONE,
 			      SPYRE_MEM_NONE, 0.0f));
-	ck(spyre_cmdbuf_copy_2d(cb, va_of(out), es, sdt, va_of(R), 2 * es, sdt,
+	ck(spyre_cmdbuf_copy_mem(cb, mem_of(out), es, sdt, mem_of(R), 2 * es, sdt,
 				1, n, 0));
 	struct spyre_bo *bos[3] = {mem_of(R).bo, mem_of(x).bo, mem_of(out).bo};
 	check(spyre_stream_submit(stream_of(x), cb, bos, 3), "sigmoid", index);
@@ -1130,7 +1122,7 @@ at::Tensor reduce_leading(const at::Tensor &self, int64_t k, bool keepdim,
 	at::Tensor ones = empty_on(x, {P}, dt);
 	int index = dev_of(x);
 	struct spyre_cmdbuf *cb = cmdbuf();
-	check(spyre_cmdbuf_fill(cb, va_of(ones), P, ones.element_size(),
+	check(spyre_cmdbuf_fill_mem(cb, mem_of(ones), P, ones.element_size(),
 				bits_of(at::Scalar(1.0), dt)), "encoding", index);
 	struct spyre_gemm gm;
 	std::memset(&gm, 0, sizeof(gm));
@@ -1296,11 +1288,11 @@ k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 			      gw.defined() ? mem_of(gw) : SPYRE_MEM_NONE,
 			      gb.defined() ? mem_of(gb) : SPYRE_MEM_NONE,
 			      static_cast<float>(eps)));
-	ck(spyre_cmdbuf_fill(cb, va_of(ones_x), N, ones_x.element_size(),
+	ck(spyre_cmdbuf_fill_mem(cb, mem_of(ones_x), N, ones_x.element_size(),
 			     bits_of(at::Scalar(1.0), dt)));
-	ck(spyre_cmdbuf_fill(cb, va_of(ones), L, 4,
+	ck(spyre_cmdbuf_fill_mem(cb, mem_of(ones), L, 4,
 			     bits_of(at::Scalar(1.0), at::kFloat)));
-	ck(spyre_cmdbuf_fill(cb, va_of(esc), 1, 4,
+	ck(spyre_cmdbuf_fill_mem(cb, mem_of(esc), 1, 4,
 			     bits_of(at::Scalar(e), at::kFloat)));
 	struct spyre_gemm g;
 	// mean32 = X @ ones_x / N        (M x N) (N x 1)
@@ -1312,8 +1304,8 @@ k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 	g.alpha = static_cast<float>(1.0 / N);
 	ck(spyre_cmdbuf_gemm(cb, &g));
 	// R[:, :N] = X (as fp32)
-	ck(spyre_cmdbuf_copy_2d(cb, va_of(R), (N + 1) * 4, SPYRE_DTYPE_FP32,
-				va_of(x), N * x.element_size(), sdt, N, M, 0));
+	ck(spyre_cmdbuf_copy_mem(cb, mem_of(R), (N + 1) * 4, SPYRE_DTYPE_FP32,
+				 mem_of(x), N * x.element_size(), sdt, N, M, 0));
 	// R[:, :N] = s * R - s * mean32 @ ones^T    (M x 1) (1 x N)
 	std::memset(&g, 0, sizeof(g));
 	g.a_dtype = g.b_dtype = g.c_dtype = SPYRE_DTYPE_FP32;

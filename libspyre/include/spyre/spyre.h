@@ -78,8 +78,8 @@ extern "C" {
 #endif
 
 #define SPYRE_VERSION_MAJOR 0
-#define SPYRE_VERSION_MINOR 4
-#define SPYRE_VERSION_PATCH 1
+#define SPYRE_VERSION_MINOR 5
+#define SPYRE_VERSION_PATCH 0
 
 /** Infinite timeout for the *_wait / *_sync functions. */
 #define SPYRE_TIMEOUT_INFINITE UINT64_MAX
@@ -795,6 +795,55 @@ SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 				   struct spyre_mem dst, uint32_t dst_dtype,
 				   struct spyre_mem src, uint32_t src_dtype,
 				   uint64_t count, uint32_t flags);
+
+/* ---- Range-checked data movement (0.5) ---------------------------- */
+
+/*
+ * FILL and 2-D COPY with struct spyre_mem operands, for runtimes that put
+ * many strided copies into one job (a framework's copy of a
+ * non-contiguous tensor is one 2-D COPY per outer index): the operand span
+ * is checked against its BO on the host (-ERANGE, instead of a card fault
+ * that would end the context) and the BO is recorded in @cb's BO list as
+ * for the compute encoders.  Raw VAs (SPYRE_MEM_VA) are not checked.
+ */
+
+/**
+ * spyre_cmdbuf_fill_mem() - append FILL (40 bytes): @count elements of
+ * @elem_size bytes (1, 2, 4 or 8) at @dst get the low @elem_size bytes of
+ * @value (little-endian).  @dst is recorded as written.
+ * -EINVAL: NULL @cb, absent @dst, @count 0, bad @elem_size; -ERANGE: the
+ * @count * @elem_size bytes do not fit in @dst's BO (or overflow).
+ */
+SPYRE_API int spyre_cmdbuf_fill_mem(struct spyre_cmdbuf *cb,
+				    struct spyre_mem dst, uint64_t count,
+				    uint32_t elem_size, uint64_t value);
+
+/**
+ * spyre_cmdbuf_copy_mem() - append a 2-D COPY with dtype conversion (64
+ * bytes): @height rows of @width elements, row r of @src (at @src + r *
+ * @src_pitch bytes, @src_dtype) to row r of @dst (@dst_dtype).
+ * @dst_pitch, @src_pitch: bytes between rows, at least the row's bytes
+ *	(@width * dtype size) when @height > 1 (the card refuses less);
+ *	ignored when @height is 1.
+ * @dst_dtype, @src_dtype: as spyre_cmdbuf_copy_2d(): U8 only with U8
+ *	(raw bytes, any element type), INT32 only with INT32, float types
+ *	and INT8 convert among themselves (round to nearest even; fp8
+ *	narrowing saturates unless @flags has SPYRE_CMD_F_NOSAT).
+ * @width, @height: >= 1.  @flags: 0 or SPYRE_CMD_F_NOSAT.
+ * Each operand's span, (@height - 1) * pitch + @width * dtype size bytes,
+ * must lie in its BO; @dst is recorded as written, @src as read.  @dst and
+ * @src must not overlap.
+ * -EINVAL: NULL @cb, absent operand, zero size, pitch below the row,
+ * bad dtype pair or flag; -E2BIG: more than 4 GiB on either side;
+ * -ERANGE: a span outside its BO.
+ */
+SPYRE_API int spyre_cmdbuf_copy_mem(struct spyre_cmdbuf *cb,
+				    struct spyre_mem dst, uint64_t dst_pitch,
+				    uint32_t dst_dtype,
+				    struct spyre_mem src, uint64_t src_pitch,
+				    uint32_t src_dtype,
+				    uint64_t width, uint64_t height,
+				    uint32_t flags);
 
 /**
  * spyre_cmdbuf_bos() - the BOs named by @cb's operands (struct
