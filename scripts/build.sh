@@ -5,7 +5,10 @@
 #              (SeaBIOS 1.16.3, QEMU 10 option ROMs): scripts/build-qemu.sh
 #   module     spyre.ko against the guest kernel headers
 #   user       libspyre, tools, selftests (installed into a staging dir)
-#   initramfs  busybox + kmod + modules + our binaries
+#   torch      the PyTorch backend (torch_spyre/) against the trixie image
+#              and SDK of scripts/torch-image.sh, staged for the image's
+#              overlay (libspyre, the torch_spyre package and dist-info)
+#   initramfs  busybox + kmod + modules + our binaries (+ the torch stage)
 # Usage: build.sh [STEP...]   (default: all of them)
 # Prints nothing on stdout but the paths file: $SPYRE_BUILD/paths.env
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +19,7 @@ mkdir -p "$B"
 
 # Modules the guest needs besides spyre.ko; dependencies are added.
 GUEST_MODULES=(drm drm_kms_helper drm_shmem_helper gpu-sched drm_buddy
-	       drm_exec drm_gpuvm vgem)
+	       drm_exec drm_gpuvm vgem virtio_blk squashfs overlay)
 
 step_qemu() {
 	msg "qemu: building (cached)"
@@ -45,6 +48,25 @@ step_user() {
 	make -s -C "$SPYRE_ROOT/selftests" O="$o/selftests" KSRC="$KSRC" \
 		LIBSPYRE_O="$o/libspyre" DESTDIR="$stage" PREFIX=/usr install >&2
 	STAGE=$stage
+}
+
+# The PyTorch backend, staged under $B/torch-stage: what the guest copies
+# into the trixie image's overlay (vm.sh --torch).  The image itself is made
+# by setup (scripts/torch-image.sh); it is only read here.
+step_torch() {
+	local o=$B/user/torch_spyre stage=$B/torch-stage
+	[ -n "${STAGE:-}" ] || step_user
+	msg "torch: building the spyre PyTorch backend"
+	eval "$("$SPYRE_ROOT/scripts/torch-image.sh")"
+	rm -rf "$stage" && mkdir -p "$stage/usr/lib"
+	make -s -C "$SPYRE_ROOT/torch_spyre" O="$o" SDK="$TORCH_SDK" \
+		TREE="$TORCH_TREE" LIBSPYRE_O="$B/user/libspyre" -j2 >&2
+	make -s -C "$SPYRE_ROOT/torch_spyre" O="$o" SDK="$TORCH_SDK" \
+		TREE="$TORCH_TREE" LIBSPYRE_O="$B/user/libspyre" \
+		DESTDIR="$stage" install >&2
+	strip --strip-debug "$stage"/usr/lib/python3/dist-packages/torch_spyre/*.so
+	cp -a "$STAGE"/usr/lib/libspyre.so* "$stage/usr/lib/"
+	TORCH_STAGE=$stage
 }
 
 # Copy the shared libraries that the ELF files under $1 need into $2.
@@ -127,6 +149,10 @@ step_initramfs() {
 	cp -a "$dir/lib/modules/$KREL/updates" "$rt/lib/modules/$KREL/"
 	depmod -b "$rt" "$KREL"
 	cp "$rt/lib/modules/$KREL"/modules.* "$dir/lib/modules/$KREL/"
+	if [ -n "${TORCH_STAGE:-}" ]; then
+		mkdir -p "$dir/torch-overlay"
+		cp -a "$TORCH_STAGE"/. "$dir/torch-overlay/"
+	fi
 	install -m 0755 "$SPYRE_ROOT/scripts/guest-init.sh" "$dir/init"
 	printf 'root:x:0:0:root:/root:/bin/sh\nspyre:x:1000:1000:spyre:/work:/bin/sh\n' \
 		>"$dir/etc/passwd"
@@ -138,13 +164,14 @@ step_initramfs() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(qemu module user initramfs)
+[ ${#steps[@]} -gt 0 ] || steps=(qemu module user torch initramfs)
 for s in "${steps[@]}"; do
 	case $s in
-	qemu | module | user) "step_$s" ;;
+	qemu | module | user | torch) "step_$s" ;;
 	initramfs)
 		[ -n "${MODULE:-}" ] || step_module
 		[ -n "${STAGE:-}" ] || step_user
+		[ -n "${TORCH_STAGE:-}" ] || step_torch
 		step_initramfs ;;
 	*) die "unknown step $s" ;;
 	esac
@@ -154,6 +181,7 @@ done
 {
 	[ -n "${QEMU:-}" ] && printf 'QEMU=%q\n' "$QEMU"
 	[ -n "${INITRAMFS:-}" ] && printf 'INITRAMFS=%q\n' "$INITRAMFS"
+	[ -n "${TORCH_IMAGE:-}" ] && printf 'TORCH_IMAGE=%q\n' "$TORCH_IMAGE"
 	printf 'KIMAGE=%q\n' "$KIMAGE"
 } >"$B/paths.env.new"
 touch "$B/paths.env"

@@ -49,14 +49,51 @@ fi
 [ -d /dev/dma_heap ] && chgrp accel /dev/dma_heap/* && chmod 0660 /dev/dma_heap/*
 chown -R spyre:accel /work
 
+# vm.sh --torch: the trixie image (python3, torch) on the read-only
+# virtio disk, under a tmpfs overlay holding our libspyre and torch_spyre
+# (/torch-overlay), entered with chroot; /dev, /proc, /sys, /tmp, /work
+# are the initramfs' own.
+RUN_IN=
+if [ "${SPYRE_TORCH:-0}" = 1 ]; then
+	for m in virtio_blk squashfs overlay; do modprobe $m || finish 1; done
+	i=0
+	while [ ! -b /dev/vda ]; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && { echo "SPYRE-IMAGE-FAIL: no /dev/vda"; finish 1; }
+		sleep 0.1
+	done
+	R=/mnt/root
+	mkdir -p /mnt/lower /mnt/rw $R
+	mount -t squashfs -o ro /dev/vda /mnt/lower &&
+	mount -t tmpfs -o mode=0755 tmpfs /mnt/rw &&
+	mkdir -p /mnt/rw/upper /mnt/rw/work &&
+	mount -t overlay overlay \
+		-o lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work $R ||
+		{ echo "SPYRE-IMAGE-FAIL: cannot mount the image"; finish 1; }
+	cp -a /torch-overlay/. $R/
+	grep -q '^spyre:' $R/etc/passwd ||
+		echo 'spyre:x:1000:1000:spyre:/work:/bin/sh' >>$R/etc/passwd
+	grep -q '^accel:' $R/etc/group || echo 'accel:x:1000:spyre' >>$R/etc/group
+	cp /etc/spyre-cmd.sh $R/etc/spyre-cmd.sh
+	mkdir -p $R/run/spyre && cp /bin/busybox $R/run/spyre/busybox
+	for d in dev proc sys tmp work; do
+		mkdir -p $R/$d
+		mount --bind /$d $R/$d
+	done
+	mount --bind /dev/pts $R/dev/pts
+	mount --bind /dev/shm $R/dev/shm
+	RUN_IN="chroot $R /run/spyre/busybox"
+	export PYTHONDONTWRITEBYTECODE=1 HOME=/work
+fi
+
 # userptr pins count against RLIMIT_MEMLOCK (as RDMA/VFIO pins do); a
 # compute node raises it for its users, so does the test guest
 ulimit -l unlimited
 cd /work
 echo "SPYRE-START $(cut -d' ' -f1 /proc/uptime)"
 if [ "${SPYRE_RUN_ROOT:-0}" = 1 ]; then
-	sh /etc/spyre-cmd.sh
+	$RUN_IN sh /etc/spyre-cmd.sh
 else
-	su -s /bin/sh spyre -c "sh /etc/spyre-cmd.sh"
+	$RUN_IN su -s /bin/sh spyre -c "sh /etc/spyre-cmd.sh"
 fi
 finish $?

@@ -9,7 +9,9 @@
 #   4. the memory suites once more with -device intel-iommu;
 #   5. the suites that need root (spyre_reset: sysfs function resets
 #      racing the card's users, who drop to the test user), in a guest of
-#      their own.
+#      their own;
+#   6. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
+#      one guest with two cards, one Python process, KTAP.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
 # on any failure.  Assumes scripts/build.sh ran (make test does it).
 . "$(dirname "$0")/lib.sh"
@@ -92,6 +94,10 @@ run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 # 5. root: function resets
 run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
 	--cards 1 --timeout 300 -- spyre-selftests reset
+# 6. PyTorch on the card (after the card's own suites, in a log of its own)
+run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
+	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \
+	python3 test_torch.py
 
 echo
 for l in "$LOGDIR"/*.log; do

@@ -6,7 +6,9 @@
 #  - build dependencies through apt;
 #  - the guest kernel image, modules, headers and source, resolved as one
 #    exact version and unpacked into the cache (no root install);
-#  - the QEMU source package, unpacked with Debian's patches.
+#  - the QEMU source package, unpacked with Debian's patches;
+#  - the PyTorch guest image and libtorch-dev headers from trixie
+#    (scripts/torch-image.sh, a private apt configuration).
 # Re-running only does what is missing.
 . "$(dirname "$0")/lib.sh"
 
@@ -14,7 +16,8 @@ APT_LIST=/etc/apt/sources.list.d/spyre.sources
 DEPS=(build-essential dpkg-dev git libdrm-dev busybox-static kmod cpio
       xz-utils zstd bc dwarves libelf-dev libssl-dev sparse rsync
       ninja-build pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev
-      zlib1g-dev flex bison python3-venv libopenblas-dev patch)
+      zlib1g-dev flex bison python3-venv libopenblas-dev patch
+      mmdebstrap squashfs-tools)
 BPO_DEPS=(meson python3-pycotap)
 
 setup_apt() {
@@ -165,4 +168,5 @@ resolve_kernel
 fetch_debs
 unpack_kernel
 fetch_qemu
+"$SPYRE_ROOT/scripts/torch-image.sh" >/dev/null
 msg "setup done: guest kernel $KREL, cache $SPYRE_CACHE"

@@ -14,6 +14,9 @@
 #   --iommu          add -device intel-iommu and boot with intel_iommu=on
 #   --qmp SOCKET     expose QEMU's QMP monitor on a unix socket
 #   --timeout SEC    kill the guest after SEC seconds (300)
+#   --torch          boot the trixie PyTorch image (python3, torch,
+#                    torch_spyre) from a read-only virtio disk under a
+#                    tmpfs overlay; CMD runs inside it
 #   --no-module      do not load spyre.ko
 #   --module-args A  module parameters for spyre.ko
 #   --allow-warn     do not fail on WARN lines in the kernel log
@@ -25,12 +28,12 @@
 # The guest's stdout and stderr both arrive on stdout (one serial line).
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [ "${1:-}" = run ] || usage
 shift
 CARDS=1 MEM=2G SMP=2 CARD_OPTS= COPIES=() ROOT=0 IOMMU=0 QMP= TIMEOUT=300
-NOMOD=0 MODARGS= ALLOW_WARN=0 BUILD=1 LOG=
+NOMOD=0 MODARGS= ALLOW_WARN=0 BUILD=1 LOG= TORCH=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--cards) CARDS=$2; shift ;;
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--qmp) QMP=$2; shift ;;
 	--timeout) TIMEOUT=$2; shift ;;
 	--no-module) NOMOD=1 ;;
+	--torch) TORCH=1 ;;
 	--module-args) MODARGS=$2; shift ;;
 	--allow-warn) ALLOW_WARN=1 ;;
 	--no-build) BUILD=0 ;;
@@ -86,6 +90,7 @@ done
 	echo "SPYRE_CARDS=$CARDS"
 	echo "SPYRE_RUN_ROOT=$ROOT"
 	echo "SPYRE_NO_MODULE=$NOMOD"
+	echo "SPYRE_TORCH=$TORCH"
 	printf 'SPYRE_MODULE_ARGS=%q\n' "$MODARGS"
 } >"$RUN/root/etc/spyre-run.conf"
 (cd "$RUN/root" && find . | cpio -o -H newc --quiet) >"$RUN/run.cpio"
@@ -104,6 +109,12 @@ for ((i = 0; i < CARDS; i++)); do
 	args+=(-device "pcie-root-port,id=rp$i,chassis=$((i + 1)),slot=$((i + 1)),pref64-reserve=1G"
 	       -device "spyre,bus=rp$i,id=spyre$i$CARD_OPTS")
 done
+if [ $TORCH = 1 ]; then
+	[ -f "${TORCH_IMAGE:-}" ] ||
+		die "no PyTorch image built yet: run make build"
+	args+=(-drive "file=$TORCH_IMAGE,if=none,id=torchimg,format=raw,readonly=on"
+	       -device virtio-blk-pci,drive=torchimg)
+fi
 [ -n "$QMP" ] && args+=(-qmp "unix:$QMP,server=on,wait=off")
 args+=(-append "$append")
 

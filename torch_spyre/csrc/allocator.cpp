@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+// The caching allocator of the spyre backend: every tensor storage is one
+// device-memory BO (SPYRE_BO_DEVICE); a freed BO goes to a free list of its
+// card and stream and is handed out again for a request of about its size
+// (as CUDA's caching allocator does), so steady-state training and
+// inference allocate nothing from the kernel.  empty_cache() returns the
+// cached BOs.  The DataPtr's address is the BO's device VA (never
+// dereferenced by the CPU); its context is the block, from which the
+// kernels get the BO for libspyre's range-checked operands.
+#include "spyre_torch.h"
+
+#include <c10/util/Exception.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <map>
+
+namespace spyre_torch {
+
+namespace {
+
+constexpr int kMaxCards = 16;
+constexpr uint64_t kPage = SPYRE_BO_PAGE_SIZE;
+constexpr uint64_t kLarge = 1ull << 20;		// above: 2 MiB granules
+constexpr uint64_t kGranule = 2ull << 20;
+
+struct Block {
+	struct spyre_bo *bo;
+	uint64_t size;			// bytes, as allocated (rounded)
+	int device;
+	struct spyre_stream *stream;	// stream current at allocation
+	// other streams that used the block (Tensor.record_stream())
+	std::vector<struct spyre_stream *> uses;
+};
+
+struct Pool {
+	std::mutex mu;
+	// free blocks by (stream, size); a block is reused only on the
+	// stream it was last allocated on, so stream order keeps its old
+	// jobs ahead of its new ones
+	std::multimap<std::pair<struct spyre_stream *, uint64_t>, Block *> free;
+	std::map<uint64_t, Block *> live;	// by VA, for copy_data()
+	int64_t allocated = 0, peak = 0, reserved = 0;
+};
+
+Pool g_pools[kMaxCards];
+
+uint64_t round_size(uint64_t n)
+{
+	if (n <= kLarge)
+		return (n + kPage - 1) / kPage * kPage;
+	return (n + kGranule - 1) / kGranule * kGranule;
+}
+
+void free_cached(Pool &p)
+{
+	for (auto &kv : p.free) {
+		p.reserved -= static_cast<int64_t>(kv.second->size);
+		spyre_bo_free(kv.second->bo);
+		delete kv.second;
+	}
+	p.free.clear();
+}
+
+void free_block(void *ctx)
+{
+	auto *b = static_cast<Block *>(ctx);
+	Pool &p = g_pools[b->device];
+	// the block's next user runs on its own stream: make that stream wait
+	// for the work the other streams queued on it so far (no host wait)
+	// (best effort: a deleter must not throw, e.g. in a fork() child)
+	try {
+		for (auto *s : b->uses) {
+			struct spyre_event *e = nullptr;
+			if (spyre_event_create(device(b->device),
+					       SPYRE_EVENT_DISABLE_TIMING,
+					       &e) == 0) {
+				if (spyre_event_record(e, s) == 0)
+					spyre_stream_wait_event(b->stream, e);
+				spyre_event_destroy(e);
+			}
+		}
+	} catch (...) {
+	}
+	b->uses.clear();
+	std::lock_guard<std::mutex> l(p.mu);
+	p.live.erase(spyre_bo_va(b->bo));
+	p.allocated -= static_cast<int64_t>(b->size);
+	p.free.emplace(std::make_pair(b->stream, b->size), b);
+}
+
+struct CachingAllocator final : public c10::Allocator {
+	c10::DataPtr allocate(size_t n) override
+	{
+		int index = current_device();
+		c10::Device dev(c10::DeviceType::PrivateUse1,
+				static_cast<c10::DeviceIndex>(index));
+		if (n == 0)
+			return c10::DataPtr(nullptr, nullptr,
+					    &c10::detail::deleteNothing, dev);
+		struct spyre_device *d = device(index);
+		struct spyre_stream *s = cur(index);
+		uint64_t size = round_size(n);
+		Pool &p = g_pools[index];
+		Block *b = nullptr;
+		{
+			std::lock_guard<std::mutex> l(p.mu);
+			auto it = p.free.lower_bound({s, size});
+			if (it != p.free.end() && it->first.first == s &&
+			    it->first.second <= size + size / 4) {
+				b = it->second;
+				p.free.erase(it);
+			}
+		}
+		if (!b) {
+			struct spyre_bo *bo = nullptr;
+			int rc = spyre_bo_alloc(d, size, SPYRE_BO_DEVICE, &bo);
+			if (rc == -ENOMEM || rc == -EDQUOT || rc == -E2BIG) {
+				// give the cache back and try once more
+				{
+					std::lock_guard<std::mutex> l(p.mu);
+					free_cached(p);
+				}
+				rc = spyre_bo_alloc(d, size, SPYRE_BO_DEVICE, &bo);
+			}
+			if (rc == -E2BIG)
+				rc = -ENOMEM;	// larger than the card's memory
+			if (rc < 0) {
+				std::string what = "allocating " +
+					std::to_string(size) + " bytes (" +
+					std::to_string(p.allocated) +
+					" allocated by this process)";
+				check(rc, what.c_str(), index);
+			}
+			b = new Block{bo, size, index, s, {}};
+			std::lock_guard<std::mutex> l(p.mu);
+			p.reserved += static_cast<int64_t>(size);
+		}
+		b->stream = s;
+		std::lock_guard<std::mutex> l(p.mu);
+		p.allocated += static_cast<int64_t>(b->size);
+		if (p.allocated > p.peak)
+			p.peak = p.allocated;
+		uint64_t va = spyre_bo_va(b->bo);
+		p.live[va] = b;
+		return c10::DataPtr(reinterpret_cast<void *>(va), b,
+				    &free_block, dev);
+	}
+
+	c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+
+	// Storage-to-storage byte copy (used by storage clones): on the card,
+	// on the current stream of the destination's card.
+	void copy_data(void *dest, const void *src, std::size_t count) const
+		override
+	{
+		if (!count)
+			return;
+		Block *d = nullptr, *s = nullptr;
+		uint64_t doff = 0, soff = 0;
+		auto find = [](uint64_t va, Block **b, uint64_t *off) {
+			for (auto &p : g_pools) {
+				std::lock_guard<std::mutex> l(p.mu);
+				auto it = p.live.upper_bound(va);
+				if (it == p.live.begin())
+					continue;
+				--it;
+				if (va < it->first + it->second->size) {
+					*b = it->second;
+					*off = va - it->first;
+					return;
+				}
+			}
+		};
+		find(reinterpret_cast<uint64_t>(dest), &d, &doff);
+		find(reinterpret_cast<uint64_t>(src), &s, &soff);
+		TORCH_CHECK(d && s && d->device == s->device,
+			    "spyre: copy_data() on memory the allocator does "
+			    "not own");
+		check(spyre_stream_copy(cur(d->device), d->bo, doff, s->bo, soff,
+					count), "copying a storage", d->device);
+	}
+};
+
+CachingAllocator g_allocator;
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+} // namespace
+
+c10::Allocator *allocator() { return &g_allocator; }
+
+void record_stream(const c10::DataPtr &p, struct spyre_stream *s)
+{
+	if (p.get_deleter() != &free_block || !p.get_context())
+		return;
+	auto *b = static_cast<Block *>(p.get_context());
+	std::lock_guard<std::mutex> l(g_pools[b->device].mu);
+	if (s != b->stream &&
+	    std::find(b->uses.begin(), b->uses.end(), s) == b->uses.end())
+		b->uses.push_back(s);
+}
+
+struct spyre_mem block_mem(const c10::DataPtr &p)
+{
+	TORCH_CHECK(p.get_deleter() == &free_block && p.get_context(),
+		    "spyre: a storage the spyre allocator did not make");
+	return SPYRE_MEM(static_cast<Block *>(p.get_context())->bo, 0);
+}
+
+struct spyre_mem mem_of(const at::Tensor &t)
+{
+	TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
+		    "spyre: expected a spyre tensor, got one on ", t.device());
+	struct spyre_mem m = block_mem(t.storage().data_ptr());
+	m.offset = static_cast<uint64_t>(t.storage_offset()) *
+		   static_cast<uint64_t>(t.element_size());
+	return m;
+}
+
+MemStats mem_stats(int index)
+{
+	TORCH_CHECK_INDEX(index >= 0 && index < device_count(),
+			  "spyre: device ", index, " does not exist");
+	Pool &p = g_pools[index];
+	std::lock_guard<std::mutex> l(p.mu);
+	return MemStats{p.allocated, p.peak, p.reserved};
+}
+
+void reset_peak(int index)
+{
+	TORCH_CHECK_INDEX(index >= 0 && index < device_count(),
+			  "spyre: device ", index, " does not exist");
+	Pool &p = g_pools[index];
+	std::lock_guard<std::mutex> l(p.mu);
+	p.peak = p.allocated;
+}
+
+void empty_cache()
+{
+	for (auto &p : g_pools) {
+		std::lock_guard<std::mutex> l(p.mu);
+		free_cached(p);
+	}
+}
+
+} // namespace spyre_torch

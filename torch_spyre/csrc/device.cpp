@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: MIT
+// Cards, streams and events of the spyre backend: the lazily opened
+// libspyre device per card, the per-thread current device and stream, the
+// DeviceGuardImplInterface PyTorch uses for torch.Stream / torch.Event /
+// torch.accelerator, the PrivateUse1HooksInterface, the error mapping to
+// Python exceptions and the fork() check.
+#include "spyre_torch.h"
+
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <pthread.h>
+#include <unistd.h>
+
+namespace spyre_torch {
+
+namespace {
+
+constexpr int kMaxCards = 16;
+// Streams handed out by torch.Stream() per card and priority class: every
+// spyre stream is a hardware queue of the card, so they are pooled (as
+// CUDA pools its streams) instead of created per torch.Stream object.
+constexpr int kPoolSize = 4;
+
+struct Card {
+	std::mutex mu;
+	struct spyre_device *dev = nullptr;
+	// streams[0] is the default stream; the rest are pooled streams, in
+	// creation order (stream id = index).
+	std::vector<struct spyre_stream *> streams;
+	int next_normal = 0, next_high = 0;
+	std::vector<int> normal_ids, high_ids;
+};
+
+std::mutex g_mu;
+Card g_cards[kMaxCards];
+int g_count = -1;		// discovery result, read once
+pid_t g_owner = 0;		// process that opened a card first
+bool g_forked = false;
+
+thread_local int t_device = 0;
+thread_local int64_t t_stream[kMaxCards];	// current stream id per card
+
+void on_fork_child() { if (g_owner) g_forked = true; }
+
+std::string where(int dev)
+{
+	return dev >= 0 ? "spyre:" + std::to_string(dev) + ": " : "spyre: ";
+}
+
+void check_index(int index)
+{
+	int n = device_count();
+	TORCH_CHECK_INDEX(index >= 0 && index < n, "spyre: device ", index,
+			  " does not exist (", n, " card(s) visible)");
+}
+
+} // namespace
+
+void check_not_forked()
+{
+	TORCH_CHECK(!g_forked,
+		    "spyre: cannot use the card in a fork() child of the "
+		    "process that opened it (the card context belongs to the "
+		    "parent); start worker processes with the 'spawn' method");
+}
+
+void check(int rc, const char *what, int dev)
+{
+	if (rc >= 0)
+		return;
+	if (rc == -ENOMEM)
+		TORCH_CHECK_WITH(OutOfMemoryError, false, where(dev), what,
+				 ": out of device memory (", spyre_strerror(rc),
+				 ")");
+	if (rc == -EDQUOT)
+		TORCH_CHECK_WITH(OutOfMemoryError, false, where(dev), what,
+				 ": the driver's per-file device-memory cap is "
+				 "reached (", spyre_strerror(rc), ")");
+	if (rc == -ECHILD)
+		check_not_forked();
+	if (rc == -ECANCELED || rc == -EFAULT || rc == -EIO) {
+		int err = 0;
+		if (dev >= 0 && device_opened(dev))
+			err = spyre_device_error(g_cards[dev].dev);
+		TORCH_CHECK(false, where(dev), what, " failed: ",
+			    spyre_strerror(rc), "; the card context is in "
+			    "error", err ? std::string(" (first error: ") +
+			    spyre_strerror(err) + ")" : std::string(),
+			    " and stays so for this process");
+	}
+	TORCH_CHECK(false, where(dev), what, " failed: ", spyre_strerror(rc),
+		    " (errno ", -rc, ")");
+}
+
+int device_count() noexcept
+{
+	std::lock_guard<std::mutex> l(g_mu);
+	if (g_count < 0) {
+		int n = spyre_device_count();
+		g_count = n < 0 ? 0 : (n > kMaxCards ? kMaxCards : n);
+	}
+	return g_count;
+}
+
+bool device_opened(int index) noexcept
+{
+	return index >= 0 && index < kMaxCards && g_cards[index].dev;
+}
+
+struct spyre_device *device(int index)
+{
+	check_not_forked();
+	check_index(index);
+	Card &c = g_cards[index];
+	std::lock_guard<std::mutex> l(c.mu);
+	if (!c.dev) {
+		struct spyre_device *d = nullptr;
+		struct spyre_stream *s = nullptr;
+		check(spyre_device_open(index, &d), "opening the card", index);
+		int rc = spyre_stream_create(d, SPYRE_PRIORITY_NORMAL, &s);
+		if (rc < 0) {
+			spyre_device_close(d);
+			check(rc, "creating the default stream", index);
+		}
+		c.streams.push_back(s);
+		{
+			std::lock_guard<std::mutex> g(g_mu);
+			if (!g_owner) {
+				g_owner = getpid();
+				pthread_atfork(nullptr, nullptr, on_fork_child);
+			}
+		}
+		c.dev = d;
+	}
+	return c.dev;
+}
+
+int current_device() noexcept { return t_device; }
+
+void set_current_device(int index)
+{
+	check_index(index);
+	t_device = index;
+}
+
+struct spyre_stream *stream(const c10::Stream &s)
+{
+	int index = s.device_index();
+	device(index);
+	Card &c = g_cards[index];
+	std::lock_guard<std::mutex> l(c.mu);
+	auto id = static_cast<size_t>(s.id());
+	TORCH_CHECK(id < c.streams.size(), where(index), "unknown stream ",
+		    s.id());
+	return c.streams[id];
+}
+
+c10::Stream current_stream(int index)
+{
+	check_index(index);
+	return c10::Stream(c10::Stream::UNSAFE,
+			   c10::Device(c10::DeviceType::PrivateUse1, index),
+			   t_stream[index]);
+}
+
+c10::Stream exchange_stream(const c10::Stream &s)
+{
+	c10::Stream old = current_stream(s.device_index());	// checks index
+	t_stream[s.device_index()] = s.id();
+	return old;
+}
+
+c10::Stream new_stream(int index, int priority)
+{
+	device(index);
+	Card &c = g_cards[index];
+	std::lock_guard<std::mutex> l(c.mu);
+	bool high = priority < 0;
+	std::vector<int> &ids = high ? c.high_ids : c.normal_ids;
+	int &next = high ? c.next_high : c.next_normal;
+	if (ids.size() < kPoolSize) {
+		struct spyre_stream *s = nullptr;
+		check(spyre_stream_create(c.dev, high ? SPYRE_PRIORITY_HIGH :
+					  SPYRE_PRIORITY_NORMAL, &s),
+		      "creating a stream", index);
+		c.streams.push_back(s);
+		ids.push_back(static_cast<int>(c.streams.size() - 1));
+	}
+	int id = ids[next++ % ids.size()];
+	return c10::Stream(c10::Stream::UNSAFE,
+			   c10::Device(c10::DeviceType::PrivateUse1, index), id);
+}
+
+struct spyre_stream *cur(int index)
+{
+	return stream(current_stream(index));
+}
+
+void synchronize_device(int index)
+{
+	if (!device_opened(index))
+		return;
+	Card &c = g_cards[index];
+	std::vector<struct spyre_stream *> all;
+	{
+		std::lock_guard<std::mutex> l(c.mu);
+		all = c.streams;
+	}
+	for (auto *s : all)
+		check(spyre_stream_sync(s, SPYRE_TIMEOUT_INFINITE),
+		      "synchronizing", index);
+}
+
+namespace {
+
+// ---- DeviceGuardImplInterface ------------------------------------------------
+
+struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
+	c10::DeviceType type() const override
+	{
+		return c10::DeviceType::PrivateUse1;
+	}
+	c10::Device exchangeDevice(c10::Device d) const override
+	{
+		c10::Device old = getDevice();
+		if (d.index() >= 0 && d.index() != old.index())
+			setDevice(d);
+		return old;
+	}
+	c10::Device getDevice() const override
+	{
+		return c10::Device(c10::DeviceType::PrivateUse1,
+				   static_cast<c10::DeviceIndex>(t_device));
+	}
+	void setDevice(c10::Device d) const override
+	{
+		set_current_device(d.index());
+	}
+	void uncheckedSetDevice(c10::Device d) const noexcept override
+	{
+		if (d.index() >= 0)
+			t_device = d.index();
+	}
+	c10::Stream getStream(c10::Device d) const noexcept override
+	{
+		int i = d.index() < 0 ? t_device : d.index();
+		return c10::Stream(c10::Stream::UNSAFE,
+				   c10::Device(c10::DeviceType::PrivateUse1,
+					       static_cast<c10::DeviceIndex>(i)),
+				   i < kMaxCards ? t_stream[i] : 0);
+	}
+	c10::Stream getDefaultStream(c10::Device d) const override
+	{
+		int i = d.index() < 0 ? t_device : d.index();
+		check_index(i);
+		return c10::Stream(c10::Stream::UNSAFE,
+				   c10::Device(c10::DeviceType::PrivateUse1,
+					       static_cast<c10::DeviceIndex>(i)),
+				   0);
+	}
+	c10::Stream getStreamFromGlobalPool(c10::Device d,
+					    bool high) const override
+	{
+		return new_stream(d.index() < 0 ? t_device : d.index(),
+				  high ? -1 : 0);
+	}
+	c10::Stream getNewStream(c10::Device d, int priority) const override
+	{
+		return new_stream(d.index() < 0 ? t_device : d.index(),
+				  priority);
+	}
+	c10::Stream exchangeStream(c10::Stream s) const noexcept override
+	{
+		c10::Stream old = getStream(s.device());
+		// a stream of a card that does not exist is not current anywhere
+		// (stream() refuses it when it is used)
+		if (s.device_index() >= 0 && s.device_index() < kMaxCards)
+			t_stream[s.device_index()] = s.id();
+		return old;
+	}
+	void destroyEvent(void *event, const c10::DeviceIndex) const
+		noexcept override
+	{
+		spyre_event_destroy(static_cast<struct spyre_event *>(event));
+	}
+	// Events always keep timestamps: a record is one TIMESTAMP job
+	// either way, so elapsed_time() works whatever the flag says.
+	void record(void **event, const c10::Stream &s,
+		    const c10::DeviceIndex index,
+		    const c10::EventFlag) const override
+	{
+		TORCH_CHECK(index == -1 || index == s.device_index(),
+			    "spyre: event of device ", (int)index,
+			    " recorded on a stream of device ",
+			    (int)s.device_index());
+		struct spyre_stream *ss = stream(s);
+		if (!*event) {
+			struct spyre_event *e = nullptr;
+			check(spyre_event_create(device(s.device_index()), 0, &e),
+			      "creating an event", s.device_index());
+			*event = e;
+		}
+		check(spyre_event_record(static_cast<struct spyre_event *>(*event),
+					 ss), "recording an event",
+		      s.device_index());
+	}
+	void block(void *event, const c10::Stream &s) const override
+	{
+		if (!event)
+			return;
+		check(spyre_stream_wait_event(stream(s),
+				static_cast<struct spyre_event *>(event)),
+		      "making a stream wait for an event", s.device_index());
+	}
+	bool queryEvent(void *event) const override
+	{
+		if (!event)
+			return true;
+		int rc = spyre_event_query(static_cast<struct spyre_event *>(event));
+		if (rc == -EBUSY)
+			return false;
+		check(rc, "querying an event");
+		return true;
+	}
+	c10::DeviceIndex deviceCount() const noexcept override
+	{
+		return static_cast<c10::DeviceIndex>(device_count());
+	}
+	bool queryStream(const c10::Stream &s) const override
+	{
+		int rc = spyre_stream_query(stream(s));
+		if (rc == -EBUSY)
+			return false;
+		check(rc, "querying a stream", s.device_index());
+		return true;
+	}
+	void synchronizeStream(const c10::Stream &s) const override
+	{
+		check(spyre_stream_sync(stream(s), SPYRE_TIMEOUT_INFINITE),
+		      "synchronizing a stream", s.device_index());
+	}
+	void synchronizeEvent(void *event) const override
+	{
+		if (!event)
+			return;
+		check(spyre_event_wait(static_cast<struct spyre_event *>(event),
+				       SPYRE_TIMEOUT_INFINITE),
+		      "waiting for an event");
+	}
+	void synchronizeDevice(const c10::DeviceIndex index) const override
+	{
+		synchronize_device(index < 0 ? t_device : index);
+	}
+	void recordDataPtrOnStream(const c10::DataPtr &p,
+				   const c10::Stream &s) const override
+	{
+		record_stream(p, stream(s));
+	}
+	double elapsedTime(void *e1, void *e2,
+			   const c10::DeviceIndex index) const override
+	{
+		TORCH_CHECK(e1 && e2, "spyre: elapsed_time() needs two "
+			    "recorded events");
+		int64_t ns = 0;
+		check(spyre_event_elapsed_ns(static_cast<struct spyre_event *>(e1),
+					     static_cast<struct spyre_event *>(e2),
+					     &ns),
+		      "reading the events' timestamps (both recorded and "
+		      "complete?)", index);
+		return static_cast<double>(ns) / 1e6;
+	}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+
+// ---- PrivateUse1HooksInterface ----------------------------------------------
+
+struct Hooks final : public at::PrivateUse1HooksInterface {
+	bool hasPrimaryContext(c10::DeviceIndex index) const override
+	{
+		return device_opened(index);
+	}
+	c10::DeviceIndex deviceCount() const override
+	{
+		return static_cast<c10::DeviceIndex>(device_count());
+	}
+	void setCurrentDevice(c10::DeviceIndex index) const override
+	{
+		set_current_device(index);
+	}
+	c10::DeviceIndex getCurrentDevice() const override
+	{
+		return static_cast<c10::DeviceIndex>(t_device);
+	}
+	c10::DeviceIndex exchangeDevice(c10::DeviceIndex index) const override
+	{
+		int old = t_device;
+		set_current_device(index);
+		return static_cast<c10::DeviceIndex>(old);
+	}
+	c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex index) const override
+	{
+		return exchangeDevice(index);
+	}
+	// Random numbers for spyre tensors are drawn on the CPU (the card has
+	// no generator; the ops run through the CPU fallback), so the
+	// default generator is the CPU's: torch.manual_seed() governs both.
+	const at::Generator &getDefaultGenerator(c10::DeviceIndex) const override
+	{
+		return at::detail::getDefaultCPUGenerator();
+	}
+	bool isPinnedPtr(const void *) const override { return false; }
+	at::Allocator *getPinnedMemoryAllocator() const override
+	{
+		return at::getCPUAllocator();
+	}
+	at::Device getDeviceFromPtr(void *) const override
+	{
+		return at::Device(c10::DeviceType::PrivateUse1,
+				  static_cast<c10::DeviceIndex>(t_device));
+	}
+	void resizePrivateUse1Bytes(const c10::Storage &storage,
+				    size_t newsize) const override;
+};
+
+Hooks g_hooks;
+
+struct RegisterHooks {
+	RegisterHooks() { at::RegisterPrivateUse1HooksInterface(&g_hooks); }
+} g_register_hooks;
+
+// storage.resize_(): a new block, the old bytes copied over on the card.
+void Hooks::resizePrivateUse1Bytes(const c10::Storage &storage,
+				   size_t newsize) const
+{
+	c10::StorageImpl *impl = storage.unsafeGetStorageImpl();
+	size_t n = std::min(impl->nbytes(), newsize);
+	int index = impl->device().index();
+	at::DataPtr fresh = allocator()->allocate(newsize);
+	if (n) {
+		struct spyre_mem s = block_mem(impl->data_ptr());
+		struct spyre_mem d = block_mem(fresh);
+		check(spyre_stream_copy(cur(index), d.bo, d.offset, s.bo,
+					s.offset, n), "resizing a storage",
+		      index);
+	}
+	impl->set_data_ptr_noswap(std::move(fresh));
+	impl->set_nbytes(newsize);
+}
+
+} // namespace
+
+} // namespace spyre_torch

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+// The global boxed CPU fallback of the spyre backend (every aten op without
+// a spyre kernel runs on the CPU: arguments copied to the host, results
+// back), its per-op counts next to the native kernels' counts, the strict
+// mode that turns a fallback into an error, and the torch.ops.spyre.*
+// functions the Python module torch.spyre is built on.
+#include "spyre_torch.h"
+
+#include <ATen/native/CPUFallback.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace spyre_torch {
+
+namespace {
+
+std::mutex g_mu;
+std::map<std::string, std::pair<int64_t, int64_t>> g_counts; // native, fallback
+std::set<std::string> g_warned;
+std::atomic<bool> g_strict{false};
+
+} // namespace
+
+void count_native(const char *op)
+{
+	std::lock_guard<std::mutex> l(g_mu);
+	g_counts[op].first++;
+}
+
+void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+{
+	const auto &n = op.schema().operator_name();
+	std::string name = n.name + (n.overload_name.empty() ? "" :
+				     "." + n.overload_name);
+	bool warn;
+	{
+		std::lock_guard<std::mutex> l(g_mu);
+		g_counts[name].second++;
+		warn = g_warned.insert(name).second;
+	}
+	TORCH_CHECK(!g_strict.load(), "spyre: ", name, " has no kernel on the "
+		    "card and strict mode (torch.spyre.set_strict(True)) "
+		    "forbids the CPU fallback");
+	if (warn)
+		TORCH_WARN("spyre: ", name, " runs on the CPU (no kernel on the "
+			   "card yet); its tensors are copied to the host and "
+			   "back. Warned once per op; torch.spyre.op_counts() "
+			   "counts every call.");
+	at::native::cpu_fallback(op, stack);
+}
+
+namespace {
+
+int resolve(int64_t d)
+{
+	return d < 0 ? current_device() : static_cast<int>(d);
+}
+
+void check_index(int d)
+{
+	TORCH_CHECK_INDEX(d >= 0 && d < device_count(), "spyre: device ", d,
+			  " does not exist (", device_count(),
+			  " card(s) visible)");
+}
+
+std::vector<int64_t> memory_stats(int64_t d)
+{
+	MemStats s = mem_stats(resolve(d));
+	return {s.allocated, s.peak, s.reserved};
+}
+
+std::vector<int64_t> mem_get_info(int64_t d)
+{
+	int i = resolve(d);
+	struct spyre_memory_info mi;
+	check(spyre_device_memory_info(device(i), &mi), "reading memory use",
+	      i);
+	return {static_cast<int64_t>(mi.devmem_total - mi.devmem_used),
+		static_cast<int64_t>(mi.devmem_total)};
+}
+
+std::tuple<std::vector<std::string>, std::vector<int64_t>,
+	   std::vector<int64_t>> op_counts()
+{
+	std::lock_guard<std::mutex> l(g_mu);
+	std::vector<std::string> names;
+	std::vector<int64_t> native, fb;
+	for (auto &kv : g_counts) {
+		names.push_back(kv.first);
+		native.push_back(kv.second.first);
+		fb.push_back(kv.second.second);
+	}
+	return {names, native, fb};
+}
+
+// Test hook: submit one job that reads an unmapped device VA, so the card
+// faults and the context's sticky error is set (for the error tests).
+void inject_fault(int64_t d)
+{
+	int i = resolve(d);
+	struct spyre_device *dev = device(i);
+	struct spyre_device_info info;
+	check(spyre_device_get_info(dev, &info), "reading device info", i);
+	struct spyre_cmdbuf *cb = nullptr;
+	check(spyre_cmdbuf_create(&cb), "creating a command buffer", i);
+	int rc = spyre_cmdbuf_copy(cb, info.va_end - 2 * SPYRE_BO_PAGE_SIZE,
+				   info.va_end - 4 * SPYRE_BO_PAGE_SIZE, 64);
+	if (rc == 0)
+		rc = spyre_stream_submit(cur(i), cb, nullptr, 0);
+	spyre_cmdbuf_destroy(cb);
+	check(rc, "submitting the faulting job", i);
+	rc = spyre_stream_sync(cur(i), SPYRE_TIMEOUT_INFINITE);
+	TORCH_CHECK(rc < 0, "spyre: the faulting job did not fault");
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m)
+{
+	m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+}
+
+TORCH_LIBRARY(spyre, m)
+{
+	m.def("device_count() -> int",
+	      [] { return static_cast<int64_t>(device_count()); });
+	m.def("current_device() -> int",
+	      [] { return static_cast<int64_t>(current_device()); });
+	m.def("set_device(int device) -> ()", [](int64_t d) {
+		set_current_device(static_cast<int>(d));
+	});
+	m.def("is_initialized(int device) -> bool", [](int64_t d) {
+		return device_opened(resolve(d));
+	});
+	m.def("synchronize(int device) -> ()", [](int64_t d) {
+		int i = resolve(d);
+		check_index(i);
+		device(i);
+		synchronize_device(i);
+	});
+	m.def("memory_stats(int device) -> int[]", &memory_stats);
+	m.def("reset_peak_memory_stats(int device) -> ()",
+	      [](int64_t d) { reset_peak(resolve(d)); });
+	m.def("mem_get_info(int device) -> int[]", &mem_get_info);
+	m.def("empty_cache() -> ()", [] { empty_cache(); });
+	m.def("op_counts() -> (str[], int[], int[])", &op_counts);
+	m.def("reset_op_counts() -> ()", [] {
+		std::lock_guard<std::mutex> l(g_mu);
+		g_counts.clear();
+	});
+	m.def("set_strict(bool on) -> bool",
+	      [](bool on) { return g_strict.exchange(on); });
+	m.def("context_error(int device) -> int", [](int64_t d) {
+		int i = resolve(d);
+		struct spyre_context_info ci;
+		check(spyre_device_context_info(device(i), &ci),
+		      "reading the context state", i);
+		return static_cast<int64_t>(ci.error);
+	});
+	m.def("_inject_fault(int device) -> ()", &inject_fault);
+}
+
+} // namespace spyre_torch

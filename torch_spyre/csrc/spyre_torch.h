@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// Shared declarations of the spyre PyTorch backend (libtorch_spyre.so): the
+// per-card state (lazily opened libspyre device, its streams), the error
+// mapping from libspyre's negative errno to Python exceptions, the caching
+// allocator's entry points, operand helpers for the native kernels and the
+// op counters.  Everything here sits on libspyre's public API
+// (<spyre/spyre.h>) and PyTorch's public extension points.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/Stream.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include <spyre/spyre.h>
+}
+
+namespace spyre_torch {
+
+// ---- errors ---------------------------------------------------------------
+
+// Throw the Python exception that fits libspyre error @rc (< 0) raised while
+// doing @what on card @dev (-1: none): torch.OutOfMemoryError for -ENOMEM /
+// -EDQUOT, RuntimeError otherwise, with spyre_strerror()'s text.  Returns
+// normally when @rc >= 0.
+void check(int rc, const char *what, int dev = -1);
+
+// Raise RuntimeError if this process is a fork() child of the process that
+// first used the card (a child must start with the spawn method).
+void check_not_forked();
+
+// ---- devices and streams ----------------------------------------------------
+
+// Number of visible cards (discovery through sysfs; opens nothing).  Never
+// throws: a discovery error counts as 0 cards.
+int device_count() noexcept;
+
+// The opened libspyre device of card @index (opened, with its default
+// stream, on first use).  Throws IndexError-like c10::Error for a card that
+// does not exist and RuntimeError when it cannot be opened.
+struct spyre_device *device(int index);
+
+// Whether card @index has been opened by this process.
+bool device_opened(int index) noexcept;
+
+// The card index the calling thread works on (torch.spyre.set_device()).
+int current_device() noexcept;
+void set_current_device(int index);
+
+// The libspyre stream behind PyTorch stream @s (id 0: the card's default
+// stream; others from new_stream()).
+struct spyre_stream *stream(const c10::Stream &s);
+
+// The calling thread's current PyTorch stream on card @index.
+c10::Stream current_stream(int index);
+// Make @s the calling thread's current stream on its card; returns the old.
+c10::Stream exchange_stream(const c10::Stream &s);
+// A new stream on card @index (priority < 0: high, else normal).
+c10::Stream new_stream(int index, int priority);
+// Wait for all streams of card @index.
+void synchronize_device(int index);
+
+// Shorthand: the current libspyre stream of card @index.
+struct spyre_stream *cur(int index);
+
+// ---- memory -----------------------------------------------------------------
+
+// The caching allocator over device-memory BOs (one per process).
+c10::Allocator *allocator();
+
+// Where a spyre tensor's first element lives: its BO and byte offset.
+struct spyre_mem mem_of(const at::Tensor &t);
+// Tensor.record_stream(): the block behind @p is also used on @s, so when
+// it is freed its own stream first waits for @s's work queued so far.
+void record_stream(const c10::DataPtr &p, struct spyre_stream *s);
+// The BO (offset 0) behind a DataPtr made by allocator().
+struct spyre_mem block_mem(const c10::DataPtr &p);
+
+// Allocator statistics of card @index in bytes: allocated (held by live
+// tensors), peak of allocated since the last reset, reserved (allocated
+// plus cached BOs).
+struct MemStats {
+	int64_t allocated, peak, reserved;
+};
+MemStats mem_stats(int index);
+void reset_peak(int index);
+// Free every cached (unused) BO of every opened card.
+void empty_cache();
+
+// ---- tensors and op bookkeeping ---------------------------------------------
+
+// The SPYRE_DTYPE_* of @t, or 0 when the card has no such dtype.
+uint32_t spyre_dtype(at::ScalarType t);
+
+// Count one native (on the card) call of @op, e.g. "aten::mm".
+void count_native(const char *op);
+
+// An empty contiguous spyre tensor like @t's device with @sizes and @dtype.
+at::Tensor empty_on(const at::Tensor &like, at::IntArrayRef sizes,
+		    at::ScalarType dtype);
+
+// Copy @src into @dst, both on one card, any shapes that broadcast-match
+// (same numel, same sizes), dtypes equal or both in the card's float family;
+// on the card (strided 2-D COPY commands).  Returns false (nothing done)
+// when the card cannot do it (other dtype conversions, too many commands).
+bool copy_on_card(const at::Tensor &dst, const at::Tensor &src);
+
+} // namespace spyre_torch
