@@ -563,7 +563,7 @@ TEST_F_TIMEOUT(order, queue_destroy_cancels_stuck_and_waiting_jobs, 60)
 					 SPYRE_TEST_TIMEOUT_NS));
 	/*
 	 * The uapi only says "cancelled"; the scheduler kills a job whose
-	 * entity is gone with -ESRCH (driver/spyre_job.c,
+	 * entity is gone with -ESRCH (driver/spyre_queue.c,
 	 * spyre_queue_destroy()).  Any error will do, as long as it did
 	 * not run.
 	 */
