@@ -9,6 +9,10 @@
  * semantics in prose.
  *
  * Encoding rules:
+ *  - every field is little-endian, whatever the host's byte order: the
+ *    card decodes streams as little-endian (libspyre's encoders store the
+ *    structs below as they are, so they are right on little-endian hosts
+ *    only, the only ones it supports today);
  *  - a stream is a sequence of commands, each starting with a
  *    struct spyre_cmd_header and 8-byte aligned;
  *  - header.size is the size in bytes of the whole command and must equal
