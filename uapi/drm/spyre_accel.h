@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
- * Spyre DRM accel driver: ioctl ABI.
+ * Spyre DRM accel driver: ioctl ABI.  Command streams are described in
+ * <drm/spyre_cmd.h>.
+ */
+
+/**
+ * DOC: Spyre uapi conventions
  *
- * Conventions (Documentation/process/botching-up-ioctls.rst):
+ * The structs follow Documentation/process/botching-up-ioctls.rst:
+ *
  *  - fixed-size types only, every struct a multiple of 8 bytes and every
  *    __u64 naturally aligned;
  *  - pad and reserved fields must be zero on input (else -EINVAL) and are
@@ -11,7 +17,41 @@
  *  - user pointers are passed as __u64;
  *  - timeouts are absolute CLOCK_MONOTONIC nanoseconds (DRM syncobj style).
  *
- * Command streams are described in <drm/spyre_cmd.h>.
+ * The ioctls need no DRM authentication: any user who can open the accel
+ * node (/dev/accel/accelN, usually group-owned) may use them.
+ */
+
+/**
+ * DOC: Spyre contexts, memory, queues and errors
+ *
+ * Every open file of a card is one context: a hardware context with its
+ * own device address space (VM), walked by the card's MMU.  A job can
+ * reach only its own context's memory.
+ *
+ * A BO (system memory, device memory, registered user memory or an
+ * imported dma-buf) gets a device VA in every file that holds a handle to
+ * it, when the handle is made; each BO is followed by at least one
+ * unmapped guard page, so an operand that runs past its BO faults.  Closing
+ * the last handle unmaps the BO and waits for the card's TLB invalidation;
+ * jobs keep the BOs they list alive until they end.
+ *
+ * A file creates queues (QUEUE_CREATE), each with a priority, each on a
+ * hardware queue of its own with its own scheduler: a queue that waits,
+ * faults or hangs never holds up another.  SUBMIT queues jobs that wait on
+ * syncobjs (binary or timeline points) and signal them; fences end with
+ * 0 or with the job's error.
+ *
+ * Errors are sticky per context: a job that faults (-EFAULT), runs an
+ * invalid command (-EIO) or hangs past the driver's job timeout
+ * (-ETIMEDOUT) ends with that error, the context's other queued jobs end
+ * with -ECANCELED, and every later SUBMIT of the file fails with
+ * -ECANCELED until the file is closed and the device opened again
+ * (QUERY_CONTEXT reports the error and the first fault).  Other contexts
+ * carry on.  After a PCI function reset, jobs that were on the card end
+ * with -ECANCELED and mark their context; contexts with nothing on the
+ * card carry on, and a device-memory BO created meanwhile waits for the
+ * reset to end.  After the card is unplugged every ioctl fails with
+ * -ENODEV and every pending fence signals with an error.
  */
 #ifndef _UAPI_SPYRE_ACCEL_H
 #define _UAPI_SPYRE_ACCEL_H
