@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
 /*
  * Spyre command-stream format.
+ */
+
+/**
+ * DOC: Spyre command streams
  *
  * Userspace writes command streams into buffer objects; a job names the
  * stream by device VA and size, and the card executes it in order.  This
