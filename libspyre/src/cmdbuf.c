@@ -692,40 +692,14 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
 	return 0;
 }
 
+/* A 1-D converting COPY is the one-row case of spyre_cmdbuf_copy_mem(). */
 SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 				   struct spyre_mem dst, uint32_t dst_dtype,
 				   struct spyre_mem src, uint32_t src_dtype,
 				   uint64_t count, uint32_t flags)
 {
-	struct spyre_cmd_copy *c;
-	int ret;
-
-	if (!cb || !count || (flags & ~SPYRE_CMD_F_NOSAT) ||
-	    !copy_dtypes_ok(dst_dtype, src_dtype) || mem_absent(dst) ||
-	    mem_absent(src))
-		return -EINVAL;
-	if (count > COPY_MAX_BYTES / spyre_dtype_size(dst_dtype) ||
-	    count > COPY_MAX_BYTES / spyre_dtype_size(src_dtype))
-		return -E2BIG;
-	ret = mem_check(dst, count, spyre_dtype_size(dst_dtype));
-	if (!ret)
-		ret = mem_check(src, count, spyre_dtype_size(src_dtype));
-	if (ret)
-		return ret;
-
-	c = reserve_cmd(cb, sizeof(*c), 2);
-	if (!c)
-		return -ENOMEM;
-	put_hdr(&c->hdr, SPYRE_OP_COPY, (uint16_t)flags, sizeof(*c));
-	c->src = mem_va(src);
-	c->dst = mem_va(dst);
-	c->width = count;
-	c->height = 1;
-	c->src_dtype = src_dtype;
-	c->dst_dtype = dst_dtype;
-	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ dst, src }, 2,
-		   1u << 0);	/* dst */
-	return 0;
+	return spyre_cmdbuf_copy_mem(cb, dst, 0, dst_dtype, src, 0, src_dtype,
+				     count, 1, flags);
 }
 
 /* ---- range-checked data movement (0.5) ---------------------------------- */
