@@ -74,13 +74,16 @@
 #define   SPYRE_CONTROL_ENABLE		(1U << 0)	/* queues may run */
 #define SPYRE_REG_STATUS		0x0044	/* RO32 */
 #define   SPYRE_DEV_STATUS_READY	(1U << 0)	/* card ready (not a job status) */
+#define   SPYRE_DEV_STATUS_FATAL	(1U << 1)	/* stopped; needs RESET */
 #define SPYRE_REG_RESET			0x0048	/* WO32 */
 #define   SPYRE_RESET_MAGIC		0x52534554	/* "RSET": full reset */
 #define SPYRE_REG_IRQ_STATUS		0x0050	/* RW1C32: SPYRE_IRQ_* */
 #define SPYRE_REG_IRQ_MASK		0x0054	/* RW32: 1 = enabled */
 #define   SPYRE_IRQ_FAULT		(1U << 0)	/* fault record queued */
 #define   SPYRE_IRQ_QUEUE_ERROR		(1U << 1)	/* a queue halted */
-#define   SPYRE_IRQ_ALL			(SPYRE_IRQ_FAULT | SPYRE_IRQ_QUEUE_ERROR)
+#define   SPYRE_IRQ_FATAL		(1U << 2)	/* STATUS.FATAL set */
+#define   SPYRE_IRQ_ALL			(SPYRE_IRQ_FAULT | SPYRE_IRQ_QUEUE_ERROR | \
+					 SPYRE_IRQ_FATAL)
 /* MSI-X vector 0 is the error vector; 1..NUM_VECTORS-1 are completions. */
 #define SPYRE_ERROR_VECTOR		0
 
@@ -104,6 +107,7 @@
 #define   SPYRE_FAULT_BAD_CONTEXT	3	/* context has no root */
 #define   SPYRE_FAULT_BAD_TARGET	4	/* PTE outside memory */
 #define   SPYRE_FAULT_PT_DMA		5	/* table walk DMA error */
+#define   SPYRE_FAULT_INJECTED		6	/* SPYRE_DBG_MMU_FAULT */
 
 /* Per-context page-table root: 64-bit, page address | SPYRE_PTE_VALID. */
 #define SPYRE_REG_CTX_ROOT(ctx)		(0x2000 + 8 * (ctx))
@@ -116,11 +120,30 @@
 #define SPYRE_REG_TEL_FAULTS		0x3020	/* MMU faults */
 
 /* ---- Debug / fault injection ------------------------------------------- */
+/*
+ * DBG_INJECT arms one fault on one queue (a new write replaces what is
+ * armed there); COUNT is how many jobs or completions it applies to, minus
+ * one.  FATAL applies to the whole card at once (QUEUE must still be a
+ * valid queue).  docs/spyre-hw.rst describes each kind.
+ */
 #define SPYRE_REG_DBG_INJECT		0x3800	/* WO32 */
 #define   SPYRE_DBG_INJECT_QUEUE(x)	((x) & 0xffff)
 #define   SPYRE_DBG_INJECT_KIND(x)	(((x) >> 16) & 0xff)
+#define   SPYRE_DBG_INJECT_COUNT(x)	((((x) >> 24) & 0xff) + 1)
+#define   SPYRE_DBG_INJECT_VAL(q, kind, count) \
+	((__u32)(q) | (__u32)(kind) << 16 | ((__u32)(count) - 1) << 24)
 #define   SPYRE_DBG_HANG		1	/* next job on queue hangs */
 #define   SPYRE_DBG_ERROR		2	/* next job fails INTERNAL */
+#define   SPYRE_DBG_FATAL		3	/* card stops: STATUS.FATAL */
+#define   SPYRE_DBG_DROP_IRQ		4	/* next completion: no MSI-X */
+#define   SPYRE_DBG_DUP_IRQ		5	/* next completion: MSI-X twice */
+#define   SPYRE_DBG_CORRUPT_SEQNO	6	/* next record: seqno skewed */
+#define   SPYRE_DBG_CORRUPT_STATUS	7	/* next record: unknown status */
+#define   SPYRE_DBG_MMU_FAULT		8	/* next job faults on its stream */
+#define   SPYRE_DBG_KIND_MAX		8
+/* What CORRUPT_SEQNO adds to the seqno, CORRUPT_STATUS writes as status. */
+#define   SPYRE_DBG_SEQNO_SKEW		(1ULL << 40)
+#define   SPYRE_DBG_BAD_STATUS		0xbad
 
 /* ---- Queue pages --------------------------------------------------------- */
 #define SPYRE_QUEUE_BASE		0x10000
