@@ -2,7 +2,8 @@
  * Spyre card model: jobs and commands
  *
  * Owns a job's life on an execution context (SpyreExec): fetching and
- * checking its descriptor, running its command stream (through a
+ * checking its descriptor (and the DBG_INJECT faults that apply per job
+ * or per completion record), running its command stream (through a
  * prefetch buffer) command by command, parking it on SEM_WAIT or handing
  * it from the doorbell executor to a worker, and its end (completion
  * record, LAST_SEQNO, HEAD, interrupts); and every command but GEMM
@@ -628,6 +629,34 @@ static uint32_t spyre_job_check(SpyreState *s, const struct spyre_hw_job *d)
 }
 
 /*
+ * If DBG_INJECT armed one of @kinds (a 0-terminated list) on @q, use one
+ * application of it up and return it; else return 0.
+ */
+static uint32_t spyre_inject_take(SpyreQueue *q, const uint32_t *kinds)
+{
+    uint32_t kind = q->inject;
+
+    for (; *kinds; kinds++) {
+        if (kind == *kinds) {
+            if (!--q->inject_count) {
+                q->inject = 0;
+            }
+            return kind;
+        }
+    }
+    return 0;
+}
+
+/* Injections that apply per job started, and per completion record. */
+static const uint32_t spyre_inject_job[] = {
+    SPYRE_DBG_HANG, SPYRE_DBG_ERROR, SPYRE_DBG_MMU_FAULT, 0
+};
+static const uint32_t spyre_inject_compl[] = {
+    SPYRE_DBG_DROP_IRQ, SPYRE_DBG_DUP_IRQ, SPYRE_DBG_CORRUPT_SEQNO,
+    SPYRE_DBG_CORRUPT_STATUS, 0
+};
+
+/*
  * Start the job at HEAD of @q.  Returns false if there is nothing to run
  * (the job failed at once, or hangs by injection).
  */
@@ -635,7 +664,7 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
 {
     struct spyre_hw_job d;
     SpyreJob *job = &q->job;
-    uint32_t st;
+    uint32_t st, inject;
 
     assert(bql_locked());
     memset(job, 0, sizeof(*job));
@@ -661,20 +690,27 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
     trace_spyre_job_start(q->id, job->seqno, job->ctx, job->cmd_va,
                           job->cmd_size);
 
-    if (q->inject == SPYRE_DBG_HANG) {
-        q->inject = 0;
+    inject = spyre_inject_take(q, spyre_inject_job);
+    if (inject == SPYRE_DBG_HANG) {
         spyre_set_job_state(s, q, SPYRE_JOB_HUNG);
         trace_spyre_job_hang(q->id, job->seqno);
         return false;
     }
-    if (q->inject == SPYRE_DBG_ERROR) {
-        q->inject = 0;
+    if (inject == SPYRE_DBG_ERROR) {
         spyre_end_job(s, q, SPYRE_STATUS_INTERNAL, 0, true, true);
         return false;
     }
     st = spyre_job_check(s, &d);
     if (st != SPYRE_STATUS_OK) {
         spyre_end_job(s, q, st, 0, true, true);
+        return false;
+    }
+    if (inject == SPYRE_DBG_MMU_FAULT) {
+        /* As a fault on the fetch of the first command would. */
+        trace_spyre_inject_fault(q->id, job->seqno, job->cmd_va);
+        spyre_record_fault(s, job->ctx, q->id, job->cmd_va, false,
+                           SPYRE_FAULT_INJECTED, true);
+        spyre_end_job(s, q, SPYRE_STATUS_MMU_FAULT, job->cmd_va, true, true);
         return false;
     }
     return true;
@@ -692,6 +728,7 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     SpyreJob *job = &q->job;
     struct spyre_hw_completion c = { 0 };
     uint64_t end = spyre_clock(s);
+    uint32_t inject = spyre_inject_take(q, spyre_inject_compl);
     uint64_t seqno = cpu_to_le64(job->seqno);
     bool ok, irq;
 
@@ -699,6 +736,13 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     trace_spyre_job_end(q->id, job->seqno, status, job->cmd_offset, err_va);
 
     c.status = cpu_to_le32(status);
+    if (inject == SPYRE_DBG_CORRUPT_SEQNO) {
+        seqno = cpu_to_le64(job->seqno + SPYRE_DBG_SEQNO_SKEW);
+        trace_spyre_inject_record(q->id, job->seqno, inject);
+    } else if (inject == SPYRE_DBG_CORRUPT_STATUS) {
+        c.status = cpu_to_le32(SPYRE_DBG_BAD_STATUS);
+        trace_spyre_inject_record(q->id, job->seqno, inject);
+    }
     c.cmd_offset = cpu_to_le32(status == SPYRE_STATUS_OK ? 0 :
                                job->cmd_offset);
     c.error_va = cpu_to_le64(status == SPYRE_STATUS_MMU_FAULT ||
@@ -725,6 +769,10 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     q->status = halt ? SPYRE_QS_ERROR : spyre_queue_rest_status(q);
     irq = (halt || status != SPYRE_STATUS_OK ||
            (job->flags & SPYRE_JOB_F_IRQ)) && q->vector != SPYRE_ERROR_VECTOR;
+    if (irq && inject == SPYRE_DBG_DROP_IRQ) {
+        trace_spyre_irq_drop(q->id, q->vector);
+        irq = false;
+    }
     /* Parked queues re-check their semaphore if the job wrote memory. */
     if (job->writes) {
         s->sem_epoch++;
@@ -739,6 +787,9 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
         spyre_raise_error(s, SPYRE_IRQ_QUEUE_ERROR, direct);
     }
     if (irq) {
+        if (inject == SPYRE_DBG_DUP_IRQ) {
+            spyre_notify_again(s, q->vector);
+        }
         spyre_notify(s, q->vector, direct);
     }
 }

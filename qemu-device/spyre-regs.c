@@ -4,8 +4,9 @@
  * Owns the MMIO dispatch of BAR0 (32- and 64-bit accesses, the latch that
  * makes a 64-bit register read as two halves consistent), the global
  * registers (identity, SCRATCH, CONTROL, RESET, interrupts, MMU
- * invalidation, fault FIFO, context roots, telemetry, DBG_INJECT) and the
- * queue pages (configuration, CONTROL, DOORBELL, RESET).
+ * invalidation, fault FIFO, context roots, telemetry, DBG_INJECT with
+ * the FATAL stop of the card) and the queue pages (configuration,
+ * CONTROL, DOORBELL, RESET).
  *
  * Locks: every function here runs with the BQL held (MMIO dispatch takes
  * it; so does QOM for the dbg-inject property).  A DOORBELL write runs
@@ -56,6 +57,9 @@ static void spyre_queue_reset(SpyreState *s, SpyreQueue *q)
     assert(bql_locked());
     trace_spyre_queue_reset(q->id, q->job_state);
     spyre_drain_copies(s);
+    /* Disarmed first: the ABORTED record is written as it is. */
+    q->inject = 0;
+    q->inject_count = 0;
     if (q->job_state != SPYRE_JOB_NONE) {
         spyre_end_job(s, q, SPYRE_STATUS_ABORTED, 0, false, false);
     }
@@ -63,7 +67,6 @@ static void spyre_queue_reset(SpyreState *s, SpyreQueue *q)
     spyre_set_job_state(s, q, SPYRE_JOB_NONE);
     q->head = 0;
     q->tail = 0;
-    q->inject = 0;
     q->control &= ~SPYRE_Q_CONTROL_ENABLE;
     q->status = SPYRE_QS_DISABLED;
     /* Waiters (paused workers, GEMM owners) notice the new generation. */
@@ -149,7 +152,8 @@ static uint64_t spyre_reg_read(SpyreState *s, hwaddr reg)
     case SPYRE_REG_CONTROL:
         return s->control;
     case SPYRE_REG_STATUS:
-        return SPYRE_DEV_STATUS_READY;
+        return SPYRE_DEV_STATUS_READY |
+               (s->fatal ? SPYRE_DEV_STATUS_FATAL : 0);
     case SPYRE_REG_IRQ_STATUS:
         return s->irq_status;
     case SPYRE_REG_IRQ_MASK:
@@ -322,19 +326,70 @@ static void spyre_q_write(SpyreState *s, SpyreQueue *q, hwaddr off,
     }
 }
 
+/* Does DBG_INJECT take @kind on queue @qid? (Also for QOM, post_load.) */
+bool spyre_dbg_inject_valid(SpyreState *s, unsigned int qid,
+                            unsigned int kind)
+{
+    return qid < s->nqueues && kind >= SPYRE_DBG_HANG &&
+           kind <= SPYRE_DBG_KIND_MAX;
+}
+
+/*
+ * DBG_FATAL: the card stops as at a fatal error.  Every job in progress
+ * is dropped as a queue reset drops it (its worker lets go without
+ * touching guest memory or queue state again), but without a completion
+ * record: it stays parked (SPYRE_JOB_HUNG, queue BUSY) until Q_RESET or a
+ * device reset, and no job starts until spyre_reset().
+ */
+static void spyre_fatal(SpyreState *s)
+{
+    uint32_t i, njobs = 0;
+
+    assert(bql_locked());
+    if (s->fatal) {
+        return;
+    }
+    s->fatal = true;
+    spyre_drain_copies(s);
+    for (i = 0; i < s->nqueues; i++) {
+        SpyreQueue *q = &s->queues[i];
+
+        if (q->job_state != SPYRE_JOB_NONE) {
+            q->gen++;
+            spyre_set_job_state(s, q, SPYRE_JOB_HUNG);
+            q->status = SPYRE_QS_BUSY;
+            njobs++;
+        }
+    }
+    trace_spyre_fatal(njobs);
+    /* Waiters (paused workers, GEMM owners) notice the new generations. */
+    spyre_kick(s);
+    spyre_raise_error(s, SPYRE_IRQ_FATAL, false);
+}
+
 void spyre_dbg_inject(SpyreState *s, uint32_t val)
 {
     unsigned int qid = SPYRE_DBG_INJECT_QUEUE(val);
     unsigned int kind = SPYRE_DBG_INJECT_KIND(val);
+    unsigned int count = SPYRE_DBG_INJECT_COUNT(val);
+    SpyreQueue *q;
 
     assert(bql_locked());
-    if (qid >= s->nqueues ||
-        (kind != SPYRE_DBG_HANG && kind != SPYRE_DBG_ERROR)) {
+    if (!spyre_dbg_inject_valid(s, qid, kind)) {
         qemu_log_mask(LOG_GUEST_ERROR, "spyre: bad DBG_INJECT 0x%x\n", val);
         return;
     }
-    trace_spyre_dbg_inject(qid, kind);
-    s->queues[qid].inject = kind;
+    trace_spyre_dbg_inject(qid, kind, count);
+    q = &s->queues[qid];
+    if (kind == SPYRE_DBG_FATAL) {
+        /* Applies at once; it replaces what was armed with nothing. */
+        q->inject = 0;
+        q->inject_count = 0;
+        spyre_fatal(s);
+        return;
+    }
+    q->inject = kind;
+    q->inject_count = count;
 }
 
 /*

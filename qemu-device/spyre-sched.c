@@ -1,7 +1,8 @@
 /*
  * Spyre card model: scheduling and the worker pool
  *
- * Owns the interrupts (MSI-X moderation, the bottom half), queue
+ * Owns the interrupts (MSI-X moderation, the bottom half, the timer of
+ * DBG_DUP_IRQ's second messages), queue
  * readiness, priorities and aging, picking work for a free worker, the
  * worker threads, what a running job does at a tile or chunk boundary
  * (share the BQL, wait while the VM is stopped, preemption by nesting:
@@ -35,6 +36,10 @@
 #define SPYRE_IRQ_MODERATE_NS   (20 * SCALE_US)
 /* A running job looks for higher-priority work at least this often. */
 #define SPYRE_SCAN_NS           SCALE_MS
+/* Virtual time between the two messages of a DBG_DUP_IRQ completion. */
+#define SPYRE_DUP_IRQ_NS        SCALE_MS
+
+QEMU_BUILD_BUG_ON(SPYRE_MAX_VECTORS > 64);     /* SpyreState.dup_pending */
 
 /* ---- Interrupts --------------------------------------------------------- */
 
@@ -80,6 +85,41 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
     }
     set_bit(v, s->irq_pending);
     qemu_bh_schedule(s->irq_bh);
+}
+
+/*
+ * BQL held.  DBG_DUP_IRQ: raise completion vector @v once more,
+ * SPYRE_DUP_IRQ_NS of virtual time from now (so not while the VM is
+ * stopped), as a message of its own that no moderation merges with the
+ * one spyre_notify() just sent or queued.
+ */
+void spyre_notify_again(SpyreState *s, unsigned int v)
+{
+    assert(bql_locked());
+    if (v >= s->nvectors) {
+        return;
+    }
+    s->dup_pending |= 1ULL << v;
+    timer_mod_anticipate(s->dup_timer,
+                         qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                         SPYRE_DUP_IRQ_NS);
+}
+
+/* The dup_timer (main loop, BQL held): the second messages. */
+void spyre_dup_irq_timer(void *opaque)
+{
+    SpyreState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+    unsigned int v;
+
+    assert(bql_locked());
+    for (v = 0; v < s->nvectors; v++) {
+        if (s->dup_pending & (1ULL << v)) {
+            s->dup_pending &= ~(1ULL << v);
+            trace_spyre_irq_dup(v);
+            msix_notify(pdev, v);
+        }
+    }
 }
 
 /* BQL held.  Latch @bits in IRQ_STATUS and raise the error vector. */
@@ -283,7 +323,7 @@ static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
     int eff = -1;
 
     assert(bql_locked());
-    if (s->stopping || !s->vm_running) {
+    if (s->stopping || !s->vm_running || s->fatal) {
         return false;
     }
     q = spyre_pick_queue(s, floor, aged, &eff,
@@ -433,7 +473,7 @@ void spyre_db_run(SpyreState *s, SpyreQueue *q)
 
     assert(bql_locked());
     w->db_budget = SPYRE_DB_BUDGET_CMDS;
-    while (!s->stopping && s->vm_running &&
+    while (!s->stopping && s->vm_running && !s->fatal &&
            (s->control & SPYRE_CONTROL_ENABLE) &&
            q->job_state == SPYRE_JOB_NONE &&
            spyre_queue_ready(s, q, 0, &dummy) && w->db_budget) {

@@ -79,8 +79,11 @@ void spyre_reset(SpyreState *s)
     memset(s->tel, 0, sizeof(s->tel));
     s->read_latch_addr = UINT64_MAX;
     s->rr_next = 0;
+    s->fatal = false;
     spyre_mmu_changed(s);
     bitmap_zero(s->irq_pending, SPYRE_MAX_VECTORS);
+    s->dup_pending = 0;
+    timer_del(s->dup_timer);
     spyre_kick(s);
 }
 
@@ -167,6 +170,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     s->queues = g_new0(SpyreQueue, s->nqueues);
     s->irq_bh = qemu_bh_new_guarded(spyre_irq_bh, s,
                                     &DEVICE(pdev)->mem_reentrancy_guard);
+    s->dup_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, spyre_dup_irq_timer, s);
     qemu_cond_init(&s->work_cond);
     qemu_cond_init(&s->gang_cond);
     qemu_cond_init(&s->run_cond);
@@ -249,6 +253,8 @@ static void spyre_exit(PCIDevice *pdev)
 
     qemu_del_vm_change_state_handler(s->vmse);
     qemu_bh_delete(s->irq_bh);
+    timer_free(s->dup_timer);
+    s->dup_timer = NULL;
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
     pcie_cap_exit(pdev);
@@ -306,7 +312,8 @@ static int spyre_post_load(void *opaque, int version_id)
     if (s->fault_count > SPYRE_FAULT_FIFO_DEPTH ||
         s->fault_head >= SPYRE_FAULT_FIFO_DEPTH ||
         s->irq_status & ~SPYRE_IRQ_ALL || s->irq_mask & ~SPYRE_IRQ_ALL ||
-        s->control & ~SPYRE_CONTROL_ENABLE) {
+        s->control & ~SPYRE_CONTROL_ENABLE ||
+        s->dup_pending & ~MAKE_64BIT_MASK(0, s->nvectors)) {
         return -EINVAL;
     }
     for (i = s->ncontexts; i < SPYRE_MAX_CONTEXTS; i++) {
@@ -317,9 +324,15 @@ static int spyre_post_load(void *opaque, int version_id)
     for (i = 0; i < s->nqueues; i++) {
         SpyreQueue *q = &s->queues[i];
 
-        if (q->control & ~SPYRE_Q_CONTROL_MASK ||
-            (q->inject && q->inject != SPYRE_DBG_HANG &&
-             q->inject != SPYRE_DBG_ERROR)) {
+        if (q->control & ~SPYRE_Q_CONTROL_MASK) {
+            return -EINVAL;
+        }
+        /* Armed: a valid kind but FATAL (never armed), 1..256 times. */
+        if (q->inject ? !spyre_dbg_inject_valid(s, i, q->inject) ||
+                        q->inject == SPYRE_DBG_FATAL ||
+                        q->inject_count < 1 ||
+                        q->inject_count > SPYRE_DBG_INJECT_COUNT(~0U) :
+                        q->inject_count) {
             return -EINVAL;
         }
         switch (q->status) {
@@ -354,14 +367,17 @@ static int spyre_post_load(void *opaque, int version_id)
     s->read_latch_addr = UINT64_MAX;
     s->nparked = 0;
     spyre_mmu_changed(s);
+    if (s->dup_pending) {
+        timer_mod(s->dup_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    }
     spyre_kick(s);
     return 0;
 }
 
 static const VMStateDescription vmstate_spyre_queue = {
     .name = "spyre-queue",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT64(ring_base, SpyreQueue),
         VMSTATE_UINT64(compl_addr, SpyreQueue),
@@ -372,14 +388,15 @@ static const VMStateDescription vmstate_spyre_queue = {
         VMSTATE_UINT32(tail, SpyreQueue),
         VMSTATE_UINT32(status, SpyreQueue),
         VMSTATE_UINT32(inject, SpyreQueue),
+        VMSTATE_UINT32(inject_count, SpyreQueue),
         VMSTATE_END_OF_LIST()
     },
 };
 
 static const VMStateDescription vmstate_spyre = {
     .name = "spyre",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .pre_save = spyre_pre_save,
     .post_load = spyre_post_load,
     .fields = (const VMStateField[]) {
@@ -404,6 +421,8 @@ static const VMStateDescription vmstate_spyre = {
         VMSTATE_UINT32(fault_lost, SpyreState),
         VMSTATE_UINT64_ARRAY(ctx_root, SpyreState, SPYRE_MAX_CONTEXTS),
         VMSTATE_UINT64_ARRAY(tel, SpyreState, SPYRE_TEL_COUNT),
+        VMSTATE_BOOL(fatal, SpyreState),
+        VMSTATE_UINT64(dup_pending, SpyreState),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT32(queues, SpyreState, nqueues,
                                              vmstate_spyre_queue, SpyreQueue),
         VMSTATE_END_OF_LIST()
@@ -447,9 +466,8 @@ static void spyre_set_dbg_inject(Object *obj, Visitor *v, const char *name,
         error_setg(errp, "spyre: dbg-inject needs a realized device");
         return;
     }
-    if (SPYRE_DBG_INJECT_QUEUE(value) >= s->nqueues ||
-        (SPYRE_DBG_INJECT_KIND(value) != SPYRE_DBG_HANG &&
-         SPYRE_DBG_INJECT_KIND(value) != SPYRE_DBG_ERROR)) {
+    if (!spyre_dbg_inject_valid(s, SPYRE_DBG_INJECT_QUEUE(value),
+                                SPYRE_DBG_INJECT_KIND(value))) {
         error_setg(errp, "spyre: dbg-inject: bad queue or kind");
         return;
     }

@@ -140,7 +140,7 @@ enum {
     SPYRE_JOB_RUNNING,      /* owned by a worker */
     SPYRE_JOB_SEM_WAIT,     /* parked on a SEM_WAIT, resumable */
     SPYRE_JOB_READY,        /* begun at the doorbell, for a worker to go on */
-    SPYRE_JOB_HUNG,         /* parked forever (DBG_HANG) */
+    SPYRE_JOB_HUNG,         /* parked forever (DBG_HANG, DBG_FATAL) */
 };
 
 typedef struct SpyreJob {
@@ -164,7 +164,8 @@ typedef struct SpyreQueue {
     uint32_t head;
     uint32_t tail;
     uint32_t status;
-    uint32_t inject;            /* SPYRE_DBG_* for the next job, or 0 */
+    uint32_t inject;            /* SPYRE_DBG_* armed (never FATAL), or 0 */
+    uint32_t inject_count;      /* applications of it left (0 if none) */
 
     /* Execution state (not migrated: see spyre_pre_save). */
     uint32_t id;
@@ -347,6 +348,7 @@ struct SpyreState {
     uint64_t tel[SPYRE_TEL_COUNT];
     uint64_t read_latch_addr;   /* 64-bit read split into 32-bit halves */
     uint64_t read_latch_val;
+    bool fatal;                 /* STATUS.FATAL: no job starts (DBG_FATAL) */
 
     SpyreQueue *queues;
 
@@ -374,6 +376,9 @@ struct SpyreState {
     QEMUBH *irq_bh;
     unsigned long irq_pending[BITS_TO_LONGS(SPYRE_MAX_VECTORS)];
     int64_t irq_direct_ns[SPYRE_MAX_VECTORS];   /* last direct message */
+    /* Completion vectors to raise once more (DBG_DUP_IRQ), from a timer. */
+    QEMUTimer *dup_timer;
+    uint64_t dup_pending;       /* bit v: vector v (migrated) */
 };
 
 typedef struct SpyreTarget {
@@ -419,6 +424,8 @@ void spyre_reset(SpyreState *s);
 /* spyre-regs.c */
 extern const MemoryRegionOps spyre_mmio_ops;
 bool spyre_queue_config_valid(SpyreState *s, SpyreQueue *q, uint32_t control);
+bool spyre_dbg_inject_valid(SpyreState *s, unsigned int qid,
+                            unsigned int kind);
 void spyre_dbg_inject(SpyreState *s, uint32_t val);
 
 /* spyre-mmu.c */
@@ -439,6 +446,8 @@ void spyre_mmu_changed(SpyreState *s);
 /* spyre-sched.c */
 void spyre_irq_bh(void *opaque);
 void spyre_notify(SpyreState *s, unsigned int v, bool direct);
+void spyre_notify_again(SpyreState *s, unsigned int v);
+void spyre_dup_irq_timer(void *opaque);
 void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct);
 void spyre_kick(SpyreState *s);
 void spyre_wake(SpyreState *s, uint32_t n);
