@@ -836,7 +836,8 @@ static void test_mmu_fault(void)
     g_assert_cmpuint(SPYRE_FAULT_INFO_WRITE(info), ==, 0);
     g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==, SPYRE_FAULT_UNMAPPED);
     g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_FAULTS), ==, 1);
-    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==, SPYRE_IRQ_ALL);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==,
+                    SPYRE_IRQ_FAULT | SPYRE_IRQ_QUEUE_ERROR);
     {
         gint64 end = g_get_monotonic_time() + WAIT_US;
 
@@ -1647,7 +1648,8 @@ static void test_migration(void)
 
     g_assert_cmphex(rd32(dst, SPYRE_REG_SCRATCH), ==, 0xfeedbeef);
     g_assert_cmphex(rd32(dst, SPYRE_REG_IRQ_MASK), ==, SPYRE_IRQ_FAULT);
-    g_assert_cmphex(rd32(dst, SPYRE_REG_IRQ_STATUS), ==, SPYRE_IRQ_ALL);
+    g_assert_cmphex(rd32(dst, SPYRE_REG_IRQ_STATUS), ==,
+                    SPYRE_IRQ_FAULT | SPYRE_IRQ_QUEUE_ERROR);
     g_assert_cmpuint(rd32(dst, SPYRE_REG_FAULT_COUNT), ==, 1);
     g_assert_cmphex(rd64(dst, SPYRE_REG_FAULT_VA), ==, 0x9000);
     g_assert_cmpuint(rd64(dst, SPYRE_REG_TEL_JOBS), ==, 3);
@@ -2854,6 +2856,451 @@ static void test_perf(void)
     do_perf("4");
 }
 
+/* ---- fault injection (DBG_INJECT kinds 3-8, COUNT) ------------------ */
+
+#define MSI_ERR_ADDR        (MSI_ADDR + 0x10)   /* error vector's dword */
+#define MSI_COMPL_DATA      0x5959
+#define MSI_ERR_DATA        0xe0e0
+
+/* Point MSI-X vector @v at the dword @addr with @data, unmasked. */
+static void inj_msix_vector(Spyre *sp, unsigned int v, uint64_t addr,
+                            uint32_t data)
+{
+    uint64_t e = sp->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
+
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   e + PCI_MSIX_ENTRY_LOWER_ADDR, addr);
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   e + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   e + PCI_MSIX_ENTRY_DATA, data);
+    qpci_io_writel(sp->dev, sp->dev->msix_table_bar,
+                   e + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    qtest_writel(sp->qts, addr, 0);
+}
+
+static void inj_wait_msi(Spyre *sp, uint64_t addr, uint32_t data)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    while (qtest_readl(sp->qts, addr) != data) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(100);
+    }
+}
+
+/* Let the card deliver anything it still would (host and virtual time). */
+static void inj_settle(Spyre *sp)
+{
+    g_usleep(20000);
+    qtest_clock_step(sp->qts, 10 * 1000 * 1000);
+    g_usleep(5000);
+}
+
+static void inj_arm(Spyre *sp, unsigned int q, unsigned int kind,
+                    unsigned int count)
+{
+    wr32(sp, SPYRE_REG_DBG_INJECT, SPYRE_DBG_INJECT_VAL(q, kind, count));
+}
+
+/* A one-NOP stream at VA 0x1000 of a new context @ctx; returns the root. */
+static uint64_t inj_nop_ctx(Spyre *sp, unsigned int ctx, Stream *st)
+{
+    uint64_t root = ctx_create(sp, ctx);
+    uint64_t pa = map_sys(sp, root, 0x1000, 1, false);
+
+    st->len = 0;
+    emit_nop(st);
+    stream_put(sp, pa, st);
+    return root;
+}
+
+static void test_inject_fatal(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c, c2;
+    TestQueue tq[4];
+    Stream st = { 0 }, sem = { 0 }, fill = { 0 };
+    uint64_t root, pa, pa_sem, pa_fill, before[16];
+    unsigned int i;
+
+    qpci_msix_enable(sp->dev);
+    inj_msix_vector(sp, SPYRE_ERROR_VECTOR, MSI_ERR_ADDR, MSI_ERR_DATA);
+    wr32(sp, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+    root = inj_nop_ctx(sp, 0, &st);
+    for (i = 0; i < 4; i++) {
+        queue_init(sp, &tq[i], i, 4, 1);
+    }
+
+    /* Queue 0: a hung job; queue 1: a job parked on SEM_WAIT. */
+    inj_arm(sp, 0, SPYRE_DBG_HANG, 1);
+    submit(sp, &tq[0], 1, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    wait_qstatus(sp, 0, SPYRE_QS_BUSY);
+    pa_sem = map_sys(sp, root, 0x10000, 1, true);
+    emit_sem(&sem, SPYRE_OP_SEM_WAIT, 0, 0x10000, 1);
+    pa = map_sys(sp, root, 0x20000, 1, false);
+    stream_put(sp, pa, &sem);
+    submit(sp, &tq[1], 1, 0, 0x20000, sem.len, SPYRE_JOB_F_IRQ);
+    wait_qstatus(sp, 1, SPYRE_QS_SEM_WAIT);
+
+    /* Queue 2: a long job, perhaps still running when the card stops. */
+    pa_fill = map_sys(sp, root, 0x100000, 256, true);
+    for (i = 0; i < 4; i++) {
+        emit_fill(&fill, 0x100000, 256 * PAGE / 8, i + 1, 8);
+    }
+    pa = map_sys(sp, root, 0x30000, 1, false);
+    stream_put(sp, pa, &fill);
+    submit(sp, &tq[2], 1, 0, 0x30000, fill.len, 0);
+
+    inj_arm(sp, 3, SPYRE_DBG_FATAL, 1);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_STATUS), ==,
+                    SPYRE_DEV_STATUS_READY | SPYRE_DEV_STATUS_FATAL);
+    g_assert_true(rd32(sp, SPYRE_REG_IRQ_STATUS) & SPYRE_IRQ_FATAL);
+    inj_wait_msi(sp, MSI_ERR_ADDR, MSI_ERR_DATA);
+
+    /* Long job: dropped in progress (no record, BUSY) or done before. */
+    for (i = 0; i < 16; i++) {
+        before[i] = qtest_readq(sp->qts, pa_fill + i * 16 * PAGE);
+    }
+    qtest_memread(sp->qts, tq[2].compl, &c2, sizeof(c2));
+    g_assert_true(c2.seqno == 0 || c2.status == SPYRE_STATUS_OK);
+
+    /* Nothing moves any more, even with its semaphore satisfied. */
+    qtest_writeq(sp->qts, pa_sem, 5);
+    submit(sp, &tq[3], 7, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    g_assert_cmpuint(qrd32(sp, 3, SPYRE_Q_DOORBELL), ==, 1);
+    qtest_writel(sp->qts, MSI_ERR_ADDR, 0);
+    inj_settle(sp);
+    for (i = 0; i < 2; i++) {
+        qtest_memread(sp->qts, tq[i].compl, &c, sizeof(c));
+        g_assert_cmpuint(c.seqno, ==, 0);
+        g_assert_cmpuint(qrd32(sp, i, SPYRE_Q_STATUS), ==, SPYRE_QS_BUSY);
+        g_assert_cmpuint(qrd32(sp, i, SPYRE_Q_HEAD), ==, 0);
+        g_assert_cmpuint(qrd32(sp, i, SPYRE_Q_DOORBELL), ==, 1);
+        g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(i, SPYRE_Q_LAST_SEQNO)),
+                         ==, 0);
+    }
+    qtest_memread(sp->qts, tq[2].compl, &c, sizeof(c));
+    g_assert_cmpmem(&c, sizeof(c), &c2, sizeof(c2));
+    g_assert_cmpuint(qrd32(sp, 2, SPYRE_Q_STATUS), ==,
+                     c2.seqno ? SPYRE_QS_IDLE : SPYRE_QS_BUSY);
+    for (i = 0; i < 16; i++) {
+        g_assert_cmphex(qtest_readq(sp->qts, pa_fill + i * 16 * PAGE), ==,
+                        before[i]);
+    }
+    qtest_memread(sp->qts, tq[3].compl, &c, sizeof(c));
+    g_assert_cmpuint(c.seqno, ==, 0);
+    g_assert_cmpuint(qrd32(sp, 3, SPYRE_Q_HEAD), ==, 0);
+    g_assert_cmpuint(qrd32(sp, 3, SPYRE_Q_STATUS), ==, SPYRE_QS_IDLE);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ERR_ADDR), ==, 0);
+
+    /* Registers still work; clearing IRQ_STATUS leaves STATUS.FATAL. */
+    wr32(sp, SPYRE_REG_SCRATCH, 0xf00d);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_SCRATCH), ==, 0xf00d);
+    wr32(sp, SPYRE_REG_IRQ_STATUS, SPYRE_IRQ_FATAL);
+    g_assert_false(rd32(sp, SPYRE_REG_IRQ_STATUS) & SPYRE_IRQ_FATAL);
+    g_assert_true(rd32(sp, SPYRE_REG_STATUS) & SPYRE_DEV_STATUS_FATAL);
+
+    /* Q_RESET still aborts the job in progress with a record. */
+    qwr32(sp, 0, SPYRE_Q_RESET, 1);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_DISABLED);
+    wait_compl(sp, &tq[0], 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
+    /* A re-enabled queue takes doorbells but runs nothing. */
+    queue_init(sp, &tq[0], 0, 4, 1);
+    submit(sp, &tq[0], 2, 0, 0x1000, st.len, 0);
+    inj_settle(sp);
+    qtest_memread(sp->qts, tq[0].compl, &c, sizeof(c));     /* a new page */
+    g_assert_cmpuint(c.seqno, ==, 0);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_DOORBELL), ==, 1);
+    g_assert_cmpuint(qrd32(sp, 0, SPYRE_Q_HEAD), ==, 0);
+    g_assert_true(rd32(sp, SPYRE_REG_STATUS) & SPYRE_DEV_STATUS_FATAL);
+
+    /* Only a device reset clears it; then the card runs again. */
+    wr32(sp, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_STATUS), ==, SPYRE_DEV_STATUS_READY);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==, 0);
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+    inj_nop_ctx(sp, 0, &st);
+    queue_init(sp, &tq[0], 0, 4, 1);
+    submit(sp, &tq[0], 3, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq[0], 3, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    /* The QOM knob stops it too, with IRQ_MASK respected. */
+    wr32(sp, SPYRE_REG_IRQ_MASK, 0);
+    qtest_qmp_assert_success(sp->qts, "{'execute': 'qom-set', 'arguments':"
+                             " {'path': '/machine/peripheral/sp0',"
+                             " 'property': 'dbg-inject', 'value': %d}}",
+                             SPYRE_DBG_INJECT_VAL(0, SPYRE_DBG_FATAL, 1));
+    g_assert_cmphex(rd32(sp, SPYRE_REG_STATUS), ==,
+                    SPYRE_DEV_STATUS_READY | SPYRE_DEV_STATUS_FATAL);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==, SPYRE_IRQ_FATAL);
+    inj_settle(sp);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ERR_ADDR), ==, 0);
+
+    qpci_msix_disable(sp->dev);
+    spyre_stop(sp);
+}
+
+static void test_inject_irq(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq;
+    Stream st = { 0 };
+    unsigned int v = 2;
+
+    qpci_msix_enable(sp->dev);
+    inj_msix_vector(sp, v, MSI_ADDR, MSI_COMPL_DATA);
+    inj_msix_vector(sp, SPYRE_ERROR_VECTOR, MSI_ERR_ADDR, MSI_ERR_DATA);
+    wr32(sp, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+    inj_nop_ctx(sp, 0, &st);
+    queue_init(sp, &tq, 0, 8, v);
+
+    /* DROP_IRQ: the record is written, its message never sent. */
+    inj_arm(sp, 0, SPYRE_DBG_DROP_IRQ, 1);
+    submit(sp, &tq, 1, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    wait_compl(sp, &tq, 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    inj_settle(sp);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
+    g_assert_false(qpci_msix_pending(sp->dev, v));
+    /* Used up: the next completion raises its vector. */
+    submit(sp, &tq, 2, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    wait_compl(sp, &tq, 2, &c);
+    inj_wait_msi(sp, MSI_ADDR, MSI_COMPL_DATA);
+
+    /*
+     * DUP_IRQ: one message at the completion, the second one a virtual
+     * millisecond later (qtest drives the virtual clock).
+     */
+    qtest_writel(sp->qts, MSI_ADDR, 0);
+    inj_arm(sp, 0, SPYRE_DBG_DUP_IRQ, 1);
+    submit(sp, &tq, 3, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    wait_compl(sp, &tq, 3, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    inj_wait_msi(sp, MSI_ADDR, MSI_COMPL_DATA);
+    qtest_writel(sp->qts, MSI_ADDR, 0);
+    g_usleep(20000);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
+    qtest_clock_step(sp->qts, 2 * 1000 * 1000);
+    inj_wait_msi(sp, MSI_ADDR, MSI_COMPL_DATA);
+    qtest_writel(sp->qts, MSI_ADDR, 0);
+    inj_settle(sp);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
+    g_assert_false(qpci_msix_pending(sp->dev, v));
+
+    /* A device reset forgets a duplicate not yet sent. */
+    inj_arm(sp, 0, SPYRE_DBG_DUP_IRQ, 1);
+    submit(sp, &tq, 4, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
+    wait_compl(sp, &tq, 4, &c);
+    inj_wait_msi(sp, MSI_ADDR, MSI_COMPL_DATA);
+    qtest_writel(sp->qts, MSI_ADDR, 0);
+    wr32(sp, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
+    inj_settle(sp);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
+
+    /* DROP_IRQ on a failed job: the error vector is still raised. */
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+    wr32(sp, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+    inj_nop_ctx(sp, 0, &st);
+    queue_init(sp, &tq, 0, 8, v);
+    inj_arm(sp, 0, SPYRE_DBG_DROP_IRQ, 1);
+    submit(sp, &tq, 5, 15, 0x1000, st.len, SPYRE_JOB_F_IRQ); /* no root */
+    wait_compl(sp, &tq, 5, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_INVALID_JOB);
+    wait_qstatus(sp, 0, SPYRE_QS_ERROR);
+    inj_wait_msi(sp, MSI_ERR_ADDR, MSI_ERR_DATA);
+    inj_settle(sp);
+    g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
+    g_assert_false(qpci_msix_pending(sp->dev, v));
+
+    qpci_msix_disable(sp->dev);
+    spyre_stop(sp);
+}
+
+static void test_inject_corrupt(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq;
+    Stream st = { 0 };
+
+    wr32(sp, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+    inj_nop_ctx(sp, 0, &st);
+    queue_init(sp, &tq, 2, 4, 1);
+
+    /* CORRUPT_SEQNO: the record's seqno is skewed, LAST_SEQNO is not. */
+    inj_arm(sp, 2, SPYRE_DBG_CORRUPT_SEQNO, 1);
+    submit(sp, &tq, 5, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 5 + SPYRE_DBG_SEQNO_SKEW, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(c.cmd_offset, ==, 0);
+    g_assert_cmpuint(c.error_va, ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(2, SPYRE_Q_LAST_SEQNO)), ==, 5);
+    wait_qstatus(sp, 2, SPYRE_QS_IDLE);
+    g_assert_cmpuint(qrd32(sp, 2, SPYRE_Q_HEAD), ==, 1);
+    submit(sp, &tq, 6, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 6, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    /* CORRUPT_STATUS: an unknown status, the queue not halted. */
+    inj_arm(sp, 2, SPYRE_DBG_CORRUPT_STATUS, 1);
+    submit(sp, &tq, 7, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 7, &c);
+    g_assert_cmphex(c.status, ==, SPYRE_DBG_BAD_STATUS);
+    g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(2, SPYRE_Q_LAST_SEQNO)), ==, 7);
+    wait_qstatus(sp, 2, SPYRE_QS_IDLE);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==, 0);
+    submit(sp, &tq, 8, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 8, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_JOBS), ==, 4);
+
+    spyre_stop(sp);
+}
+
+static void test_inject_mmu_fault(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq;
+    Stream st = { 0 };
+    uint64_t info;
+
+    wr32(sp, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
+    inj_nop_ctx(sp, 3, &st);
+    queue_init(sp, &tq, 1, 4, 1);
+
+    inj_arm(sp, 1, SPYRE_DBG_MMU_FAULT, 1);
+    submit(sp, &tq, 9, 3, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 9, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmphex(c.error_va, ==, 0x1000);
+    g_assert_cmpuint(c.cmd_offset, ==, 0);
+    wait_qstatus(sp, 1, SPYRE_QS_ERROR);
+    g_assert_cmpuint(qrd32(sp, 1, SPYRE_Q_HEAD), ==, 1);
+    g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(1, SPYRE_Q_LAST_SEQNO)), ==, 9);
+
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 1);
+    g_assert_cmphex(rd64(sp, SPYRE_REG_FAULT_VA), ==, 0x1000);
+    info = rd64(sp, SPYRE_REG_FAULT_INFO);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_CTX(info), ==, 3);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_QUEUE(info), ==, 1);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_WRITE(info), ==, 0);
+    g_assert_cmpuint(SPYRE_FAULT_INFO_REASON(info), ==, SPYRE_FAULT_INJECTED);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_FAULTS), ==, 1);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_CMDS), ==, 0);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==,
+                    SPYRE_IRQ_FAULT | SPYRE_IRQ_QUEUE_ERROR);
+
+    /* Applied once: after Q_RESET the same job runs. */
+    qwr32(sp, 1, SPYRE_Q_RESET, 1);
+    queue_init(sp, &tq, 1, 4, 1);
+    submit(sp, &tq, 10, 3, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 10, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 1);
+
+    spyre_stop(sp);
+}
+
+static void test_inject_count(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq;
+    Stream st = { 0 };
+    uint64_t seq;
+
+    inj_nop_ctx(sp, 0, &st);
+    queue_init(sp, &tq, 0, 16, 1);
+
+    /* COUNT 3: three records, then no more. */
+    inj_arm(sp, 0, SPYRE_DBG_CORRUPT_STATUS, 3);
+    for (seq = 1; seq <= 4; seq++) {
+        submit(sp, &tq, seq, 0, 0x1000, st.len, 0);
+        wait_compl(sp, &tq, seq, &c);
+        g_assert_cmphex(c.status, ==, seq <= 3 ? SPYRE_DBG_BAD_STATUS :
+                        SPYRE_STATUS_OK);
+    }
+
+    /* A new write replaces what is armed. */
+    inj_arm(sp, 0, SPYRE_DBG_CORRUPT_STATUS, 4);
+    inj_arm(sp, 0, SPYRE_DBG_CORRUPT_SEQNO, 1);
+    submit(sp, &tq, 5, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 5 + SPYRE_DBG_SEQNO_SKEW, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    submit(sp, &tq, 6, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 6, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    /* Q_RESET disarms (its ABORTED record is not corrupted either)... */
+    inj_arm(sp, 0, SPYRE_DBG_CORRUPT_SEQNO, 256);
+    submit(sp, &tq, 7, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 7 + SPYRE_DBG_SEQNO_SKEW, &c);
+    qwr32(sp, 0, SPYRE_Q_RESET, 1);
+    queue_init(sp, &tq, 0, 16, 1);
+    submit(sp, &tq, 8, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 8, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    /* ...and so does a device reset. */
+    inj_arm(sp, 0, SPYRE_DBG_CORRUPT_STATUS, 2);
+    wr32(sp, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
+    wr32(sp, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
+    inj_nop_ctx(sp, 0, &st);
+    queue_init(sp, &tq, 0, 16, 1);
+    submit(sp, &tq, 9, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 9, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    spyre_stop(sp);
+}
+
+static void test_inject_bad(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    struct spyre_hw_completion c;
+    TestQueue tq;
+    Stream st = { 0 };
+    QDict *rsp;
+    static const uint32_t bad[] = {
+        SPYRE_DBG_INJECT_VAL(0, 0, 1),
+        SPYRE_DBG_INJECT_VAL(0, SPYRE_DBG_KIND_MAX + 1, 1),
+        SPYRE_DBG_INJECT_VAL(0, 0xff, 2),
+        SPYRE_DBG_INJECT_VAL(8, SPYRE_DBG_CORRUPT_SEQNO, 1),   /* queues=8 */
+        SPYRE_DBG_INJECT_VAL(8, SPYRE_DBG_FATAL, 1),
+        SPYRE_DBG_INJECT_VAL(0xffff, SPYRE_DBG_FATAL, 1),
+    };
+    unsigned int i;
+
+    inj_nop_ctx(sp, 0, &st);
+    queue_init(sp, &tq, 0, 4, 1);
+
+    /* Ignored: what is armed stays armed, the card does not stop. */
+    inj_arm(sp, 0, SPYRE_DBG_CORRUPT_STATUS, 1);
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        wr32(sp, SPYRE_REG_DBG_INJECT, bad[i]);
+        rsp = qtest_qmp(sp->qts, "{'execute': 'qom-set', 'arguments':"
+                        " {'path': '/machine/peripheral/sp0',"
+                        " 'property': 'dbg-inject', 'value': %u}}", bad[i]);
+        g_assert_true(qdict_haskey(rsp, "error"));
+        qobject_unref(rsp);
+    }
+    g_assert_cmphex(rd32(sp, SPYRE_REG_STATUS), ==, SPYRE_DEV_STATUS_READY);
+    g_assert_cmphex(rd32(sp, SPYRE_REG_IRQ_STATUS), ==, 0);
+    submit(sp, &tq, 1, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 1, &c);
+    g_assert_cmphex(c.status, ==, SPYRE_DBG_BAD_STATUS);
+    submit(sp, &tq, 2, 0, 0x1000, st.len, 0);
+    wait_compl(sp, &tq, 2, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+
+    spyre_stop(sp);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2876,6 +3323,12 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/hotplug", test_hotplug);
     qtest_add_func("/spyre/unplug-acpi", test_unplug_acpi);
     qtest_add_func("/spyre/migration", test_migration);
+    qtest_add_func("/spyre/inject-fatal", test_inject_fatal);
+    qtest_add_func("/spyre/inject-irq", test_inject_irq);
+    qtest_add_func("/spyre/inject-corrupt", test_inject_corrupt);
+    qtest_add_func("/spyre/inject-mmu-fault", test_inject_mmu_fault);
+    qtest_add_func("/spyre/inject-count", test_inject_count);
+    qtest_add_func("/spyre/inject-bad", test_inject_bad);
     if (g_test_perf()) {
         qtest_add_func("/spyre/perf", test_perf);
     }
