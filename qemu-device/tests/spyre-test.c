@@ -3301,6 +3301,66 @@ static void test_inject_bad(void)
     spyre_stop(sp);
 }
 
+/* Migrate @src to a new VM on @uri and take the card over there. */
+static Spyre *inj_migrate(Spyre *src, const char *uri)
+{
+    Spyre *dst = spyre_start_vm(NULL, NULL, false, uri);
+    g_autofree char *status = migrate(src, uri);
+
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_qmp_eventwait(dst->qts, "RESUME");
+    dst->dev = qpci_device_find(dst->bus, SPYRE_DEVFN);
+    dst->bar0 = src->bar0;
+    dst->bar2 = src->bar2;
+    dst->next_page = src->next_page;
+    return dst;
+}
+
+static void test_inject_migration(void)
+{
+    g_autofree char *uri = g_strdup_printf("unix:%s/spyre-inj-%d.sock",
+                                           g_get_tmp_dir(), getpid());
+    g_autofree char *uri2 = g_strdup_printf("unix:%s/spyre-inj2-%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    Spyre *src = spyre_start(NULL), *dst, *dst2;
+    struct spyre_hw_completion c;
+    TestQueue tq;
+    Stream st = { 0 };
+    uint64_t seq;
+
+    /* The armed kind and what is left of its count migrate... */
+    inj_nop_ctx(src, 0, &st);
+    queue_init(src, &tq, 0, 8, 1);
+    inj_arm(src, 0, SPYRE_DBG_CORRUPT_STATUS, 3);
+    submit(src, &tq, 1, 0, 0x1000, st.len, 0);
+    wait_compl(src, &tq, 1, &c);
+    g_assert_cmphex(c.status, ==, SPYRE_DBG_BAD_STATUS);
+    dst = inj_migrate(src, uri);
+    for (seq = 2; seq <= 4; seq++) {
+        submit(dst, &tq, seq, 0, 0x1000, st.len, 0);
+        wait_compl(dst, &tq, seq, &c);
+        g_assert_cmphex(c.status, ==, seq <= 3 ? SPYRE_DBG_BAD_STATUS :
+                        SPYRE_STATUS_OK);
+    }
+
+    /* ...and so does FATAL (with no job in progress). */
+    wr32(dst, SPYRE_REG_DBG_INJECT,
+         SPYRE_DBG_INJECT_VAL(0, SPYRE_DBG_FATAL, 1));
+    dst2 = inj_migrate(dst, uri2);
+    g_assert_cmphex(rd32(dst2, SPYRE_REG_STATUS), ==,
+                    SPYRE_DEV_STATUS_READY | SPYRE_DEV_STATUS_FATAL);
+    g_assert_cmphex(rd32(dst2, SPYRE_REG_IRQ_STATUS), ==, SPYRE_IRQ_FATAL);
+    submit(dst2, &tq, 5, 0, 0x1000, st.len, 0);
+    g_usleep(20000);
+    g_assert_cmpuint(qrd32(dst2, 0, SPYRE_Q_HEAD), ==, 4);
+    wr32(dst2, SPYRE_REG_RESET, SPYRE_RESET_MAGIC);
+    g_assert_cmphex(rd32(dst2, SPYRE_REG_STATUS), ==, SPYRE_DEV_STATUS_READY);
+
+    spyre_stop(dst2);
+    spyre_stop(dst);
+    spyre_stop(src);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -3329,6 +3389,7 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/inject-mmu-fault", test_inject_mmu_fault);
     qtest_add_func("/spyre/inject-count", test_inject_count);
     qtest_add_func("/spyre/inject-bad", test_inject_bad);
+    qtest_add_func("/spyre/inject-migration", test_inject_migration);
     if (g_test_perf()) {
         qtest_add_func("/spyre/perf", test_perf);
     }
