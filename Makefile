@@ -4,7 +4,8 @@
 # The kernel module itself is built by Kbuild (see the top-level Kbuild).
 
 SHELL := /bin/bash
-.PHONY: all setup build demo test bench soak soak-stress soak-reset check clean
+.PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
+	check clean
 
 all: build
 
@@ -23,7 +24,7 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
-soak: soak-stress soak-reset
+soak: soak-stress soak-reset soak-fault
 
 soak-stress: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 1200 -- spyre-selftests soak
@@ -36,6 +37,14 @@ soak-reset: build
 		scripts/vm.sh run --no-build --root --smp 2 --timeout 1800 \
 			-- spyre-selftests flr_soak || exit 1; \
 	done
+
+# The fault-injection suite SPYRE_FAULT_ROUNDS times (default 20, about
+# 6 minutes) in one guest, so that each recovery follows many others.
+soak-fault: build
+	scripts/vm.sh run --no-build --root --cards 1 \
+		--module-args job_timeout_ms=2000 --timeout 1800 -- sh -c \
+		"for i in $$(seq $${SPYRE_FAULT_ROUNDS:-20}); do \
+			spyre-selftests fault || exit 1; done"
 
 check: setup
 	scripts/check.sh

@@ -6,16 +6,21 @@
  *  queues    active hardware queues with seqnos and hardware state
  *  contexts  contexts with their sticky error, faults, memory and mapped
  *            BOs
- *  counters  fault/error counters and card telemetry
+ *  counters  fault/error counters, resets and interrupts (also in sysfs
+ *            and QUERY_HEALTH) and card telemetry
  *  memory    memory held by BOs and the device-memory allocator's state
- *  inject    write "<hw queue> <kind>": arm the card's fault injection
- *            (kind 1 = the next job hangs, 2 = the next job fails)
+ *  inject    write "<hw queue> <kind> [<count>]": arm the card's fault
+ *            injection (docs/spyre-hw.rst, DBG_INJECT) for the next
+ *            <count> (default 1) jobs or completions of that queue; kinds:
+ *            hang, error, fatal (the whole card), drop_irq, dup_irq,
+ *            corrupt_seqno, corrupt_status, mmu_fault
  */
 
 #include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/seq_file.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include <drm/drm_debugfs.h>
@@ -101,12 +106,22 @@ static int spyre_debugfs_contexts(struct seq_file *m, void *unused)
 static int spyre_debugfs_counters(struct seq_file *m, void *unused)
 {
 	struct spyre_device *sdev = spyre_debugfs_dev(m);
+	const struct spyre_health *h = &sdev->health;
 	int idx;
 
 	seq_printf(m, "faults %lld\nfaults_lost %lld\nqueue_errors %lld\n",
 		   atomic64_read(&sdev->faults),
 		   atomic64_read(&sdev->faults_lost),
 		   atomic64_read(&sdev->queue_errors));
+	seq_printf(m, "resets %lld\nrecoveries %lld\nfatal_errors %lld\nhangs %lld\n",
+		   atomic64_read(&h->resets), atomic64_read(&h->recoveries),
+		   atomic64_read(&h->fatal_errors), atomic64_read(&h->hangs));
+	seq_printf(m, "lost_irqs %lld\nspurious_irqs %lld\ncorrupt_completions %lld\njobs_replayed %lld\njobs_lost %lld\n",
+		   atomic64_read(&h->lost_irqs),
+		   atomic64_read(&h->spurious_irqs),
+		   atomic64_read(&h->corrupt_completions),
+		   atomic64_read(&h->jobs_replayed),
+		   atomic64_read(&h->jobs_lost));
 
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return 0;
@@ -139,14 +154,25 @@ static int spyre_debugfs_memory(struct seq_file *m, void *unused)
 	return 0;
 }
 
+static const char *const spyre_inject_kinds[SPYRE_DBG_KIND_MAX + 1] = {
+	[SPYRE_DBG_HANG] = "hang",
+	[SPYRE_DBG_ERROR] = "error",
+	[SPYRE_DBG_FATAL] = "fatal",
+	[SPYRE_DBG_DROP_IRQ] = "drop_irq",
+	[SPYRE_DBG_DUP_IRQ] = "dup_irq",
+	[SPYRE_DBG_CORRUPT_SEQNO] = "corrupt_seqno",
+	[SPYRE_DBG_CORRUPT_STATUS] = "corrupt_status",
+	[SPYRE_DBG_MMU_FAULT] = "mmu_fault",
+};
+
 static ssize_t spyre_debugfs_inject_write(struct file *file,
 					  const char __user *ubuf,
 					  size_t count, loff_t *ppos)
 {
 	struct spyre_device *sdev = file->private_data;
-	unsigned int queue, kind;
-	char buf[32];
-	int idx;
+	unsigned int queue, times = 1;
+	char buf[48], name[24];
+	int kind, n, idx;
 
 	if (count >= sizeof(buf))
 		return -EINVAL;
@@ -154,14 +180,19 @@ static ssize_t spyre_debugfs_inject_write(struct file *file,
 		return -EFAULT;
 	buf[count] = '\0';
 
-	if (sscanf(buf, "%u %u", &queue, &kind) != 2 ||
-	    queue >= sdev->num_queues ||
-	    (kind != SPYRE_DBG_HANG && kind != SPYRE_DBG_ERROR))
+	n = sscanf(buf, "%u %23s %u", &queue, name, &times);
+	if (n < 2 || queue >= sdev->num_queues || times < 1 || times > 256)
+		return -EINVAL;
+	for (kind = SPYRE_DBG_KIND_MAX; kind > 0; kind--)
+		if (!strcmp(name, spyre_inject_kinds[kind]))
+			break;
+	if (!kind)
 		return -EINVAL;
 
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return -ENODEV;
-	spyre_write32(sdev, SPYRE_REG_DBG_INJECT, queue | kind << 16);
+	spyre_write32(sdev, SPYRE_REG_DBG_INJECT,
+		      SPYRE_DBG_INJECT_VAL(queue, kind, times));
 	drm_dev_exit(idx);
 	return count;
 }

@@ -29,6 +29,7 @@
 #include "spyre_job.h"
 #include "spyre_mmu.h"
 #include "spyre_queue.h"
+#include "spyre_reset.h"
 #include "spyre_submit.h"
 
 unsigned int spyre_job_timeout_ms = 5000;
@@ -50,13 +51,16 @@ static irqreturn_t spyre_irq_completion(int irq, void *data)
 	struct spyre_irq_vec *vec = data;
 	struct spyre_device *sdev = vec->sdev;
 	unsigned int stride = sdev->nvec - 1;
-	unsigned int i;
+	unsigned int i, n = 0;
 
 	spin_lock(&sdev->hwq_lock);
 	for (i = vec->index - 1; i < sdev->num_queues; i += stride)
 		if (sdev->hwq[i])
-			spyre_queue_irq(sdev->hwq[i]);
+			n += spyre_queue_irq(sdev->hwq[i]);
 	spin_unlock(&sdev->hwq_lock);
+	/* A duplicate, or one an earlier interrupt (or the poll) served. */
+	if (!n)
+		atomic64_inc(&sdev->health.spurious_irqs);
 
 	return IRQ_HANDLED;
 }
@@ -108,6 +112,13 @@ static irqreturn_t spyre_irq_error(int irq, void *data)
 
 	if (status & SPYRE_IRQ_FAULT)
 		spyre_drain_faults(sdev);
+
+	if (status & SPYRE_IRQ_FATAL) {
+		atomic64_inc(&sdev->health.fatal_errors);
+		dev_err_ratelimited(sdev->drm.dev,
+				    "card reports a fatal error, resetting it\n");
+		spyre_recover(sdev, SPYRE_RECOVER_FATAL);
+	}
 
 	if (status & SPYRE_IRQ_QUEUE_ERROR) {
 		atomic64_inc(&sdev->queue_errors);
@@ -167,7 +178,13 @@ static int spyre_irq_init(struct spyre_device *sdev)
 
 /* ---- Hardware bring-up ------------------------------------------------- */
 
-static int spyre_hw_reset(struct spyre_device *sdev)
+/**
+ * spyre_hw_reset() - reset the card through its RESET register.
+ * @sdev: device, inside drm_dev_enter().
+ *
+ * Return: 0, or -ETIMEDOUT if the card did not report READY in time.
+ */
+int spyre_hw_reset(struct spyre_device *sdev)
 {
 	u32 st;
 	int ret;
@@ -221,7 +238,11 @@ static int spyre_hw_init(struct spyre_device *sdev)
 	return 0;
 }
 
-static void spyre_hw_enable(struct spyre_device *sdev)
+/**
+ * spyre_hw_enable() - enable the card's interrupts and queues.
+ * @sdev: device, inside drm_dev_enter().
+ */
+void spyre_hw_enable(struct spyre_device *sdev)
 {
 	spyre_write32(sdev, SPYRE_REG_IRQ_STATUS, SPYRE_IRQ_ALL);
 	spyre_write32(sdev, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_ALL);
@@ -358,6 +379,23 @@ static void spyre_fill_context_info(struct spyre_ctx *ctx,
 	info->fault_va = atomic64_read(&ctx->fault_va);
 }
 
+static void spyre_fill_health_info(struct spyre_device *sdev,
+				   struct drm_spyre_health_info *info)
+{
+	const struct spyre_health *h = &sdev->health;
+
+	memset(info, 0, sizeof(*info));
+	info->resets = atomic64_read(&h->resets);
+	info->recoveries = atomic64_read(&h->recoveries);
+	info->fatal_errors = atomic64_read(&h->fatal_errors);
+	info->hangs = atomic64_read(&h->hangs);
+	info->lost_irqs = atomic64_read(&h->lost_irqs);
+	info->spurious_irqs = atomic64_read(&h->spurious_irqs);
+	info->corrupt_completions = atomic64_read(&h->corrupt_completions);
+	info->jobs_replayed = atomic64_read(&h->jobs_replayed);
+	info->jobs_lost = atomic64_read(&h->jobs_lost);
+}
+
 static int spyre_ioctl_query(struct drm_device *drm, void *data,
 			     struct drm_file *file)
 {
@@ -368,6 +406,7 @@ static int spyre_ioctl_query(struct drm_device *drm, void *data,
 		struct drm_spyre_device_info dev;
 		struct drm_spyre_memory_info mem;
 		struct drm_spyre_context_info ctx;
+		struct drm_spyre_health_info health;
 	} info;
 	u32 len, size;
 	int idx, ret = 0;
@@ -390,6 +429,10 @@ static int spyre_ioctl_query(struct drm_device *drm, void *data,
 	case DRM_SPYRE_QUERY_CONTEXT:
 		spyre_fill_context_info(sfile->ctx, &info.ctx);
 		size = sizeof(info.ctx);
+		break;
+	case DRM_SPYRE_QUERY_HEALTH:
+		spyre_fill_health_info(sdev, &info.health);
+		size = sizeof(info.health);
 		break;
 	default:
 		ret = -EINVAL;
@@ -522,6 +565,7 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	xa_init(&sdev->ctxs);
 	init_rwsem(&sdev->reset_sem);
 	init_rwsem(&sdev->dma_sem);
+	spyre_reset_init(sdev);
 	ret = drmm_add_action_or_reset(drm, spyre_drm_fini, NULL);
 	if (ret)
 		return ret;
@@ -611,6 +655,7 @@ static void spyre_remove(struct pci_dev *pdev)
 
 	/* No ioctl, run_job or MMIO user is inside drm_dev_enter() after this. */
 	drm_dev_unplug(&sdev->drm);
+	spyre_reset_fini(sdev);
 	spyre_hw_disable(sdev);
 	for (i = 0; i < sdev->nvec; i++)
 		synchronize_irq(pci_irq_vector(pdev, i));
@@ -636,54 +681,6 @@ static void spyre_shutdown(struct pci_dev *pdev)
 	}
 }
 
-/*
- * PCI function reset (FLR through sysfs "reset", or a bus reset): the card
- * loses its registers, queues and running jobs.  Everything that programs
- * the card waits on reset_sem meanwhile; afterwards the contexts' page
- * tables and the queues are programmed again.  Jobs that were on the card
- * end with -ECANCELED and mark their context; idle contexts carry on.
- * Device memory keeps its contents, but while the function resets its BAR
- * is off: CPU mappings of device-memory BOs read 0 and drop writes then,
- * and so would the clear of a new device-memory BO, which therefore runs
- * under reset_sem too (spyre_devmem.c).  reset_prepare() is called before
- * the PCI core saves the state and clears the command register,
- * reset_done() after it restored them.
- */
-static void spyre_reset_prepare(struct pci_dev *pdev)
-{
-	struct spyre_device *sdev = pci_get_drvdata(pdev);
-	int idx;
-
-	down_write(&sdev->reset_sem);
-	if (drm_dev_enter(&sdev->drm, &idx)) {
-		spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
-		spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
-		drm_dev_exit(idx);
-	}
-}
-
-static void spyre_reset_done(struct pci_dev *pdev)
-{
-	struct spyre_device *sdev = pci_get_drvdata(pdev);
-	int idx;
-
-	if (drm_dev_enter(&sdev->drm, &idx)) {
-		if (!spyre_hw_reset(sdev)) {
-			spyre_hw_enable(sdev);
-			spyre_ctxs_restore_hw(sdev);
-			spyre_queues_restore_hw(sdev);
-			drm_info(&sdev->drm, "card reset, back in service\n");
-		}
-		drm_dev_exit(idx);
-	}
-	up_write(&sdev->reset_sem);
-}
-
-static const struct pci_error_handlers spyre_err_handlers = {
-	.reset_prepare = spyre_reset_prepare,
-	.reset_done = spyre_reset_done,
-};
-
 /* ---- sysfs (attributes of the PCI device) -------------------------------- */
 
 static struct spyre_device *spyre_sysfs_dev(struct device *dev)
@@ -708,6 +705,16 @@ SPYRE_ATTR_U64(mem_userptr_used, atomic64_read(&sdev->stats.userptr));
 SPYRE_ATTR_U64(num_cores, sdev->num_cores);
 SPYRE_ATTR_U64(num_queues, sdev->num_queues);
 SPYRE_ATTR_U64(num_contexts, sdev->num_contexts);
+SPYRE_ATTR_U64(resets, atomic64_read(&sdev->health.resets));
+SPYRE_ATTR_U64(recoveries, atomic64_read(&sdev->health.recoveries));
+SPYRE_ATTR_U64(fatal_errors, atomic64_read(&sdev->health.fatal_errors));
+SPYRE_ATTR_U64(hangs, atomic64_read(&sdev->health.hangs));
+SPYRE_ATTR_U64(lost_irqs, atomic64_read(&sdev->health.lost_irqs));
+SPYRE_ATTR_U64(spurious_irqs, atomic64_read(&sdev->health.spurious_irqs));
+SPYRE_ATTR_U64(corrupt_completions,
+	       atomic64_read(&sdev->health.corrupt_completions));
+SPYRE_ATTR_U64(jobs_replayed, atomic64_read(&sdev->health.jobs_replayed));
+SPYRE_ATTR_U64(jobs_lost, atomic64_read(&sdev->health.jobs_lost));
 
 static ssize_t hw_version_show(struct device *dev,
 			       struct device_attribute *attr, char *buf)
@@ -736,6 +743,15 @@ static struct attribute *spyre_attrs[] = {
 	&dev_attr_num_cores.attr,
 	&dev_attr_num_queues.attr,
 	&dev_attr_num_contexts.attr,
+	&dev_attr_resets.attr,
+	&dev_attr_recoveries.attr,
+	&dev_attr_fatal_errors.attr,
+	&dev_attr_hangs.attr,
+	&dev_attr_lost_irqs.attr,
+	&dev_attr_spurious_irqs.attr,
+	&dev_attr_corrupt_completions.attr,
+	&dev_attr_jobs_replayed.attr,
+	&dev_attr_jobs_lost.attr,
 	&dev_attr_hw_version.attr,
 	&dev_attr_caps.attr,
 	NULL

@@ -100,6 +100,38 @@ struct spyre_devmem {
 };
 
 /**
+ * struct spyre_health - what the card and the driver went through
+ *	(DRM_SPYRE_QUERY_HEALTH, sysfs); see struct drm_spyre_health_info.
+ * @resets: card resets (function resets and recoveries).
+ * @recoveries: resets the driver made itself.
+ * @fatal_errors: fatal errors the card reported.
+ * @hangs: jobs past the job timeout.
+ * @lost_irqs: completions found by the poll.
+ * @spurious_irqs: completion interrupts with nothing new.
+ * @corrupt_completions: completion records rejected.
+ * @jobs_replayed: jobs run again after a reset.
+ * @jobs_lost: interrupted jobs ended with -ECANCELED by a reset.
+ */
+struct spyre_health {
+	atomic64_t resets;
+	atomic64_t recoveries;
+	atomic64_t fatal_errors;
+	atomic64_t hangs;
+	atomic64_t lost_irqs;
+	atomic64_t spurious_irqs;
+	atomic64_t corrupt_completions;
+	atomic64_t jobs_replayed;
+	atomic64_t jobs_lost;
+};
+
+/* Why the driver resets the card itself (spyre_recover()). */
+enum spyre_recovery_reason {
+	SPYRE_RECOVER_FATAL = 1,	/* STATUS.FATAL */
+	SPYRE_RECOVER_HANG,		/* a queue would not stop */
+	SPYRE_RECOVER_CORRUPT,		/* untrusted completion record */
+};
+
+/**
  * struct spyre_irq_vec - per MSI-X vector handler data.
  * @sdev: owning device.
  * @index: vector index (0 is the error vector).
@@ -149,6 +181,13 @@ struct spyre_irq_vec {
  * @submit_wq: workqueue of every queue's scheduler (run_job, free_job).
  * @queues_lock: protects @queues.
  * @queues: queues holding coherent memory (struct spyre_queue.dev_link).
+ * @health: counters of faults, resets and interrupts.
+ * @recovery_work: resets the card through its RESET register
+ *	(spyre_reset.c); queued by spyre_recover().
+ * @recovery_reason: bitmask of BIT(enum spyre_recovery_reason) not yet
+ *	served by @recovery_work.
+ * @poll_work: finds completions whose interrupt was lost, every
+ *	SPYRE_POLL_MS while jobs are pending.
  */
 struct spyre_device {
 	struct drm_device drm;
@@ -190,6 +229,11 @@ struct spyre_device {
 	struct workqueue_struct *submit_wq;
 	struct mutex queues_lock;	/* protects queues */
 	struct list_head queues;
+
+	struct spyre_health health;
+	struct work_struct recovery_work;
+	unsigned long recovery_reason;
+	struct delayed_work poll_work;
 };
 
 /**
@@ -231,5 +275,9 @@ static inline void spyre_write64(struct spyre_device *sdev, u32 reg, u64 val)
 
 /* spyre_debugfs.c */
 void spyre_debugfs_init(struct spyre_device *sdev);
+
+/* spyre_drv.c */
+int spyre_hw_reset(struct spyre_device *sdev);
+void spyre_hw_enable(struct spyre_device *sdev);
 
 #endif /* SPYRE_DRV_H */

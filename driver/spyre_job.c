@@ -56,6 +56,7 @@
 #include "spyre_job.h"
 #include "spyre_mmu.h"
 #include "spyre_queue.h"
+#include "spyre_reset.h"
 
 /* Descriptors written before the doorbell is rung, at most. */
 #define SPYRE_DOORBELL_BATCH		32
@@ -120,18 +121,18 @@ static int spyre_status_to_errno(u32 status)
  * @fault_va is not NULL when the descriptor of @done took an MMU fault:
  * the fault is recorded in the context, and the context's error set,
  * before any fence signals, so that a waiter woken by -EFAULT finds them
- * in QUERY_CONTEXT.  Returns true if the fence of the job of @done was
- * still pending (a record is processed once: the IRQ handlers, the
- * timeout handler and a reset may all look at the same one).
+ * in QUERY_CONTEXT.  A record is processed once: the IRQ handlers, the
+ * lost-interrupt poll, the timeout handler and a reset may all look at
+ * the same one.
  *
- * Return: whether the fence of the job of @done was still pending.
+ * Return: the number of fences signalled.
  */
-bool spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
-			const u64 *fault_va)
+unsigned int spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
+				const u64 *fault_va)
 {
 	struct spyre_fence *f, *tmp;
+	unsigned int n = 0;
 	unsigned long flags;
-	bool found = false;
 
 	spin_lock_irqsave(&q->fence_lock, flags);
 	if (err) {
@@ -161,15 +162,17 @@ bool spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
 			/* Its later descriptors were not run: as a lone job. */
 			spyre_fence_complete(q, f, f->base.seqno == done ? err :
 						-ECANCELED);
-			found = true;
 		} else if (err) {
 			spyre_fence_complete(q, f, -ECANCELED);
 		} else {
 			break;
 		}
+		n++;
 	}
+	if (done > q->signalled)
+		q->signalled = done;
 	spin_unlock_irqrestore(&q->fence_lock, flags);
-	return found;
+	return n;
 }
 
 /**
@@ -191,6 +194,67 @@ void spyre_queue_cancel(struct spyre_queue *q, struct spyre_fence *guilty,
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 }
 
+static bool spyre_status_known(u32 status)
+{
+	switch (status) {
+	case SPYRE_STATUS_OK:
+	case SPYRE_STATUS_INVALID_OPCODE:
+	case SPYRE_STATUS_INVALID_COMMAND:
+	case SPYRE_STATUS_INVALID_OPERAND:
+	case SPYRE_STATUS_MMU_FAULT:
+	case SPYRE_STATUS_DMA_ERROR:
+	case SPYRE_STATUS_ABORTED:
+	case SPYRE_STATUS_LIMIT:
+	case SPYRE_STATUS_INVALID_JOB:
+	case SPYRE_STATUS_INTERNAL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Is the record (@done, @status) one the card can have written?  Its seqno
+ * lies between the last one processed and the last one written to the
+ * ring, and its status is one the card defines.  A record that is not is
+ * never acted on: it is counted once and the card is reset (nobody is
+ * guilty; spyre_queue_replay() decides what reruns).
+ */
+static bool spyre_compl_trusted(struct spyre_queue *q, u64 done, u32 status)
+{
+	struct spyre_device *sdev = q->sdev;
+
+	if (done <= READ_ONCE(q->written) && done >= READ_ONCE(q->signalled) &&
+	    spyre_status_known(status))
+		return true;
+	if (!READ_ONCE(q->corrupt)) {
+		WRITE_ONCE(q->corrupt, true);
+		atomic64_inc(&sdev->health.corrupt_completions);
+		dev_warn_ratelimited(sdev->drm.dev,
+				     "queue %u: corrupt completion record (seqno %llu, status %#x; last written %llu, processed %llu), resetting the card\n",
+				     q->hwq, done, status, READ_ONCE(q->written),
+				     READ_ONCE(q->signalled));
+		spyre_recover(sdev, SPYRE_RECOVER_CORRUPT);
+	}
+	return false;
+}
+
+/* Keep a copy of a record processed for the first time, for devcoredump. */
+static void spyre_queue_remember(struct spyre_queue *q, u64 done)
+{
+	unsigned long flags;
+	u32 last;
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	last = (q->history_next + SPYRE_COMPL_HISTORY - 1) % SPYRE_COMPL_HISTORY;
+	if (le64_to_cpu(q->history[last].seqno) != done) {
+		memcpy(&q->history[q->history_next], q->compl,
+		       sizeof(*q->compl));
+		q->history_next = (q->history_next + 1) % SPYRE_COMPL_HISTORY;
+	}
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+}
+
 /**
  * spyre_queue_irq() - process a queue's completion record.
  * @q: queue.
@@ -203,11 +267,15 @@ void spyre_queue_cancel(struct spyre_queue *q, struct spyre_fence *guilty,
  * whose seqno is not written yet.  A failure is only trusted once the card
  * reports the queue halted (or the job was aborted by a reset); until then
  * only the jobs before the recorded one are signalled, and the next
- * interrupt settles it.
+ * interrupt settles it.  A record out of range is not trusted at all
+ * (spyre_compl_trusted()).
+ *
+ * Return: the number of fences signalled.
  */
-void spyre_queue_irq(struct spyre_queue *q)
+unsigned int spyre_queue_irq(struct spyre_queue *q)
 {
 	struct spyre_device *sdev = q->sdev;
+	unsigned int n;
 	u32 status;
 	u64 done, va;
 	int err;
@@ -215,35 +283,170 @@ void spyre_queue_irq(struct spyre_queue *q)
 	done = le64_to_cpu(READ_ONCE(q->compl->seqno));
 	rmb(); /* the seqno is written last */
 	status = le32_to_cpu(READ_ONCE(q->compl->status));
+	if (!spyre_compl_trusted(q, done, status))
+		return 0;
 
 	if (status == SPYRE_STATUS_OK) {
-		spyre_queue_signal(q, done, 0, NULL);
-		return;
+		n = spyre_queue_signal(q, done, 0, NULL);
+		if (n)
+			spyre_queue_remember(q, done);
+		return n;
 	}
 
 	if (status != SPYRE_STATUS_ABORTED &&
-	    spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS)) != SPYRE_QS_ERROR) {
-		if (done)
-			spyre_queue_signal(q, done - 1, 0, NULL);
-		return;
-	}
+	    spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS)) != SPYRE_QS_ERROR)
+		return done ? spyre_queue_signal(q, done - 1, 0, NULL) : 0;
 
 	/* The queue is halted: the record is final; re-read it in order. */
 	rmb(); /* after the status register read */
 	done = le64_to_cpu(READ_ONCE(q->compl->seqno));
 	rmb(); /* the seqno is written last */
 	status = le32_to_cpu(READ_ONCE(q->compl->status));
+	if (!spyre_compl_trusted(q, done, status))
+		return 0;
 	err = spyre_status_to_errno(status);
 	va = le64_to_cpu(READ_ONCE(q->compl->error_va));
-	if (spyre_queue_signal(q, done, err,
-			       status == SPYRE_STATUS_MMU_FAULT ? &va : NULL) &&
-	    err && err != -ECANCELED) {
+	n = spyre_queue_signal(q, done, err,
+			       status == SPYRE_STATUS_MMU_FAULT ? &va : NULL);
+	if (n)
+		spyre_queue_remember(q, done);
+	if (n && err && err != -ECANCELED) {
 		dev_warn_ratelimited(sdev->drm.dev,
 				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
 				     q->hwq, q->ctx->id, done, status,
 				     le32_to_cpu(READ_ONCE(q->compl->cmd_offset)),
 				     va);
 	}
+	return n;
+}
+
+/**
+ * spyre_queue_snapshot() - note how far the card got on a queue, before a
+ * reset.
+ * @q: queue; the caller holds sdev->reset_sem for writing, is inside
+ *	drm_dev_enter(), has stopped the card starting jobs (CONTROL) and
+ *	has processed the queue's record.
+ *
+ * Sets @q->started to the seqno of the job the card is running (STATUS
+ * BUSY or SEM_WAIT: the descriptor at HEAD), else of the last one it
+ * ended (the one before HEAD), bounded by what is known: never below the
+ * last record processed, never beyond the last descriptor written.
+ * Descriptors after the last record up to @q->started are treated as
+ * interrupted by spyre_queue_replay().
+ */
+void spyre_queue_snapshot(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+	u32 st, head, mask = q->entries - 1;
+	u64 started;
+
+	lockdep_assert_held_write(&sdev->reset_sem);
+	st = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS));
+	head = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD));
+	if (st == SPYRE_QS_BUSY || st == SPYRE_QS_SEM_WAIT)
+		started = le64_to_cpu(q->ring[head & mask].seqno);
+	else
+		started = le64_to_cpu(q->ring[(head - 1) & mask].seqno);
+	if (head > mask || started > q->written)
+		started = q->written;	/* the card makes no sense: all */
+	q->started = max(started, q->signalled);
+}
+
+/*
+ * Write the descriptors of @job from index @from on at the ring's tail
+ * (not handed to the card yet: the caller advances q->tail and rings the
+ * doorbell).  Only the last one raises an interrupt.  Returns how many.
+ */
+static u32 spyre_ring_fill(struct spyre_queue *q, struct spyre_job *job,
+			   u32 from)
+{
+	u64 first = job->seqno - job->ndesc + 1;
+	u32 i;
+
+	for (i = from; i < job->ndesc; i++) {
+		struct spyre_hw_job *desc;
+
+		desc = &q->ring[(q->tail + i - from) & (q->entries - 1)];
+		desc->seqno = cpu_to_le64(first + i);
+		desc->cmd_va = cpu_to_le64(job->descs[i].cmd_va);
+		desc->cmd_size = cpu_to_le32(job->descs[i].cmd_size);
+		desc->ctx = cpu_to_le16(q->ctx->id);
+		desc->flags = cpu_to_le16(i == job->ndesc - 1 ?
+					  SPYRE_JOB_F_IRQ : 0);
+		memset(desc->reserved, 0, sizeof(desc->reserved));
+	}
+	return job->ndesc - from;
+}
+
+static bool spyre_ring_doorbell(struct spyre_queue *q);
+
+/**
+ * spyre_queue_replay() - put a queue's unfinished jobs back on its ring
+ * after a reset.
+ * @q: queue, programmed again with an empty ring; the caller holds
+ *	sdev->reset_sem for writing and is inside drm_dev_enter(), and has
+ *	processed what the record says ended.
+ *
+ * In seqno order, each pending job runs again from its first descriptor
+ * not known to have ended, unless that part was interrupted (up to
+ * @q->started) and is not DRM_SPYRE_JOB_RESTARTABLE: then its fence ends
+ * with -ECANCELED, and no context is marked.  Jobs of a context already
+ * in error are cancelled.  The fences stay the same: waiters see nothing
+ * of the reset but the time it took.
+ */
+void spyre_queue_replay(struct spyre_queue *q)
+{
+	struct spyre_device *sdev = q->sdev;
+	struct spyre_fence *f, *tmp;
+	unsigned int replayed = 0, lost = 0;
+	bool guilty = atomic_read(&q->ctx->error);
+	unsigned long flags;
+	u32 status;
+	u64 done;
+
+	lockdep_assert_held_write(&sdev->reset_sem);
+
+	/*
+	 * Jobs the card ended after the snapshot keep their result; a failure
+	 * record may be torn by the reset, so only the jobs before it count,
+	 * and a record out of range counts for nothing.
+	 */
+	done = le64_to_cpu(READ_ONCE(q->compl->seqno));
+	rmb(); /* the seqno is written last */
+	status = le32_to_cpu(READ_ONCE(q->compl->status));
+	if (done <= q->written && done >= q->signalled &&
+	    spyre_status_known(status) && (status == SPYRE_STATUS_OK || done))
+		spyre_queue_signal(q, status == SPYRE_STATUS_OK ? done : done - 1,
+				   0, NULL);
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	list_for_each_entry_safe(f, tmp, &q->pending, link) {
+		struct spyre_job *job = f->job;
+		u64 from = max(f->first_seqno, q->signalled + 1);
+		u64 s, last = min(q->started, f->base.seqno);
+		bool rerun = !guilty;
+
+		for (s = from; rerun && s <= last; s++)
+			rerun = job->descs[s - f->first_seqno].restartable;
+		if (!rerun) {
+			spyre_fence_complete(q, f, -ECANCELED);
+			lost++;
+			continue;
+		}
+		q->tail = (q->tail + spyre_ring_fill(q, job,
+						     from - f->first_seqno)) &
+			  (q->entries - 1);
+		job->progress = from - 1;
+		replayed++;
+	}
+	q->started = 0;
+	WRITE_ONCE(q->corrupt, false);
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+
+	if (!guilty)
+		atomic64_add(lost, &sdev->health.jobs_lost);
+	atomic64_add(replayed, &sdev->health.jobs_replayed);
+	spyre_ring_doorbell(q);
 }
 
 /**
@@ -318,7 +521,6 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	u64 first = job->seqno - job->ndesc + 1;
 	struct dma_fence *fence;
 	unsigned long flags;
-	u32 i;
 	int idx;
 
 	/*
@@ -361,21 +563,9 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 
 	/*
 	 * Written in free slots (the scheduler's credits are ring slots);
-	 * only the doorbell hands them to the card.  Only the last one,
-	 * whose end signals the job's fence, raises an interrupt.
+	 * only the doorbell hands them to the card.
 	 */
-	for (i = 0; i < job->ndesc; i++) {
-		struct spyre_hw_job *desc;
-
-		desc = &q->ring[(q->tail + i) & (q->entries - 1)];
-		desc->seqno = cpu_to_le64(first + i);
-		desc->cmd_va = cpu_to_le64(job->descs[i].cmd_va);
-		desc->cmd_size = cpu_to_le32(job->descs[i].cmd_size);
-		desc->ctx = cpu_to_le16(q->ctx->id);
-		desc->flags = cpu_to_le16(i == job->ndesc - 1 ?
-					  SPYRE_JOB_F_IRQ : 0);
-		memset(desc->reserved, 0, sizeof(desc->reserved));
-	}
+	spyre_ring_fill(q, job, 0);
 
 	/*
 	 * A completion error cancels the pending fences after setting the
@@ -391,6 +581,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	spin_lock_init(&f->lock);
 	INIT_LIST_HEAD(&f->link);
 	f->first_seqno = first;
+	f->job = job;
 	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
 		       job->seqno);
 	job->fence_init = true;
@@ -401,6 +592,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 
 	q->tail = (q->tail + job->ndesc) & (q->entries - 1);
+	WRITE_ONCE(q->written, job->seqno);
 	fence = dma_fence_get(&f->base);	/* for the scheduler */
 
 	/*
@@ -415,6 +607,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 flush:
 	/* Descriptors of earlier jobs may still wait for their doorbell. */
 	spyre_ring_doorbell(q);
+	spyre_poll_arm(sdev);
 out:
 	drm_dev_exit(idx);
 	up_read(&sdev->reset_sem);
@@ -437,6 +630,15 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		hw = true;
+		/*
+		 * A card that stopped on a fatal error is not hung by this
+		 * job: the recovery (queued already, or now) replays it.
+		 */
+		if (READ_ONCE(sdev->recovery_reason) ||
+		    spyre_read32(sdev, SPYRE_REG_STATUS) & SPYRE_DEV_STATUS_FATAL) {
+			spyre_recover(sdev, SPYRE_RECOVER_FATAL);
+			kicked = true;
+		}
 		/* A late or lost interrupt is not a hang. */
 		if (q->hw_active)
 			spyre_queue_irq(q);
@@ -484,13 +686,18 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 	dev_warn_ratelimited(sdev->drm.dev,
 			     "queue %u (ctx %u): job %llu timed out, resetting queue; context marked guilty\n",
 			     q->hwq, q->ctx->id, job->seqno);
+	atomic64_inc(&sdev->health.hangs);
 
 	/*
 	 * The context is guilty: its queues never run again.  Take this one
 	 * out of interrupt dispatch so that the ABORTED record the reset
-	 * produces does not race with the errors chosen here.
+	 * produces does not race with the errors chosen here.  A queue that
+	 * will not stop takes the whole card down: the recovery resets it
+	 * and replays the other queues' jobs.
 	 */
 	spyre_ctx_set_error(q->ctx, -ETIMEDOUT);
+	if (hw)
+		spyre_coredump(sdev, "hang", q, job);
 	if (q->hw_active) {
 		unsigned long flags;
 
@@ -499,8 +706,8 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 		spin_unlock_irqrestore(&sdev->hwq_lock, flags);
 	}
 	if (hw) {
-		if (q->hw_active)
-			spyre_hwq_reset(q);
+		if (q->hw_active && spyre_hwq_reset(q))
+			spyre_recover(sdev, SPYRE_RECOVER_HANG);
 		drm_dev_exit(idx);
 	}
 	up_read(&sdev->reset_sem);

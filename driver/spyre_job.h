@@ -30,22 +30,28 @@ struct spyre_vma;
  * @link: entry in the queue's pending list.
  * @first_seqno: seqno of the job's first descriptor (base.seqno is the
  *	last one's).
+ * @job: the job; valid while the fence is on the pending list (the job
+ *	is freed only after its fence signalled).
  */
 struct spyre_fence {
 	struct dma_fence base;
 	spinlock_t lock;		/* fence lock */
 	struct list_head link;
 	u64 first_seqno;
+	struct spyre_job *job;
 };
 
 /**
  * struct spyre_job_desc - one ring descriptor of a job.
  * @cmd_va: command stream VA.
  * @cmd_size: command stream bytes.
+ * @restartable: DRM_SPYRE_JOB_RESTARTABLE: may run again after a reset
+ *	interrupted it.
  */
 struct spyre_job_desc {
 	u64 cmd_va;
 	u32 cmd_size;
+	bool restartable;
 };
 
 /**
@@ -101,11 +107,13 @@ static inline struct spyre_job *to_spyre_job(struct drm_sched_job *job)
 extern const struct drm_sched_backend_ops spyre_sched_ops;
 
 void spyre_job_release(struct spyre_job *job);
-bool spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
-			const u64 *fault_va);
+unsigned int spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
+				const u64 *fault_va);
 void spyre_queue_cancel(struct spyre_queue *q, struct spyre_fence *guilty,
 			int guilty_err, int err);
-void spyre_queue_irq(struct spyre_queue *q);
+unsigned int spyre_queue_irq(struct spyre_queue *q);
+void spyre_queue_snapshot(struct spyre_queue *q);
+void spyre_queue_replay(struct spyre_queue *q);
 void spyre_queues_cancel_all(struct spyre_device *sdev, int err);
 
 #endif /* SPYRE_JOB_H */

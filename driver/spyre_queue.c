@@ -103,15 +103,14 @@ static void spyre_hwq_disable(struct spyre_queue *q)
 }
 
 /**
- * spyre_queues_restore_hw() - bring every queue back after a PCI reset.
- * @sdev: device; the caller holds @sdev->reset_sem for writing and is
- *	inside drm_dev_enter().
+ * spyre_queues_restore_hw() - bring every queue back after a card reset.
+ * @sdev: device; the caller holds @sdev->reset_sem for writing, is inside
+ *	drm_dev_enter(), took spyre_queue_snapshot() of each queue before
+ *	the reset and has reset the card.
  *
- * The reset dropped the jobs still on the card: their fences end with
- * -ECANCELED and their context's error is set (the work it depends on is
- * lost).  Contexts with nothing on the card carry
- * on.  Each queue is programmed again with an empty ring; jobs still in
- * the scheduler run once the reset is over.
+ * Each queue is programmed again with an empty ring and its unfinished
+ * jobs are put back on it (spyre_queue_replay()); its job timeout starts
+ * again.  A queue the card will not take back fails its context (-EIO).
  */
 void spyre_queues_restore_hw(struct spyre_device *sdev)
 {
@@ -122,37 +121,15 @@ void spyre_queues_restore_hw(struct spyre_device *sdev)
 	/* hwq[] changes only under reset_sem: it is stable here. */
 	for (i = 0; i < sdev->num_queues; i++) {
 		struct spyre_queue *q = sdev->hwq[i];
-		unsigned long flags;
-		u32 status;
-		bool lost;
-		u64 done;
 
 		if (!q)
 			continue;
-
-		/*
-		 * Jobs the card finished before the reset keep their result;
-		 * a failure record may be torn by the reset, so only the jobs
-		 * before it count as done.
-		 */
-		done = le64_to_cpu(READ_ONCE(q->compl->seqno));
-		rmb(); /* the seqno is written last */
-		status = le32_to_cpu(READ_ONCE(q->compl->status));
-		if (status != SPYRE_STATUS_OK && done)
-			done--;
-		spyre_queue_signal(q, done, 0, NULL);
-
-		spin_lock_irqsave(&q->fence_lock, flags);
-		lost = !list_empty(&q->pending);
-		spin_unlock_irqrestore(&q->fence_lock, flags);
-		if (lost) {
-			/* Before the cancellation: run_job checks it. */
-			spyre_ctx_set_error(q->ctx, -ECANCELED);
-			spyre_queue_cancel(q, NULL, 0, -ECANCELED);
-		}
-
 		if (spyre_hwq_program(q))
 			spyre_ctx_set_error(q->ctx, -EIO);
+		spyre_queue_replay(q);
+		if (spyre_job_timeout_ms)
+			drm_sched_resume_timeout(&q->sched,
+						 msecs_to_jiffies(spyre_job_timeout_ms));
 	}
 }
 

@@ -20,6 +20,8 @@
 
 /* Ring entries per queue (power of two, SPYRE_RING_MIN/MAX_ENTRIES). */
 #define SPYRE_RING_ENTRIES	256
+/* Completion records a queue remembers for a devcoredump. */
+#define SPYRE_COMPL_HISTORY	8
 
 /**
  * struct spyre_queue - a user queue bound to one hardware queue.
@@ -54,6 +56,18 @@
  *	drops only when their fence signals.
  * @compl: completion record (coherent DMA).
  * @compl_dma: bus address of @compl.
+ * @written: seqno of the last descriptor written to the ring (a record
+ *	beyond it is corrupt).
+ * @signalled: seqno of the last descriptor whose end was processed (a
+ *	record below it is corrupt); changed under @fence_lock.
+ * @started: set by spyre_queue_snapshot() before a reset: the last seqno
+ *	the card may have started; descriptors after @signalled up to it
+ *	were interrupted (or ended in a record that was not trusted).
+ * @poll_seen: the record's seqno at the previous lost-interrupt poll.
+ * @corrupt: the current record was found corrupt (counted once).
+ * @history: the last records processed, for devcoredump; @history_next
+ *	is the slot of the next one (both under @fence_lock).
+ * @history_next: see @history.
  * @fence_lock: protects @pending.
  * @pending: hardware fences of jobs written to the ring, in seqno order.
  * @jobs_ran: jobs that went through run_job and are not freed yet.
@@ -93,6 +107,13 @@ struct spyre_queue {
 	atomic_t inflight;
 	struct spyre_hw_completion *compl;
 	dma_addr_t compl_dma;
+	u64 written;
+	u64 signalled;
+	u64 started;
+	u64 poll_seen;
+	bool corrupt;
+	struct spyre_hw_completion history[SPYRE_COMPL_HISTORY];
+	u32 history_next;
 
 	spinlock_t fence_lock;		/* protects pending */
 	struct list_head pending;

@@ -283,7 +283,7 @@ static void spyre_out_syncs_signal(struct spyre_out_sync *outs, u32 count,
 
 static int spyre_job_validate(const struct drm_spyre_job *uj)
 {
-	if (uj->flags)
+	if (uj->flags & ~DRM_SPYRE_JOB_RESTARTABLE)
 		return -EINVAL;
 	if (!IS_ALIGNED(uj->cmd_va, 8) || !IS_ALIGNED(uj->cmd_size, 8) ||
 	    uj->cmd_size < 8 || uj->cmd_size > SPYRE_MAX_CMD_STREAM)
@@ -443,6 +443,8 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		}
 		job->descs[done].cmd_va = uj[done].cmd_va;
 		job->descs[done].cmd_size = uj[done].cmd_size;
+		job->descs[done].restartable =
+			!!(uj[done].flags & DRM_SPYRE_JOB_RESTARTABLE);
 	}
 	if (!done)
 		goto err;

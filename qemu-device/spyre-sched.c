@@ -37,7 +37,7 @@
 /* A running job looks for higher-priority work at least this often. */
 #define SPYRE_SCAN_NS           SCALE_MS
 /* Virtual time between the two messages of a DBG_DUP_IRQ completion. */
-#define SPYRE_DUP_IRQ_NS        SCALE_MS
+#define SPYRE_DUP_IRQ_NS        (20 * SCALE_MS)
 
 QEMU_BUILD_BUG_ON(SPYRE_MAX_VECTORS > 64);     /* SpyreState.dup_pending */
 

@@ -7,9 +7,10 @@
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP;
 #   4. the memory suites once more with -device intel-iommu;
-#   5. the suites that need root (spyre_reset: sysfs function resets
-#      racing the card's users, who drop to the test user), in a guest of
-#      their own;
+#   5. the suites that need root, each in a guest of its own (spyre_reset:
+#      sysfs function resets racing the card's users, who drop to the test
+#      user; spyre_fault: injected faults, recoveries and resets with work
+#      in flight, with a 2 s job timeout);
 #   6. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
 #      one guest with two cards, one Python process, KTAP.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
@@ -94,6 +95,9 @@ run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 # 5. root: function resets
 run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
 	--cards 1 --timeout 300 -- spyre-selftests reset
+run guest-selftests-fault "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
+	--cards 1 --module-args job_timeout_ms=2000 --timeout 300 \
+	-- spyre-selftests fault
 # 6. PyTorch on the card (after the card's own suites, in a log of its own)
 run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
 	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \

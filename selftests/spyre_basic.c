@@ -214,10 +214,30 @@ TEST_F(card, query_short_and_long_buffers)
 	}
 }
 
+/* QUERY_HEALTH: the full block, reserved zero, resets as in sysfs. */
+TEST_F(card, query_health)
+{
+	struct drm_spyre_health_info h;
+	struct drm_spyre_query q = { .query = DRM_SPYRE_QUERY_HEALTH };
+	uint64_t resets;
+
+	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(sizeof(h), q.size);
+	memset(&h, 0xff, sizeof(h));
+	q.data = (uintptr_t)&h;
+	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	for (unsigned int i = 0; i < sizeof(h.reserved) / 8; i++)
+		EXPECT_EQ(0, h.reserved[i]);
+	EXPECT_LE(h.recoveries, h.resets);
+	ASSERT_EQ(0, spyre_sysfs_u64(0, "resets", &resets));
+	EXPECT_EQ(h.resets, resets);
+}
+
 TEST_F(card, query_bad_input)
 {
 	struct drm_spyre_device_info di;
-	static const uint32_t bad_ids[] = { 0, 4, 0x100, 0xffffffff };
+	static const uint32_t bad_ids[] = {
+		0, DRM_SPYRE_QUERY_HEALTH + 1, 0x100, 0xffffffff };
 	struct drm_spyre_query q;
 
 	for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {

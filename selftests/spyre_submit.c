@@ -237,7 +237,7 @@ TEST_F(sub, bad_submit_struct)
 	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
 	s.job_count = self->c.di.max_jobs + 1;
 	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
-	job[0].flags = 1;
+	job[0].flags = DRM_SPYRE_JOB_RESTARTABLE << 1;
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
 	/* a job rejected: the kernel reports how many it queued, none */
 	EXPECT_EQ(0, s.job_count);

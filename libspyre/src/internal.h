@@ -154,6 +154,7 @@ struct spyre__sub {
 	const uint32_t *wait_syncobjs;		/* binary, point 0 */
 	unsigned int nwait_syncobjs;
 	uint32_t signal_syncobj;		/* binary, or 0 */
+	bool restartable;			/* DRM_SPYRE_JOB_RESTARTABLE */
 	/* staged host copy */
 	uint64_t stage_size;
 	uint64_t stage_va;			/* device side of the copy */

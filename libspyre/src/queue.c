@@ -413,6 +413,8 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 			jobs[i].queue_id = q->id;
 			jobs[i].cmd_va = cmd_va;
 			jobs[i].cmd_size = cmd_size;
+			if (sub->restartable)
+				jobs[i].flags = DRM_SPYRE_JOB_RESTARTABLE;
 		}
 		if (first && nin) {
 			jobs[0].in_syncs = (uintptr_t)in;

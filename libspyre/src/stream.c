@@ -111,9 +111,31 @@ int spyre__stream_submit_locked(struct spyre_stream *s,
 	return ret;
 }
 
-/* Submit s->cb (encoded by the caller, with encoder result @ret), unlock. */
+/*
+ * May a job of one command that writes @out and reads @in[0..@n) be run
+ * again from its start after a reset (DRM_SPYRE_JOB_RESTARTABLE)?  Only if
+ * it does not read what it writes.  Operands are compared by BO: an input
+ * in the output's BO counts as overlapping, and so does a raw device VA
+ * (SPYRE_MEM_VA: unknown); an absent operand (SPYRE_MEM_NONE) does not.
+ */
+static bool stream_disjoint(struct spyre_mem out, const struct spyre_mem *in,
+			    unsigned int n)
+{
+	if (!out.bo)
+		return !out.offset;
+	for (unsigned int i = 0; i < n; i++)
+		if (in[i].bo == out.bo || (!in[i].bo && in[i].offset))
+			return false;
+	return true;
+}
+
+/*
+ * Submit s->cb (encoded by the caller, with encoder result @ret), marked
+ * @restartable, and unlock.
+ */
 static int stream_end(struct spyre_stream *s, int ret,
-		      struct spyre_bo *const *bos, unsigned int nbos)
+		      struct spyre_bo *const *bos, unsigned int nbos,
+		      bool restartable)
 {
 	if (!ret) {
 		struct spyre__sub sub;
@@ -122,6 +144,7 @@ static int stream_end(struct spyre_stream *s, int ret,
 		sub.cb = &s->cb;
 		sub.bos = bos;
 		sub.nbos = nbos;
+		sub.restartable = restartable;
 		ret = spyre__stream_submit_locked(s, &sub);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -149,7 +172,7 @@ SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
 		return ret;
 	ret = spyre_cmdbuf_fill(&s->cb, dst->va + offset, count, elem_size,
 				value);
-	return stream_end(s, ret, &dst, 1);
+	return stream_end(s, ret, &dst, 1, true);
 }
 
 SPYRE_API int spyre_stream_copy(struct spyre_stream *s,
@@ -200,7 +223,9 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 				   height, 0);
 	bos[0] = dst;
 	bos[1] = src;
-	return stream_end(s, ret, bos, dst == src ? 1 : 2);
+	return stream_end(s, ret, bos, dst == src ? 1 : 2,
+			  dst != src || dst_off >= src_off + slen ||
+			  src_off >= dst_off + dlen);
 }
 
 /* ---- staged host copies ------------------------------------------------- */
@@ -232,6 +257,7 @@ static int stream_host_copy(struct spyre_stream *s, struct spyre_bo *bo,
 		sub.nbos = 1;
 		sub.stage_size = n;
 		sub.stage_va = bo->va + off + done;
+		sub.restartable = true;	/* between the ring and @bo */
 		if (in)
 			sub.stage_in = (const uint8_t *)in + done;
 		else
@@ -355,6 +381,8 @@ static int peer_copy_local(struct spyre_stream *dst_s, struct spyre_bo *dst,
 		sub.nbos = dst == src ? 1 : 2;
 		sub.waits = &f;
 		sub.nwaits = 1;
+		sub.restartable = dst != src || dst_off >= src_off + size ||
+				  src_off >= dst_off + size;
 		ret = spyre__stream_submit_locked(dst_s, &sub);
 	}
 	pthread_mutex_unlock(&dst_s->lock);
@@ -387,7 +415,7 @@ static int peer_copy_chunk(struct spyre_stream *dst_s, struct spyre_bo *dst,
 				size);
 	bos[0] = bounce;
 	bos[1] = src;
-	ret = stream_end(src_s, ret, bos, 2);
+	ret = stream_end(src_s, ret, bos, 2, true);
 	if (ret)
 		goto out;
 	ret = spyre_stream_last_fence(src_s, &f);
@@ -406,7 +434,7 @@ static int peer_copy_chunk(struct spyre_stream *dst_s, struct spyre_bo *dst,
 					imp->va, size);
 	bos[0] = dst;
 	bos[1] = imp;
-	ret = stream_end(dst_s, ret, bos, 2);
+	ret = stream_end(dst_s, ret, bos, 2, true);
 out:
 	if (sync >= 0)
 		close(sync);
@@ -486,18 +514,27 @@ SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
 		return ret;
 	ret = spyre_cmdbuf_convert(&s->cb, dst, dst_dtype, src, src_dtype,
 				   count, flags);
-	return stream_end(s, ret, NULL, 0);
+	return stream_end(s, ret, NULL, 0, stream_disjoint(dst, &src, 1));
 }
 
 SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
 				const struct spyre_gemm *g)
 {
+	struct spyre_mem in[5];
 	int ret = spyre__stream_begin(s);
 
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_gemm(&s->cb, g);
-	return stream_end(s, ret, NULL, 0);
+	in[0] = g->a;
+	in[1] = g->b;
+	in[2] = g->scale_a;
+	in[3] = g->scale_b;
+	in[4] = g->bias;
+	/* With beta != 0 the GEMM reads C, which it writes. */
+	return stream_end(s, ret, NULL, 0, g->beta == 0.0f &&
+			  stream_disjoint(g->c, in, 5) &&
+			  stream_disjoint(g->amax, in, 5));
 }
 
 SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
@@ -505,13 +542,14 @@ SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
 				   struct spyre_mem out, struct spyre_mem a,
 				   struct spyre_mem b, float alpha)
 {
+	struct spyre_mem in[2] = { a, b };
 	int ret = spyre__stream_begin(s);
 
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_eltwise(&s->cb, op, dtype, count, out, a, b,
 				   alpha);
-	return stream_end(s, ret, NULL, 0);
+	return stream_end(s, ret, NULL, 0, stream_disjoint(out, in, 2));
 }
 
 SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
@@ -525,7 +563,7 @@ SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
 		return ret;
 	ret = spyre_cmdbuf_reduce(&s->cb, op, dtype, rows, cols, dst, src,
 				  ld);
-	return stream_end(s, ret, NULL, 0);
+	return stream_end(s, ret, NULL, 0, stream_disjoint(dst, &src, 1));
 }
 
 static int stream_rowop(struct spyre_stream *s, uint32_t op, uint32_t dtype,
@@ -534,13 +572,14 @@ static int stream_rowop(struct spyre_stream *s, uint32_t op, uint32_t dtype,
 			struct spyre_mem gamma, struct spyre_mem beta,
 			float eps)
 {
+	struct spyre_mem in[3] = { src, gamma, beta };
 	int ret = spyre__stream_begin(s);
 
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_rowop(&s->cb, op, dtype, rows, cols, dst, ld_dst,
 				 src, ld_src, gamma, beta, eps);
-	return stream_end(s, ret, NULL, 0);
+	return stream_end(s, ret, NULL, 0, stream_disjoint(dst, in, 3));
 }
 
 SPYRE_API int spyre_stream_softmax(struct spyre_stream *s, uint32_t dtype,

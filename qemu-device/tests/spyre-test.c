@@ -3072,8 +3072,8 @@ static void test_inject_irq(void)
     inj_wait_msi(sp, MSI_ADDR, MSI_COMPL_DATA);
 
     /*
-     * DUP_IRQ: one message at the completion, the second one a virtual
-     * millisecond later (qtest drives the virtual clock).
+     * DUP_IRQ: one message at the completion, the second one 20 ms of
+     * virtual time later (qtest drives the virtual clock).
      */
     qtest_writel(sp->qts, MSI_ADDR, 0);
     inj_arm(sp, 0, SPYRE_DBG_DUP_IRQ, 1);
@@ -3084,7 +3084,7 @@ static void test_inject_irq(void)
     qtest_writel(sp->qts, MSI_ADDR, 0);
     g_usleep(20000);
     g_assert_cmphex(qtest_readl(sp->qts, MSI_ADDR), ==, 0);
-    qtest_clock_step(sp->qts, 2 * 1000 * 1000);
+    qtest_clock_step(sp->qts, 40 * 1000 * 1000);
     inj_wait_msi(sp, MSI_ADDR, MSI_COMPL_DATA);
     qtest_writel(sp->qts, MSI_ADDR, 0);
     inj_settle(sp);

@@ -41,17 +41,35 @@
  * syncobjs (binary or timeline points) and signal them; fences end with
  * 0 or with the job's error.
  *
- * Errors are sticky per context: a job that faults (-EFAULT), runs an
- * invalid command (-EIO) or hangs past the driver's job timeout
- * (-ETIMEDOUT) ends with that error, the context's other queued jobs end
- * with -ECANCELED, and every later SUBMIT of the file fails with
- * -ECANCELED until the file is closed and the device opened again
- * (QUERY_CONTEXT reports the error and the first fault).  Other contexts
- * carry on.  After a PCI function reset, jobs that were on the card end
- * with -ECANCELED and mark their context; contexts with nothing on the
- * card carry on, and a device-memory BO created meanwhile waits for the
- * reset to end.  After the card is unplugged every ioctl fails with
- * -ENODEV and every pending fence signals with an error.
+ * Errors are sticky per context, and only the guilty context gets one: a
+ * job that faults (-EFAULT), runs an invalid command (-EIO) or hangs past
+ * the driver's job timeout (-ETIMEDOUT) ends with that error, the
+ * context's other queued jobs end with -ECANCELED, and every later SUBMIT
+ * of the file fails with -ECANCELED until the file is closed and the
+ * device opened again (QUERY_CONTEXT reports the error and the first
+ * fault).  Other contexts carry on.
+ *
+ * Resets lose no work that can be kept.  The card is reset by a PCI
+ * function reset (sysfs "reset", AER), or by the driver itself when the
+ * card reports a fatal error, a queue will not stop or a completion
+ * record cannot be trusted.  Then:
+ *
+ *  - jobs that had ended keep their result; jobs that had not started are
+ *    run again after the reset, as if nothing happened;
+ *  - a job the reset interrupted (or whose end the card reported in a
+ *    record that could not be trusted) is run again from its start if it
+ *    was submitted with DRM_SPYRE_JOB_RESTARTABLE, else its fence ends
+ *    with -ECANCELED;
+ *  - nobody is guilty of an administrator's reset or a device error: no
+ *    context gets a sticky error from it, and -ECANCELED fences are the
+ *    only trace.  A hang whose queue cannot be stopped is the hung job's
+ *    context's fault (-ETIMEDOUT, sticky) and the card reset is recovery.
+ *
+ * Resets are counted in QUERY_HEALTH and sysfs ("resets") and announced
+ * with a KOBJ_CHANGE uevent on the accel device (RESET=1, SPYRE_REASON=).
+ * A device-memory BO created during a reset waits for it to end.  After
+ * the card is unplugged every ioctl fails with -ENODEV and every pending
+ * fence signals with an error.
  */
 #ifndef _UAPI_SPYRE_ACCEL_H
 #define _UAPI_SPYRE_ACCEL_H
@@ -97,6 +115,7 @@ extern "C" {
 #define DRM_SPYRE_QUERY_DEVICE_INFO	1	/* struct drm_spyre_device_info */
 #define DRM_SPYRE_QUERY_MEMORY		2	/* struct drm_spyre_memory_info */
 #define DRM_SPYRE_QUERY_CONTEXT		3	/* struct drm_spyre_context_info */
+#define DRM_SPYRE_QUERY_HEALTH		4	/* struct drm_spyre_health_info */
 
 /**
  * struct drm_spyre_query - read a block of device information.
@@ -228,6 +247,40 @@ struct drm_spyre_context_info {
 	__u64 faults;
 	__u64 fault_va;
 	__u64 reserved[5];
+};
+
+/**
+ * struct drm_spyre_health_info - DRM_SPYRE_QUERY_HEALTH block: what the
+ * card and the driver went through since the driver bound the card.
+ * Counters only grow (until the driver is unbound).
+ * @resets: card resets: PCI function resets and the driver's recoveries.
+ * @recoveries: of @resets, those the driver made itself (fatal error,
+ *	queue that would not stop, untrusted completion record).
+ * @fatal_errors: fatal errors the card reported.
+ * @hangs: jobs that ran past the job timeout.
+ * @lost_irqs: completions found by the driver's poll, their interrupt
+ *	never having come.
+ * @spurious_irqs: completion interrupts that found nothing new to
+ *	signal: duplicates, and ones a previous interrupt already served.
+ * @corrupt_completions: completion records rejected (seqno or status
+ *	out of range).
+ * @jobs_replayed: jobs run again after a reset (not started, or
+ *	interrupted and restartable).
+ * @jobs_lost: jobs ended with -ECANCELED by a reset (interrupted, not
+ *	restartable).
+ * @reserved: written as zero.
+ */
+struct drm_spyre_health_info {
+	__u64 resets;
+	__u64 recoveries;
+	__u64 fatal_errors;
+	__u64 hangs;
+	__u64 lost_irqs;
+	__u64 spurious_irqs;
+	__u64 corrupt_completions;
+	__u64 jobs_replayed;
+	__u64 jobs_lost;
+	__u64 reserved[7];
 };
 
 /* ---- DRM_IOCTL_SPYRE_BO_CREATE / BO_INFO ------------------------------ */
@@ -440,7 +493,7 @@ struct drm_spyre_bo_ref {
 /**
  * struct drm_spyre_job - one job of a submission.
  * @queue_id: queue to run on.
- * @flags: must be zero.
+ * @flags: DRM_SPYRE_JOB_*; unknown bits fail with -EINVAL.
  * @cmd_va: device VA of the command stream, 8-byte aligned.
  * @cmd_size: bytes, multiple of 8, 8..max_cmd_size.
  * @bo_count: entries at @bos, at most device_info.max_bos_per_job.
@@ -465,6 +518,15 @@ struct drm_spyre_job {
 	__u32 out_sync_count;
 	__u64 seqno;
 };
+
+/*
+ * The job may be run again from its start if a reset interrupts it: it
+ * does not read what it writes (no command's output overlaps an input of
+ * the same or an earlier command, and no semaphore it waits on is one it
+ * changes), so a second run gives the same result.  Without the flag an
+ * interrupted job's fence ends with -ECANCELED.
+ */
+#define DRM_SPYRE_JOB_RESTARTABLE	(1U << 0)
 
 /**
  * struct drm_spyre_submit - submit an array of jobs.

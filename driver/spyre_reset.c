@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Spyre DRM accel driver: resets and recovery.
+ *
+ * Owns what happens when the card has to be reset, whoever asks: the PCI
+ * function-reset handlers (sysfs "reset", AER), the driver's own recovery
+ * through the card's RESET register (on a fatal error, a queue that will
+ * not stop, a completion record that cannot be trusted), the poll that
+ * finds completions whose interrupt was lost, the devcoredump, and the
+ * uevent that announces a reset.
+ *
+ * Every reset goes the same way, with sdev->reset_sem held for writing so
+ * that nothing else programs the card meanwhile:
+ *  1. spyre_reset_begin(), while the card still decodes: no error
+ *     interrupts, no job starts (CONTROL), each queue's completion record
+ *     processed and how far the card got noted (spyre_queue_snapshot());
+ *  2. the reset: the PCI core's FLR, or the RESET register;
+ *  3. spyre_reset_end(): the card enabled again, the contexts' page-table
+ *     roots and the queues programmed again, each queue's unfinished jobs
+ *     put back on its ring (spyre_queue_replay(): not started ones and
+ *     restartable interrupted ones rerun, other interrupted ones end with
+ *     -ECANCELED); counted, announced, and the poll re-armed.
+ * No context is marked by a reset: only the timeout handler (a hang) and
+ * the card's own job errors make a context guilty.
+ *
+ * Recovery runs from a work item, not from the interrupt or the timeout
+ * handler, and resets through the card's register rather than
+ * pci_reset_function(): the latter takes the device lock, which remove()
+ * holds while it waits for this work.
+ */
+
+#include <linux/devcoredump.h>
+#include <linux/dma-resv.h>
+#include <linux/iosys-map.h>
+#include <linux/kobject.h>
+#include <linux/vmalloc.h>
+#include <linux/workqueue.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_print.h>
+
+#include <drm/spyre_accel.h>
+
+#include "spyre_drv.h"
+#include "spyre_gem.h"
+#include "spyre_job.h"
+#include "spyre_mmu.h"
+#include "spyre_queue.h"
+#include "spyre_reset.h"
+
+/* A devcoredump is at most this big; command streams are cut short. */
+#define SPYRE_DUMP_SIZE		(256 * 1024)
+#define SPYRE_DUMP_STREAM_MAX	4096
+#define SPYRE_DUMP_DESCS_MAX	4
+
+static const char *const spyre_reason_names[] = {
+	[SPYRE_RECOVER_FATAL] = "fatal",
+	[SPYRE_RECOVER_HANG] = "hang",
+	[SPYRE_RECOVER_CORRUPT] = "corrupt",
+};
+
+/* ---- devcoredump ------------------------------------------------------- */
+
+static void spyre_dump_stream(struct drm_printer *p, struct spyre_job *job,
+			      u64 va, u32 size)
+{
+	struct iosys_map map;
+	u32 i, off;
+	int ret;
+
+	size = min_t(u32, size, SPYRE_DUMP_STREAM_MAX);
+	for (i = 0; i < job->bo_count; i++) {
+		struct drm_gem_object *obj = job->bos[i].obj;
+		struct spyre_bo *bo = to_spyre_bo(obj);
+		u64 start = job->bos[i].vma->node.start;
+
+		if (va < start || va - start > obj->size ||
+		    size > obj->size - (va - start))
+			continue;
+		if (bo->placement != DRM_SPYRE_PLACEMENT_SYSTEM) {
+			drm_printf(p, "    (BO placement %u, not captured)\n",
+				   bo->placement);
+			return;
+		}
+		/* Never wait for a BO here: its holder may wait for us. */
+		if (!dma_resv_trylock(obj->resv)) {
+			drm_printf(p, "    (BO locked, not captured)\n");
+			return;
+		}
+		ret = drm_gem_shmem_vmap(&bo->shmem, &map);
+		if (ret) {
+			dma_resv_unlock(obj->resv);
+			drm_printf(p, "    (BO not mappable: %d)\n", ret);
+			return;
+		}
+		for (off = 0; off < size; off += 16) {
+			__le32 w[4] = { 0 };
+
+			iosys_map_memcpy_from(w, &map, va - start + off,
+					      min_t(u32, 16, size - off));
+			drm_printf(p, "    %04x: %08x %08x %08x %08x\n", off,
+				   le32_to_cpu(w[0]), le32_to_cpu(w[1]),
+				   le32_to_cpu(w[2]), le32_to_cpu(w[3]));
+		}
+		drm_gem_shmem_vunmap(&bo->shmem, &map);
+		dma_resv_unlock(obj->resv);
+		return;
+	}
+	drm_printf(p, "    (no BO of the job holds it)\n");
+}
+
+static void spyre_dump_job(struct drm_printer *p, struct spyre_job *job)
+{
+	u64 first = job->seqno - job->ndesc + 1;
+	u32 i;
+
+	drm_printf(p, "  job seqno %llu..%llu, %u BOs\n", first, job->seqno,
+		   job->bo_count);
+	for (i = 0; i < job->ndesc; i++) {
+		const struct spyre_job_desc *d = &job->descs[i];
+
+		drm_printf(p, "  descriptor seqno %llu cmd_va %#llx cmd_size %u%s\n",
+			   first + i, d->cmd_va, d->cmd_size,
+			   d->restartable ? " restartable" : "");
+		if (i < SPYRE_DUMP_DESCS_MAX) {
+			drm_printf(p, "   command stream:\n");
+			spyre_dump_stream(p, job, d->cmd_va, d->cmd_size);
+		}
+	}
+}
+
+static void spyre_dump_compl(struct drm_printer *p, const char *what,
+			     const struct spyre_hw_completion *c)
+{
+	drm_printf(p, "  %s seqno %llu status %u offset %u va %#llx start %llu end %llu\n",
+		   what, le64_to_cpu(c->seqno), le32_to_cpu(c->status),
+		   le32_to_cpu(c->cmd_offset), le64_to_cpu(c->error_va),
+		   le64_to_cpu(c->start_ns), le64_to_cpu(c->end_ns));
+}
+
+/*
+ * One queue: its registers, its record, the records it processed last, and
+ * @job (or else the first job still pending, which the card was on).  The
+ * caller keeps @job alive: it is the timeout handler's, or the card is
+ * stopped and reset_sem held for writing, so no pending fence signals.
+ */
+static void spyre_dump_queue(struct drm_printer *p, struct spyre_queue *q,
+			     struct spyre_job *job)
+{
+	struct spyre_device *sdev = q->sdev;
+	struct spyre_hw_completion hist[SPYRE_COMPL_HISTORY];
+	unsigned long flags;
+	u32 i, next;
+
+	drm_printf(p, "queue %u ctx %u priority %u vector %u entries %u\n",
+		   q->hwq, q->ctx->id, q->priority, q->vector, q->entries);
+	drm_printf(p, "  driver: next_seqno %llu written %llu signalled %llu tail %u doorbell %u\n",
+		   q->next_seqno, READ_ONCE(q->written),
+		   READ_ONCE(q->signalled), q->tail, q->db_tail);
+	drm_printf(p, "  card: status %u head %u last_seqno %llu control %#x\n",
+		   spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS)),
+		   spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD)),
+		   spyre_read64(sdev, spyre_qreg(q, SPYRE_Q_LAST_SEQNO)),
+		   spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_CONTROL)));
+	spyre_dump_compl(p, "record", q->compl);
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	memcpy(hist, q->history, sizeof(hist));
+	next = q->history_next;
+	if (!job && !list_empty(&q->pending))
+		job = list_first_entry(&q->pending, struct spyre_fence,
+				       link)->job;
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+	for (i = 0; i < SPYRE_COMPL_HISTORY; i++) {
+		const struct spyre_hw_completion *c =
+			&hist[(next + i) % SPYRE_COMPL_HISTORY];
+
+		if (c->seqno)
+			spyre_dump_compl(p, "recent", c);
+	}
+	if (job)
+		spyre_dump_job(p, job);
+}
+
+/**
+ * spyre_coredump() - record what the card was doing, as a devcoredump.
+ * @sdev: device; the caller is inside drm_dev_enter() and holds
+ *	sdev->reset_sem (either way).
+ * @reason: "hang" or "fatal".
+ * @q: the hung queue, or NULL for every active queue.
+ * @job: the hung job (kept alive by the caller), or NULL.
+ *
+ * The dump is text: the card's global state, the driver's last fault
+ * records, and per queue its registers, completion records and the job it
+ * was on with its descriptors and command streams (shmem BOs; other
+ * placements are named but not captured).  The kernel keeps one dump per
+ * device until it is read and deleted (a write to its data file) or times
+ * out; a dump made meanwhile is dropped.
+ */
+void spyre_coredump(struct spyre_device *sdev, const char *reason,
+		    struct spyre_queue *q, struct spyre_job *job)
+{
+	struct drm_print_iterator iter = { .remain = SPYRE_DUMP_SIZE };
+	struct drm_printer p;
+	unsigned int i;
+
+	iter.data = vzalloc(SPYRE_DUMP_SIZE);
+	if (!iter.data)
+		return;
+	p = drm_coredump_printer(&iter);
+
+	drm_printf(&p, "spyre devcoredump\nreason: %s\n", reason);
+	drm_printf(&p, "card: status %#x irq %#x control %#x clock %llu jobs %llu faults %llu\n",
+		   spyre_read32(sdev, SPYRE_REG_STATUS),
+		   spyre_read32(sdev, SPYRE_REG_IRQ_STATUS),
+		   spyre_read32(sdev, SPYRE_REG_CONTROL),
+		   spyre_read64(sdev, SPYRE_REG_CLOCK),
+		   spyre_read64(sdev, SPYRE_REG_TEL_JOBS),
+		   spyre_read64(sdev, SPYRE_REG_TEL_FAULTS));
+	drm_printf(&p, "driver: faults %lld lost %lld resets %lld hangs %lld lost_irqs %lld\n",
+		   atomic64_read(&sdev->faults),
+		   atomic64_read(&sdev->faults_lost),
+		   atomic64_read(&sdev->health.resets),
+		   atomic64_read(&sdev->health.hangs),
+		   atomic64_read(&sdev->health.lost_irqs));
+
+	if (q) {
+		spyre_dump_queue(&p, q, job);
+	} else {
+		for (i = 0; i < sdev->num_queues; i++)
+			if (sdev->hwq[i])
+				spyre_dump_queue(&p, sdev->hwq[i], NULL);
+	}
+
+	dev_coredumpv(sdev->drm.dev, iter.data,
+		      SPYRE_DUMP_SIZE - iter.remain, GFP_KERNEL);
+}
+
+/* ---- Reset ------------------------------------------------------------- */
+
+static void spyre_reset_begin(struct spyre_device *sdev)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	lockdep_assert_held_write(&sdev->reset_sem);
+	spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
+	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
+
+	spin_lock_irqsave(&sdev->hwq_lock, flags);
+	for (i = 0; i < sdev->num_queues; i++) {
+		struct spyre_queue *q = sdev->hwq[i];
+
+		if (q) {
+			spyre_queue_irq(q);
+			spyre_queue_snapshot(q);
+		}
+	}
+	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+}
+
+static void spyre_reset_end(struct spyre_device *sdev, const char *reason)
+{
+	char reason_env[32];
+	char *envp[3];
+
+	lockdep_assert_held_write(&sdev->reset_sem);
+	atomic64_inc(&sdev->health.resets);
+	if (spyre_hw_reset(sdev)) {
+		/* The card is gone for good: nothing pending will end. */
+		spyre_queues_cancel_all(sdev, -EIO);
+		return;
+	}
+	spyre_hw_enable(sdev);
+	spyre_ctxs_restore_hw(sdev);
+	spyre_queues_restore_hw(sdev);
+	drm_info(&sdev->drm, "card reset (%s), back in service\n", reason);
+
+	snprintf(reason_env, sizeof(reason_env), "SPYRE_REASON=%s", reason);
+	envp[0] = "RESET=1";
+	envp[1] = reason_env;
+	envp[2] = NULL;
+	kobject_uevent_env(&sdev->drm.accel->kdev->kobj, KOBJ_CHANGE, envp);
+	spyre_poll_arm(sdev);
+}
+
+/*
+ * PCI function reset (FLR through sysfs "reset", or a bus reset): the card
+ * loses its registers, queues and running jobs.  reset_prepare() runs
+ * before the PCI core saves the state and turns decoding off,
+ * reset_done() after it restored them.  Device memory keeps its contents,
+ * but while the function resets its BAR is off: CPU mappings of
+ * device-memory BOs read 0 and drop writes then, and so would the clear
+ * of a new device-memory BO, which therefore runs under reset_sem too
+ * (spyre_devmem.c).
+ */
+static void spyre_reset_prepare(struct pci_dev *pdev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	int idx;
+
+	down_write(&sdev->reset_sem);
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		spyre_reset_begin(sdev);
+		drm_dev_exit(idx);
+	}
+}
+
+static void spyre_reset_done(struct pci_dev *pdev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	int idx;
+
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		spyre_reset_end(sdev, "function");
+		drm_dev_exit(idx);
+	}
+	up_write(&sdev->reset_sem);
+}
+
+const struct pci_error_handlers spyre_err_handlers = {
+	.reset_prepare = spyre_reset_prepare,
+	.reset_done = spyre_reset_done,
+};
+
+static void spyre_recovery_work(struct work_struct *work)
+{
+	struct spyre_device *sdev = container_of(work, struct spyre_device,
+						 recovery_work);
+	unsigned long why;
+	int idx;
+
+	down_write(&sdev->reset_sem);
+	why = xchg(&sdev->recovery_reason, 0);
+	if (why && drm_dev_enter(&sdev->drm, &idx)) {
+		unsigned int r = __ffs(why);
+
+		drm_warn(&sdev->drm, "recovering the card (%s)\n",
+			 spyre_reason_names[r]);
+		/* The hang dumped its own queue already. */
+		if (why & BIT(SPYRE_RECOVER_FATAL))
+			spyre_coredump(sdev, "fatal", NULL, NULL);
+		spyre_reset_begin(sdev);
+		atomic64_inc(&sdev->health.recoveries);
+		spyre_reset_end(sdev, spyre_reason_names[r]);
+		drm_dev_exit(idx);
+	}
+	up_write(&sdev->reset_sem);
+}
+
+/**
+ * spyre_recover() - have the card reset by the driver's recovery work.
+ * @sdev: device.
+ * @why: the reason (for the log, the dump and the uevent).
+ *
+ * Any context, including hard IRQ.  Requests made before the work runs
+ * are served by one reset.
+ */
+void spyre_recover(struct spyre_device *sdev, enum spyre_recovery_reason why)
+{
+	set_bit(why, &sdev->recovery_reason);
+	queue_work(system_unbound_wq, &sdev->recovery_work);
+}
+
+/* ---- Lost interrupts --------------------------------------------------- */
+
+/*
+ * Every SPYRE_POLL_MS while jobs are pending: a record that has shown a
+ * seqno beyond the last one processed for a whole period lost its
+ * interrupt.  It is processed as the interrupt would have (no reset, no
+ * guilty context) and counted.
+ */
+static void spyre_poll_work(struct work_struct *work)
+{
+	struct spyre_device *sdev = container_of(to_delayed_work(work),
+						 struct spyre_device,
+						 poll_work);
+	unsigned long flags;
+	bool busy = false;
+	unsigned int i;
+	int idx;
+
+	if (!drm_dev_enter(&sdev->drm, &idx))
+		return;
+	/* A reset in progress re-arms the poll when it ends. */
+	if (!down_read_trylock(&sdev->reset_sem)) {
+		drm_dev_exit(idx);
+		return;
+	}
+	spin_lock_irqsave(&sdev->hwq_lock, flags);
+	for (i = 0; i < sdev->num_queues; i++) {
+		struct spyre_queue *q = sdev->hwq[i];
+		u64 seen;
+
+		if (!q)
+			continue;
+		seen = le64_to_cpu(READ_ONCE(q->compl->seqno));
+		if (seen > READ_ONCE(q->signalled) && seen == q->poll_seen &&
+		    spyre_queue_irq(q))
+			atomic64_inc(&sdev->health.lost_irqs);
+		q->poll_seen = seen;
+		busy |= !list_empty(&q->pending);
+	}
+	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
+	up_read(&sdev->reset_sem);
+	if (busy)
+		spyre_poll_arm(sdev);
+	drm_dev_exit(idx);
+}
+
+/**
+ * spyre_poll_arm() - make sure the lost-interrupt poll runs within
+ * SPYRE_POLL_MS.
+ * @sdev: device.
+ *
+ * Cheap when the poll is already armed (one bit test); called after every
+ * doorbell.
+ */
+void spyre_poll_arm(struct spyre_device *sdev)
+{
+	if (!delayed_work_pending(&sdev->poll_work))
+		queue_delayed_work(system_wq, &sdev->poll_work,
+				   msecs_to_jiffies(SPYRE_POLL_MS));
+}
+
+/**
+ * spyre_reset_init() - set up the recovery work and the poll.
+ * @sdev: device, at probe.
+ */
+void spyre_reset_init(struct spyre_device *sdev)
+{
+	INIT_WORK(&sdev->recovery_work, spyre_recovery_work);
+	INIT_DELAYED_WORK(&sdev->poll_work, spyre_poll_work);
+}
+
+/**
+ * spyre_reset_fini() - wait for the recovery work and the poll to end.
+ * @sdev: device, unplugged (neither re-arms after drm_dev_unplug()).
+ */
+void spyre_reset_fini(struct spyre_device *sdev)
+{
+	cancel_work_sync(&sdev->recovery_work);
+	cancel_delayed_work_sync(&sdev->poll_work);
+}
