@@ -357,7 +357,9 @@ out_unlock:
  * PCI function reset under way to finish.
  *
  * Return: the BO with one reference, or an ERR_PTR: -E2BIG (@size 0 or
- * above the device memory), -ENOMEM (out of device or system memory),
+ * above the device memory), -EDQUOT (the file would hold more device
+ * memory than max_devmem_per_file_mb), -ENOMEM (out of device or system
+ * memory),
  * -EIO (the memory BAR did not decode, so the blocks could not be
  * cleared: the function is in an error state or its memory space is
  * off), -EINTR (fatal signal while waiting for a reset), -ENODEV.
@@ -367,6 +369,7 @@ struct spyre_bo *spyre_devmem_bo_create(struct spyre_device *sdev,
 {
 	struct spyre_devmem *dm = &sdev->devmem;
 	struct spyre_bo *bo;
+	u64 cap;
 	int ret;
 
 	if (!size || size > dm->size)
@@ -380,9 +383,22 @@ struct spyre_bo *spyre_devmem_bo_create(struct spyre_device *sdev,
 	bo->gem.funcs = &spyre_devmem_funcs;
 	drm_gem_private_object_init(&sdev->drm, &bo->gem, size);
 
+	/*
+	 * The file's cap is checked and the BO charged under the allocator's
+	 * lock, so that concurrent creates of one file cannot pass it
+	 * together.  A BO freed on an error below is uncharged.
+	 */
 	mutex_lock(&dm->lock);
+	cap = (u64)READ_ONCE(spyre_max_devmem_per_file_mb) << 20;
+	if (cap && atomic64_read(&owner->stats.devmem) + size > cap) {
+		mutex_unlock(&dm->lock);
+		ret = -EDQUOT;
+		goto err_put;
+	}
 	ret = drm_buddy_alloc_blocks(&dm->mm, 0, dm->size, size,
 				     SPYRE_PAGE_SIZE, &bo->blocks, 0);
+	if (!ret)
+		spyre_bo_charge(bo, owner, size);
 	mutex_unlock(&dm->lock);
 	if (ret) {
 		/* -ENOSPC: no free blocks left. */
@@ -393,8 +409,6 @@ struct spyre_bo *spyre_devmem_bo_create(struct spyre_device *sdev,
 	ret = spyre_devmem_clear(sdev, bo);
 	if (ret)
 		goto err_put;
-
-	spyre_bo_charge(bo, owner, size);
 	return bo;
 
 err_put:

@@ -37,6 +37,17 @@ module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
 		 "Job run time in ms after which its queue is reset and its context marked guilty; 0 = never (default 5000)");
 
+unsigned int spyre_max_queues_per_file = 16;
+module_param_named(max_queues_per_file, spyre_max_queues_per_file, uint, 0644);
+MODULE_PARM_DESC(max_queues_per_file,
+		 "Queues one open file may hold; more fail with -EDQUOT; 0 = no cap (default 16)");
+
+unsigned long spyre_max_devmem_per_file_mb;
+module_param_named(max_devmem_per_file_mb, spyre_max_devmem_per_file_mb,
+		   ulong, 0644);
+MODULE_PARM_DESC(max_devmem_per_file_mb,
+		 "Device memory in MiB the BOs one open file created may hold; more fail with -EDQUOT; 0 = no cap (default 0)");
+
 unsigned long spyre_max_bo_mb;
 module_param_named(max_bo_mb, spyre_max_bo_mb, ulong, 0644);
 MODULE_PARM_DESC(max_bo_mb,

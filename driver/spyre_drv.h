@@ -67,6 +67,8 @@
 
 extern unsigned int spyre_job_timeout_ms;
 extern unsigned long spyre_max_bo_mb;
+extern unsigned int spyre_max_queues_per_file;
+extern unsigned long spyre_max_devmem_per_file_mb;
 
 struct spyre_queue;
 
@@ -241,11 +243,13 @@ struct spyre_device {
  * @sdev: device.
  * @ctx: the file's context.
  * @queues: queue id -> struct spyre_queue.
+ * @nqueues: entries in @queues, and creations in progress (the cap).
  */
 struct spyre_file {
 	struct spyre_device *sdev;
 	struct spyre_ctx *ctx;
 	struct xarray queues;
+	atomic_t nqueues;
 };
 
 static inline struct spyre_device *to_spyre_device(struct drm_device *drm)

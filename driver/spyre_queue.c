@@ -390,6 +390,7 @@ int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
 	struct drm_spyre_queue_create *args = data;
 	struct spyre_file *sfile = file->driver_priv;
 	struct spyre_queue *q;
+	unsigned int cap;
 	u32 id;
 	int idx, ret;
 
@@ -397,8 +398,16 @@ int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
 	    args->priority > DRM_SPYRE_PRIORITY_HIGH)
 		return -EINVAL;
 
-	if (!drm_dev_enter(drm, &idx))
+	/* Fair sharing: one file holds at most max_queues_per_file. */
+	cap = READ_ONCE(spyre_max_queues_per_file);
+	if (atomic_inc_return(&sfile->nqueues) > cap && cap) {
+		atomic_dec(&sfile->nqueues);
+		return -EDQUOT;
+	}
+	if (!drm_dev_enter(drm, &idx)) {
+		atomic_dec(&sfile->nqueues);
 		return -ENODEV;
+	}
 
 	q = spyre_queue_create(sfile, args->priority);
 	if (IS_ERR(q)) {
@@ -413,6 +422,8 @@ int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
 	}
 	args->queue_id = id;
 out:
+	if (ret)
+		atomic_dec(&sfile->nqueues);
 	drm_dev_exit(idx);
 	return ret;
 }
@@ -438,6 +449,7 @@ int spyre_ioctl_queue_destroy(struct drm_device *drm, void *data,
 	q = xa_erase(&sfile->queues, args->queue_id);
 	if (!q)
 		return -ENOENT;
+	atomic_dec(&sfile->nqueues);
 
 	spyre_queue_destroy(q);
 	return 0;

@@ -10,7 +10,7 @@
 #   5. the suites that need root, each in a guest of its own (spyre_reset:
 #      sysfs function resets racing the card's users, who drop to the test
 #      user; spyre_fault: injected faults, recoveries and resets with work
-#      in flight, with a 2 s job timeout);
+#      in flight, with a 2 s job timeout; spyre_quota: per-file caps);
 #   6. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
 #      one guest with two cards, one Python process, KTAP.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
@@ -95,9 +95,9 @@ run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 # 5. root: function resets
 run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
 	--cards 1 --timeout 300 -- spyre-selftests reset
-run guest-selftests-fault "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
-	--cards 1 --module-args job_timeout_ms=2000 --timeout 300 \
-	-- spyre-selftests fault
+run guest-selftests-fault-quota "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
+	--root --cards 1 --module-args job_timeout_ms=2000 --timeout 300 \
+	-- spyre-selftests fault quota
 # 6. PyTorch on the card (after the card's own suites, in a log of its own)
 run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
 	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \

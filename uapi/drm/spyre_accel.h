@@ -37,7 +37,13 @@
  *
  * A file creates queues (QUEUE_CREATE), each with a priority, each on a
  * hardware queue of its own with its own scheduler: a queue that waits,
- * faults or hangs never holds up another.  SUBMIT queues jobs that wait on
+ * faults or hangs never holds up another.  So that one user cannot take
+ * the card from the others, a file holds at most max_queues_per_file
+ * queues and max_devmem_per_file_mb of device memory (module parameters,
+ * 16 and no cap by default); past them QUEUE_CREATE and BO_CREATE fail
+ * with -EDQUOT, distinct from the card being full (-EBUSY, -ENOMEM).
+ * Device memory is not charged to a memory cgroup: Linux 6.12 has no
+ * cgroup controller for device memory.  SUBMIT queues jobs that wait on
  * syncobjs (binary or timeline points) and signal them; fences end with
  * 0 or with the job's error.
  *
@@ -311,7 +317,9 @@ struct drm_spyre_health_info {
  *
  * Errors: -EINVAL (size 0, flags), -E2BIG (size above max_bo_size, or
  * above device memory, which is 0 on a card without usable device memory),
- * -ENOMEM (out of memory, device memory or VA space), -EIO (device memory
+ * -EDQUOT (device memory only: the file's device-memory BOs would exceed
+ * max_devmem_per_file_mb, a module parameter), -ENOMEM (out of memory,
+ * device memory or VA space: the card is full), -EIO (device memory
  * only: the card's memory BAR does not decode, so the memory could not be
  * cleared; the card is in an error state), -EINTR (fatal signal while
  * waiting for a reset), -ENODEV.
@@ -418,7 +426,9 @@ struct drm_spyre_bo_wait {
  * @queue_id: out: id (> 0) naming the queue in this file.
  * @pad: must be zero.
  *
- * Errors: -EINVAL, -EBUSY (no hardware queue free), -ENOMEM, -ENODEV.
+ * Errors: -EINVAL, -EDQUOT (the file holds max_queues_per_file queues
+ * already, a module parameter), -EBUSY (no hardware queue free on the
+ * card), -ENOMEM, -ENODEV.
  */
 struct drm_spyre_queue_create {
 	__u32 priority;
