@@ -5,7 +5,7 @@
 
 SHELL := /bin/bash
 .PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
-	check clean
+	soak-kill check clean
 
 all: build
 
@@ -24,7 +24,7 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
-soak: soak-stress soak-reset soak-fault
+soak: soak-stress soak-reset soak-fault soak-kill
 
 soak-stress: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 1200 -- spyre-selftests soak
@@ -45,6 +45,11 @@ soak-fault: build
 		--module-args job_timeout_ms=2000 --timeout 1800 -- sh -c \
 		"for i in $$(seq $${SPYRE_FAULT_ROUNDS:-20}); do \
 			spyre-selftests fault || exit 1; done"
+
+# 1000 processes killed with 100 jobs in flight each (about 3 minutes).
+soak-kill: build
+	scripts/vm.sh run --no-build --cards 1 --timeout 3600 -- \
+		spyre-selftests kill_soak
 
 check: setup
 	scripts/check.sh

@@ -9,6 +9,9 @@
  *  counters  fault/error counters, resets and interrupts (also in sysfs
  *            and QUERY_HEALTH) and card telemetry
  *  memory    memory held by BOs and the device-memory allocator's state
+ *  live      driver objects alive now, of all cards together (BOs,
+ *            contexts, queues, jobs, fences, pinned pages), mode 0444:
+ *            what a test run left behind
  *  inject    write "<hw queue> <kind> [<count>]": arm the card's fault
  *            injection (docs/spyre-hw.rst, DBG_INJECT) for the next
  *            <count> (default 1) jobs or completions of that queue; kinds:
@@ -136,6 +139,20 @@ static int spyre_debugfs_counters(struct seq_file *m, void *unused)
 	return 0;
 }
 
+/* Module-wide (all cards): see struct spyre_live.  Readable by anyone. */
+static int spyre_debugfs_live_show(struct seq_file *m, void *unused)
+{
+	seq_printf(m, "bos %d\ncontexts %d\nqueues %d\njobs %d\nfences %d\npinned_pages %lld\n",
+		   atomic_read(&spyre_live.bos),
+		   atomic_read(&spyre_live.contexts),
+		   atomic_read(&spyre_live.queues),
+		   atomic_read(&spyre_live.jobs),
+		   atomic_read(&spyre_live.fences),
+		   atomic64_read(&spyre_live.pinned_pages));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(spyre_debugfs_live);
+
 static int spyre_debugfs_memory(struct seq_file *m, void *unused)
 {
 	struct spyre_device *sdev = spyre_debugfs_dev(m);
@@ -219,4 +236,6 @@ void spyre_debugfs_init(struct spyre_device *sdev)
 	drm_debugfs_add_file(&sdev->drm, "memory", spyre_debugfs_memory, NULL);
 	debugfs_create_file("inject", 0200, sdev->drm.debugfs_root, sdev,
 			    &spyre_debugfs_inject_fops);
+	debugfs_create_file("live", 0444, sdev->drm.debugfs_root, NULL,
+			    &spyre_debugfs_live_fops);
 }

@@ -123,8 +123,7 @@ static void spyre_devmem_free(struct drm_gem_object *obj)
 	drm_buddy_free_list(&dm->mm, &bo->blocks, 0);
 	mutex_unlock(&dm->lock);
 
-	spyre_bo_uncharge(bo);
-	mutex_destroy(&bo->vma_lock);
+	spyre_bo_fini_common(bo);
 	drm_gem_object_release(obj);
 	kfree(bo);
 }

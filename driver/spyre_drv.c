@@ -37,6 +37,8 @@ module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
 		 "Job run time in ms after which its queue is reset and its context marked guilty; 0 = never (default 5000)");
 
+struct spyre_live spyre_live;
+
 unsigned int spyre_max_queues_per_file = 16;
 module_param_named(max_queues_per_file, spyre_max_queues_per_file, uint, 0644);
 MODULE_PARM_DESC(max_queues_per_file,

@@ -126,6 +126,28 @@ struct spyre_health {
 	atomic64_t jobs_lost;
 };
 
+/**
+ * struct spyre_live - driver objects alive now, of every card together
+ *	(debugfs "live"), so that tests can tell what a run left behind.
+ *	Module-wide: BOs, contexts and fences may outlive their card.
+ * @bos: BOs (every placement, imported ones included).
+ * @contexts: contexts (one per open file, kept by its BOs and queues).
+ * @queues: queues (kept by their jobs after QUEUE_DESTROY).
+ * @jobs: scheduler jobs not yet freed.
+ * @fences: hardware fences not yet released.
+ * @pinned_pages: user pages pinned by userptr BOs.
+ */
+struct spyre_live {
+	atomic_t bos;
+	atomic_t contexts;
+	atomic_t queues;
+	atomic_t jobs;
+	atomic_t fences;
+	atomic64_t pinned_pages;
+};
+
+extern struct spyre_live spyre_live;
+
 /* Why the driver resets the card itself (spyre_recover()). */
 enum spyre_recovery_reason {
 	SPYRE_RECOVER_FATAL = 1,	/* STATUS.FATAL */

@@ -50,6 +50,7 @@ void spyre_bo_init_common(struct spyre_bo *bo, u32 placement)
 	mutex_init(&bo->vma_lock);
 	INIT_LIST_HEAD(&bo->vmas);
 	INIT_LIST_HEAD(&bo->blocks);
+	atomic_inc(&spyre_live.bos);
 }
 
 static atomic64_t *spyre_stat(struct spyre_mem_stats *stats, u32 placement)
@@ -83,14 +84,17 @@ void spyre_bo_charge(struct spyre_bo *bo, struct spyre_ctx *owner,
 }
 
 /**
- * spyre_bo_uncharge() - undo spyre_bo_charge() when the BO is freed.
- * @bo: BO; nothing happens if it was never charged.
+ * spyre_bo_fini_common() - undo spyre_bo_init_common() and spyre_bo_charge()
+ *	when the BO is freed.
+ * @bo: BO.
  */
-void spyre_bo_uncharge(struct spyre_bo *bo)
+void spyre_bo_fini_common(struct spyre_bo *bo)
 {
 	struct spyre_ctx *owner = bo->owner;
 	u64 size = bo->gem.size;
 
+	mutex_destroy(&bo->vma_lock);
+	atomic_dec(&spyre_live.bos);
 	if (!owner)
 		return;
 
@@ -135,8 +139,7 @@ static void spyre_shmem_free(struct drm_gem_object *obj)
 {
 	struct spyre_bo *bo = to_spyre_bo(obj);
 
-	spyre_bo_uncharge(bo);
-	mutex_destroy(&bo->vma_lock);
+	spyre_bo_fini_common(bo);
 	/* Unmaps and frees the pages, or detaches the import. */
 	drm_gem_shmem_free(&bo->shmem);
 }

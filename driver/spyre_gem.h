@@ -76,7 +76,7 @@ int spyre_gem_open(struct drm_gem_object *obj, struct drm_file *file);
 void spyre_gem_close(struct drm_gem_object *obj, struct drm_file *file);
 void spyre_bo_charge(struct spyre_bo *bo, struct spyre_ctx *owner,
 		     size_t size);
-void spyre_bo_uncharge(struct spyre_bo *bo);
+void spyre_bo_fini_common(struct spyre_bo *bo);
 u64 spyre_max_bo_size(void);
 int spyre_ioctl_bo_create(struct drm_device *drm, void *data,
 			  struct drm_file *file);

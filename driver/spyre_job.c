@@ -73,9 +73,16 @@ static const char *spyre_fence_get_timeline_name(struct dma_fence *fence)
 	return "spyre-hw-queue";
 }
 
+static void spyre_fence_release(struct dma_fence *fence)
+{
+	atomic_dec(&spyre_live.fences);
+	dma_fence_free(fence);
+}
+
 static const struct dma_fence_ops spyre_fence_ops = {
 	.get_driver_name = spyre_fence_get_driver_name,
 	.get_timeline_name = spyre_fence_get_timeline_name,
+	.release = spyre_fence_release,
 };
 
 /* Signal one pending fence of @q; caller holds q->fence_lock. */
@@ -584,6 +591,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	f->job = job;
 	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
 		       job->seqno);
+	atomic_inc(&spyre_live.fences);
 	job->fence_init = true;
 	job->progress = first - 1;
 	dma_fence_get(&f->base);	/* for the pending list */
@@ -749,6 +757,7 @@ void spyre_job_release(struct spyre_job *job)
 		wake_up_all(&q->idle_wq);
 
 	kfree(job);
+	atomic_dec(&spyre_live.jobs);
 	spyre_queue_put(q);
 }
 

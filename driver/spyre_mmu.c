@@ -374,6 +374,7 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 	mutex_lock(&sdev->ctx_list_lock);
 	list_add_tail(&ctx->link, &sdev->ctx_list);
 	mutex_unlock(&sdev->ctx_list_lock);
+	atomic_inc(&spyre_live.contexts);
 	return ctx;
 
 err_pt:
@@ -493,6 +494,7 @@ static void spyre_ctx_release(struct kref *ref)
 	spyre_ctx_release_hw(ctx);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
+	atomic_dec(&spyre_live.contexts);
 	drm_dev_put(drm);
 }
 

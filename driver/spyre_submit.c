@@ -401,6 +401,7 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		spyre_queue_put(q);
 		return -ENOMEM;
 	}
+	atomic_inc(&spyre_live.jobs);
 	job->ndesc = n;
 	job->queue = q;		/* the lookup reference is the job's */
 	job->deps_ready = true;	/* until an in-fence says otherwise */

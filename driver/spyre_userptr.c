@@ -65,6 +65,7 @@ static int spyre_userptr_charge(struct spyre_bo *bo, unsigned long npages)
 	}
 	mmgrab(mm);
 	bo->pinned_mm = mm;
+	atomic64_add(npages, &spyre_live.pinned_pages);
 	return 0;
 }
 
@@ -75,6 +76,7 @@ static void spyre_userptr_uncharge(struct spyre_bo *bo)
 	if (!mm)
 		return;
 	atomic64_sub(bo->gem.size >> PAGE_SHIFT, &mm->pinned_vm);
+	atomic64_sub(bo->gem.size >> PAGE_SHIFT, &spyre_live.pinned_pages);
 	bo->pinned_mm = NULL;
 	mmdrop(mm);
 }
@@ -97,8 +99,7 @@ static void spyre_userptr_free(struct drm_gem_object *obj)
 	}
 	spyre_userptr_uncharge(bo);
 
-	spyre_bo_uncharge(bo);
-	mutex_destroy(&bo->vma_lock);
+	spyre_bo_fini_common(bo);
 	drm_gem_object_release(obj);
 	kfree(bo);
 }

@@ -12,7 +12,8 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
-mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# mode 0755: the test user reads the driver's live-object counts (0444)
+mount -t debugfs -o mode=0755 debugfs /sys/kernel/debug 2>/dev/null
 chmod 1777 /tmp /dev/shm
 hostname spyre-guest
 
