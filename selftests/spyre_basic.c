@@ -62,15 +62,15 @@ TEST_F(card, node_and_sysfs_ids)
 	EXPECT_EQ(ACCEL_MAJOR, major(st.st_rdev));
 	EXPECT_EQ(minor, minor(st.st_rdev));
 	snprintf(p, sizeof(p), "/sys/class/accel/accel%u/device/vendor", minor);
-	EXPECT_EQ(0x1014, read_hex(p));
+	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, read_hex(p));
 	snprintf(p, sizeof(p), "/sys/class/accel/accel%u/device/device", minor);
-	EXPECT_EQ(0x06a7, read_hex(p));
+	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, read_hex(p));
 	snprintf(p, sizeof(p),
 		 "/sys/class/accel/accel%u/device/subsystem_vendor", minor);
-	EXPECT_EQ(0x1af4, read_hex(p));
+	EXPECT_EQ(DRM_SPYRE_PCI_SUBVENDOR_ID, read_hex(p));
 	snprintf(p, sizeof(p),
 		 "/sys/class/accel/accel%u/device/subsystem_device", minor);
-	EXPECT_EQ(0x1100, read_hex(p));
+	EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, read_hex(p));
 	snprintf(p, sizeof(p), "/sys/class/accel/accel%u/device/class", minor);
 	EXPECT_EQ(0x120000, read_hex(p) & 0xffff00);
 	/* The bound driver is ours. */
@@ -139,10 +139,10 @@ TEST_F(card, query_device_info_values)
 	memset(&di, 0xff, sizeof(di));	/* every byte must be written */
 	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	ASSERT_EQ(sizeof(di), q.size);
-	EXPECT_EQ(0x1014, di.vendor_id);
-	EXPECT_EQ(0x06a7, di.device_id);
-	EXPECT_EQ(0x1af4, di.subsystem_vendor_id);
-	EXPECT_EQ(0x1100, di.subsystem_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, di.vendor_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, di.device_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_SUBVENDOR_ID, di.subsystem_vendor_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, di.subsystem_id);
 	EXPECT_EQ(1, di.hw_version >> 16);
 	EXPECT_LE(1, di.num_cores);
 	EXPECT_GE(1024, di.num_cores);

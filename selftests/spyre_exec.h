@@ -202,15 +202,15 @@ static inline void xcs_reset(struct xcs *cs)
 	cs->overflow = 0;
 }
 
+/*
+ * Encoders: the <drm/spyre_cmd.h> fillers on room reserved with XCS().
+ * Tests that build bad commands on purpose set the fields by hand.
+ */
 static inline void xcs_fill(struct xcs *cs, uint64_t dst, uint64_t count,
 			    uint32_t esz, uint64_t value)
 {
-	struct spyre_cmd_fill *c = XCS(cs, FILL, 0, spyre_cmd_fill);
-
-	c->dst = dst;
-	c->count = count;
-	c->elem_size = esz;
-	c->value = value;
+	spyre_cmd_fill_init(XCS(cs, FILL, 0, spyre_cmd_fill), dst, count, esz,
+			    value);
 }
 
 static inline void xcs_copy(struct xcs *cs, uint16_t flags, uint64_t dst,
@@ -218,16 +218,8 @@ static inline void xcs_copy(struct xcs *cs, uint16_t flags, uint64_t dst,
 			    uint32_t sdt, uint64_t spitch, uint64_t width,
 			    uint64_t height)
 {
-	struct spyre_cmd_copy *c = XCS(cs, COPY, flags, spyre_cmd_copy);
-
-	c->src = src;
-	c->dst = dst;
-	c->width = width;
-	c->height = height;
-	c->src_pitch = spitch;
-	c->dst_pitch = dpitch;
-	c->src_dtype = sdt;
-	c->dst_dtype = ddt;
+	spyre_cmd_copy_init(XCS(cs, COPY, flags, spyre_cmd_copy), flags, dst,
+			    dpitch, ddt, src, spitch, sdt, width, height);
 }
 
 static inline void xcs_bytes(struct xcs *cs, uint64_t dst, uint64_t src,
@@ -238,19 +230,32 @@ static inline void xcs_bytes(struct xcs *cs, uint64_t dst, uint64_t src,
 
 static inline void xcs_timestamp(struct xcs *cs, uint64_t dst)
 {
-	XCS(cs, TIMESTAMP, 0, spyre_cmd_timestamp)->dst = dst;
+	spyre_cmd_timestamp_init(XCS(cs, TIMESTAMP, 0, spyre_cmd_timestamp),
+				 dst);
 }
 
 static inline void xcs_sem(struct xcs *cs, bool signal, uint16_t flags,
 			   uint64_t addr, uint64_t value)
 {
-	struct spyre_cmd_sem *c =
-		(struct spyre_cmd_sem *)xcs_add(cs, signal ?
-			SPYRE_OP_SEM_SIGNAL : SPYRE_OP_SEM_WAIT, flags,
-			sizeof(struct spyre_cmd_sem));
+	uint16_t op = signal ? SPYRE_OP_SEM_SIGNAL : SPYRE_OP_SEM_WAIT;
 
-	c->addr = addr;
-	c->value = value;
+	spyre_cmd_sem_init(xcs_add(cs, op, flags, sizeof(struct spyre_cmd_sem)),
+			   op, flags, addr, value);
+}
+
+/*
+ * A dense row-major GEMM C = A B (lda = K, ldb = N, ldc = N, batch 1,
+ * alpha 1, beta 0); the caller may change fields of the result.
+ */
+static inline struct spyre_cmd_gemm *
+xcs_gemm(struct xcs *cs, uint32_t ab_dtype, uint32_t c_dtype, uint32_t m,
+	 uint32_t n, uint32_t k, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct spyre_cmd_gemm *g = XCS(cs, GEMM, 0, spyre_cmd_gemm);
+
+	spyre_cmd_gemm_init(g, 0, ab_dtype, ab_dtype, c_dtype, m, n, k, a, k, b,
+			    n, c, n);
+	return g;
 }
 
 /* ---- submission -------------------------------------------------------- */

@@ -106,23 +106,8 @@ static struct spyre_cmd_gemm *gemm(struct xcs *cs, uint32_t dt, uint32_t m,
 				   uint32_t n, uint32_t k, uint64_t a,
 				   uint64_t b, uint64_t c)
 {
-	struct spyre_cmd_gemm *g = XCS(cs, GEMM, 0, spyre_cmd_gemm);
-
-	g->a_dtype = g->b_dtype = dt;
-	g->c_dtype = dt == SPYRE_DTYPE_INT8 ? SPYRE_DTYPE_INT32 :
-		     SPYRE_DTYPE_FP32;
-	g->m = m;
-	g->n = n;
-	g->k = k;
-	g->batch = 1;
-	g->a = a;
-	g->b = b;
-	g->c = c;
-	g->lda = k;
-	g->ldb = n;
-	g->ldc = n;
-	g->alpha = f2u(1.0f);
-	return g;
+	return xcs_gemm(cs, dt, dt == SPYRE_DTYPE_INT8 ? SPYRE_DTYPE_INT32 :
+			SPYRE_DTYPE_FP32, m, n, k, a, b, c);
 }
 
 /*

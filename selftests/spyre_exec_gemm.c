@@ -210,6 +210,12 @@ static int gop_setup(struct xdev *x, struct gop *g, uint64_t *seed,
 	memcpy(g->c0, g->C.p, g->C.bytes);
 
 	cmd = XCS(cs, GEMM, (uint16_t)c->flags, spyre_cmd_gemm);
+	spyre_cmd_gemm_init(cmd, (uint16_t)c->flags, g->adt, g->bdt, g->cdt,
+			    c->m, c->n, c->k, g->A.va, g->lda, g->B.va, g->ldb,
+			    g->C.va, g->ldc);
+	spyre_cmd_gemm_batch(cmd, c->batch, g->sta, g->stb, g->stc);
+	cmd->alpha = f2u(c->alpha);
+	cmd->beta = f2u(c->beta);
 	if (c->bias) {
 		ret = x_buf(x, c->n * spyre_dtype_size(c->bias), &g->bias);
 		if (ret)
@@ -241,24 +247,6 @@ static int gop_setup(struct xdev *x, struct gop *g, uint64_t *seed,
 		memcpy(g->amax.p, &(uint32_t){ 0x7fbadbad }, 4);
 		cmd->amax = g->amax.va;
 	}
-	cmd->a_dtype = g->adt;
-	cmd->b_dtype = g->bdt;
-	cmd->c_dtype = g->cdt;
-	cmd->m = c->m;
-	cmd->n = c->n;
-	cmd->k = c->k;
-	cmd->batch = c->batch;
-	cmd->a = g->A.va;
-	cmd->b = g->B.va;
-	cmd->c = g->C.va;
-	cmd->lda = g->lda;
-	cmd->ldb = g->ldb;
-	cmd->ldc = g->ldc;
-	cmd->stride_a = g->sta;
-	cmd->stride_b = g->stb;
-	cmd->stride_c = g->stc;
-	cmd->alpha = f2u(c->alpha);
-	cmd->beta = f2u(c->beta);
 	return 0;
 }
 

@@ -133,7 +133,6 @@ static int64_t elt_case(struct __test_metadata *_metadata, struct xdev *x,
 	float alpha = -2.5f;
 	struct xbuf a, b, out;
 	struct xcs *cs = calloc(1, sizeof(*cs));
-	struct spyre_cmd_eltwise *c;
 	double *ref = malloc(n * sizeof(double));
 	double *err = malloc(n * sizeof(double));
 	void *a0 = malloc(n * es), *b0 = malloc(n * es);
@@ -156,14 +155,9 @@ static int64_t elt_case(struct __test_metadata *_metadata, struct xdev *x,
 	for (uint64_t i = 0; i < n; i++)
 		x_store(out.p, dt, i, x_poison(dt));
 
-	c = XCS(cs, ELTWISE, 0, spyre_cmd_eltwise);
-	c->op = op;
-	c->dtype = dt;
-	c->count = n;
-	c->a = a.va;
-	c->b = b.va;
-	c->out = inplace == 1 ? a.va : inplace == 2 ? b.va : out.va;
-	c->alpha = f2u(alpha);
+	spyre_cmd_eltwise_init(XCS(cs, ELTWISE, 0, spyre_cmd_eltwise), op, dt, n,
+			       inplace == 1 ? a.va : inplace == 2 ? b.va :
+			       out.va, a.va, b.va, f2u(alpha));
 	ret = x_run(x, cs);
 	if (ret) {
 		TH_LOG("ELTWISE %s %s n=%llu: job error %d", elt_name(op),
@@ -262,7 +256,6 @@ static int64_t red_case(struct __test_metadata *_metadata, struct xdev *x,
 	uint64_t ext = (uint64_t)(rows - 1) * ld + cols;
 	struct xbuf src, dst;
 	struct xcs *cs = calloc(1, sizeof(*cs));
-	struct spyre_cmd_reduce *c;
 	double *ref = malloc(rows * sizeof(double));
 	double *err = malloc(rows * sizeof(double));
 	void *s0 = malloc(ext * es);
@@ -293,14 +286,8 @@ static int64_t red_case(struct __test_metadata *_metadata, struct xdev *x,
 	for (uint32_t i = 0; i < rows; i++)
 		x_store(dst.p, dt, i, x_poison(dt));
 
-	c = XCS(cs, REDUCE, 0, spyre_cmd_reduce);
-	c->op = op;
-	c->dtype = dt;
-	c->rows = rows;
-	c->cols = cols;
-	c->src = src.va;
-	c->dst = dst.va;
-	c->ld = ld;
+	spyre_cmd_reduce_init(XCS(cs, REDUCE, 0, spyre_cmd_reduce), op, dt, rows,
+			      cols, dst.va, src.va, ld);
 	snprintf(what, sizeof(what), "REDUCE %s %ux%u ld %llu%s",
 		 op == SPYRE_REDUCE_SUM ? "sum" : "max", rows, cols,
 		 (unsigned long long)ld, special ? " specials" : "");
@@ -403,7 +390,6 @@ static int64_t row_case(struct __test_metadata *_metadata, struct xdev *x,
 	uint64_t n = (uint64_t)r->rows * r->cols;
 	struct xbuf src, dst, gam, bet;
 	struct xcs *cs = calloc(1, sizeof(*cs));
-	struct spyre_cmd_rowop *c;
 	double *ref = malloc(n * sizeof(double));
 	double *err = malloc(n * sizeof(double));
 	void *s0 = malloc(exs * es), *dense = malloc(n * es);
@@ -455,18 +441,10 @@ static int64_t row_case(struct __test_metadata *_metadata, struct xdev *x,
 			x_store(dst.p, dt, i, x_poison(dt));
 	memcpy(d0, out->p, exd * es);
 
-	c = XCS(cs, ROWOP, 0, spyre_cmd_rowop);
-	c->op = op;
-	c->dtype = dt;
-	c->rows = r->rows;
-	c->cols = r->cols;
-	c->src = src.va;
-	c->dst = out->va;
-	c->ld_src = lds;
-	c->ld_dst = ldd;
-	c->gamma = r->gamma ? gam.va : 0;
-	c->beta = r->beta ? bet.va : 0;
-	c->eps = f2u(r->eps);
+	spyre_cmd_rowop_init(XCS(cs, ROWOP, 0, spyre_cmd_rowop), op, dt, r->rows,
+			     r->cols, out->va, ldd, src.va, lds,
+			     r->gamma ? gam.va : 0, r->beta ? bet.va : 0,
+			     f2u(r->eps));
 	snprintf(what, sizeof(what), "ROWOP %s %ux%u ld %llu/%llu%s%s%s%s eps %g",
 		 op == SPYRE_ROW_SOFTMAX ? "softmax" :
 		 op == SPYRE_ROW_LAYERNORM ? "layernorm" : "rmsnorm",

@@ -171,38 +171,14 @@ static void *worker_main(void *arg)
 		xcs_fill(&cs, src.va, words, 8, v);
 		xcs_bytes(&cs, dst.va, src.va, words * 8);
 		if (do_gemm) {
-			struct spyre_cmd_gemm *c = XCS(&cs, GEMM, 0,
-						       spyre_cmd_gemm);
-
 			memset(gc.map, 0xff, GM * GN * 4);	/* NaN */
-			c->a_dtype = c->b_dtype = c->c_dtype =
-				SPYRE_DTYPE_FP32;
-			c->m = GM;
-			c->n = GN;
-			c->k = GK;
-			c->batch = 1;
-			c->a = ga.va;
-			c->b = gb.va;
-			c->c = gc.va;
-			c->lda = GK;
-			c->ldb = GN;
-			c->ldc = GN;
-			c->alpha = f2u(1.0f);
+			xcs_gemm(&cs, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, GM,
+				 GN, GK, ga.va, gb.va, gc.va);
 		}
 		if (do_big) {
-			struct spyre_cmd_gemm *c = XCS(&cs, GEMM, 0,
-						       spyre_cmd_gemm);
-
 			memset(bc.map, 0xff, BIG * BIG * 4);	/* NaN */
-			c->a_dtype = c->b_dtype = SPYRE_DTYPE_FP16;
-			c->c_dtype = SPYRE_DTYPE_FP32;
-			c->m = c->n = c->k = BIG;
-			c->batch = 1;
-			c->a = ba.va;
-			c->b = bb.va;
-			c->c = bc.va;
-			c->lda = c->ldb = c->ldc = BIG;
-			c->alpha = f2u(1.0f);
+			xcs_gemm(&cs, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP32, BIG,
+				 BIG, BIG, ba.va, bb.va, bc.va);
 		}
 		memcpy(cmd.map, cs.buf, cs.len);
 		ret = spyre_submit_job(w->fd, qid, cmd.va, cs.len, handles, nh,
@@ -331,18 +307,9 @@ static int chaos_main(struct shared *sh, double deadline)
 		} else if (kind == 1) {
 			xcs_add(&cs, 0x7f, 0, 8);
 		} else {
-			struct spyre_cmd_gemm *g = XCS(&cs, GEMM, 0,
-						       spyre_cmd_gemm);
-
-			g->a_dtype = g->b_dtype = SPYRE_DTYPE_FP16;
-			g->c_dtype = SPYRE_DTYPE_FP32;
-			g->m = g->n = g->k = BIG;
-			g->batch = 1;
-			g->a = a.va;
-			g->b = b.va;
-			g->c = kind == 2 ? c.va + 4 : c.va;
-			g->lda = g->ldb = g->ldc = BIG;
-			g->alpha = f2u(1.0f);
+			xcs_gemm(&cs, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP32, BIG,
+				 BIG, BIG, a.va, b.va,
+				 kind == 2 ? c.va + 4 : c.va);
 		}
 		if (kind == 3) {
 			/* close the file with the GEMM in flight */

@@ -244,20 +244,11 @@ static void gemm_loop(volatile int *stop, unsigned int seed,
 		}
 		while (!*stop) {
 			struct xcs cs;
-			struct spyre_cmd_gemm *g;
 			int ret;
 
 			xcs_reset(&cs);
-			g = XCS(&cs, GEMM, 0, spyre_cmd_gemm);
-			g->a_dtype = g->b_dtype = SPYRE_DTYPE_FP16;
-			g->c_dtype = SPYRE_DTYPE_FP32;
-			g->m = g->n = g->k = n;
-			g->batch = 1;
-			g->a = a.va;
-			g->b = b.va;
-			g->c = c.va;
-			g->lda = g->ldb = g->ldc = n;
-			g->alpha = f2u(1.0f);
+			xcs_gemm(&cs, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP32, n, n,
+				 n, a.va, b.va, c.va);
 			memset(c.p, 0xff, c.bytes);
 			ret = x_run(&x, &cs);
 			if (ret == -ECANCELED) {
