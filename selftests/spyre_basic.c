@@ -137,7 +137,7 @@ TEST_F(card, query_device_info_values)
 	unsigned int dom, bus, dev, fn;
 
 	memset(&di, 0xff, sizeof(di));	/* every byte must be written */
-	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	ASSERT_EQ(sizeof(di), q.size);
 	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, di.vendor_id);
 	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, di.device_id);
@@ -180,7 +180,7 @@ TEST_F(card, query_size_zero_reports_size)
 {
 	struct drm_spyre_query q = { .query = DRM_SPYRE_QUERY_DEVICE_INFO };
 
-	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(sizeof(struct drm_spyre_device_info), q.size);
 	/* data may be NULL with size 0 */
 	EXPECT_EQ(0, q.data);
@@ -197,7 +197,7 @@ TEST_F(card, query_short_and_long_buffers)
 	struct drm_spyre_device_info *di = (void *)buf;
 
 	memset(buf, 0xa5, sizeof(buf));
-	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(16, q.size);
 	EXPECT_EQ(0x1014, di->vendor_id);
 	EXPECT_EQ(0x1100, di->subsystem_id);
@@ -207,7 +207,7 @@ TEST_F(card, query_short_and_long_buffers)
 
 	memset(buf, 0xa5, sizeof(buf));
 	q.size = sizeof(buf);
-	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(sizeof(*di), q.size);
 	for (size_t i = sizeof(*di); i < sizeof(buf); i++) {
 		ASSERT_EQ(0xa5, buf[i]) TH_LOG("byte %zu written", i);
@@ -223,25 +223,25 @@ TEST_F(card, query_bad_input)
 	for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
 		q = (struct drm_spyre_query){ .query = bad_ids[i],
 			.size = sizeof(di), .data = (uintptr_t)&di };
-		EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY,
-					       &q)) TH_LOG("query %u", bad_ids[i]);
+		EXPECT_EQ(-EINVAL, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY,
+					    &q)) TH_LOG("query %u", bad_ids[i]);
 	}
 	q = (struct drm_spyre_query){ .query = DRM_SPYRE_QUERY_DEVICE_INFO,
 		.size = sizeof(di), .data = (uintptr_t)&di, .flags = 1 };
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	q.flags = 0x80000000u;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	q.flags = 0;
 	q.pad = 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	q.pad = 0;
 	/* hostile pointers */
 	q.data = 16;
-	EXPECT_EQ(-EFAULT, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	EXPECT_EQ(-EFAULT, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	q.data = 0xffff800000000000ull;	/* kernel address */
-	EXPECT_EQ(-EFAULT, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	EXPECT_EQ(-EFAULT, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	q.data = (uintptr_t)&di;
-	EXPECT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	EXPECT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 }
 
 TEST_F(card, query_into_readonly_memory)
@@ -253,7 +253,7 @@ TEST_F(card, query_into_readonly_memory)
 
 	ASSERT_NE(MAP_FAILED, ro);
 	q.data = (uintptr_t)ro;
-	EXPECT_EQ(-EFAULT, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	EXPECT_EQ(-EFAULT, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	munmap(ro, PAGE);
 }
 
@@ -262,10 +262,10 @@ TEST_F(card, unknown_driver_ioctl)
 	uint64_t arg[4] = { 0 };
 
 	/* First unused driver ioctl number and a far one. */
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd,
+	EXPECT_EQ(-EINVAL, st_ioctl(self->fd,
 		DRM_IOWR(DRM_COMMAND_BASE + DRM_SPYRE_SUBMIT + 1, uint64_t[4]),
 		arg));
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd,
+	EXPECT_EQ(-EINVAL, st_ioctl(self->fd,
 		DRM_IOWR(DRM_COMMAND_BASE + 0x5f, uint64_t[4]), arg));
 }
 
@@ -275,11 +275,11 @@ TEST_F(card, several_fds_work)
 	int fd2 = open(self->desc.devnode, O_RDWR | O_CLOEXEC);
 
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, spyre_query_info(self->fd, &a));
-	ASSERT_EQ(0, spyre_query_info(fd2, &b));
+	ASSERT_EQ(0, st_query_info(self->fd, &a));
+	ASSERT_EQ(0, st_query_info(fd2, &b));
 	EXPECT_EQ(0, memcmp(&a, &b, sizeof(a)));
 	close(fd2);
-	ASSERT_EQ(0, spyre_query_info(self->fd, &a));
+	ASSERT_EQ(0, st_query_info(self->fd, &a));
 }
 
 TEST(all_cards_answer)
@@ -295,7 +295,7 @@ TEST(all_cards_answer)
 		char addr[48];
 
 		ASSERT_LE(0, fd) TH_LOG("%s", d[i].devnode);
-		ASSERT_EQ(0, spyre_query_info(fd, &di));
+		ASSERT_EQ(0, st_query_info(fd, &di));
 		snprintf(addr, sizeof(addr), "%04x:%02x:%02x.%x",
 			 di.pci_domain, di.pci_bus, di.pci_devfn >> 3,
 			 di.pci_devfn & 7);
@@ -310,12 +310,12 @@ TEST(readonly_open)
 	struct drm_spyre_device_info di;
 	int fd;
 
-	if (!spyre_node(0, node, sizeof(node)))
+	if (!st_node(0, node, sizeof(node)))
 		SKIP(return, "no Spyre card");
 	/* An O_RDONLY open of an accel node works for queries (DRM core). */
 	fd = open(node, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, spyre_query_info(fd, &di));
+	EXPECT_EQ(0, st_query_info(fd, &di));
 	close(fd);
 }
 

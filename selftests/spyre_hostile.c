@@ -15,7 +15,7 @@ FIXTURE(card) {
 
 FIXTURE_SETUP(card)
 {
-	self->fd = spyre_open_card(0);
+	self->fd = st_open_card(0);
 	SKIP_IF_NO_CARD(self->fd);
 }
 
@@ -28,7 +28,7 @@ FIXTURE_TEARDOWN(card)
 TEST_F(card, get_magic_refused)
 {
 	struct drm_auth auth = { 0 };
-	int ret = spyre_ioctl(self->fd, DRM_IOCTL_GET_MAGIC, &auth);
+	int ret = st_ioctl(self->fd, DRM_IOCTL_GET_MAGIC, &auth);
 
 	EXPECT_GT(0, ret);
 	EXPECT_EQ(0, auth.magic);
@@ -36,7 +36,7 @@ TEST_F(card, get_magic_refused)
 	{
 		struct drm_spyre_device_info di;
 
-		EXPECT_EQ(0, spyre_query_info(self->fd, &di));
+		EXPECT_EQ(0, st_query_info(self->fd, &di));
 	}
 }
 
@@ -44,13 +44,13 @@ TEST_F(card, get_unique_refused)
 {
 	char buf[64];
 	struct drm_unique u = { .unique_len = sizeof(buf), .unique = buf };
-	int ret = spyre_ioctl(self->fd, DRM_IOCTL_GET_UNIQUE, &u);
+	int ret = st_ioctl(self->fd, DRM_IOCTL_GET_UNIQUE, &u);
 
 	EXPECT_GT(0, ret);
 	{
 		struct drm_spyre_device_info di;
 
-		EXPECT_EQ(0, spyre_query_info(self->fd, &di));
+		EXPECT_EQ(0, st_query_info(self->fd, &di));
 	}
 }
 
@@ -58,9 +58,9 @@ TEST_F(card, auth_and_master_ioctls_refused)
 {
 	struct drm_auth auth = { .magic = 1 };
 
-	EXPECT_GT(0, spyre_ioctl(self->fd, DRM_IOCTL_AUTH_MAGIC, &auth));
-	EXPECT_GT(0, spyre_ioctl(self->fd, DRM_IOCTL_SET_MASTER, NULL));
-	EXPECT_GT(0, spyre_ioctl(self->fd, DRM_IOCTL_DROP_MASTER, NULL));
+	EXPECT_GT(0, st_ioctl(self->fd, DRM_IOCTL_AUTH_MAGIC, &auth));
+	EXPECT_GT(0, st_ioctl(self->fd, DRM_IOCTL_SET_MASTER, NULL));
+	EXPECT_GT(0, st_ioctl(self->fd, DRM_IOCTL_DROP_MASTER, NULL));
 }
 
 TEST_HARNESS_MAIN
