@@ -66,7 +66,7 @@ run() {
 # 1. host tests
 make -s -C "$SPYRE_ROOT/tests" O="$B/host-tests" KSRC="$KSRC" \
 	LIBSPYRE_O="$B/user/libspyre" >&2
-for t in "$B"/host-tests/test_*; do	# guest_* run in the guest below
+for t in "$B"/host-tests/test_*; do
 	[ -x "$t" ] || continue
 	run "host-$(basename "$t")" "$t"
 done
@@ -82,7 +82,7 @@ run guest-selftests "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 	--timeout 600 -- spyre-selftests
 # libspyre's runtime tests on a real card (built with the host tests)
 run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
-	--timeout 600 --copy "$B/host-tests/guest_runtime" -- ./guest_runtime
+	--timeout 600 -- spyre-selftests lib_runtime
 # 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * spyre_basic: device node, sysfs identity, DRM version and the QUERY
- * ioctl (good, bad and hostile input).
+ * spyre_basic: device node, sysfs identity, DRM version, the QUERY ioctl
+ * (good, bad and hostile input) and the DRM core ioctls an accel node
+ * refuses.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -317,6 +318,50 @@ TEST(readonly_open)
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(0, st_query_info(fd, &di));
 	close(fd);
+}
+
+/*
+ * DRM core ioctls an accel node must refuse: DRM_IOCTL_GET_MAGIC and
+ * DRM_IOCTL_GET_UNIQUE dereference the (absent) master of an accel file in
+ * the 6.12 core, so the driver refuses them; a failure oopses the guest,
+ * which is why these come last in the suite.
+ */
+TEST_F(card, get_magic_refused)
+{
+	struct drm_auth auth = { 0 };
+	int ret = st_ioctl(self->fd, DRM_IOCTL_GET_MAGIC, &auth);
+
+	EXPECT_GT(0, ret);
+	EXPECT_EQ(0, auth.magic);
+	/* still alive and usable */
+	{
+		struct drm_spyre_device_info di;
+
+		EXPECT_EQ(0, st_query_info(self->fd, &di));
+	}
+}
+
+TEST_F(card, get_unique_refused)
+{
+	char buf[64];
+	struct drm_unique u = { .unique_len = sizeof(buf), .unique = buf };
+	int ret = st_ioctl(self->fd, DRM_IOCTL_GET_UNIQUE, &u);
+
+	EXPECT_GT(0, ret);
+	{
+		struct drm_spyre_device_info di;
+
+		EXPECT_EQ(0, st_query_info(self->fd, &di));
+	}
+}
+
+TEST_F(card, auth_and_master_ioctls_refused)
+{
+	struct drm_auth auth = { .magic = 1 };
+
+	EXPECT_GT(0, st_ioctl(self->fd, DRM_IOCTL_AUTH_MAGIC, &auth));
+	EXPECT_GT(0, st_ioctl(self->fd, DRM_IOCTL_SET_MASTER, NULL));
+	EXPECT_GT(0, st_ioctl(self->fd, DRM_IOCTL_DROP_MASTER, NULL));
 }
 
 TEST_HARNESS_MAIN

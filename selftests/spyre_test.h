@@ -943,6 +943,27 @@ static inline int st_all_bytes(const void *p, uint64_t len, uint8_t v)
 	return 1;
 }
 
+/*
+ * Open visible card 0 with libspyre, its info in @info, and a stream of
+ * normal priority in @s unless @s is NULL: 0, -ENODEV without a card, or
+ * the library's error.
+ */
+static inline int st_lib_open(struct spyre_device **dev,
+			      struct spyre_device_info *info,
+			      struct spyre_stream **s)
+{
+	int n = spyre_device_count(), ret;
+
+	if (n <= 0)
+		return n ? n : -ENODEV;
+	ret = spyre_device_open(0, dev);
+	if (!ret)
+		ret = spyre_device_get_info(*dev, info);
+	if (!ret && s)
+		ret = spyre_stream_create(*dev, SPYRE_PRIORITY_NORMAL, s);
+	return ret;
+}
+
 #define SKIP_IF_NO_CARD(fd) do {					\
 		if ((fd) < 0)						\
 			SKIP(return, "no Spyre card (/dev/accel)");	\
