@@ -837,22 +837,29 @@ static inline int st_ctx_error(int fd)
 	return ret ? ret : ci.error;
 }
 
+/* First line of the file at @path into @buf: 0 or -errno (-EIO if empty). */
+static inline int st_read_line(const char *path, char *buf, int len)
+{
+	FILE *f = fopen(path, "re");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, len, f))
+		ret = -EIO;
+	fclose(f);
+	return ret;
+}
+
 /* Unsigned decimal module parameter of spyre.ko, or -errno. */
 static inline long long st_module_param(const char *name)
 {
 	char path[128], buf[32];
-	FILE *f;
+	int ret;
 
 	snprintf(path, sizeof(path), "/sys/module/spyre/parameters/%s", name);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	return strtoll(buf, NULL, 0);
+	ret = st_read_line(path, buf, sizeof(buf));
+	return ret ? ret : strtoll(buf, NULL, 0);
 }
 
 /*
@@ -860,26 +867,21 @@ static inline long long st_module_param(const char *name)
  * device (/sys/class/accel/accelN/device/@name); -errno if missing.
  */
 static inline int st_sysfs_u64(unsigned int idx, const char *name,
-				  uint64_t *val)
+			       uint64_t *val)
 {
 	struct spyre_device_desc d[16];
 	char path[256], buf[64];
 	int n = spyre_device_list(d, 16);
-	FILE *f;
 	char *end;
+	int ret;
 
 	if (n <= (int)idx || idx >= 16)
 		return -ENODEV;
 	snprintf(path, sizeof(path), "/sys/class/accel/accel%u/device/%s",
 		 d[idx].accel_minor, name);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
+	ret = st_read_line(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
 	errno = 0;
 	*val = strtoull(buf, &end, 0);
 	if (errno || end == buf || (*end && *end != '\n'))
