@@ -200,8 +200,8 @@ TEST_F(card, query_short_and_long_buffers)
 	memset(buf, 0xa5, sizeof(buf));
 	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(16, q.size);
-	EXPECT_EQ(0x1014, di->vendor_id);
-	EXPECT_EQ(0x1100, di->subsystem_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, di->vendor_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, di->subsystem_id);
 	for (size_t i = 16; i < sizeof(buf); i++) {
 		ASSERT_EQ(0xa5, buf[i]) TH_LOG("byte %zu written", i);
 	}

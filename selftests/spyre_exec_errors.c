@@ -143,7 +143,7 @@ static int build_bad(struct st_ctx *x, enum kind kind, struct st_cs *cs,
 		st_cs_fill(cs, a.va, (1ull << 29) + 1, 8, 1);
 		break;
 	case K_COPY_LIMIT:
-		st_cs_bytes(cs, b.va, a.va, (1ull << 32) + 1);
+		st_cs_bytes(cs, b.va, a.va, SPYRE_CMD_MAX_COPY_BYTES + 1);
 		break;
 	case K_FILL_2GIB:
 		st_cs_fill(cs, a.va, 1ull << 28, 8, 1);
@@ -162,7 +162,7 @@ static int build_bad(struct st_ctx *x, enum kind kind, struct st_cs *cs,
 
 		e->op = SPYRE_ELT_ADD;
 		e->dtype = SPYRE_DTYPE_FP16;
-		e->count = (1ull << 30) + 1;
+		e->count = SPYRE_CMD_MAX_ELEMS + 1;
 		e->a = a.va;
 		e->b = b.va;
 		e->out = c.va;
