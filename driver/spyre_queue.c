@@ -31,6 +31,11 @@
 #include "spyre_mmu.h"
 #include "spyre_queue.h"
 
+/* QUEUE_CREATE's priority goes into SPYRE_Q_CONTROL_PRIO as it is. */
+static_assert(DRM_SPYRE_PRIORITY_LOW == SPYRE_Q_PRIO_LOW);
+static_assert(DRM_SPYRE_PRIORITY_NORMAL == SPYRE_Q_PRIO_NORMAL);
+static_assert(DRM_SPYRE_PRIORITY_HIGH == SPYRE_Q_PRIO_HIGH);
+
 #define SPYRE_Q_RESET_TIMEOUT_US	USEC_PER_SEC
 #define SPYRE_DRAIN_TIMEOUT_MS		100
 #define SPYRE_IDLE_TIMEOUT_MS		10000

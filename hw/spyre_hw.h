@@ -24,11 +24,10 @@
 
 #include <linux/types.h>
 
-/* ---- PCI identity ---------------------------------------------------- */
-#define SPYRE_PCI_VENDOR_ID		0x1014	/* IBM */
-#define SPYRE_PCI_DEVICE_ID		0x06a7	/* Spyre PF */
-#define SPYRE_PCI_SUBVENDOR_ID		0x1af4	/* emulated model marker */
-#define SPYRE_PCI_SUBDEVICE_ID		0x1100
+/*
+ * ---- PCI identity ----------------------------------------------------
+ * Vendor, device and subsystem IDs: DRM_SPYRE_PCI_* in <drm/spyre_accel.h>.
+ */
 #define SPYRE_PCI_CLASS			0x1200	/* processing accelerator */
 #define SPYRE_PCI_REVISION		0x01
 
@@ -233,7 +232,5 @@ struct spyre_hw_completion {
 #define SPYRE_PTE_WRITE			(1ULL << 1)	/* leaf: writable */
 #define SPYRE_PTE_DEVMEM		(1ULL << 2)	/* leaf: BAR2 offset */
 #define SPYRE_PTE_ADDR_MASK		0x000ffffffffff000ULL
-#define SPYRE_PTE_FLAGS_MASK		(SPYRE_PTE_VALID | SPYRE_PTE_WRITE | \
-					 SPYRE_PTE_DEVMEM)
 
 #endif /* SPYRE_HW_H */

@@ -25,8 +25,7 @@
 
 #include "spyre.h"
 
-/* Per-command limits: bytes of FILL/COPY (docs: "Limits"), host time. */
-#define SPYRE_CMD_MAX_BYTES     SPYRE_MATH_MAX_COPY_BYTES
+/* Host time per command (byte limits: SPYRE_CMD_MAX_* in spyre_cmd.h). */
 #define SPYRE_CMD_MAX_NS        (5 * NANOSECONDS_PER_SECOND)
 
 static const uint32_t spyre_cmd_size[SPYRE_OP_COUNT] = {
@@ -60,7 +59,7 @@ static uint32_t spyre_cmd_fill(SpyreExec *e)
     if (esz != 1 && esz != 2 && esz != 4 && esz != 8) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
-    if (count > SPYRE_CMD_MAX_BYTES / esz) {
+    if (count > SPYRE_CMD_MAX_COPY_BYTES / esz) {
         return SPYRE_STATUS_LIMIT;
     }
     bytes = count * esz;

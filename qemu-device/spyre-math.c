@@ -397,37 +397,13 @@ float spyre_int32_to_fp32(int32_t i)
 
 size_t spyre_math_dtype_size(int dtype)
 {
-    switch (dtype) {
-    case SPYRE_DTYPE_U8:
-    case SPYRE_DTYPE_FP8_E4M3:
-    case SPYRE_DTYPE_FP8_E5M2:
-    case SPYRE_DTYPE_INT8:
-        return 1;
-    case SPYRE_DTYPE_FP16:
-    case SPYRE_DTYPE_BF16:
-        return 2;
-    case SPYRE_DTYPE_FP32:
-    case SPYRE_DTYPE_INT32:
-        return 4;
-    default:
-        return 0;
-    }
+    return spyre_cmd_dtype_size((uint32_t)dtype);
 }
 
 /* The dtypes that convert through fp32. */
 static bool is_convertible(int dtype)
 {
-    switch (dtype) {
-    case SPYRE_DTYPE_FP32:
-    case SPYRE_DTYPE_FP16:
-    case SPYRE_DTYPE_BF16:
-    case SPYRE_DTYPE_FP8_E4M3:
-    case SPYRE_DTYPE_FP8_E5M2:
-    case SPYRE_DTYPE_INT8:
-        return true;
-    default:
-        return false;
-    }
+    return spyre_cmd_dtype_convertible((uint32_t)dtype);
 }
 
 /*
@@ -613,7 +589,7 @@ int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
     }
     if (mul_ovf(cmd->width, cmd->height, &elems) ||
         mul_ovf(elems, ses > des ? ses : des, &elems) ||
-        elems > SPYRE_MATH_MAX_COPY_BYTES) {
+        elems > SPYRE_CMD_MAX_COPY_BYTES) {
         return SPYRE_STATUS_LIMIT;
     }
     srow = cmd->width * ses;    /* no overflow: below the limit */
@@ -690,7 +666,7 @@ int spyre_gemm_check(const struct spyre_cmd_gemm *cmd, SpyreGemmSpan *span)
     }
     macs = (uint64_t)cmd->m * cmd->n;
     if (mul_ovf(macs, cmd->k, &macs) || mul_ovf(macs, cmd->batch, &macs) ||
-        macs > SPYRE_MATH_MAX_GEMM_MACS) {
+        macs > SPYRE_CMD_MAX_GEMM_MACS) {
         return SPYRE_STATUS_LIMIT;
     }
     if (!span_of(cmd->batch, cmd->stride_a, ta ? cmd->k : cmd->m, cmd->lda,
@@ -1244,7 +1220,7 @@ int spyre_eltwise_check(const struct spyre_cmd_eltwise *cmd, uint64_t *bytes)
         !cmd->count) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
-    if (cmd->count > SPYRE_MATH_MAX_ELEMS) {
+    if (cmd->count > SPYRE_CMD_MAX_ELEMS) {
         return SPYRE_STATUS_LIMIT;
     }
     if (bytes) {
@@ -1323,7 +1299,7 @@ static int rows_check(uint32_t dtype, uint32_t rows, uint32_t cols,
     if (!es || !rows || !cols || ld_src < cols || ld_dst < cols) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
-    if ((uint64_t)rows * cols > SPYRE_MATH_MAX_ELEMS) {
+    if ((uint64_t)rows * cols > SPYRE_CMD_MAX_ELEMS) {
         return SPYRE_STATUS_LIMIT;
     }
     if (!span_of(1, 0, rows, ld_src, cols, es, &s) ||

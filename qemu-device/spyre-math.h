@@ -34,15 +34,9 @@
 #include "drm/spyre_cmd.h"
 
 /*
- * Limits (a command beyond them ends with SPYRE_STATUS_LIMIT).  They bound
- * the host CPU time one command takes.
+ * Limits: SPYRE_CMD_MAX_* in drm/spyre_cmd.h (a command beyond them ends
+ * with SPYRE_STATUS_LIMIT).
  */
-/* batch * M * N * K of a GEMM */
-#define SPYRE_MATH_MAX_GEMM_MACS    (1ULL << 36)
-/* ELTWISE count, REDUCE and ROWOP rows * cols */
-#define SPYRE_MATH_MAX_ELEMS        (1ULL << 30)
-/* COPY: width * height * the larger element size */
-#define SPYRE_MATH_MAX_COPY_BYTES   (1ULL << 32)
 
 /*
  * ------------------------------------------------------------------------
@@ -235,7 +229,7 @@ typedef struct SpyreGemm {
  * Validate a GEMM command, in this order: header flags (only
  * SPYRE_GEMM_F_ALL, else INVALID_COMMAND); dtype combination, bias_dtype,
  * beta in {0, 1} for INT8, shapes >= 1, leading dimensions (else
- * INVALID_OPERAND); batch * M * N * K <= SPYRE_MATH_MAX_GEMM_MACS (else
+ * INVALID_OPERAND); batch * M * N * K <= SPYRE_CMD_MAX_GEMM_MACS (else
  * LIMIT); operand spans fit in 64 bits (else INVALID_OPERAND).  Batch
  * strides may be anything (0 broadcasts a matrix; overlapping C batches
  * give an undefined result).  Does not look at the header size/opcode or
@@ -315,7 +309,7 @@ void spyre_math_set_blas_threads(int n);
 
 /*
  * Validate ELTWISE (flags and pad zero, else INVALID_COMMAND; op, dtype,
- * count >= 1, else INVALID_OPERAND; count <= SPYRE_MATH_MAX_ELEMS, else
+ * count >= 1, else INVALID_OPERAND; count <= SPYRE_CMD_MAX_ELEMS, else
  * LIMIT).  *@bytes (when non-NULL) gets the span of a, b and out.
  */
 int spyre_eltwise_check(const struct spyre_cmd_eltwise *cmd,
@@ -333,7 +327,7 @@ int spyre_eltwise(int op, int dtype, float alpha, const void *a,
 /*
  * Validate REDUCE / ROWOP: flags and pad zero (else INVALID_COMMAND); op,
  * dtype, rows, cols >= 1, ld >= cols (else INVALID_OPERAND); rows * cols
- * <= SPYRE_MATH_MAX_ELEMS (else LIMIT); spans fit in 64 bits (else
+ * <= SPYRE_CMD_MAX_ELEMS (else LIMIT); spans fit in 64 bits (else
  * INVALID_OPERAND).  *@src_bytes / *@dst_bytes get the spans from src /
  * dst; ROWOP's gamma and beta span cols * 4 bytes.
  */

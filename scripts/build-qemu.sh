@@ -135,7 +135,16 @@ mkdir -p "$spyre_dir/spyre-include"
 sync_dir --exclude=/tests/ --exclude=/patches/ --exclude=/spyre-include/ \
 	"$repo/qemu-device/" "$spyre_dir/"
 sync_dir "$repo/hw/" "$spyre_dir/spyre-include/hw/"
-sync_dir "$repo/uapi/" "$spyre_dir/spyre-include/uapi/"
+# drm/spyre_accel.h (the PCI IDs) includes "drm.h" as kernel uapi headers
+# do: the card model reads libdrm's copy, as userspace does, through links
+# next to it (kept out of the sync, so --delete leaves them alone).
+sync_dir --exclude=/drm/drm.h --exclude=/drm/drm_mode.h \
+	"$repo/uapi/" "$spyre_dir/spyre-include/uapi/"
+for h in drm.h drm_mode.h; do
+	[ -f "/usr/include/libdrm/$h" ] || die "no /usr/include/libdrm/$h (libdrm-dev)"
+	[ "$(readlink "$spyre_dir/spyre-include/uapi/drm/$h")" = "/usr/include/libdrm/$h" ] ||
+		ln -sfn "/usr/include/libdrm/$h" "$spyre_dir/spyre-include/uapi/drm/$h"
+done
 if [ -f "$repo/qemu-device/tests/spyre-test.c" ]; then
 	rsync -c --no-times "$repo/qemu-device/tests/spyre-test.c" \
 		"$src/tests/qtest/spyre-test.c"

@@ -7,7 +7,7 @@
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP;
 #   4. the memory suites once more with -device intel-iommu;
-#   5. the suites that need root, each in a guest of its own (spyre_reset:
+#   5. the suites that need root, in a guest of their own (spyre_reset:
 #      sysfs function resets racing the card's users, who drop to the test
 #      user; spyre_fault: injected faults, recoveries and resets with work
 #      in flight, with a 2 s job timeout; spyre_quota: per-file caps);
@@ -67,7 +67,7 @@ run() {
 # 1. host tests
 make -s -C "$SPYRE_ROOT/tests" O="$B/host-tests" KSRC="$KSRC" \
 	LIBSPYRE_O="$B/user/libspyre" >&2
-for t in "$B"/host-tests/test_*; do	# guest_* run in the guest below
+for t in "$B"/host-tests/test_*; do
 	[ -x "$t" ] || continue
 	run "host-$(basename "$t")" "$t"
 done
@@ -83,7 +83,7 @@ run guest-selftests "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 	--timeout 600 -- spyre-selftests
 # libspyre's runtime tests on a real card (built with the host tests)
 run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
-	--timeout 600 --copy "$B/host-tests/guest_runtime" -- ./guest_runtime
+	--timeout 600 -- spyre-selftests lib_runtime
 # 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem
@@ -92,12 +92,10 @@ run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--cards 1 --module-args job_timeout_ms=200 --timeout 300 \
 	-- spyre-selftests exec_order -- -t timeout_racing_completion
-# 5. root: function resets
+# 5. root: function resets, injected faults (2 s job timeout), quotas
 run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
-	--cards 1 --timeout 300 -- spyre-selftests reset
-run guest-selftests-fault-quota "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
-	--root --cards 1 --module-args job_timeout_ms=2000 --timeout 300 \
-	-- spyre-selftests fault quota
+	--cards 1 --module-args job_timeout_ms=2000 --timeout 400 \
+	-- spyre-selftests reset fault quota
 # 6. PyTorch on the card (after the card's own suites, in a log of its own)
 run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
 	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \

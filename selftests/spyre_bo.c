@@ -15,9 +15,9 @@ FIXTURE(bo) {
 
 FIXTURE_SETUP(bo)
 {
-	self->fd = spyre_open_card(0);
+	self->fd = st_open_card(0);
 	SKIP_IF_NO_CARD(self->fd);
-	ASSERT_EQ(0, spyre_query_info(self->fd, &self->di));
+	ASSERT_EQ(0, st_query_info(self->fd, &self->di));
 }
 
 FIXTURE_TEARDOWN(bo)
@@ -53,7 +53,7 @@ FIXTURE_VARIANT_ADD(bo_size, u64_max_page) { .size = ~0ull - 4095,
 
 FIXTURE_SETUP(bo_size)
 {
-	self->fd = spyre_open_card(0);
+	self->fd = st_open_card(0);
 	SKIP_IF_NO_CARD(self->fd);
 }
 
@@ -70,13 +70,13 @@ TEST_F(bo_size, create)
 	struct drm_spyre_bo_info info;
 
 	ASSERT_EQ(variant->err,
-		  spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_CREATE, &c));
+		  st_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_CREATE, &c));
 	if (variant->err)
 		return;
 	EXPECT_EQ(variant->rounded, c.size);
 	EXPECT_NE(0, c.handle);
 	EXPECT_EQ(0, c.va % PAGE);
-	ASSERT_EQ(0, spyre_bo_get_info(self->fd, c.handle, &info));
+	ASSERT_EQ(0, st_bo_get_info(self->fd, c.handle, &info));
 	EXPECT_EQ(variant->rounded, info.size);
 	EXPECT_EQ(c.va, info.va);
 	EXPECT_EQ(0, drmCloseBufferHandle(self->fd, c.handle));
@@ -95,7 +95,7 @@ TEST_F(bo, create_bad_flags)
 		struct drm_spyre_bo_create c = { .size = 4096,
 						 .flags = bad[i] };
 
-		EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd,
+		EXPECT_EQ(-EINVAL, st_ioctl(self->fd,
 			DRM_IOCTL_SPYRE_BO_CREATE, &c)) TH_LOG("flags %#x", bad[i]);
 	}
 }
@@ -105,18 +105,18 @@ TEST_F(bo, info_bad_handle_and_flags)
 	struct drm_spyre_bo_info info;
 	uint32_t h;
 
-	EXPECT_EQ(-ENOENT, spyre_bo_get_info(self->fd, 0, &info));
-	EXPECT_EQ(-ENOENT, spyre_bo_get_info(self->fd, 0xdeadbeef, &info));
-	ASSERT_EQ(0, spyre_bo_new(self->fd, 4096, &h, NULL));
-	EXPECT_EQ(-ENOENT, spyre_bo_get_info(self->fd, h + 1, &info));
+	EXPECT_EQ(-ENOENT, st_bo_get_info(self->fd, 0, &info));
+	EXPECT_EQ(-ENOENT, st_bo_get_info(self->fd, 0xdeadbeef, &info));
+	ASSERT_EQ(0, st_bo_new(self->fd, 4096, &h, NULL));
+	EXPECT_EQ(-ENOENT, st_bo_get_info(self->fd, h + 1, &info));
 	memset(&info, 0, sizeof(info));
 	info.handle = h;
 	info.flags = 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_INFO,
-				       &info));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_INFO,
+				    &info));
 	/* closed handles are gone; closing twice fails */
 	EXPECT_EQ(0, drmCloseBufferHandle(self->fd, h));
-	EXPECT_EQ(-ENOENT, spyre_bo_get_info(self->fd, h, &info));
+	EXPECT_EQ(-ENOENT, st_bo_get_info(self->fd, h, &info));
 	EXPECT_NE(0, drmCloseBufferHandle(self->fd, h));
 }
 
@@ -126,12 +126,12 @@ TEST_F(bo, info_fields)
 	uint64_t va;
 	uint32_t h;
 
-	ASSERT_EQ(0, spyre_bo_new(self->fd, 3 * PAGE, &h, &va));
+	ASSERT_EQ(0, st_bo_new(self->fd, 3 * PAGE, &h, &va));
 	memset(&info, 0xff, sizeof(info));	/* outputs must be written */
 	info.handle = h;
 	info.flags = 0;
 	info.pad = 0;
-	ASSERT_EQ(0, spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_INFO, &info));
+	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_INFO, &info));
 	EXPECT_EQ(h, info.handle);
 	EXPECT_EQ(DRM_SPYRE_PLACEMENT_SYSTEM, info.placement);
 	EXPECT_EQ(0, info.pad);
@@ -152,11 +152,11 @@ TEST_F(bo, handles_are_per_file)
 	uint32_t h;
 	int fd2;
 
-	ASSERT_NE(NULL, spyre_node(0, node, sizeof(node)));
+	ASSERT_NE(NULL, st_node(0, node, sizeof(node)));
 	fd2 = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, spyre_bo_new(self->fd, 4096, &h, NULL));
-	EXPECT_EQ(-ENOENT, spyre_bo_get_info(fd2, h, &info));
+	ASSERT_EQ(0, st_bo_new(self->fd, 4096, &h, NULL));
+	EXPECT_EQ(-ENOENT, st_bo_get_info(fd2, h, &info));
 	close(fd2);
 }
 
@@ -178,7 +178,7 @@ TEST_F(bo, va_distinct_with_guard_gap)
 	for (int i = 0; i < N; i++) {
 		uint64_t size = PAGE * (1 + (uint64_t)(i * 7 % 13));
 
-		ASSERT_EQ(0, spyre_bo_new(self->fd, size, &h[i], &r[i][0]));
+		ASSERT_EQ(0, st_bo_new(self->fd, size, &h[i], &r[i][0]));
 		r[i][1] = size;
 		ASSERT_EQ(0, r[i][0] % PAGE);
 	}
@@ -204,13 +204,13 @@ TEST_F(bo, va_spaces_are_per_file)
 	uint32_t ha, hb;
 	int fd2;
 
-	ASSERT_NE(NULL, spyre_node(0, node, sizeof(node)));
+	ASSERT_NE(NULL, st_node(0, node, sizeof(node)));
 	fd2 = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, spyre_bo_new(self->fd, PAGE, &ha, NULL));
-	ASSERT_EQ(0, spyre_bo_new(fd2, PAGE, &hb, NULL));
-	ASSERT_EQ(0, spyre_bo_get_info(self->fd, ha, &a));
-	ASSERT_EQ(0, spyre_bo_get_info(fd2, hb, &b));
+	ASSERT_EQ(0, st_bo_new(self->fd, PAGE, &ha, NULL));
+	ASSERT_EQ(0, st_bo_new(fd2, PAGE, &hb, NULL));
+	ASSERT_EQ(0, st_bo_get_info(self->fd, ha, &a));
+	ASSERT_EQ(0, st_bo_get_info(fd2, hb, &b));
 	EXPECT_LE(self->di.va_start, a.va);
 	EXPECT_LE(self->di.va_start, b.va);
 	close(fd2);
@@ -222,7 +222,7 @@ TEST_F(bo, many_bos)
 	static uint32_t h[N];
 
 	for (int i = 0; i < N; i++) {
-		ASSERT_EQ(0, spyre_bo_new(self->fd, PAGE, &h[i], NULL))
+		ASSERT_EQ(0, st_bo_new(self->fd, PAGE, &h[i], NULL))
 			TH_LOG("BO %d", i);
 	}
 	for (int i = 0; i < N; i++) {
@@ -238,25 +238,25 @@ TEST_F(bo, mmap_zeroed_and_round_trip)
 	uint8_t *p;
 	uint32_t h;
 
-	ASSERT_EQ(0, spyre_bo_new(self->fd, size, &h, NULL));
-	p = spyre_bo_mmap(self->fd, h, size);
+	ASSERT_EQ(0, st_bo_new(self->fd, size, &h, NULL));
+	p = st_bo_mmap(self->fd, h, size);
 	ASSERT_NE(MAP_FAILED, p);
 	for (uint64_t i = 0; i < size; i++) {
 		ASSERT_EQ(0, p[i]) TH_LOG("new BO not zeroed at %llu",
 					  (unsigned long long)i);
 	}
 	for (uint64_t i = 0; i < size; i++)
-		p[i] = spyre_pat(i, 1);
+		p[i] = st_pat(i, 1);
 	ASSERT_EQ(0, munmap(p, size));
 	/* A second, independent mapping sees the data. */
-	p = spyre_bo_mmap(self->fd, h, size);
+	p = st_bo_mmap(self->fd, h, size);
 	ASSERT_NE(MAP_FAILED, p);
 	for (uint64_t i = 0; i < size; i++) {
-		ASSERT_EQ(spyre_pat(i, 1), p[i]);
+		ASSERT_EQ(st_pat(i, 1), p[i]);
 	}
 	/* Two live mappings alias the same pages. */
 	{
-		uint8_t *q = spyre_bo_mmap(self->fd, h, size);
+		uint8_t *q = st_bo_mmap(self->fd, h, size);
 
 		ASSERT_NE(MAP_FAILED, q);
 		q[123] = 0x5a;
@@ -271,8 +271,8 @@ TEST_F(bo, mapping_outlives_handle_and_fd)
 	uint8_t *p;
 	uint32_t h;
 
-	ASSERT_EQ(0, spyre_bo_new(self->fd, PAGE, &h, NULL));
-	p = spyre_bo_mmap(self->fd, h, PAGE);
+	ASSERT_EQ(0, st_bo_new(self->fd, PAGE, &h, NULL));
+	p = st_bo_mmap(self->fd, h, PAGE);
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 0x3c, PAGE);
 	ASSERT_EQ(0, drmCloseBufferHandle(self->fd, h));
@@ -290,8 +290,8 @@ TEST_F(bo, mmap_private_writable_refused)
 	uint32_t h;
 	void *p;
 
-	ASSERT_EQ(0, spyre_bo_new(self->fd, PAGE, &h, NULL));
-	ASSERT_EQ(0, spyre_bo_get_info(self->fd, h, &info));
+	ASSERT_EQ(0, st_bo_new(self->fd, PAGE, &h, NULL));
+	ASSERT_EQ(0, st_bo_get_info(self->fd, h, &info));
 	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd,
 		 (off_t)info.mmap_offset);
 	EXPECT_EQ(MAP_FAILED, p);
@@ -305,8 +305,8 @@ TEST_F(bo, mmap_bad_range_refused)
 	uint32_t h;
 	void *p;
 
-	ASSERT_EQ(0, spyre_bo_new(self->fd, 2 * PAGE, &h, NULL));
-	ASSERT_EQ(0, spyre_bo_get_info(self->fd, h, &info));
+	ASSERT_EQ(0, st_bo_new(self->fd, 2 * PAGE, &h, NULL));
+	ASSERT_EQ(0, st_bo_get_info(self->fd, h, &info));
 	/* longer than the BO */
 	p = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
 		 (off_t)info.mmap_offset);

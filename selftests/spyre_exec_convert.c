@@ -19,7 +19,6 @@
  */
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
 
 static const uint32_t conv_types[] = {
 	SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP16, SPYRE_DTYPE_BF16,
@@ -40,9 +39,9 @@ static uint64_t conv_compare(struct __test_metadata *_metadata,
 	uint64_t bad = 0;
 	int eb, mb;
 
-	x_fmt(dt, &eb, &mb);
+	st_fmt(dt, &eb, &mb);
 	for (uint64_t i = 0; i < n; i++) {
-		uint32_t g = x_load(got, dt, i), w = x_load(want, dt, i);
+		uint32_t g = st_load(got, dt, i), w = st_load(want, dt, i);
 		double gv, wv;
 
 		if (g == w)
@@ -55,8 +54,8 @@ static uint64_t conv_compare(struct __test_metadata *_metadata,
 		if (bad++ < 4)
 			TH_LOG("%s -> %s%s: src %#x (%.9g): got %#x (%.9g), want %#x (%.9g)",
 			       spyre_dtype_name(sdt), spyre_dtype_name(dt),
-			       flags ? " nosat" : "", x_load(src, sdt, i),
-			       spyre_ref_decode(sdt, x_load(src, sdt, i)), g,
+			       flags ? " nosat" : "", st_load(src, sdt, i),
+			       spyre_ref_decode(sdt, st_load(src, sdt, i)), g,
 			       gv, w, wv);
 	}
 	if (bad)
@@ -72,30 +71,30 @@ static uint64_t conv_compare(struct __test_metadata *_metadata,
  * with flags 0 and NOSAT, in one job; compare each with the reference.
  */
 static uint64_t convert_all(struct __test_metadata *_metadata,
-			    struct xdev *x, const void *host, uint32_t sdt,
+			    struct st_ctx *x, const void *host, uint32_t sdt,
 			    uint64_t n)
 {
-	struct xbuf src, dst[NTYPES][2];
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_buf src, dst[NTYPES][2];
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	uint8_t *want = malloc(n * 4);
 	uint64_t bad = 0;
 	int ret;
 
-	if (!cs || !want || x_buf(x, n * spyre_dtype_size(sdt), &src))
+	if (!cs || !want || st_buf_new(x, n * spyre_dtype_size(sdt), &src))
 		return 1;
 	memcpy(src.p, host, src.bytes);
 	for (size_t t = 0; t < NTYPES; t++) {
 		for (int f = 0; f < 2; f++) {
 			uint32_t ddt = conv_types[t];
 
-			if (x_buf(x, n * spyre_dtype_size(ddt), &dst[t][f]))
+			if (st_buf_new(x, n * spyre_dtype_size(ddt), &dst[t][f]))
 				return 1;
 			memset(dst[t][f].p, 0xa5, dst[t][f].bytes);
-			xcs_copy(cs, f ? SPYRE_CMD_F_NOSAT : 0, dst[t][f].va,
-				 ddt, 0, src.va, sdt, 0, n, 1);
+			st_cs_copy(cs, f ? SPYRE_CMD_F_NOSAT : 0, dst[t][f].va,
+				   ddt, 0, src.va, sdt, 0, n, 1);
 		}
 	}
-	ret = x_run(x, cs);
+	ret = st_run(x, cs);
 	if (ret) {
 		TH_LOG("COPY from %s (%llu elements): job error %d",
 		       spyre_dtype_name(sdt), (unsigned long long)n, ret);
@@ -125,28 +124,28 @@ static uint64_t convert_all(struct __test_metadata *_metadata,
 out:
 	free(cs);
 	free(want);
-	x_free_bufs(x);
+	st_free_bufs(x);
 	return bad;
 }
 
 FIXTURE(conv) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_SETUP(conv)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
 			      DRM_SPYRE_CAP_FP8 | DRM_SPYRE_CAP_INT8);
 }
 
 FIXTURE_TEARDOWN(conv)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 /* Every bit pattern of an 8- or 16-bit type, to every type. */
-static void all_patterns(struct __test_metadata *_metadata, struct xdev *x,
+static void all_patterns(struct __test_metadata *_metadata, struct st_ctx *x,
 			 uint32_t sdt)
 {
 	uint64_t n = spyre_dtype_size(sdt) == 1 ? 256 : 65536;
@@ -154,7 +153,7 @@ static void all_patterns(struct __test_metadata *_metadata, struct xdev *x,
 
 	ASSERT_NE(NULL, host);
 	for (uint64_t i = 0; i < n; i++)
-		x_store(host, sdt, i, (uint32_t)i);
+		st_store(host, sdt, i, (uint32_t)i);
 	EXPECT_EQ(0, convert_all(_metadata, x, host, sdt, n));
 	free(host);
 }
@@ -215,7 +214,7 @@ static float *narrow_points(uint32_t dt, uint64_t *np)
 		*np = n;
 		return v;
 	}
-	x_fmt(dt, &eb, &mb);
+	st_fmt(dt, &eb, &mb);
 	/* ascending non-negative finite values of @dt, both signs */
 	for (uint32_t bits = 0; bits < (1u << (eb + mb)); bits++) {
 		double cur = spyre_ref_decode(dt, bits);
@@ -252,7 +251,7 @@ static float *narrow_points(uint32_t dt, uint64_t *np)
 }
 
 FIXTURE(narrow) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(narrow) {
@@ -266,14 +265,14 @@ FIXTURE_VARIANT_ADD(narrow, to_int8) { SPYRE_DTYPE_INT8 };
 
 FIXTURE_SETUP(narrow)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
 			      DRM_SPYRE_CAP_FP8 | DRM_SPYRE_CAP_INT8);
 }
 
 FIXTURE_TEARDOWN(narrow)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 /*
@@ -299,14 +298,14 @@ TEST_F(conv, same_dtype_is_byte_copy)
 					  SPYRE_DTYPE_FP8_E5M2, SPYRE_DTYPE_INT8,
 					  SPYRE_DTYPE_INT32, SPYRE_DTYPE_U8 };
 	const uint64_t bytes = 65536;
-	struct xbuf src, dst[8];
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_buf src, dst[8];
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	uint64_t seed = 5;
 
 	ASSERT_NE(NULL, cs);
-	ASSERT_EQ(0, x_buf(&self->x, bytes, &src));
+	ASSERT_EQ(0, st_buf_new(&self->x, bytes, &src));
 	for (uint64_t i = 0; i < bytes; i += 8) {
-		uint64_t r = x_rand(&seed);
+		uint64_t r = st_rand(&seed);
 
 		memcpy(src.p + i, &r, 8);
 	}
@@ -316,13 +315,13 @@ TEST_F(conv, same_dtype_is_byte_copy)
 	for (size_t t = 0; t < 8; t++) {
 		uint64_t n = bytes / spyre_dtype_size(types[t]);
 
-		ASSERT_EQ(0, x_buf(&self->x, bytes, &dst[t]));
-		xcs_copy(cs, t & 1 ? SPYRE_CMD_F_NOSAT : 0, dst[t].va,
-			 types[t], 0, src.va, types[t], 0, n, 1);
+		ASSERT_EQ(0, st_buf_new(&self->x, bytes, &dst[t]));
+		st_cs_copy(cs, t & 1 ? SPYRE_CMD_F_NOSAT : 0, dst[t].va,
+			   types[t], 0, src.va, types[t], 0, n, 1);
 	}
-	ASSERT_EQ(0, x_run(&self->x, cs));
+	ASSERT_EQ(0, st_run(&self->x, cs));
 	for (size_t t = 0; t < 8; t++) {
-		EXPECT_EQ(bytes, spyre_first_diff(src.p, dst[t].p, bytes))
+		EXPECT_EQ(bytes, st_first_diff(src.p, dst[t].p, bytes))
 			TH_LOG("%s", spyre_dtype_name(types[t]));
 	}
 	free(cs);
@@ -333,28 +332,28 @@ TEST_F(conv, pitched_2d)
 {
 	const uint64_t w = 37, h = 19, sp = 41 * 4 + 4, dp = 40 * 2 + 6;
 	uint64_t seed = 9, ne = (h - 1) * sp / 4 + w;
-	struct xbuf src, mid, back;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_buf src, mid, back;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	uint16_t *want = malloc(w * 2);
 	uint8_t *mid0;
 
 	ASSERT_NE(NULL, cs);
 	ASSERT_NE(NULL, want);
-	ASSERT_EQ(0, x_buf(&self->x, ne * 4, &src));
-	ASSERT_EQ(0, x_buf(&self->x, (h - 1) * dp + w * 2, &mid));
-	ASSERT_EQ(0, x_buf(&self->x, (h - 1) * sp + w * 4, &back));
+	ASSERT_EQ(0, st_buf_new(&self->x, ne * 4, &src));
+	ASSERT_EQ(0, st_buf_new(&self->x, (h - 1) * dp + w * 2, &mid));
+	ASSERT_EQ(0, st_buf_new(&self->x, (h - 1) * sp + w * 4, &back));
 	for (uint64_t i = 0; i < ne; i++)
-		x_store(src.p, SPYRE_DTYPE_FP32, i,
-			x_rand_elem(&seed, SPYRE_DTYPE_FP32, -130, 127));
+		st_store(src.p, SPYRE_DTYPE_FP32, i,
+			 st_rand_elem(&seed, SPYRE_DTYPE_FP32, -130, 127));
 	memset(mid.p, 0x3c, mid.bytes);
 	mid0 = malloc(mid.bytes);
 	ASSERT_NE(NULL, mid0);
 	memcpy(mid0, mid.p, mid.bytes);
-	xcs_copy(cs, 0, mid.va, SPYRE_DTYPE_BF16, dp, src.va,
-		 SPYRE_DTYPE_FP32, sp, w, h);
-	xcs_copy(cs, 0, back.va, SPYRE_DTYPE_FP32, sp, mid.va,
-		 SPYRE_DTYPE_BF16, dp, w, h);
-	ASSERT_EQ(0, x_run(&self->x, cs));
+	st_cs_copy(cs, 0, mid.va, SPYRE_DTYPE_BF16, dp, src.va,
+		   SPYRE_DTYPE_FP32, sp, w, h);
+	st_cs_copy(cs, 0, back.va, SPYRE_DTYPE_FP32, sp, mid.va,
+		   SPYRE_DTYPE_BF16, dp, w, h);
+	ASSERT_EQ(0, st_run(&self->x, cs));
 	for (uint64_t r = 0; r < h; r++) {
 		ASSERT_EQ(0, spyre_ref_convert(want, SPYRE_DTYPE_BF16,
 					       src.p + r * sp, SPYRE_DTYPE_FP32,
@@ -365,9 +364,9 @@ TEST_F(conv, pitched_2d)
 			TH_LOG("row %llu", (unsigned long long)r);
 		/* widening back is exact */
 		for (uint64_t c = 0; c < w; c++) {
-			uint32_t got = x_load(back.p + r * sp, SPYRE_DTYPE_FP32,
-					      c);
-			double gv = u2f(got);
+			uint32_t got = st_load(back.p + r * sp, SPYRE_DTYPE_FP32,
+					       c);
+			double gv = st_u2f(got);
 			double wv = spyre_ref_decode(SPYRE_DTYPE_BF16,
 						     want[c]);
 
@@ -402,20 +401,20 @@ TEST_F(conv, refused_pairs)
 	};
 
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
-		struct xdev x;
-		struct xbuf a, b;
-		struct xcs *cs = calloc(1, sizeof(*cs));
+		struct st_ctx x;
+		struct st_buf a, b;
+		struct st_cs *cs = calloc(1, sizeof(*cs));
 
 		ASSERT_NE(NULL, cs);
-		ASSERT_EQ(0, x_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
-		ASSERT_EQ(0, x_buf(&x, 4096, &a));
-		ASSERT_EQ(0, x_buf(&x, 4096, &b));
-		xcs_copy(cs, 0, b.va, pairs[i][1], 0, a.va, pairs[i][0], 0,
-			 16, 1);
-		EXPECT_EQ(-EIO, x_run(&x, cs)) TH_LOG("%u -> %u", pairs[i][0],
+		ASSERT_EQ(0, st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
+		ASSERT_EQ(0, st_buf_new(&x, 4096, &a));
+		ASSERT_EQ(0, st_buf_new(&x, 4096, &b));
+		st_cs_copy(cs, 0, b.va, pairs[i][1], 0, a.va, pairs[i][0], 0,
+			   16, 1);
+		EXPECT_EQ(-EIO, st_run(&x, cs)) TH_LOG("%u -> %u", pairs[i][0],
 						       pairs[i][1]);
-		EXPECT_EQ(-EIO, x_ctx_error(x.fd));
-		x_close(&x);
+		EXPECT_EQ(-EIO, st_ctx_error(x.fd));
+		st_close(&x);
 		free(cs);
 	}
 }

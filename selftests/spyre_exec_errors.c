@@ -22,7 +22,6 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
 
 enum kind {
 	K_OPCODE, K_OPCODE_FFFF, K_FILL_LIMIT, K_COPY_LIMIT,
@@ -39,7 +38,7 @@ enum kind {
 };
 
 FIXTURE(err) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(err) {
@@ -92,101 +91,86 @@ FIXTURE_VARIANT_ADD(err, split_gemm_c_past_bo) { K_GEMM_SPLIT_C_PAST, -EFAULT, t
 
 FIXTURE_SETUP(err)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 	if (variant->compute)
-		X_NEED_CAPS(&self->x, DRM_SPYRE_CAP_INT8 | DRM_SPYRE_CAP_BF16);
+		ST_NEED_CAPS(&self->x, DRM_SPYRE_CAP_INT8 | DRM_SPYRE_CAP_BF16);
 }
 
 FIXTURE_TEARDOWN(err)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
-static struct spyre_cmd_gemm *gemm(struct xcs *cs, uint32_t dt, uint32_t m,
+static struct spyre_cmd_gemm *gemm(struct st_cs *cs, uint32_t dt, uint32_t m,
 				   uint32_t n, uint32_t k, uint64_t a,
 				   uint64_t b, uint64_t c)
 {
-	struct spyre_cmd_gemm *g = XCS(cs, GEMM, 0, spyre_cmd_gemm);
-
-	g->a_dtype = g->b_dtype = dt;
-	g->c_dtype = dt == SPYRE_DTYPE_INT8 ? SPYRE_DTYPE_INT32 :
-		     SPYRE_DTYPE_FP32;
-	g->m = m;
-	g->n = n;
-	g->k = k;
-	g->batch = 1;
-	g->a = a;
-	g->b = b;
-	g->c = c;
-	g->lda = k;
-	g->ldb = n;
-	g->ldc = n;
-	g->alpha = f2u(1.0f);
-	return g;
+	return st_cs_gemm(cs, dt, dt == SPYRE_DTYPE_INT8 ? SPYRE_DTYPE_INT32 :
+			  SPYRE_DTYPE_FP32, m, n, k, a, b, c);
 }
 
 /*
  * Encode the bad command of @kind; for a fault, [*lo, *hi) is where the
  * faulting VA must lie (the guard page after the operand's BO).
  */
-static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
+static int build_bad(struct st_ctx *x, enum kind kind, struct st_cs *cs,
 		     uint64_t *lo, uint64_t *hi)
 {
-	struct xbuf a, b, c;
+	struct st_buf a, b, c;
 	int ret;
 
 	*lo = *hi = 0;
 	if (kind == K_GEMM_SPLIT_C_PAST) {
 		/* 512 x 512 x 512 (2^27 multiply-adds: split over cores) */
-		ret = x_buf(x, 512 * 512 * 2, &a);
-		ret = ret ?: x_buf(x, 512 * 512 * 2, &b);
-		ret = ret ?: x_buf(x, 512 * 512 * 4, &c);
+		ret = st_buf_new(x, 512 * 512 * 2, &a);
+		ret = ret ?: st_buf_new(x, 512 * 512 * 2, &b);
+		ret = ret ?: st_buf_new(x, 512 * 512 * 4, &c);
 	} else {
-		ret = x_buf(x, 64 * 1024, &a);
-		ret = ret ?: x_buf(x, 64 * 1024, &b);
-		ret = ret ?: x_buf(x, 64 * 1024, &c);
+		ret = st_buf_new(x, 64 * 1024, &a);
+		ret = ret ?: st_buf_new(x, 64 * 1024, &b);
+		ret = ret ?: st_buf_new(x, 64 * 1024, &c);
 	}
 	if (ret)
 		return ret;
 	switch (kind) {
 	case K_OPCODE:
-		xcs_add(cs, 0x7f, 0, 8);
+		st_cs_add(cs, 0x7f, 0, 8);
 		break;
 	case K_OPCODE_FFFF:
-		xcs_add(cs, 0xffff, 0, 16);
+		st_cs_add(cs, 0xffff, 0, 16);
 		break;
 	case K_FILL_LIMIT:
-		xcs_fill(cs, a.va, (1ull << 29) + 1, 8, 1);
+		st_cs_fill(cs, a.va, (1ull << 29) + 1, 8, 1);
 		break;
 	case K_COPY_LIMIT:
-		xcs_bytes(cs, b.va, a.va, (1ull << 32) + 1);
+		st_cs_bytes(cs, b.va, a.va, SPYRE_CMD_MAX_COPY_BYTES + 1);
 		break;
 	case K_FILL_2GIB:
-		xcs_fill(cs, a.va, 1ull << 28, 8, 1);
+		st_cs_fill(cs, a.va, 1ull << 28, 8, 1);
 		*lo = a.bo_va + a.bo_size;
 		break;
 	case K_COPY_2GIB:
 		/* 2 GiB from the last 32 KiB of a into b (64 KiB): the
 		 * source runs out first */
-		xcs_copy(cs, 0, b.va, SPYRE_DTYPE_U8, 0, a.va + 32768,
-			 SPYRE_DTYPE_U8, 0, 1ull << 31, 1);
+		st_cs_copy(cs, 0, b.va, SPYRE_DTYPE_U8, 0, a.va + 32768,
+			   SPYRE_DTYPE_U8, 0, 1ull << 31, 1);
 		*lo = a.bo_va + a.bo_size;
 		break;
 	case K_ELT_LIMIT: {
-		struct spyre_cmd_eltwise *e = XCS(cs, ELTWISE, 0,
-						  spyre_cmd_eltwise);
+		struct spyre_cmd_eltwise *e = ST_CS(cs, ELTWISE, 0,
+						    spyre_cmd_eltwise);
 
 		e->op = SPYRE_ELT_ADD;
 		e->dtype = SPYRE_DTYPE_FP16;
-		e->count = (1ull << 30) + 1;
+		e->count = SPYRE_CMD_MAX_ELEMS + 1;
 		e->a = a.va;
 		e->b = b.va;
 		e->out = c.va;
 		break;
 	}
 	case K_REDUCE_LIMIT: {
-		struct spyre_cmd_reduce *r = XCS(cs, REDUCE, 0,
-						 spyre_cmd_reduce);
+		struct spyre_cmd_reduce *r = ST_CS(cs, REDUCE, 0,
+						   spyre_cmd_reduce);
 
 		r->op = SPYRE_REDUCE_SUM;
 		r->dtype = SPYRE_DTYPE_FP32;
@@ -202,7 +186,7 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 	case K_SOFTMAX_NAN_EPS:
 	case K_RMSNORM_NEG_EPS:
 	case K_ROWOP_SRC_PAST: {
-		struct spyre_cmd_rowop *r = XCS(cs, ROWOP, 0, spyre_cmd_rowop);
+		struct spyre_cmd_rowop *r = ST_CS(cs, ROWOP, 0, spyre_cmd_rowop);
 
 		r->op = kind == K_ROWOP_NEG_EPS ? SPYRE_ROW_LAYERNORM :
 			kind == K_RMSNORM_NEG_EPS ? SPYRE_ROW_RMSNORM :
@@ -213,9 +197,9 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		r->ld_src = r->ld_dst = r->cols;
 		r->src = a.va;
 		r->dst = b.va;
-		r->eps = f2u(kind == K_ROWOP_NEG_EPS ? -1e-5f :
-			     kind == K_RMSNORM_NEG_EPS ? -0.0f - 1e-30f :
-			     kind == K_SOFTMAX_NAN_EPS ? NAN : 1e-5f);
+		r->eps = st_f2u(kind == K_ROWOP_NEG_EPS ? -1e-5f :
+				kind == K_RMSNORM_NEG_EPS ? -0.0f - 1e-30f :
+				kind == K_SOFTMAX_NAN_EPS ? NAN : 1e-5f);
 		if (kind == K_ROWOP_SRC_PAST) {
 			/* 16 x 1024 fp32 = 64 KiB: one element too many */
 			r->src = a.va + 4;
@@ -248,13 +232,13 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		break;
 	case K_GEMM_INT8_BETA2:
 		gemm(cs, SPYRE_DTYPE_INT8, 4, 4, 4, a.va, b.va, c.va)->beta =
-			f2u(2.0f);
+			st_f2u(2.0f);
 		break;
 	case K_ELT_BAD_OP:
 	case K_ELT_INT8:
 	case K_ELT_OUT_PAST: {
-		struct spyre_cmd_eltwise *e = XCS(cs, ELTWISE, 0,
-						  spyre_cmd_eltwise);
+		struct spyre_cmd_eltwise *e = ST_CS(cs, ELTWISE, 0,
+						    spyre_cmd_eltwise);
 
 		e->op = kind == K_ELT_BAD_OP ? SPYRE_ELT_EXP + 1 :
 						SPYRE_ELT_RELU;
@@ -272,8 +256,8 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		break;
 	}
 	case K_REDUCE_BAD_OP: {
-		struct spyre_cmd_reduce *r = XCS(cs, REDUCE, 0,
-						 spyre_cmd_reduce);
+		struct spyre_cmd_reduce *r = ST_CS(cs, REDUCE, 0,
+						   spyre_cmd_reduce);
 
 		r->op = 3;
 		r->dtype = SPYRE_DTYPE_FP32;
@@ -295,12 +279,12 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		*lo = c.bo_va + c.bo_size;
 		break;
 	case K_COPY_PITCH:
-		xcs_copy(cs, 0, b.va, SPYRE_DTYPE_FP16, 64, a.va,
-			 SPYRE_DTYPE_FP16, 62, 32, 4);	/* rows of 64 bytes */
+		st_cs_copy(cs, 0, b.va, SPYRE_DTYPE_FP16, 64, a.va,
+			   SPYRE_DTYPE_FP16, 62, 32, 4);	/* rows of 64 bytes */
 		break;
 	case K_ELT_PAD: {
-		struct spyre_cmd_eltwise *e = XCS(cs, ELTWISE, 0,
-						  spyre_cmd_eltwise);
+		struct spyre_cmd_eltwise *e = ST_CS(cs, ELTWISE, 0,
+						    spyre_cmd_eltwise);
 
 		e->op = SPYRE_ELT_RELU;
 		e->dtype = SPYRE_DTYPE_FP32;
@@ -311,7 +295,7 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		break;
 	}
 	case K_ROWOP_PAD: {
-		struct spyre_cmd_rowop *r = XCS(cs, ROWOP, 0, spyre_cmd_rowop);
+		struct spyre_cmd_rowop *r = ST_CS(cs, ROWOP, 0, spyre_cmd_rowop);
 
 		r->op = SPYRE_ROW_SOFTMAX;
 		r->dtype = SPYRE_DTYPE_FP32;
@@ -327,8 +311,8 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 			1u << 3;
 		break;
 	case K_REDUCE_LD: {
-		struct spyre_cmd_reduce *r = XCS(cs, REDUCE, 0,
-						 spyre_cmd_reduce);
+		struct spyre_cmd_reduce *r = ST_CS(cs, REDUCE, 0,
+						   spyre_cmd_reduce);
 
 		r->op = SPYRE_REDUCE_MAX;
 		r->dtype = SPYRE_DTYPE_BF16;
@@ -354,8 +338,8 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		break;
 	}
 	case K_REDUCE_LD_WRAP: {
-		struct spyre_cmd_reduce *r = XCS(cs, REDUCE, 0,
-						 spyre_cmd_reduce);
+		struct spyre_cmd_reduce *r = ST_CS(cs, REDUCE, 0,
+						   spyre_cmd_reduce);
 
 		r->op = SPYRE_REDUCE_SUM;
 		r->dtype = SPYRE_DTYPE_FP32;
@@ -367,7 +351,7 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		break;
 	}
 	case K_ROWOP_LD_WRAP: {
-		struct spyre_cmd_rowop *r = XCS(cs, ROWOP, 0, spyre_cmd_rowop);
+		struct spyre_cmd_rowop *r = ST_CS(cs, ROWOP, 0, spyre_cmd_rowop);
 
 		r->op = SPYRE_ROW_RMSNORM;
 		r->dtype = SPYRE_DTYPE_FP16;
@@ -377,19 +361,19 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		r->ld_dst = 1ull << 62;	/* row 2 at dst + 2^64 = dst */
 		r->src = a.va;
 		r->dst = b.va;
-		r->eps = f2u(1e-5f);
+		r->eps = st_f2u(1e-5f);
 		break;
 	}
 	case K_COPY_PITCH_WRAP:
 		/* row 2 at dst + 2 * 2^63 = dst */
-		xcs_copy(cs, 0, b.va, SPYRE_DTYPE_U8, 1ull << 63, a.va,
-			 SPYRE_DTYPE_U8, 64, 64, 3);
+		st_cs_copy(cs, 0, b.va, SPYRE_DTYPE_U8, 1ull << 63, a.va,
+			   SPYRE_DTYPE_U8, 64, 64, 3);
 		break;
 	case K_TIMESTAMP_ALIGN:
-		xcs_timestamp(cs, a.va + 4);
+		st_cs_timestamp(cs, a.va + 4);
 		break;
 	case K_SEM_ALIGN:
-		xcs_sem(cs, true, 0, a.va + 12, 1);
+		st_cs_sem(cs, true, 0, a.va + 12, 1);
 		break;
 	case K_GEMM_SPLIT_C_PAST:
 		/* C (1 MiB of fp32) one element late: the last part faults */
@@ -399,8 +383,8 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 		break;
 	case K_COPY_CONV_PAST:
 		/* 16384 fp32 = 64 KiB of c, read from one element late */
-		xcs_copy(cs, 0, b.va, SPYRE_DTYPE_FP16, 0, c.va + 4,
-			 SPYRE_DTYPE_FP32, 0, 16384, 1);
+		st_cs_copy(cs, 0, b.va, SPYRE_DTYPE_FP16, 0, c.va + 4,
+			   SPYRE_DTYPE_FP32, 0, 16384, 1);
 		*lo = c.bo_va + c.bo_size;
 		break;
 	}
@@ -412,31 +396,31 @@ static int build_bad(struct xdev *x, enum kind kind, struct xcs *cs,
 /* Child of another process: run a FILL + COPY, check it; exit status. */
 static int other_process_job(int rfd)
 {
-	struct xdev y;
-	struct xbuf a, b;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_ctx y;
+	struct st_buf a, b;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	char c;
 
 	if (read(rfd, &c, 1) != 1)	/* after the failure */
 		return 2;
-	if (!cs || x_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL) ||
-	    x_buf(&y, 8192, &a) || x_buf(&y, 8192, &b))
+	if (!cs || st_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL) ||
+	    st_buf_new(&y, 8192, &a) || st_buf_new(&y, 8192, &b))
 		return 3;
-	xcs_fill(cs, a.va, 1024, 8, 0x0123456789abcdefull);
-	xcs_bytes(cs, b.va, a.va, 8192);
-	if (x_run(&y, cs))
+	st_cs_fill(cs, a.va, 1024, 8, 0x0123456789abcdefull);
+	st_cs_bytes(cs, b.va, a.va, 8192);
+	if (st_run(&y, cs))
 		return 4;
 	for (int i = 0; i < 8192; i += 8)
 		if (*(uint64_t *)(b.p + i) != 0x0123456789abcdefull)
 			return 5;
-	return x_ctx_error(y.fd) ? 6 : 0;
+	return st_ctx_error(y.fd) ? 6 : 0;
 }
 
 TEST_F_TIMEOUT(err, fails_only_its_job, 60)
 {
-	struct xdev *x = &self->x, y;
-	struct xbuf gate, m1, m3, ya, yb;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_ctx *x = &self->x, y;
+	struct st_buf gate, m1, m3, ya, yb;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	struct drm_spyre_context_info ci;
 	uint32_t s1, s3, ys, q2;
 	uint64_t lo, hi;
@@ -453,45 +437,45 @@ TEST_F_TIMEOUT(err, fails_only_its_job, 60)
 	}
 	close(pfd[0]);
 
-	ASSERT_EQ(0, x_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL));
-	ASSERT_EQ(0, x_buf(&y, 4u << 20, &ya));
-	ASSERT_EQ(0, x_buf(&y, 4u << 20, &yb));
+	ASSERT_EQ(0, st_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, st_buf_new(&y, 4u << 20, &ya));
+	ASSERT_EQ(0, st_buf_new(&y, 4u << 20, &yb));
 	ASSERT_EQ(0, drmSyncobjCreate(y.fd, 0, &ys));
 	ASSERT_EQ(0, drmSyncobjCreate(x->fd, 0, &s1));
 	ASSERT_EQ(0, drmSyncobjCreate(x->fd, 0, &s3));
-	ASSERT_EQ(0, x_buf(x, 8, &gate));
-	ASSERT_EQ(0, x_buf(x, 8, &m1));
-	ASSERT_EQ(0, x_buf(x, 8, &m3));
+	ASSERT_EQ(0, st_buf_new(x, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(x, 8, &m1));
+	ASSERT_EQ(0, st_buf_new(x, 8, &m3));
 
 	/* the other file's job, in flight across the failure */
-	xcs_fill(cs, ya.va, (4u << 20) / 8, 8, 0xfeedfacecafebeefull);
-	xcs_bytes(cs, yb.va, ya.va, 4u << 20);
-	ASSERT_EQ(0, x_submit_q(&y, y.qid, cs, NULL, 0, ys, 0));
+	st_cs_fill(cs, ya.va, (4u << 20) / 8, 8, 0xfeedfacecafebeefull);
+	st_cs_bytes(cs, yb.va, ya.va, 4u << 20);
+	ASSERT_EQ(0, st_submit_cs(&y, y.qid, cs, NULL, 0, ys, 0));
 
 	/* good, bad, good on one queue; the first waits for the CPU to open
 	 * a gate, so that all three are queued before the bad one runs */
-	xcs_reset(cs);
-	xcs_sem(cs, false, 0, gate.va, 1);
-	xcs_fill(cs, m1.va, 1, 8, 0x1111);
-	ASSERT_EQ(0, x_submit_q(x, x->qid, cs, NULL, 0, s1, 0));
-	xcs_reset(cs);
+	st_cs_reset(cs);
+	st_cs_sem(cs, false, 0, gate.va, 1);
+	st_cs_fill(cs, m1.va, 1, 8, 0x1111);
+	ASSERT_EQ(0, st_submit_cs(x, x->qid, cs, NULL, 0, s1, 0));
+	st_cs_reset(cs);
 	ASSERT_EQ(0, build_bad(x, variant->kind, cs, &lo, &hi));
-	ASSERT_EQ(0, x_submit_q(x, x->qid, cs, NULL, 0, x->sync, 0));
-	xcs_reset(cs);
-	xcs_fill(cs, m3.va, 1, 8, 0x3333);
-	ASSERT_EQ(0, x_submit_q(x, x->qid, cs, NULL, 0, s3, 0));
-	EXPECT_EQ(0, x_ctx_error(x->fd));
+	ASSERT_EQ(0, st_submit_cs(x, x->qid, cs, NULL, 0, x->sync, 0));
+	st_cs_reset(cs);
+	st_cs_fill(cs, m3.va, 1, 8, 0x3333);
+	ASSERT_EQ(0, st_submit_cs(x, x->qid, cs, NULL, 0, s3, 0));
+	EXPECT_EQ(0, st_ctx_error(x->fd));
 	__atomic_store_n((uint64_t *)gate.p, 1, __ATOMIC_SEQ_CST);
 
-	EXPECT_EQ(0, x_wait_status(x->fd, s1, SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(variant->err, x_wait_status(x->fd, x->sync,
-					      SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(-ECANCELED, x_wait_status(x->fd, s3,
-					    SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(0, st_wait_status(x->fd, s1, ST_TIMEOUT_NS));
+	EXPECT_EQ(variant->err, st_wait_status(x->fd, x->sync,
+					       ST_TIMEOUT_NS));
+	EXPECT_EQ(-ECANCELED, st_wait_status(x->fd, s3,
+					     ST_TIMEOUT_NS));
 	EXPECT_EQ(0x1111, *(volatile uint64_t *)m1.p);
 	EXPECT_EQ(0, *(volatile uint64_t *)m3.p);
 
-	ASSERT_EQ(0, spyre_query_context(x->fd, &ci));
+	ASSERT_EQ(0, st_query_context(x->fd, &ci));
 	EXPECT_EQ(variant->err, ci.error);
 	if (variant->err == -EFAULT) {
 		EXPECT_EQ(1, ci.faults);
@@ -507,22 +491,22 @@ TEST_F_TIMEOUT(err, fails_only_its_job, 60)
 	}
 
 	/* sticky: later submits fail, on any queue */
-	xcs_reset(cs);
-	xcs_fill(cs, m3.va, 1, 8, 0x4444);
-	EXPECT_EQ(-ECANCELED, x_submit_q(x, x->qid, cs, NULL, 0, 0, 0));
-	if (spyre_queue_new(x->fd, DRM_SPYRE_PRIORITY_HIGH, &q2) == 0) {
-		EXPECT_EQ(-ECANCELED, x_submit_q(x, q2, cs, NULL, 0, 0, 0));
+	st_cs_reset(cs);
+	st_cs_fill(cs, m3.va, 1, 8, 0x4444);
+	EXPECT_EQ(-ECANCELED, st_submit_cs(x, x->qid, cs, NULL, 0, 0, 0));
+	if (st_queue_new(x->fd, DRM_SPYRE_PRIORITY_HIGH, &q2) == 0) {
+		EXPECT_EQ(-ECANCELED, st_submit_cs(x, q2, cs, NULL, 0, 0, 0));
 	}
 	EXPECT_EQ(0, *(volatile uint64_t *)m3.p);
 
 	/* the other file: its job went through, and it still works */
-	EXPECT_EQ(0, x_wait_status(y.fd, ys, SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(0, st_wait_status(y.fd, ys, ST_TIMEOUT_NS));
 	EXPECT_EQ(0xfeedfacecafebeefull, *(volatile uint64_t *)
 		  (yb.p + (4u << 20) - 8));
-	EXPECT_EQ(0, x_ctx_error(y.fd));
-	xcs_reset(cs);
-	xcs_fill(cs, yb.va, 1, 8, 42);
-	EXPECT_EQ(0, x_run(&y, cs));
+	EXPECT_EQ(0, st_ctx_error(y.fd));
+	st_cs_reset(cs);
+	st_cs_fill(cs, yb.va, 1, 8, 42);
+	EXPECT_EQ(0, st_run(&y, cs));
 	EXPECT_EQ(42, *(volatile uint64_t *)yb.p);
 
 	/* another process */
@@ -531,7 +515,7 @@ TEST_F_TIMEOUT(err, fails_only_its_job, 60)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
-	x_close(&y);
+	st_close(&y);
 	free(cs);
 }
 

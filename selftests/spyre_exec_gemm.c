@@ -21,7 +21,6 @@
  */
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
 
 #define NO_SCALE 0.0f	/* scale pointer 0 */
 #define BCAST (-1)	/* batch stride 0 */
@@ -101,7 +100,7 @@ struct gop {
 	uint32_t adt, bdt, cdt;
 	uint64_t lda, ldb, ldc, sta, stb, stc;
 	uint64_t ea, eb, ec;		/* extents in elements */
-	struct xbuf A, B, C, bias, sa, sb, amax;
+	struct st_buf A, B, C, bias, sa, sb, amax;
 	uint8_t *c0;			/* C's bytes before the job */
 };
 
@@ -140,7 +139,7 @@ static int exps_for(uint32_t dt, int *lo, int *hi)
 
 /* Fill a strided operand: random elements in the matrices, @poison in
  * the padding. */
-static void fill_operand(uint64_t *seed, const struct xbuf *b, uint32_t dt,
+static void fill_operand(uint64_t *seed, const struct st_buf *b, uint32_t dt,
 			 uint64_t ext, uint32_t batch, uint64_t stride,
 			 uint64_t rows, uint64_t ld, uint64_t cols)
 {
@@ -148,17 +147,17 @@ static void fill_operand(uint64_t *seed, const struct xbuf *b, uint32_t dt,
 
 	exps_for(dt, &lo, &hi);
 	for (uint64_t i = 0; i < ext; i++)
-		x_store(b->p, dt, i, x_poison(dt));
+		st_store(b->p, dt, i, st_poison(dt));
 	for (uint32_t bi = 0; bi < batch; bi++)
 		for (uint64_t r = 0; r < rows; r++)
 			for (uint64_t c = 0; c < cols; c++)
-				x_store(b->p, dt, bi * stride + r * ld + c,
-					x_rand_elem(seed, dt, lo, hi));
+				st_store(b->p, dt, bi * stride + r * ld + c,
+					 st_rand_elem(seed, dt, lo, hi));
 }
 
 /* Set up buffers and encode the GEMM of @g (its cfg and dtypes set). */
-static int gop_setup(struct xdev *x, struct gop *g, uint64_t *seed,
-		     struct xcs *cs)
+static int gop_setup(struct st_ctx *x, struct gop *g, uint64_t *seed,
+		     struct st_cs *cs)
 {
 	const struct gcfg *c = &g->cfg;
 	bool ta = c->flags & TA, tb = c->flags & TB;
@@ -183,9 +182,9 @@ static int gop_setup(struct xdev *x, struct gop *g, uint64_t *seed,
 	g->eb = extent(c->batch, g->stb, rb, g->ldb, cb);
 	g->ec = extent(c->batch, g->stc, c->m, g->ldc, c->n);
 
-	ret = x_buf(x, g->ea * as, &g->A);
-	ret = ret ?: x_buf(x, g->eb * bs, &g->B);
-	ret = ret ?: x_buf(x, g->ec * cs_, &g->C);
+	ret = st_buf_new(x, g->ea * as, &g->A);
+	ret = ret ?: st_buf_new(x, g->eb * bs, &g->B);
+	ret = ret ?: st_buf_new(x, g->ec * cs_, &g->C);
 	if (ret)
 		return ret;
 	fill_operand(seed, &g->A, g->adt, g->ea, c->batch, g->sta, ra,
@@ -194,71 +193,59 @@ static int gop_setup(struct xdev *x, struct gop *g, uint64_t *seed,
 		     g->ldb, cb);
 	if (c->specials && g->adt != SPYRE_DTYPE_INT8) {
 		/* op(A)(0, 0) = NaN, op(B)(0, 1) = +inf (E4M3: 448) */
-		x_store(g->A.p, g->adt, 0, spyre_ref_encode(g->adt, NAN, 0));
-		x_store(g->B.p, g->bdt, tb ? g->ldb : 1,
-			spyre_ref_encode(g->bdt, INFINITY, 0));
+		st_store(g->A.p, g->adt, 0, spyre_ref_encode(g->adt, NAN, 0));
+		st_store(g->B.p, g->bdt, tb ? g->ldb : 1,
+			 spyre_ref_encode(g->bdt, INFINITY, 0));
 	}
 	if (c->beta != 0.0f)
 		fill_operand(seed, &g->C, g->cdt, g->ec, c->batch, g->stc,
 			     c->m, g->ldc, c->n);
 	else
 		for (uint64_t i = 0; i < g->ec; i++)
-			x_store(g->C.p, g->cdt, i, x_poison(g->cdt));
+			st_store(g->C.p, g->cdt, i, st_poison(g->cdt));
 	g->c0 = malloc(g->C.bytes);
 	if (!g->c0)
 		return -ENOMEM;
 	memcpy(g->c0, g->C.p, g->C.bytes);
 
-	cmd = XCS(cs, GEMM, (uint16_t)c->flags, spyre_cmd_gemm);
+	cmd = ST_CS(cs, GEMM, (uint16_t)c->flags, spyre_cmd_gemm);
+	spyre_cmd_gemm_init(cmd, (uint16_t)c->flags, g->adt, g->bdt, g->cdt,
+			    c->m, c->n, c->k, g->A.va, g->lda, g->B.va, g->ldb,
+			    g->C.va, g->ldc);
+	spyre_cmd_gemm_batch(cmd, c->batch, g->sta, g->stb, g->stc);
+	cmd->alpha = st_f2u(c->alpha);
+	cmd->beta = st_f2u(c->beta);
 	if (c->bias) {
-		ret = x_buf(x, c->n * spyre_dtype_size(c->bias), &g->bias);
+		ret = st_buf_new(x, c->n * spyre_dtype_size(c->bias), &g->bias);
 		if (ret)
 			return ret;
 		for (uint32_t j = 0; j < c->n; j++)
-			x_store(g->bias.p, c->bias, j,
-				x_rand_elem(seed, c->bias, -4, 3));
+			st_store(g->bias.p, c->bias, j,
+				 st_rand_elem(seed, c->bias, -4, 3));
 		cmd->bias_dtype = c->bias;
 		cmd->bias = g->bias.va;
 	}
 	if (c->sa != NO_SCALE) {
-		ret = x_buf(x, 4, &g->sa);
+		ret = st_buf_new(x, 4, &g->sa);
 		if (ret)
 			return ret;
 		memcpy(g->sa.p, &c->sa, 4);
 		cmd->scale_a = g->sa.va;
 	}
 	if (c->sb != NO_SCALE) {
-		ret = x_buf(x, 4, &g->sb);
+		ret = st_buf_new(x, 4, &g->sb);
 		if (ret)
 			return ret;
 		memcpy(g->sb.p, &c->sb, 4);
 		cmd->scale_b = g->sb.va;
 	}
 	if (c->amax) {
-		ret = x_buf(x, 4, &g->amax);
+		ret = st_buf_new(x, 4, &g->amax);
 		if (ret)
 			return ret;
 		memcpy(g->amax.p, &(uint32_t){ 0x7fbadbad }, 4);
 		cmd->amax = g->amax.va;
 	}
-	cmd->a_dtype = g->adt;
-	cmd->b_dtype = g->bdt;
-	cmd->c_dtype = g->cdt;
-	cmd->m = c->m;
-	cmd->n = c->n;
-	cmd->k = c->k;
-	cmd->batch = c->batch;
-	cmd->a = g->A.va;
-	cmd->b = g->B.va;
-	cmd->c = g->C.va;
-	cmd->lda = g->lda;
-	cmd->ldb = g->ldb;
-	cmd->ldc = g->ldc;
-	cmd->stride_a = g->sta;
-	cmd->stride_b = g->stb;
-	cmd->stride_c = g->stc;
-	cmd->alpha = f2u(c->alpha);
-	cmd->beta = f2u(c->beta);
 	return 0;
 }
 
@@ -310,7 +297,7 @@ static int gop_check(struct __test_metadata *_metadata, const struct gop *g,
 			       c->n * es);
 	bad = spyre_ref_compare(dense, g->cdt, ref, err, n, &first);
 	if (bad) {
-		uint32_t bits = x_load(dense, g->cdt, first);
+		uint32_t bits = st_load(dense, g->cdt, first);
 
 		TH_LOG("%s %s x %s -> %s: %lld of %llu elements off; first [b %llu, %llu, %llu]: got %#x = %.9g, ref %.9g, err bound %.3g",
 		       c->name, spyre_dtype_name(g->adt),
@@ -341,10 +328,10 @@ static int gop_check(struct __test_metadata *_metadata, const struct gop *g,
 
 		memcpy(&bits, g->amax.p, 4);
 		if (spyre_ref_tol(&t, SPYRE_DTYPE_FP32, ramax_err) ||
-		    !spyre_ref_close(&t, u2f(bits), ramax)) {
+		    !spyre_ref_close(&t, st_u2f(bits), ramax)) {
 			TH_LOG("%s %s -> %s: amax got %#x = %.9g, ref %.9g (bound %.3g)",
 			       c->name, spyre_dtype_name(g->adt),
-			       spyre_dtype_name(g->cdt), bits, u2f(bits),
+			       spyre_dtype_name(g->cdt), bits, st_u2f(bits),
 			       ramax, ramax_err);
 			problems++;
 		}
@@ -355,7 +342,7 @@ static int gop_check(struct __test_metadata *_metadata, const struct gop *g,
 /* ---- small shapes: every dtype combination ------------------------------ */
 
 FIXTURE(gemm) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(gemm) {
@@ -390,18 +377,18 @@ GV(int8_int32, INT8, INT8, INT32);
 
 FIXTURE_SETUP(gemm)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, x_dtype_caps(variant->a) |
-		    x_dtype_caps(variant->b) | x_dtype_caps(variant->c));
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, st_dtype_caps(variant->a) |
+		     st_dtype_caps(variant->b) | st_dtype_caps(variant->c));
 }
 
 FIXTURE_TEARDOWN(gemm)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 /* Run every small configuration as its own job; returns the failures. */
-static int run_small(struct __test_metadata *_metadata, struct xdev *x,
+static int run_small(struct __test_metadata *_metadata, struct st_ctx *x,
 		     uint32_t adt, uint32_t bdt, uint32_t cdt)
 {
 	bool int8 = adt == SPYRE_DTYPE_INT8;
@@ -415,7 +402,7 @@ static int run_small(struct __test_metadata *_metadata, struct xdev *x,
 		double *ref = malloc(n * sizeof(double));
 		double *err = malloc(n * sizeof(double));
 		double amax = 0, amax_err = 0;
-		struct xcs *cs = calloc(1, sizeof(*cs));
+		struct st_cs *cs = calloc(1, sizeof(*cs));
 		int ret;
 
 		if (!ref || !err || !cs)
@@ -434,7 +421,7 @@ static int run_small(struct __test_metadata *_metadata, struct xdev *x,
 			TH_LOG("%s: setup/reference error %d", g.cfg.name, ret);
 			failed++;
 		} else {
-			ret = x_run(x, cs);
+			ret = st_run(x, cs);
 			if (ret) {
 				TH_LOG("GEMM %s %s x %s -> %s: job error %d",
 				       g.cfg.name, spyre_dtype_name(adt),
@@ -450,7 +437,7 @@ static int run_small(struct __test_metadata *_metadata, struct xdev *x,
 		free(ref);
 		free(err);
 		free(cs);
-		x_free_bufs(x);
+		st_free_bufs(x);
 		if (ret)
 			break;	/* the context is in error now */
 	}
@@ -465,7 +452,7 @@ TEST_F_TIMEOUT(gemm, small_shapes, 120)
 
 /* The same with every operand in device memory (DEVMEM PTEs). */
 FIXTURE(devmem) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(devmem) {
@@ -482,9 +469,9 @@ DV(int8_int32, INT8, INT8, INT32);
 
 FIXTURE_SETUP(devmem)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, x_dtype_caps(variant->a) |
-		    x_dtype_caps(variant->b) | x_dtype_caps(variant->c));
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, st_dtype_caps(variant->a) |
+		     st_dtype_caps(variant->b) | st_dtype_caps(variant->c));
 	if (self->x.di.devmem_size < (16u << 20))
 		SKIP(return, "no device memory");
 	self->x.bo_flags = DRM_SPYRE_BO_DEVICE;
@@ -492,7 +479,7 @@ FIXTURE_SETUP(devmem)
 
 FIXTURE_TEARDOWN(devmem)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 TEST_F_TIMEOUT(devmem, small_shapes, 120)
@@ -504,17 +491,17 @@ TEST_F_TIMEOUT(devmem, small_shapes, 120)
 /* int8: the int32 accumulation wraps (C near the int32 limits, beta 1). */
 TEST(int8_accumulation_wraps)
 {
-	struct xdev x;
+	struct st_ctx x;
 	struct gop g = { .cfg = { "wrap", 4, 3, 64, 1, 0, 0, 0, 0, 0, 0, 0,
 				  1.0f, 1.0f, NO_SCALE, NO_SCALE, 0, true },
 			 .adt = SPYRE_DTYPE_INT8, .bdt = SPYRE_DTYPE_INT8,
 			 .cdt = SPYRE_DTYPE_INT32 };
 	double ref[12], err[12], amax, amax_err;
 	uint64_t seed = 77;
-	struct xcs *cs;
+	struct st_cs *cs;
 	int wrapped = 0;
-	X_OPEN(&x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&x, DRM_SPYRE_CAP_INT8);
+	ST_OPEN(&x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&x, DRM_SPYRE_CAP_INT8);
 	cs = calloc(1, sizeof(*cs));
 	ASSERT_NE(NULL, cs);
 	ASSERT_EQ(0, gop_setup(&x, &g, &seed, cs));
@@ -539,17 +526,17 @@ TEST(int8_accumulation_wraps)
 			wrapped++;
 	}
 	ASSERT_LT(0, wrapped);	/* the data does wrap */
-	ASSERT_EQ(0, x_run(&x, cs));
+	ASSERT_EQ(0, st_run(&x, cs));
 	EXPECT_EQ(0, gop_check(_metadata, &g, ref, err, amax, amax_err));
 	free(g.c0);
 	free(cs);
-	x_close(&x);
+	st_close(&x);
 }
 
 /* ---- large shapes: one fp64 reference per input set --------------------- */
 
 FIXTURE(big) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(big) {
@@ -574,14 +561,14 @@ BV(e4m3_odd_ta, FP8_E4M3, FP8_E4M3, 257, 383, 131, TA);
 
 FIXTURE_SETUP(big)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, x_dtype_caps(variant->a) |
-		    x_dtype_caps(variant->b) | DRM_SPYRE_CAP_BF16);
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, st_dtype_caps(variant->a) |
+		     st_dtype_caps(variant->b) | DRM_SPYRE_CAP_BF16);
 }
 
 FIXTURE_TEARDOWN(big)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 TEST_F_TIMEOUT(big, one_reference_all_outputs, 300)
@@ -598,7 +585,7 @@ TEST_F_TIMEOUT(big, one_reference_all_outputs, 300)
 	double *ref = malloc(n * sizeof(double));
 	double *err = malloc(n * sizeof(double));
 	double amax, amax_err;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	int failed = 0;
 
 	ASSERT_NE(NULL, ref);
@@ -637,16 +624,16 @@ TEST_F_TIMEOUT(big, one_reference_all_outputs, 300)
 			p->ldb = g[0].ldb;
 			p->ldc = g[0].ldc;
 			p->ec = g[0].ec;
-			ASSERT_EQ(0, x_buf(&self->x, p->ec * cs_, &p->C));
-			ASSERT_EQ(0, x_buf(&self->x, 4, &p->amax));
+			ASSERT_EQ(0, st_buf_new(&self->x, p->ec * cs_, &p->C));
+			ASSERT_EQ(0, st_buf_new(&self->x, 4, &p->amax));
 			memcpy(p->amax.p, &(uint32_t){ 0x7fbadbad }, 4);
 			for (uint64_t i = 0; i < p->ec; i++)
-				x_store(p->C.p, p->cdt, i, x_poison(p->cdt));
+				st_store(p->C.p, p->cdt, i, st_poison(p->cdt));
 			p->c0 = malloc(p->C.bytes);
 			ASSERT_NE(NULL, p->c0);
 			memcpy(p->c0, p->C.p, p->C.bytes);
-			cmd = XCS(cs, GEMM, (uint16_t)cfg.flags,
-				  spyre_cmd_gemm);
+			cmd = ST_CS(cs, GEMM, (uint16_t)cfg.flags,
+				    spyre_cmd_gemm);
 			memcpy(cmd, cs->buf, sizeof(*cmd));	/* g[0]'s */
 			cmd->c_dtype = p->cdt;
 			cmd->c = p->C.va;
@@ -654,11 +641,11 @@ TEST_F_TIMEOUT(big, one_reference_all_outputs, 300)
 		}
 	}
 	/* the card computes while the guest computes the reference */
-	ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, cs, NULL, 0,
-				self->x.sync, 0));
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, cs, NULL, 0,
+				  self->x.sync, 0));
 	ASSERT_EQ(0, gop_ref(&g[0], ref, err, &amax, &amax_err));
-	ASSERT_EQ(0, x_wait_status(self->x.fd, self->x.sync,
-				   6 * SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_wait_status(self->x.fd, self->x.sync,
+				    6 * ST_TIMEOUT_NS));
 	for (unsigned int o = 0; o < nout; o++) {
 		failed += gop_check(_metadata, &g[o], ref, err, amax,
 				    amax_err);

@@ -11,7 +11,6 @@
  */
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
 
 static const char *elt_name(uint32_t op)
 {
@@ -39,7 +38,7 @@ static int64_t compare(struct __test_metadata *_metadata, const char *what,
 	bad = spyre_ref_compare(got, dt, ref, err, n, &first);
 
 	if (bad) {
-		uint32_t bits = x_load(got, dt, first);
+		uint32_t bits = st_load(got, dt, first);
 
 		TH_LOG("%s (%s): %lld of %llu off; first [%llu]: got %#x = %.9g, ref %.9g, err bound %.3g",
 		       what, spyre_dtype_name(dt), (long long)bad,
@@ -53,7 +52,7 @@ static int64_t compare(struct __test_metadata *_metadata, const char *what,
 /* ---- ELTWISE ------------------------------------------------------------ */
 
 FIXTURE(elt) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(elt) {
@@ -74,13 +73,13 @@ EV3(EXP);
 
 FIXTURE_SETUP(elt)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, x_dtype_caps(variant->dt));
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, st_dtype_caps(variant->dt));
 }
 
 FIXTURE_TEARDOWN(elt)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 /* Input values for @op: a range that exercises it, specials first. */
@@ -97,43 +96,42 @@ static void elt_inputs(uint64_t *seed, uint32_t op, uint32_t dt, void *p,
 
 	if (specials)
 		for (; i < n && i < sizeof(sp) / sizeof(sp[0]); i++)
-			x_store(p, dt, i, enc(dt, sp[i]));
+			st_store(p, dt, i, enc(dt, sp[i]));
 	for (; i < n; i++) {
 		double v;
 
 		switch (op) {
 		case SPYRE_ELT_EXP:
 			v = dt == SPYRE_DTYPE_FP16 ?
-				x_uniform(seed, -20.0, 12.0) :
-				x_uniform(seed, -110.0, 95.0);
+				st_uniform(seed, -20.0, 12.0) :
+				st_uniform(seed, -110.0, 95.0);
 			break;
 		case SPYRE_ELT_GELU:
 		case SPYRE_ELT_SILU:
-			v = x_uniform(seed, -12.0, 12.0);
+			v = st_uniform(seed, -12.0, 12.0);
 			if ((i & 15) == 3)
 				v *= 10.0;
 			break;
 		default:
 			/* random exponents over a wide range of the type */
-			x_store(p, dt, i, x_rand_elem(seed, dt,
+			st_store(p, dt, i, st_rand_elem(seed, dt,
 				dt == SPYRE_DTYPE_FP16 ? -24 : -60,
 				dt == SPYRE_DTYPE_FP16 ? 15 : 60));
 			continue;
 		}
-		x_store(p, dt, i, enc(dt, v));
+		st_store(p, dt, i, enc(dt, v));
 	}
 }
 
 /* out = op(a, b) on the card vs the reference; @inplace: out is a (or b). */
-static int64_t elt_case(struct __test_metadata *_metadata, struct xdev *x,
+static int64_t elt_case(struct __test_metadata *_metadata, struct st_ctx *x,
 			uint32_t op, uint32_t dt, uint64_t n, int inplace,
 			uint64_t *seed)
 {
 	size_t es = spyre_dtype_size(dt);
 	float alpha = -2.5f;
-	struct xbuf a, b, out;
-	struct xcs *cs = calloc(1, sizeof(*cs));
-	struct spyre_cmd_eltwise *c;
+	struct st_buf a, b, out;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	double *ref = malloc(n * sizeof(double));
 	double *err = malloc(n * sizeof(double));
 	void *a0 = malloc(n * es), *b0 = malloc(n * es);
@@ -143,8 +141,8 @@ static int64_t elt_case(struct __test_metadata *_metadata, struct xdev *x,
 
 	if (!cs || !ref || !err || !a0 || !b0)
 		goto out;
-	if (x_buf(x, n * es, &a) || x_buf(x, n * es, &b) ||
-	    x_buf(x, n * es, &out))
+	if (st_buf_new(x, n * es, &a) || st_buf_new(x, n * es, &b) ||
+	    st_buf_new(x, n * es, &out))
 		goto out;
 	elt_inputs(seed, op, dt, a.p, n, true);
 	elt_inputs(seed, op, dt, b.p, n, false);
@@ -154,17 +152,12 @@ static int64_t elt_case(struct __test_metadata *_metadata, struct xdev *x,
 	memcpy(a0, a.p, n * es);
 	memcpy(b0, b.p, n * es);
 	for (uint64_t i = 0; i < n; i++)
-		x_store(out.p, dt, i, x_poison(dt));
+		st_store(out.p, dt, i, st_poison(dt));
 
-	c = XCS(cs, ELTWISE, 0, spyre_cmd_eltwise);
-	c->op = op;
-	c->dtype = dt;
-	c->count = n;
-	c->a = a.va;
-	c->b = b.va;
-	c->out = inplace == 1 ? a.va : inplace == 2 ? b.va : out.va;
-	c->alpha = f2u(alpha);
-	ret = x_run(x, cs);
+	spyre_cmd_eltwise_init(ST_CS(cs, ELTWISE, 0, spyre_cmd_eltwise), op, dt, n,
+			       inplace == 1 ? a.va : inplace == 2 ? b.va :
+			       out.va, a.va, b.va, st_f2u(alpha));
+	ret = st_run(x, cs);
 	if (ret) {
 		TH_LOG("ELTWISE %s %s n=%llu: job error %d", elt_name(op),
 		       spyre_dtype_name(dt), (unsigned long long)n, ret);
@@ -195,7 +188,7 @@ out:
 	free(err);
 	free(a0);
 	free(b0);
-	x_free_bufs(x);
+	st_free_bufs(x);
 	return bad;
 }
 
@@ -224,7 +217,7 @@ TEST_F_TIMEOUT(elt, values, 120)
 /* ---- REDUCE ------------------------------------------------------------- */
 
 FIXTURE(red) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(red) {
@@ -243,26 +236,25 @@ RV(MAX, BF16);
 
 FIXTURE_SETUP(red)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, x_dtype_caps(variant->dt));
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, st_dtype_caps(variant->dt));
 }
 
 FIXTURE_TEARDOWN(red)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 /* rows x cols with leading dimension ld; @special: rows 0..4 hold NaN,
  * -inf only, +inf and -inf, max finite values, -0 only. */
-static int64_t red_case(struct __test_metadata *_metadata, struct xdev *x,
+static int64_t red_case(struct __test_metadata *_metadata, struct st_ctx *x,
 			uint32_t op, uint32_t dt, uint32_t rows, uint32_t cols,
 			uint64_t ld, bool special, uint64_t *seed)
 {
 	size_t es = spyre_dtype_size(dt);
 	uint64_t ext = (uint64_t)(rows - 1) * ld + cols;
-	struct xbuf src, dst;
-	struct xcs *cs = calloc(1, sizeof(*cs));
-	struct spyre_cmd_reduce *c;
+	struct st_buf src, dst;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	double *ref = malloc(rows * sizeof(double));
 	double *err = malloc(rows * sizeof(double));
 	void *s0 = malloc(ext * es);
@@ -272,39 +264,33 @@ static int64_t red_case(struct __test_metadata *_metadata, struct xdev *x,
 
 	if (!cs || !ref || !err || !s0)
 		goto out;
-	if (x_buf(x, ext * es, &src) || x_buf(x, rows * es, &dst))
+	if (st_buf_new(x, ext * es, &src) || st_buf_new(x, rows * es, &dst))
 		goto out;
 	for (uint64_t i = 0; i < ext; i++)
-		x_store(src.p, dt, i, (i % ld) < cols ?
-			x_rand_elem(seed, dt, -10, 8) : x_poison(dt));
+		st_store(src.p, dt, i, (i % ld) < cols ?
+			 st_rand_elem(seed, dt, -10, 8) : st_poison(dt));
 	if (special && rows >= 5 && cols >= 3) {
 		double mx = spyre_dtype_max(dt);
 
-		x_store(src.p, dt, 0 * ld + 1, enc(dt, NAN));
+		st_store(src.p, dt, 0 * ld + 1, enc(dt, NAN));
 		for (uint32_t j = 0; j < cols; j++) {
-			x_store(src.p, dt, 1 * ld + j, enc(dt, -INFINITY));
-			x_store(src.p, dt, 3 * ld + j, enc(dt, mx));
-			x_store(src.p, dt, 4 * ld + j, enc(dt, -0.0));
+			st_store(src.p, dt, 1 * ld + j, enc(dt, -INFINITY));
+			st_store(src.p, dt, 3 * ld + j, enc(dt, mx));
+			st_store(src.p, dt, 4 * ld + j, enc(dt, -0.0));
 		}
-		x_store(src.p, dt, 2 * ld + 0, enc(dt, INFINITY));
-		x_store(src.p, dt, 2 * ld + 2, enc(dt, -INFINITY));
+		st_store(src.p, dt, 2 * ld + 0, enc(dt, INFINITY));
+		st_store(src.p, dt, 2 * ld + 2, enc(dt, -INFINITY));
 	}
 	memcpy(s0, src.p, ext * es);
 	for (uint32_t i = 0; i < rows; i++)
-		x_store(dst.p, dt, i, x_poison(dt));
+		st_store(dst.p, dt, i, st_poison(dt));
 
-	c = XCS(cs, REDUCE, 0, spyre_cmd_reduce);
-	c->op = op;
-	c->dtype = dt;
-	c->rows = rows;
-	c->cols = cols;
-	c->src = src.va;
-	c->dst = dst.va;
-	c->ld = ld;
+	spyre_cmd_reduce_init(ST_CS(cs, REDUCE, 0, spyre_cmd_reduce), op, dt, rows,
+			      cols, dst.va, src.va, ld);
 	snprintf(what, sizeof(what), "REDUCE %s %ux%u ld %llu%s",
 		 op == SPYRE_REDUCE_SUM ? "sum" : "max", rows, cols,
 		 (unsigned long long)ld, special ? " specials" : "");
-	ret = x_run(x, cs);
+	ret = st_run(x, cs);
 	if (ret) {
 		TH_LOG("%s %s: job error %d", what, spyre_dtype_name(dt), ret);
 		goto out;
@@ -323,7 +309,7 @@ out:
 	free(ref);
 	free(err);
 	free(s0);
-	x_free_bufs(x);
+	st_free_bufs(x);
 	return bad;
 }
 
@@ -352,7 +338,7 @@ TEST_F_TIMEOUT(red, values, 120)
 /* ---- ROWOP -------------------------------------------------------------- */
 
 FIXTURE(row) {
-	struct xdev x;
+	struct st_ctx x;
 };
 
 FIXTURE_VARIANT(row) {
@@ -374,13 +360,13 @@ WV(RMSNORM, BF16);
 
 FIXTURE_SETUP(row)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
-	X_NEED_CAPS(&self->x, x_dtype_caps(variant->dt));
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	ST_NEED_CAPS(&self->x, st_dtype_caps(variant->dt));
 }
 
 FIXTURE_TEARDOWN(row)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 struct rcfg {
@@ -391,7 +377,7 @@ struct rcfg {
 	double offset;		/* added to every input (LAYERNORM mean) */
 };
 
-static int64_t row_case(struct __test_metadata *_metadata, struct xdev *x,
+static int64_t row_case(struct __test_metadata *_metadata, struct st_ctx *x,
 			uint32_t op, uint32_t dt, const struct rcfg *r,
 			uint64_t *seed)
 {
@@ -401,50 +387,49 @@ static int64_t row_case(struct __test_metadata *_metadata, struct xdev *x,
 	uint64_t exs = (uint64_t)(r->rows - 1) * lds + r->cols;
 	uint64_t exd = (uint64_t)(r->rows - 1) * ldd + r->cols;
 	uint64_t n = (uint64_t)r->rows * r->cols;
-	struct xbuf src, dst, gam, bet;
-	struct xcs *cs = calloc(1, sizeof(*cs));
-	struct spyre_cmd_rowop *c;
+	struct st_buf src, dst, gam, bet;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	double *ref = malloc(n * sizeof(double));
 	double *err = malloc(n * sizeof(double));
 	void *s0 = malloc(exs * es), *dense = malloc(n * es);
 	uint8_t *d0 = malloc(exd * es);
-	const struct xbuf *out;
+	const struct st_buf *out;
 	char what[128];
 	int64_t bad = -1;
 	int ret;
 
 	if (!cs || !ref || !err || !s0 || !dense || !d0)
 		goto out;
-	if (x_buf(x, exs * es, &src) || x_buf(x, r->cols * 4, &gam) ||
-	    x_buf(x, r->cols * 4, &bet))
+	if (st_buf_new(x, exs * es, &src) || st_buf_new(x, r->cols * 4, &gam) ||
+	    st_buf_new(x, r->cols * 4, &bet))
 		goto out;
-	if (!r->inplace && x_buf(x, exd * es, &dst))
+	if (!r->inplace && st_buf_new(x, exd * es, &dst))
 		goto out;
 	out = r->inplace ? &src : &dst;
 	for (uint64_t i = 0; i < exs; i++)
-		x_store(src.p, dt, i, (i % lds) < r->cols ?
-			enc(dt, r->offset + x_uniform(seed, -4.0, 4.0) *
-			    (1 + (i % 5 == 0) * 3)) : x_poison(dt));
+		st_store(src.p, dt, i, (i % lds) < r->cols ?
+			 enc(dt, r->offset + st_uniform(seed, -4.0, 4.0) *
+			     (1 + (i % 5 == 0) * 3)) : st_poison(dt));
 	if (r->special && r->rows >= 4 && r->cols >= 4) {
 		/* row 0 constant, row 1 with -inf entries, row 2 one large
 		 * value, row 3 NaN (softmax only: NaN row) */
 		for (uint32_t j = 0; j < r->cols; j++)
-			x_store(src.p, dt, j, enc(dt, 0.75));
-		x_store(src.p, dt, lds + 1, enc(dt, -INFINITY));
+			st_store(src.p, dt, j, enc(dt, 0.75));
+		st_store(src.p, dt, lds + 1, enc(dt, -INFINITY));
 		if (op == SPYRE_ROW_SOFTMAX) {
-			x_store(src.p, dt, lds + 3, enc(dt, -INFINITY));
-			x_store(src.p, dt, 2 * lds + 2,
-				enc(dt, dt == SPYRE_DTYPE_FP16 ? 6e4 : 1e30));
-			x_store(src.p, dt, 3 * lds + 1, enc(dt, NAN));
+			st_store(src.p, dt, lds + 3, enc(dt, -INFINITY));
+			st_store(src.p, dt, 2 * lds + 2,
+				 enc(dt, dt == SPYRE_DTYPE_FP16 ? 6e4 : 1e30));
+			st_store(src.p, dt, 3 * lds + 1, enc(dt, NAN));
 		} else {
 			/* norms: a finite large value instead of -inf */
-			x_store(src.p, dt, lds + 1, enc(dt, -200.0));
-			x_store(src.p, dt, 2 * lds + 2, enc(dt, 100.0));
+			st_store(src.p, dt, lds + 1, enc(dt, -200.0));
+			st_store(src.p, dt, 2 * lds + 2, enc(dt, 100.0));
 		}
 	}
 	for (uint32_t j = 0; j < r->cols; j++) {
-		float gv = (float)x_uniform(seed, -2.0, 2.0);
-		float bv = (float)x_uniform(seed, -1.0, 1.0);
+		float gv = (float)st_uniform(seed, -2.0, 2.0);
+		float bv = (float)st_uniform(seed, -1.0, 1.0);
 
 		memcpy(gam.p + 4 * j, &gv, 4);
 		memcpy(bet.p + 4 * j, &bv, 4);
@@ -452,21 +437,13 @@ static int64_t row_case(struct __test_metadata *_metadata, struct xdev *x,
 	memcpy(s0, src.p, exs * es);
 	if (!r->inplace)
 		for (uint64_t i = 0; i < exd; i++)
-			x_store(dst.p, dt, i, x_poison(dt));
+			st_store(dst.p, dt, i, st_poison(dt));
 	memcpy(d0, out->p, exd * es);
 
-	c = XCS(cs, ROWOP, 0, spyre_cmd_rowop);
-	c->op = op;
-	c->dtype = dt;
-	c->rows = r->rows;
-	c->cols = r->cols;
-	c->src = src.va;
-	c->dst = out->va;
-	c->ld_src = lds;
-	c->ld_dst = ldd;
-	c->gamma = r->gamma ? gam.va : 0;
-	c->beta = r->beta ? bet.va : 0;
-	c->eps = f2u(r->eps);
+	spyre_cmd_rowop_init(ST_CS(cs, ROWOP, 0, spyre_cmd_rowop), op, dt, r->rows,
+			     r->cols, out->va, ldd, src.va, lds,
+			     r->gamma ? gam.va : 0, r->beta ? bet.va : 0,
+			     st_f2u(r->eps));
 	snprintf(what, sizeof(what), "ROWOP %s %ux%u ld %llu/%llu%s%s%s%s eps %g",
 		 op == SPYRE_ROW_SOFTMAX ? "softmax" :
 		 op == SPYRE_ROW_LAYERNORM ? "layernorm" : "rmsnorm",
@@ -474,7 +451,7 @@ static int64_t row_case(struct __test_metadata *_metadata, struct xdev *x,
 		 (unsigned long long)ldd, r->gamma ? " gamma" : "",
 		 r->beta ? " beta" : "", r->inplace ? " in-place" : "",
 		 r->special ? " specials" : "", r->eps);
-	ret = x_run(x, cs);
+	ret = st_run(x, cs);
 	if (ret) {
 		TH_LOG("%s %s: job error %d", what, spyre_dtype_name(dt), ret);
 		goto out;
@@ -511,7 +488,7 @@ out:
 	free(s0);
 	free(dense);
 	free(d0);
-	x_free_bufs(x);
+	st_free_bufs(x);
 	return bad;
 }
 

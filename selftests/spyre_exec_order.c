@@ -24,7 +24,6 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
 
 #define MS 1000000ull
 
@@ -47,20 +46,20 @@ static void wr64(void *p, uint64_t v)
 }
 
 FIXTURE(order) {
-	struct xdev x;
+	struct st_ctx x;
 	uint32_t q2;
 };
 
 FIXTURE_SETUP(order)
 {
-	X_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_LOW);
-	ASSERT_EQ(0, spyre_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_HIGH,
-				     &self->q2));
+	ST_OPEN(&self->x, 0, DRM_SPYRE_PRIORITY_LOW);
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_HIGH,
+				  &self->q2));
 }
 
 FIXTURE_TEARDOWN(order)
 {
-	x_close(&self->x);
+	st_close(&self->x);
 }
 
 /*
@@ -74,17 +73,17 @@ FIXTURE_TEARDOWN(order)
 TEST_F_TIMEOUT(order, timeline_wait_never_starts_early, 120)
 {
 	const uint64_t size = 4u << 20;
-	struct xbuf gate, data, copy, ts, ts2;
-	struct xdev y;
+	struct st_buf gate, data, copy, ts, ts2;
+	struct st_ctx y;
 	uint32_t tl, tl2;
 	int dfd;
 
-	ASSERT_EQ(0, x_open(&y, 0, DRM_SPYRE_PRIORITY_HIGH));
-	ASSERT_EQ(0, x_buf(&self->x, 8, &gate));
-	ASSERT_EQ(0, x_buf(&self->x, size, &data));
-	ASSERT_EQ(0, x_buf(&self->x, size, &copy));
-	ASSERT_EQ(0, x_buf(&self->x, 64, &ts));
-	ASSERT_EQ(0, x_buf(&y, 64, &ts2));
+	ASSERT_EQ(0, st_open(&y, 0, DRM_SPYRE_PRIORITY_HIGH));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(&self->x, size, &data));
+	ASSERT_EQ(0, st_buf_new(&self->x, size, &copy));
+	ASSERT_EQ(0, st_buf_new(&self->x, 64, &ts));
+	ASSERT_EQ(0, st_buf_new(&y, 64, &ts2));
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &tl));
 	/* the same timeline, imported into the second file */
 	ASSERT_EQ(0, drmSyncobjHandleToFD(self->x.fd, tl, &dfd));
@@ -96,8 +95,8 @@ TEST_F_TIMEOUT(order, timeline_wait_never_starts_early, 120)
 		uint64_t v = 0x0dd0000000000000ull + k * 0x10001;
 		struct drm_spyre_sync in = { .handle = other_file ? tl2 : tl,
 					     .point = k };
-		struct xcs *a = calloc(1, sizeof(*a));
-		struct xcs *b = calloc(1, sizeof(*b));
+		struct st_cs *a = calloc(1, sizeof(*a));
+		struct st_cs *b = calloc(1, sizeof(*b));
 		const uint8_t *tsp = other_file ? ts2.p : ts.p;
 		uint64_t t0, t1, t2, t3;
 
@@ -106,38 +105,38 @@ TEST_F_TIMEOUT(order, timeline_wait_never_starts_early, 120)
 		memset(ts.p, 0, 64);
 		memset(ts2.p, 0, 64);
 		memset(copy.p, 0, size);
-		xcs_sem(a, false, 0, gate.va, k);
-		xcs_timestamp(a, ts.va);
-		xcs_fill(a, data.va, size / 8, 8, v);
-		xcs_timestamp(a, ts.va + 8);
+		st_cs_sem(a, false, 0, gate.va, k);
+		st_cs_timestamp(a, ts.va);
+		st_cs_fill(a, data.va, size / 8, 8, v);
+		st_cs_timestamp(a, ts.va + 8);
 		if (other_file) {
-			xcs_timestamp(b, ts2.va + 16);
-			xcs_timestamp(b, ts2.va + 24);
+			st_cs_timestamp(b, ts2.va + 16);
+			st_cs_timestamp(b, ts2.va + 24);
 		} else {
-			xcs_timestamp(b, ts.va + 16);
-			xcs_bytes(b, copy.va, data.va, size);
-			xcs_timestamp(b, ts.va + 24);
+			st_cs_timestamp(b, ts.va + 16);
+			st_cs_bytes(b, copy.va, data.va, size);
+			st_cs_timestamp(b, ts.va + 24);
 		}
-		ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, a, NULL, 0, tl,
-					k));
+		ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, a, NULL, 0, tl,
+					  k));
 		if (other_file) {
-			ASSERT_EQ(0, x_submit_q(&y, y.qid, b, &in, 1, y.sync,
-						0));
+			ASSERT_EQ(0, st_submit_cs(&y, y.qid, b, &in, 1, y.sync,
+						  0));
 		} else {
-			ASSERT_EQ(0, x_submit_q(&self->x, self->q2, b, &in, 1,
-						self->x.sync, 0));
+			ASSERT_EQ(0, st_submit_cs(&self->x, self->q2, b, &in, 1,
+						  self->x.sync, 0));
 		}
 		/* A is held by its gate: B cannot have run */
-		EXPECT_EQ(-ETIME, spyre_sync_wait(other_file ? y.fd :
-						  self->x.fd, other_file ?
-						  y.sync : self->x.sync,
-						  200 * MS));
+		EXPECT_EQ(-ETIME, st_sync_wait(other_file ? y.fd :
+					       self->x.fd, other_file ?
+					       y.sync : self->x.sync,
+					       200 * MS));
 		EXPECT_EQ(0, rd64(tsp + 16));
 		EXPECT_EQ(0, rd64(ts.p));
 		wr64(gate.p, k);	/* release A from the CPU */
-		ASSERT_EQ(0, x_wait_status(other_file ? y.fd : self->x.fd,
-					   other_file ? y.sync : self->x.sync,
-					   SPYRE_TEST_TIMEOUT_NS));
+		ASSERT_EQ(0, st_wait_status(other_file ? y.fd : self->x.fd,
+					    other_file ? y.sync : self->x.sync,
+					    ST_TIMEOUT_NS));
 		t0 = rd64(ts.p);
 		t1 = rd64(ts.p + 8);
 		t2 = rd64(tsp + 16);
@@ -160,9 +159,9 @@ TEST_F_TIMEOUT(order, timeline_wait_never_starts_early, 120)
 		free(a);
 		free(b);
 	}
-	EXPECT_EQ(0, x_ctx_error(self->x.fd));
-	EXPECT_EQ(0, x_ctx_error(y.fd));
-	x_close(&y);
+	EXPECT_EQ(0, st_ctx_error(self->x.fd));
+	EXPECT_EQ(0, st_ctx_error(y.fd));
+	st_close(&y);
 }
 
 /*
@@ -174,12 +173,12 @@ TEST_F_TIMEOUT(order, timeline_wait_across_cards, 60)
 {
 	const uint64_t size = 1u << 20;
 	struct drm_spyre_bo_info info;
-	struct xbuf gate, data, out;
-	struct xcs *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct st_buf gate, data, out;
+	struct st_cs *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
 	struct drm_spyre_sync in;
-	struct xdev y;
+	struct st_ctx y;
 	uint32_t tl, tl2, h;
-	int ret = x_open(&y, 1, DRM_SPYRE_PRIORITY_HIGH);
+	int ret = st_open(&y, 1, DRM_SPYRE_PRIORITY_HIGH);
 	int dfd;
 
 	if (ret == -ENODEV)
@@ -187,43 +186,43 @@ TEST_F_TIMEOUT(order, timeline_wait_across_cards, 60)
 	ASSERT_EQ(0, ret);
 	ASSERT_NE(NULL, a);
 	ASSERT_NE(NULL, b);
-	ASSERT_EQ(0, x_buf(&self->x, 8, &gate));
-	ASSERT_EQ(0, x_buf(&self->x, size, &data));
-	ASSERT_EQ(0, x_buf(&y, size, &out));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(&self->x, size, &data));
+	ASSERT_EQ(0, st_buf_new(&y, size, &out));
 	ASSERT_EQ(0, drmPrimeHandleToFD(self->x.fd, data.h, DRM_CLOEXEC |
 					DRM_RDWR, &dfd));
 	ASSERT_EQ(0, drmPrimeFDToHandle(y.fd, dfd, &h));
 	close(dfd);
-	ASSERT_EQ(0, spyre_bo_get_info(y.fd, h, &info));
+	ASSERT_EQ(0, st_bo_get_info(y.fd, h, &info));
 	y.handles[1 + y.nbos] = h;	/* listed by y's jobs */
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &tl));
 	ASSERT_EQ(0, drmSyncobjHandleToFD(self->x.fd, tl, &dfd));
 	ASSERT_EQ(0, drmSyncobjFDToHandle(y.fd, dfd, &tl2));
 	close(dfd);
 
-	xcs_sem(a, false, 0, gate.va, 1);
-	xcs_fill(a, data.va, size / 8, 8, 0xc0ffee0000c0ffeeull);
-	xcs_bytes(b, out.va, info.va, size);
-	ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, a, NULL, 0, tl, 1));
+	st_cs_sem(a, false, 0, gate.va, 1);
+	st_cs_fill(a, data.va, size / 8, 8, 0xc0ffee0000c0ffeeull);
+	st_cs_bytes(b, out.va, info.va, size);
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, a, NULL, 0, tl, 1));
 	in = (struct drm_spyre_sync){ .handle = tl2, .point = 1 };
 	{
 		uint64_t va;
 
-		ASSERT_EQ(0, x_put(&y, b, &va));
-		ASSERT_EQ(0, spyre_submit_job(y.fd, y.qid, va, b->len,
-					      y.handles, y.nbos + 2, &in, 1,
-					      y.sync, 0, NULL));
+		ASSERT_EQ(0, st_cs_put(&y, b, &va));
+		ASSERT_EQ(0, st_submit_job(y.fd, y.qid, va, b->len,
+					   y.handles, y.nbos + 2, &in, 1,
+					   y.sync, 0, NULL));
 	}
-	EXPECT_EQ(-ETIME, spyre_sync_wait(y.fd, y.sync, 200 * MS));
+	EXPECT_EQ(-ETIME, st_sync_wait(y.fd, y.sync, 200 * MS));
 	wr64(gate.p, 1);
-	ASSERT_EQ(0, x_wait_status(y.fd, y.sync, SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_wait_status(y.fd, y.sync, ST_TIMEOUT_NS));
 	for (uint64_t i = 0; i < size; i += 8) {
 		ASSERT_EQ(0xc0ffee0000c0ffeeull, rd64(out.p + i))
 			TH_LOG("offset %llu", (unsigned long long)i);
 	}
-	EXPECT_EQ(0, x_ctx_error(self->x.fd));
-	EXPECT_EQ(0, x_ctx_error(y.fd));
-	x_close(&y);
+	EXPECT_EQ(0, st_ctx_error(self->x.fd));
+	EXPECT_EQ(0, st_ctx_error(y.fd));
+	st_close(&y);
 	free(a);
 	free(b);
 }
@@ -238,38 +237,38 @@ TEST_F_TIMEOUT(order, chain_1000_jobs_4_queues, 180)
 	enum { N = 1000, NQ = 4 };
 	const uint64_t base = 0x1234567800000000ull;
 	uint32_t q[NQ] = { self->x.qid, self->q2 }, tl;
-	struct xbuf slots;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_buf slots;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	uint64_t point = 0;
 
 	ASSERT_NE(NULL, cs);
-	ASSERT_EQ(0, spyre_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
-				     &q[2]));
-	ASSERT_EQ(0, spyre_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_HIGH,
-				     &q[3]));
-	ASSERT_EQ(0, x_buf(&self->x, 8 * (N + 1), &slots));
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				  &q[2]));
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_HIGH,
+				  &q[3]));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8 * (N + 1), &slots));
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &tl));
 	wr64(slots.p, base);
 
 	for (uint64_t i = 0; i < N; i++) {
 		struct drm_spyre_sync in = { .handle = tl, .point = i };
 
-		xcs_reset(cs);
-		xcs_bytes(cs, slots.va + 8 * (i + 1), slots.va + 8 * i, 8);
-		xcs_sem(cs, true, SPYRE_SEM_F_ADD, slots.va + 8 * (i + 1), 1);
-		ASSERT_EQ(0, x_submit_q(&self->x, q[i % NQ], cs, &in,
-					i ? 1 : 0, tl, i + 1))
+		st_cs_reset(cs);
+		st_cs_bytes(cs, slots.va + 8 * (i + 1), slots.va + 8 * i, 8);
+		st_cs_sem(cs, true, SPYRE_SEM_F_ADD, slots.va + 8 * (i + 1), 1);
+		ASSERT_EQ(0, st_submit_cs(&self->x, q[i % NQ], cs, &in,
+					  i ? 1 : 0, tl, i + 1))
 			TH_LOG("job %llu", (unsigned long long)i);
 	}
-	ASSERT_EQ(0, spyre_timeline_wait(self->x.fd, tl, N,
-					 6 * SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_timeline_wait(self->x.fd, tl, N,
+				      6 * ST_TIMEOUT_NS));
 	ASSERT_EQ(0, drmSyncobjQuery(self->x.fd, &tl, &point, 1));
 	EXPECT_EQ(N, point);
 	for (uint64_t i = 0; i <= N; i++) {
 		ASSERT_EQ(base + i, rd64(slots.p + 8 * i))
 			TH_LOG("slot %llu", (unsigned long long)i);
 	}
-	EXPECT_EQ(0, x_ctx_error(self->x.fd));
+	EXPECT_EQ(0, st_ctx_error(self->x.fd));
 	free(cs);
 }
 
@@ -278,41 +277,41 @@ TEST_F_TIMEOUT(order, chain_1000_jobs_4_queues, 180)
  * side 0 waits s >= 2r, side 1 waits s >= 2r+1; each copies the previous
  * slot, adds 1 and stores the next semaphore value.
  */
-static void pingpong_stream(struct xcs *cs, int side, uint64_t sva,
+static void pingpong_stream(struct st_cs *cs, int side, uint64_t sva,
 			    uint64_t xva, unsigned int rounds)
 {
 	for (uint64_t r = 0; r < rounds; r++) {
 		uint64_t i = 2 * r + side;
 
-		xcs_sem(cs, false, 0, sva, i);
-		xcs_bytes(cs, xva + 8 * (i + 1), xva + 8 * i, 8);
-		xcs_sem(cs, true, SPYRE_SEM_F_ADD, xva + 8 * (i + 1), 1);
-		xcs_sem(cs, true, 0, sva, i + 1);
+		st_cs_sem(cs, false, 0, sva, i);
+		st_cs_bytes(cs, xva + 8 * (i + 1), xva + 8 * i, 8);
+		st_cs_sem(cs, true, SPYRE_SEM_F_ADD, xva + 8 * (i + 1), 1);
+		st_cs_sem(cs, true, 0, sva, i + 1);
 	}
 }
 
 TEST_F_TIMEOUT(order, sem_pingpong_two_queues, 120)
 {
 	enum { R = 64 };
-	struct xbuf sem, slots;
-	struct xcs *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct st_buf sem, slots;
+	struct st_cs *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
 	uint32_t sb;
 
 	ASSERT_NE(NULL, a);
 	ASSERT_NE(NULL, b);
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &sb));
-	ASSERT_EQ(0, x_buf(&self->x, 8, &sem));
-	ASSERT_EQ(0, x_buf(&self->x, 8 * (2 * R + 1), &slots));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &sem));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8 * (2 * R + 1), &slots));
 	wr64(slots.p, 1000);
 	pingpong_stream(a, 0, sem.va, slots.va, R);
 	pingpong_stream(b, 1, sem.va, slots.va, R);
 	/* the waiting side first */
-	ASSERT_EQ(0, x_submit_q(&self->x, self->q2, b, NULL, 0, sb, 0));
-	ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, a, NULL, 0,
-				self->x.sync, 0));
-	EXPECT_EQ(0, x_wait_status(self->x.fd, self->x.sync,
-				   SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(0, x_wait_status(self->x.fd, sb, SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->q2, b, NULL, 0, sb, 0));
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, a, NULL, 0,
+				  self->x.sync, 0));
+	EXPECT_EQ(0, st_wait_status(self->x.fd, self->x.sync,
+				    ST_TIMEOUT_NS));
+	EXPECT_EQ(0, st_wait_status(self->x.fd, sb, ST_TIMEOUT_NS));
 	EXPECT_EQ(2 * R, rd64(sem.p));
 	for (uint64_t i = 0; i <= 2 * R; i++) {
 		ASSERT_EQ(1000 + i, rd64(slots.p + 8 * i))
@@ -326,13 +325,13 @@ TEST_F_TIMEOUT(order, sem_pingpong_two_queues, 120)
 TEST_F_TIMEOUT(order, sem_pingpong_two_processes, 120)
 {
 	enum { R = 32 };
-	struct xbuf sh;
-	struct xcs *a = calloc(1, sizeof(*a));
+	struct st_buf sh;
+	struct st_cs *a = calloc(1, sizeof(*a));
 	int dfd, status;
 	pid_t pid;
 
 	ASSERT_NE(NULL, a);
-	ASSERT_EQ(0, x_buf(&self->x, PAGE, &sh));	/* sem + slots */
+	ASSERT_EQ(0, st_buf_new(&self->x, PAGE, &sh));	/* sem + slots */
 	ASSERT_EQ(0, drmPrimeHandleToFD(self->x.fd, sh.h, DRM_CLOEXEC |
 					DRM_RDWR, &dfd));
 	wr64(sh.p + 8, 500);
@@ -340,30 +339,30 @@ TEST_F_TIMEOUT(order, sem_pingpong_two_processes, 120)
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		struct drm_spyre_bo_info info;
-		struct xdev y;
-		struct xcs *b = calloc(1, sizeof(*b));
+		struct st_ctx y;
+		struct st_cs *b = calloc(1, sizeof(*b));
 		uint32_t h;
 
-		if (!b || x_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL))
+		if (!b || st_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL))
 			_exit(10);
 		if (drmPrimeFDToHandle(y.fd, dfd, &h) ||
-		    spyre_bo_get_info(y.fd, h, &info))
+		    st_bo_get_info(y.fd, h, &info))
 			_exit(11);
 		y.handles[1] = h;
 		y.nbos = 1;	/* listed, not owned by y.bos */
 		pingpong_stream(b, 1, info.va, info.va + 8, R);
-		if (x_submit_q(&y, y.qid, b, NULL, 0, y.sync, 0))
+		if (st_submit_cs(&y, y.qid, b, NULL, 0, y.sync, 0))
 			_exit(12);
-		if (x_wait_status(y.fd, y.sync, SPYRE_TEST_TIMEOUT_NS))
+		if (st_wait_status(y.fd, y.sync, ST_TIMEOUT_NS))
 			_exit(13);
 		_exit(0);
 	}
 	close(dfd);
 	pingpong_stream(a, 0, sh.va, sh.va + 8, R);
-	ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, a, NULL, 0,
-				self->x.sync, 0));
-	EXPECT_EQ(0, x_wait_status(self->x.fd, self->x.sync,
-				   SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, a, NULL, 0,
+				  self->x.sync, 0));
+	EXPECT_EQ(0, st_wait_status(self->x.fd, self->x.sync,
+				    ST_TIMEOUT_NS));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -378,23 +377,23 @@ TEST_F_TIMEOUT(order, sem_pingpong_two_processes, 120)
 /* SEM_WAIT compares >= (unsigned 64-bit); SEM_SIGNAL stores or adds. */
 TEST_F(order, sem_semantics)
 {
-	struct xbuf s;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_buf s;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 
 	ASSERT_NE(NULL, cs);
-	ASSERT_EQ(0, x_buf(&self->x, 64, &s));
+	ASSERT_EQ(0, st_buf_new(&self->x, 64, &s));
 	wr64(s.p, 10);
 	wr64(s.p + 8, 0xfffffffffffffff0ull);
-	xcs_sem(cs, false, 0, s.va, 5);			/* 10 >= 5 */
-	xcs_sem(cs, false, 0, s.va, 10);		/* 10 >= 10 */
-	xcs_sem(cs, false, 0, s.va + 8, 0x8000000000000000ull); /* unsigned */
-	xcs_sem(cs, true, SPYRE_SEM_F_ADD, s.va, 7);		/* 17 */
-	xcs_sem(cs, true, SPYRE_SEM_F_ADD, s.va + 8, 0x20);	/* wraps: 0x10 */
-	xcs_sem(cs, true, 0, s.va + 16, 0xdeadbeefcafef00dull);	/* store */
-	xcs_sem(cs, true, SPYRE_SEM_F_ADD, s.va + 24, ~0ull);	/* 0 - 1 */
-	xcs_sem(cs, true, 0, s.va + 32, 3);
-	xcs_sem(cs, true, 0, s.va + 32, 2);			/* overwrite */
-	ASSERT_EQ(0, x_run(&self->x, cs));
+	st_cs_sem(cs, false, 0, s.va, 5);			/* 10 >= 5 */
+	st_cs_sem(cs, false, 0, s.va, 10);		/* 10 >= 10 */
+	st_cs_sem(cs, false, 0, s.va + 8, 0x8000000000000000ull); /* unsigned */
+	st_cs_sem(cs, true, SPYRE_SEM_F_ADD, s.va, 7);		/* 17 */
+	st_cs_sem(cs, true, SPYRE_SEM_F_ADD, s.va + 8, 0x20);	/* wraps: 0x10 */
+	st_cs_sem(cs, true, 0, s.va + 16, 0xdeadbeefcafef00dull);	/* store */
+	st_cs_sem(cs, true, SPYRE_SEM_F_ADD, s.va + 24, ~0ull);	/* 0 - 1 */
+	st_cs_sem(cs, true, 0, s.va + 32, 3);
+	st_cs_sem(cs, true, 0, s.va + 32, 2);			/* overwrite */
+	ASSERT_EQ(0, st_run(&self->x, cs));
 	EXPECT_EQ(17, rd64(s.p));
 	EXPECT_EQ(0x10, rd64(s.p + 8));
 	EXPECT_EQ(0xdeadbeefcafef00dull, rd64(s.p + 16));
@@ -405,18 +404,18 @@ TEST_F(order, sem_semantics)
 }
 
 /* FILL + COPY of @words words with a value; 0 if the copy is right. */
-static int fill_copy_check(struct xdev *y, const struct xbuf *src,
-			   const struct xbuf *dst, uint64_t words, uint64_t v)
+static int fill_copy_check(struct st_ctx *y, const struct st_buf *src,
+			   const struct st_buf *dst, uint64_t words, uint64_t v)
 {
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	int ret;
 
 	if (!cs)
 		return -ENOMEM;
 	memset(dst->p, 0, words * 8);
-	xcs_fill(cs, src->va, words, 8, v);
-	xcs_bytes(cs, dst->va, src->va, words * 8);
-	ret = x_run(y, cs);
+	st_cs_fill(cs, src->va, words, 8, v);
+	st_cs_bytes(cs, dst->va, src->va, words * 8);
+	ret = st_run(y, cs);
 	free(cs);
 	if (ret)
 		return ret;
@@ -435,56 +434,56 @@ static int fill_copy_check(struct xdev *y, const struct xbuf *src,
 TEST_F_TIMEOUT(order, stuck_queues_delay_nobody, 120)
 {
 	enum { NSTUCK = 8 };
-	long long tmo = x_module_param("job_timeout_ms");
+	long long tmo = st_module_param("job_timeout_ms");
 	/* release the stuck jobs well before the driver's timeout would */
 	double stop = now_s() + (tmo > 0 ? (double)tmo / 1000 / 3 : 10.0);
-	struct xbuf gate, mark, src, dst;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_buf gate, mark, src, dst;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	uint32_t s2, q[NSTUCK] = { self->q2 }, sy[NSTUCK];
 	int status;
 	pid_t pid;
 
 	ASSERT_NE(NULL, cs);
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &s2));
-	ASSERT_EQ(0, x_buf(&self->x, 8, &gate));
-	ASSERT_EQ(0, x_buf(&self->x, 8 * NSTUCK, &mark));
-	ASSERT_EQ(0, x_buf(&self->x, 64 * 1024, &src));
-	ASSERT_EQ(0, x_buf(&self->x, 64 * 1024, &dst));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8 * NSTUCK, &mark));
+	ASSERT_EQ(0, st_buf_new(&self->x, 64 * 1024, &src));
+	ASSERT_EQ(0, st_buf_new(&self->x, 64 * 1024, &dst));
 	for (int i = 0; i < NSTUCK; i++) {
 		if (i) {
-			ASSERT_EQ(0, spyre_queue_new(self->x.fd, i % 3, &q[i]));
+			ASSERT_EQ(0, st_queue_new(self->x.fd, i % 3, &q[i]));
 		}
 		ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &sy[i]));
-		xcs_reset(cs);
-		xcs_sem(cs, false, 0, gate.va, 1);
-		xcs_fill(cs, mark.va + 8 * i, 1, 8, 0x600d + i);
-		ASSERT_EQ(0, x_submit_q(&self->x, q[i], cs, NULL, 0, sy[i],
-					0));
+		st_cs_reset(cs);
+		st_cs_sem(cs, false, 0, gate.va, 1);
+		st_cs_fill(cs, mark.va + 8 * i, 1, 8, 0x600d + i);
+		ASSERT_EQ(0, st_submit_cs(&self->x, q[i], cs, NULL, 0, sy[i],
+					  0));
 	}
 
 	/* another (low-priority) queue of the same file */
-	xcs_reset(cs);
-	xcs_fill(cs, src.va, 8192, 8, 0xabc);
-	xcs_bytes(cs, dst.va, src.va, 65536);
-	ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, cs, NULL, 0, s2, 0));
-	EXPECT_EQ(0, x_wait_status(self->x.fd, s2, SPYRE_TEST_TIMEOUT_NS));
+	st_cs_reset(cs);
+	st_cs_fill(cs, src.va, 8192, 8, 0xabc);
+	st_cs_bytes(cs, dst.va, src.va, 65536);
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, cs, NULL, 0, s2, 0));
+	EXPECT_EQ(0, st_wait_status(self->x.fd, s2, ST_TIMEOUT_NS));
 	EXPECT_EQ(0xabc, rd64(dst.p + 65528));
 
 	/* another process */
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct xdev y;
-		struct xbuf a, b;
+		struct st_ctx y;
+		struct st_buf a, b;
 
-		if (x_open(&y, 0, DRM_SPYRE_PRIORITY_LOW) ||
-		    x_buf(&y, 32768, &a) || x_buf(&y, 32768, &b))
+		if (st_open(&y, 0, DRM_SPYRE_PRIORITY_LOW) ||
+		    st_buf_new(&y, 32768, &a) || st_buf_new(&y, 32768, &b))
 			_exit(10);
 		/* 16 jobs, or at least 2 if time runs short */
 		for (uint64_t i = 0; i < 16 && (i < 2 || now_s() < stop); i++)
 			if (fill_copy_check(&y, &a, &b, 4096, i * 77 + 1))
 				_exit(11 + (int)i);
-		_exit(x_ctx_error(y.fd) ? 40 : 0);
+		_exit(st_ctx_error(y.fd) ? 40 : 0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
@@ -492,18 +491,18 @@ TEST_F_TIMEOUT(order, stuck_queues_delay_nobody, 120)
 
 	/* all of that ran while the queues were stuck */
 	for (int i = 0; i < NSTUCK; i++) {
-		EXPECT_EQ(0, spyre_sync_status(self->x.fd, sy[i]))
+		EXPECT_EQ(0, st_sync_status(self->x.fd, sy[i]))
 			TH_LOG("stuck queue %d", i);
 		EXPECT_EQ(0, rd64(mark.p + 8 * i));
 	}
 	wr64(gate.p, 1);
 	for (int i = 0; i < NSTUCK; i++) {
-		EXPECT_EQ(0, x_wait_status(self->x.fd, sy[i],
-					   SPYRE_TEST_TIMEOUT_NS))
+		EXPECT_EQ(0, st_wait_status(self->x.fd, sy[i],
+					    ST_TIMEOUT_NS))
 			TH_LOG("stuck queue %d", i);
 		EXPECT_EQ(0x600d + i, rd64(mark.p + 8 * i));
 	}
-	EXPECT_EQ(0, x_ctx_error(self->x.fd));
+	EXPECT_EQ(0, st_ctx_error(self->x.fd));
 	free(cs);
 }
 
@@ -516,51 +515,51 @@ TEST_F_TIMEOUT(order, stuck_queues_delay_nobody, 120)
  */
 TEST_F_TIMEOUT(order, queue_destroy_cancels_stuck_and_waiting_jobs, 60)
 {
-	struct xbuf gate, mark;
-	struct xcs *cs = calloc(1, sizeof(*cs));
+	struct st_buf gate, mark;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
 	uint32_t qd, qw, qs, s1, s2, s3, tl;
 	struct drm_spyre_sync in;
 
 	ASSERT_NE(NULL, cs);
-	ASSERT_EQ(0, spyre_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
-				     &qd));
-	ASSERT_EQ(0, spyre_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
-				     &qw));
-	ASSERT_EQ(0, spyre_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
-				     &qs));
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				  &qd));
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				  &qw));
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				  &qs));
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &s1));
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &s2));
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &s3));
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &tl));
-	ASSERT_EQ(0, x_buf(&self->x, 8, &gate));
-	ASSERT_EQ(0, x_buf(&self->x, 32, &mark));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(&self->x, 32, &mark));
 
 	/* qd: stuck job, and one behind it */
-	xcs_sem(cs, false, 0, gate.va, 1);
-	xcs_fill(cs, mark.va, 1, 8, 1);
-	ASSERT_EQ(0, x_submit_q(&self->x, qd, cs, NULL, 0, s1, 0));
-	xcs_reset(cs);
-	xcs_fill(cs, mark.va + 8, 1, 8, 2);
-	ASSERT_EQ(0, x_submit_q(&self->x, qd, cs, NULL, 0, s2, 0));
+	st_cs_sem(cs, false, 0, gate.va, 1);
+	st_cs_fill(cs, mark.va, 1, 8, 1);
+	ASSERT_EQ(0, st_submit_cs(&self->x, qd, cs, NULL, 0, s1, 0));
+	st_cs_reset(cs);
+	st_cs_fill(cs, mark.va + 8, 1, 8, 2);
+	ASSERT_EQ(0, st_submit_cs(&self->x, qd, cs, NULL, 0, s2, 0));
 	/* qs: stuck too (point 1 of tl); qw: a job waiting for it */
-	xcs_reset(cs);
-	xcs_sem(cs, false, 0, gate.va, 1);
-	ASSERT_EQ(0, x_submit_q(&self->x, qs, cs, NULL, 0, tl, 1));
+	st_cs_reset(cs);
+	st_cs_sem(cs, false, 0, gate.va, 1);
+	ASSERT_EQ(0, st_submit_cs(&self->x, qs, cs, NULL, 0, tl, 1));
 	in = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
-	xcs_reset(cs);
-	xcs_fill(cs, mark.va + 16, 1, 8, 3);
-	ASSERT_EQ(0, x_submit_q(&self->x, qw, cs, &in, 1, s3, 0));
+	st_cs_reset(cs);
+	st_cs_fill(cs, mark.va + 16, 1, 8, 3);
+	ASSERT_EQ(0, st_submit_cs(&self->x, qw, cs, &in, 1, s3, 0));
 
-	ASSERT_EQ(0, spyre_queue_del(self->x.fd, qd));
-	EXPECT_EQ(-ECANCELED, x_wait_status(self->x.fd, s1,
-					    SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(-ECANCELED, x_wait_status(self->x.fd, s2,
-					    SPYRE_TEST_TIMEOUT_NS));
-	ASSERT_EQ(0, spyre_queue_del(self->x.fd, qw));
+	ASSERT_EQ(0, st_queue_del(self->x.fd, qd));
+	EXPECT_EQ(-ECANCELED, st_wait_status(self->x.fd, s1,
+					     ST_TIMEOUT_NS));
+	EXPECT_EQ(-ECANCELED, st_wait_status(self->x.fd, s2,
+					     ST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_queue_del(self->x.fd, qw));
 	/* qw's job signals once its in-fence has: open the gate */
 	wr64(gate.p, 1);
-	EXPECT_EQ(0, spyre_timeline_wait(self->x.fd, tl, 1,
-					 SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(0, st_timeline_wait(self->x.fd, tl, 1,
+				      ST_TIMEOUT_NS));
 	/*
 	 * The uapi only says "cancelled"; the scheduler kills a job whose
 	 * entity is gone with -ESRCH (driver/spyre_queue.c,
@@ -568,7 +567,7 @@ TEST_F_TIMEOUT(order, queue_destroy_cancels_stuck_and_waiting_jobs, 60)
 	 * not run.
 	 */
 	{
-		int ret = x_wait_status(self->x.fd, s3, SPYRE_TEST_TIMEOUT_NS);
+		int ret = st_wait_status(self->x.fd, s3, ST_TIMEOUT_NS);
 
 		EXPECT_GT(0, ret);
 		EXPECT_NE(-ETIME, ret);
@@ -576,11 +575,11 @@ TEST_F_TIMEOUT(order, queue_destroy_cancels_stuck_and_waiting_jobs, 60)
 	EXPECT_EQ(0, rd64(mark.p));
 	EXPECT_EQ(0, rd64(mark.p + 8));
 	EXPECT_EQ(0, rd64(mark.p + 16));
-	EXPECT_EQ(0, x_ctx_error(self->x.fd));
+	EXPECT_EQ(0, st_ctx_error(self->x.fd));
 	/* the context still works */
-	xcs_reset(cs);
-	xcs_fill(cs, mark.va + 24, 1, 8, 4);
-	EXPECT_EQ(0, x_run(&self->x, cs));
+	st_cs_reset(cs);
+	st_cs_fill(cs, mark.va + 24, 1, 8, 4);
+	EXPECT_EQ(0, st_run(&self->x, cs));
 	EXPECT_EQ(4, rd64(mark.p + 24));
 	free(cs);
 }
@@ -592,11 +591,11 @@ TEST_F_TIMEOUT(order, queue_destroy_cancels_stuck_and_waiting_jobs, 60)
  */
 TEST_F_TIMEOUT(order, stuck_queue_times_out, 90)
 {
-	long long tmo = x_module_param("job_timeout_ms");
-	struct xbuf gate, mark;
-	struct xcs *cs = calloc(1, sizeof(*cs));
-	struct xdev y;
-	struct xbuf ya, yb;
+	long long tmo = st_module_param("job_timeout_ms");
+	struct st_buf gate, mark;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
+	struct st_ctx y;
+	struct st_buf ya, yb;
 	uint32_t s2;
 
 	ASSERT_NE(NULL, cs);
@@ -606,38 +605,38 @@ TEST_F_TIMEOUT(order, stuck_queue_times_out, 90)
 		SKIP(return, "job_timeout_ms=%lld: not testing the timeout",
 		     tmo);
 	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &s2));
-	ASSERT_EQ(0, x_buf(&self->x, 8, &gate));
-	ASSERT_EQ(0, x_buf(&self->x, 8, &mark));
-	xcs_sem(cs, false, 0, gate.va, 1);
-	ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, cs, NULL, 0,
-				self->x.sync, 0));
-	xcs_reset(cs);
-	xcs_fill(cs, mark.va, 1, 8, 0xbad);
-	ASSERT_EQ(0, x_submit_q(&self->x, self->x.qid, cs, NULL, 0, s2, 0));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &mark));
+	st_cs_sem(cs, false, 0, gate.va, 1);
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, cs, NULL, 0,
+				  self->x.sync, 0));
+	st_cs_reset(cs);
+	st_cs_fill(cs, mark.va, 1, 8, 0xbad);
+	ASSERT_EQ(0, st_submit_cs(&self->x, self->x.qid, cs, NULL, 0, s2, 0));
 
-	ASSERT_EQ(0, x_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL));
-	ASSERT_EQ(0, x_buf(&y, 4096, &ya));
-	ASSERT_EQ(0, x_buf(&y, 4096, &yb));
+	ASSERT_EQ(0, st_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, st_buf_new(&y, 4096, &ya));
+	ASSERT_EQ(0, st_buf_new(&y, 4096, &yb));
 	EXPECT_EQ(0, fill_copy_check(&y, &ya, &yb, 512, 0x5157));
 
-	EXPECT_EQ(-ETIMEDOUT, x_wait_status(self->x.fd, self->x.sync,
-					    (uint64_t)tmo * MS +
-					    SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(-ECANCELED, x_wait_status(self->x.fd, s2,
-					    SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(-ETIMEDOUT, st_wait_status(self->x.fd, self->x.sync,
+					     (uint64_t)tmo * MS +
+					     ST_TIMEOUT_NS));
+	EXPECT_EQ(-ECANCELED, st_wait_status(self->x.fd, s2,
+					     ST_TIMEOUT_NS));
 	EXPECT_EQ(0, rd64(mark.p));
-	EXPECT_EQ(-ETIMEDOUT, x_ctx_error(self->x.fd));
-	xcs_reset(cs);
-	xcs_fill(cs, mark.va, 1, 8, 1);
-	EXPECT_EQ(-ECANCELED, x_submit_q(&self->x, self->x.qid, cs, NULL, 0,
-					 0, 0));
+	EXPECT_EQ(-ETIMEDOUT, st_ctx_error(self->x.fd));
+	st_cs_reset(cs);
+	st_cs_fill(cs, mark.va, 1, 8, 1);
+	EXPECT_EQ(-ECANCELED, st_submit_cs(&self->x, self->x.qid, cs, NULL, 0,
+					   0, 0));
 	/* releasing the gate now changes nothing */
 	wr64(gate.p, 1);
 	EXPECT_EQ(0, rd64(mark.p));
 	/* the other file is fine */
 	EXPECT_EQ(0, fill_copy_check(&y, &ya, &yb, 512, 0x5158));
-	EXPECT_EQ(0, x_ctx_error(y.fd));
-	x_close(&y);
+	EXPECT_EQ(0, st_ctx_error(y.fd));
+	st_close(&y);
 	free(cs);
 }
 
@@ -675,11 +674,11 @@ static long long module_refcnt(void)
  */
 TEST_F_TIMEOUT(order, timeout_racing_completion, 120)
 {
-	long long tmo = x_module_param("job_timeout_ms");
-	struct xbuf gate, mark;
+	long long tmo = st_module_param("job_timeout_ms");
+	struct st_buf gate, mark;
 	uint64_t seed = 0x7131;
 	long long refs0, refs;
-	struct xdev y;
+	struct st_ctx y;
 
 	if (tmo < 0)
 		SKIP(return, "no /sys/module/spyre/parameters/job_timeout_ms");
@@ -688,9 +687,9 @@ TEST_F_TIMEOUT(order, timeout_racing_completion, 120)
 	refs0 = module_refcnt();
 	ASSERT_LT(0, refs0);
 
-	ASSERT_EQ(0, x_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL));
-	ASSERT_EQ(0, x_buf(&y, 8, &gate));
-	ASSERT_EQ(0, x_buf(&y, 8 * RACE_DESCS, &mark));
+	ASSERT_EQ(0, st_open(&y, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, st_buf_new(&y, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(&y, 8 * RACE_DESCS, &mark));
 	for (int g = 0; g < RACE_GROUPS; g++) {
 		struct drm_spyre_job jobs[RACE_DESCS];
 		struct drm_spyre_bo_ref refs_[3];
@@ -710,13 +709,13 @@ TEST_F_TIMEOUT(order, timeout_racing_completion, 120)
 		memset(mark.p, 0, mark.bytes);
 		y.cmd_off = 0;
 		for (int i = 0; i < RACE_DESCS; i++) {
-			struct xcs cs;
+			struct st_cs cs;
 			uint64_t va;
 
-			xcs_reset(&cs);
-			xcs_sem(&cs, false, 0, gate.va, i + 1);
-			xcs_fill(&cs, mark.va + 8 * i, 1, 8, g * 100 + i + 1);
-			ASSERT_EQ(0, x_put(&y, &cs, &va));
+			st_cs_reset(&cs);
+			st_cs_sem(&cs, false, 0, gate.va, i + 1);
+			st_cs_fill(&cs, mark.va + 8 * i, 1, 8, g * 100 + i + 1);
+			ASSERT_EQ(0, st_cs_put(&y, &cs, &va));
 			jobs[i] = (struct drm_spyre_job){
 				.queue_id = y.qid,
 				.cmd_va = va,
@@ -727,22 +726,22 @@ TEST_F_TIMEOUT(order, timeout_racing_completion, 120)
 		}
 		jobs[RACE_DESCS - 1].out_syncs = (uintptr_t)&out;
 		jobs[RACE_DESCS - 1].out_sync_count = 1;
-		ASSERT_EQ(0, spyre_ioctl(y.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+		ASSERT_EQ(0, st_ioctl(y.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
 		for (int i = 0; i < RACE_DESCS; i++) {
 			usleep((useconds_t)(tmo * 1000 *
-					    (2 + x_rand(&seed) % 4) / 10));
+					    (2 + st_rand(&seed) % 4) / 10));
 			wr64(gate.p, i + 1);
 		}
-		ASSERT_EQ(0, x_wait_status(y.fd, y.sync,
-					   SPYRE_TEST_TIMEOUT_NS))
+		ASSERT_EQ(0, st_wait_status(y.fd, y.sync,
+					    ST_TIMEOUT_NS))
 			TH_LOG("group %d", g);
 		for (int i = 0; i < RACE_DESCS; i++) {
 			ASSERT_EQ(g * 100 + i + 1, rd64(mark.p + 8 * i))
 				TH_LOG("group %d, job %d", g, i);
 		}
-		ASSERT_EQ(0, x_ctx_error(y.fd));
+		ASSERT_EQ(0, st_ctx_error(y.fd));
 	}
-	x_close(&y);
+	st_close(&y);
 
 	/* Jobs are freed after their fences signal: give them a moment. */
 	for (int i = 0; i < 200; i++) {

@@ -24,7 +24,6 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
 
 #ifndef STRESS_DEFAULT_SECONDS
 #define STRESS_DEFAULT_SECONDS 30
@@ -82,7 +81,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct tstat *st = w->st;
-	struct xbo cmd, src, dst, ga, gb, gc, ba, bb, bc;
+	struct st_bo cmd, src, dst, ga, gb, gc, ba, bb, bc;
 	double ref[GM * GN], err[GM * GN];
 	uint32_t qid, sync, handles[9], nh = 6;
 	bool big = w->gemm && w->thr == 0;
@@ -90,7 +89,7 @@ static void *worker_main(void *arg)
 	uint64_t it;
 	int ret;
 
-	ret = spyre_queue_new(w->fd, (uint32_t)(w->thr % 3), &qid);
+	ret = st_queue_new(w->fd, (uint32_t)(w->thr % 3), &qid);
 	if (ret) {
 		fail(st, ret, 0, "queue create");
 		return NULL;
@@ -99,12 +98,12 @@ static void *worker_main(void *arg)
 		fail(st, -errno, 0, "syncobj");
 		return NULL;
 	}
-	ret = x_bo_new(w->fd, PAGE, 0, &cmd);
-	ret = ret ?: x_bo_new(w->fd, WORDS * 8, 0, &src);
-	ret = ret ?: x_bo_new(w->fd, WORDS * 8, 0, &dst);
-	ret = ret ?: x_bo_new(w->fd, PAGE, 0, &ga);
-	ret = ret ?: x_bo_new(w->fd, PAGE, 0, &gb);
-	ret = ret ?: x_bo_new(w->fd, PAGE, 0, &gc);
+	ret = st_bo_map_new(w->fd, PAGE, 0, &cmd);
+	ret = ret ?: st_bo_map_new(w->fd, WORDS * 8, 0, &src);
+	ret = ret ?: st_bo_map_new(w->fd, WORDS * 8, 0, &dst);
+	ret = ret ?: st_bo_map_new(w->fd, PAGE, 0, &ga);
+	ret = ret ?: st_bo_map_new(w->fd, PAGE, 0, &gb);
+	ret = ret ?: st_bo_map_new(w->fd, PAGE, 0, &gc);
 	if (ret) {
 		fail(st, ret, 0, "BO create");
 		return NULL;
@@ -119,9 +118,9 @@ static void *worker_main(void *arg)
 	memset(&bb, 0, sizeof(bb));
 	memset(&bc, 0, sizeof(bc));
 	if (big) {
-		ret = x_bo_new(w->fd, BIG * BIG * 2, 0, &ba);
-		ret = ret ?: x_bo_new(w->fd, BIG * BIG * 2, 0, &bb);
-		ret = ret ?: x_bo_new(w->fd, BIG * BIG * 4, 0, &bc);
+		ret = st_bo_map_new(w->fd, BIG * BIG * 2, 0, &ba);
+		ret = ret ?: st_bo_map_new(w->fd, BIG * BIG * 2, 0, &bb);
+		ret = ret ?: st_bo_map_new(w->fd, BIG * BIG * 4, 0, &bc);
 		if (ret) {
 			fail(st, ret, 0, "big BO create");
 			return NULL;
@@ -130,10 +129,10 @@ static void *worker_main(void *arg)
 		handles[nh++] = bb.h;
 		handles[nh++] = bc.h;
 		for (int i = 0; i < BIG; i++)
-			x_store(ba.map, SPYRE_DTYPE_FP16, i * BIG + i, 0x3c00);
+			st_store(ba.map, SPYRE_DTYPE_FP16, i * BIG + i, 0x3c00);
 		for (int i = 0; i < BIG * BIG; i++)
-			x_store(bb.map, SPYRE_DTYPE_FP16, i,
-				x_rand_elem(&seed, SPYRE_DTYPE_FP16, -8, 2));
+			st_store(bb.map, SPYRE_DTYPE_FP16, i,
+				 st_rand_elem(&seed, SPYRE_DTYPE_FP16, -8, 2));
 	}
 	if (w->gemm) {
 		struct spyre_ref_gemm_args g = {
@@ -147,11 +146,11 @@ static void *worker_main(void *arg)
 		};
 
 		for (int i = 0; i < GM * GK; i++)
-			x_store(ga.map, SPYRE_DTYPE_FP32, i,
-				x_rand_elem(&seed, SPYRE_DTYPE_FP32, -4, 2));
+			st_store(ga.map, SPYRE_DTYPE_FP32, i,
+				 st_rand_elem(&seed, SPYRE_DTYPE_FP32, -4, 2));
 		for (int i = 0; i < GK * GN; i++)
-			x_store(gb.map, SPYRE_DTYPE_FP32, i,
-				x_rand_elem(&seed, SPYRE_DTYPE_FP32, -4, 2));
+			st_store(gb.map, SPYRE_DTYPE_FP32, i,
+				 st_rand_elem(&seed, SPYRE_DTYPE_FP32, -4, 2));
 		if (spyre_ref_gemm(&g, ref, err, NULL, NULL)) {
 			fail(st, -EINVAL, 0, "reference");
 			return NULL;
@@ -159,59 +158,35 @@ static void *worker_main(void *arg)
 	}
 
 	for (it = 0; it == 0 || now_s() < w->deadline; it++) {
-		uint64_t words = 1 + x_rand(&seed) % WORDS;
-		uint64_t v = x_rand(&seed) | 1;
+		uint64_t words = 1 + st_rand(&seed) % WORDS;
+		uint64_t v = st_rand(&seed) | 1;
 		bool do_gemm = w->gemm && (it % 2 == 0);
 		bool do_big = big && it % BIG_EVERY == BIG_EVERY - 1;
-		struct xcs cs;
+		struct st_cs cs;
 		char what[96];
 
-		xcs_reset(&cs);
+		st_cs_reset(&cs);
 		memset(dst.map, 0, WORDS * 8);
-		xcs_fill(&cs, src.va, words, 8, v);
-		xcs_bytes(&cs, dst.va, src.va, words * 8);
+		st_cs_fill(&cs, src.va, words, 8, v);
+		st_cs_bytes(&cs, dst.va, src.va, words * 8);
 		if (do_gemm) {
-			struct spyre_cmd_gemm *c = XCS(&cs, GEMM, 0,
-						       spyre_cmd_gemm);
-
 			memset(gc.map, 0xff, GM * GN * 4);	/* NaN */
-			c->a_dtype = c->b_dtype = c->c_dtype =
-				SPYRE_DTYPE_FP32;
-			c->m = GM;
-			c->n = GN;
-			c->k = GK;
-			c->batch = 1;
-			c->a = ga.va;
-			c->b = gb.va;
-			c->c = gc.va;
-			c->lda = GK;
-			c->ldb = GN;
-			c->ldc = GN;
-			c->alpha = f2u(1.0f);
+			st_cs_gemm(&cs, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, GM,
+				   GN, GK, ga.va, gb.va, gc.va);
 		}
 		if (do_big) {
-			struct spyre_cmd_gemm *c = XCS(&cs, GEMM, 0,
-						       spyre_cmd_gemm);
-
 			memset(bc.map, 0xff, BIG * BIG * 4);	/* NaN */
-			c->a_dtype = c->b_dtype = SPYRE_DTYPE_FP16;
-			c->c_dtype = SPYRE_DTYPE_FP32;
-			c->m = c->n = c->k = BIG;
-			c->batch = 1;
-			c->a = ba.va;
-			c->b = bb.va;
-			c->c = bc.va;
-			c->lda = c->ldb = c->ldc = BIG;
-			c->alpha = f2u(1.0f);
+			st_cs_gemm(&cs, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP32, BIG,
+				   BIG, BIG, ba.va, bb.va, bc.va);
 		}
 		memcpy(cmd.map, cs.buf, cs.len);
-		ret = spyre_submit_job(w->fd, qid, cmd.va, cs.len, handles, nh,
-				       NULL, 0, sync, 0, NULL);
+		ret = st_submit_job(w->fd, qid, cmd.va, cs.len, handles, nh,
+				    NULL, 0, sync, 0, NULL);
 		if (ret) {
 			fail(st, ret, it, "submit");
 			break;
 		}
-		ret = x_wait_status(w->fd, sync, 3 * SPYRE_TEST_TIMEOUT_NS);
+		ret = st_wait_status(w->fd, sync, 3 * ST_TIMEOUT_NS);
 		if (ret) {
 			fail(st, ret, it, "job");
 			break;
@@ -240,9 +215,9 @@ static void *worker_main(void *arg)
 			st->gemms++;
 		}
 		for (int i = 0; do_big && i < BIG * BIG; i++) {
-			float got = u2f(x_load(bc.map, SPYRE_DTYPE_FP32, i));
+			float got = st_u2f(st_load(bc.map, SPYRE_DTYPE_FP32, i));
 			double want = spyre_ref_decode(SPYRE_DTYPE_FP16,
-				x_load(bb.map, SPYRE_DTYPE_FP16, i));
+				st_load(bb.map, SPYRE_DTYPE_FP16, i));
 
 			if (got != want) {
 				snprintf(what, sizeof(what),
@@ -256,16 +231,16 @@ static void *worker_main(void *arg)
 			break;
 		st->iters++;
 	}
-	x_bo_free(w->fd, &cmd);
-	x_bo_free(w->fd, &src);
-	x_bo_free(w->fd, &dst);
-	x_bo_free(w->fd, &ga);
-	x_bo_free(w->fd, &gb);
-	x_bo_free(w->fd, &gc);
-	x_bo_free(w->fd, &ba);
-	x_bo_free(w->fd, &bb);
-	x_bo_free(w->fd, &bc);
-	spyre_queue_del(w->fd, qid);
+	st_bo_map_free(w->fd, &cmd);
+	st_bo_map_free(w->fd, &src);
+	st_bo_map_free(w->fd, &dst);
+	st_bo_map_free(w->fd, &ga);
+	st_bo_map_free(w->fd, &gb);
+	st_bo_map_free(w->fd, &gc);
+	st_bo_map_free(w->fd, &ba);
+	st_bo_map_free(w->fd, &bb);
+	st_bo_map_free(w->fd, &bc);
+	st_queue_del(w->fd, qid);
 	return NULL;
 }
 
@@ -274,11 +249,11 @@ static int proc_main(struct shared *sh, int p, double deadline)
 	struct drm_spyre_device_info di;
 	struct worker w[NTHR];
 	pthread_t th[NTHR];
-	int fd = spyre_open_card(0);
+	int fd = st_open_card(0);
 
 	if (fd < 0)
 		return 10;
-	if (spyre_query_info(fd, &di))
+	if (st_query_info(fd, &di))
 		return 11;
 	for (int t = 0; t < NTHR; t++) {
 		w[t] = (struct worker){
@@ -291,7 +266,7 @@ static int proc_main(struct shared *sh, int p, double deadline)
 	}
 	for (int t = 0; t < NTHR; t++)
 		pthread_join(th[t], NULL);
-	sh->proc_err[p] = x_ctx_error(fd);
+	sh->proc_err[p] = st_ctx_error(fd);
 	close(fd);
 	return 0;
 }
@@ -311,43 +286,34 @@ static int chaos_main(struct shared *sh, double deadline)
 
 	for (it = 0; it == 0 || now_s() < deadline; it++) {
 		int kind = (int)(it % 4);
-		struct xdev x;
-		struct xbuf a, b, c;
-		struct xcs cs;
+		struct st_ctx x;
+		struct st_buf a, b, c;
+		struct st_cs cs;
 		int ret, want = kind == 1 ? -EIO : -EFAULT;
 
-		if (x_open(&x, 0, DRM_SPYRE_PRIORITY_HIGH) ||
-		    x_buf(&x, BIG * BIG * 2, &a) ||
-		    x_buf(&x, BIG * BIG * 2, &b) ||
-		    x_buf(&x, BIG * BIG * 4, &c)) {
+		if (st_open(&x, 0, DRM_SPYRE_PRIORITY_HIGH) ||
+		    st_buf_new(&x, BIG * BIG * 2, &a) ||
+		    st_buf_new(&x, BIG * BIG * 2, &b) ||
+		    st_buf_new(&x, BIG * BIG * 4, &c)) {
 			fail(st, -ENODEV, it, "open");
 			return 1;
 		}
 		if (kind >= 2 && !(x.di.caps & DRM_SPYRE_CAP_FP16))
 			kind = 0;
-		xcs_reset(&cs);
+		st_cs_reset(&cs);
 		if (kind == 0) {
-			xcs_fill(&cs, c.va, BIG * BIG + 1, 4, 1);
+			st_cs_fill(&cs, c.va, BIG * BIG + 1, 4, 1);
 		} else if (kind == 1) {
-			xcs_add(&cs, 0x7f, 0, 8);
+			st_cs_add(&cs, 0x7f, 0, 8);
 		} else {
-			struct spyre_cmd_gemm *g = XCS(&cs, GEMM, 0,
-						       spyre_cmd_gemm);
-
-			g->a_dtype = g->b_dtype = SPYRE_DTYPE_FP16;
-			g->c_dtype = SPYRE_DTYPE_FP32;
-			g->m = g->n = g->k = BIG;
-			g->batch = 1;
-			g->a = a.va;
-			g->b = b.va;
-			g->c = kind == 2 ? c.va + 4 : c.va;
-			g->lda = g->ldb = g->ldc = BIG;
-			g->alpha = f2u(1.0f);
+			st_cs_gemm(&cs, SPYRE_DTYPE_FP16, SPYRE_DTYPE_FP32, BIG,
+				   BIG, BIG, a.va, b.va,
+				   kind == 2 ? c.va + 4 : c.va);
 		}
 		if (kind == 3) {
 			/* close the file with the GEMM in flight */
-			ret = x_submit_q(&x, x.qid, &cs, NULL, 0, 0, 0);
-			x_close(&x);
+			ret = st_submit_cs(&x, x.qid, &cs, NULL, 0, 0, 0);
+			st_close(&x);
 			if (ret) {
 				fail(st, ret, it, "submit before close");
 				return 1;
@@ -355,27 +321,27 @@ static int chaos_main(struct shared *sh, double deadline)
 			st->iters++;
 			continue;
 		}
-		ret = x_run(&x, &cs);
+		ret = st_run(&x, &cs);
 		if (ret != want) {
 			fail(st, ret ? ret : -EBADMSG, it, "bad job's fence");
-			x_close(&x);
+			st_close(&x);
 			return 1;
 		}
-		ret = x_ctx_error(x.fd);
+		ret = st_ctx_error(x.fd);
 		if (ret != want) {
 			fail(st, ret ? ret : -EBADMSG, it, "context error");
-			x_close(&x);
+			st_close(&x);
 			return 1;
 		}
-		xcs_reset(&cs);
-		xcs_fill(&cs, a.va, 1, 8, 1);
-		ret = x_run(&x, &cs);
+		st_cs_reset(&cs);
+		st_cs_fill(&cs, a.va, 1, 8, 1);
+		ret = st_run(&x, &cs);
 		if (ret != -ECANCELED) {
 			fail(st, ret ? ret : -EBADMSG, it, "sticky submit");
-			x_close(&x);
+			st_close(&x);
 			return 1;
 		}
-		x_close(&x);
+		st_close(&x);
 		st->iters++;
 	}
 	return 0;
@@ -387,7 +353,7 @@ FIXTURE(stress) {
 
 FIXTURE_SETUP(stress)
 {
-	self->fd = spyre_open_card(0);
+	self->fd = st_open_card(0);
 	SKIP_IF_NO_CARD(self->fd);
 }
 

@@ -36,7 +36,7 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
+
 
 #define F_PAGE		4096u
 #define F_FILL_MAGIC	0x5ca1ab1eu	/* in the hang's stream, for the dump */
@@ -44,9 +44,9 @@
 
 /* One context with one queue, a data page and a semaphore page. */
 struct fctx {
-	struct xdev x;
-	struct xbuf data;
-	struct xbuf sem;
+	struct st_ctx x;
+	struct st_buf data;
+	struct st_buf sem;
 	uint32_t hwq;
 };
 
@@ -54,7 +54,7 @@ static char dbg_dir[96];
 
 static bool f_usable(void)
 {
-	long long t = x_module_param("job_timeout_ms");
+	long long t = st_module_param("job_timeout_ms");
 
 	return geteuid() == 0 && t >= 1000 && t <= 3000;
 }
@@ -65,7 +65,7 @@ static int f_find_hwq(struct fctx *c)
 	struct drm_spyre_context_info ci;
 	char path[160], line[256];
 	unsigned int hwq, ctx;
-	int ret = spyre_query_context(c->x.fd, &ci);
+	int ret = st_query_context(c->x.fd, &ci);
 	FILE *f;
 
 	if (ret)
@@ -112,12 +112,12 @@ static int f_queue_status(struct fctx *c)
 
 static int f_open(struct fctx *c)
 {
-	int ret = x_open(&c->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
+	int ret = st_open(&c->x, 0, DRM_SPYRE_PRIORITY_NORMAL);
 
 	if (!ret)
-		ret = x_buf(&c->x, 16 * F_PAGE, &c->data);
+		ret = st_buf_new(&c->x, 16 * F_PAGE, &c->data);
 	if (!ret)
-		ret = x_buf(&c->x, F_PAGE, &c->sem);
+		ret = st_buf_new(&c->x, F_PAGE, &c->sem);
 	if (!ret)
 		ret = f_find_hwq(c);
 	return ret;
@@ -125,7 +125,7 @@ static int f_open(struct fctx *c)
 
 static void f_close(struct fctx *c)
 {
-	x_close(&c->x);
+	st_close(&c->x);
 }
 
 static int f_write(const char *path, const char *s)
@@ -161,7 +161,7 @@ static struct drm_spyre_health_info f_health(int fd)
 	};
 
 	memset(&h, 0xff, sizeof(h));
-	if (spyre_ioctl(fd, DRM_IOCTL_SPYRE_QUERY, &q))
+	if (st_ioctl(fd, DRM_IOCTL_SPYRE_QUERY, &q))
 		memset(&h, 0xff, sizeof(h));
 	return h;
 }
@@ -170,15 +170,15 @@ static struct drm_spyre_health_info f_health(int fd)
  * Submit @cs as one job with @flags (DRM_SPYRE_JOB_*), listing every BO
  * of the context, signalling a new binary syncobj (*@sync).
  */
-static int f_submit(struct fctx *c, const struct xcs *cs, uint32_t flags,
+static int f_submit(struct fctx *c, const struct st_cs *cs, uint32_t flags,
 		    uint32_t *sync)
 {
-	struct drm_spyre_bo_ref refs[X_MAX_BOS + 1];
+	struct drm_spyre_bo_ref refs[ST_MAX_BOS + 1];
 	struct drm_spyre_sync out = { 0 };
 	struct drm_spyre_job job = { 0 };
 	struct drm_spyre_submit s = { 0 };
 	uint64_t va;
-	int ret = x_put(&c->x, cs, &va);
+	int ret = st_cs_put(&c->x, cs, &va);
 
 	if (ret)
 		return ret;
@@ -199,17 +199,17 @@ static int f_submit(struct fctx *c, const struct xcs *cs, uint32_t flags,
 	s.jobs = (uintptr_t)&job;
 	s.job_count = 1;
 	s.job_stride = sizeof(job);
-	return spyre_ioctl(c->x.fd, DRM_IOCTL_SPYRE_SUBMIT, &s);
+	return st_ioctl(c->x.fd, DRM_IOCTL_SPYRE_SUBMIT, &s);
 }
 
 /* Fill page @page of the data buffer with @v, after a SEM_WAIT if @sem. */
-static void f_fill_cs(struct fctx *c, struct xcs *cs, unsigned int page,
+static void f_fill_cs(struct fctx *c, struct st_cs *cs, unsigned int page,
 		      uint32_t v, bool sem)
 {
-	xcs_reset(cs);
+	st_cs_reset(cs);
 	if (sem)
-		xcs_sem(cs, false, 0, c->sem.va, 1);
-	xcs_fill(cs, c->data.va + page * F_PAGE, F_PAGE / 4, 4, v);
+		st_cs_sem(cs, false, 0, c->sem.va, 1);
+	st_cs_fill(cs, c->data.va + page * F_PAGE, F_PAGE / 4, 4, v);
 }
 
 static bool f_page_is(struct fctx *c, unsigned int page, uint32_t v)
@@ -325,7 +325,7 @@ static bool f_wait_queue(struct fctx *c, int status)
 
 FIXTURE(fault) {
 	struct fctx a, b, c;
-	struct xcs cs;
+	struct st_cs cs;
 };
 
 FIXTURE_SETUP(fault)
@@ -366,7 +366,7 @@ TEST_F_TIMEOUT(fault, hang_innocent_keeps_working, 60)
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a2));
 
 	for (;;) {
-		bool a_done = spyre_sync_status(self->a.x.fd, a1) != 0;
+		bool a_done = st_sync_status(self->a.x.fd, a1) != 0;
 
 		/* B: 16 jobs queued at once, then each checked. */
 		self->b.x.cmd_off = 0;
@@ -376,7 +376,7 @@ TEST_F_TIMEOUT(fault, hang_innocent_keeps_working, 60)
 			ASSERT_EQ(0, f_submit(&self->b, &self->cs, 0, &bs[p]));
 		}
 		for (unsigned int p = 0; p < 16; p++) {
-			ASSERT_EQ(0, x_wait_status(self->b.x.fd, bs[p],
+			ASSERT_EQ(0, st_wait_status(self->b.x.fd, bs[p],
 						   F_WAIT_NS));
 			ASSERT_TRUE(f_page_is(&self->b, p, rounds * 16 + p));
 			drmSyncobjDestroy(self->b.x.fd, bs[p]);
@@ -391,12 +391,12 @@ TEST_F_TIMEOUT(fault, hang_innocent_keeps_working, 60)
 		ASSERT_LT(rounds, 100000);
 	}
 
-	ASSERT_EQ(-ETIMEDOUT, x_wait_status(self->a.x.fd, a1, F_WAIT_NS));
-	ASSERT_EQ(-ECANCELED, x_wait_status(self->a.x.fd, a2, F_WAIT_NS));
-	ASSERT_EQ(-ETIMEDOUT, x_ctx_error(self->a.x.fd));
+	ASSERT_EQ(-ETIMEDOUT, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(-ECANCELED, st_wait_status(self->a.x.fd, a2, F_WAIT_NS));
+	ASSERT_EQ(-ETIMEDOUT, st_ctx_error(self->a.x.fd));
 	f_fill_cs(&self->a, &self->cs, 0, 0x24, false);
 	ASSERT_EQ(-ECANCELED, f_submit(&self->a, &self->cs, 0, &x));
-	ASSERT_EQ(0, x_ctx_error(self->b.x.fd));
+	ASSERT_EQ(0, st_ctx_error(self->b.x.fd));
 	h1 = f_health(self->a.x.fd);
 	ASSERT_EQ(h0.hangs + 1, h1.hangs);
 	ASSERT_EQ(h0.resets, h1.resets);	/* a queue reset sufficed */
@@ -416,7 +416,7 @@ TEST_F_TIMEOUT(fault, coredump_hang_holds_stream, 60)
 	ASSERT_EQ(0, f_inject(&self->a, "hang", 1));
 	f_fill_cs(&self->a, &self->cs, 0, F_FILL_MAGIC, false);
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
-	ASSERT_EQ(-ETIMEDOUT, x_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(-ETIMEDOUT, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
 
 	ASSERT_LT(0, f_dump_read(dump, sizeof(dump)));
 	ASSERT_NE(NULL, strstr(dump, "reason: hang"));
@@ -445,17 +445,17 @@ static void f_guilty_only(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
 	f_fill_cs(&self->b, &self->cs, 0, 0x32, false);
 	ASSERT_EQ(0, f_submit(&self->b, &self->cs, 0, &b1));
-	ASSERT_EQ(err, x_wait_status(self->a.x.fd, a1, F_WAIT_NS));
-	ASSERT_EQ(0, x_wait_status(self->b.x.fd, b1, F_WAIT_NS));
+	ASSERT_EQ(err, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->b.x.fd, b1, F_WAIT_NS));
 	ASSERT_TRUE(f_page_is(&self->b, 0, 0x32));
 	ASSERT_TRUE(f_page_is(&self->a, 0, 0));	/* never ran */
-	ASSERT_EQ(0, spyre_query_context(self->a.x.fd, &ci));
+	ASSERT_EQ(0, st_query_context(self->a.x.fd, &ci));
 	ASSERT_EQ(err, ci.error);
 	if (err == -EFAULT) {
 		ASSERT_EQ(1, ci.faults);
 		ASSERT_EQ(self->a.x.cmd.va, ci.fault_va);
 	}
-	ASSERT_EQ(0, x_ctx_error(self->b.x.fd));
+	ASSERT_EQ(0, st_ctx_error(self->b.x.fd));
 }
 
 TEST_F(fault, inject_error_guilty_only)
@@ -513,7 +513,7 @@ static void f_reset_three(struct __test_metadata *_metadata,
 	f_dumps_clear();
 	f_fill_cs(&self->c, &self->cs, 0, 0xc1, false);
 	ASSERT_EQ(0, f_submit(&self->c, &self->cs, 0, &c1));
-	ASSERT_EQ(0, x_wait_status(self->c.x.fd, c1, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->c.x.fd, c1, F_WAIT_NS));
 
 	f_fill_cs(&self->a, &self->cs, 0, 0xa1, true);
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, DRM_SPYRE_JOB_RESTARTABLE,
@@ -541,15 +541,15 @@ static void f_reset_three(struct __test_metadata *_metadata,
 	while (f_health(self->a.x.fd).resets == h0.resets)
 		ASSERT_LT(f_now(), t0 + 5);
 	/* b1 is over already; the others wait again on their semaphore. */
-	ASSERT_EQ(-ECANCELED, x_wait_status(self->b.x.fd, b1, F_WAIT_NS));
+	ASSERT_EQ(-ECANCELED, st_wait_status(self->b.x.fd, b1, F_WAIT_NS));
 	t1 = f_now();
 	for (unsigned int i = 0; i < 3; i++)
 		*(volatile uint64_t *)all[i]->sem.p = 1;
 
-	ASSERT_EQ(0, x_wait_status(self->a.x.fd, a1, F_WAIT_NS));
-	ASSERT_EQ(0, x_wait_status(self->a.x.fd, a2, F_WAIT_NS));
-	ASSERT_EQ(0, x_wait_status(self->c.x.fd, c2, F_WAIT_NS));
-	ASSERT_EQ(0, x_wait_status(self->c.x.fd, c3, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a2, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->c.x.fd, c2, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->c.x.fd, c3, F_WAIT_NS));
 	ASSERT_TRUE(f_page_is(&self->a, 0, 0xa1));
 	ASSERT_TRUE(f_page_is(&self->a, 1, 0xa2));
 	ASSERT_TRUE(f_page_is(&self->b, 0, 0));
@@ -559,10 +559,10 @@ static void f_reset_three(struct __test_metadata *_metadata,
 
 	/* Nobody is guilty: every context goes on. */
 	for (unsigned int i = 0; i < 3; i++) {
-		ASSERT_EQ(0, x_ctx_error(all[i]->x.fd));
+		ASSERT_EQ(0, st_ctx_error(all[i]->x.fd));
 		f_fill_cs(all[i], &self->cs, 3, 0xd0 + i, false);
 		ASSERT_EQ(0, f_submit(all[i], &self->cs, 0, &x));
-		ASSERT_EQ(0, x_wait_status(all[i]->x.fd, x, F_WAIT_NS));
+		ASSERT_EQ(0, st_wait_status(all[i]->x.fd, x, F_WAIT_NS));
 		ASSERT_TRUE(f_page_is(all[i], 3, 0xd0 + i));
 	}
 	h1 = f_health(self->a.x.fd);
@@ -611,7 +611,7 @@ TEST_F(fault, lost_irq_found_by_poll)
 	f_fill_cs(&self->a, &self->cs, 0, 0x41, false);
 	t0 = f_now();
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
-	ASSERT_EQ(0, x_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
 	TH_LOG("job with a lost interrupt ended after %.1f ms",
 	       (f_now() - t0) * 1e3);
 	ASSERT_TRUE(f_page_is(&self->a, 0, 0x41));
@@ -619,7 +619,7 @@ TEST_F(fault, lost_irq_found_by_poll)
 	ASSERT_EQ(h0.lost_irqs + 1, h1.lost_irqs);
 	ASSERT_EQ(h0.resets, h1.resets);
 	ASSERT_EQ(h0.hangs, h1.hangs);
-	ASSERT_EQ(0, x_ctx_error(self->a.x.fd));
+	ASSERT_EQ(0, st_ctx_error(self->a.x.fd));
 }
 
 TEST_F(fault, duplicate_irq_ignored)
@@ -632,7 +632,7 @@ TEST_F(fault, duplicate_irq_ignored)
 	ASSERT_EQ(0, f_inject(&self->a, "dup_irq", 1));
 	f_fill_cs(&self->a, &self->cs, 0, 0x51, false);
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
-	ASSERT_EQ(0, x_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
 	/*
 	 * The second message comes 20 ms (card time) later: long enough not
 	 * to merge with the first in the guest's APIC under TCG.
@@ -640,13 +640,13 @@ TEST_F(fault, duplicate_irq_ignored)
 	usleep(200000);
 	f_fill_cs(&self->a, &self->cs, 1, 0x52, false);
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a2));
-	ASSERT_EQ(0, x_wait_status(self->a.x.fd, a2, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a2, F_WAIT_NS));
 	ASSERT_TRUE(f_page_is(&self->a, 0, 0x51));
 	ASSERT_TRUE(f_page_is(&self->a, 1, 0x52));
 	h1 = f_health(self->a.x.fd);
 	ASSERT_LE(h0.spurious_irqs + 1, h1.spurious_irqs);
 	ASSERT_EQ(h0.resets, h1.resets);
-	ASSERT_EQ(0, x_ctx_error(self->a.x.fd));
+	ASSERT_EQ(0, st_ctx_error(self->a.x.fd));
 }
 
 /* A corrupt record: the card is reset, the job reruns or is cancelled. */
@@ -661,13 +661,13 @@ static void f_corrupt(struct __test_metadata *_metadata,
 	f_fill_cs(&self->a, &self->cs, 0, 0x61, false);
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, DRM_SPYRE_JOB_RESTARTABLE,
 			      &a1));
-	ASSERT_EQ(0, x_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
 	ASSERT_TRUE(f_page_is(&self->a, 0, 0x61));
 	ASSERT_EQ(0, f_inject(&self->a, kind, 1));
 	f_fill_cs(&self->a, &self->cs, 1, 0x62, false);
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a2));
-	ASSERT_EQ(-ECANCELED, x_wait_status(self->a.x.fd, a2, F_WAIT_NS));
-	ASSERT_EQ(0, x_ctx_error(self->a.x.fd));
+	ASSERT_EQ(-ECANCELED, st_wait_status(self->a.x.fd, a2, F_WAIT_NS));
+	ASSERT_EQ(0, st_ctx_error(self->a.x.fd));
 	h1 = f_health(self->a.x.fd);
 	ASSERT_EQ(h0.corrupt_completions + 2, h1.corrupt_completions);
 	ASSERT_EQ(h0.resets + 2, h1.resets);

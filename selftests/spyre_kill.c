@@ -14,7 +14,7 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
-#include "spyre_exec.h"
+
 
 #ifndef KILL_DEFAULT_CYCLES
 #define KILL_DEFAULT_CYCLES 20
@@ -27,22 +27,22 @@
 /* The child: 100 jobs in flight, then a byte on @wfd, then wait to die. */
 static void child(int wfd)
 {
-	struct xdev x;
-	struct xbuf data, sem;
-	struct xcs cs;
+	struct st_ctx x;
+	struct st_buf data, sem;
+	struct st_cs cs;
 	uint32_t q2;
 	char ok = 1;
 
-	if (x_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL) ||
-	    x_buf(&x, 64 * 1024, &data) || x_buf(&x, 4096, &sem) ||
-	    spyre_queue_new(x.fd, DRM_SPYRE_PRIORITY_LOW, &q2))
+	if (st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL) ||
+	    st_buf_new(&x, 64 * 1024, &data) || st_buf_new(&x, 4096, &sem) ||
+	    st_queue_new(x.fd, DRM_SPYRE_PRIORITY_LOW, &q2))
 		_exit(2);
 	for (unsigned int i = 0; i < KILL_JOBS; i++) {
-		xcs_reset(&cs);
+		st_cs_reset(&cs);
 		if (i & 1)
-			xcs_sem(&cs, false, 0, sem.va, 1);
-		xcs_fill(&cs, data.va + (i % 16) * 4096, 1024, 4, i);
-		if (x_submit_q(&x, i & 1 ? q2 : x.qid, &cs, NULL, 0, 0, 0))
+			st_cs_sem(&cs, false, 0, sem.va, 1);
+		st_cs_fill(&cs, data.va + (i % 16) * 4096, 1024, 4, i);
+		if (st_submit_cs(&x, i & 1 ? q2 : x.qid, &cs, NULL, 0, 0, 0))
 			_exit(3);
 	}
 	if (write(wfd, &ok, 1) != 1)
@@ -70,9 +70,9 @@ TEST_F_TIMEOUT(proc, kill_with_jobs_in_flight, KILL_TIMEOUT_S)
 	const char *e = getenv("KILL_CYCLES");
 	unsigned long cycles = e && *e ? strtoul(e, NULL, 0) :
 				KILL_DEFAULT_CYCLES;
-	struct xdev x;
-	struct xbuf data;
-	struct xcs cs;
+	struct st_ctx x;
+	struct st_buf data;
+	struct st_cs cs;
 
 	for (unsigned long c = 0; c < cycles; c++) {
 		int p[2], status;
@@ -96,14 +96,14 @@ TEST_F_TIMEOUT(proc, kill_with_jobs_in_flight, KILL_TIMEOUT_S)
 	}
 
 	/* The card still works for a new context. */
-	ASSERT_EQ(0, x_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
-	ASSERT_EQ(0, x_buf(&x, 4096, &data));
-	xcs_reset(&cs);
-	xcs_fill(&cs, data.va, 1024, 4, 0x6b696c6c);
-	ASSERT_EQ(0, x_run(&x, &cs));
+	ASSERT_EQ(0, st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, st_buf_new(&x, 4096, &data));
+	st_cs_reset(&cs);
+	st_cs_fill(&cs, data.va, 1024, 4, 0x6b696c6c);
+	ASSERT_EQ(0, st_run(&x, &cs));
 	for (unsigned int i = 0; i < 1024; i++)
 		ASSERT_EQ(0x6b696c6cu, ((uint32_t *)data.p)[i]);
-	x_close(&x);
+	st_close(&x);
 	TH_LOG("%lu processes killed with %u jobs in flight each", cycles,
 	       KILL_JOBS);
 }

@@ -11,7 +11,7 @@
 #include "kselftest_harness.h"
 #include "spyre_test.h"
 
-#define T_NS SPYRE_TEST_TIMEOUT_NS
+#define T_NS ST_TIMEOUT_NS
 
 FIXTURE(lib) {
 	struct spyre_device *dev;
@@ -20,13 +20,11 @@ FIXTURE(lib) {
 
 FIXTURE_SETUP(lib)
 {
-	int n = spyre_device_count();
+	int ret = st_lib_open(&self->dev, &self->info, NULL);
 
-	ASSERT_LE(0, n);
-	if (n == 0)
+	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card");
-	ASSERT_EQ(0, spyre_device_open(0, &self->dev));
-	ASSERT_EQ(0, spyre_device_get_info(self->dev, &self->info));
+	ASSERT_EQ(0, ret);
 }
 
 FIXTURE_TEARDOWN(lib)
@@ -38,11 +36,11 @@ TEST_F(lib, info_matches_query)
 {
 	struct drm_spyre_device_info di;
 
-	ASSERT_EQ(0, spyre_query_info(spyre_device_fd(self->dev), &di));
+	ASSERT_EQ(0, st_query_info(spyre_device_fd(self->dev), &di));
 	EXPECT_STREQ("spyre", self->info.driver_name);
 	EXPECT_EQ(0, self->info.desc.index);
-	EXPECT_EQ(0x1014, self->info.desc.vendor_id);
-	EXPECT_EQ(0x06a7, self->info.desc.device_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, self->info.desc.vendor_id);
+	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, self->info.desc.device_id);
 	EXPECT_EQ(di.num_cores, self->info.num_cores);
 	EXPECT_EQ(di.num_queues, self->info.num_queues);
 	EXPECT_EQ(di.devmem_size, self->info.devmem_size);
@@ -183,7 +181,7 @@ TEST_F(lib, stream_fill_copy_2d)
 		ASSERT_EQ(0xcafebabe, v);
 	}
 	for (uint64_t i = 0; i < size; i++)
-		pa[i] = spyre_pat(i, 3);
+		pa[i] = st_pat(i, 3);
 	ASSERT_EQ(0, spyre_stream_fill(s, b, 0, size, 1, 0));
 	ASSERT_EQ(0, spyre_stream_copy_2d(s, b, 100, 1500, a, 7, 1024, 999,
 					  150));
@@ -192,8 +190,8 @@ TEST_F(lib, stream_fill_copy_2d)
 		uint8_t want = 0;
 
 		if (i >= 100 && (i - 100) / 1500 < 150 && (i - 100) % 1500 < 999)
-			want = spyre_pat(7 + (i - 100) / 1500 * 1024 +
-					 (i - 100) % 1500, 3);
+			want = st_pat(7 + (i - 100) / 1500 * 1024 +
+				      (i - 100) % 1500, 3);
 		ASSERT_EQ(want, pb[i]) TH_LOG("byte %llu", (unsigned long long)i);
 	}
 	ASSERT_EQ(0, spyre_stream_last_fence(s, &f));
@@ -470,8 +468,8 @@ TEST_F(lib, fork_child_gets_echild)
 		struct spyre_cmdbuf *cb;
 		struct spyre_fence f;
 
-		EXPECT_EQ(0, spyre_bo_get_info(spyre_device_fd(self->dev),
-					       spyre_bo_handle(bo), &info));
+		EXPECT_EQ(0, st_bo_get_info(spyre_device_fd(self->dev),
+					    spyre_bo_handle(bo), &info));
 		ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
 		ASSERT_EQ(0, spyre_cmdbuf_fill(cb, spyre_bo_va(bo), 8, 1, 1));
 		EXPECT_EQ(0, spyre_submit(q, cb, &bo, 1, NULL, 0, &f));

@@ -24,10 +24,10 @@
 
 /* Run a 4 KiB FILL on a fresh context of card 0 and check it: 0 or error.
  * Also runs on @c (if not NULL), which must not be in error. */
-static int card_still_works(struct spyre_ctx_t *c)
+static int card_still_works(struct st_ctx *c)
 {
-	struct spyre_ctx_t fresh, *ctx[2] = { &fresh, c };
-	int ret = spyre_ctx_init(&fresh, 0);
+	struct st_ctx fresh, *ctx[2] = { &fresh, c };
+	int ret = st_ctx_init(&fresh, 0);
 
 	if (ret)
 		return ret;
@@ -39,10 +39,10 @@ static int card_still_works(struct spyre_ctx_t *c)
 
 		if (!ctx[i])
 			continue;
-		ret = spyre_bo_new(ctx[i]->fd, PAGE, &h, &va);
+		ret = st_bo_new(ctx[i]->fd, PAGE, &h, &va);
 		if (ret)
 			break;
-		p = spyre_bo_mmap(ctx[i]->fd, h, PAGE);
+		p = st_bo_mmap(ctx[i]->fd, h, PAGE);
 		if (p == MAP_FAILED) {
 			ret = -errno;
 			break;
@@ -53,14 +53,14 @@ static int card_still_works(struct spyre_ctx_t *c)
 		}
 		spyre_cmdbuf_fill(cb, va, PAGE, 1, 0x5c + i);
 		/* offset 32 KiB: keep the caller's stream at 0 intact */
-		ret = spyre_ctx_run_at(ctx[i], cb, 32768, &h, 1);
-		if (!ret && !spyre_all_bytes(p, PAGE, 0x5c + i))
+		ret = st_run_cmdbuf_at(ctx[i], cb, 32768, &h, 1);
+		if (!ret && !st_all_bytes(p, PAGE, 0x5c + i))
 			ret = -EIO;
 		spyre_cmdbuf_destroy(cb);
 		munmap(p, PAGE);
 		drmCloseBufferHandle(ctx[i]->fd, h);
 	}
-	spyre_ctx_fini(&fresh);
+	st_close(&fresh);
 	return ret;
 }
 
@@ -68,7 +68,7 @@ static int card_still_works(struct spyre_ctx_t *c)
 #define WAIT_MEM(fd, mi, pred) ({					\
 	int __ok = 0;							\
 	for (int __i = 0; __i < 500; __i++) {				\
-		if (spyre_query_memory(fd, &(mi)))			\
+		if (st_query_memory(fd, &(mi)))			\
 			break;						\
 		if (pred) {						\
 			__ok = 1;					\
@@ -80,26 +80,26 @@ static int card_still_works(struct spyre_ctx_t *c)
 })
 
 FIXTURE(mem) {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct spyre_cmdbuf *cb;
 	struct drm_spyre_memory_info mi0;
 };
 
 FIXTURE_SETUP(mem)
 {
-	int ret = spyre_ctx_init(&self->c, 0);
+	int ret = st_ctx_init(&self->c, 0);
 
 	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card (/dev/accel)");
 	ASSERT_EQ(0, ret);
 	ASSERT_EQ(0, spyre_cmdbuf_create(&self->cb));
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &self->mi0));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &self->mi0));
 }
 
 FIXTURE_TEARDOWN(mem)
 {
 	spyre_cmdbuf_destroy(self->cb);
-	spyre_ctx_fini(&self->c);
+	st_close(&self->c);
 }
 
 /* ---- QUERY_MEMORY / QUERY_CONTEXT ------------------------------------- */
@@ -109,13 +109,13 @@ TEST_F(mem, query_memory_values)
 	struct drm_spyre_memory_info mi;
 	struct drm_spyre_query q = { .query = DRM_SPYRE_QUERY_MEMORY };
 
-	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(sizeof(mi), q.size);
 
 	memset(&mi, 0xff, sizeof(mi));	/* every byte must be written */
 	q.size = sizeof(mi);
 	q.data = (uintptr_t)&mi;
-	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	ASSERT_EQ(sizeof(mi), q.size);
 	EXPECT_LT(0, mi.devmem_total);
 	EXPECT_GE(self->c.di.devmem_size, mi.devmem_total);
@@ -126,7 +126,7 @@ TEST_F(mem, query_memory_values)
 	EXPECT_EQ(0, mi.userptr_used % PAGE);
 	/* this file holds its 64 KiB command BO and nothing else */
 	EXPECT_EQ(0, mi.file_devmem_used);
-	EXPECT_EQ(SPYRE_CMD_BO_SIZE, mi.file_sysmem_used);
+	EXPECT_EQ(ST_CMD_BO_SIZE, mi.file_sysmem_used);
 	EXPECT_EQ(0, mi.file_userptr_used);
 	EXPECT_LE(mi.file_sysmem_used, mi.sysmem_used);
 	EXPECT_LT(0, mi.max_bo_size);
@@ -148,8 +148,8 @@ TEST_F(mem, query_blocks_short_buffer_and_bad_input)
 					     .data = (uintptr_t)buf };
 
 		memset(buf, 0xa5, sizeof(buf));
-		ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY,
-					 &q));
+		ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY,
+				      &q));
 		EXPECT_EQ(8, q.size);
 		for (size_t j = 8; j < sizeof(buf); j++) {
 			ASSERT_EQ(0xa5, buf[j]) TH_LOG("query %u byte %zu",
@@ -157,27 +157,27 @@ TEST_F(mem, query_blocks_short_buffer_and_bad_input)
 		}
 		/* a longer buffer is written up to the kernel's size */
 		q.size = sizeof(buf);
-		ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY,
-					 &q));
+		ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY,
+				      &q));
 		EXPECT_EQ(i ? sizeof(struct drm_spyre_context_info) :
 			      sizeof(struct drm_spyre_memory_info), q.size);
 		for (size_t j = q.size; j < sizeof(buf); j++) {
 			ASSERT_EQ(0xa5, buf[j]);
 		}
 		q.flags = 1;
-		EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
-					       DRM_IOCTL_SPYRE_QUERY, &q));
+		EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd,
+					    DRM_IOCTL_SPYRE_QUERY, &q));
 		q.flags = 0;
 		q.pad = 0x100;
-		EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
-					       DRM_IOCTL_SPYRE_QUERY, &q));
+		EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd,
+					    DRM_IOCTL_SPYRE_QUERY, &q));
 		q.pad = 0;
 		q.data = 16;
-		EXPECT_EQ(-EFAULT, spyre_ioctl(self->c.fd,
-					       DRM_IOCTL_SPYRE_QUERY, &q));
+		EXPECT_EQ(-EFAULT, st_ioctl(self->c.fd,
+					    DRM_IOCTL_SPYRE_QUERY, &q));
 		q.data = 0xffff800000000000ull;
-		EXPECT_EQ(-EFAULT, spyre_ioctl(self->c.fd,
-					       DRM_IOCTL_SPYRE_QUERY, &q));
+		EXPECT_EQ(-EFAULT, st_ioctl(self->c.fd,
+					    DRM_IOCTL_SPYRE_QUERY, &q));
 	}
 	ASSERT_EQ(0, card_still_works(&self->c));
 }
@@ -186,14 +186,14 @@ TEST_F(mem, query_context_values)
 {
 	struct drm_spyre_context_info ci, ci2;
 	struct drm_spyre_query q = { .query = DRM_SPYRE_QUERY_CONTEXT };
-	struct spyre_ctx_t other;
+	struct st_ctx other;
 
-	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(sizeof(ci), q.size);
 	memset(&ci, 0xff, sizeof(ci));
 	q.size = sizeof(ci);
 	q.data = (uintptr_t)&ci;
-	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(0, ci.error);
 	EXPECT_GT(self->c.di.num_contexts, ci.context_id);
 	EXPECT_EQ(0, ci.faults);
@@ -202,10 +202,10 @@ TEST_F(mem, query_context_values)
 		EXPECT_EQ(0, ci.reserved[i]);
 	}
 	/* another file is another card context */
-	ASSERT_EQ(0, spyre_ctx_init(&other, 0));
-	ASSERT_EQ(0, spyre_query_context(other.fd, &ci2));
+	ASSERT_EQ(0, st_ctx_init(&other, 0));
+	ASSERT_EQ(0, st_query_context(other.fd, &ci2));
 	EXPECT_NE(ci.context_id, ci2.context_id);
-	spyre_ctx_fini(&other);
+	st_close(&other);
 }
 
 TEST_F(mem, context_error_states)
@@ -213,31 +213,31 @@ TEST_F(mem, context_error_states)
 	/* An invalid command gives -EIO, sticky; an MMU fault -EFAULT with
 	 * its VA; other contexts stay clean. */
 	struct drm_spyre_context_info ci;
-	struct spyre_ctx_t c2;
+	struct st_ctx c2;
 	static const uint8_t bad[8] = { 0x7f, 0, 0, 0, 8 };
 
 	ASSERT_EQ(0, spyre_cmdbuf_raw(self->cb, bad, 8));
-	EXPECT_EQ(-EIO, spyre_ctx_run(&self->c, self->cb, NULL, 0));
-	ASSERT_EQ(0, spyre_query_context(self->c.fd, &ci));
+	EXPECT_EQ(-EIO, st_run_cmdbuf(&self->c, self->cb, NULL, 0));
+	ASSERT_EQ(0, st_query_context(self->c.fd, &ci));
 	EXPECT_EQ(-EIO, ci.error);
 	EXPECT_EQ(0, ci.faults);
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	EXPECT_EQ(-ECANCELED, spyre_ctx_run_at(&self->c, self->cb, 4096,
+	EXPECT_EQ(-ECANCELED, st_run_cmdbuf_at(&self->c, self->cb, 4096,
 					       NULL, 0));
-	ASSERT_EQ(0, spyre_query_context(self->c.fd, &ci));
+	ASSERT_EQ(0, st_query_context(self->c.fd, &ci));
 	EXPECT_EQ(-EIO, ci.error);	/* the first error stays */
 
-	ASSERT_EQ(0, spyre_ctx_init(&c2, 0));
+	ASSERT_EQ(0, st_ctx_init(&c2, 0));
 	spyre_cmdbuf_reset(self->cb);
-	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, c2.cmd_va + SPYRE_CMD_BO_SIZE
+	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, c2.cmd.va + ST_CMD_BO_SIZE
 				       + 24, 1, 8, 1));
-	EXPECT_EQ(-EFAULT, spyre_ctx_run_at(&c2, self->cb, 8192, NULL, 0));
-	ASSERT_EQ(0, spyre_query_context(c2.fd, &ci));
+	EXPECT_EQ(-EFAULT, st_run_cmdbuf_at(&c2, self->cb, 8192, NULL, 0));
+	ASSERT_EQ(0, st_query_context(c2.fd, &ci));
 	EXPECT_EQ(-EFAULT, ci.error);
 	EXPECT_LE(1, ci.faults);
-	EXPECT_EQ(c2.cmd_va + SPYRE_CMD_BO_SIZE, ci.fault_va & ~(PAGE - 1));
-	spyre_ctx_fini(&c2);
+	EXPECT_EQ(c2.cmd.va + ST_CMD_BO_SIZE, ci.fault_va & ~(PAGE - 1));
+	st_close(&c2);
 	ASSERT_EQ(0, card_still_works(NULL));
 }
 
@@ -252,11 +252,11 @@ TEST_F(mem, placement_reported)
 
 	ASSERT_NE(NULL, host);
 	memset(host, 0, 4 * PAGE);
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, PAGE, 0, &hs, &vs));
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
-					&hd, &vd));
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, host, 4 * PAGE, 0, &hu,
-				       &vu));
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, PAGE, 0, &hs, &vs));
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
+				     &hd, &vd));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, host, 4 * PAGE, 0, &hu,
+				    &vu));
 	EXPECT_EQ(0, vd % PAGE);
 	EXPECT_EQ(0, vu % PAGE);
 	EXPECT_LE(self->c.di.va_start, vd);
@@ -267,18 +267,18 @@ TEST_F(mem, placement_reported)
 	info.handle = hs;
 	info.flags = 0;
 	info.pad = 0;
-	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_INFO, &info));
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_INFO, &info));
 	EXPECT_EQ(DRM_SPYRE_PLACEMENT_SYSTEM, info.placement);
 	EXPECT_EQ(0, info.pad);
 	EXPECT_EQ(vs, info.va);
 
-	ASSERT_EQ(0, spyre_bo_get_info(self->c.fd, hd, &info));
+	ASSERT_EQ(0, st_bo_get_info(self->c.fd, hd, &info));
 	EXPECT_EQ(DRM_SPYRE_PLACEMENT_DEVICE, info.placement);
 	EXPECT_EQ(PAGE, info.size);
 	EXPECT_EQ(vd, info.va);
 	EXPECT_NE(0, info.mmap_offset);
 
-	ASSERT_EQ(0, spyre_bo_get_info(self->c.fd, hu, &info));
+	ASSERT_EQ(0, st_bo_get_info(self->c.fd, hu, &info));
 	EXPECT_EQ(DRM_SPYRE_PLACEMENT_USERPTR, info.placement);
 	EXPECT_EQ(4 * PAGE, info.size);
 	EXPECT_EQ(vu, info.va);
@@ -295,31 +295,31 @@ TEST_F(mem, device_bo_zeroed_and_round_trip)
 
 	ref = malloc(rsize);
 	ASSERT_NE(NULL, ref);
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, size, DRM_SPYRE_BO_DEVICE,
-					&hd, &vd));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, rsize, &hs, &vs));
-	pd = spyre_bo_mmap(self->c.fd, hd, rsize);
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, size, DRM_SPYRE_BO_DEVICE,
+				     &hd, &vd));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, rsize, &hs, &vs));
+	pd = st_bo_mmap(self->c.fd, hd, rsize);
 	ASSERT_NE(MAP_FAILED, pd);
-	ps = spyre_bo_mmap(self->c.fd, hs, rsize);
+	ps = st_bo_mmap(self->c.fd, hs, rsize);
 	ASSERT_NE(MAP_FAILED, ps);
-	ASSERT_TRUE(spyre_all_bytes(pd, rsize, 0)) TH_LOG("device BO not clear");
+	ASSERT_TRUE(st_all_bytes(pd, rsize, 0)) TH_LOG("device BO not clear");
 
 	/* CPU writes through the (write-combined) mapping, card copies. */
-	spyre_fill_words(ref, rsize, 0xd1);
+	st_fill_words(ref, rsize, 0xd1);
 	memcpy(pd, ref, rsize);
 	bos[0] = hd;
 	bos[1] = hs;
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, vs, vd, rsize));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
-	ASSERT_EQ(rsize, spyre_first_diff(ps, ref, rsize));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(rsize, st_first_diff(ps, ref, rsize));
 
 	/* Card writes device memory, CPU reads it back. */
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, vd + 3, rsize - 6, 1, 0x3e));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 1));
 	EXPECT_EQ(ref[0], pd[0]);
 	EXPECT_EQ(ref[2], pd[2]);
-	EXPECT_TRUE(spyre_all_bytes(pd + 3, rsize - 6, 0x3e));
+	EXPECT_TRUE(st_all_bytes(pd + 3, rsize - 6, 0x3e));
 	EXPECT_EQ(ref[rsize - 1], pd[rsize - 1]);
 	munmap(pd, rsize);
 	munmap(ps, rsize);
@@ -373,9 +373,9 @@ FIXTURE_VARIANT_ADD(dsize, sys_zero) { .err = -EINVAL };
 
 FIXTURE_SETUP(dsize)
 {
-	self->fd = spyre_open_card(0);
+	self->fd = st_open_card(0);
 	SKIP_IF_NO_CARD(self->fd);
-	ASSERT_EQ(0, spyre_query_memory(self->fd, &self->mi));
+	ASSERT_EQ(0, st_query_memory(self->fd, &self->mi));
 }
 
 FIXTURE_TEARDOWN(dsize)
@@ -396,9 +396,9 @@ TEST_F(dsize, create)
 	struct drm_spyre_bo_info info;
 
 	ASSERT_EQ(variant->err,
-		  spyre_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_CREATE, &c))
+		  st_ioctl(self->fd, DRM_IOCTL_SPYRE_BO_CREATE, &c))
 		TH_LOG("size %#llx", (unsigned long long)size);
-	ASSERT_EQ(0, spyre_query_memory(self->fd, &mi));
+	ASSERT_EQ(0, st_query_memory(self->fd, &mi));
 	if (variant->err) {
 		/* nothing allocated, nothing accounted */
 		EXPECT_EQ(0xdead, c.handle);
@@ -408,7 +408,7 @@ TEST_F(dsize, create)
 		return;
 	}
 	EXPECT_EQ(variant->rounded, c.size);
-	ASSERT_EQ(0, spyre_bo_get_info(self->fd, c.handle, &info));
+	ASSERT_EQ(0, st_bo_get_info(self->fd, c.handle, &info));
 	EXPECT_EQ(variant->rounded, info.size);
 	EXPECT_EQ(c.va, info.va);
 	EXPECT_EQ(variant->flags ? DRM_SPYRE_PLACEMENT_DEVICE :
@@ -424,7 +424,7 @@ TEST_F_TIMEOUT(mem, device_memory_exhaustion, 90)
 	 * -ENOMEM (not -E2BIG: it would fit an empty card), for every file;
 	 * system memory is unaffected; freeing makes room again. */
 	struct drm_spyre_memory_info mi;
-	struct spyre_ctx_t other;
+	struct st_ctx other;
 	uint64_t free_b, va;
 	uint32_t big, h;
 
@@ -432,24 +432,24 @@ TEST_F_TIMEOUT(mem, device_memory_exhaustion, 90)
 		TH_LOG("device memory in use before the test: %llu",
 		       (unsigned long long)mi.devmem_used);
 	free_b = mi.devmem_total - mi.devmem_used;
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, free_b,
-					DRM_SPYRE_BO_DEVICE, &big, NULL));
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &mi));
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, free_b,
+				     DRM_SPYRE_BO_DEVICE, &big, NULL));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &mi));
 	EXPECT_EQ(mi.devmem_total, mi.devmem_used);
 	EXPECT_EQ(free_b, mi.file_devmem_used);
-	EXPECT_EQ(-ENOMEM, spyre_bo_new_flags(self->c.fd, PAGE,
-					      DRM_SPYRE_BO_DEVICE, &h, NULL));
-	ASSERT_EQ(0, spyre_ctx_init(&other, 0));
-	EXPECT_EQ(-ENOMEM, spyre_bo_new_flags(other.fd, PAGE,
-					      DRM_SPYRE_BO_DEVICE, &h, NULL));
+	EXPECT_EQ(-ENOMEM, st_bo_new_flags(self->c.fd, PAGE,
+					   DRM_SPYRE_BO_DEVICE, &h, NULL));
+	ASSERT_EQ(0, st_ctx_init(&other, 0));
+	EXPECT_EQ(-ENOMEM, st_bo_new_flags(other.fd, PAGE,
+					   DRM_SPYRE_BO_DEVICE, &h, NULL));
 	/* system memory and the card are fine meanwhile */
 	EXPECT_EQ(0, card_still_works(&other));
 	ASSERT_EQ(0, drmCloseBufferHandle(self->c.fd, big));
 	ASSERT_TRUE(WAIT_MEM(self->c.fd, mi,
 			     mi.devmem_used + free_b <= mi.devmem_total));
-	EXPECT_EQ(0, spyre_bo_new_flags(other.fd, PAGE, DRM_SPYRE_BO_DEVICE,
-					&h, &va));
-	spyre_ctx_fini(&other);
+	EXPECT_EQ(0, st_bo_new_flags(other.fd, PAGE, DRM_SPYRE_BO_DEVICE,
+				     &h, &va));
+	st_close(&other);
 }
 
 /* ---- hostile input -------------------------------------------------------- */
@@ -464,30 +464,30 @@ TEST_F(mem, padding_and_flags_rejected)
 
 	ASSERT_NE(NULL, host);
 	memset(host, 0, PAGE);
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, PAGE, &h, NULL));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, PAGE, &h, NULL));
 	info.handle = h;
 	info.pad = 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_INFO,
-				       &info));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_INFO,
+				    &info));
 	info.pad = 0;
 	info.flags = 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_INFO,
-				       &info));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_INFO,
+				    &info));
 	w.handle = h;
 	w.flags = 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_WAIT,
-				       &w));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_WAIT,
+				    &w));
 	w.flags = 0x80000000u;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_WAIT,
-				       &w));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_BO_WAIT,
+				    &w));
 	for (size_t i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++) {
 		uint32_t hu = 0xdead;
 
-		EXPECT_EQ(-EINVAL, spyre_userptr_new(self->c.fd, host, PAGE,
-						     bad_flags[i], &hu, NULL))
+		EXPECT_EQ(-EINVAL, st_userptr_new(self->c.fd, host, PAGE,
+						  bad_flags[i], &hu, NULL))
 			TH_LOG("userptr flags %#x", bad_flags[i]);
-		EXPECT_EQ(-EINVAL, spyre_bo_new_flags(self->c.fd, PAGE,
-						      bad_flags[i], &hu, NULL))
+		EXPECT_EQ(-EINVAL, st_bo_new_flags(self->c.fd, PAGE,
+						   bad_flags[i], &hu, NULL))
 			TH_LOG("create flags %#x", bad_flags[i]);
 	}
 	ASSERT_EQ(0, card_still_works(&self->c));
@@ -501,12 +501,12 @@ TEST_F(mem, bad_handles)
 	uint32_t h, hd;
 	int dfd;
 
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, PAGE, &h, NULL));
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
-					&hd, NULL));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, PAGE, &h, NULL));
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
+				     &hd, NULL));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		EXPECT_EQ(-ENOENT, spyre_bo_get_info(self->c.fd, bad[i], &info));
-		EXPECT_EQ(-ENOENT, spyre_bo_wait_abs(self->c.fd, bad[i], 0));
+		EXPECT_EQ(-ENOENT, st_bo_get_info(self->c.fd, bad[i], &info));
+		EXPECT_EQ(-ENOENT, st_bo_wait_abs(self->c.fd, bad[i], 0));
 		EXPECT_EQ(-ENOENT, drmPrimeHandleToFD(self->c.fd, bad[i],
 						      DRM_CLOEXEC, &dfd) ?
 				   -errno : 0);
@@ -516,17 +516,17 @@ TEST_F(mem, bad_handles)
 		uint32_t hh = i ? hd : h;
 		struct drm_gem_close gc = { .handle = hh };
 
-		EXPECT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_GEM_CLOSE, &gc));
-		EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_GEM_CLOSE,
-					       &gc));
-		EXPECT_EQ(-ENOENT, spyre_bo_get_info(self->c.fd, hh, &info));
-		EXPECT_EQ(-ENOENT, spyre_bo_wait_abs(self->c.fd, hh, 0));
+		EXPECT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_GEM_CLOSE, &gc));
+		EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_GEM_CLOSE,
+					    &gc));
+		EXPECT_EQ(-ENOENT, st_bo_get_info(self->c.fd, hh, &info));
+		EXPECT_EQ(-ENOENT, st_bo_wait_abs(self->c.fd, hh, 0));
 	}
 	{
 		struct drm_gem_close gc = { .handle = 0 };
 
-		EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_GEM_CLOSE,
-					       &gc));
+		EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_GEM_CLOSE,
+					    &gc));
 	}
 	ASSERT_EQ(0, card_still_works(&self->c));
 }
@@ -542,40 +542,40 @@ TEST_F(mem, flink_names)
 	struct drm_gem_flink fl = { 0 };
 	struct drm_gem_open op = { 0 };
 	struct drm_spyre_bo_info info;
-	struct spyre_ctx_t other;
+	struct st_ctx other;
 	uint32_t h;
 	uint8_t *p;
 
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, PAGE, &h, NULL));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, PAGE, &h, NULL));
 	fl.handle = h;
 	if (geteuid() != 0) {
-		EXPECT_EQ(-EACCES, spyre_ioctl(self->c.fd, DRM_IOCTL_GEM_FLINK,
-					       &fl));
+		EXPECT_EQ(-EACCES, st_ioctl(self->c.fd, DRM_IOCTL_GEM_FLINK,
+					    &fl));
 		for (uint32_t name = 1; name <= 64; name++) {
 			op = (struct drm_gem_open){ .name = name };
-			ASSERT_EQ(-EACCES, spyre_ioctl(self->c.fd,
-						       DRM_IOCTL_GEM_OPEN, &op))
+			ASSERT_EQ(-EACCES, st_ioctl(self->c.fd,
+						    DRM_IOCTL_GEM_OPEN, &op))
 				TH_LOG("name %u", name);
 		}
 		ASSERT_EQ(0, card_still_works(&self->c));
 		return;
 	}
-	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_GEM_FLINK, &fl));
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_GEM_FLINK, &fl));
 	ASSERT_NE(0, fl.name);
-	ASSERT_EQ(0, spyre_ctx_init(&other, 0));
+	ASSERT_EQ(0, st_ctx_init(&other, 0));
 	op.name = fl.name;
-	ASSERT_EQ(0, spyre_ioctl(other.fd, DRM_IOCTL_GEM_OPEN, &op));
+	ASSERT_EQ(0, st_ioctl(other.fd, DRM_IOCTL_GEM_OPEN, &op));
 	EXPECT_EQ(PAGE, op.size);
-	ASSERT_EQ(0, spyre_bo_get_info(other.fd, op.handle, &info));
+	ASSERT_EQ(0, st_bo_get_info(other.fd, op.handle, &info));
 	EXPECT_LE(other.di.va_start, info.va);
 	EXPECT_EQ(DRM_SPYRE_PLACEMENT_SYSTEM, info.placement);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, info.va, PAGE, 1, 0xf1));
-	ASSERT_EQ(0, spyre_ctx_run(&other, self->cb, &op.handle, 1));
-	p = spyre_bo_mmap(self->c.fd, h, PAGE);
+	ASSERT_EQ(0, st_run_cmdbuf(&other, self->cb, &op.handle, 1));
+	p = st_bo_mmap(self->c.fd, h, PAGE);
 	ASSERT_NE(MAP_FAILED, p);
-	EXPECT_TRUE(spyre_all_bytes(p, PAGE, 0xf1));
+	EXPECT_TRUE(st_all_bytes(p, PAGE, 0xf1));
 	munmap(p, PAGE);
-	spyre_ctx_fini(&other);
+	st_close(&other);
 }
 
 FIXTURE(mmapbad) {
@@ -591,7 +591,7 @@ FIXTURE_VARIANT_ADD(mmapbad, device) { .flags = DRM_SPYRE_BO_DEVICE };
 
 FIXTURE_SETUP(mmapbad)
 {
-	self->fd = spyre_open_card(0);
+	self->fd = st_open_card(0);
 	SKIP_IF_NO_CARD(self->fd);
 }
 
@@ -620,9 +620,9 @@ TEST_F(mmapbad, refused)
 	int fd2;
 	char node[64];
 
-	ASSERT_EQ(0, spyre_bo_new_flags(self->fd, 2 * PAGE, variant->flags,
-					&h, NULL));
-	ASSERT_EQ(0, spyre_bo_get_info(self->fd, h, &info));
+	ASSERT_EQ(0, st_bo_new_flags(self->fd, 2 * PAGE, variant->flags,
+				     &h, NULL));
+	ASSERT_EQ(0, st_bo_get_info(self->fd, h, &info));
 	/* the whole BO, or its start: fine */
 	EXPECT_EQ(0, try_mmap(self->fd, info.mmap_offset, 2 * PAGE, rw,
 			      MAP_SHARED));
@@ -646,7 +646,7 @@ TEST_F(mmapbad, refused)
 	/* offset 0 names no BO (that is what a userptr BO reports) */
 	EXPECT_EQ(-EINVAL, try_mmap(self->fd, 0, PAGE, rw, MAP_SHARED));
 	/* another file may not map this file's BO */
-	ASSERT_NE(NULL, spyre_node(0, node, sizeof(node)));
+	ASSERT_NE(NULL, st_node(0, node, sizeof(node)));
 	fd2 = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	EXPECT_EQ(-EACCES, try_mmap(fd2, info.mmap_offset, PAGE, rw,
@@ -669,41 +669,41 @@ TEST_F(mem, userptr_hostile_ranges)
 	memset(base, 1, 16 * PAGE);
 
 	/* alignment, size, flags */
-	EXPECT_EQ(-EINVAL, spyre_userptr_new(self->c.fd, base + 1, PAGE, 0,
-					     &h, NULL));
-	EXPECT_EQ(-EINVAL, spyre_userptr_new(self->c.fd, base + 2048, PAGE,
-					     0, &h, NULL));
-	EXPECT_EQ(-EINVAL, spyre_userptr_new(self->c.fd, base, 0, 0, &h,
-					     NULL));
-	EXPECT_EQ(-EINVAL, spyre_userptr_new(self->c.fd, base, 1, 0, &h,
-					     NULL));
-	EXPECT_EQ(-EINVAL, spyre_userptr_new(self->c.fd, base, PAGE - 1, 0,
-					     &h, NULL));
-	EXPECT_EQ(-EINVAL, spyre_userptr_new(self->c.fd, base, PAGE + 1, 0,
-					     &h, NULL));
+	EXPECT_EQ(-EINVAL, st_userptr_new(self->c.fd, base + 1, PAGE, 0,
+					  &h, NULL));
+	EXPECT_EQ(-EINVAL, st_userptr_new(self->c.fd, base + 2048, PAGE,
+					  0, &h, NULL));
+	EXPECT_EQ(-EINVAL, st_userptr_new(self->c.fd, base, 0, 0, &h,
+					  NULL));
+	EXPECT_EQ(-EINVAL, st_userptr_new(self->c.fd, base, 1, 0, &h,
+					  NULL));
+	EXPECT_EQ(-EINVAL, st_userptr_new(self->c.fd, base, PAGE - 1, 0,
+					  &h, NULL));
+	EXPECT_EQ(-EINVAL, st_userptr_new(self->c.fd, base, PAGE + 1, 0,
+					  &h, NULL));
 	/* above the cap: refused before anything is pinned */
-	EXPECT_EQ(-E2BIG, spyre_userptr_new(self->c.fd, base,
-					    self->mi0.max_bo_size + PAGE, 0,
-					    &h, NULL));
-	EXPECT_EQ(-E2BIG, spyre_userptr_new(self->c.fd, base, 1ull << 50, 0,
-					    &h, NULL));
+	EXPECT_EQ(-E2BIG, st_userptr_new(self->c.fd, base,
+					 self->mi0.max_bo_size + PAGE, 0,
+					 &h, NULL));
+	EXPECT_EQ(-E2BIG, st_userptr_new(self->c.fd, base, 1ull << 50, 0,
+					 &h, NULL));
 
 	/* unmapped: wholly, partly (hole in the middle), NULL, kernel */
 	hole = mmap(NULL, 3 * PAGE, rw, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, hole);
 	memset(hole, 2, 3 * PAGE);
 	ASSERT_EQ(0, munmap(hole + PAGE, PAGE));
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, hole, 3 * PAGE, 0,
-					     &h, NULL));
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, hole + PAGE, PAGE, 0,
-					     &h, NULL));
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, NULL, PAGE, 0, &h,
-					     NULL));
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd,
-					     (void *)0xffff888000000000ull,
-					     PAGE, 0, &h, NULL));
-	err = spyre_userptr_new(self->c.fd, (void *)0xfffffffffffff000ull,
-				2 * PAGE, 0, &h, NULL);
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, hole, 3 * PAGE, 0,
+					  &h, NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, hole + PAGE, PAGE, 0,
+					  &h, NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, NULL, PAGE, 0, &h,
+					  NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd,
+					  (void *)0xffff888000000000ull,
+					  PAGE, 0, &h, NULL));
+	err = st_userptr_new(self->c.fd, (void *)0xfffffffffffff000ull,
+			     2 * PAGE, 0, &h, NULL);
 	EXPECT_TRUE(err == -EFAULT || err == -EINVAL)
 		TH_LOG("range wrapping past 2^64: %d", err);
 
@@ -711,37 +711,37 @@ TEST_F(mem, userptr_hostile_ranges)
 	ro = mmap(NULL, 2 * PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1,
 		  0);
 	ASSERT_NE(MAP_FAILED, ro);
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, ro, 2 * PAGE, 0, &h,
-					     NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, ro, 2 * PAGE, 0, &h,
+					  NULL));
 	pn = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, pn);
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, pn, PAGE, 0, &h,
-					     NULL));
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, pn, PAGE,
-					     DRM_SPYRE_USERPTR_READONLY, &h,
-					     NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, pn, PAGE, 0, &h,
+					  NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, pn, PAGE,
+					  DRM_SPYRE_USERPTR_READONLY, &h,
+					  NULL));
 
 	/* an accel BO mapping is neither anonymous nor shmem memory */
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
-					&hb, NULL));
-	bo_map = spyre_bo_mmap(self->c.fd, hb, PAGE);
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
+				     &hb, NULL));
+	bo_map = st_bo_mmap(self->c.fd, hb, PAGE);
 	ASSERT_NE(MAP_FAILED, bo_map);
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, bo_map, PAGE, 0, &h,
-					     NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, bo_map, PAGE, 0, &h,
+					  NULL));
 	munmap(bo_map, PAGE);
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, self->c.cmd, PAGE, 0,
-					     &h, NULL));
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, self->c.cmd.map, PAGE, 0,
+					  &h, NULL));
 
 	/* nothing was pinned or accounted by the failures */
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &mi));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &mi));
 	EXPECT_EQ(self->mi0.file_userptr_used, mi.file_userptr_used);
 	EXPECT_EQ(self->mi0.userptr_used, mi.userptr_used);
 
 	/* the good cases still work */
-	EXPECT_EQ(0, spyre_userptr_new(self->c.fd, ro, 2 * PAGE,
-				       DRM_SPYRE_USERPTR_READONLY, &h, &va));
-	EXPECT_EQ(0, spyre_userptr_new(self->c.fd, base + PAGE, 15 * PAGE, 0,
-				       &h, &va));
+	EXPECT_EQ(0, st_userptr_new(self->c.fd, ro, 2 * PAGE,
+				    DRM_SPYRE_USERPTR_READONLY, &h, &va));
+	EXPECT_EQ(0, st_userptr_new(self->c.fd, base + PAGE, 15 * PAGE, 0,
+				    &h, &va));
 	ASSERT_EQ(0, card_still_works(&self->c));
 	munmap(base, 16 * PAGE);
 	munmap(hole, PAGE);
@@ -763,24 +763,24 @@ TEST_F(mem, userptr_round_trip)
 
 	ASSERT_NE(NULL, a);
 	ASSERT_NE(NULL, b);
-	spyre_fill_words(a, size, 0xab);
+	st_fill_words(a, size, 0xab);
 	memset(b, 0xee, size);
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, a, size, 0, &ha, &va));
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, b, size, 0, &hb, &vb));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, a, size, 0, &ha, &va));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, b, size, 0, &hb, &vb));
 	/* CPU writes after registration are seen too */
 	a[0] = 0x42;
 	a[size - 1] = 0x24;
 	bos[0] = ha;
 	bos[1] = hb;
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, vb + 7, va + 3, size - 10));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
 	EXPECT_EQ(0xee, b[6]);
-	EXPECT_EQ(size - 10, spyre_first_diff(b + 7, a + 3, size - 10));
-	EXPECT_TRUE(spyre_all_bytes(b + size - 3, 3, 0xee));
+	EXPECT_EQ(size - 10, st_first_diff(b + 7, a + 3, size - 10));
+	EXPECT_TRUE(st_all_bytes(b + size - 3, 3, 0xee));
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, va, size / 8, 8,
 				       0x0102030405060708ull));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 1));
 	EXPECT_EQ(0x08, a[0]);
 	EXPECT_EQ(0x01, a[size - 1]);
 	/* after the BO is gone the memory is the process's as before */
@@ -807,27 +807,27 @@ TEST_F(mem, userptr_readonly)
 	ASSERT_NE(MAP_FAILED, w);
 	r = mmap(NULL, 4 * PAGE, PROT_READ, MAP_SHARED, mfd, 0);
 	ASSERT_NE(MAP_FAILED, r);
-	spyre_fill_words(w, 4 * PAGE, 0x70);
-	EXPECT_EQ(-EFAULT, spyre_userptr_new(self->c.fd, r, 4 * PAGE, 0, &hr,
-					     NULL));
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, r, 4 * PAGE,
-				       DRM_SPYRE_USERPTR_READONLY, &hr, &vr));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4 * PAGE, &ho, &vo));
-	out = spyre_bo_mmap(self->c.fd, ho, 4 * PAGE);
+	st_fill_words(w, 4 * PAGE, 0x70);
+	EXPECT_EQ(-EFAULT, st_userptr_new(self->c.fd, r, 4 * PAGE, 0, &hr,
+					  NULL));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, r, 4 * PAGE,
+				    DRM_SPYRE_USERPTR_READONLY, &hr, &vr));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, 4 * PAGE, &ho, &vo));
+	out = st_bo_mmap(self->c.fd, ho, 4 * PAGE);
 	ASSERT_NE(MAP_FAILED, out);
 	bos[0] = hr;
 	bos[1] = ho;
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, vo, vr, 4 * PAGE));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
-	EXPECT_EQ(4 * PAGE, spyre_first_diff(out, w, 4 * PAGE));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
+	EXPECT_EQ(4 * PAGE, st_first_diff(out, w, 4 * PAGE));
 	/* writing the read-only range faults and changes nothing */
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, vr + PAGE, 8, 1, 0xff));
-	EXPECT_EQ(-EFAULT, spyre_ctx_run(&self->c, self->cb, bos, 2));
-	ASSERT_EQ(0, spyre_query_context(self->c.fd, &ci));
+	EXPECT_EQ(-EFAULT, st_run_cmdbuf(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(0, st_query_context(self->c.fd, &ci));
 	EXPECT_EQ(-EFAULT, ci.error);
 	EXPECT_EQ(vr + PAGE, ci.fault_va & ~(PAGE - 1));
-	EXPECT_EQ(4 * PAGE, spyre_first_diff(out, w, 4 * PAGE));
+	EXPECT_EQ(4 * PAGE, st_first_diff(out, w, 4 * PAGE));
 	EXPECT_NE(0xff, w[PAGE]);
 	munmap(out, 4 * PAGE);
 	munmap(w, 4 * PAGE);
@@ -850,14 +850,14 @@ TEST_F(mem, userptr_shmem_read_write)
 	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	ASSERT_NE(MAP_FAILED, m);
 	memset(m, 0x01, size);
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, m, size, 0, &h, &va));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, m, size, 0, &h, &va));
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, va + 3 * PAGE, PAGE, 1, 0xd4));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &h, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, &h, 1));
 	ASSERT_EQ((ssize_t)PAGE, pread(mfd, buf, PAGE, 3 * PAGE));
-	EXPECT_TRUE(spyre_all_bytes(buf, PAGE, 0xd4));
+	EXPECT_TRUE(st_all_bytes(buf, PAGE, 0xd4));
 	ASSERT_EQ((ssize_t)PAGE, pread(mfd, buf, PAGE, 2 * PAGE));
-	EXPECT_TRUE(spyre_all_bytes(buf, PAGE, 0x01));
-	EXPECT_TRUE(spyre_all_bytes(m + 3 * PAGE, PAGE, 0xd4));
+	EXPECT_TRUE(st_all_bytes(buf, PAGE, 0x01));
+	EXPECT_TRUE(st_all_bytes(m + 3 * PAGE, PAGE, 0xd4));
 	munmap(m, size);
 	close(mfd);
 }
@@ -874,19 +874,19 @@ TEST_F(mem, userptr_pages_outlive_munmap)
 	h = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, h);
-	spyre_fill_words(h, 4 * PAGE, 0x31);
+	st_fill_words(h, 4 * PAGE, 0x31);
 	memcpy(ref, h, sizeof(ref));
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, h, 4 * PAGE, 0, &hu, &vu));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, h, 4 * PAGE, 0, &hu, &vu));
 	ASSERT_EQ(0, munmap(h, 4 * PAGE));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4 * PAGE, &ho, &vo));
-	out = spyre_bo_mmap(self->c.fd, ho, 4 * PAGE);
+	ASSERT_EQ(0, st_bo_new(self->c.fd, 4 * PAGE, &ho, &vo));
+	out = st_bo_mmap(self->c.fd, ho, 4 * PAGE);
 	ASSERT_NE(MAP_FAILED, out);
 	bos[0] = hu;
 	bos[1] = ho;
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, vo, vu, 4 * PAGE));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
-	EXPECT_EQ(4 * PAGE, spyre_first_diff(out, ref, 4 * PAGE));
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &mi));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
+	EXPECT_EQ(4 * PAGE, st_first_diff(out, ref, 4 * PAGE));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &mi));
 	EXPECT_EQ(self->mi0.file_userptr_used + 4 * PAGE, mi.file_userptr_used);
 	ASSERT_EQ(0, drmCloseBufferHandle(self->c.fd, hu));
 	ASSERT_TRUE(WAIT_MEM(self->c.fd, mi, mi.file_userptr_used ==
@@ -906,7 +906,7 @@ TEST_F(mem, userptr_coherent_after_fork)
 
 	ASSERT_NE(NULL, h);
 	memset(h, 0x10, 4 * PAGE);
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, h, 4 * PAGE, 0, &hu, &vu));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, h, 4 * PAGE, 0, &hu, &vu));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
@@ -918,10 +918,10 @@ TEST_F(mem, userptr_coherent_after_fork)
 	EXPECT_EQ(0x10, h[0]);
 	h[1] = 0x11;	/* parent writes after the fork */
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, vu + 2 * PAGE, PAGE, 1, 0x77));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &hu, 1));
-	EXPECT_TRUE(spyre_all_bytes(h + 2 * PAGE, PAGE, 0x77));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, &hu, 1));
+	EXPECT_TRUE(st_all_bytes(h + 2 * PAGE, PAGE, 0x77));
 	EXPECT_EQ(0x11, h[1]);
-	EXPECT_TRUE(spyre_all_bytes(h + 3 * PAGE, PAGE, 0x10));
+	EXPECT_TRUE(st_all_bytes(h + 3 * PAGE, PAGE, 0x10));
 	free(h);
 }
 
@@ -933,21 +933,21 @@ TEST_F(mem, userptr_same_range_twice)
 
 	ASSERT_NE(NULL, h);
 	memset(h, 0, 2 * PAGE);
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, h, 2 * PAGE, 0, &h1, &v1));
-	ASSERT_EQ(0, spyre_userptr_new(self->c.fd, h, 2 * PAGE, 0, &h2, &v2));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, h, 2 * PAGE, 0, &h1, &v1));
+	ASSERT_EQ(0, st_userptr_new(self->c.fd, h, 2 * PAGE, 0, &h2, &v2));
 	EXPECT_NE(h1, h2);
 	EXPECT_TRUE(v1 + 2 * PAGE + PAGE <= v2 || v2 + 3 * PAGE <= v1);
 	bos[0] = h1;
 	bos[1] = h2;
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, v1, 1, 8, 0x1111));
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, v2 + PAGE, 1, 8, 0x2222));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
 	EXPECT_EQ(0x1111, *(uint64_t *)h);
 	EXPECT_EQ(0x2222, *(uint64_t *)(h + PAGE));
 	EXPECT_EQ(0, drmCloseBufferHandle(self->c.fd, h1));
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, v2, 1, 8, 0x3333));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &h2, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, &h2, 1));
 	EXPECT_EQ(0x3333, *(uint64_t *)h);
 	free(h);
 }
@@ -964,41 +964,41 @@ TEST_F(mem, bo_wait)
 	struct timespec t0, t1;
 	int64_t waited;
 
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, PAGE, &hs, &vs));
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
-					&hd, &vd));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, PAGE, &hx, &vx));
-	s = spyre_bo_mmap(self->c.fd, hs, PAGE);
+	ASSERT_EQ(0, st_bo_new(self->c.fd, PAGE, &hs, &vs));
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, PAGE, DRM_SPYRE_BO_DEVICE,
+				     &hd, &vd));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, PAGE, &hx, &vx));
+	s = st_bo_mmap(self->c.fd, hs, PAGE);
 	ASSERT_NE(MAP_FAILED, s);
 	s[0] = 0;
 	/* nothing submitted yet: idle */
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, hs, 0));
+	EXPECT_EQ(0, st_bo_wait_abs(self->c.fd, hs, 0));
 
 	ASSERT_EQ(0, spyre_cmdbuf_sem_wait(self->cb, vs, 1));
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, vd, 1, 8, 0x77));
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, vs + 64, vd, 8));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb),
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb),
 	       spyre_cmdbuf_size(self->cb));
 	{
-		uint32_t hl[3] = { self->c.cmd_h, hs, hd };
+		uint32_t hl[3] = { self->c.cmd.h, hs, hd };
 
-		ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
-					      self->c.cmd_va,
-					      (uint32_t)spyre_cmdbuf_size(self->cb),
-					      hl, 3, NULL, 0, self->c.sync, 0,
-					      NULL));
+		ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid,
+					   self->c.cmd.va,
+					   (uint32_t)spyre_cmdbuf_size(self->cb),
+					   hl, 3, NULL, 0, self->c.sync, 0,
+					   NULL));
 	}
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, hs, 0));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, hd, 0));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, self->c.cmd_h, 0));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->c.fd, hs, 0));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->c.fd, hd, 0));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->c.fd, self->c.cmd.h, 0));
 	/* a deadline in the past polls */
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, hs, 1));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->c.fd, hs, 1));
 	/* a BO the job did not list is idle */
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, hx, 0));
+	EXPECT_EQ(0, st_bo_wait_abs(self->c.fd, hx, 0));
 	/* a deadline 100 ms ahead passes with the job still parked */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, hs,
-					    spyre_abs_timeout(100 * NS_PER_MS)));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->c.fd, hs,
+					 st_abs_timeout(100 * NS_PER_MS)));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	waited = (t1.tv_sec - t0.tv_sec) * 1000000000ll +
 		 (t1.tv_nsec - t0.tv_nsec);
@@ -1010,13 +1010,13 @@ TEST_F(mem, bo_wait)
 	 */
 	EXPECT_LE(50 * NS_PER_MS, waited) TH_LOG("waited %lld ns",
 						 (long long)waited);
-	EXPECT_EQ(0, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_sync_status(self->c.fd, self->c.sync));
 
 	s[0] = 1;	/* release the job */
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, hd,
-				       spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, hs, 0));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_bo_wait_abs(self->c.fd, hd,
+				    st_abs_timeout(ST_TIMEOUT_NS)));
+	EXPECT_EQ(0, st_bo_wait_abs(self->c.fd, hs, 0));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	EXPECT_EQ(0x77, s[8]);
 	munmap((void *)s, PAGE);
 }
@@ -1024,7 +1024,7 @@ TEST_F(mem, bo_wait)
 /* ---- used counters and sysfs ------------------------------------------ */
 
 FIXTURE(stats) {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct drm_spyre_memory_info mi0;
 };
 
@@ -1038,17 +1038,17 @@ FIXTURE_VARIANT_ADD(stats, userptr) { .kind = 2 };
 
 FIXTURE_SETUP(stats)
 {
-	int ret = spyre_ctx_init(&self->c, 0);
+	int ret = st_ctx_init(&self->c, 0);
 
 	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card (/dev/accel)");
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &self->mi0));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &self->mi0));
 }
 
 FIXTURE_TEARDOWN(stats)
 {
-	spyre_ctx_fini(&self->c);
+	st_close(&self->c);
 }
 
 /* used[kind] of the file (f) or the device (!f) */
@@ -1075,7 +1075,7 @@ TEST_F(stats, counters_follow_alloc_and_free)
 	static const uint64_t host_off[3] = { 0, 16 * 1024, 64 * 1024 };
 	const int k = variant->kind;
 	struct drm_spyre_memory_info mi, mo0, mo;
-	struct spyre_ctx_t other;
+	struct st_ctx other;
 	uint8_t *host = NULL;
 	uint32_t h[3];
 	uint64_t sum = 0;
@@ -1085,23 +1085,23 @@ TEST_F(stats, counters_follow_alloc_and_free)
 		ASSERT_NE(NULL, host);
 		memset(host, 0, 2 * MiB);
 	}
-	ASSERT_EQ(0, spyre_ctx_init(&other, 0));
+	ASSERT_EQ(0, st_ctx_init(&other, 0));
 	/* baselines after the other file made its command BO */
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &self->mi0));
-	ASSERT_EQ(0, spyre_query_memory(other.fd, &mo0));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &self->mi0));
+	ASSERT_EQ(0, st_query_memory(other.fd, &mo0));
 	for (int i = 0; i < 3; i++) {
 		if (k == 2) {
-			ASSERT_EQ(0, spyre_userptr_new(self->c.fd,
-						       host + host_off[i],
-						       sizes[k][i], 0, &h[i],
-						       NULL));
+			ASSERT_EQ(0, st_userptr_new(self->c.fd,
+						    host + host_off[i],
+						    sizes[k][i], 0, &h[i],
+						    NULL));
 		} else {
-			ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, sizes[k][i],
+			ASSERT_EQ(0, st_bo_new_flags(self->c.fd, sizes[k][i],
 					k ? DRM_SPYRE_BO_DEVICE : 0, &h[i],
 					NULL));
 		}
 		sum += k == 2 ? sizes[k][i] : rounded[i];
-		ASSERT_EQ(0, spyre_query_memory(self->c.fd, &mi));
+		ASSERT_EQ(0, st_query_memory(self->c.fd, &mi));
 		for (int j = 0; j < 3; j++) {
 			uint64_t d = j == k ? sum : 0;
 
@@ -1113,7 +1113,7 @@ TEST_F(stats, counters_follow_alloc_and_free)
 				       k, j, i);
 		}
 		/* another file sees the device-wide figure, not this file's */
-		ASSERT_EQ(0, spyre_query_memory(other.fd, &mo));
+		ASSERT_EQ(0, st_query_memory(other.fd, &mo));
 		EXPECT_EQ(used(&mo0, k, 1), used(&mo, k, 1));
 		EXPECT_EQ(used(&mi, k, 0), used(&mo, k, 0));
 	}
@@ -1127,7 +1127,7 @@ TEST_F(stats, counters_follow_alloc_and_free)
 			       (unsigned long long)used(&mi, k, 0));
 		EXPECT_EQ(used(&self->mi0, k, 1) + sum, used(&mi, k, 1));
 	}
-	spyre_ctx_fini(&other);
+	st_close(&other);
 	free(host);
 }
 
@@ -1145,7 +1145,7 @@ TEST_F(stats, counters_drop_when_the_process_exits)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		int fd = spyre_open_card(0);
+		int fd = st_open_card(0);
 		uint8_t *host = aligned_alloc(PAGE, 2 * MiB);
 		uint32_t h;
 		int ret;
@@ -1154,11 +1154,11 @@ TEST_F(stats, counters_drop_when_the_process_exits)
 			_exit(10);
 		memset(host, 0, 2 * MiB);
 		if (k == 2)
-			ret = spyre_userptr_new(fd, host, 2 * MiB, 0, &h, NULL);
+			ret = st_userptr_new(fd, host, 2 * MiB, 0, &h, NULL);
 		else
-			ret = spyre_bo_new_flags(fd, 2 * MiB,
-						 k ? DRM_SPYRE_BO_DEVICE : 0,
-						 &h, NULL);
+			ret = st_bo_new_flags(fd, 2 * MiB,
+					      k ? DRM_SPYRE_BO_DEVICE : 0,
+					      &h, NULL);
 		if (ret)
 			_exit(11);
 		if (write(to_parent[1], "a", 1) != 1 ||
@@ -1167,7 +1167,7 @@ TEST_F(stats, counters_drop_when_the_process_exits)
 		_exit(0);	/* the BO goes with the file */
 	}
 	ASSERT_EQ(1, read(to_parent[0], &c, 1));
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &mi));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &mi));
 	EXPECT_EQ(used(&self->mi0, k, 0) + 2 * MiB, used(&mi, k, 0));
 	EXPECT_EQ(used(&self->mi0, k, 1), used(&mi, k, 1));
 	ASSERT_EQ(1, write(to_child[1], "b", 1));
@@ -1195,25 +1195,25 @@ TEST_F(mem, sysfs_matches_query)
 	for (int round = 0; round < 2; round++) {
 		const __u64 *q = &mi.devmem_total;
 
-		ASSERT_EQ(0, spyre_query_memory(self->c.fd, &mi));
+		ASSERT_EQ(0, st_query_memory(self->c.fd, &mi));
 		for (int i = 0; i < 4; i++) {
-			ASSERT_EQ(0, spyre_sysfs_u64(0, names[i], &v[i]))
+			ASSERT_EQ(0, st_sysfs_u64(0, names[i], &v[i]))
 				TH_LOG("sysfs %s", names[i]);
 			EXPECT_EQ(q[i], v[i]) TH_LOG("%s", names[i]);
 		}
 		if (round)
 			break;
 		/* move every counter, then compare again */
-		ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, MiB,
-						DRM_SPYRE_BO_DEVICE, &h, NULL));
-		ASSERT_EQ(0, spyre_bo_new(self->c.fd, 2 * MiB, &h, NULL));
-		ASSERT_EQ(0, spyre_userptr_new(self->c.fd, host, 64 * 1024, 0,
-					       &h, NULL));
-		ASSERT_EQ(0, spyre_sysfs_u64(0, "mem_devmem_used", &v[0]));
+		ASSERT_EQ(0, st_bo_new_flags(self->c.fd, MiB,
+					     DRM_SPYRE_BO_DEVICE, &h, NULL));
+		ASSERT_EQ(0, st_bo_new(self->c.fd, 2 * MiB, &h, NULL));
+		ASSERT_EQ(0, st_userptr_new(self->c.fd, host, 64 * 1024, 0,
+					    &h, NULL));
+		ASSERT_EQ(0, st_sysfs_u64(0, "mem_devmem_used", &v[0]));
 		EXPECT_EQ(self->mi0.devmem_used + MiB, v[0]);
-		ASSERT_EQ(0, spyre_sysfs_u64(0, "mem_sysmem_used", &v[0]));
+		ASSERT_EQ(0, st_sysfs_u64(0, "mem_sysmem_used", &v[0]));
 		EXPECT_EQ(self->mi0.sysmem_used + 2 * MiB, v[0]);
-		ASSERT_EQ(0, spyre_sysfs_u64(0, "mem_userptr_used", &v[0]));
+		ASSERT_EQ(0, st_sysfs_u64(0, "mem_userptr_used", &v[0]));
 		EXPECT_EQ(self->mi0.userptr_used + 64 * 1024, v[0]);
 	}
 	free(host);
@@ -1239,43 +1239,43 @@ TEST_F_TIMEOUT(mem, fault_in_another_process_leaves_work_intact, 60)
 	pid_t pid;
 	int status;
 
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, PAGE, &hs, &vs));
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, size, DRM_SPYRE_BO_DEVICE,
-					&hx, &x));
-	ps = spyre_bo_mmap(self->c.fd, hs, PAGE);
+	ASSERT_EQ(0, st_bo_new(self->c.fd, PAGE, &hs, &vs));
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, size, DRM_SPYRE_BO_DEVICE,
+				     &hx, &x));
+	ps = st_bo_mmap(self->c.fd, hs, PAGE);
 	ASSERT_NE(MAP_FAILED, ps);
-	px = spyre_bo_mmap(self->c.fd, hx, size);
+	px = st_bo_mmap(self->c.fd, hx, size);
 	ASSERT_NE(MAP_FAILED, px);
 	ps[0] = 0;
 	ASSERT_EQ(0, spyre_cmdbuf_sem_wait(self->cb, vs, 1));
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, x, size / 8, 8,
 				       0x1122334455667788ull));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb),
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb),
 	       spyre_cmdbuf_size(self->cb));
-	hl[0] = self->c.cmd_h;
+	hl[0] = self->c.cmd.h;
 	hl[1] = hs;
 	hl[2] = hx;
-	ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid, self->c.cmd_va,
-				      (uint32_t)spyre_cmdbuf_size(self->cb),
-				      hl, 3, NULL, 0, self->c.sync, 0, NULL));
+	ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid, self->c.cmd.va,
+				   (uint32_t)spyre_cmdbuf_size(self->cb),
+				   hl, 3, NULL, 0, self->c.sync, 0, NULL));
 
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct spyre_ctx_t a;
+		struct st_ctx a;
 		struct spyre_cmdbuf *cb;
 		struct drm_spyre_context_info ca;
 
-		if (spyre_ctx_init(&a, 0) || spyre_cmdbuf_create(&cb))
+		if (st_ctx_init(&a, 0) || spyre_cmdbuf_create(&cb))
 			_exit(10);
 		/* X must be unmapped here: A's only BO is its command BO */
-		if (x < a.cmd_va + SPYRE_CMD_BO_SIZE + PAGE &&
-		    a.cmd_va < x + size)
+		if (x < a.cmd.va + ST_CMD_BO_SIZE + PAGE &&
+		    a.cmd.va < x + size)
 			_exit(11);
 		spyre_cmdbuf_fill(cb, x + 64, 16, 8, 0xbadbadbadbadull);
-		if (spyre_ctx_run(&a, cb, NULL, 0) != -EFAULT)
+		if (st_run_cmdbuf(&a, cb, NULL, 0) != -EFAULT)
 			_exit(12);
-		if (spyre_query_context(a.fd, &ca) || ca.error != -EFAULT ||
+		if (st_query_context(a.fd, &ca) || ca.error != -EFAULT ||
 		    ca.faults < 1 || (ca.fault_va & ~(PAGE - 1)) != x)
 			_exit(13);
 		_exit(0);
@@ -1285,11 +1285,11 @@ TEST_F_TIMEOUT(mem, fault_in_another_process_leaves_work_intact, 60)
 	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed",
 						 WEXITSTATUS(status));
 	/* V's job is untouched: still parked, not cancelled */
-	EXPECT_EQ(0, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_sync_status(self->c.fd, self->c.sync));
 	ps[0] = 1;
-	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	ASSERT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	for (uint64_t i = 0; i < size; i += 8) {
 		uint64_t v;
 
@@ -1297,7 +1297,7 @@ TEST_F_TIMEOUT(mem, fault_in_another_process_leaves_work_intact, 60)
 		ASSERT_EQ(0x1122334455667788ull, v) TH_LOG("offset %llu",
 						(unsigned long long)i);
 	}
-	ASSERT_EQ(0, spyre_query_context(self->c.fd, &ci));
+	ASSERT_EQ(0, st_query_context(self->c.fd, &ci));
 	EXPECT_EQ(0, ci.error);
 	EXPECT_EQ(0, ci.faults);
 	munmap(px, size);
@@ -1305,7 +1305,7 @@ TEST_F_TIMEOUT(mem, fault_in_another_process_leaves_work_intact, 60)
 }
 
 FIXTURE(guard) {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct spyre_cmdbuf *cb;
 	uint32_t h, hs;
 	uint64_t va, vs;
@@ -1328,7 +1328,7 @@ FIXTURE_VARIANT_ADD(guard, userptr_write) { .kind = 2, .write = 1 };
 
 FIXTURE_SETUP(guard)
 {
-	int ret = spyre_ctx_init(&self->c, 0);
+	int ret = st_ctx_init(&self->c, 0);
 
 	self->host = NULL;
 	if (ret == -ENODEV)
@@ -1341,22 +1341,22 @@ FIXTURE_SETUP(guard)
 		self->host = aligned_alloc(PAGE, GUARD_BO + PAGE);
 		ASSERT_NE(NULL, self->host);
 		memset(self->host, 0x21, GUARD_BO + PAGE);
-		ASSERT_EQ(0, spyre_userptr_new(self->c.fd, self->host,
-					       GUARD_BO, 0, &self->h,
-					       &self->va));
+		ASSERT_EQ(0, st_userptr_new(self->c.fd, self->host,
+					    GUARD_BO, 0, &self->h,
+					    &self->va));
 	} else {
-		ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, GUARD_BO,
+		ASSERT_EQ(0, st_bo_new_flags(self->c.fd, GUARD_BO,
 				variant->kind ? DRM_SPYRE_BO_DEVICE : 0,
 				&self->h, &self->va));
 	}
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, GUARD_BO + PAGE, &self->hs,
-				  &self->vs));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, GUARD_BO + PAGE, &self->hs,
+			       &self->vs));
 }
 
 FIXTURE_TEARDOWN(guard)
 {
 	spyre_cmdbuf_destroy(self->cb);
-	spyre_ctx_fini(&self->c);
+	st_close(&self->c);
 	free(self->host);
 }
 
@@ -1375,12 +1375,12 @@ TEST_F(guard, one_byte_past_the_end_faults)
 		src = self->va + 1;
 	}
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, dst, src, GUARD_BO - 1));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
 	/* one byte more reaches the guard page */
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, dst, src, GUARD_BO));
-	EXPECT_EQ(-EFAULT, spyre_ctx_run_at(&self->c, self->cb, 4096, bos, 2));
-	ASSERT_EQ(0, spyre_query_context(self->c.fd, &ci));
+	EXPECT_EQ(-EFAULT, st_run_cmdbuf_at(&self->c, self->cb, 4096, bos, 2));
+	ASSERT_EQ(0, st_query_context(self->c.fd, &ci));
 	EXPECT_EQ(-EFAULT, ci.error);
 	EXPECT_LE(1, ci.faults);
 	EXPECT_EQ(self->va + GUARD_BO, ci.fault_va & ~(PAGE - 1))
@@ -1390,14 +1390,14 @@ TEST_F(guard, one_byte_past_the_end_faults)
 		       (unsigned long long)GUARD_BO);
 	if (variant->kind == 2 && variant->write) {
 		/* the host page after the range was not written */
-		EXPECT_TRUE(spyre_all_bytes((uint8_t *)self->host + GUARD_BO,
-					    PAGE, 0x21));
+		EXPECT_TRUE(st_all_bytes((uint8_t *)self->host + GUARD_BO,
+					 PAGE, 0x21));
 	}
 	EXPECT_EQ(0, card_still_works(NULL));
 }
 
 FIXTURE(freed) {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 };
 
 FIXTURE_VARIANT(freed) {
@@ -1409,7 +1409,7 @@ FIXTURE_VARIANT_ADD(freed, userptr) { .kind = 2 };
 
 FIXTURE_SETUP(freed)
 {
-	int ret = spyre_ctx_init(&self->c, 0);
+	int ret = st_ctx_init(&self->c, 0);
 
 	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card (/dev/accel)");
@@ -1418,7 +1418,7 @@ FIXTURE_SETUP(freed)
 
 FIXTURE_TEARDOWN(freed)
 {
-	spyre_ctx_fini(&self->c);
+	st_close(&self->c);
 }
 
 TEST_F(freed, va_faults_after_close)
@@ -1432,23 +1432,23 @@ TEST_F(freed, va_faults_after_close)
 		host = aligned_alloc(PAGE, 2 * PAGE);
 		ASSERT_NE(NULL, host);
 		memset(host, 0x44, 2 * PAGE);
-		ASSERT_EQ(0, spyre_userptr_new(self->c.fd, host, 2 * PAGE, 0,
-					       &h, &va));
+		ASSERT_EQ(0, st_userptr_new(self->c.fd, host, 2 * PAGE, 0,
+					    &h, &va));
 	} else {
-		ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, 2 * PAGE,
-						DRM_SPYRE_BO_DEVICE, &h, &va));
+		ASSERT_EQ(0, st_bo_new_flags(self->c.fd, 2 * PAGE,
+					     DRM_SPYRE_BO_DEVICE, &h, &va));
 	}
 	ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
 	ASSERT_EQ(0, spyre_cmdbuf_fill(cb, va, 2 * PAGE, 1, 0x99));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, cb, &h, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, cb, &h, 1));
 	ASSERT_EQ(0, drmCloseBufferHandle(self->c.fd, h));
 	if (host) {
-		EXPECT_TRUE(spyre_all_bytes(host, 2 * PAGE, 0x99));
+		EXPECT_TRUE(st_all_bytes(host, 2 * PAGE, 0x99));
 		memset(host, 0x44, 2 * PAGE);
 	}
-	EXPECT_EQ(-EFAULT, spyre_ctx_run_at(&self->c, cb, 4096, NULL, 0));
+	EXPECT_EQ(-EFAULT, st_run_cmdbuf_at(&self->c, cb, 4096, NULL, 0));
 	if (host) {
-		EXPECT_TRUE(spyre_all_bytes(host, 2 * PAGE, 0x44));
+		EXPECT_TRUE(st_all_bytes(host, 2 * PAGE, 0x44));
 	}
 	spyre_cmdbuf_destroy(cb);
 	free(host);
@@ -1463,16 +1463,16 @@ TEST_F(mem, devmem_realloc_in_same_file_is_zeroed)
 	uint8_t *p;
 
 	for (int round = 0; round < 3; round++) {
-		ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, size,
-						DRM_SPYRE_BO_DEVICE, &h, &va));
-		p = spyre_bo_mmap(self->c.fd, h, size);
+		ASSERT_EQ(0, st_bo_new_flags(self->c.fd, size,
+					     DRM_SPYRE_BO_DEVICE, &h, &va));
+		p = st_bo_mmap(self->c.fd, h, size);
 		ASSERT_NE(MAP_FAILED, p);
-		ASSERT_TRUE(spyre_all_bytes(p, size, 0))
+		ASSERT_TRUE(st_all_bytes(p, size, 0))
 			TH_LOG("round %d: stale data in a new device BO", round);
 		spyre_cmdbuf_reset(self->cb);
 		ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, va, size / 8, 8,
 					       0xa5a5a5a5a5a5a5a5ull));
-		ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &h, 1));
+		ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, &h, 1));
 		ASSERT_EQ(0xa5, p[size - 1]);
 		munmap(p, size);
 		ASSERT_EQ(0, drmCloseBufferHandle(self->c.fd, h));
@@ -1496,16 +1496,16 @@ TEST_F_TIMEOUT(mem, devmem_cpu_mapping_keeps_its_memory, 120)
 	char c;
 
 	ASSERT_TRUE(WAIT_MEM(self->c.fd, mi, mi.devmem_used == 0));
-	fd = spyre_open_card(0);
+	fd = st_open_card(0);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, spyre_bo_new_flags(fd, size, DRM_SPYRE_BO_DEVICE, &h,
-					NULL));
-	p = spyre_bo_mmap(fd, h, size);
+	ASSERT_EQ(0, st_bo_new_flags(fd, size, DRM_SPYRE_BO_DEVICE, &h,
+				     NULL));
+	p = st_bo_mmap(fd, h, size);
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 0x11, size);
 	ASSERT_EQ(0, drmCloseBufferHandle(fd, h));
 	close(fd);
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &mi));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &mi));
 	EXPECT_EQ(size, mi.devmem_used) TH_LOG("mapped BO not accounted");
 
 	ASSERT_EQ(0, pipe(to_parent));
@@ -1513,7 +1513,7 @@ TEST_F_TIMEOUT(mem, devmem_cpu_mapping_keeps_its_memory, 120)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct spyre_ctx_t cc;
+		struct st_ctx cc;
 		struct spyre_cmdbuf *cb;
 		struct drm_spyre_memory_info m;
 		uint32_t hh[64];
@@ -1521,39 +1521,39 @@ TEST_F_TIMEOUT(mem, devmem_cpu_mapping_keeps_its_memory, 120)
 		unsigned int n = 0;
 
 		munmap(p, size);	/* the child's copy of the mapping */
-		if (spyre_ctx_init(&cc, 0) || spyre_cmdbuf_create(&cb) ||
-		    spyre_query_memory(cc.fd, &m))
+		if (st_ctx_init(&cc, 0) || spyre_cmdbuf_create(&cb) ||
+		    st_query_memory(cc.fd, &m))
 			_exit(10);
 		left = m.devmem_total - m.devmem_used;
 		while (left && n < 63) {
 			sz[n] = left < 16 * MiB ? left : 16 * MiB;
-			if (spyre_bo_new_flags(cc.fd, sz[n], DRM_SPYRE_BO_DEVICE,
-					       &hh[n], &va[n]))
+			if (st_bo_new_flags(cc.fd, sz[n], DRM_SPYRE_BO_DEVICE,
+					    &hh[n], &va[n]))
 				_exit(11);
 			spyre_cmdbuf_fill(cb, va[n], sz[n], 1, 0x77);
 			left -= sz[n++];
 		}
-		if (spyre_bo_new_flags(cc.fd, PAGE, DRM_SPYRE_BO_DEVICE,
-				       &hh[63], NULL) != -ENOMEM)
+		if (st_bo_new_flags(cc.fd, PAGE, DRM_SPYRE_BO_DEVICE,
+				    &hh[63], NULL) != -ENOMEM)
 			_exit(12);	/* all device memory is taken */
-		if (spyre_ctx_run(&cc, cb, hh, n))
+		if (st_run_cmdbuf(&cc, cb, hh, n))
 			_exit(13);
 		if (write(to_parent[1], "f", 1) != 1 ||
 		    read(to_child[0], &c, 1) != 1)
 			_exit(14);
 		for (unsigned int i = 0; i < n; i++) {
-			uint8_t *q = spyre_bo_mmap(cc.fd, hh[i], sz[i]);
+			uint8_t *q = st_bo_mmap(cc.fd, hh[i], sz[i]);
 
 			if (q == MAP_FAILED)
 				_exit(15);
-			if (!spyre_all_bytes(q, sz[i], 0x77))
+			if (!st_all_bytes(q, sz[i], 0x77))
 				_exit(16);	/* the parent's writes */
 			munmap(q, sz[i]);
 		}
 		_exit(0);
 	}
 	ASSERT_EQ(1, read(to_parent[0], &c, 1));
-	EXPECT_TRUE(spyre_all_bytes(p, size, 0x11))
+	EXPECT_TRUE(st_all_bytes(p, size, 0x11))
 		TH_LOG("another process's data in a live mapping");
 	memset(p, 0x22, size);
 	ASSERT_EQ(1, write(to_child[1], "g", 1));
@@ -1561,7 +1561,7 @@ TEST_F_TIMEOUT(mem, devmem_cpu_mapping_keeps_its_memory, 120)
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d",
 						 WEXITSTATUS(status));
-	EXPECT_TRUE(spyre_all_bytes(p, size, 0x22));
+	EXPECT_TRUE(st_all_bytes(p, size, 0x22));
 	ASSERT_EQ(0, munmap(p, size));
 	ASSERT_TRUE(WAIT_MEM(self->c.fd, mi, mi.devmem_used == 0))
 		TH_LOG("device memory not released after munmap: %llu",
@@ -1582,9 +1582,9 @@ TEST_F_TIMEOUT(mem, devmem_fragmented_bo, 120)
 	uint64_t *pb, *ps;
 
 	ASSERT_TRUE(WAIT_MEM(self->c.fd, mi, mi.devmem_used == 0));
-	while (n < 512 && spyre_bo_new_flags(self->c.fd, MiB,
-					     DRM_SPYRE_BO_DEVICE, &h[n],
-					     NULL) == 0)
+	while (n < 512 && st_bo_new_flags(self->c.fd, MiB,
+					  DRM_SPYRE_BO_DEVICE, &h[n],
+					  NULL) == 0)
 		n++;
 	ASSERT_EQ(mi.devmem_total / MiB, n);
 	for (unsigned int i = 0; i < n; i += 2)
@@ -1592,21 +1592,21 @@ TEST_F_TIMEOUT(mem, devmem_fragmented_bo, 120)
 	ASSERT_TRUE(WAIT_MEM(self->c.fd, mi,
 			     mi.devmem_used == (uint64_t)(n / 2) * MiB));
 	big = (n / 4) * MiB;
-	ASSERT_EQ(0, spyre_bo_new_flags(self->c.fd, big, DRM_SPYRE_BO_DEVICE,
-					&hb, &vb));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, big, &hs, &vs));
-	pb = spyre_bo_mmap(self->c.fd, hb, big);
+	ASSERT_EQ(0, st_bo_new_flags(self->c.fd, big, DRM_SPYRE_BO_DEVICE,
+				     &hb, &vb));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, big, &hs, &vs));
+	pb = st_bo_mmap(self->c.fd, hb, big);
 	ASSERT_NE(MAP_FAILED, pb);
-	ps = spyre_bo_mmap(self->c.fd, hs, big);
+	ps = st_bo_mmap(self->c.fd, hs, big);
 	ASSERT_NE(MAP_FAILED, ps);
-	ASSERT_TRUE(spyre_all_bytes(pb, big, 0));
+	ASSERT_TRUE(st_all_bytes(pb, big, 0));
 	/* CPU writes a word naming each page, the card copies it out */
 	for (uint64_t i = 0; i < big / 8; i += PAGE / 8)
 		pb[i] = 0xd00d000000000000ull | i;
 	bos[0] = hb;
 	bos[1] = hs;
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, vs, vb, big));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
 	for (uint64_t i = 0; i < big / 8; i += PAGE / 8) {
 		ASSERT_EQ(0xd00d000000000000ull | i, ps[i])
 			TH_LOG("page %llu", (unsigned long long)(i / 512));
@@ -1616,7 +1616,7 @@ TEST_F_TIMEOUT(mem, devmem_fragmented_bo, 120)
 		ps[i + 1] = 0xfeed000000000000ull | i;
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, vb, vs, big));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
 	for (uint64_t i = 0; i < big / 8; i += PAGE / 8) {
 		ASSERT_EQ(0xfeed000000000000ull | i, pb[i + 1])
 			TH_LOG("page %llu", (unsigned long long)(i / 512));
@@ -1648,7 +1648,7 @@ static void *churn(void *argp)
 		x = x * 1103515245u + 12345u;
 		size = PAGE * (1 + (x >> 8) % 64) - (x >> 20) % 100;
 		flags = (x >> 4) & 1 ? DRM_SPYRE_BO_DEVICE : 0;
-		ret = spyre_bo_new_flags(a->fd, size, flags, &h, NULL);
+		ret = st_bo_new_flags(a->fd, size, flags, &h, NULL);
 		if (ret == -ENOMEM)
 			continue;
 		if (ret) {
@@ -1656,7 +1656,7 @@ static void *churn(void *argp)
 			break;
 		}
 		size = (size + PAGE - 1) & ~(PAGE - 1);
-		p = spyre_bo_mmap(a->fd, h, size);
+		p = st_bo_mmap(a->fd, h, size);
 		if (p == MAP_FAILED) {
 			a->err = 1000 + it;
 			break;
@@ -1667,7 +1667,7 @@ static void *churn(void *argp)
 		}
 		memset(p, (int)(a->seed & 0xff), size);
 		sched_yield();
-		if (!spyre_all_bytes(p, size, (uint8_t)a->seed)) {
+		if (!st_all_bytes(p, size, (uint8_t)a->seed)) {
 			a->err = 3000 + it;	/* someone else wrote it */
 			break;
 		}
@@ -1688,10 +1688,10 @@ TEST_F_TIMEOUT(mem, concurrent_alloc_free, 120)
 	struct churn_arg arg[4];
 	struct drm_spyre_memory_info mi;
 	pthread_t t[4];
-	int fd2 = spyre_open_card(0);
+	int fd2 = st_open_card(0);
 
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, spyre_query_memory(self->c.fd, &self->mi0));
+	ASSERT_EQ(0, st_query_memory(self->c.fd, &self->mi0));
 	for (int i = 0; i < 4; i++) {
 		arg[i] = (struct churn_arg){ .fd = i & 1 ? fd2 : self->c.fd,
 					     .seed = 0x51 + 17 * (unsigned)i };
@@ -1715,24 +1715,24 @@ TEST_F_TIMEOUT(mem, concurrent_alloc_free, 120)
  * check a sample, return 0 (exit status). */
 static int devmem_fill_all(const uint64_t *sz, unsigned int n)
 {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct spyre_cmdbuf *cb;
 	uint32_t h[40];
 	uint64_t va[40];
 
-	if (n > 40 || spyre_ctx_init(&c, 0) || spyre_cmdbuf_create(&cb))
+	if (n > 40 || st_ctx_init(&c, 0) || spyre_cmdbuf_create(&cb))
 		return 10;
 	for (unsigned int i = 0; i < n; i++) {
-		if (spyre_bo_new_flags(c.fd, sz[i], DRM_SPYRE_BO_DEVICE, &h[i],
-				       &va[i]))
+		if (st_bo_new_flags(c.fd, sz[i], DRM_SPYRE_BO_DEVICE, &h[i],
+				    &va[i]))
 			return 11;
 		spyre_cmdbuf_fill(cb, va[i], sz[i] / 8, 8,
 				  0x5ec1e75ec1e75ec1ull + i);
 	}
-	if (spyre_ctx_run(&c, cb, h, n))
+	if (st_run_cmdbuf(&c, cb, h, n))
 		return 12;
 	for (unsigned int i = 0; i < n; i++) {
-		uint64_t *p = spyre_bo_mmap(c.fd, h[i], sz[i]);
+		uint64_t *p = st_bo_mmap(c.fd, h[i], sz[i]);
 
 		if (p == MAP_FAILED)
 			return 13;
@@ -1748,30 +1748,30 @@ static int devmem_fill_all(const uint64_t *sz, unsigned int n)
  * from the CPU, and the first and last from the card too. */
 static int devmem_check_zero(const uint64_t *sz, unsigned int n)
 {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct spyre_cmdbuf *cb;
 	uint32_t h[40], hs, bos[2];
 	uint64_t va[40], vs;
 	uint8_t *ps;
 
-	if (n > 40 || spyre_ctx_init(&c, 0) || spyre_cmdbuf_create(&cb))
+	if (n > 40 || st_ctx_init(&c, 0) || spyre_cmdbuf_create(&cb))
 		return 20;
 	for (unsigned int i = 0; i < n; i++) {
 		uint8_t *p;
 
-		if (spyre_bo_new_flags(c.fd, sz[i], DRM_SPYRE_BO_DEVICE, &h[i],
-				       &va[i]))
+		if (st_bo_new_flags(c.fd, sz[i], DRM_SPYRE_BO_DEVICE, &h[i],
+				    &va[i]))
 			return 21;
-		p = spyre_bo_mmap(c.fd, h[i], sz[i]);
+		p = st_bo_mmap(c.fd, h[i], sz[i]);
 		if (p == MAP_FAILED)
 			return 22;
-		if (!spyre_all_bytes(p, sz[i], 0))
+		if (!st_all_bytes(p, sz[i], 0))
 			return 23;
 		munmap(p, sz[i]);
 	}
-	if (spyre_bo_new(c.fd, sz[0], &hs, &vs))
+	if (st_bo_new(c.fd, sz[0], &hs, &vs))
 		return 24;
-	ps = spyre_bo_mmap(c.fd, hs, sz[0]);
+	ps = st_bo_mmap(c.fd, hs, sz[0]);
 	if (ps == MAP_FAILED)
 		return 25;
 	for (unsigned int k = 0; k < 2; k++) {
@@ -1782,9 +1782,9 @@ static int devmem_check_zero(const uint64_t *sz, unsigned int n)
 		spyre_cmdbuf_copy(cb, vs, va[i], sz[i]);
 		bos[0] = hs;
 		bos[1] = h[i];
-		if (spyre_ctx_run(&c, cb, bos, 2))
+		if (st_run_cmdbuf(&c, cb, bos, 2))
 			return 26;
-		if (!spyre_all_bytes(ps, sz[i], 0))
+		if (!st_all_bytes(ps, sz[i], 0))
 			return 27;
 	}
 	return 0;

@@ -35,7 +35,7 @@ static int dmabuf_sync(int dfd, uint64_t flags)
 }
 
 /* Copy @len bytes on @c's card: dst_va <- src_va (BOs @bos). */
-static int card_copy(struct spyre_ctx_t *c, uint64_t dst, uint64_t src,
+static int card_copy(struct st_ctx *c, uint64_t dst, uint64_t src,
 		     uint64_t len, const uint32_t *bos, uint32_t n)
 {
 	struct spyre_cmdbuf *cb;
@@ -45,12 +45,12 @@ static int card_copy(struct spyre_ctx_t *c, uint64_t dst, uint64_t src,
 		return -ENOMEM;
 	ret = spyre_cmdbuf_copy(cb, dst, src, len);
 	if (!ret)
-		ret = spyre_ctx_run(c, cb, bos, n);
+		ret = st_run_cmdbuf(c, cb, bos, n);
 	spyre_cmdbuf_destroy(cb);
 	return ret;
 }
 
-static int card_fill(struct spyre_ctx_t *c, uint64_t dst, uint64_t len,
+static int card_fill(struct st_ctx *c, uint64_t dst, uint64_t len,
 		     uint8_t v, const uint32_t *bos, uint32_t n)
 {
 	struct spyre_cmdbuf *cb;
@@ -60,7 +60,7 @@ static int card_fill(struct spyre_ctx_t *c, uint64_t dst, uint64_t len,
 		return -ENOMEM;
 	ret = spyre_cmdbuf_fill(cb, dst, len, 1, v);
 	if (!ret)
-		ret = spyre_ctx_run(c, cb, bos, n);
+		ret = st_run_cmdbuf(c, cb, bos, n);
 	spyre_cmdbuf_destroy(cb);
 	return ret;
 }
@@ -72,18 +72,18 @@ static int card_fill(struct spyre_ctx_t *c, uint64_t dst, uint64_t len,
  */
 #define PRIME_FIXTURE(name)						\
 	FIXTURE(name) {							\
-		struct spyre_ctx_t a, a2, b;				\
+		struct st_ctx a, a2, b;				\
 	};								\
 	FIXTURE_SETUP(name)						\
 	{								\
-		int ret = spyre_ctx_init(&self->a, 0);			\
+		int ret = st_ctx_init(&self->a, 0);			\
 									\
 		self->a2.fd = self->b.fd = -1;				\
 		if (ret == -ENODEV)					\
 			SKIP(return, "no Spyre card (/dev/accel)");	\
 		ASSERT_EQ(0, ret);					\
-		ASSERT_EQ(0, spyre_ctx_init(&self->a2, 0));		\
-		ret = spyre_ctx_init(&self->b, 1);			\
+		ASSERT_EQ(0, st_ctx_init(&self->a2, 0));		\
+		ret = st_ctx_init(&self->b, 1);			\
 		if (ret == -ENODEV)					\
 			self->b.fd = -1;				\
 		else							\
@@ -91,9 +91,9 @@ static int card_fill(struct spyre_ctx_t *c, uint64_t dst, uint64_t len,
 	}								\
 	FIXTURE_TEARDOWN(name)						\
 	{								\
-		spyre_ctx_fini(&self->a);				\
-		spyre_ctx_fini(&self->a2);				\
-		spyre_ctx_fini(&self->b);				\
+		st_close(&self->a);				\
+		st_close(&self->a2);				\
+		st_close(&self->b);				\
 	}
 
 PRIME_FIXTURE(prime)
@@ -118,9 +118,9 @@ TEST_F(prime, same_file_import_is_same_handle)
 	uint32_t hs, hd, h;
 	int dfd;
 
-	ASSERT_EQ(0, spyre_bo_new(self->a.fd, PAGE, &hs, NULL));
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a.fd, PAGE, DRM_SPYRE_BO_DEVICE,
-					&hd, NULL));
+	ASSERT_EQ(0, st_bo_new(self->a.fd, PAGE, &hs, NULL));
+	ASSERT_EQ(0, st_bo_new_flags(self->a.fd, PAGE, DRM_SPYRE_BO_DEVICE,
+				     &hd, NULL));
 	ASSERT_EQ(0, prime_export(self->a.fd, hs, &dfd));
 	ASSERT_EQ(0, prime_import(self->a.fd, dfd, &h));
 	EXPECT_EQ(hs, h);
@@ -145,17 +145,17 @@ TEST_F(xprime, same_card_other_file)
 
 	ref = malloc(rs);
 	ASSERT_NE(NULL, ref);
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a.fd, variant->size,
-					variant->flags, &h, NULL));
-	p = spyre_bo_mmap(self->a.fd, h, rs);
+	ASSERT_EQ(0, st_bo_new_flags(self->a.fd, variant->size,
+				     variant->flags, &h, NULL));
+	p = st_bo_mmap(self->a.fd, h, rs);
 	ASSERT_NE(MAP_FAILED, p);
-	spyre_fill_words(ref, rs, 0x0a);
+	st_fill_words(ref, rs, 0x0a);
 	memcpy(p, ref, rs);
-	ASSERT_EQ(0, spyre_query_memory(self->a2.fd, &m0));
+	ASSERT_EQ(0, st_query_memory(self->a2.fd, &m0));
 	ASSERT_EQ(0, prime_export(self->a.fd, h, &dfd));
 	ASSERT_EQ(0, prime_import(self->a2.fd, dfd, &hi));
 	close(dfd);
-	ASSERT_EQ(0, spyre_bo_get_info(self->a2.fd, hi, &info));
+	ASSERT_EQ(0, st_bo_get_info(self->a2.fd, hi, &info));
 	EXPECT_EQ(rs, info.size);
 	EXPECT_EQ(variant->flags ? DRM_SPYRE_PLACEMENT_DEVICE :
 				   DRM_SPYRE_PLACEMENT_SYSTEM, info.placement);
@@ -163,29 +163,29 @@ TEST_F(xprime, same_card_other_file)
 	EXPECT_LE(self->a2.di.va_start, info.va);
 	EXPECT_GE(self->a2.di.va_end, info.va + info.size);
 	/* importing is not allocating: counters do not move */
-	ASSERT_EQ(0, spyre_query_memory(self->a2.fd, &m1));
+	ASSERT_EQ(0, st_query_memory(self->a2.fd, &m1));
 	EXPECT_EQ(m0.file_sysmem_used, m1.file_sysmem_used);
 	EXPECT_EQ(m0.file_devmem_used, m1.file_devmem_used);
 	EXPECT_EQ(m0.sysmem_used, m1.sysmem_used);
 	EXPECT_EQ(m0.devmem_used, m1.devmem_used);
 
-	ASSERT_EQ(0, spyre_bo_new(self->a2.fd, rs, &hs, &vs));
-	ps = spyre_bo_mmap(self->a2.fd, hs, rs);
+	ASSERT_EQ(0, st_bo_new(self->a2.fd, rs, &hs, &vs));
+	ps = st_bo_mmap(self->a2.fd, hs, rs);
 	ASSERT_NE(MAP_FAILED, ps);
 	bos[0] = hi;
 	bos[1] = hs;
 	ASSERT_EQ(0, card_copy(&self->a2, vs, info.va, rs, bos, 2));
-	EXPECT_EQ(rs, spyre_first_diff(ps, ref, rs));
+	EXPECT_EQ(rs, st_first_diff(ps, ref, rs));
 	ASSERT_EQ(0, card_fill(&self->a2, info.va + 1, rs - 2, 0x6b, bos, 1));
 	EXPECT_EQ(ref[0], p[0]);
-	EXPECT_TRUE(spyre_all_bytes(p + 1, rs - 2, 0x6b));
+	EXPECT_TRUE(st_all_bytes(p + 1, rs - 2, 0x6b));
 	EXPECT_EQ(ref[rs - 1], p[rs - 1]);
 	/* the importer's own CPU mapping shows the same memory */
 	{
-		uint8_t *pi = spyre_bo_mmap(self->a2.fd, hi, rs);
+		uint8_t *pi = st_bo_mmap(self->a2.fd, hi, rs);
 
 		ASSERT_NE(MAP_FAILED, pi);
-		EXPECT_EQ(rs, spyre_first_diff(pi, p, rs));
+		EXPECT_EQ(rs, st_first_diff(pi, p, rs));
 		pi[5] = 0x99;
 		EXPECT_EQ(0x99, p[5]);
 		munmap(pi, rs);
@@ -209,56 +209,56 @@ TEST_F(xprime, other_card)
 	int dfd;
 
 	NEED_CARD1();
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a.fd, variant->size,
-					variant->flags, &h, NULL));
+	ASSERT_EQ(0, st_bo_new_flags(self->a.fd, variant->size,
+				     variant->flags, &h, NULL));
 	ASSERT_EQ(0, prime_export(self->a.fd, h, &dfd));
-	ASSERT_EQ(0, spyre_query_memory(self->b.fd, &b0));
-	ASSERT_EQ(0, spyre_query_memory(self->a.fd, &a0));
+	ASSERT_EQ(0, st_query_memory(self->b.fd, &b0));
+	ASSERT_EQ(0, st_query_memory(self->a.fd, &a0));
 	if (variant->flags) {
 		EXPECT_EQ(-EOPNOTSUPP, prime_import(self->b.fd, dfd, &hi));
 		close(dfd);
-		ASSERT_EQ(0, spyre_query_memory(self->b.fd, &b1));
+		ASSERT_EQ(0, st_query_memory(self->b.fd, &b1));
 		EXPECT_EQ(b0.file_sysmem_used, b1.file_sysmem_used);
-		EXPECT_EQ(0, card_fill(&self->b, self->b.cmd_va + 8192, 64, 1,
-				       &self->b.cmd_h, 1));
+		EXPECT_EQ(0, card_fill(&self->b, self->b.cmd.va + 8192, 64, 1,
+				       &self->b.cmd.h, 1));
 		return;
 	}
 	ASSERT_EQ(0, prime_import(self->b.fd, dfd, &hi));
-	ASSERT_EQ(0, spyre_bo_get_info(self->b.fd, hi, &info));
+	ASSERT_EQ(0, st_bo_get_info(self->b.fd, hi, &info));
 	EXPECT_EQ(rs, info.size);
 	EXPECT_EQ(DRM_SPYRE_PLACEMENT_IMPORTED, info.placement);
 	EXPECT_LE(self->b.di.va_start, info.va);
-	ASSERT_EQ(0, spyre_query_memory(self->b.fd, &b1));
+	ASSERT_EQ(0, st_query_memory(self->b.fd, &b1));
 	EXPECT_EQ(b0.file_sysmem_used, b1.file_sysmem_used);
 	EXPECT_EQ(b0.sysmem_used, b1.sysmem_used);
-	ASSERT_EQ(0, spyre_query_memory(self->a.fd, &a1));
+	ASSERT_EQ(0, st_query_memory(self->a.fd, &a1));
 	EXPECT_EQ(a0.sysmem_used, a1.sysmem_used);
 
 	/* CPU writes through the dma-buf mapping, card 1 reads */
 	pd = mmap(NULL, rs, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
 	ASSERT_NE(MAP_FAILED, pd);
-	p = spyre_bo_mmap(self->a.fd, h, rs);
+	p = st_bo_mmap(self->a.fd, h, rs);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, dmabuf_sync(dfd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE));
-	spyre_fill_words(pd, rs, 0xb1);
+	st_fill_words(pd, rs, 0xb1);
 	ASSERT_EQ(0, dmabuf_sync(dfd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE));
-	ASSERT_EQ(0, spyre_bo_new(self->b.fd, rs, &hs, &vs));
-	ps = spyre_bo_mmap(self->b.fd, hs, rs);
+	ASSERT_EQ(0, st_bo_new(self->b.fd, rs, &hs, &vs));
+	ps = st_bo_mmap(self->b.fd, hs, rs);
 	ASSERT_NE(MAP_FAILED, ps);
 	bos[0] = hi;
 	bos[1] = hs;
 	ASSERT_EQ(0, card_copy(&self->b, vs + 3, info.va, rs - 3, bos, 2));
-	EXPECT_EQ(rs - 3, spyre_first_diff(ps + 3, p, rs - 3));
+	EXPECT_EQ(rs - 3, st_first_diff(ps + 3, p, rs - 3));
 	/* card 1 writes, the exporter's CPU and the dma-buf mapping see it */
 	ASSERT_EQ(0, card_fill(&self->b, info.va + 4096, 8192, 0xc3, bos, 1));
 	ASSERT_EQ(0, dmabuf_sync(dfd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ));
-	EXPECT_TRUE(spyre_all_bytes(pd + 4096, 8192, 0xc3));
+	EXPECT_TRUE(st_all_bytes(pd + 4096, 8192, 0xc3));
 	ASSERT_EQ(0, dmabuf_sync(dfd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ));
-	EXPECT_TRUE(spyre_all_bytes(p + 4096, 8192, 0xc3));
+	EXPECT_TRUE(st_all_bytes(p + 4096, 8192, 0xc3));
 	/* card 0 still uses it too */
-	ASSERT_EQ(0, spyre_bo_get_info(self->a.fd, h, &info));
+	ASSERT_EQ(0, st_bo_get_info(self->a.fd, h, &info));
 	ASSERT_EQ(0, card_fill(&self->a, info.va, 16, 0x0d, &h, 1));
-	EXPECT_TRUE(spyre_all_bytes(p, 16, 0x0d));
+	EXPECT_TRUE(st_all_bytes(p, 16, 0x0d));
 	munmap(pd, rs);
 	munmap(p, rs);
 	munmap(ps, rs);
@@ -270,7 +270,7 @@ TEST_F(xprime, import_outlives_exporter)
 	/* The importer keeps the memory after the dma-buf fd, the exporter's
 	 * handle and the exporter's whole file are gone. */
 	const uint64_t rs = (variant->size + PAGE - 1) & ~(PAGE - 1);
-	struct spyre_ctx_t *imp = variant->flags ? &self->a2 : &self->b;
+	struct st_ctx *imp = variant->flags ? &self->a2 : &self->b;
 	struct drm_spyre_bo_info info;
 	uint32_t h, hi, hs, bos[2];
 	uint64_t vs;
@@ -281,10 +281,10 @@ TEST_F(xprime, import_outlives_exporter)
 		NEED_CARD1();
 	ref = malloc(rs);
 	ASSERT_NE(NULL, ref);
-	spyre_fill_words(ref, rs, 0x5151);
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a.fd, variant->size,
-					variant->flags, &h, NULL));
-	p = spyre_bo_mmap(self->a.fd, h, rs);
+	st_fill_words(ref, rs, 0x5151);
+	ASSERT_EQ(0, st_bo_new_flags(self->a.fd, variant->size,
+				     variant->flags, &h, NULL));
+	p = st_bo_mmap(self->a.fd, h, rs);
 	ASSERT_NE(MAP_FAILED, p);
 	memcpy(p, ref, rs);
 	munmap(p, rs);
@@ -292,19 +292,19 @@ TEST_F(xprime, import_outlives_exporter)
 	ASSERT_EQ(0, prime_import(imp->fd, dfd, &hi));
 	close(dfd);
 	ASSERT_EQ(0, drmCloseBufferHandle(self->a.fd, h));
-	spyre_ctx_fini(&self->a);
+	st_close(&self->a);
 
-	ASSERT_EQ(0, spyre_bo_get_info(imp->fd, hi, &info));
-	ASSERT_EQ(0, spyre_bo_new(imp->fd, rs, &hs, &vs));
-	ps = spyre_bo_mmap(imp->fd, hs, rs);
+	ASSERT_EQ(0, st_bo_get_info(imp->fd, hi, &info));
+	ASSERT_EQ(0, st_bo_new(imp->fd, rs, &hs, &vs));
+	ps = st_bo_mmap(imp->fd, hs, rs);
 	ASSERT_NE(MAP_FAILED, ps);
 	bos[0] = hi;
 	bos[1] = hs;
 	ASSERT_EQ(0, card_copy(imp, vs, info.va, rs, bos, 2));
-	EXPECT_EQ(rs, spyre_first_diff(ps, ref, rs));
+	EXPECT_EQ(rs, st_first_diff(ps, ref, rs));
 	ASSERT_EQ(0, card_fill(imp, info.va, rs, 0x17, bos, 1));
 	ASSERT_EQ(0, card_copy(imp, vs, info.va, rs, bos, 2));
-	EXPECT_TRUE(spyre_all_bytes(ps, rs, 0x17));
+	EXPECT_TRUE(st_all_bytes(ps, rs, 0x17));
 	munmap(ps, rs);
 	free(ref);
 }
@@ -314,7 +314,7 @@ TEST_F(xprime, dmabuf_fd_alone_keeps_memory)
 	/* Only the dma-buf fd is left of the exporter (handle and file
 	 * closed); importing it later still gives the data. */
 	const uint64_t rs = (variant->size + PAGE - 1) & ~(PAGE - 1);
-	struct spyre_ctx_t *imp = variant->flags ? &self->a2 : &self->b;
+	struct st_ctx *imp = variant->flags ? &self->a2 : &self->b;
 	struct drm_spyre_bo_info info;
 	uint32_t h, hi, hs, bos[2];
 	uint64_t vs;
@@ -323,26 +323,26 @@ TEST_F(xprime, dmabuf_fd_alone_keeps_memory)
 
 	if (!variant->flags)
 		NEED_CARD1();
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a.fd, variant->size,
-					variant->flags, &h, NULL));
-	p = spyre_bo_mmap(self->a.fd, h, rs);
+	ASSERT_EQ(0, st_bo_new_flags(self->a.fd, variant->size,
+				     variant->flags, &h, NULL));
+	p = st_bo_mmap(self->a.fd, h, rs);
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 0x4d, rs);
 	munmap(p, rs);
 	ASSERT_EQ(0, prime_export(self->a.fd, h, &dfd));
 	ASSERT_EQ(0, drmCloseBufferHandle(self->a.fd, h));
-	spyre_ctx_fini(&self->a);
+	st_close(&self->a);
 	ASSERT_EQ(0, prime_import(imp->fd, dfd, &hi));
 	close(dfd);
-	ASSERT_EQ(0, spyre_bo_get_info(imp->fd, hi, &info));
+	ASSERT_EQ(0, st_bo_get_info(imp->fd, hi, &info));
 	EXPECT_EQ(rs, info.size);
-	ASSERT_EQ(0, spyre_bo_new(imp->fd, rs, &hs, &vs));
-	ps = spyre_bo_mmap(imp->fd, hs, rs);
+	ASSERT_EQ(0, st_bo_new(imp->fd, rs, &hs, &vs));
+	ps = st_bo_mmap(imp->fd, hs, rs);
 	ASSERT_NE(MAP_FAILED, ps);
 	bos[0] = hi;
 	bos[1] = hs;
 	ASSERT_EQ(0, card_copy(imp, vs, info.va, rs, bos, 2));
-	EXPECT_TRUE(spyre_all_bytes(ps, rs, 0x4d));
+	EXPECT_TRUE(st_all_bytes(ps, rs, 0x4d));
 	munmap(ps, rs);
 }
 
@@ -369,30 +369,30 @@ TEST_F(prime, hostile_import_and_export)
 	close(mfd);
 	/* export: bad handle, bad flags, closed handle */
 	EXPECT_EQ(-ENOENT, prime_export(self->a.fd, 0xdead, &dfd));
-	ASSERT_EQ(0, spyre_bo_new(self->a.fd, PAGE, &h, NULL));
+	ASSERT_EQ(0, st_bo_new(self->a.fd, PAGE, &h, NULL));
 	EXPECT_EQ(-EINVAL, drmPrimeHandleToFD(self->a.fd, h, 0x4, &dfd) ?
 			   -errno : 0);
 	/* a userptr BO cannot be exported */
-	ASSERT_EQ(0, spyre_userptr_new(self->a.fd, host, PAGE, 0, &hu, NULL));
+	ASSERT_EQ(0, st_userptr_new(self->a.fd, host, PAGE, 0, &hu, NULL));
 	EXPECT_EQ(-EOPNOTSUPP, prime_export(self->a.fd, hu, &dfd));
 	ASSERT_EQ(0, drmCloseBufferHandle(self->a.fd, h));
 	EXPECT_EQ(-ENOENT, prime_export(self->a.fd, h, &dfd));
 	/* another file's handle means nothing here */
-	ASSERT_NE(NULL, spyre_node(0, node, sizeof(node)));
-	ASSERT_EQ(0, spyre_bo_new(self->a2.fd, PAGE, &h, NULL));
-	if (h != self->a.cmd_h && h != hu)
+	ASSERT_NE(NULL, st_node(0, node, sizeof(node)));
+	ASSERT_EQ(0, st_bo_new(self->a2.fd, PAGE, &h, NULL));
+	if (h != self->a.cmd.h && h != hu)
 		EXPECT_EQ(-ENOENT, prime_export(self->a.fd, h, &dfd));
 	/* everything still works */
-	EXPECT_EQ(0, card_fill(&self->a, self->a.cmd_va + 8192, 64, 1,
-			       &self->a.cmd_h, 1));
-	EXPECT_EQ(0, card_fill(&self->a2, self->a2.cmd_va + 8192, 64, 1,
-			       &self->a2.cmd_h, 1));
+	EXPECT_EQ(0, card_fill(&self->a, self->a.cmd.va + 8192, 64, 1,
+			       &self->a.cmd.h, 1));
+	EXPECT_EQ(0, card_fill(&self->a2, self->a2.cmd.va + 8192, 64, 1,
+			       &self->a2.cmd.h, 1));
 	free(host);
 }
 
 /* Submit on @c: SEM_WAIT(sem_va >= 1), FILL @len bytes at @dst with @v,
  * then COPY them to @out (if not 0); BOs @bos; signals c->sync. */
-static int submit_parked(struct spyre_ctx_t *c, uint64_t sem_va, uint64_t dst,
+static int submit_parked(struct st_ctx *c, uint64_t sem_va, uint64_t dst,
 			 uint64_t out, uint64_t len, uint8_t v,
 			 const uint32_t *bos, uint32_t n)
 {
@@ -408,12 +408,12 @@ static int submit_parked(struct spyre_ctx_t *c, uint64_t sem_va, uint64_t dst,
 	if (!ret && out)
 		ret = spyre_cmdbuf_copy(cb, out, dst, len);
 	if (!ret) {
-		memcpy(c->cmd, spyre_cmdbuf_data(cb), spyre_cmdbuf_size(cb));
-		hl[0] = c->cmd_h;
+		memcpy(c->cmd.map, spyre_cmdbuf_data(cb), spyre_cmdbuf_size(cb));
+		hl[0] = c->cmd.h;
 		memcpy(hl + 1, bos, n * sizeof(*bos));
-		ret = spyre_submit_job(c->fd, c->qid, c->cmd_va,
-				       (uint32_t)spyre_cmdbuf_size(cb), hl,
-				       n + 1, NULL, 0, c->sync, 0, NULL);
+		ret = st_submit_job(c->fd, c->qid, c->cmd.va,
+				    (uint32_t)spyre_cmdbuf_size(cb), hl,
+				    n + 1, NULL, 0, c->sync, 0, NULL);
 	}
 	spyre_cmdbuf_destroy(cb);
 	return ret;
@@ -430,41 +430,41 @@ TEST_F(prime, bo_wait_sees_the_other_cards_jobs)
 	int dfd;
 
 	NEED_CARD1();
-	ASSERT_EQ(0, spyre_bo_new(self->a.fd, MiB, &hx, &vx));
-	ASSERT_EQ(0, spyre_bo_new(self->a.fd, PAGE, &hsa, &vsa));
-	ASSERT_EQ(0, spyre_bo_new(self->b.fd, PAGE, &hsb, &vsb));
-	sa = spyre_bo_mmap(self->a.fd, hsa, PAGE);
-	sb = spyre_bo_mmap(self->b.fd, hsb, PAGE);
+	ASSERT_EQ(0, st_bo_new(self->a.fd, MiB, &hx, &vx));
+	ASSERT_EQ(0, st_bo_new(self->a.fd, PAGE, &hsa, &vsa));
+	ASSERT_EQ(0, st_bo_new(self->b.fd, PAGE, &hsb, &vsb));
+	sa = st_bo_mmap(self->a.fd, hsa, PAGE);
+	sb = st_bo_mmap(self->b.fd, hsb, PAGE);
 	ASSERT_NE(MAP_FAILED, sa);
 	ASSERT_NE(MAP_FAILED, sb);
 	ASSERT_EQ(0, prime_export(self->a.fd, hx, &dfd));
 	ASSERT_EQ(0, prime_import(self->b.fd, dfd, &hi));
 	close(dfd);
-	ASSERT_EQ(0, spyre_bo_get_info(self->b.fd, hi, &info));
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->b.fd, hi, 0));
+	ASSERT_EQ(0, st_bo_get_info(self->b.fd, hi, &info));
+	EXPECT_EQ(0, st_bo_wait_abs(self->b.fd, hi, 0));
 
 	/* card 0 busy -> the import on card 1 is busy */
 	bos[0] = hsa;
 	bos[1] = hx;
 	ASSERT_EQ(0, submit_parked(&self->a, vsa, vx, 0, MiB, 0x11, bos, 2));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->a.fd, hx, 0));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->b.fd, hi, 0));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->a.fd, hx, 0));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->b.fd, hi, 0));
 	sa[0] = 1;
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->b.fd, hi,
-				       spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
-	EXPECT_EQ(1, spyre_sync_status(self->a.fd, self->a.sync));
+	EXPECT_EQ(0, st_bo_wait_abs(self->b.fd, hi,
+				    st_abs_timeout(ST_TIMEOUT_NS)));
+	EXPECT_EQ(1, st_sync_status(self->a.fd, self->a.sync));
 
 	/* card 1 busy -> the original on card 0 is busy */
 	bos[0] = hsb;
 	bos[1] = hi;
 	ASSERT_EQ(0, submit_parked(&self->b, vsb, info.va, 0, MiB, 0x22, bos,
 				   2));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->b.fd, hi, 0));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->a.fd, hx, 0));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->b.fd, hi, 0));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->a.fd, hx, 0));
 	sb[0] = 1;
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->a.fd, hx,
-				       spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
-	EXPECT_EQ(1, spyre_sync_status(self->b.fd, self->b.sync));
+	EXPECT_EQ(0, st_bo_wait_abs(self->a.fd, hx,
+				    st_abs_timeout(ST_TIMEOUT_NS)));
+	EXPECT_EQ(1, st_sync_status(self->b.fd, self->b.sync));
 	munmap((void *)sa, PAGE);
 	munmap((void *)sb, PAGE);
 }
@@ -482,16 +482,16 @@ TEST_F(prime, job_in_flight_when_exporter_closes)
 	int dfd;
 
 	NEED_CARD1();
-	ASSERT_EQ(0, spyre_bo_new(self->a.fd, MiB, &hx, NULL));
+	ASSERT_EQ(0, st_bo_new(self->a.fd, MiB, &hx, NULL));
 	ASSERT_EQ(0, prime_export(self->a.fd, hx, &dfd));
 	ASSERT_EQ(0, prime_import(self->b.fd, dfd, &hi));
 	close(dfd);
-	ASSERT_EQ(0, spyre_bo_get_info(self->b.fd, hi, &info));
-	ASSERT_EQ(0, spyre_bo_new(self->b.fd, PAGE, &hs, &vs));
-	ASSERT_EQ(0, spyre_bo_new(self->b.fd, MiB, &ho, &vo));
-	s = spyre_bo_mmap(self->b.fd, hs, PAGE);
+	ASSERT_EQ(0, st_bo_get_info(self->b.fd, hi, &info));
+	ASSERT_EQ(0, st_bo_new(self->b.fd, PAGE, &hs, &vs));
+	ASSERT_EQ(0, st_bo_new(self->b.fd, MiB, &ho, &vo));
+	s = st_bo_mmap(self->b.fd, hs, PAGE);
 	ASSERT_NE(MAP_FAILED, s);
-	po = spyre_bo_mmap(self->b.fd, ho, MiB);
+	po = st_bo_mmap(self->b.fd, ho, MiB);
 	ASSERT_NE(MAP_FAILED, po);
 	bos[0] = hs;
 	bos[1] = hi;
@@ -499,12 +499,12 @@ TEST_F(prime, job_in_flight_when_exporter_closes)
 	ASSERT_EQ(0, submit_parked(&self->b, vs, info.va, vo, MiB, 0x3c, bos,
 				   3));
 	ASSERT_EQ(0, drmCloseBufferHandle(self->a.fd, hx));
-	spyre_ctx_fini(&self->a);
+	st_close(&self->a);
 	s[0] = 1;
-	ASSERT_EQ(0, spyre_sync_wait(self->b.fd, self->b.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->b.fd, self->b.sync));
-	EXPECT_TRUE(spyre_all_bytes(po, MiB, 0x3c));
+	ASSERT_EQ(0, st_sync_wait(self->b.fd, self->b.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->b.fd, self->b.sync));
+	EXPECT_TRUE(st_all_bytes(po, MiB, 0x3c));
 	munmap((void *)s, PAGE);
 	munmap(po, MiB);
 }
@@ -512,7 +512,7 @@ TEST_F(prime, job_in_flight_when_exporter_closes)
 /* ---- foreign dma-bufs --------------------------------------------------- */
 
 FIXTURE(foreign) {
-	struct spyre_ctx_t c[2];
+	struct st_ctx c[2];
 	int ncards;
 	int dfd;		/* the dma-buf */
 	uint8_t *cpu;		/* CPU view (dma-buf mmap or memfd mmap) */
@@ -533,7 +533,7 @@ FIXTURE_VARIANT_ADD(foreign, udmabuf_memfd) { .udmabuf = 1,
 
 FIXTURE_SETUP(foreign)
 {
-	int ret = spyre_ctx_init(&self->c[0], 0);
+	int ret = st_ctx_init(&self->c[0], 0);
 
 	self->c[1].fd = -1;
 	self->dfd = self->mfd = -1;
@@ -542,7 +542,7 @@ FIXTURE_SETUP(foreign)
 	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card (/dev/accel)");
 	ASSERT_EQ(0, ret);
-	self->ncards = spyre_ctx_init(&self->c[1], 1) ? 1 : 2;
+	self->ncards = st_ctx_init(&self->c[1], 1) ? 1 : 2;
 
 	if (!variant->udmabuf) {
 		struct dma_heap_allocation_data a = {
@@ -596,8 +596,8 @@ FIXTURE_TEARDOWN(foreign)
 		close(self->dfd);
 	if (self->mfd >= 0)
 		close(self->mfd);
-	spyre_ctx_fini(&self->c[0]);
-	spyre_ctx_fini(&self->c[1]);
+	st_close(&self->c[0]);
+	st_close(&self->c[1]);
 }
 
 static void cpu_begin(struct __test_metadata *_metadata, int dfd, int sync,
@@ -620,39 +620,39 @@ TEST_F(foreign, card_reads_and_writes)
 
 	ASSERT_NE(NULL, ref);
 	for (int card = 0; card < self->ncards; card++) {
-		struct spyre_ctx_t *c = &self->c[card];
+		struct st_ctx *c = &self->c[card];
 		struct drm_spyre_bo_info info;
 		uint32_t hi, hs, bos[2];
 		uint64_t vs, n = self->size - 4096 - 5;
 		uint8_t *ps;
 
 		/* CPU writes, card copies into its own BO */
-		spyre_fill_words(ref, self->size, 0xf00 + card);
+		st_fill_words(ref, self->size, 0xf00 + card);
 		cpu_begin(_metadata, self->dfd, self->sync, DMA_BUF_SYNC_WRITE);
 		memcpy(self->cpu, ref, self->size);
 		cpu_end(_metadata, self->dfd, self->sync, DMA_BUF_SYNC_WRITE);
 		ASSERT_EQ(0, prime_import(c->fd, self->dfd, &hi));
-		ASSERT_EQ(0, spyre_bo_get_info(c->fd, hi, &info));
+		ASSERT_EQ(0, st_bo_get_info(c->fd, hi, &info));
 		EXPECT_EQ(self->size, info.size);
 		EXPECT_EQ(DRM_SPYRE_PLACEMENT_IMPORTED, info.placement);
 		EXPECT_EQ(0, info.va % PAGE);
 		EXPECT_LE(c->di.va_start, info.va);
-		ASSERT_EQ(0, spyre_bo_new(c->fd, self->size, &hs, &vs));
-		ps = spyre_bo_mmap(c->fd, hs, self->size);
+		ASSERT_EQ(0, st_bo_new(c->fd, self->size, &hs, &vs));
+		ps = st_bo_mmap(c->fd, hs, self->size);
 		ASSERT_NE(MAP_FAILED, ps);
 		bos[0] = hi;
 		bos[1] = hs;
 		ASSERT_EQ(0, card_copy(c, vs + 1, info.va + 4096 + 5, n, bos,
 				       2));
-		EXPECT_EQ(n, spyre_first_diff(ps + 1, ref + 4096 + 5, n))
+		EXPECT_EQ(n, st_first_diff(ps + 1, ref + 4096 + 5, n))
 			TH_LOG("card %d read", card);
 		/* card writes into the foreign buffer (odd range) */
-		spyre_fill_words(ps, self->size, 0xbeef + card);
+		st_fill_words(ps, self->size, 0xbeef + card);
 		ASSERT_EQ(0, card_copy(c, info.va + 7, vs + 7,
 				       self->size - 14, bos, 2));
 		cpu_begin(_metadata, self->dfd, self->sync, DMA_BUF_SYNC_READ);
 		EXPECT_EQ(0, memcmp(self->cpu, ref, 7));
-		EXPECT_EQ(self->size - 14, spyre_first_diff(self->cpu + 7,
+		EXPECT_EQ(self->size - 14, st_first_diff(self->cpu + 7,
 				ps + 7, self->size - 14)) TH_LOG("card %d write",
 								card);
 		EXPECT_EQ(0, memcmp(self->cpu + self->size - 7,
@@ -668,17 +668,17 @@ TEST_F(foreign, card_reads_and_writes)
 
 TEST_F(foreign, import_survives_fd_close)
 {
-	struct spyre_ctx_t *c = &self->c[0];
+	struct st_ctx *c = &self->c[0];
 	struct drm_spyre_bo_info info;
 	uint32_t hi;
 
 	ASSERT_EQ(0, prime_import(c->fd, self->dfd, &hi));
 	close(self->dfd);
 	self->dfd = -1;
-	ASSERT_EQ(0, spyre_bo_get_info(c->fd, hi, &info));
+	ASSERT_EQ(0, st_bo_get_info(c->fd, hi, &info));
 	ASSERT_EQ(0, card_fill(c, info.va, self->size, 0x29, &hi, 1));
 	/* udmabuf: the memfd pages; dma-heap: the buffer stays mapped */
-	EXPECT_TRUE(spyre_all_bytes(self->cpu, self->size, 0x29));
+	EXPECT_TRUE(st_all_bytes(self->cpu, self->size, 0x29));
 }
 
 TEST_HARNESS_MAIN

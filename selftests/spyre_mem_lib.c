@@ -15,7 +15,7 @@
 #include "spyre_test.h"
 
 #define MiB (1024ull * 1024ull)
-#define T_NS SPYRE_TEST_TIMEOUT_NS
+#define T_NS ST_TIMEOUT_NS
 
 FIXTURE(ml) {
 	struct spyre_device *dev;
@@ -25,17 +25,14 @@ FIXTURE(ml) {
 
 FIXTURE_SETUP(ml)
 {
-	int n = spyre_device_count();
+	int ret;
 
 	self->dev = NULL;
 	self->s = NULL;
-	ASSERT_LE(0, n);
-	if (n == 0)
+	ret = st_lib_open(&self->dev, &self->info, &self->s);
+	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card");
-	ASSERT_EQ(0, spyre_device_open(0, &self->dev));
-	ASSERT_EQ(0, spyre_device_get_info(self->dev, &self->info));
-	ASSERT_EQ(0, spyre_stream_create(self->dev, SPYRE_PRIORITY_NORMAL,
-					 &self->s));
+	ASSERT_EQ(0, ret);
 }
 
 FIXTURE_TEARDOWN(ml)
@@ -76,14 +73,14 @@ TEST_F(ml, alloc_placement_map_unmap)
 	EXPECT_NE(spyre_bo_handle(sys), spyre_bo_handle(dev));
 
 	ASSERT_EQ(0, spyre_bo_map(dev, (void **)&p));
-	EXPECT_TRUE(spyre_all_bytes(p, 8192, 0));
+	EXPECT_TRUE(st_all_bytes(p, 8192, 0));
 	memset(p, 0x5d, 8192);
 	/* unmap drops the mapping; the data stays; a new map sees it */
 	ASSERT_EQ(0, spyre_bo_unmap(dev));
 	EXPECT_TRUE(unmapped(p, 8192));
 	EXPECT_EQ(0, spyre_bo_unmap(dev));	/* twice is fine */
 	ASSERT_EQ(0, spyre_bo_map(dev, (void **)&q));
-	EXPECT_TRUE(spyre_all_bytes(q, 8192, 0x5d));
+	EXPECT_TRUE(st_all_bytes(q, 8192, 0x5d));
 	ASSERT_EQ(0, spyre_bo_map(dev, (void **)&p));
 	EXPECT_EQ(q, p);
 	EXPECT_EQ(-EINVAL, spyre_bo_unmap(NULL));
@@ -92,7 +89,7 @@ TEST_F(ml, alloc_placement_map_unmap)
 	ASSERT_EQ(0, spyre_stream_copy(self->s, sys, 0, dev, 0, 8192));
 	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
 	ASSERT_EQ(0, spyre_bo_map(sys, (void **)&p));
-	EXPECT_TRUE(spyre_all_bytes(p, 8192, 0x5d));
+	EXPECT_TRUE(st_all_bytes(p, 8192, 0x5d));
 	spyre_bo_free(sys);
 	spyre_bo_free(dev);
 }
@@ -142,10 +139,10 @@ TEST_F(ml, register_host)
 	ASSERT_EQ(0, spyre_stream_copy(self->s, out, 0, bo, 0, 16 * PAGE));
 	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
 	EXPECT_EQ(0x42, h[2]);
-	EXPECT_TRUE(spyre_all_bytes(h + 3, 100, 0x17));
+	EXPECT_TRUE(st_all_bytes(h + 3, 100, 0x17));
 	EXPECT_EQ(0x42, h[103]);
 	ASSERT_EQ(0, spyre_bo_map(out, (void **)&p));
-	EXPECT_EQ(16 * PAGE, spyre_first_diff(p, h, 16 * PAGE));
+	EXPECT_EQ(16 * PAGE, st_first_diff(p, h, 16 * PAGE));
 	spyre_bo_free(out);
 	spyre_bo_free(bo);
 	/* the finished jobs may still hold the BO for a moment */
@@ -282,7 +279,7 @@ TEST_F(ml, dmabuf_same_device_shares_handle)
 					       0x60 + order));
 		ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
 		ASSERT_EQ(0, spyre_bo_map(keep, (void **)&p));
-		EXPECT_TRUE(spyre_all_bytes(p, 2 * PAGE, 0x60 + order));
+		EXPECT_TRUE(st_all_bytes(p, 2 * PAGE, 0x60 + order));
 		spyre_bo_free(keep);
 	}
 }
@@ -316,7 +313,7 @@ TEST_F(ml, dmabuf_other_card)
 	ASSERT_EQ(0, spyre_bo_alloc(self->dev, MiB, 0, &sys));
 	ASSERT_EQ(0, spyre_bo_alloc(self->dev, MiB, SPYRE_BO_DEVICE, &dev));
 	ASSERT_EQ(0, spyre_bo_map(sys, (void **)&ps));
-	spyre_fill_words(ps, MiB, 0xc0ffee);
+	st_fill_words(ps, MiB, 0xc0ffee);
 
 	ASSERT_EQ(0, spyre_bo_export_dmabuf(dev, &fd));
 	EXPECT_EQ(-EOPNOTSUPP, spyre_bo_import_dmabuf(d1, fd, &imp));
@@ -338,9 +335,9 @@ TEST_F(ml, dmabuf_other_card)
 		uint8_t *ref = malloc(MiB);
 
 		ASSERT_NE(NULL, ref);
-		spyre_fill_words(ref, MiB, 0xc0ffee);
-		EXPECT_EQ(MiB - 5, spyre_first_diff(po + 5, ref, MiB - 5));
-		EXPECT_TRUE(spyre_all_bytes(ps, 64, 0xa7));
+		st_fill_words(ref, MiB, 0xc0ffee);
+		EXPECT_EQ(MiB - 5, st_first_diff(po + 5, ref, MiB - 5));
+		EXPECT_TRUE(st_all_bytes(ps, 64, 0xa7));
 		EXPECT_EQ(ref[64], ps[64]);
 		free(ref);
 	}
@@ -366,7 +363,7 @@ TEST_F(ml, dmabuf_heap_import)
 	close(hfd);
 	ref = malloc(MiB);
 	ASSERT_NE(NULL, ref);
-	spyre_fill_words(ref, MiB, 0x4ea9);
+	st_fill_words(ref, MiB, 0x4ea9);
 	pd = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, (int)a.fd, 0);
 	ASSERT_NE(MAP_FAILED, pd);
 	sync.flags = DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW;
@@ -385,7 +382,7 @@ TEST_F(ml, dmabuf_heap_import)
 		if (ret) {
 			EXPECT_EQ(-EOPNOTSUPP, ret);
 		} else {
-			EXPECT_EQ(MiB, spyre_first_diff(pi, ref, MiB));
+			EXPECT_EQ(MiB, st_first_diff(pi, ref, MiB));
 			EXPECT_EQ(0, spyre_bo_unmap(imp));
 		}
 	}
@@ -394,7 +391,7 @@ TEST_F(ml, dmabuf_heap_import)
 	ASSERT_EQ(0, spyre_stream_fill(self->s, imp, 100, 10, 4, 0x01020304));
 	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
 	ASSERT_EQ(0, spyre_bo_map(out, (void **)&po));
-	EXPECT_EQ(MiB, spyre_first_diff(po, ref, MiB));
+	EXPECT_EQ(MiB, st_first_diff(po, ref, MiB));
 	sync.flags = DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ;
 	ASSERT_EQ(0, ioctl((int)a.fd, DMA_BUF_IOCTL_SYNC, &sync));
 	EXPECT_EQ(ref[99], pd[99]);
@@ -536,7 +533,7 @@ TEST_F_TIMEOUT(rt, system_device_host_system, 120)
 					      "system2" };
 	const uint64_t n = variant->size;
 
-	spyre_fill_words(self->ref, n, n * 0x1234567ull);
+	st_fill_words(self->ref, n, n * 0x1234567ull);
 	memcpy(self->map[0] + variant->off[0], self->ref, n);
 	for (int i = 0; i < 3; i++) {
 		ASSERT_EQ(0, spyre_stream_copy(self->s, self->bo[i + 1],
@@ -548,14 +545,14 @@ TEST_F_TIMEOUT(rt, system_device_host_system, 120)
 		const uint8_t *p = self->map[i];
 		uint64_t off = variant->off[i], d, pre = off < 64 ? off : 64;
 
-		d = spyre_first_diff(p + off, self->ref, n);
+		d = st_first_diff(p + off, self->ref, n);
 		EXPECT_EQ(n, d) TH_LOG("%s: byte %llu of %llu differs", names[i],
 				       (unsigned long long)d,
 				       (unsigned long long)n);
 		/* nothing written around the range */
-		EXPECT_TRUE(spyre_all_bytes(p + off - pre, pre, 0xee))
+		EXPECT_TRUE(st_all_bytes(p + off - pre, pre, 0xee))
 			TH_LOG("%s: written before the range", names[i]);
-		EXPECT_TRUE(spyre_all_bytes(p + off + n, 64, 0xee))
+		EXPECT_TRUE(st_all_bytes(p + off + n, 64, 0xee))
 			TH_LOG("%s: written after the range", names[i]);
 	}
 }
@@ -593,7 +590,7 @@ TEST_F_TIMEOUT(ml, many_bos_rotate, 120)
 		}
 		ASSERT_EQ(0, spyre_bo_map(bo[i], (void **)&map[i]));
 		if (i < N) {
-			spyre_fill_words(ref + (size_t)i * L, L, 0x100 + i);
+			st_fill_words(ref + (size_t)i * L, L, 0x100 + i);
 			memcpy(map[i] + off[i], ref + (size_t)i * L, L);
 		}
 	}
@@ -612,9 +609,9 @@ TEST_F_TIMEOUT(ml, many_bos_rotate, 120)
 				  NULL, 0, &f));
 	ASSERT_EQ(0, spyre_fence_wait(&f, T_NS));
 	for (int i = 0; i < N; i++) {
-		ASSERT_EQ(L, spyre_first_diff(map[i] + off[i],
-					      ref + (size_t)((i + 1) % N) * L,
-					      L)) TH_LOG("BO %d", i);
+		ASSERT_EQ(L, st_first_diff(map[i] + off[i],
+					   ref + (size_t)((i + 1) % N) * L,
+					   L)) TH_LOG("BO %d", i);
 	}
 	/* and back, one stream copy each */
 	ASSERT_EQ(0, spyre_stream_copy(self->s, bo[N], off[N], bo[N - 1],
@@ -627,8 +624,8 @@ TEST_F_TIMEOUT(ml, many_bos_rotate, 120)
 				       L));
 	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
 	for (int i = 0; i < N; i++) {
-		ASSERT_EQ(L, spyre_first_diff(map[i] + off[i],
-					      ref + (size_t)i * L, L))
+		ASSERT_EQ(L, st_first_diff(map[i] + off[i],
+					   ref + (size_t)i * L, L))
 			TH_LOG("BO %d", i);
 	}
 	spyre_cmdbuf_destroy(cb);

@@ -58,8 +58,8 @@ FIXTURE_SETUP(quota)
 	self->param = NULL;
 	if (geteuid())
 		SKIP(return, "needs root (module parameters)");
-	self->a = spyre_open_card(0);
-	self->b = spyre_open_card(0);
+	self->a = st_open_card(0);
+	self->b = st_open_card(0);
 	ASSERT_LE(0, self->a);
 	ASSERT_LE(0, self->b);
 }
@@ -88,26 +88,26 @@ TEST_F(quota, quota_queues_per_file)
 
 	lower(_metadata, self, "max_queues_per_file", "4");
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(0, spyre_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
+		ASSERT_EQ(0, st_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
 					     &q[i]));
-	ASSERT_EQ(-EDQUOT, spyre_queue_new(self->a, DRM_SPYRE_PRIORITY_HIGH,
+	ASSERT_EQ(-EDQUOT, st_queue_new(self->a, DRM_SPYRE_PRIORITY_HIGH,
 					   &q[4]));
 	/* another file has its own four */
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(0, spyre_queue_new(self->b, DRM_SPYRE_PRIORITY_LOW,
+		ASSERT_EQ(0, st_queue_new(self->b, DRM_SPYRE_PRIORITY_LOW,
 					     &qb[i]));
-	ASSERT_EQ(-EDQUOT, spyre_queue_new(self->b, DRM_SPYRE_PRIORITY_LOW,
+	ASSERT_EQ(-EDQUOT, st_queue_new(self->b, DRM_SPYRE_PRIORITY_LOW,
 					   &q[4]));
 	/* a destroyed queue gives its place back, and only one */
-	ASSERT_EQ(0, spyre_queue_del(self->a, q[1]));
-	ASSERT_EQ(-ENOENT, spyre_queue_del(self->a, q[1]));
-	ASSERT_EQ(0, spyre_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
+	ASSERT_EQ(0, st_queue_del(self->a, q[1]));
+	ASSERT_EQ(-ENOENT, st_queue_del(self->a, q[1]));
+	ASSERT_EQ(0, st_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
 				     &q[1]));
-	ASSERT_EQ(-EDQUOT, spyre_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
+	ASSERT_EQ(-EDQUOT, st_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
 					   &q[4]));
 	/* 0 lifts the cap */
 	ASSERT_EQ(0, param_set("max_queues_per_file", "0"));
-	ASSERT_EQ(0, spyre_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
+	ASSERT_EQ(0, st_queue_new(self->a, DRM_SPYRE_PRIORITY_NORMAL,
 				     &q[4]));
 }
 
@@ -117,32 +117,32 @@ TEST_F(quota, quota_devmem_per_file)
 	uint32_t h[4], hb, hs;
 	uint64_t va;
 
-	ASSERT_EQ(0, spyre_query_memory(self->a, &mi));
+	ASSERT_EQ(0, st_query_memory(self->a, &mi));
 	if (mi.devmem_total < 16 * MiB)
 		SKIP(return, "card has %llu bytes of device memory",
 		     (unsigned long long)mi.devmem_total);
 	lower(_metadata, self, "max_devmem_per_file_mb", "4");
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a, 2 * MiB, DRM_SPYRE_BO_DEVICE,
+	ASSERT_EQ(0, st_bo_new_flags(self->a, 2 * MiB, DRM_SPYRE_BO_DEVICE,
 					&h[0], &va));
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a, 2 * MiB, DRM_SPYRE_BO_DEVICE,
+	ASSERT_EQ(0, st_bo_new_flags(self->a, 2 * MiB, DRM_SPYRE_BO_DEVICE,
 					&h[1], &va));
-	ASSERT_EQ(-EDQUOT, spyre_bo_new_flags(self->a, 4096,
+	ASSERT_EQ(-EDQUOT, st_bo_new_flags(self->a, 4096,
 					      DRM_SPYRE_BO_DEVICE, &h[2], &va));
 	/* system memory is not capped by it */
-	ASSERT_EQ(0, spyre_bo_new(self->a, 4 * MiB, &hs, &va));
+	ASSERT_EQ(0, st_bo_new(self->a, 4 * MiB, &hs, &va));
 	/* the card is not full: another file gets its 4 MiB */
-	ASSERT_EQ(0, spyre_bo_new_flags(self->b, 4 * MiB, DRM_SPYRE_BO_DEVICE,
+	ASSERT_EQ(0, st_bo_new_flags(self->b, 4 * MiB, DRM_SPYRE_BO_DEVICE,
 					&hb, &va));
-	ASSERT_EQ(0, spyre_query_memory(self->a, &mi));
+	ASSERT_EQ(0, st_query_memory(self->a, &mi));
 	ASSERT_EQ(4 * MiB, mi.file_devmem_used);
 	/* freeing gives the room back */
 	ASSERT_EQ(0, drmCloseBufferHandle(self->a, h[0]));
-	ASSERT_EQ(0, spyre_bo_new_flags(self->a, 2 * MiB, DRM_SPYRE_BO_DEVICE,
+	ASSERT_EQ(0, st_bo_new_flags(self->a, 2 * MiB, DRM_SPYRE_BO_DEVICE,
 					&h[2], &va));
-	ASSERT_EQ(-EDQUOT, spyre_bo_new_flags(self->a, 4096,
+	ASSERT_EQ(-EDQUOT, st_bo_new_flags(self->a, 4096,
 					      DRM_SPYRE_BO_DEVICE, &h[3], &va));
 	/* a BO bigger than the card is -E2BIG, whatever the cap */
-	ASSERT_EQ(-E2BIG, spyre_bo_new_flags(self->a, mi.devmem_total * 2,
+	ASSERT_EQ(-E2BIG, st_bo_new_flags(self->a, mi.devmem_total * 2,
 					     DRM_SPYRE_BO_DEVICE, &h[3], &va));
 }
 

@@ -18,7 +18,7 @@
 #define DATA_SIZE (1u << 20)
 
 FIXTURE(sub) {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct spyre_cmdbuf *cb;
 	uint32_t a, b;		/* data BOs */
 	uint64_t a_va, b_va;
@@ -27,17 +27,17 @@ FIXTURE(sub) {
 
 FIXTURE_SETUP(sub)
 {
-	int ret = spyre_ctx_init(&self->c, 0);
+	int ret = st_ctx_init(&self->c, 0);
 
 	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card (/dev/accel)");
 	ASSERT_EQ(0, ret);
 	ASSERT_EQ(0, spyre_cmdbuf_create(&self->cb));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, DATA_SIZE, &self->a, &self->a_va));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, DATA_SIZE, &self->b, &self->b_va));
-	self->pa = spyre_bo_mmap(self->c.fd, self->a, DATA_SIZE);
+	ASSERT_EQ(0, st_bo_new(self->c.fd, DATA_SIZE, &self->a, &self->a_va));
+	ASSERT_EQ(0, st_bo_new(self->c.fd, DATA_SIZE, &self->b, &self->b_va));
+	self->pa = st_bo_mmap(self->c.fd, self->a, DATA_SIZE);
 	ASSERT_NE(MAP_FAILED, self->pa);
-	self->pb = spyre_bo_mmap(self->c.fd, self->b, DATA_SIZE);
+	self->pb = st_bo_mmap(self->c.fd, self->b, DATA_SIZE);
 	ASSERT_NE(MAP_FAILED, self->pb);
 }
 
@@ -48,7 +48,7 @@ FIXTURE_TEARDOWN(sub)
 		munmap(self->pa, DATA_SIZE);
 	if (self->pb && self->pb != MAP_FAILED)
 		munmap(self->pb, DATA_SIZE);
-	spyre_ctx_fini(&self->c);
+	st_close(&self->c);
 }
 
 /* ---- queues ------------------------------------------------------------- */
@@ -58,8 +58,8 @@ TEST_F(sub, queue_create_destroy)
 	uint32_t ids[6];
 
 	for (int i = 0; i < 6; i++) {
-		ASSERT_EQ(0, spyre_queue_new(self->c.fd, (uint32_t)(i % 3),
-					     &ids[i]));
+		ASSERT_EQ(0, st_queue_new(self->c.fd, (uint32_t)(i % 3),
+					  &ids[i]));
 		ASSERT_LT(0, ids[i]);
 		for (int j = 0; j < i; j++) {
 			ASSERT_NE(ids[j], ids[i]);
@@ -67,10 +67,10 @@ TEST_F(sub, queue_create_destroy)
 		ASSERT_NE(self->c.qid, ids[i]);
 	}
 	for (int i = 0; i < 6; i++) {
-		ASSERT_EQ(0, spyre_queue_del(self->c.fd, ids[i]));
+		ASSERT_EQ(0, st_queue_del(self->c.fd, ids[i]));
 	}
 	for (int i = 0; i < 6; i++) {
-		ASSERT_EQ(-ENOENT, spyre_queue_del(self->c.fd, ids[i]));
+		ASSERT_EQ(-ENOENT, st_queue_del(self->c.fd, ids[i]));
 	}
 }
 
@@ -79,23 +79,23 @@ TEST_F(sub, queue_bad_args)
 	struct drm_spyre_queue_create c = { .priority = 3 };
 	struct drm_spyre_queue_destroy d = { .queue_id = self->c.qid, .pad = 1 };
 
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
-				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd,
+				    DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
 	c.priority = ~0u;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
-				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd,
+				    DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
 	c = (struct drm_spyre_queue_create){ .priority = 1, .flags = 1 };
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
-				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd,
+				    DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
 	c = (struct drm_spyre_queue_create){ .priority = 1, .pad = 1 };
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
-				       DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd,
-				       DRM_IOCTL_SPYRE_QUEUE_DESTROY, &d));
-	EXPECT_EQ(-ENOENT, spyre_queue_del(self->c.fd, 0));
-	EXPECT_EQ(-ENOENT, spyre_queue_del(self->c.fd, 0x7fffffff));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd,
+				    DRM_IOCTL_SPYRE_QUEUE_CREATE, &c));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd,
+				    DRM_IOCTL_SPYRE_QUEUE_DESTROY, &d));
+	EXPECT_EQ(-ENOENT, st_queue_del(self->c.fd, 0));
+	EXPECT_EQ(-ENOENT, st_queue_del(self->c.fd, 0x7fffffff));
 	/* the pad-rejected destroy did not destroy the queue */
-	EXPECT_EQ(0, spyre_queue_del(self->c.fd, self->c.qid));
+	EXPECT_EQ(0, st_queue_del(self->c.fd, self->c.qid));
 }
 
 TEST_F(sub, queues_are_per_file)
@@ -103,12 +103,12 @@ TEST_F(sub, queues_are_per_file)
 	char node[64];
 	int fd2;
 
-	ASSERT_NE(NULL, spyre_node(0, node, sizeof(node)));
+	ASSERT_NE(NULL, st_node(0, node, sizeof(node)));
 	fd2 = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	EXPECT_EQ(-ENOENT, spyre_queue_del(fd2, self->c.qid));
-	EXPECT_EQ(-ENOENT, spyre_submit_job(fd2, self->c.qid, self->c.cmd_va,
-					    8, NULL, 0, NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, st_queue_del(fd2, self->c.qid));
+	EXPECT_EQ(-ENOENT, st_submit_job(fd2, self->c.qid, self->c.cmd.va,
+					 8, NULL, 0, NULL, 0, 0, 0, NULL));
 	close(fd2);
 }
 
@@ -119,14 +119,14 @@ TEST_F(sub, nop_signals_binary_syncobj)
 	uint64_t seqno = 0;
 
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 8);
-	ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid, self->c.cmd_va,
-				      8, &self->c.cmd_h, 1, NULL, 0,
-				      self->c.sync, 0, &seqno));
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb), 8);
+	ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid, self->c.cmd.va,
+				   8, &self->c.cmd.h, 1, NULL, 0,
+				   self->c.sync, 0, &seqno));
 	EXPECT_LT(0, seqno);
-	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	ASSERT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 }
 
 TEST_F(sub, timeline_points_and_seqnos)
@@ -136,23 +136,23 @@ TEST_F(sub, timeline_points_and_seqnos)
 
 	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 8);
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb), 8);
 	for (int i = 0; i < 4; i++) {
-		ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
-					      self->c.cmd_va, 8,
-					      &self->c.cmd_h, 1, NULL, 0, tl,
-					      (uint64_t)(10 * (i + 1)),
-					      &seq[i]));
+		ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid,
+					   self->c.cmd.va, 8,
+					   &self->c.cmd.h, 1, NULL, 0, tl,
+					   (uint64_t)(10 * (i + 1)),
+					   &seq[i]));
 		if (i) {
 			EXPECT_EQ(seq[i - 1] + 1, seq[i]);
 		}
 	}
-	ASSERT_EQ(0, spyre_timeline_wait(self->c.fd, tl, 40,
-					 SPYRE_TEST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_timeline_wait(self->c.fd, tl, 40,
+				      ST_TIMEOUT_NS));
 	ASSERT_EQ(0, drmSyncobjQuery(self->c.fd, &tl, &point, 1));
 	EXPECT_EQ(40, point);
 	/* a point nobody will signal times out */
-	EXPECT_EQ(-ETIME, spyre_timeline_wait(self->c.fd, tl, 50, 20000000));
+	EXPECT_EQ(-ETIME, st_timeline_wait(self->c.fd, tl, 50, 20000000));
 	drmSyncobjDestroy(self->c.fd, tl);
 }
 
@@ -160,63 +160,63 @@ TEST_F(sub, bad_cmd_va_and_size)
 {
 	const uint32_t max = self->c.di.max_cmd_size;
 	static const uint32_t bad_sizes[] = { 0, 4, 12, 7 };
-	uint32_t h = self->c.cmd_h;
+	uint32_t h = self->c.cmd.h;
 
-	memset(self->c.cmd, 0, SPYRE_CMD_BO_SIZE);	/* NOPs are 8 zero..*/
+	memset(self->c.cmd.map, 0, ST_CMD_BO_SIZE);	/* NOPs are 8 zero..*/
 	for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
-		EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
-				self->c.cmd_va, bad_sizes[i], &h, 1, NULL, 0,
+		EXPECT_EQ(-EINVAL, st_submit_job(self->c.fd, self->c.qid,
+				self->c.cmd.va, bad_sizes[i], &h, 1, NULL, 0,
 				0, 0, NULL)) TH_LOG("size %u", bad_sizes[i]);
 	}
-	EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
-			self->c.cmd_va, max + 8, &h, 1, NULL, 0, 0, 0, NULL));
-	EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
-			self->c.cmd_va, ~0u & ~7u, &h, 1, NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, st_submit_job(self->c.fd, self->c.qid,
+			self->c.cmd.va, max + 8, &h, 1, NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, st_submit_job(self->c.fd, self->c.qid,
+			self->c.cmd.va, ~0u & ~7u, &h, 1, NULL, 0, 0, 0, NULL));
 	for (uint64_t off = 1; off < 8; off++) {
-		EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
-				self->c.cmd_va + off, 8, &h, 1, NULL, 0, 0, 0,
+		EXPECT_EQ(-EINVAL, st_submit_job(self->c.fd, self->c.qid,
+				self->c.cmd.va + off, 8, &h, 1, NULL, 0, 0, 0,
 				NULL)) TH_LOG("va + %llu", (unsigned long long)off);
 	}
 	/* none of this poisoned the context */
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	EXPECT_EQ(0, spyre_ctx_run(&self->c, self->cb, NULL, 0));
+	EXPECT_EQ(0, st_run_cmdbuf(&self->c, self->cb, NULL, 0));
 }
 
 TEST_F(sub, bad_ids_and_handles)
 {
 	struct drm_spyre_sync in = { .handle = 0xdead, .point = 0 };
-	uint32_t bad_bo[2] = { self->c.cmd_h, 0xdead };
+	uint32_t bad_bo[2] = { self->c.cmd.h, 0xdead };
 
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 8);
-	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, 0, self->c.cmd_va, 8,
-					    NULL, 0, NULL, 0, 0, 0, NULL));
-	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid + 1000,
-					    self->c.cmd_va, 8, NULL, 0, NULL,
-					    0, 0, 0, NULL));
-	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid,
-					    self->c.cmd_va, 8, bad_bo, 2,
-					    NULL, 0, 0, 0, NULL));
-	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid,
-					    self->c.cmd_va, 8, bad_bo, 1,
-					    &in, 1, 0, 0, NULL));
-	EXPECT_EQ(-ENOENT, spyre_submit_job(self->c.fd, self->c.qid,
-					    self->c.cmd_va, 8, bad_bo, 1,
-					    NULL, 0, 0xdead, 0, NULL));
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb), 8);
+	EXPECT_EQ(-ENOENT, st_submit_job(self->c.fd, 0, self->c.cmd.va, 8,
+					 NULL, 0, NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, st_submit_job(self->c.fd, self->c.qid + 1000,
+					 self->c.cmd.va, 8, NULL, 0, NULL,
+					 0, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, st_submit_job(self->c.fd, self->c.qid,
+					 self->c.cmd.va, 8, bad_bo, 2,
+					 NULL, 0, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, st_submit_job(self->c.fd, self->c.qid,
+					 self->c.cmd.va, 8, bad_bo, 1,
+					 &in, 1, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, st_submit_job(self->c.fd, self->c.qid,
+					 self->c.cmd.va, 8, bad_bo, 1,
+					 NULL, 0, 0xdead, 0, NULL));
 	/* still fine afterwards */
-	EXPECT_EQ(0, spyre_ctx_run(&self->c, self->cb, NULL, 0));
+	EXPECT_EQ(0, st_run_cmdbuf(&self->c, self->cb, NULL, 0));
 }
 
 /* One-job submit; the kernel writes job_count back (jobs queued). */
 #define SUBMIT1(sp) ((sp)->job_count = 1,				\
-		     spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, (sp)))
+		     st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, (sp)))
 
 TEST_F(sub, bad_submit_struct)
 {
 	struct drm_spyre_sync out = { .handle = self->c.sync };
-	struct drm_spyre_bo_ref ref = { self->c.cmd_h, DRM_SPYRE_BO_REF_READ };
+	struct drm_spyre_bo_ref ref = { self->c.cmd.h, DRM_SPYRE_BO_REF_READ };
 	struct drm_spyre_job job[2] = { {
-		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd.va,
 		.cmd_size = 8, .bo_count = 1,
 		.bos = (uintptr_t)&ref,
 		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
@@ -225,8 +225,8 @@ TEST_F(sub, bad_submit_struct)
 				      .job_stride = sizeof(job[0]) };
 	uint8_t big[sizeof(job[0]) + 8];
 
-	memset(self->c.cmd, 0, 8);
-	self->c.cmd[4] = 8;	/* NOP, size 8 */
+	memset(self->c.cmd.map, 0, 8);
+	self->c.cmd.map[4] = 8;	/* NOP, size 8 */
 	s.flags = 1;
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
 	s.flags = 0;
@@ -234,9 +234,9 @@ TEST_F(sub, bad_submit_struct)
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
 	s.pad = 0;
 	s.job_count = 0;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
 	s.job_count = self->c.di.max_jobs + 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
 	job[0].flags = DRM_SPYRE_JOB_RESTARTABLE << 1;
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
 	/* a job rejected: the kernel reports how many it queued, none */
@@ -301,33 +301,33 @@ TEST_F(sub, bad_submit_struct)
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
 	big[sizeof(job[0]) + 3] = 0;
 	EXPECT_EQ(0, SUBMIT1(&s));
-	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	/* a valid two-job array */
 	job[1] = job[0];
 	s.jobs = (uintptr_t)job;
 	s.job_stride = sizeof(job[0]);
 	s.job_count = 2;
-	EXPECT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	EXPECT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
 	EXPECT_EQ(2, s.job_count);
 	EXPECT_EQ(job[0].seqno + 1, job[1].seqno);
-	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
+	EXPECT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
 	/* second job bad: the first is queued and counted */
 	job[1].queue_id = 0xdead;
 	s.job_count = 2;
-	EXPECT_EQ(-ENOENT, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
+	EXPECT_EQ(-ENOENT, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
 	EXPECT_EQ(1, s.job_count);
-	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 }
 
 /* ---- command execution -------------------------------------------------- */
 
 FIXTURE(fill) {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct spyre_cmdbuf *cb;
 	uint32_t a;
 	uint64_t a_va;
@@ -348,21 +348,21 @@ FIXTURE_VARIANT_ADD(fill, u64) { 8, 0x0123456789abcdefull, 8, 131071 };
 
 FIXTURE_SETUP(fill)
 {
-	int ret = spyre_ctx_init(&self->c, 0);
+	int ret = st_ctx_init(&self->c, 0);
 
 	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card (/dev/accel)");
 	ASSERT_EQ(0, ret);
 	ASSERT_EQ(0, spyre_cmdbuf_create(&self->cb));
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, DATA_SIZE, &self->a, &self->a_va));
-	self->pa = spyre_bo_mmap(self->c.fd, self->a, DATA_SIZE);
+	ASSERT_EQ(0, st_bo_new(self->c.fd, DATA_SIZE, &self->a, &self->a_va));
+	self->pa = st_bo_mmap(self->c.fd, self->a, DATA_SIZE);
 	ASSERT_NE(MAP_FAILED, self->pa);
 }
 
 FIXTURE_TEARDOWN(fill)
 {
 	spyre_cmdbuf_destroy(self->cb);
-	spyre_ctx_fini(&self->c);
+	st_close(&self->c);
 }
 
 TEST_F(fill, readback)
@@ -374,7 +374,7 @@ TEST_F(fill, readback)
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va + start,
 				       variant->count, variant->elem_size,
 				       variant->value));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &self->a, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, &self->a, 1));
 	for (uint64_t i = 0; i < DATA_SIZE; i++) {
 		uint8_t want = 0x77;
 
@@ -389,18 +389,18 @@ TEST_F(fill, readback)
 TEST_F(sub, copy_1d)
 {
 	for (uint32_t i = 0; i < DATA_SIZE; i++)
-		self->pa[i] = spyre_pat(i, 7);
+		self->pa[i] = st_pat(i, 7);
 	memset(self->pb, 0, DATA_SIZE);
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, self->b_va + 5,
 				       self->a_va + 3, DATA_SIZE - 4096));
 	{
 		uint32_t bos[2] = { self->a, self->b };
 
-		ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+		ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
 	}
 	for (uint32_t i = 0; i < DATA_SIZE; i++) {
 		uint8_t want = (i >= 5 && i < 5 + DATA_SIZE - 4096) ?
-			       spyre_pat(i - 2, 7) : 0;
+			       st_pat(i - 2, 7) : 0;
 
 		ASSERT_EQ(want, self->pb[i]) TH_LOG("byte %u", i);
 	}
@@ -412,12 +412,12 @@ TEST_F(sub, copy_2d_pitched)
 	uint32_t bos[2] = { self->a, self->b };
 
 	for (uint32_t i = 0; i < DATA_SIZE; i++)
-		self->pa[i] = spyre_pat(i, 9);
+		self->pa[i] = st_pat(i, 9);
 	memset(self->pb, 0xcd, DATA_SIZE);
 	ASSERT_EQ(0, spyre_cmdbuf_copy_2d(self->cb, self->b_va + 64, dp,
 					  SPYRE_DTYPE_U8, self->a_va + 32, sp,
 					  SPYRE_DTYPE_U8, w, h, 0));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, bos, 2));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, bos, 2));
 	for (uint64_t i = 0; i < DATA_SIZE; i++) {
 		uint8_t want = 0xcd;
 
@@ -425,7 +425,7 @@ TEST_F(sub, copy_2d_pitched)
 			uint64_t r = (i - 64) / dp, c = (i - 64) % dp;
 
 			if (r < h && c < w)
-				want = spyre_pat(32 + r * sp + c, 9);
+				want = st_pat(32 + r * sp + c, 9);
 		}
 		ASSERT_EQ(want, self->pb[i]) TH_LOG("byte %llu",
 						    (unsigned long long)i);
@@ -445,8 +445,8 @@ TEST_F(sub, many_commands_one_job)
 					       i * 0x100000001ull + 1));
 	}
 	ASSERT_EQ(0, spyre_cmdbuf_timestamp(self->cb, self->a_va + 8));
-	ASSERT_GE(SPYRE_CMD_BO_SIZE, spyre_cmdbuf_size(self->cb));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &self->a, 1));
+	ASSERT_GE(ST_CMD_BO_SIZE, spyre_cmdbuf_size(self->cb));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, &self->a, 1));
 	for (uint64_t i = 0; i < 1000; i++) {
 		uint64_t v;
 
@@ -463,7 +463,7 @@ TEST_F_TIMEOUT(sub, many_jobs_in_a_row, 120)
 {
 	/* 400 jobs, each its own 40-byte FILL in the command BO. */
 	enum { N = 400 };
-	uint32_t tl, bos[2] = { self->c.cmd_h, self->a };
+	uint32_t tl, bos[2] = { self->c.cmd.h, self->a };
 	uint64_t prev = 0;
 
 	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
@@ -474,16 +474,16 @@ TEST_F_TIMEOUT(sub, many_jobs_in_a_row, 120)
 		spyre_cmdbuf_reset(self->cb);
 		ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va + 8 * i, 1,
 					       8, 0xf00d0000ull + i));
-		memcpy(self->c.cmd + 64 * i, spyre_cmdbuf_data(self->cb), 40);
-		ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
-					      self->c.cmd_va + 64 * i, 40, bos,
-					      2, NULL, 0, tl, i + 1, &seq))
+		memcpy(self->c.cmd.map + 64 * i, spyre_cmdbuf_data(self->cb), 40);
+		ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid,
+					   self->c.cmd.va + 64 * i, 40, bos,
+					   2, NULL, 0, tl, i + 1, &seq))
 			TH_LOG("job %u", i);
 		ASSERT_LT(prev, seq);
 		prev = seq;
 	}
-	ASSERT_EQ(0, spyre_timeline_wait(self->c.fd, tl, N,
-					 SPYRE_TEST_TIMEOUT_NS * 4));
+	ASSERT_EQ(0, st_timeline_wait(self->c.fd, tl, N,
+				      ST_TIMEOUT_NS * 4));
 	for (uint32_t i = 0; i < N; i++) {
 		uint64_t v;
 
@@ -497,29 +497,29 @@ TEST_F(sub, in_fence_orders_queues)
 {
 	/* q1 fills a (large), q2 copies a->b after q1's fence. */
 	struct drm_spyre_sync in;
-	uint32_t q2, tl, bos[3] = { self->c.cmd_h, self->a, self->b };
+	uint32_t q2, tl, bos[3] = { self->c.cmd.h, self->a, self->b };
 
-	ASSERT_EQ(0, spyre_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_HIGH, &q2));
+	ASSERT_EQ(0, st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_HIGH, &q2));
 	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
 	memset(self->pa, 0, DATA_SIZE);
 	memset(self->pb, 0, DATA_SIZE);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE / 4, 4,
 				       0x600df00d));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb), 40);
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_copy(self->cb, self->b_va, self->a_va,
 				       DATA_SIZE));
-	memcpy(self->c.cmd + 1024, spyre_cmdbuf_data(self->cb), 64);
+	memcpy(self->c.cmd.map + 1024, spyre_cmdbuf_data(self->cb), 64);
 
-	ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid, self->c.cmd_va,
-				      40, bos, 3, NULL, 0, tl, 1, NULL));
+	ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid, self->c.cmd.va,
+				   40, bos, 3, NULL, 0, tl, 1, NULL));
 	in = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
-	ASSERT_EQ(0, spyre_submit_job(self->c.fd, q2, self->c.cmd_va + 1024,
-				      64, bos, 3, &in, 1, self->c.sync, 0,
-				      NULL));
-	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	ASSERT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	ASSERT_EQ(0, st_submit_job(self->c.fd, q2, self->c.cmd.va + 1024,
+				   64, bos, 3, &in, 1, self->c.sync, 0,
+				   NULL));
+	ASSERT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	ASSERT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	for (uint32_t i = 0; i < DATA_SIZE; i += 4) {
 		uint32_t v;
 
@@ -533,24 +533,24 @@ TEST_F(sub, in_fence_signalled_from_cpu)
 	/* A timeline point signalled by the CPU is a valid dependency; a
 	 * point nobody submitted is refused (DRM core: -EINVAL). */
 	struct drm_spyre_sync in;
-	uint32_t tl, bos[2] = { self->c.cmd_h, self->a };
+	uint32_t tl, bos[2] = { self->c.cmd.h, self->a };
 	uint64_t p = 1;
 
 	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
 	memset(self->pa, 0, 8);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, 1, 8, 0xabcd));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb), 40);
 	in = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
-	EXPECT_EQ(-EINVAL, spyre_submit_job(self->c.fd, self->c.qid,
-					    self->c.cmd_va, 40, bos, 2, &in, 1,
-					    self->c.sync, 0, NULL));
+	EXPECT_EQ(-EINVAL, st_submit_job(self->c.fd, self->c.qid,
+					 self->c.cmd.va, 40, bos, 2, &in, 1,
+					 self->c.sync, 0, NULL));
 	ASSERT_EQ(0, drmSyncobjTimelineSignal(self->c.fd, &tl, &p, 1));
-	ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid, self->c.cmd_va,
-				      40, bos, 2, &in, 1, self->c.sync, 0,
-				      NULL));
-	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid, self->c.cmd.va,
+				   40, bos, 2, &in, 1, self->c.sync, 0,
+				   NULL));
+	EXPECT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	EXPECT_EQ(0xabcd, *(volatile uint64_t *)self->pa);
 }
 
@@ -587,14 +587,14 @@ TEST_F(sub, device_info_limits_are_enforced)
 	ASSERT_EQ(0, drmSyncobjTimelineSignal(self->c.fd, &tl, &p, 1));
 	for (uint32_t i = 0; i <= nrefs; i++)
 		refs[i] = (struct drm_spyre_bo_ref){
-			i & 1 ? self->a : self->c.cmd_h, DRM_SPYRE_BO_REF_READ };
+			i & 1 ? self->a : self->c.cmd.h, DRM_SPYRE_BO_REF_READ };
 	for (uint32_t i = 0; i <= nsyncs; i++)
 		in[i] = (struct drm_spyre_sync){ .handle = tl, .point = 1 };
-	memset(self->c.cmd, 0, 8);
-	self->c.cmd[4] = 8;	/* NOP, size 8 */
+	memset(self->c.cmd.map, 0, 8);
+	self->c.cmd.map[4] = 8;	/* NOP, size 8 */
 	for (uint32_t i = 0; i <= njobs; i++)
 		jobs[i] = (struct drm_spyre_job){
-			.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+			.queue_id = self->c.qid, .cmd_va = self->c.cmd.va,
 			.cmd_size = 8,
 		};
 	jobs[0].bos = (uintptr_t)refs;
@@ -605,26 +605,26 @@ TEST_F(sub, device_info_limits_are_enforced)
 	jobs[njobs - 1].out_sync_count = 1;
 	sub.jobs = (uintptr_t)jobs;
 	sub.job_count = njobs;
-	EXPECT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
 	EXPECT_EQ(njobs, sub.job_count);
-	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	/* and one more of each is refused, queueing nothing */
 	jobs[njobs - 1].out_sync_count = 0;
 	sub.job_count = njobs + 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
-				       &sub));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				    &sub));
 	EXPECT_EQ(0, sub.job_count);
 	sub.job_count = 1;
 	jobs[0].bo_count = nrefs + 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
-				       &sub));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				    &sub));
 	jobs[0].bo_count = nrefs;
 	sub.job_count = 1;
 	jobs[0].in_sync_count = nsyncs + 1;
-	EXPECT_EQ(-EINVAL, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
-				       &sub));
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				    &sub));
 	free(jobs);
 	free(refs);
 	free(in);
@@ -654,7 +654,7 @@ TEST_F(sub, bo_ref_read_and_write_fences)
 	struct drm_spyre_sync out = { .handle = self->c.sync };
 	struct drm_spyre_bo_ref refs[4];
 	struct drm_spyre_job job = {
-		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd.va,
 		.bos = (uintptr_t)refs, .bo_count = 4,
 		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
 	};
@@ -666,8 +666,8 @@ TEST_F(sub, bo_ref_read_and_write_fences)
 	uint32_t sem_h;
 	int fa, fb;
 
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4096, &sem_h, &sem_va));
-	sem = spyre_bo_mmap(self->c.fd, sem_h, 4096);
+	ASSERT_EQ(0, st_bo_new(self->c.fd, 4096, &sem_h, &sem_va));
+	sem = st_bo_mmap(self->c.fd, sem_h, 4096);
 	ASSERT_NE(MAP_FAILED, (void *)sem);
 	*sem = 0;
 	ASSERT_EQ(0, drmPrimeHandleToFD(self->c.fd, self->a, DRM_CLOEXEC, &fa));
@@ -676,29 +676,29 @@ TEST_F(sub, bo_ref_read_and_write_fences)
 	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb, 0));
 
 	ASSERT_EQ(0, spyre_cmdbuf_sem_wait(self->cb, sem_va, 1));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb),
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb),
 	       spyre_cmdbuf_size(self->cb));
 	job.cmd_size = (uint32_t)spyre_cmdbuf_size(self->cb);
-	refs[0] = (struct drm_spyre_bo_ref){ self->c.cmd_h,
+	refs[0] = (struct drm_spyre_bo_ref){ self->c.cmd.h,
 					     DRM_SPYRE_BO_REF_READ };
 	refs[1] = (struct drm_spyre_bo_ref){ self->a, DRM_SPYRE_BO_REF_READ };
 	refs[2] = (struct drm_spyre_bo_ref){ self->b, DRM_SPYRE_BO_REF_WRITE };
 	refs[3] = (struct drm_spyre_bo_ref){ sem_h, DRM_SPYRE_BO_REF_READ };
-	ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
 
 	EXPECT_EQ(POLLIN, dmabuf_ready(fa, 0));
 	EXPECT_EQ(0, dmabuf_ready(fb, 0));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, self->a,
-					    spyre_abs_timeout(1000000)));
-	EXPECT_EQ(-ETIME, spyre_bo_wait_abs(self->c.fd, self->b,
-					    spyre_abs_timeout(1000000)));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->c.fd, self->a,
+					 st_abs_timeout(1000000)));
+	EXPECT_EQ(-ETIME, st_bo_wait_abs(self->c.fd, self->b,
+					 st_abs_timeout(1000000)));
 
 	*sem = 1;	/* let the job end */
-	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
-	EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, self->a,
-				       spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
+	ASSERT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_bo_wait_abs(self->c.fd, self->a,
+				    st_abs_timeout(ST_TIMEOUT_NS)));
 	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fa, 1000));
 	EXPECT_EQ(POLLIN | POLLOUT, dmabuf_ready(fb, 1000));
 	close(fa);
@@ -722,8 +722,8 @@ static void *late_signal_thread(void *arg)
 
 	nanosleep(&d, NULL);
 	atomic_store(&ls->submitting, 1);
-	ls->ret = spyre_submit_job(ls->fd, ls->qid, ls->cmd_va, 8, &ls->cmd_h,
-				   1, NULL, 0, ls->tl, 1, NULL);
+	ls->ret = st_submit_job(ls->fd, ls->qid, ls->cmd_va, 8, &ls->cmd_h,
+				1, NULL, 0, ls->tl, 1, NULL);
 	return NULL;
 }
 
@@ -735,15 +735,15 @@ TEST_F_TIMEOUT(sub, wait_for_submit, 60)
 	 * job runs.  Within one SUBMIT the point may come from an earlier
 	 * job.  A point nobody submits gives -ETIME, queueing nothing.
 	 */
-	struct late_signal ls = { .fd = self->c.fd, .cmd_va = self->c.cmd_va,
-				  .cmd_h = self->c.cmd_h };
-	uint32_t bos[2] = { self->c.cmd_h, self->a };
+	struct late_signal ls = { .fd = self->c.fd, .cmd_va = self->c.cmd.va,
+				  .cmd_h = self->c.cmd.h };
+	uint32_t bos[2] = { self->c.cmd.h, self->a };
 	struct drm_spyre_sync in = { .point = 1,
 				     .flags = DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT };
 	struct drm_spyre_sync sig = { .point = 1 }, done = {
 		.handle = self->c.sync };
 	struct drm_spyre_bo_ref refs[2] = {
-		{ self->c.cmd_h, DRM_SPYRE_BO_REF_READ },
+		{ self->c.cmd.h, DRM_SPYRE_BO_REF_READ },
 		{ self->a, DRM_SPYRE_BO_REF_WRITE },
 	};
 	struct drm_spyre_job jobs[2];
@@ -752,27 +752,27 @@ TEST_F_TIMEOUT(sub, wait_for_submit, 60)
 					.job_stride = sizeof(jobs[0]) };
 	pthread_t th;
 
-	memset(self->c.cmd, 0, 8);
-	self->c.cmd[4] = 8;	/* NOP at offset 0 */
+	memset(self->c.cmd.map, 0, 8);
+	self->c.cmd.map[4] = 8;	/* NOP at offset 0 */
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, 1, 8, 0x5eed));
-	memcpy(self->c.cmd + 64, spyre_cmdbuf_data(self->cb), 40);
-	ASSERT_EQ(0, spyre_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL,
-				     &ls.qid));
+	memcpy(self->c.cmd.map + 64, spyre_cmdbuf_data(self->cb), 40);
+	ASSERT_EQ(0, st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				  &ls.qid));
 	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &ls.tl));
 
 	/* another thread submits the signalling job 300 ms from now */
 	memset(self->pa, 0, 8);
 	in.handle = ls.tl;
 	ASSERT_EQ(0, pthread_create(&th, NULL, late_signal_thread, &ls));
-	EXPECT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
-				      self->c.cmd_va + 64, 40, bos, 2, &in, 1,
-				      self->c.sync, 0, NULL));
+	EXPECT_EQ(0, st_submit_job(self->c.fd, self->c.qid,
+				   self->c.cmd.va + 64, 40, bos, 2, &in, 1,
+				   self->c.sync, 0, NULL));
 	EXPECT_EQ(1, atomic_load(&ls.submitting));
 	pthread_join(th, NULL);
 	EXPECT_EQ(0, ls.ret);
-	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	ASSERT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	EXPECT_EQ(0x5eed, *(volatile uint64_t *)self->pa);
 
 	/* job 1 waits for the point job 0 of the same SUBMIT signals */
@@ -781,32 +781,32 @@ TEST_F_TIMEOUT(sub, wait_for_submit, 60)
 	in.handle = sig.handle;
 	memset(self->pa, 0, 8);
 	jobs[0] = (struct drm_spyre_job){
-		.queue_id = ls.qid, .cmd_va = self->c.cmd_va, .cmd_size = 8,
+		.queue_id = ls.qid, .cmd_va = self->c.cmd.va, .cmd_size = 8,
 		.bos = (uintptr_t)refs, .bo_count = 1,
 		.out_syncs = (uintptr_t)&sig, .out_sync_count = 1,
 	};
 	jobs[1] = (struct drm_spyre_job){
-		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va + 64,
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd.va + 64,
 		.cmd_size = 40, .bos = (uintptr_t)refs, .bo_count = 2,
 		.in_syncs = (uintptr_t)&in, .in_sync_count = 1,
 		.out_syncs = (uintptr_t)&done, .out_sync_count = 1,
 	};
-	EXPECT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
 	EXPECT_EQ(2, sub.job_count);
-	ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+	ASSERT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	EXPECT_EQ(0x5eed, *(volatile uint64_t *)self->pa);
 
 	/* nobody signals point 7: the DRM core gives up after 5 s */
 	in.point = 7;
 	sub.jobs = (uintptr_t)&jobs[1];
 	sub.job_count = 1;
-	EXPECT_EQ(-ETIME, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
-				      &sub));
+	EXPECT_EQ(-ETIME, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				   &sub));
 	EXPECT_EQ(0, sub.job_count);
 	/* the context is not harmed */
-	EXPECT_EQ(0, spyre_ctx_run_at(&self->c, self->cb, 64, &self->a, 1));
+	EXPECT_EQ(0, st_run_cmdbuf_at(&self->c, self->cb, 64, &self->a, 1));
 }
 
 TEST_F_TIMEOUT(sub, duplicate_bo_refs_with_busy_fences, 120)
@@ -830,25 +830,25 @@ TEST_F_TIMEOUT(sub, duplicate_bo_refs_with_busy_fences, 120)
 					.job_stride = sizeof(job) };
 	uint32_t sem_off = 4096;
 
-	ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4096, &sem_h, &sem_va));
-	sem = spyre_bo_mmap(self->c.fd, sem_h, 4096);
+	ASSERT_EQ(0, st_bo_new(self->c.fd, 4096, &sem_h, &sem_va));
+	sem = st_bo_mmap(self->c.fd, sem_h, 4096);
 	ASSERT_NE(MAP_FAILED, (void *)sem);
-	memset(self->c.cmd, 0, 8);
-	self->c.cmd[4] = 8;	/* NOP at offset 0 */
+	memset(self->c.cmd.map, 0, 8);
+	self->c.cmd.map[4] = 8;	/* NOP at offset 0 */
 	ASSERT_EQ(0, spyre_cmdbuf_sem_wait(self->cb, sem_va, 1));
-	memcpy(self->c.cmd + sem_off, spyre_cmdbuf_data(self->cb),
+	memcpy(self->c.cmd.map + sem_off, spyre_cmdbuf_data(self->cb),
 	       spyre_cmdbuf_size(self->cb));
 	for (int i = 0; i < MAXQ; i++)
-		ASSERT_EQ(0, spyre_queue_new(self->c.fd,
-					     DRM_SPYRE_PRIORITY_NORMAL, &qs[i]));
-	held[0] = (struct drm_spyre_bo_ref){ self->c.cmd_h,
+		ASSERT_EQ(0, st_queue_new(self->c.fd,
+					  DRM_SPYRE_PRIORITY_NORMAL, &qs[i]));
+	held[0] = (struct drm_spyre_bo_ref){ self->c.cmd.h,
 					     DRM_SPYRE_BO_REF_READ };
 	dup[0] = held[0];
 	for (int busy = 0; busy <= MAXQ; busy++) {
 		uint32_t x;
 		uint64_t x_va;
 
-		ASSERT_EQ(0, spyre_bo_new(self->c.fd, 4096, &x, &x_va));
+		ASSERT_EQ(0, st_bo_new(self->c.fd, 4096, &x, &x_va));
 		dup[1] = (struct drm_spyre_bo_ref){ x, DRM_SPYRE_BO_REF_WRITE };
 		dup[2] = (struct drm_spyre_bo_ref){ x, DRM_SPYRE_BO_REF_READ };
 		dup[3] = (struct drm_spyre_bo_ref){ x, DRM_SPYRE_BO_REF_READ |
@@ -860,27 +860,27 @@ TEST_F_TIMEOUT(sub, duplicate_bo_refs_with_busy_fences, 120)
 					   DRM_SPYRE_BO_REF_READ };
 			job = (struct drm_spyre_job){
 				.queue_id = qs[i],
-				.cmd_va = self->c.cmd_va + sem_off,
+				.cmd_va = self->c.cmd.va + sem_off,
 				.cmd_size = (uint32_t)spyre_cmdbuf_size(self->cb),
 				.bos = (uintptr_t)held, .bo_count = 2,
 			};
-			ASSERT_EQ(0, spyre_ioctl(self->c.fd,
-						 DRM_IOCTL_SPYRE_SUBMIT, &sub));
+			ASSERT_EQ(0, st_ioctl(self->c.fd,
+					      DRM_IOCTL_SPYRE_SUBMIT, &sub));
 		}
 		job = (struct drm_spyre_job){
-			.queue_id = self->c.qid, .cmd_va = self->c.cmd_va,
+			.queue_id = self->c.qid, .cmd_va = self->c.cmd.va,
 			.cmd_size = 8, .bos = (uintptr_t)dup, .bo_count = 4,
 			.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
 		};
 		ASSERT_EQ(0, drmSyncobjReset(self->c.fd, &self->c.sync, 1));
-		ASSERT_EQ(0, spyre_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
-					 &sub)) TH_LOG("%d busy", busy);
-		EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-					     SPYRE_TEST_TIMEOUT_NS));
-		EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+		ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT,
+				      &sub)) TH_LOG("%d busy", busy);
+		EXPECT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+					  ST_TIMEOUT_NS));
+		EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 		*sem = 1;	/* release the held jobs */
-		EXPECT_EQ(0, spyre_bo_wait_abs(self->c.fd, x,
-				spyre_abs_timeout(SPYRE_TEST_TIMEOUT_NS)));
+		EXPECT_EQ(0, st_bo_wait_abs(self->c.fd, x,
+				st_abs_timeout(ST_TIMEOUT_NS)));
 		EXPECT_EQ(0, drmCloseBufferHandle(self->c.fd, x));
 	}
 	munmap((void *)sem, 4096);
@@ -902,17 +902,17 @@ TEST_F_TIMEOUT(sub, wait_for_submit_survives_signals, 60)
 	 * without it, raw ioctl() sees -EINTR with job_count untouched and
 	 * calls again.  Either way the job (SEM_SIGNAL add 1) runs once.
 	 */
-	struct late_signal ls = { .fd = self->c.fd, .cmd_va = self->c.cmd_va,
-				  .cmd_h = self->c.cmd_h };
+	struct late_signal ls = { .fd = self->c.fd, .cmd_va = self->c.cmd.va,
+				  .cmd_h = self->c.cmd.h };
 	struct drm_spyre_sync in = { .point = 1,
 				     .flags = DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT };
 	struct drm_spyre_sync out = { .handle = self->c.sync };
 	struct drm_spyre_bo_ref refs[2] = {
-		{ self->c.cmd_h, DRM_SPYRE_BO_REF_READ },
+		{ self->c.cmd.h, DRM_SPYRE_BO_REF_READ },
 		{ self->a, DRM_SPYRE_BO_REF_WRITE },
 	};
 	struct drm_spyre_job job = {
-		.queue_id = self->c.qid, .cmd_va = self->c.cmd_va + 64,
+		.queue_id = self->c.qid, .cmd_va = self->c.cmd.va + 64,
 		.bos = (uintptr_t)refs, .bo_count = 2,
 		.in_syncs = (uintptr_t)&in, .in_sync_count = 1,
 		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
@@ -924,15 +924,15 @@ TEST_F_TIMEOUT(sub, wait_for_submit_survives_signals, 60)
 	struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	struct sigaction sa = { .sa_handler = on_alarm };
 
-	memset(self->c.cmd, 0, 8);
-	self->c.cmd[4] = 8;	/* NOP at offset 0 */
+	memset(self->c.cmd.map, 0, 8);
+	self->c.cmd.map[4] = 8;	/* NOP at offset 0 */
 	ASSERT_EQ(0, spyre_cmdbuf_sem_signal(self->cb, self->a_va, 1,
 					     SPYRE_SEM_F_ADD));
-	memcpy(self->c.cmd + 64, spyre_cmdbuf_data(self->cb),
+	memcpy(self->c.cmd.map + 64, spyre_cmdbuf_data(self->cb),
 	       spyre_cmdbuf_size(self->cb));
 	job.cmd_size = (uint32_t)spyre_cmdbuf_size(self->cb);
-	ASSERT_EQ(0, spyre_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL,
-				     &ls.qid));
+	ASSERT_EQ(0, st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL,
+				  &ls.qid));
 
 	for (int restart = 1; restart >= 0; restart--) {
 		pthread_t th;
@@ -968,9 +968,9 @@ TEST_F_TIMEOUT(sub, wait_for_submit_survives_signals, 60)
 		} else {
 			EXPECT_LT(0, eintr);
 		}
-		ASSERT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-					     SPYRE_TEST_TIMEOUT_NS));
-		EXPECT_EQ(1, spyre_sync_status(self->c.fd, self->c.sync));
+		ASSERT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+					  ST_TIMEOUT_NS));
+		EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 		EXPECT_EQ(1, *(volatile uint64_t *)self->pa)
 			TH_LOG("the job ran %llu times",
 			       (unsigned long long)*(volatile uint64_t *)self->pa);
@@ -982,63 +982,63 @@ TEST_F_TIMEOUT(sub, wait_for_submit_survives_signals, 60)
 
 TEST_F(sub, fault_is_fence_error_and_sticky)
 {
-	struct spyre_ctx_t other;
+	struct st_ctx other;
 	uint32_t bos[1] = { self->a };
 
-	ASSERT_EQ(0, spyre_ctx_init(&other, 0));
+	ASSERT_EQ(0, st_ctx_init(&other, 0));
 	/* The guard page right after BO a is unmapped. */
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va + DATA_SIZE, 1, 8,
 				       1));
-	EXPECT_EQ(-EFAULT, spyre_ctx_run(&self->c, self->cb, bos, 1));
+	EXPECT_EQ(-EFAULT, st_run_cmdbuf(&self->c, self->cb, bos, 1));
 	/* Sticky: later submits on this file fail. */
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	EXPECT_EQ(-ECANCELED, spyre_ctx_run_at(&self->c, self->cb, 4096, NULL,
+	EXPECT_EQ(-ECANCELED, st_run_cmdbuf_at(&self->c, self->cb, 4096, NULL,
 					       0));
 	{
 		uint32_t q2;
 
 		/* even on a new queue of the same file */
-		if (spyre_queue_new(self->c.fd, 1, &q2) == 0) {
-			EXPECT_EQ(-ECANCELED, spyre_submit_job(self->c.fd, q2,
-				self->c.cmd_va + 4096, 8, &self->c.cmd_h, 1,
+		if (st_queue_new(self->c.fd, 1, &q2) == 0) {
+			EXPECT_EQ(-ECANCELED, st_submit_job(self->c.fd, q2,
+				self->c.cmd.va + 4096, 8, &self->c.cmd.h, 1,
 				NULL, 0, 0, 0, NULL));
 		}
 	}
 	/* Another file is untouched. */
-	EXPECT_EQ(0, spyre_ctx_run(&other, self->cb, NULL, 0));
+	EXPECT_EQ(0, st_run_cmdbuf(&other, self->cb, NULL, 0));
 	{
 		uint32_t ob;
 		uint64_t ova;
 		uint8_t *p;
 
-		ASSERT_EQ(0, spyre_bo_new(other.fd, PAGE, &ob, &ova));
-		p = spyre_bo_mmap(other.fd, ob, PAGE);
+		ASSERT_EQ(0, st_bo_new(other.fd, PAGE, &ob, &ova));
+		p = st_bo_mmap(other.fd, ob, PAGE);
 		ASSERT_NE(MAP_FAILED, p);
 		spyre_cmdbuf_reset(self->cb);
 		ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, ova, PAGE, 1, 0x42));
-		EXPECT_EQ(0, spyre_ctx_run(&other, self->cb, &ob, 1));
+		EXPECT_EQ(0, st_run_cmdbuf(&other, self->cb, &ob, 1));
 		EXPECT_EQ(0x42, p[0]);
 		EXPECT_EQ(0x42, p[PAGE - 1]);
 		munmap(p, PAGE);
 	}
-	spyre_ctx_fini(&other);
+	st_close(&other);
 }
 
 TEST_F(sub, unmapped_cmd_stream_faults)
 {
 	/* The stream itself lies in the guard page after the command BO. */
-	EXPECT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
-				      self->c.cmd_va + SPYRE_CMD_BO_SIZE, 8,
-				      &self->c.cmd_h, 1, NULL, 0,
-				      self->c.sync, 0, NULL));
-	EXPECT_EQ(0, spyre_sync_wait(self->c.fd, self->c.sync,
-				     SPYRE_TEST_TIMEOUT_NS));
-	EXPECT_EQ(-EFAULT, spyre_sync_status(self->c.fd, self->c.sync));
+	EXPECT_EQ(0, st_submit_job(self->c.fd, self->c.qid,
+				   self->c.cmd.va + ST_CMD_BO_SIZE, 8,
+				   &self->c.cmd.h, 1, NULL, 0,
+				   self->c.sync, 0, NULL));
+	EXPECT_EQ(0, st_sync_wait(self->c.fd, self->c.sync,
+				  ST_TIMEOUT_NS));
+	EXPECT_EQ(-EFAULT, st_sync_status(self->c.fd, self->c.sync));
 }
 
 FIXTURE(badcmd) {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 };
 
 FIXTURE_VARIANT(badcmd) {
@@ -1069,7 +1069,7 @@ FIXTURE_VARIANT_ADD(badcmd, zero_size_header) {
 
 FIXTURE_SETUP(badcmd)
 {
-	int ret = spyre_ctx_init(&self->c, 0);
+	int ret = st_ctx_init(&self->c, 0);
 
 	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card (/dev/accel)");
@@ -1078,7 +1078,7 @@ FIXTURE_SETUP(badcmd)
 
 FIXTURE_TEARDOWN(badcmd)
 {
-	spyre_ctx_fini(&self->c);
+	st_close(&self->c);
 }
 
 TEST_F(badcmd, fence_error)
@@ -1087,7 +1087,7 @@ TEST_F(badcmd, fence_error)
 
 	ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
 	ASSERT_EQ(0, spyre_cmdbuf_raw(cb, variant->cmd, variant->size));
-	EXPECT_EQ(variant->err, spyre_ctx_run(&self->c, cb, NULL, 0));
+	EXPECT_EQ(variant->err, st_run_cmdbuf(&self->c, cb, NULL, 0));
 	spyre_cmdbuf_destroy(cb);
 }
 
@@ -1099,65 +1099,65 @@ TEST_F(sub, closed_bo_in_list)
 	self->pb = NULL;
 	ASSERT_EQ(0, drmCloseBufferHandle(self->c.fd, self->b));
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	EXPECT_EQ(-ENOENT, spyre_ctx_run(&self->c, self->cb, bos, 1));
+	EXPECT_EQ(-ENOENT, st_run_cmdbuf(&self->c, self->cb, bos, 1));
 	/* The freed BO's VA is unmapped: using it faults. */
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->b_va, 1, 8, 1));
-	EXPECT_EQ(-EFAULT, spyre_ctx_run_at(&self->c, self->cb, 4096, NULL, 0));
+	EXPECT_EQ(-EFAULT, st_run_cmdbuf_at(&self->c, self->cb, 4096, NULL, 0));
 }
 
 /* ---- lifetime and isolation --------------------------------------------- */
 
 TEST_F_TIMEOUT(sub, close_fd_with_jobs_in_flight, 120)
 {
-	uint32_t bos[2] = { self->c.cmd_h, self->a };
-	struct spyre_ctx_t c2;
+	uint32_t bos[2] = { self->c.cmd.h, self->a };
+	struct st_ctx c2;
 
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE / 8, 8,
 				       0x1122334455667788ull));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb), 40);
 	for (int i = 0; i < 64; i++) {
-		ASSERT_EQ(0, spyre_submit_job(self->c.fd, self->c.qid,
-					      self->c.cmd_va, 40, bos, 2, NULL,
-					      0, 0, 0, NULL));
+		ASSERT_EQ(0, st_submit_job(self->c.fd, self->c.qid,
+					   self->c.cmd.va, 40, bos, 2, NULL,
+					   0, 0, 0, NULL));
 	}
 	munmap(self->pa, DATA_SIZE);
 	munmap(self->pb, DATA_SIZE);
-	munmap(self->c.cmd, SPYRE_CMD_BO_SIZE);
+	munmap(self->c.cmd.map, ST_CMD_BO_SIZE);
 	self->pa = self->pb = NULL;
-	self->c.cmd = NULL;
+	self->c.cmd.map = NULL;
 	close(self->c.fd);
 	self->c.fd = -1;
 	/* The card keeps working for a new file. */
-	ASSERT_EQ(0, spyre_ctx_init(&c2, 0));
+	ASSERT_EQ(0, st_ctx_init(&c2, 0));
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	EXPECT_EQ(0, spyre_ctx_run(&c2, self->cb, NULL, 0));
-	spyre_ctx_fini(&c2);
+	EXPECT_EQ(0, st_run_cmdbuf(&c2, self->cb, NULL, 0));
+	st_close(&c2);
 }
 
 TEST_F_TIMEOUT(sub, queue_destroy_with_jobs_in_flight, 120)
 {
-	uint32_t q2, tl, bos[2] = { self->c.cmd_h, self->a };
+	uint32_t q2, tl, bos[2] = { self->c.cmd.h, self->a };
 
-	ASSERT_EQ(0, spyre_queue_new(self->c.fd, 0, &q2));
+	ASSERT_EQ(0, st_queue_new(self->c.fd, 0, &q2));
 	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE / 8, 8,
 				       7));
-	memcpy(self->c.cmd, spyre_cmdbuf_data(self->cb), 40);
+	memcpy(self->c.cmd.map, spyre_cmdbuf_data(self->cb), 40);
 	for (uint64_t i = 1; i <= 32; i++) {
-		ASSERT_EQ(0, spyre_submit_job(self->c.fd, q2, self->c.cmd_va,
-					      40, bos, 2, NULL, 0, tl, i,
-					      NULL));
+		ASSERT_EQ(0, st_submit_job(self->c.fd, q2, self->c.cmd.va,
+					   40, bos, 2, NULL, 0, tl, i,
+					   NULL));
 	}
-	ASSERT_EQ(0, spyre_queue_del(self->c.fd, q2));
+	ASSERT_EQ(0, st_queue_del(self->c.fd, q2));
 	/* Every fence signals (completed or cancelled), none hangs. */
-	EXPECT_EQ(0, spyre_timeline_wait(self->c.fd, tl, 32,
-					 SPYRE_TEST_TIMEOUT_NS * 3));
+	EXPECT_EQ(0, st_timeline_wait(self->c.fd, tl, 32,
+				      ST_TIMEOUT_NS * 3));
 	/* The context is not poisoned by destroying its own queue. */
 	spyre_cmdbuf_reset(self->cb);
 	ASSERT_EQ(0, spyre_cmdbuf_nop(self->cb));
-	EXPECT_EQ(0, spyre_ctx_run_at(&self->c, self->cb, 4096, NULL, 0));
+	EXPECT_EQ(0, st_run_cmdbuf_at(&self->c, self->cb, 4096, NULL, 0));
 }
 
 TEST_F(sub, two_processes_own_contexts)
@@ -1168,26 +1168,26 @@ TEST_F(sub, two_processes_own_contexts)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct spyre_ctx_t c;
+		struct st_ctx c;
 		struct spyre_cmdbuf *cb;
 		struct drm_spyre_bo_info info;
 		uint32_t h;
 		uint64_t va;
 		uint8_t *p;
 
-		if (spyre_ctx_init(&c, 0) || spyre_cmdbuf_create(&cb))
+		if (st_ctx_init(&c, 0) || spyre_cmdbuf_create(&cb))
 			_exit(10);
 		/* parent's handles mean nothing in the child's own file */
-		if (spyre_bo_get_info(c.fd, self->a, &info) != -ENOENT &&
-		    self->a != c.cmd_h)
+		if (st_bo_get_info(c.fd, self->a, &info) != -ENOENT &&
+		    self->a != c.cmd.h)
 			_exit(11);
-		if (spyre_bo_new(c.fd, DATA_SIZE, &h, &va))
+		if (st_bo_new(c.fd, DATA_SIZE, &h, &va))
 			_exit(12);
-		p = spyre_bo_mmap(c.fd, h, DATA_SIZE);
+		p = st_bo_mmap(c.fd, h, DATA_SIZE);
 		if (p == MAP_FAILED)
 			_exit(13);
 		spyre_cmdbuf_fill(cb, va, DATA_SIZE, 1, 0xc1);
-		if (spyre_ctx_run(&c, cb, &h, 1))
+		if (st_run_cmdbuf(&c, cb, &h, 1))
 			_exit(14);
 		for (uint32_t i = 0; i < DATA_SIZE; i++)
 			if (p[i] != 0xc1)
@@ -1196,7 +1196,7 @@ TEST_F(sub, two_processes_own_contexts)
 	}
 	ASSERT_EQ(0, spyre_cmdbuf_fill(self->cb, self->a_va, DATA_SIZE, 1,
 				       0xa1));
-	ASSERT_EQ(0, spyre_ctx_run(&self->c, self->cb, &self->a, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&self->c, self->cb, &self->a, 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -1207,27 +1207,27 @@ TEST_F(sub, two_processes_own_contexts)
 
 TEST(second_card_works)
 {
-	struct spyre_ctx_t c;
+	struct st_ctx c;
 	struct spyre_cmdbuf *cb;
 	uint32_t h;
 	uint64_t va;
 	uint8_t *p;
-	int ret = spyre_ctx_init(&c, 1);
+	int ret = st_ctx_init(&c, 1);
 
 	if (ret == -ENODEV)
 		SKIP(return, "only one Spyre card");
 	ASSERT_EQ(0, ret);
 	ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
-	ASSERT_EQ(0, spyre_bo_new(c.fd, 8 * PAGE, &h, &va));
-	p = spyre_bo_mmap(c.fd, h, 8 * PAGE);
+	ASSERT_EQ(0, st_bo_new(c.fd, 8 * PAGE, &h, &va));
+	p = st_bo_mmap(c.fd, h, 8 * PAGE);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, spyre_cmdbuf_fill(cb, va, 8 * PAGE / 2, 2, 0x1234));
-	ASSERT_EQ(0, spyre_ctx_run(&c, cb, &h, 1));
+	ASSERT_EQ(0, st_run_cmdbuf(&c, cb, &h, 1));
 	for (uint32_t i = 0; i < 8 * PAGE; i += 2) {
 		ASSERT_EQ(0x1234, p[i] | p[i + 1] << 8);
 	}
 	spyre_cmdbuf_destroy(cb);
-	spyre_ctx_fini(&c);
+	st_close(&c);
 }
 
 TEST_HARNESS_MAIN

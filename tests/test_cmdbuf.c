@@ -630,7 +630,7 @@ TEST_F(cb, eltwise_bytes_and_checks)
 						SPYRE_MEM_NONE, 0.0f));
 	EXPECT_EQ(-E2BIG, spyre_cmdbuf_eltwise(self->cb, SPYRE_ELT_EXP,
 					       SPYRE_DTYPE_FP32,
-					       (1ull << 30) + 1,
+					       SPYRE_CMD_MAX_ELEMS + 1,
 					       SPYRE_MEM_VA(0x1000),
 					       SPYRE_MEM_VA(0x1000),
 					       SPYRE_MEM_NONE, 0.0f));
@@ -853,10 +853,10 @@ TEST_F(cb, convert_bytes_and_checks)
 					       SPYRE_DTYPE_FP32,
 					       SPYRE_MEM_VA(0x1000),
 					       SPYRE_DTYPE_FP16,
-					       (1ull << 30) + 1, 0));
+					       SPYRE_CMD_MAX_COPY_BYTES / 4 + 1, 0));
 	EXPECT_EQ(0, spyre_cmdbuf_convert(self->cb, SPYRE_MEM_VA(0x1000),
 					  SPYRE_DTYPE_U8, SPYRE_MEM_VA(0x2000),
-					  SPYRE_DTYPE_U8, 4ull << 30, 0));
+					  SPYRE_DTYPE_U8, SPYRE_CMD_MAX_COPY_BYTES, 0));
 	EXPECT_EQ(2, spyre_cmdbuf_count(self->cb));
 }
 
@@ -943,7 +943,7 @@ TEST_F(cb, fill_mem_and_copy_mem)
 			1, 0));
 	EXPECT_EQ(-E2BIG, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM_VA(0x1000),
 			0, SPYRE_DTYPE_FP32, SPYRE_MEM_VA(0x1000), 0,
-			SPYRE_DTYPE_FP16, (1ull << 30) + 1, 1, 0));
+			SPYRE_DTYPE_FP16, SPYRE_CMD_MAX_COPY_BYTES / 4 + 1, 1, 0));
 	/* height 1: pitches are not used and encoded as 0 */
 	ASSERT_EQ(0, spyre_cmdbuf_copy_mem(self->cb, SPYRE_MEM(&Y, 0), 5,
 			SPYRE_DTYPE_U8, SPYRE_MEM(&X, 0), 7, SPYRE_DTYPE_U8,

@@ -125,9 +125,18 @@ static void put(const char *path, const char *text)
 	}
 }
 
+/* Write "0x%04x\n" of @v to @path, as sysfs shows PCI IDs. */
+static void put_hex(const char *path, unsigned int v)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "0x%04x\n", v);
+	put(path, buf);
+}
+
 static int add_card(const char *root, unsigned int minor, const char *pci,
-		    const char *vendor, const char *device,
-		    const char *svendor, const char *sdevice)
+		    unsigned int vendor, unsigned int device,
+		    unsigned int svendor, unsigned int sdevice)
 {
 	char p[512], t[512];
 
@@ -135,13 +144,13 @@ static int add_card(const char *root, unsigned int minor, const char *pci,
 	if (mkdir(p, 0755))
 		return -1;
 	snprintf(p, sizeof(p), "%s/devices/%s/vendor", root, pci);
-	put(p, vendor);
+	put_hex(p, vendor);
 	snprintf(p, sizeof(p), "%s/devices/%s/device", root, pci);
-	put(p, device);
+	put_hex(p, device);
 	snprintf(p, sizeof(p), "%s/devices/%s/subsystem_vendor", root, pci);
-	put(p, svendor);
+	put_hex(p, svendor);
 	snprintf(p, sizeof(p), "%s/devices/%s/subsystem_device", root, pci);
-	put(p, sdevice);
+	put_hex(p, sdevice);
 	snprintf(p, sizeof(p), "%s/class/accel/accel%u", root, minor);
 	if (mkdir(p, 0755))
 		return -1;
@@ -163,18 +172,22 @@ FIXTURE_SETUP(fakesys)
 	snprintf(p, sizeof(p), "%s/devices", self->root);
 	ASSERT_EQ(0, mkdir(p, 0755));
 	/* Minors deliberately not in PCI order. */
-	ASSERT_EQ(0, add_card(self->root, 0, "0000:05:00.0", "0x1014\n",
-			      "0x06a7\n", "0x1af4\n", "0x1100\n"));
-	ASSERT_EQ(0, add_card(self->root, 1, "0000:02:00.0", "0x1014\n",
-			      "0x06a7\n", "0x1af4\n", "0x1100\n"));
+	ASSERT_EQ(0, add_card(self->root, 0, "0000:05:00.0",
+			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
+			      DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID));
+	ASSERT_EQ(0, add_card(self->root, 1, "0000:02:00.0",
+			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
+			      DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID));
 	/* Real hardware (other subsystem): must not be bound. */
-	ASSERT_EQ(0, add_card(self->root, 2, "0000:03:00.0", "0x1014\n",
-			      "0x06a7\n", "0x1014\n", "0x0001\n"));
+	ASSERT_EQ(0, add_card(self->root, 2, "0000:03:00.0",
+			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
+			      0x1014, 0x0001));
 	/* Another accel driver. */
-	ASSERT_EQ(0, add_card(self->root, 3, "0000:04:00.0", "0x8086\n",
-			      "0x7d1d\n", "0x8086\n", "0x0000\n"));
-	ASSERT_EQ(0, add_card(self->root, 4, "0001:00:01.0", "0x1014\n",
-			      "0x06a7\n", "0x1af4\n", "0x1100\n"));
+	ASSERT_EQ(0, add_card(self->root, 3, "0000:04:00.0", 0x8086,
+			      0x7d1d, 0x8086, 0x0000));
+	ASSERT_EQ(0, add_card(self->root, 4, "0001:00:01.0",
+			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
+			      DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID));
 }
 
 FIXTURE_TEARDOWN(fakesys)
@@ -202,10 +215,10 @@ TEST_F(fakesys, scan_orders_by_pci_address)
 	for (unsigned int i = 0; i < 3; i++) {
 		EXPECT_EQ(i, d[i].index);
 		EXPECT_EQ(i, d[i].phys_index);
-		EXPECT_EQ(0x1014, d[i].vendor_id);
-		EXPECT_EQ(0x06a7, d[i].device_id);
-		EXPECT_EQ(0x1af4, d[i].subsystem_vendor_id);
-		EXPECT_EQ(0x1100, d[i].subsystem_id);
+		EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, d[i].vendor_id);
+		EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, d[i].device_id);
+		EXPECT_EQ(DRM_SPYRE_PCI_SUBVENDOR_ID, d[i].subsystem_vendor_id);
+		EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, d[i].subsystem_id);
 	}
 	/* Count only, and a short array. */
 	EXPECT_EQ(3, spyre__scan(self->root, NULL, NULL, 0));

@@ -18,11 +18,6 @@ _Static_assert(sizeof(struct spyre_cmd_reduce) == 48, "reduce");
 _Static_assert(sizeof(struct spyre_cmd_rowop) == 80, "rowop");
 _Static_assert(sizeof(float) == 4, "binary32");
 
-/* Card limits (docs/spyre-hw.rst, "Limits"). */
-#define GEMM_MAX_MACS	(1ull << 36)
-#define MAX_ELEMS	(1ull << 30)
-#define COPY_MAX_BYTES	(4ull << 30)
-
 SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out)
 {
 	struct spyre_cmdbuf *cb;
@@ -116,20 +111,16 @@ static void cmdbuf_commit(struct spyre_cmdbuf *cb, size_t size, size_t ncmds)
 	cb->count += ncmds;
 }
 
-#define EMIT(cb, type, op, flg, var)					\
-	type *var = cmdbuf_reserve(cb, sizeof(type));			\
-	if (!var)							\
-		return -ENOMEM;						\
-	var->hdr.opcode = (op);						\
-	var->hdr.flags = (flg);						\
-	var->hdr.size = sizeof(type)
-
 SPYRE_API int spyre_cmdbuf_nop(struct spyre_cmdbuf *cb)
 {
+	struct spyre_cmd_nop *c;
+
 	if (!cb)
 		return -EINVAL;
-	EMIT(cb, struct spyre_cmd_nop, SPYRE_OP_NOP, 0, c);
-	(void)c;
+	c = cmdbuf_reserve(cb, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	spyre_cmd_nop_init(c);
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
 }
@@ -138,32 +129,18 @@ SPYRE_API int spyre_cmdbuf_fill(struct spyre_cmdbuf *cb, uint64_t dst,
 				uint64_t count, uint32_t elem_size,
 				uint64_t value)
 {
+	struct spyre_cmd_fill *c;
+
 	if (!cb || count == 0 ||
 	    (elem_size != 1 && elem_size != 2 && elem_size != 4 &&
 	     elem_size != 8))
 		return -EINVAL;
-	EMIT(cb, struct spyre_cmd_fill, SPYRE_OP_FILL, 0, c);
-	c->dst = dst;
-	c->count = count;
-	c->value = value;
-	c->elem_size = elem_size;
+	c = cmdbuf_reserve(cb, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	spyre_cmd_fill_init(c, dst, count, elem_size, value);
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
-}
-
-static bool dtype_is_convertible(uint32_t t)
-{
-	switch (t) {
-	case SPYRE_DTYPE_FP32:
-	case SPYRE_DTYPE_FP16:
-	case SPYRE_DTYPE_BF16:
-	case SPYRE_DTYPE_FP8_E4M3:
-	case SPYRE_DTYPE_FP8_E5M2:
-	case SPYRE_DTYPE_INT8:
-		return true;
-	default:
-		return false;
-	}
 }
 
 static bool copy_dtypes_ok(uint32_t dst, uint32_t src)
@@ -172,7 +149,8 @@ static bool copy_dtypes_ok(uint32_t dst, uint32_t src)
 		return dst == src;
 	if (dst == SPYRE_DTYPE_INT32 || src == SPYRE_DTYPE_INT32)
 		return dst == src;
-	return dtype_is_convertible(dst) && dtype_is_convertible(src);
+	return spyre_cmd_dtype_convertible(dst) &&
+	       spyre_cmd_dtype_convertible(src);
 }
 
 SPYRE_API int spyre_cmdbuf_copy_2d(struct spyre_cmdbuf *cb,
@@ -183,18 +161,16 @@ SPYRE_API int spyre_cmdbuf_copy_2d(struct spyre_cmdbuf *cb,
 				   uint64_t width, uint64_t height,
 				   uint32_t flags)
 {
+	struct spyre_cmd_copy *c;
+
 	if (!cb || !width || !height || (flags & ~SPYRE_CMD_F_NOSAT) ||
 	    !copy_dtypes_ok(dst_dtype, src_dtype))
 		return -EINVAL;
-	EMIT(cb, struct spyre_cmd_copy, SPYRE_OP_COPY, (uint16_t)flags, c);
-	c->src = src;
-	c->dst = dst;
-	c->width = width;
-	c->height = height;
-	c->src_pitch = src_pitch;
-	c->dst_pitch = dst_pitch;
-	c->src_dtype = src_dtype;
-	c->dst_dtype = dst_dtype;
+	c = cmdbuf_reserve(cb, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	spyre_cmd_copy_init(c, (uint16_t)flags, dst, dst_pitch, dst_dtype, src,
+			    src_pitch, src_dtype, width, height);
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
 }
@@ -210,10 +186,26 @@ SPYRE_API int spyre_cmdbuf_copy(struct spyre_cmdbuf *cb, uint64_t dst,
 
 SPYRE_API int spyre_cmdbuf_timestamp(struct spyre_cmdbuf *cb, uint64_t dst)
 {
+	struct spyre_cmd_timestamp *c;
+
 	if (!cb || (dst & 7))
 		return -EINVAL;
-	EMIT(cb, struct spyre_cmd_timestamp, SPYRE_OP_TIMESTAMP, 0, c);
-	c->dst = dst;
+	c = cmdbuf_reserve(cb, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	spyre_cmd_timestamp_init(c, dst);
+	cmdbuf_commit(cb, sizeof(*c), 1);
+	return 0;
+}
+
+static int cmdbuf_sem(struct spyre_cmdbuf *cb, uint16_t op, uint16_t flags,
+		      uint64_t addr, uint64_t value)
+{
+	struct spyre_cmd_sem *c = cmdbuf_reserve(cb, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	spyre_cmd_sem_init(c, op, flags, addr, value);
 	cmdbuf_commit(cb, sizeof(*c), 1);
 	return 0;
 }
@@ -223,11 +215,7 @@ SPYRE_API int spyre_cmdbuf_sem_wait(struct spyre_cmdbuf *cb, uint64_t addr,
 {
 	if (!cb || (addr & 7))
 		return -EINVAL;
-	EMIT(cb, struct spyre_cmd_sem, SPYRE_OP_SEM_WAIT, 0, c);
-	c->addr = addr;
-	c->value = value;
-	cmdbuf_commit(cb, sizeof(*c), 1);
-	return 0;
+	return cmdbuf_sem(cb, SPYRE_OP_SEM_WAIT, 0, addr, value);
 }
 
 SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
@@ -235,11 +223,7 @@ SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
 {
 	if (!cb || (addr & 7) || (flags & ~SPYRE_SEM_F_ADD))
 		return -EINVAL;
-	EMIT(cb, struct spyre_cmd_sem, SPYRE_OP_SEM_SIGNAL, (uint16_t)flags, c);
-	c->addr = addr;
-	c->value = value;
-	cmdbuf_commit(cb, sizeof(*c), 1);
-	return 0;
+	return cmdbuf_sem(cb, SPYRE_OP_SEM_SIGNAL, (uint16_t)flags, addr, value);
 }
 
 SPYRE_API int spyre_cmdbuf_raw(struct spyre_cmdbuf *cb, const void *cmd,
@@ -409,14 +393,6 @@ static void *reserve_cmd(struct spyre_cmdbuf *cb, size_t size, size_t nbos)
 	return cmdbuf_reserve(cb, size);
 }
 
-static void put_hdr(struct spyre_cmd_header *h, uint16_t op, uint16_t flags,
-		    uint32_t size)
-{
-	h->opcode = op;
-	h->flags = flags;
-	h->size = size;
-}
-
 static uint32_t f32_bits(float f)
 {
 	uint32_t u;
@@ -498,7 +474,7 @@ SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
 	if (__builtin_mul_overflow(batch, (uint64_t)g->m, &macs) ||
 	    __builtin_mul_overflow(macs, (uint64_t)g->n, &macs) ||
 	    __builtin_mul_overflow(macs, (uint64_t)g->k, &macs) ||
-	    macs > GEMM_MAX_MACS)
+	    macs > SPYRE_CMD_MAX_GEMM_MACS)
 		return -E2BIG;
 
 	ret = mem_check(g->a, span_elems(batch, g->stride_a, ar, lda, ac),
@@ -524,30 +500,15 @@ SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
 	c = reserve_cmd(cb, sizeof(*c), 7);
 	if (!c)
 		return -ENOMEM;
-	put_hdr(&c->hdr, SPYRE_OP_GEMM, (uint16_t)g->flags, sizeof(*c));
-	c->a_dtype = g->a_dtype;
-	c->b_dtype = g->b_dtype;
-	c->c_dtype = g->c_dtype;
-	c->bias_dtype = g->bias_dtype;
-	c->m = g->m;
-	c->n = g->n;
-	c->k = g->k;
-	c->batch = (uint32_t)batch;
-	c->a = mem_va(g->a);
-	c->b = mem_va(g->b);
-	c->c = mem_va(g->c);
-	c->lda = lda;
-	c->ldb = ldb;
-	c->ldc = ldc;
-	c->stride_a = g->stride_a;
-	c->stride_b = g->stride_b;
-	c->stride_c = g->stride_c;
-	c->alpha = f32_bits(g->alpha);
-	c->beta = f32_bits(g->beta);
-	c->scale_a = mem_va(g->scale_a);
-	c->scale_b = mem_va(g->scale_b);
-	c->bias = mem_va(g->bias);
-	c->amax = mem_va(g->amax);
+	spyre_cmd_gemm_init(c, (uint16_t)g->flags, g->a_dtype, g->b_dtype,
+			    g->c_dtype, g->m, g->n, g->k, mem_va(g->a), lda,
+			    mem_va(g->b), ldb, mem_va(g->c), ldc);
+	spyre_cmd_gemm_batch(c, (uint32_t)batch, g->stride_a, g->stride_b,
+			     g->stride_c);
+	spyre_cmd_gemm_epilogue(c, f32_bits(g->alpha), f32_bits(g->beta),
+				g->bias_dtype, mem_va(g->bias));
+	spyre_cmd_gemm_scales(c, mem_va(g->scale_a), mem_va(g->scale_b),
+			      mem_va(g->amax));
 	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){
 			   g->a, g->b, g->c, g->bias, g->scale_a, g->scale_b,
 			   g->amax }, 7, 1u << 2 | 1u << 6);	/* c, amax */
@@ -567,7 +528,7 @@ SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
 	    !is_float_io(dtype) || !count || mem_absent(out) ||
 	    mem_absent(a) || (binary && mem_absent(b)))
 		return -EINVAL;
-	if (count > MAX_ELEMS)
+	if (count > SPYRE_CMD_MAX_ELEMS)
 		return -E2BIG;
 	if (!binary)
 		b = SPYRE_MEM_NONE;
@@ -582,14 +543,8 @@ SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
 	c = reserve_cmd(cb, sizeof(*c), 3);
 	if (!c)
 		return -ENOMEM;
-	put_hdr(&c->hdr, SPYRE_OP_ELTWISE, 0, sizeof(*c));
-	c->op = op;
-	c->dtype = dtype;
-	c->count = count;
-	c->a = mem_va(a);
-	c->b = mem_va(b);
-	c->out = mem_va(out);
-	c->alpha = f32_bits(alpha);
+	spyre_cmd_eltwise_init(c, op, dtype, count, mem_va(out), mem_va(a),
+			       mem_va(b), f32_bits(alpha));
 	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ out, a, b }, 3,
 		   1u << 0);	/* out */
 	return 0;
@@ -609,7 +564,7 @@ SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
 	    !is_float_io(dtype) || !rows || !cols || ld < cols ||
 	    mem_absent(dst) || mem_absent(src))
 		return -EINVAL;
-	if ((uint64_t)rows * cols > MAX_ELEMS)
+	if ((uint64_t)rows * cols > SPYRE_CMD_MAX_ELEMS)
 		return -E2BIG;
 	ret = mem_check(src, span_elems(1, 0, rows, ld, cols),
 			spyre_dtype_size(dtype));
@@ -621,14 +576,8 @@ SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
 	c = reserve_cmd(cb, sizeof(*c), 2);
 	if (!c)
 		return -ENOMEM;
-	put_hdr(&c->hdr, SPYRE_OP_REDUCE, 0, sizeof(*c));
-	c->op = op;
-	c->dtype = dtype;
-	c->rows = rows;
-	c->cols = cols;
-	c->src = mem_va(src);
-	c->dst = mem_va(dst);
-	c->ld = ld;
+	spyre_cmd_reduce_init(c, op, dtype, rows, cols, mem_va(dst),
+			      mem_va(src), ld);
 	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ dst, src }, 2,
 		   1u << 0);	/* dst */
 	return 0;
@@ -657,7 +606,7 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
 		return -EINVAL;
 	if (op != SPYRE_ROW_LAYERNORM && !mem_absent(beta))
 		return -EINVAL;
-	if ((uint64_t)rows * cols > MAX_ELEMS)
+	if ((uint64_t)rows * cols > SPYRE_CMD_MAX_ELEMS)
 		return -E2BIG;
 	ret = mem_check(src, span_elems(1, 0, rows, ld_src, cols),
 			spyre_dtype_size(dtype));
@@ -674,18 +623,9 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
 	c = reserve_cmd(cb, sizeof(*c), 4);
 	if (!c)
 		return -ENOMEM;
-	put_hdr(&c->hdr, SPYRE_OP_ROWOP, 0, sizeof(*c));
-	c->op = op;
-	c->dtype = dtype;
-	c->rows = rows;
-	c->cols = cols;
-	c->src = mem_va(src);
-	c->dst = mem_va(dst);
-	c->ld_src = ld_src;
-	c->ld_dst = ld_dst;
-	c->gamma = mem_va(gamma);
-	c->beta = mem_va(beta);
-	c->eps = f32_bits(eps);
+	spyre_cmd_rowop_init(c, op, dtype, rows, cols, mem_va(dst), ld_dst,
+			     mem_va(src), ld_src, mem_va(gamma), mem_va(beta),
+			     f32_bits(eps));
 	cmd_commit(cb, sizeof(*c),
 		   (const struct spyre_mem[]){ dst, src, gamma, beta }, 4,
 		   1u << 0);	/* dst */
@@ -721,12 +661,7 @@ SPYRE_API int spyre_cmdbuf_fill_mem(struct spyre_cmdbuf *cb,
 	c = reserve_cmd(cb, sizeof(*c), 1);
 	if (!c)
 		return -ENOMEM;
-	put_hdr(&c->hdr, SPYRE_OP_FILL, 0, sizeof(*c));
-	c->dst = mem_va(dst);
-	c->count = count;
-	c->value = value;
-	c->elem_size = elem_size;
-	c->pad = 0;
+	spyre_cmd_fill_init(c, mem_va(dst), count, elem_size, value);
 	cmd_commit(cb, sizeof(*c), &dst, 1, 1u << 0);
 	return 0;
 }
@@ -764,7 +699,8 @@ SPYRE_API int spyre_cmdbuf_copy_mem(struct spyre_cmdbuf *cb,
 	des = spyre_dtype_size(dst_dtype);
 	ses = spyre_dtype_size(src_dtype);
 	if (__builtin_mul_overflow(width, height, &elems) ||
-	    elems > COPY_MAX_BYTES / des || elems > COPY_MAX_BYTES / ses)
+	    elems > SPYRE_CMD_MAX_COPY_BYTES / des ||
+	    elems > SPYRE_CMD_MAX_COPY_BYTES / ses)
 		return -E2BIG;
 	drow = width * des;	/* no overflow: below the limit */
 	srow = width * ses;
@@ -778,15 +714,9 @@ SPYRE_API int spyre_cmdbuf_copy_mem(struct spyre_cmdbuf *cb,
 	c = reserve_cmd(cb, sizeof(*c), 2);
 	if (!c)
 		return -ENOMEM;
-	put_hdr(&c->hdr, SPYRE_OP_COPY, (uint16_t)flags, sizeof(*c));
-	c->src = mem_va(src);
-	c->dst = mem_va(dst);
-	c->width = width;
-	c->height = height;
-	c->src_pitch = height > 1 ? src_pitch : 0;
-	c->dst_pitch = height > 1 ? dst_pitch : 0;
-	c->src_dtype = src_dtype;
-	c->dst_dtype = dst_dtype;
+	spyre_cmd_copy_init(c, (uint16_t)flags, mem_va(dst),
+			    height > 1 ? dst_pitch : 0, dst_dtype, mem_va(src),
+			    height > 1 ? src_pitch : 0, src_dtype, width, height);
 	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ dst, src }, 2,
 		   1u << 0);	/* dst */
 	return 0;

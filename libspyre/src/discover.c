@@ -160,7 +160,8 @@ static int probe_entry(const char *root, unsigned int minor, struct found *f)
 		"vendor", "device", "subsystem_vendor", "subsystem_device",
 	};
 	static const unsigned int want[4] = {
-		SPYRE__VENDOR, SPYRE__DEVICE, SPYRE__SUBVENDOR, SPYRE__SUBDEVICE,
+		DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
+		DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID,
 	};
 	const char *base;
 	ssize_t len;

@@ -20,14 +20,11 @@
 #include <unistd.h>
 
 #include <spyre/spyre.h>
+#include "drm/spyre_accel.h"
 
 #define SPYRE_HIDDEN __attribute__((visibility("hidden")))
 
 /* Match values of the card model (hw/spyre_hw.h). */
-#define SPYRE__VENDOR		0x1014
-#define SPYRE__DEVICE		0x06a7
-#define SPYRE__SUBVENDOR	0x1af4
-#define SPYRE__SUBDEVICE	0x1100
 
 /* Most entries SPYRE_VISIBLE_DEVICES may hold. */
 #define SPYRE__MAX_VISIBLE	256

@@ -231,23 +231,10 @@ static bool is_wide_float(uint32_t dtype)
 /* Dtype helpers                                                       */
 /* ------------------------------------------------------------------ */
 
+/* A fact of the format (drm/spyre_cmd.h), not of the card's math. */
 SPYRE_API size_t spyre_dtype_size(uint32_t dtype)
 {
-	switch (dtype) {
-	case SPYRE_DTYPE_U8:
-	case SPYRE_DTYPE_FP8_E4M3:
-	case SPYRE_DTYPE_FP8_E5M2:
-	case SPYRE_DTYPE_INT8:
-		return 1;
-	case SPYRE_DTYPE_FP16:
-	case SPYRE_DTYPE_BF16:
-		return 2;
-	case SPYRE_DTYPE_FP32:
-	case SPYRE_DTYPE_INT32:
-		return 4;
-	default:
-		return 0;
-	}
+	return spyre_cmd_dtype_size(dtype);
 }
 
 SPYRE_API const char *spyre_dtype_name(uint32_t dtype)

@@ -1963,7 +1963,7 @@ TEST(vector_checks)
     e2 = e;
     e2.count = 0;
     ASSERT_EQ(SPYRE_STATUS_INVALID_OPERAND, spyre_eltwise_check(&e2, NULL));
-    e2.count = SPYRE_MATH_MAX_ELEMS;
+    e2.count = SPYRE_CMD_MAX_ELEMS;
     ASSERT_EQ(SPYRE_STATUS_OK, spyre_eltwise_check(&e2, NULL));
     e2.count = UINT64_MAX;
     ASSERT_EQ(SPYRE_STATUS_LIMIT, spyre_eltwise_check(&e2, NULL));

@@ -20,6 +20,7 @@
 #include "qobject/qdict.h"
 
 #include "spyre_hw.h"
+#include "drm/spyre_accel.h"
 #include "drm/spyre_cmd.h"
 
 #define SPYRE_DEVFN         QPCI_DEVFN(4, 0)
@@ -266,20 +267,20 @@ static void *emit(Stream *st, unsigned int op, uint32_t size)
     return h;
 }
 
+/*
+ * The encoders of <drm/spyre_cmd.h> fill commands reserved with emit();
+ * tests that build bad commands on purpose write the fields by hand.
+ */
 static void emit_nop(Stream *st)
 {
-    emit(st, SPYRE_OP_NOP, sizeof(struct spyre_cmd_nop));
+    spyre_cmd_nop_init(emit(st, SPYRE_OP_NOP, sizeof(struct spyre_cmd_nop)));
 }
 
 static void emit_fill(Stream *st, uint64_t dst, uint64_t count,
                       uint64_t value, uint32_t esz)
 {
-    struct spyre_cmd_fill *c = emit(st, SPYRE_OP_FILL, sizeof(*c));
-
-    c->dst = dst;
-    c->count = count;
-    c->value = value;
-    c->elem_size = esz;
+    spyre_cmd_fill_init(emit(st, SPYRE_OP_FILL, sizeof(struct spyre_cmd_fill)),
+                        dst, count, esz, value);
 }
 
 static struct spyre_cmd_copy *emit_copy(Stream *st, uint64_t src,
@@ -289,32 +290,22 @@ static struct spyre_cmd_copy *emit_copy(Stream *st, uint64_t src,
 {
     struct spyre_cmd_copy *c = emit(st, SPYRE_OP_COPY, sizeof(*c));
 
-    c->src = src;
-    c->dst = dst;
-    c->width = width;
-    c->height = height;
-    c->src_pitch = spitch;
-    c->dst_pitch = dpitch;
-    c->src_dtype = SPYRE_DTYPE_U8;
-    c->dst_dtype = SPYRE_DTYPE_U8;
+    spyre_cmd_copy_init(c, 0, dst, dpitch, SPYRE_DTYPE_U8, src, spitch,
+                        SPYRE_DTYPE_U8, width, height);
     return c;
 }
 
 static void emit_timestamp(Stream *st, uint64_t dst)
 {
-    struct spyre_cmd_timestamp *c = emit(st, SPYRE_OP_TIMESTAMP, sizeof(*c));
-
-    c->dst = dst;
+    spyre_cmd_timestamp_init(emit(st, SPYRE_OP_TIMESTAMP,
+                                  sizeof(struct spyre_cmd_timestamp)), dst);
 }
 
 static void emit_sem(Stream *st, unsigned int op, uint16_t flags,
                      uint64_t addr, uint64_t value)
 {
-    struct spyre_cmd_sem *c = emit(st, op, sizeof(*c));
-
-    c->hdr.flags = flags;
-    c->addr = addr;
-    c->value = value;
+    spyre_cmd_sem_init(emit(st, op, sizeof(struct spyre_cmd_sem)), op, flags,
+                       addr, value);
 }
 
 /*
@@ -329,19 +320,9 @@ static struct spyre_cmd_gemm *emit_gemm(Stream *st, uint32_t ab_dtype,
 {
     struct spyre_cmd_gemm *g = emit(st, SPYRE_OP_GEMM, sizeof(*g));
 
-    g->a_dtype = g->b_dtype = ab_dtype;
-    g->c_dtype = c_dtype;
-    g->m = m;
-    g->n = n;
-    g->k = k;
-    g->batch = batch;
-    g->a = a;
-    g->b = b;
-    g->c = c;
-    g->lda = k;
-    g->ldb = n;
-    g->ldc = n;
-    g->alpha = 0x3f800000;      /* 1.0f */
+    spyre_cmd_gemm_init(g, 0, ab_dtype, ab_dtype, c_dtype, m, n, k, a, k, b,
+                        n, c, n);
+    spyre_cmd_gemm_batch(g, batch, 0, 0, 0);
     return g;
 }
 
@@ -442,17 +423,17 @@ static void test_identity(void)
     uint8_t cap;
 
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_VENDOR_ID), ==,
-                    SPYRE_PCI_VENDOR_ID);
+                    DRM_SPYRE_PCI_VENDOR_ID);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_DEVICE_ID), ==,
-                    SPYRE_PCI_DEVICE_ID);
+                    DRM_SPYRE_PCI_DEVICE_ID);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_CLASS_DEVICE), ==,
                     SPYRE_PCI_CLASS);
     g_assert_cmphex(qpci_config_readb(sp->dev, PCI_REVISION_ID), ==,
                     SPYRE_PCI_REVISION);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_SUBSYSTEM_VENDOR_ID), ==,
-                    SPYRE_PCI_SUBVENDOR_ID);
+                    DRM_SPYRE_PCI_SUBVENDOR_ID);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_SUBSYSTEM_ID), ==,
-                    SPYRE_PCI_SUBDEVICE_ID);
+                    DRM_SPYRE_PCI_SUBDEVICE_ID);
 
     /* PCIe endpoint with FLR, and MSI-X with our vector count. */
     cap = qpci_find_capability(sp->dev, PCI_CAP_ID_EXP, 0);
@@ -2117,13 +2098,8 @@ static void do_vector_ops(Card *cd)
 
 #define ELT(op_, dt_, a_, b_, n_, alpha_) do {                            \
         el = emit(&st, SPYRE_OP_ELTWISE, sizeof(*el));                    \
-        el->op = (op_);                                                   \
-        el->dtype = (dt_);                                                \
-        el->count = (n_);                                                 \
-        el->a = (a_);                                                     \
-        el->b = (b_);                                                     \
-        el->out = bo.va;                                                  \
-        el->alpha = f32_bits(alpha_);                                     \
+        spyre_cmd_eltwise_init(el, (op_), (dt_), (n_), bo.va, (a_), (b_), \
+                               f32_bits(alpha_));                         \
     } while (0)
 
     ELT(SPYRE_ELT_ADD, SPYRE_DTYPE_FP32, bx.va, b1.va, 4, 0);
@@ -2184,13 +2160,7 @@ static void do_vector_ops(Card *cd)
     /* REDUCE of [[1, 2, 3], [4, -5, 6]] (ld 4). */
     for (i = SPYRE_REDUCE_SUM; i <= SPYRE_REDUCE_MAX; i++) {
         rd = emit(&st, SPYRE_OP_REDUCE, sizeof(*rd));
-        rd->op = i;
-        rd->dtype = SPYRE_DTYPE_FP32;
-        rd->rows = 2;
-        rd->cols = 3;
-        rd->src = bm.va;
-        rd->dst = bo.va;
-        rd->ld = 4;
+        spyre_cmd_reduce_init(rd, i, SPYRE_DTYPE_FP32, 2, 3, bo.va, bm.va, 4);
         g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
         buf_get(cd, bo, o, 8);
         g_assert_cmpfloat(o[0], ==, i == SPYRE_REDUCE_SUM ? 6 : 3);
@@ -2206,16 +2176,9 @@ static void do_vector_ops(Card *cd)
 
 #define ROW(op_, src_, dst_, rows_, cols_, g_, b_, eps_) do {             \
         ro = emit(&st, SPYRE_OP_ROWOP, sizeof(*ro));                      \
-        ro->op = (op_);                                                   \
-        ro->dtype = SPYRE_DTYPE_FP32;                                     \
-        ro->rows = (rows_);                                               \
-        ro->cols = (cols_);                                               \
-        ro->src = (src_);                                                 \
-        ro->dst = (dst_);                                                 \
-        ro->ld_src = ro->ld_dst = (cols_);                                \
-        ro->gamma = (g_);                                                 \
-        ro->beta = (b_);                                                  \
-        ro->eps = f32_bits(eps_);                                         \
+        spyre_cmd_rowop_init(ro, (op_), SPYRE_DTYPE_FP32, (rows_), (cols_), \
+                             (dst_), (cols_), (src_), (cols_), (g_), (b_),  \
+                             f32_bits(eps_));                             \
     } while (0)
 
     ROW(SPYRE_ROW_SOFTMAX, b1.va, bo.va, 1, 4, bg.va, 0, 0.0f);

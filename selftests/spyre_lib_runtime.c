@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libspyre runtime on a card (run it in the guest; every case skips when
+ * spyre_lib_runtime: libspyre's runtime on a card (every case skips when
  * no card is visible): staged host copies, peer copies, events (host and
  * cross-stream waits, timeouts, elapsed time, sync_file export/import),
  * graphs (replay, repetitions), the asynchronous error model (sticky per
@@ -8,7 +8,8 @@
  * objects, and the compute stream operations against the fp64 reference
  * (these need a card whose CAPS include FP16).
  *
- *   scripts/vm.sh run --cards 2 --copy <O>/guest_runtime -- ./guest_runtime
+ * Runs only when named (make test: a guest of its own with two cards):
+ *   scripts/vm.sh run --cards 2 -- spyre-selftests lib_runtime
  */
 #include <math.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "spyre_test.h"
 
 #include <spyre/spyre.h>
 #include <spyre/spyre_ref.h>
@@ -50,15 +52,11 @@ FIXTURE(rt) {
 
 FIXTURE_SETUP(rt)
 {
-	int n = spyre_device_count();
+	int ret = st_lib_open(&self->dev, &self->info, &self->s);
 
-	ASSERT_LE(0, n);
-	if (n == 0)
+	if (ret == -ENODEV)
 		SKIP(return, "no Spyre card");
-	ASSERT_EQ(0, spyre_device_open(0, &self->dev));
-	ASSERT_EQ(0, spyre_device_get_info(self->dev, &self->info));
-	ASSERT_EQ(0, spyre_stream_create(self->dev, SPYRE_PRIORITY_NORMAL,
-					 &self->s));
+	ASSERT_EQ(0, ret);
 }
 
 FIXTURE_TEARDOWN(rt)
