@@ -407,6 +407,7 @@ static void spyre_fill_health_info(struct spyre_device *sdev,
 	info->corrupt_completions = atomic64_read(&h->corrupt_completions);
 	info->jobs_replayed = atomic64_read(&h->jobs_replayed);
 	info->jobs_lost = atomic64_read(&h->jobs_lost);
+	info->aer_errors = atomic64_read(&h->aer_errors);
 }
 
 static int spyre_ioctl_query(struct drm_device *drm, void *data,
@@ -646,6 +647,8 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 
 	spyre_hw_enable(sdev);
 	spyre_debugfs_init(sdev);
+	/* What AER's slot_reset() restores after the link was reset. */
+	pci_save_state(pdev);
 
 	ret = drm_dev_register(drm, 0);
 	if (ret) {
@@ -728,6 +731,7 @@ SPYRE_ATTR_U64(corrupt_completions,
 	       atomic64_read(&sdev->health.corrupt_completions));
 SPYRE_ATTR_U64(jobs_replayed, atomic64_read(&sdev->health.jobs_replayed));
 SPYRE_ATTR_U64(jobs_lost, atomic64_read(&sdev->health.jobs_lost));
+SPYRE_ATTR_U64(aer_errors, atomic64_read(&sdev->health.aer_errors));
 
 static ssize_t hw_version_show(struct device *dev,
 			       struct device_attribute *attr, char *buf)
@@ -765,6 +769,7 @@ static struct attribute *spyre_attrs[] = {
 	&dev_attr_corrupt_completions.attr,
 	&dev_attr_jobs_replayed.attr,
 	&dev_attr_jobs_lost.attr,
+	&dev_attr_aer_errors.attr,
 	&dev_attr_hw_version.attr,
 	&dev_attr_caps.attr,
 	NULL

@@ -113,6 +113,7 @@ struct spyre_devmem {
  * @corrupt_completions: completion records rejected.
  * @jobs_replayed: jobs run again after a reset.
  * @jobs_lost: interrupted jobs ended with -ECANCELED by a reset.
+ * @aer_errors: PCIe errors the PCI core reported (error_detected()).
  */
 struct spyre_health {
 	atomic64_t resets;
@@ -124,6 +125,7 @@ struct spyre_health {
 	atomic64_t corrupt_completions;
 	atomic64_t jobs_replayed;
 	atomic64_t jobs_lost;
+	atomic64_t aer_errors;
 };
 
 /**
@@ -212,6 +214,9 @@ struct spyre_irq_vec {
  *	served by @recovery_work.
  * @poll_work: finds completions whose interrupt was lost, every
  *	SPYRE_POLL_MS while jobs are pending.
+ * @aer_held: AER recovery holds @reset_sem for writing, from
+ *	error_detected() to resume() (or to giving up); only the PCI core's
+ *	recovery thread touches it.
  */
 struct spyre_device {
 	struct drm_device drm;
@@ -258,6 +263,7 @@ struct spyre_device {
 	struct work_struct recovery_work;
 	unsigned long recovery_reason;
 	struct delayed_work poll_work;
+	bool aer_held;
 };
 
 /**

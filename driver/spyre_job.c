@@ -330,24 +330,34 @@ unsigned int spyre_queue_irq(struct spyre_queue *q)
 /**
  * spyre_queue_snapshot() - note how far the card got on a queue, before a
  * reset.
- * @q: queue; the caller holds sdev->reset_sem for writing, is inside
- *	drm_dev_enter(), has stopped the card starting jobs (CONTROL) and
- *	has processed the queue's record.
+ * @q: queue; the caller holds sdev->reset_sem for writing and is inside
+ *	drm_dev_enter(); with @mmio it has stopped the card starting jobs
+ *	(CONTROL) and has processed the queue's record.
+ * @mmio: the card's registers can be read (not so for a frozen channel).
  *
  * Sets @q->started to the seqno of the job the card is running (STATUS
  * BUSY or SEM_WAIT: the descriptor at HEAD), else of the last one it
  * ended (the one before HEAD), bounded by what is known: never below the
  * last record processed, never beyond the last descriptor written.
- * Descriptors after the last record up to @q->started are treated as
- * interrupted by spyre_queue_replay().
+ * Without @mmio, it is the job after the last one the record reports
+ * ended: a queue runs its jobs one after the other.  Descriptors after
+ * the last record up to @q->started are treated as interrupted by
+ * spyre_queue_replay().
  */
-void spyre_queue_snapshot(struct spyre_queue *q)
+void spyre_queue_snapshot(struct spyre_queue *q, bool mmio)
 {
 	struct spyre_device *sdev = q->sdev;
 	u32 st, head, mask = q->entries - 1;
 	u64 started;
 
 	lockdep_assert_held_write(&sdev->reset_sem);
+	if (!mmio) {
+		started = le64_to_cpu(READ_ONCE(q->compl->seqno));
+		if (started < q->signalled || started > q->written)
+			started = q->signalled;	/* not trusted */
+		q->started = min(started + 1, q->written);
+		return;
+	}
 	st = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS));
 	head = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD));
 	if (st == SPYRE_QS_BUSY || st == SPYRE_QS_SEM_WAIT)

@@ -112,7 +112,7 @@ unsigned int spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
 void spyre_queue_cancel(struct spyre_queue *q, struct spyre_fence *guilty,
 			int guilty_err, int err);
 unsigned int spyre_queue_irq(struct spyre_queue *q);
-void spyre_queue_snapshot(struct spyre_queue *q);
+void spyre_queue_snapshot(struct spyre_queue *q, bool mmio);
 void spyre_queue_replay(struct spyre_queue *q);
 void spyre_queues_cancel_all(struct spyre_device *sdev, int err);
 

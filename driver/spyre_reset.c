@@ -240,28 +240,33 @@ void spyre_coredump(struct spyre_device *sdev, const char *reason,
 
 /* ---- Reset ------------------------------------------------------------- */
 
-static void spyre_reset_begin(struct spyre_device *sdev)
+/* Step 1; without @mmio (a frozen channel) the card is not touched. */
+static void spyre_reset_begin(struct spyre_device *sdev, bool mmio)
 {
 	unsigned long flags;
 	unsigned int i;
 
 	lockdep_assert_held_write(&sdev->reset_sem);
-	spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
-	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
+	if (mmio) {
+		spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
+		spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
+	}
 
 	spin_lock_irqsave(&sdev->hwq_lock, flags);
 	for (i = 0; i < sdev->num_queues; i++) {
 		struct spyre_queue *q = sdev->hwq[i];
 
-		if (q) {
+		if (!q)
+			continue;
+		if (mmio)
 			spyre_queue_irq(q);
-			spyre_queue_snapshot(q);
-		}
+		spyre_queue_snapshot(q, mmio);
 	}
 	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
 }
 
-static void spyre_reset_end(struct spyre_device *sdev, const char *reason)
+/* Step 3 (the RESET register first); -EIO if the card does not return. */
+static int spyre_reset_end(struct spyre_device *sdev, const char *reason)
 {
 	char reason_env[32];
 	char *envp[3];
@@ -271,7 +276,7 @@ static void spyre_reset_end(struct spyre_device *sdev, const char *reason)
 	if (spyre_hw_reset(sdev)) {
 		/* The card is gone for good: nothing pending will end. */
 		spyre_queues_cancel_all(sdev, -EIO);
-		return;
+		return -EIO;
 	}
 	spyre_hw_enable(sdev);
 	spyre_ctxs_restore_hw(sdev);
@@ -284,6 +289,7 @@ static void spyre_reset_end(struct spyre_device *sdev, const char *reason)
 	envp[2] = NULL;
 	kobject_uevent_env(&sdev->drm.accel->kdev->kobj, KOBJ_CHANGE, envp);
 	spyre_poll_arm(sdev);
+	return 0;
 }
 
 /*
@@ -303,7 +309,7 @@ static void spyre_reset_prepare(struct pci_dev *pdev)
 
 	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
-		spyre_reset_begin(sdev);
+		spyre_reset_begin(sdev, true);
 		drm_dev_exit(idx);
 	}
 }
@@ -320,7 +326,83 @@ static void spyre_reset_done(struct pci_dev *pdev)
 	up_write(&sdev->reset_sem);
 }
 
+/*
+ * AER: the PCI core reports a PCIe error and drives the recovery.  Unlike
+ * a function reset it does not call reset_prepare(): error_detected()
+ * takes reset_sem for writing itself and keeps it until resume(), or
+ * until the recovery is given up (DISCONNECT: resume() is never called
+ * then).  On a frozen channel the card's registers cannot be read, so
+ * what the card had started is told from the completion records alone.
+ * The card is always reset (slot_reset(), after the core reset the link
+ * for a fatal error): its state after an error is not known.
+ */
+static void spyre_aer_release(struct spyre_device *sdev)
+{
+	if (sdev->aer_held) {
+		sdev->aer_held = false;
+		up_write(&sdev->reset_sem);
+	}
+}
+
+static pci_ers_result_t spyre_error_detected(struct pci_dev *pdev,
+					     pci_channel_state_t state)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	int idx;
+
+	atomic64_inc(&sdev->health.aer_errors);
+	drm_warn(&sdev->drm, "PCIe error (channel %s), recovering\n",
+		 state == pci_channel_io_normal ? "normal" :
+		 state == pci_channel_io_frozen ? "frozen" : "failed");
+	if (state == pci_channel_io_perm_failure) {
+		spyre_aer_release(sdev);
+		return PCI_ERS_RESULT_DISCONNECT;
+	}
+	if (!sdev->aer_held) {
+		down_write(&sdev->reset_sem);
+		sdev->aer_held = true;
+	}
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		spyre_reset_begin(sdev, state == pci_channel_io_normal);
+		drm_dev_exit(idx);
+	}
+	return PCI_ERS_RESULT_NEED_RESET;
+}
+
+static pci_ers_result_t spyre_mmio_enabled(struct pci_dev *pdev)
+{
+	/* Registers work again, but the card's state is not known: reset. */
+	return PCI_ERS_RESULT_NEED_RESET;
+}
+
+static pci_ers_result_t spyre_slot_reset(struct pci_dev *pdev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	pci_ers_result_t res = PCI_ERS_RESULT_DISCONNECT;
+	int idx;
+
+	pci_restore_state(pdev);
+	pci_save_state(pdev);
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		if (!spyre_reset_end(sdev, "aer"))
+			res = PCI_ERS_RESULT_RECOVERED;
+		drm_dev_exit(idx);
+	}
+	if (res == PCI_ERS_RESULT_DISCONNECT)
+		spyre_aer_release(sdev);
+	return res;
+}
+
+static void spyre_aer_resume(struct pci_dev *pdev)
+{
+	spyre_aer_release(pci_get_drvdata(pdev));
+}
+
 const struct pci_error_handlers spyre_err_handlers = {
+	.error_detected = spyre_error_detected,
+	.mmio_enabled = spyre_mmio_enabled,
+	.slot_reset = spyre_slot_reset,
+	.resume = spyre_aer_resume,
 	.reset_prepare = spyre_reset_prepare,
 	.reset_done = spyre_reset_done,
 };
@@ -342,7 +424,7 @@ static void spyre_recovery_work(struct work_struct *work)
 		/* The hang dumped its own queue already. */
 		if (why & BIT(SPYRE_RECOVER_FATAL))
 			spyre_coredump(sdev, "fatal", NULL, NULL);
-		spyre_reset_begin(sdev);
+		spyre_reset_begin(sdev, true);
 		atomic64_inc(&sdev->health.recoveries);
 		spyre_reset_end(sdev, spyre_reason_names[r]);
 		drm_dev_exit(idx);

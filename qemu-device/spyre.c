@@ -145,6 +145,10 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     }
     pcie_cap_flr_init(pdev);
     pcie_cap_deverr_init(pdev);
+    /* AER, so that the guest's recovery (and aer_inject) can reach us. */
+    if (pcie_aer_init(pdev, PCI_ERR_VER, 0x100, PCI_ERR_SIZEOF, errp) < 0) {
+        goto err_pcie;
+    }
 
     memory_region_init_io(&s->mmio, OBJECT(s), &spyre_mmio_ops, s,
                           "spyre-regs", SPYRE_BAR0_SIZE);
@@ -153,7 +157,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
 
     if (!memory_region_init_ram(&s->devmem, OBJECT(s), "spyre-devmem",
                                 s->mem_size, errp)) {
-        goto err_pcie;
+        goto err_aer;
     }
     s->devmem_ptr = memory_region_get_ram_ptr(&s->devmem);
     pci_register_bar(pdev, SPYRE_BAR_DEVMEM,
@@ -162,7 +166,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
                      PCI_BASE_ADDRESS_MEM_PREFETCH, &s->devmem);
 
     if (msix_init_exclusive_bar(pdev, s->nvectors, SPYRE_BAR_MSIX, errp)) {
-        goto err_pcie;
+        goto err_aer;
     }
     for (i = 0; i < s->nvectors; i++) {
         msix_vector_use(pdev, i);
@@ -230,6 +234,8 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     }
     return;
 
+err_aer:
+    pcie_aer_exit(pdev);
 err_pcie:
     pcie_cap_exit(pdev);
 }
@@ -258,6 +264,7 @@ static void spyre_exit(PCIDevice *pdev)
     s->dup_timer = NULL;
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
+    pcie_aer_exit(pdev);
     pcie_cap_exit(pdev);
 }
 

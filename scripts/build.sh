@@ -19,7 +19,7 @@ mkdir -p "$B"
 
 # Modules the guest needs besides spyre.ko; dependencies are added.
 GUEST_MODULES=(drm drm_kms_helper drm_shmem_helper gpu-sched drm_buddy
-	       drm_exec drm_gpuvm vgem virtio_blk squashfs overlay)
+	       drm_exec drm_gpuvm vgem virtio_blk squashfs overlay aer_inject)
 
 step_qemu() {
 	msg "qemu: building (cached)"

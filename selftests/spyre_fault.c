@@ -14,9 +14,10 @@
  *  - coredump_*: the hang leaves a devcoredump with the job's stream;
  *  - inject_*: an injected job error or MMU fault fails its context only;
  *    bad injection requests are refused;
- *  - fatal_*, flr_*: a fatal card error (recovered by the driver through
- *    the card's RESET register) or a function reset (sysfs) with work in
- *    three contexts: jobs that had not started run normally, interrupted
+ *  - fatal_*, flr_*, aer_*: a fatal card error (recovered by the driver
+ *    through the card's RESET register), a function reset (sysfs) or a
+ *    PCIe error (AER, non-fatal and fatal, injected with the aer_inject
+ *    module) with work in three contexts: jobs that had not started run normally, interrupted
  *    restartable jobs rerun, other interrupted jobs end with -ECANCELED,
  *    and no context becomes sticky;
  *  - lost_irq_*, duplicate_irq_*: a completion whose interrupt is lost is
@@ -32,6 +33,7 @@
  */
 #include <glob.h>
 #include <linux/netlink.h>
+#include <linux/pci_regs.h>
 #include <sys/socket.h>
 
 #include "kselftest_harness.h"
@@ -304,6 +306,38 @@ static int f_uevent_wait(int fd, const char *want)
 	return -ETIME;
 }
 
+/* The aer_inject module's request (drivers/pci/pcie/aer_inject.c). */
+struct f_aer_inj {
+	uint8_t bus, dev, fn;
+	uint32_t uncor_status;
+	uint32_t cor_status;
+	uint32_t header_log[4];
+	uint32_t domain;
+};
+
+/* Report uncorrectable PCIe error(s) @uncor of the card through AER. */
+static int f_aer_inject(struct fctx *c, uint32_t uncor)
+{
+	struct f_aer_inj e = {
+		.bus = c->x.di.pci_bus,
+		.dev = c->x.di.pci_devfn >> 3,
+		.fn = c->x.di.pci_devfn & 7,
+		.uncor_status = uncor,
+		.domain = c->x.di.pci_domain,
+	};
+	int fd, ret = 0;
+
+	if (system("modprobe aer_inject"))
+		return -ENOENT;
+	fd = open("/dev/aer_inject", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, &e, sizeof(e)) != sizeof(e))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /* Wait until @c's queue reports @status (SPYRE_QS_*), up to 3 s. */
 static bool f_wait_queue(struct fctx *c, int status)
 {
@@ -497,9 +531,17 @@ TEST_F(fault, inject_bad_requests_refused)
  * Then the semaphores are released: a1, a2, c2, c3 end OK with their
  * data, b1 with -ECANCELED, and no context is sticky.
  */
+enum f_reset_how { F_FATAL, F_FLR, F_AER_NONFATAL, F_AER_FATAL };
+
 static void f_reset_three(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(fault) *self, bool fatal)
+			  FIXTURE_DATA(fault) *self, enum f_reset_how how)
 {
+	static const char *const names[] = { "fatal error", "function reset",
+		"non-fatal PCIe error", "fatal PCIe error" };
+	static const char *const reasons[] = { "SPYRE_REASON=fatal",
+		"SPYRE_REASON=function", "SPYRE_REASON=aer",
+		"SPYRE_REASON=aer" };
+	bool fatal = how == F_FATAL, aer = how >= F_AER_NONFATAL;
 	struct drm_spyre_health_info h0, h1;
 	uint32_t a1, a2, b1, c1, c2, c3, x;
 	struct fctx *all[3] = { &self->a, &self->b, &self->c };
@@ -531,12 +573,21 @@ static void f_reset_three(struct __test_metadata *_metadata,
 		ASSERT_TRUE(f_wait_queue(all[i], 3 /* SPYRE_QS_SEM_WAIT */));
 
 	t0 = f_now();
-	if (fatal) {
+	switch (how) {
+	case F_FATAL:
 		ASSERT_EQ(0, f_inject(&self->a, "fatal", 1));
-	} else {
+		break;
+	case F_FLR:
 		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset",
 			 strrchr(dbg_dir, '/') + 1);
 		ASSERT_EQ(0, f_write(path, "1"));
+		break;
+	case F_AER_NONFATAL:	/* Unsupported Request: non-fatal */
+		ASSERT_EQ(0, f_aer_inject(&self->a, PCI_ERR_UNC_UNSUP));
+		break;
+	case F_AER_FATAL:	/* Malformed TLP: fatal, the link is reset */
+		ASSERT_EQ(0, f_aer_inject(&self->a, PCI_ERR_UNC_MALF_TLP));
+		break;
 	}
 	while (f_health(self->a.x.fd).resets == h0.resets)
 		ASSERT_LT(f_now(), t0 + 5);
@@ -572,10 +623,10 @@ static void f_reset_three(struct __test_metadata *_metadata,
 	ASSERT_EQ(h0.jobs_replayed + 4, h1.jobs_replayed);
 	ASSERT_EQ(h0.jobs_lost + 1, h1.jobs_lost);
 	ASSERT_EQ(h0.hangs, h1.hangs);
-	TH_LOG("%s: reset counted %.1f ms after the request",
-	       fatal ? "fatal error" : "function reset", (t1 - t0) * 1e3);
-	ASSERT_EQ(0, f_uevent_wait(ev, fatal ? "SPYRE_REASON=fatal" :
-						"SPYRE_REASON=function"));
+	ASSERT_EQ(h0.aer_errors + aer, h1.aer_errors);
+	TH_LOG("%s: reset counted %.1f ms after the request", names[how],
+	       (t1 - t0) * 1e3);
+	ASSERT_EQ(0, f_uevent_wait(ev, reasons[how]));
 	close(ev);
 	/* A fatal error leaves a dump; a function reset does not. */
 	if (fatal) {
@@ -590,13 +641,25 @@ static void f_reset_three(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(fault, fatal_recovery_keeps_work, 60)
 {
 	NEED_FAULTS();
-	f_reset_three(_metadata, self, true);
+	f_reset_three(_metadata, self, F_FATAL);
 }
 
 TEST_F_TIMEOUT(fault, flr_three_contexts_keep_work, 60)
 {
 	NEED_FAULTS();
-	f_reset_three(_metadata, self, false);
+	f_reset_three(_metadata, self, F_FLR);
+}
+
+TEST_F_TIMEOUT(fault, aer_nonfatal_keeps_work, 60)
+{
+	NEED_FAULTS();
+	f_reset_three(_metadata, self, F_AER_NONFATAL);
+}
+
+TEST_F_TIMEOUT(fault, aer_fatal_keeps_work, 60)
+{
+	NEED_FAULTS();
+	f_reset_three(_metadata, self, F_AER_FATAL);
 }
 
 TEST_F(fault, lost_irq_found_by_poll)

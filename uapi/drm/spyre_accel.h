@@ -56,7 +56,8 @@
  * fault).  Other contexts carry on.
  *
  * Resets lose no work that can be kept.  The card is reset by a PCI
- * function reset (sysfs "reset", AER), or by the driver itself when the
+ * function reset (sysfs "reset"), by AER recovery after a PCIe error, or
+ * by the driver itself when the
  * card reports a fatal error, a queue will not stop or a completion
  * record cannot be trusted.  Then:
  *
@@ -284,6 +285,7 @@ struct drm_spyre_context_info {
  *	interrupted and restartable).
  * @jobs_lost: jobs ended with -ECANCELED by a reset (interrupted, not
  *	restartable).
+ * @aer_errors: PCIe errors (AER) the PCI core reported to the driver.
  * @reserved: written as zero.
  */
 struct drm_spyre_health_info {
@@ -296,7 +298,8 @@ struct drm_spyre_health_info {
 	__u64 corrupt_completions;
 	__u64 jobs_replayed;
 	__u64 jobs_lost;
-	__u64 reserved[7];
+	__u64 aer_errors;
+	__u64 reserved[6];
 };
 
 /* ---- DRM_IOCTL_SPYRE_BO_CREATE / BO_INFO ------------------------------ */
