@@ -790,6 +790,7 @@ static struct pci_driver spyre_pci_driver = {
 	.remove = spyre_remove,
 	.shutdown = spyre_shutdown,
 	.err_handler = &spyre_err_handlers,
+	.driver.pm = pm_sleep_ptr(&spyre_pm_ops),
 	.dev_groups = spyre_groups,
 };
 module_pci_driver(spyre_pci_driver);

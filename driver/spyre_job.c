@@ -415,7 +415,7 @@ void spyre_queue_replay(struct spyre_queue *q)
 {
 	struct spyre_device *sdev = q->sdev;
 	struct spyre_fence *f, *tmp;
-	unsigned int replayed = 0, lost = 0;
+	unsigned int replayed = 0;
 	bool guilty = atomic_read(&q->ctx->error);
 	unsigned long flags;
 	u32 status;
@@ -446,8 +446,10 @@ void spyre_queue_replay(struct spyre_queue *q)
 		for (s = from; rerun && s <= last; s++)
 			rerun = job->descs[s - f->first_seqno].restartable;
 		if (!rerun) {
+			/* Counted before the signal its waiter may act on. */
+			if (!guilty)
+				atomic64_inc(&sdev->health.jobs_lost);
 			spyre_fence_complete(q, f, -ECANCELED);
-			lost++;
 			continue;
 		}
 		q->tail = (q->tail + spyre_ring_fill(q, job,
@@ -460,8 +462,6 @@ void spyre_queue_replay(struct spyre_queue *q)
 	WRITE_ONCE(q->corrupt, false);
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 
-	if (!guilty)
-		atomic64_add(lost, &sdev->health.jobs_lost);
 	atomic64_add(replayed, &sdev->health.jobs_replayed);
 	spyre_ring_doorbell(q);
 }

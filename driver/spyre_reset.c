@@ -23,12 +23,16 @@
  * No context is marked by a reset: only the timeout handler (a hang) and
  * the card's own job errors make a context guilty.
  *
+ * System sleep goes the same way: suspend() is step 1 (after letting the
+ * running jobs end), resume() steps 2 and 3.
+ *
  * Recovery runs from a work item, not from the interrupt or the timeout
  * handler, and resets through the card's register rather than
  * pci_reset_function(): the latter takes the device lock, which remove()
  * holds while it waits for this work.
  */
 
+#include <linux/delay.h>
 #include <linux/devcoredump.h>
 #include <linux/dma-resv.h>
 #include <linux/iosys-map.h>
@@ -407,6 +411,58 @@ const struct pci_error_handlers spyre_err_handlers = {
 	.reset_done = spyre_reset_done,
 };
 
+/* ---- System sleep ------------------------------------------------------ */
+
+/* How long suspend() lets running jobs end before it interrupts them. */
+#define SPYRE_SUSPEND_DRAIN_MS	1000
+
+/*
+ * suspend() quiesces the card as a reset would: nothing programs it until
+ * resume() (reset_sem is held for writing across the sleep), no job
+ * starts, and the jobs running get up to SPYRE_SUSPEND_DRAIN_MS to end;
+ * one still running then (e.g. waiting on a semaphore) is interrupted.
+ * The card loses its state in sleep, so resume() resets it and replays
+ * the unfinished jobs as after a function reset (spyre_queue_replay()).
+ */
+static int spyre_pm_suspend(struct device *dev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(to_pci_dev(dev));
+	unsigned long end = jiffies + msecs_to_jiffies(SPYRE_SUSPEND_DRAIN_MS);
+	unsigned int i;
+	int idx;
+
+	down_write(&sdev->reset_sem);
+	if (!drm_dev_enter(&sdev->drm, &idx))
+		return 0;
+	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
+	/* hwq[] changes only under reset_sem: it is stable here. */
+	for (i = 0; i < sdev->num_queues; i++)
+		while (sdev->hwq[i] && time_before(jiffies, end) &&
+		       spyre_read32(sdev, SPYRE_QUEUE_REG(i, SPYRE_Q_STATUS)) ==
+		       SPYRE_QS_BUSY)
+			usleep_range(200, 500);
+	spyre_reset_begin(sdev, true);
+	drm_dev_exit(idx);
+	return 0;
+}
+
+static int spyre_pm_resume(struct device *dev)
+{
+	struct spyre_device *sdev = pci_get_drvdata(to_pci_dev(dev));
+	int idx;
+
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		spyre_reset_end(sdev, "resume");
+		drm_dev_exit(idx);
+	}
+	up_write(&sdev->reset_sem);
+	return 0;
+}
+
+const struct dev_pm_ops spyre_pm_ops = {
+	SYSTEM_SLEEP_PM_OPS(spyre_pm_suspend, spyre_pm_resume)
+};
+
 static void spyre_recovery_work(struct work_struct *work)
 {
 	struct spyre_device *sdev = container_of(work, struct spyre_device,
@@ -479,9 +535,12 @@ static void spyre_poll_work(struct work_struct *work)
 		if (!q)
 			continue;
 		seen = le64_to_cpu(READ_ONCE(q->compl->seqno));
+		/* Counted before the signal its waiter may act on. */
 		if (seen > READ_ONCE(q->signalled) && seen == q->poll_seen &&
-		    spyre_queue_irq(q))
+		    !READ_ONCE(q->corrupt)) {
 			atomic64_inc(&sdev->health.lost_irqs);
+			spyre_queue_irq(q);
+		}
 		q->poll_seen = seen;
 		busy |= !list_empty(&q->pending);
 	}

@@ -17,6 +17,7 @@ struct spyre_queue;
 #define SPYRE_POLL_MS		20
 
 extern const struct pci_error_handlers spyre_err_handlers;
+extern const struct dev_pm_ops spyre_pm_ops;
 
 void spyre_reset_init(struct spyre_device *sdev);
 void spyre_reset_fini(struct spyre_device *sdev);

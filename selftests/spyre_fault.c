@@ -17,7 +17,8 @@
  *  - fatal_*, flr_*, aer_*: a fatal card error (recovered by the driver
  *    through the card's RESET register), a function reset (sysfs) or a
  *    PCIe error (AER, non-fatal and fatal, injected with the aer_inject
- *    module) with work in three contexts: jobs that had not started run normally, interrupted
+ *    module), or a system suspend/resume (suspend_*, /sys/power/pm_test
+ *    "devices") with work in three contexts: jobs that had not started run normally, interrupted
  *    restartable jobs rerun, other interrupted jobs end with -ECANCELED,
  *    and no context becomes sticky;
  *  - lost_irq_*, duplicate_irq_*: a completion whose interrupt is lost is
@@ -531,17 +532,44 @@ TEST_F(fault, inject_bad_requests_refused)
  * Then the semaphores are released: a1, a2, c2, c3 end OK with their
  * data, b1 with -ECANCELED, and no context is sticky.
  */
-enum f_reset_how { F_FATAL, F_FLR, F_AER_NONFATAL, F_AER_FATAL };
+/*
+ * A system suspend and resume that stops after suspending the devices
+ * (pm_test "devices", no delay): 0 or -errno.
+ */
+static int f_suspend_cycle(void)
+{
+	char states[128] = "";
+	int fd = open("/sys/power/state", O_RDONLY | O_CLOEXEC), ret;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, states, sizeof(states) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	ret = f_write("/sys/module/suspend/parameters/pm_test_delay", "0");
+	if (!ret)
+		ret = f_write("/sys/power/pm_test", "devices");
+	if (!ret)
+		ret = f_write("/sys/power/state", strstr(states, "mem") ? "mem" :
+			      "freeze");
+	f_write("/sys/power/pm_test", "none");
+	return ret;
+}
+
+enum f_reset_how { F_FATAL, F_FLR, F_AER_NONFATAL, F_AER_FATAL, F_SUSPEND };
 
 static void f_reset_three(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(fault) *self, enum f_reset_how how)
 {
 	static const char *const names[] = { "fatal error", "function reset",
-		"non-fatal PCIe error", "fatal PCIe error" };
+		"non-fatal PCIe error", "fatal PCIe error", "suspend/resume" };
 	static const char *const reasons[] = { "SPYRE_REASON=fatal",
 		"SPYRE_REASON=function", "SPYRE_REASON=aer",
-		"SPYRE_REASON=aer" };
-	bool fatal = how == F_FATAL, aer = how >= F_AER_NONFATAL;
+		"SPYRE_REASON=aer", "SPYRE_REASON=resume" };
+	bool fatal = how == F_FATAL;
+	bool aer = how == F_AER_NONFATAL || how == F_AER_FATAL;
 	struct drm_spyre_health_info h0, h1;
 	uint32_t a1, a2, b1, c1, c2, c3, x;
 	struct fctx *all[3] = { &self->a, &self->b, &self->c };
@@ -587,6 +615,9 @@ static void f_reset_three(struct __test_metadata *_metadata,
 		break;
 	case F_AER_FATAL:	/* Malformed TLP: fatal, the link is reset */
 		ASSERT_EQ(0, f_aer_inject(&self->a, PCI_ERR_UNC_MALF_TLP));
+		break;
+	case F_SUSPEND:		/* returns after the resume */
+		ASSERT_EQ(0, f_suspend_cycle());
 		break;
 	}
 	while (f_health(self->a.x.fd).resets == h0.resets)
@@ -648,6 +679,29 @@ TEST_F_TIMEOUT(fault, flr_three_contexts_keep_work, 60)
 {
 	NEED_FAULTS();
 	f_reset_three(_metadata, self, F_FLR);
+}
+
+TEST_F_TIMEOUT(fault, suspend_with_work_keeps_work, 60)
+{
+	NEED_FAULTS();
+	f_reset_three(_metadata, self, F_SUSPEND);
+}
+
+/* An idle card suspends and resumes, and serves its contexts after. */
+TEST_F_TIMEOUT(fault, suspend_idle, 60)
+{
+	struct drm_spyre_health_info h0;
+	uint32_t a1;
+
+	NEED_FAULTS();
+	h0 = f_health(self->a.x.fd);
+	ASSERT_EQ(0, f_suspend_cycle());
+	ASSERT_EQ(h0.resets + 1, f_health(self->a.x.fd).resets);
+	f_fill_cs(&self->a, &self->cs, 0, 0x71, false);
+	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
+	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_TRUE(f_page_is(&self->a, 0, 0x71));
+	ASSERT_EQ(0, st_ctx_error(self->a.x.fd));
 }
 
 TEST_F_TIMEOUT(fault, aer_nonfatal_keeps_work, 60)
