@@ -16,7 +16,10 @@
  *            injection (docs/spyre-hw.rst, DBG_INJECT) for the next
  *            <count> (default 1) jobs or completions of that queue; kinds:
  *            hang, error, fatal (the whole card), drop_irq, dup_irq,
- *            corrupt_seqno, corrupt_status, mmu_fault
+ *            corrupt_seqno, corrupt_status, mmu_fault; -EAGAIN while
+ *            the card is runtime-suspended
+ * The files that read the card's registers say so instead while it is
+ * runtime-suspended: reading debugfs does not wake it.
  */
 
 #include <linux/debugfs.h>
@@ -35,6 +38,7 @@
 #include "spyre_gem.h"
 #include "spyre_mmu.h"
 #include "spyre_job.h"
+#include "spyre_pm.h"
 #include "spyre_queue.h"
 
 static struct spyre_device *spyre_debugfs_dev(struct seq_file *m)
@@ -52,6 +56,12 @@ static int spyre_debugfs_queues(struct seq_file *m, void *unused)
 
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return -ENODEV;
+	/* Reading the card's registers must not wake it. */
+	if (!spyre_pm_get_if_active(sdev)) {
+		seq_puts(m, "card runtime-suspended: no queues\n");
+		drm_dev_exit(idx);
+		return 0;
+	}
 
 	seq_puts(m, "hwq ctx prio vec submitted completed pending status head\n");
 	spin_lock_irq(&sdev->hwq_lock);
@@ -77,6 +87,7 @@ static int spyre_debugfs_queues(struct seq_file *m, void *unused)
 	}
 	spin_unlock_irq(&sdev->hwq_lock);
 
+	spyre_pm_put(sdev);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -128,6 +139,11 @@ static int spyre_debugfs_counters(struct seq_file *m, void *unused)
 
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return 0;
+	if (!spyre_pm_get_if_active(sdev)) {
+		seq_puts(m, "card runtime-suspended: no telemetry\n");
+		drm_dev_exit(idx);
+		return 0;
+	}
 	seq_printf(m, "tel_jobs %llu\ntel_cmds %llu\ntel_busy_ns %llu\ntel_bytes %llu\ntel_faults %llu\nclock_ns %llu\n",
 		   spyre_read64(sdev, SPYRE_REG_TEL_JOBS),
 		   spyre_read64(sdev, SPYRE_REG_TEL_CMDS),
@@ -135,6 +151,7 @@ static int spyre_debugfs_counters(struct seq_file *m, void *unused)
 		   spyre_read64(sdev, SPYRE_REG_TEL_BYTES),
 		   spyre_read64(sdev, SPYRE_REG_TEL_FAULTS),
 		   spyre_read64(sdev, SPYRE_REG_CLOCK));
+	spyre_pm_put(sdev);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -208,8 +225,14 @@ static ssize_t spyre_debugfs_inject_write(struct file *file,
 
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return -ENODEV;
+	/* An idle card has no queue to fault: it is not woken for this. */
+	if (!spyre_pm_get_if_active(sdev)) {
+		drm_dev_exit(idx);
+		return -EAGAIN;
+	}
 	spyre_write32(sdev, SPYRE_REG_DBG_INJECT,
 		      SPYRE_DBG_INJECT_VAL(queue, kind, times));
+	spyre_pm_put(sdev);
 	drm_dev_exit(idx);
 	return count;
 }

@@ -42,6 +42,7 @@
 #include "spyre_drv.h"
 #include "spyre_gem.h"
 #include "spyre_mmu.h"
+#include "spyre_pm.h"
 
 /* Bytes cleared between two scheduling points. */
 #define SPYRE_CLEAR_CHUNK	SZ_2M
@@ -122,6 +123,8 @@ static void spyre_devmem_free(struct drm_gem_object *obj)
 	mutex_lock(&dm->lock);
 	drm_buddy_free_list(&dm->mm, &bo->blocks, 0);
 	mutex_unlock(&dm->lock);
+	if (bo->pm_held)
+		spyre_pm_put(sdev);
 
 	spyre_bo_fini_common(bo);
 	drm_gem_object_release(obj);
@@ -381,6 +384,11 @@ struct spyre_bo *spyre_devmem_bo_create(struct spyre_device *sdev,
 	spyre_bo_init_common(bo, DRM_SPYRE_PLACEMENT_DEVICE);
 	bo->gem.funcs = &spyre_devmem_funcs;
 	drm_gem_private_object_init(&sdev->drm, &bo->gem, size);
+	/* Its contents live on the card: keep it powered (spyre_pm.c). */
+	ret = spyre_pm_get(sdev);
+	if (ret)
+		goto err_put;
+	bo->pm_held = true;
 
 	/*
 	 * The file's cap is checked and the BO charged under the allocator's

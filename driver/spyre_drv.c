@@ -28,6 +28,7 @@
 #include "spyre_gem.h"
 #include "spyre_job.h"
 #include "spyre_mmu.h"
+#include "spyre_pm.h"
 #include "spyre_queue.h"
 #include "spyre_reset.h"
 #include "spyre_submit.h"
@@ -262,8 +263,11 @@ void spyre_hw_enable(struct spyre_device *sdev)
 	spyre_write32(sdev, SPYRE_REG_CONTROL, SPYRE_CONTROL_ENABLE);
 }
 
-/* Stop all DMA and interrupts; BAR0 must still be mapped. */
-static void spyre_hw_disable(struct spyre_device *sdev)
+/**
+ * spyre_hw_disable() - stop all DMA and interrupts of the card.
+ * @sdev: device, inside drm_dev_enter() (BAR0 mapped).
+ */
+void spyre_hw_disable(struct spyre_device *sdev)
 {
 	spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
 	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
@@ -281,10 +285,14 @@ static int spyre_open(struct drm_device *drm, struct drm_file *file)
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
 
+	/* An open file keeps the card powered (spyre_pm.c). */
+	ret = spyre_pm_get(sdev);
+	if (ret)
+		goto out;
 	sfile = kzalloc(sizeof(*sfile), GFP_KERNEL);
 	if (!sfile) {
 		ret = -ENOMEM;
-		goto out;
+		goto out_pm;
 	}
 
 	sfile->sdev = sdev;
@@ -292,11 +300,14 @@ static int spyre_open(struct drm_device *drm, struct drm_file *file)
 	if (IS_ERR(sfile->ctx)) {
 		ret = PTR_ERR(sfile->ctx);
 		kfree(sfile);
-		goto out;
+		goto out_pm;
 	}
 	xa_init_flags(&sfile->queues, XA_FLAGS_ALLOC1);
 	file->driver_priv = sfile;
-	ret = 0;
+	drm_dev_exit(idx);
+	return 0;
+out_pm:
+	spyre_pm_put(sdev);
 out:
 	drm_dev_exit(idx);
 	return ret;
@@ -305,11 +316,13 @@ out:
 static void spyre_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct spyre_file *sfile = file->driver_priv;
+	struct spyre_device *sdev = sfile->sdev;
 
 	spyre_queues_destroy_all(sfile);
 	spyre_ctx_release_hw(sfile->ctx);
 	spyre_ctx_put(sfile->ctx);
 	kfree(sfile);
+	spyre_pm_put(sdev);
 }
 
 /* ---- QUERY ------------------------------------------------------------- */
@@ -649,6 +662,7 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	spyre_debugfs_init(sdev);
 	/* What AER's slot_reset() restores after the link was reset. */
 	pci_save_state(pdev);
+	spyre_pm_init(sdev);
 
 	ret = drm_dev_register(drm, 0);
 	if (ret) {
@@ -671,6 +685,7 @@ static void spyre_remove(struct pci_dev *pdev)
 
 	/* No ioctl, run_job or MMIO user is inside drm_dev_enter() after this. */
 	drm_dev_unplug(&sdev->drm);
+	spyre_pm_fini(sdev);
 	spyre_reset_fini(sdev);
 	spyre_hw_disable(sdev);
 	for (i = 0; i < sdev->nvec; i++)
@@ -790,7 +805,7 @@ static struct pci_driver spyre_pci_driver = {
 	.remove = spyre_remove,
 	.shutdown = spyre_shutdown,
 	.err_handler = &spyre_err_handlers,
-	.driver.pm = pm_sleep_ptr(&spyre_pm_ops),
+	.driver.pm = pm_ptr(&spyre_pm_ops),
 	.dev_groups = spyre_groups,
 };
 module_pci_driver(spyre_pci_driver);

@@ -311,5 +311,6 @@ void spyre_debugfs_init(struct spyre_device *sdev);
 /* spyre_drv.c */
 int spyre_hw_reset(struct spyre_device *sdev);
 void spyre_hw_enable(struct spyre_device *sdev);
+void spyre_hw_disable(struct spyre_device *sdev);
 
 #endif /* SPYRE_DRV_H */

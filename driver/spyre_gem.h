@@ -39,6 +39,7 @@ struct spyre_ctx;
  * @npages: entries in @pages.
  * @pinned_mm: mm whose pinned_vm a userptr BO is charged to (RLIMIT_MEMLOCK;
  *	an mm_count reference is held), NULL if not charged.
+ * @pm_held: a device-memory BO holds a runtime-PM reference (spyre_pm.c).
  */
 struct spyre_bo {
 	union {
@@ -55,6 +56,7 @@ struct spyre_bo {
 	struct page **pages;
 	unsigned long npages;
 	struct mm_struct *pinned_mm;
+	bool pm_held;
 };
 
 static inline struct spyre_bo *to_spyre_bo(struct drm_gem_object *obj)

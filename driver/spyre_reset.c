@@ -23,8 +23,7 @@
  * No context is marked by a reset: only the timeout handler (a hang) and
  * the card's own job errors make a context guilty.
  *
- * System sleep goes the same way: suspend() is step 1 (after letting the
- * running jobs end), resume() steps 2 and 3.
+ * System sleep (spyre_pm.c) goes the same way.
  *
  * Recovery runs from a work item, not from the interrupt or the timeout
  * handler, and resets through the card's register rather than
@@ -32,7 +31,6 @@
  * holds while it waits for this work.
  */
 
-#include <linux/delay.h>
 #include <linux/devcoredump.h>
 #include <linux/dma-resv.h>
 #include <linux/iosys-map.h>
@@ -244,8 +242,15 @@ void spyre_coredump(struct spyre_device *sdev, const char *reason,
 
 /* ---- Reset ------------------------------------------------------------- */
 
-/* Step 1; without @mmio (a frozen channel) the card is not touched. */
-static void spyre_reset_begin(struct spyre_device *sdev, bool mmio)
+/**
+ * spyre_reset_begin() - step 1 of a reset: stop the card starting jobs and
+ * note how far it got on each queue.
+ * @sdev: device; the caller holds reset_sem for writing and is inside
+ *	drm_dev_enter().
+ * @mmio: the registers can be used; without (a frozen channel) the card
+ *	is not touched and the completion records alone tell.
+ */
+void spyre_reset_begin(struct spyre_device *sdev, bool mmio)
 {
 	unsigned long flags;
 	unsigned int i;
@@ -269,8 +274,17 @@ static void spyre_reset_begin(struct spyre_device *sdev, bool mmio)
 	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
 }
 
-/* Step 3 (the RESET register first); -EIO if the card does not return. */
-static int spyre_reset_end(struct spyre_device *sdev, const char *reason)
+/**
+ * spyre_reset_end() - step 3 of a reset: reset the card through its RESET
+ * register, program it again and replay the unfinished jobs.
+ * @sdev: device; the caller holds reset_sem for writing, is inside
+ *	drm_dev_enter() and ran spyre_reset_begin().
+ * @reason: for the log and the uevent (SPYRE_REASON=).
+ *
+ * Return: 0, or -EIO if the card did not come back (every pending fence
+ * then ends with -EIO).
+ */
+int spyre_reset_end(struct spyre_device *sdev, const char *reason)
 {
 	char reason_env[32];
 	char *envp[3];
@@ -409,58 +423,6 @@ const struct pci_error_handlers spyre_err_handlers = {
 	.resume = spyre_aer_resume,
 	.reset_prepare = spyre_reset_prepare,
 	.reset_done = spyre_reset_done,
-};
-
-/* ---- System sleep ------------------------------------------------------ */
-
-/* How long suspend() lets running jobs end before it interrupts them. */
-#define SPYRE_SUSPEND_DRAIN_MS	1000
-
-/*
- * suspend() quiesces the card as a reset would: nothing programs it until
- * resume() (reset_sem is held for writing across the sleep), no job
- * starts, and the jobs running get up to SPYRE_SUSPEND_DRAIN_MS to end;
- * one still running then (e.g. waiting on a semaphore) is interrupted.
- * The card loses its state in sleep, so resume() resets it and replays
- * the unfinished jobs as after a function reset (spyre_queue_replay()).
- */
-static int spyre_pm_suspend(struct device *dev)
-{
-	struct spyre_device *sdev = pci_get_drvdata(to_pci_dev(dev));
-	unsigned long end = jiffies + msecs_to_jiffies(SPYRE_SUSPEND_DRAIN_MS);
-	unsigned int i;
-	int idx;
-
-	down_write(&sdev->reset_sem);
-	if (!drm_dev_enter(&sdev->drm, &idx))
-		return 0;
-	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
-	/* hwq[] changes only under reset_sem: it is stable here. */
-	for (i = 0; i < sdev->num_queues; i++)
-		while (sdev->hwq[i] && time_before(jiffies, end) &&
-		       spyre_read32(sdev, SPYRE_QUEUE_REG(i, SPYRE_Q_STATUS)) ==
-		       SPYRE_QS_BUSY)
-			usleep_range(200, 500);
-	spyre_reset_begin(sdev, true);
-	drm_dev_exit(idx);
-	return 0;
-}
-
-static int spyre_pm_resume(struct device *dev)
-{
-	struct spyre_device *sdev = pci_get_drvdata(to_pci_dev(dev));
-	int idx;
-
-	if (drm_dev_enter(&sdev->drm, &idx)) {
-		spyre_reset_end(sdev, "resume");
-		drm_dev_exit(idx);
-	}
-	up_write(&sdev->reset_sem);
-	return 0;
-}
-
-const struct dev_pm_ops spyre_pm_ops = {
-	SYSTEM_SLEEP_PM_OPS(spyre_pm_suspend, spyre_pm_resume)
 };
 
 static void spyre_recovery_work(struct work_struct *work)

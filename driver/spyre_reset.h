@@ -17,8 +17,9 @@ struct spyre_queue;
 #define SPYRE_POLL_MS		20
 
 extern const struct pci_error_handlers spyre_err_handlers;
-extern const struct dev_pm_ops spyre_pm_ops;
 
+void spyre_reset_begin(struct spyre_device *sdev, bool mmio);
+int spyre_reset_end(struct spyre_device *sdev, const char *reason);
 void spyre_reset_init(struct spyre_device *sdev);
 void spyre_reset_fini(struct spyre_device *sdev);
 void spyre_recover(struct spyre_device *sdev, enum spyre_recovery_reason why);

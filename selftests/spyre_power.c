@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spyre_power: runtime power management of card 0.  The card suspends
+ * about a second after the last user went away and resumes on use; an
+ * open file and a live device-memory BO (kept by a dma-buf or a CPU
+ * mapping after its file closed) keep it powered; reading its sysfs
+ * attributes never wakes it.  The runtime status is the PCI device's
+ * power/runtime_status.  No test holds the card between tests, and no
+ * other suite may run at the same time.
+ */
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "spyre_test.h"
+
+#define MiB		(1ull << 20)
+#define SUSPEND_WAIT_S	5.0	/* autosuspend is 1 s */
+
+static double p_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Read power/<name> of card 0 into @buf (newline stripped). */
+static int p_read(const char *name, char *buf, size_t len)
+{
+	struct spyre_device_desc d[16];
+	char path[192];
+	FILE *f;
+
+	if (spyre_device_list(d, 16) < 1)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/power/%s",
+		 d[0].pci_addr, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static bool p_is(const char *want)
+{
+	char s[32];
+
+	return !p_read("runtime_status", s, sizeof(s)) && !strcmp(s, want);
+}
+
+/* Wait up to @secs for runtime_status @want; the seconds it took, or -1. */
+static double p_wait(const char *want, double secs)
+{
+	double t0 = p_now();
+
+	while (p_now() < t0 + secs) {
+		if (p_is(want))
+			return p_now() - t0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+TEST(runtime_pm_idle_suspends_use_resumes)
+{
+	struct st_ctx x;
+	struct st_buf b;
+	struct st_cs cs;
+	double t;
+
+	if (access("/dev/accel/accel0", R_OK | W_OK))
+		SKIP(return, "no Spyre card");
+	ASSERT_LE(0, p_wait("suspended", SUSPEND_WAIT_S));
+	/* An open resumes the card; a job runs correctly after it. */
+	ASSERT_EQ(0, st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_TRUE(p_is("active"));
+	ASSERT_EQ(0, st_buf_new(&x, 4096, &b));
+	st_cs_reset(&cs);
+	st_cs_fill(&cs, b.va, 1024, 4, 0x706d7274);
+	ASSERT_EQ(0, st_run(&x, &cs));
+	for (unsigned int i = 0; i < 1024; i++)
+		ASSERT_EQ(0x706d7274u, ((uint32_t *)b.p)[i]);
+	/* Held while open, however long. */
+	usleep(1500000);
+	ASSERT_TRUE(p_is("active"));
+	st_close(&x);
+	t = p_wait("suspended", SUSPEND_WAIT_S);
+	ASSERT_LE(0, t);
+	TH_LOG("suspended %.2f s after the last file closed", t);
+}
+
+TEST(runtime_pm_devmem_bo_holds_card)
+{
+	struct drm_spyre_memory_info mi;
+	uint32_t h;
+	uint64_t va;
+	int fd, dmabuf;
+	void *map;
+
+	if (access("/dev/accel/accel0", R_OK | W_OK))
+		SKIP(return, "no Spyre card");
+	fd = st_open_card(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, st_query_memory(fd, &mi));
+	if (!mi.devmem_total) {
+		close(fd);
+		SKIP(return, "no device memory");
+	}
+
+	/* A dma-buf keeps the BO, and so the card, after the file closed. */
+	ASSERT_EQ(0, st_bo_new_flags(fd, 1 * MiB, DRM_SPYRE_BO_DEVICE, &h, &va));
+	ASSERT_EQ(0, drmPrimeHandleToFD(fd, h, DRM_CLOEXEC, &dmabuf));
+	close(fd);
+	usleep(2000000);
+	ASSERT_TRUE(p_is("active"));
+	close(dmabuf);
+	ASSERT_LE(0, p_wait("suspended", SUSPEND_WAIT_S));
+
+	/* So does a CPU mapping. */
+	fd = st_open_card(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, st_bo_new_flags(fd, 1 * MiB, DRM_SPYRE_BO_DEVICE, &h, &va));
+	map = st_bo_mmap(fd, h, 1 * MiB);
+	ASSERT_NE(MAP_FAILED, map);
+	memset(map, 0x5a, 4096);
+	close(fd);
+	usleep(2000000);
+	ASSERT_TRUE(p_is("active"));
+	ASSERT_EQ(0x5a, ((volatile uint8_t *)map)[4095]);
+	munmap(map, 1 * MiB);
+	ASSERT_LE(0, p_wait("suspended", SUSPEND_WAIT_S));
+
+	/* A system-memory BO does not. */
+	fd = st_open_card(0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, st_bo_new(fd, 1 * MiB, &h, &va));
+	ASSERT_EQ(0, drmPrimeHandleToFD(fd, h, DRM_CLOEXEC, &dmabuf));
+	close(fd);
+	ASSERT_LE(0, p_wait("suspended", SUSPEND_WAIT_S));
+	close(dmabuf);
+}
+
+TEST(runtime_pm_sysfs_read_does_not_wake)
+{
+	static const char *const attrs[] = {
+		"num_cores", "num_queues", "caps", "resets",
+		"lost_irqs", "mem_devmem_used", "mem_devmem_total",
+	};
+	char before[32], after[32];
+	uint64_t v;
+
+	if (access("/dev/accel/accel0", R_OK | W_OK))
+		SKIP(return, "no Spyre card");
+	ASSERT_LE(0, p_wait("suspended", SUSPEND_WAIT_S));
+	ASSERT_EQ(0, p_read("runtime_active_time", before, sizeof(before)));
+	for (unsigned int r = 0; r < 20; r++) {
+		for (unsigned int i = 0; i < ARRAY_SIZE(attrs); i++) {
+			ASSERT_EQ(0, st_sysfs_u64(0, attrs[i], &v)) {
+				TH_LOG("%s", attrs[i]);
+			}
+		}
+	}
+	ASSERT_TRUE(p_is("suspended"));
+	ASSERT_EQ(0, p_read("runtime_active_time", after, sizeof(after)));
+	ASSERT_STREQ(before, after);
+}
+
+TEST_HARNESS_MAIN
