@@ -5,7 +5,7 @@
 
 SHELL := /bin/bash
 .PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
-	soak-kill check clean
+	soak-kill soak-unplug check clean
 
 all: build
 
@@ -24,7 +24,7 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
-soak: soak-stress soak-reset soak-fault soak-kill
+soak: soak-stress soak-reset soak-fault soak-kill soak-unplug
 
 soak-stress: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 1200 -- spyre-selftests soak
@@ -50,6 +50,15 @@ soak-fault: build
 soak-kill: build
 	scripts/vm.sh run --no-build --cards 1 --timeout 3600 -- \
 		spyre-selftests kill_soak
+
+# 20 hot-unplug/re-plug cycles of the second card under load (the host
+# drives QMP; about 3 minutes).
+soak-unplug: build
+	qmp=$$(mktemp -u /tmp/spyre-qmp.XXXXXX); \
+	scripts/qmp-hotplug.py "$$qmp" --cycles 20 & h=$$!; \
+	scripts/vm.sh run --no-build --cards 2 --qmp "$$qmp" --timeout 1800 \
+		-- env UNPLUG_CYCLES=20 spyre-selftests unplug; r=$$?; \
+	wait $$h || r=1; rm -f "$$qmp"; exit $$r
 
 check: setup
 	scripts/check.sh

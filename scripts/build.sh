@@ -157,10 +157,30 @@ step_initramfs() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nspyre:x:1000:1000:spyre:/work:/bin/sh\n' \
 		>"$dir/etc/passwd"
 	printf 'root:x:0:\naccel:x:1000:spyre\n' >"$dir/etc/group"
+	udev_to_mdev "$SPYRE_ROOT/udev/70-spyre.rules" "$dir/etc/group" \
+		>"$dir/etc/mdev.conf"
 	(cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) \
 		>"$B/overlay.cpio"
 	cat "$BASE" "$B/overlay.cpio" >"$B/initramfs.cpio"
 	INITRAMFS=$B/initramfs.cpio
+}
+
+# The guest's busybox mdev.conf from our udev rules (file $1), with the
+# guest's group file $2: each rule
+#   SUBSYSTEM=="s", KERNEL=="glob", GROUP="g", MODE="m"
+# becomes "SUBSYSTEM=s;(.*/)?<glob as a regex> 0:<gid of g> m" (mdev
+# matches the node path, DEVNAME, against a regex: it has no
+# globs, and the static busybox cannot look group names up).
+udev_to_mdev() {
+	local out sub glob group mode gid
+	out=$(sed -n 's/^SUBSYSTEM=="\([^"]*\)", *KERNEL=="\([^"]*\)", *GROUP="\([^"]*\)", *MODE="\([0-7]*\)".*/\1 \2 \3 \4/p' "$1")
+	[ -n "$out" ] || die "no rule in $1"
+	while read -r sub glob group mode; do
+		gid=$(awk -F: -v g="$group" '$1 == g { print $3 }' "$2")
+		[ -n "$gid" ] || die "$1: no group $group in the guest"
+		printf 'SUBSYSTEM=%s;(.*/)?%s 0:%s %s\n' "$sub" "${glob//\*/.*}" \
+			"$gid" "$mode"
+	done <<<"$out"
 }
 
 steps=("$@")

@@ -28,6 +28,8 @@ finish() {
 	poweroff -f
 }
 
+# the hotplug helper: applies /etc/mdev.conf to every node added
+mdev -d
 if [ "${SPYRE_NO_MODULE:-0}" != 1 ]; then
 	if ! modprobe spyre ${SPYRE_MODULE_ARGS:-}; then
 		echo "SPYRE-MODULE-FAIL"
@@ -43,8 +45,9 @@ if [ "${SPYRE_NO_MODULE:-0}" != 1 ]; then
 		fi
 		sleep 0.1
 	done
-	chgrp accel /dev/accel/* 2>/dev/null
-	chmod 0660 /dev/accel/* 2>/dev/null
+	# node permissions from udev/70-spyre.rules (as /etc/mdev.conf), now
+	# and for cards hot-plugged later
+	mdev -s
 fi
 [ -e /dev/udmabuf ] && chgrp accel /dev/udmabuf && chmod 0660 /dev/udmabuf
 [ -d /dev/dma_heap ] && chgrp accel /dev/dma_heap/* && chmod 0660 /dev/dma_heap/*

@@ -11,6 +11,8 @@
 #      sysfs function resets racing the card's users, who drop to the test
 #      user; spyre_fault: injected faults, recoveries and resets with work
 #      in flight, with a 2 s job timeout; spyre_quota: per-file caps);
+#      then spyre_unplug, with the host hot-unplugging and re-plugging the
+#      second card through QMP (scripts/qmp-hotplug.py);
 #   6. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
 #      one guest with two cards, one Python process, KTAP.
 # Prints the plain line "N passed, N failed, N skipped" last; exits non-zero
@@ -96,6 +98,17 @@ run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
 	--cards 1 --module-args job_timeout_ms=2000 --timeout 400 \
 	-- spyre-selftests reset fault quota
+# hot-unplug and re-plug of the second card under load: the host drives
+# QMP while the guest runs spyre_unplug
+qmp=$(mktemp -u /tmp/spyre-qmp.XXXXXX)
+run guest-selftests-unplug bash -c '
+	"$1/scripts/qmp-hotplug.py" "$2" --cycles 3 --start 8 --gap 1 & h=$!
+	"$1/scripts/vm.sh" run --no-build --cards 2 --qmp "$2" --timeout 400 \
+		-- env UNPLUG_CYCLES=3 spyre-selftests unplug
+	r=$?
+	wait $h || r=1
+	rm -f "$2"
+	exit $r' _ "$SPYRE_ROOT" "$qmp"
 # 6. PyTorch on the card (after the card's own suites, in a log of its own)
 run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
 	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \
