@@ -157,8 +157,15 @@ step_initramfs() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nspyre:x:1000:1000:spyre:/work:/bin/sh\n' \
 		>"$dir/etc/passwd"
 	printf 'root:x:0:\naccel:x:1000:spyre\n' >"$dir/etc/group"
-	udev_to_mdev "$SPYRE_ROOT/udev/70-spyre.rules" "$dir/etc/group" \
-		>"$dir/etc/mdev.conf"
+	{
+		# devtmpfs's modes for the nodes everyone uses: mdev's scan
+		# (mdev -d starts with one) gives the others its default, root
+		# 0660, which is what devtmpfs's 0600 means in practice
+		printf '%s 0:0 0666\n' null zero full random urandom tty ptmx \
+			fuse net/tun
+		echo 'kmsg 0:0 0644'
+		udev_to_mdev "$SPYRE_ROOT/udev/70-spyre.rules" "$dir/etc/group"
+	} >"$dir/etc/mdev.conf"
 	(cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) \
 		>"$B/overlay.cpio"
 	cat "$BASE" "$B/overlay.cpio" >"$B/initramfs.cpio"
