@@ -43,8 +43,9 @@ soak-reset: build
 soak-fault: build
 	scripts/vm.sh run --no-build --root --cards 1 \
 		--module-args job_timeout_ms=2000 --timeout 1800 -- sh -c \
-		"for i in $$(seq $${SPYRE_FAULT_ROUNDS:-20}); do \
-			spyre-selftests fault || exit 1; done"
+		'n=$$1; while [ $$n -gt 0 ]; do \
+			spyre-selftests fault || exit 1; n=$$((n - 1)); done' \
+		_ $${SPYRE_FAULT_ROUNDS:-20}
 
 # 1000 processes killed with 100 jobs in flight each (about 3 minutes).
 soak-kill: build

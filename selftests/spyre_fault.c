@@ -233,16 +233,24 @@ static double f_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Delete every devcoredump (writing to its data file frees it). */
+/*
+ * Delete every devcoredump (writing to its data file frees it) and wait,
+ * up to 3 s, until they are gone: the kernel deletes them from a work
+ * item, and drops a new dump of a device whose old one still exists.
+ */
 static void f_dumps_clear(void)
 {
+	double end = f_now() + 3;
 	glob_t g;
 
-	if (glob("/sys/class/devcoredump/devcd*/data", 0, NULL, &g))
-		return;
-	for (size_t i = 0; i < g.gl_pathc; i++)
-		f_write(g.gl_pathv[i], "1");
-	globfree(&g);
+	while (!glob("/sys/class/devcoredump/devcd*/data", 0, NULL, &g)) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			f_write(g.gl_pathv[i], "1");
+		globfree(&g);
+		if (f_now() > end)
+			return;
+		usleep(10000);
+	}
 }
 
 /* Read the first devcoredump into @buf (NUL-terminated); bytes or -errno. */
