@@ -171,6 +171,7 @@
 #define   SPYRE_QS_ERROR		4	/* halted on a job error */
 #define SPYRE_Q_RESET			0x24	/* WO32: write 1 */
 #define SPYRE_Q_LAST_SEQNO		0x28	/* RO64 */
+#define SPYRE_Q_BUSY_NS			0x30	/* RO64: sum of job run times */
 
 /**
  * struct spyre_hw_job - one ring entry (64 bytes, in system memory).

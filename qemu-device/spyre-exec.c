@@ -759,6 +759,7 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     q->ready_ns = spyre_now();
     s->tel[SPYRE_TEL_JOBS]++;
     s->tel[SPYRE_TEL_BUSY_NS] += end > job->start_ns ? end - job->start_ns : 0;
+    q->busy_ns += end > job->start_ns ? end - job->start_ns : 0;
     s->sched_seq++;
 
     if (!ok) {

@@ -67,6 +67,7 @@ static void spyre_queue_reset(SpyreState *s, SpyreQueue *q)
     spyre_set_job_state(s, q, SPYRE_JOB_NONE);
     q->head = 0;
     q->tail = 0;
+    q->busy_ns = 0;
     q->control &= ~SPYRE_Q_CONTROL_ENABLE;
     q->status = SPYRE_QS_DISABLED;
     /* Waiters (paused workers, GEMM owners) notice the new generation. */
@@ -98,6 +99,7 @@ static bool spyre_reg_is_64(SpyreState *s, hwaddr reg)
         case SPYRE_Q_RING_BASE:
         case SPYRE_Q_COMPL_ADDR:
         case SPYRE_Q_LAST_SEQNO:
+        case SPYRE_Q_BUSY_NS:
             return true;
         }
     }
@@ -203,6 +205,8 @@ static uint64_t spyre_reg_read(SpyreState *s, hwaddr reg)
             return q->status;
         case SPYRE_Q_LAST_SEQNO:
             return q->last_seqno;
+        case SPYRE_Q_BUSY_NS:
+            return q->busy_ns;
         }
     }
     return 0;

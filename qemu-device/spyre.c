@@ -384,12 +384,13 @@ static int spyre_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_spyre_queue = {
     .name = "spyre-queue",
-    .version_id = 2,
-    .minimum_version_id = 2,
+    .version_id = 3,
+    .minimum_version_id = 3,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT64(ring_base, SpyreQueue),
         VMSTATE_UINT64(compl_addr, SpyreQueue),
         VMSTATE_UINT64(last_seqno, SpyreQueue),
+        VMSTATE_UINT64(busy_ns, SpyreQueue),
         VMSTATE_UINT32(entries, SpyreQueue),
         VMSTATE_UINT32(control, SpyreQueue),
         VMSTATE_UINT32(head, SpyreQueue),
@@ -403,8 +404,8 @@ static const VMStateDescription vmstate_spyre_queue = {
 
 static const VMStateDescription vmstate_spyre = {
     .name = "spyre",
-    .version_id = 2,
-    .minimum_version_id = 2,
+    .version_id = 3,
+    .minimum_version_id = 3,
     .pre_save = spyre_pre_save,
     .post_load = spyre_post_load,
     .fields = (const VMStateField[]) {

@@ -159,6 +159,7 @@ typedef struct SpyreQueue {
     uint64_t ring_base;
     uint64_t compl_addr;
     uint64_t last_seqno;
+    uint64_t busy_ns;           /* BUSY_NS: sum of job run times */
     uint32_t entries;
     uint32_t control;
     uint32_t head;

@@ -1141,6 +1141,9 @@ static void test_queue_reset(void)
     submit(sp, &tq2, 10, 0, 0x1000, st.len, 0);
     wait_compl(sp, &tq2, 10, &c);
     g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    /* BUSY_NS: the run time of the one job that ended there */
+    g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(5, SPYRE_Q_BUSY_NS)), ==,
+                     c.end_ns - c.start_ns);
     g_usleep(10000);
     g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_STATUS), ==, SPYRE_QS_BUSY);
     qtest_memread(sp->qts, tq.compl, &c, sizeof(c));
@@ -1153,6 +1156,7 @@ static void test_queue_reset(void)
     g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
     g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_HEAD), ==, 0);
     g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_DOORBELL), ==, 0);
+    g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(4, SPYRE_Q_BUSY_NS)), ==, 0);
     g_assert_false(qrd32(sp, 4, SPYRE_Q_CONTROL) & SPYRE_Q_CONTROL_ENABLE);
 
     /* Doorbells on a disabled queue are ignored. */
