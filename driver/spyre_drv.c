@@ -325,6 +325,56 @@ static void spyre_postclose(struct drm_device *drm, struct drm_file *file)
 	spyre_pm_put(sdev);
 }
 
+/*
+ * DRM fdinfo (Documentation/gpu/drm-usage-stats.rst), after the core's keys:
+ *  drm-engine-compute: card time (ns) the file's queues were busy, summed
+ *	over its queues, destroyed ones included: each queue runs one job at
+ *	a time, and a file's queues run in parallel, so
+ *  drm-engine-capacity-compute: the file's queues now (when more than one):
+ *	utilisation is busy / (capacity * wall time);
+ *  drm-{total,resident}-{system,device}: bytes of the BOs the file
+ *	created (system: shmem and registered user memory; device: card
+ *	memory).
+ */
+static void spyre_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	struct spyre_file *sfile = file->driver_priv;
+	struct spyre_device *sdev = sfile->sdev;
+	struct spyre_ctx *ctx = sfile->ctx;
+	struct drm_memory_stats sys = { 0 }, dev = { 0 };
+	u64 busy = atomic64_read(&ctx->busy_ns);
+	unsigned int nq = 0;
+	struct spyre_queue *q;
+	unsigned long id;
+	int idx;
+
+	if (drm_dev_enter(&sdev->drm, &idx)) {
+		down_read(&sdev->reset_sem);
+		xa_for_each(&sfile->queues, id, q) {
+			q = spyre_queue_lookup(sfile, id);
+			if (!q)
+				continue;
+			if (q->hw_active)
+				busy += spyre_queue_busy_ns(q);
+			nq++;
+			spyre_queue_put(q);
+		}
+		up_read(&sdev->reset_sem);
+		drm_dev_exit(idx);
+	}
+	drm_printf(p, "drm-engine-compute:\t%llu ns\n", busy);
+	if (nq > 1)
+		drm_printf(p, "drm-engine-capacity-compute:\t%u\n", nq);
+
+	sys.private = atomic64_read(&ctx->stats.sysmem) +
+		      atomic64_read(&ctx->stats.userptr);
+	sys.resident = sys.private;
+	dev.private = atomic64_read(&ctx->stats.devmem);
+	dev.resident = dev.private;
+	drm_print_memory_stats(p, &sys, DRM_GEM_OBJECT_RESIDENT, "system");
+	drm_print_memory_stats(p, &dev, DRM_GEM_OBJECT_RESIDENT, "device");
+}
+
 /* ---- QUERY ------------------------------------------------------------- */
 
 /* The card's capability bits as DRM_SPYRE_CAP_* bits. */
@@ -540,6 +590,7 @@ static const struct file_operations spyre_fops = {
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
 	.fop_flags = FOP_UNSIGNED_OFFSET,
+	.show_fdinfo = drm_show_fdinfo,
 };
 
 static const struct drm_driver spyre_drm_driver = {
@@ -547,6 +598,7 @@ static const struct drm_driver spyre_drm_driver = {
 			   DRIVER_SYNCOBJ | DRIVER_SYNCOBJ_TIMELINE,
 	.open = spyre_open,
 	.postclose = spyre_postclose,
+	.show_fdinfo = spyre_show_fdinfo,
 	.gem_create_object = spyre_gem_create_object,
 	.gem_prime_import = spyre_gem_prime_import,
 	.gem_prime_import_sg_table = spyre_gem_prime_import_sg_table,

@@ -358,6 +358,7 @@ void spyre_queue_snapshot(struct spyre_queue *q, bool mmio)
 		q->started = min(started + 1, q->written);
 		return;
 	}
+	spyre_hwq_fold_busy(q);
 	st = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS));
 	head = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD));
 	if (st == SPYRE_QS_BUSY || st == SPYRE_QS_SEM_WAIT)

@@ -45,6 +45,7 @@ struct spyre_pt {
  * @faults: MMU faults that ended jobs of this context.
  * @fault_va: device VA of the first such fault, 0 if none.
  * @stats: memory held by BOs this context's file created.
+ * @busy_ns: card time (ns) its destroyed queues were busy (fdinfo).
  * @lock: protects @mm, @root, @vmas and @active.
  * @mm: VA allocator.
  * @root: level-0 page table.
@@ -60,6 +61,7 @@ struct spyre_ctx {
 	atomic64_t faults;
 	atomic64_t fault_va;
 	struct spyre_mem_stats stats;
+	atomic64_t busy_ns;
 	struct mutex lock;		/* mm, root, vmas, active */
 	struct drm_mm mm;
 	struct spyre_pt *root;

@@ -47,6 +47,31 @@ static_assert(DRM_SPYRE_PRIORITY_HIGH == SPYRE_Q_PRIO_HIGH);
  */
 
 /**
+ * spyre_hwq_fold_busy() - keep the card's BUSY_NS of a queue before the
+ * card clears it (queue or card reset).
+ * @q: queue; the caller is inside drm_dev_enter() and holds reset_sem.
+ */
+void spyre_hwq_fold_busy(struct spyre_queue *q)
+{
+	atomic64_add(spyre_read64(q->sdev, spyre_qreg(q, SPYRE_Q_BUSY_NS)),
+		     &q->busy_base);
+}
+
+/**
+ * spyre_queue_busy_ns() - card time the queue has been busy, ns.
+ * @q: queue programmed on the card; the caller is inside drm_dev_enter().
+ *
+ * A sample: a reset folding the register meanwhile may count a job twice.
+ *
+ * Return: the sum of the run times of the queue's jobs that ended.
+ */
+u64 spyre_queue_busy_ns(struct spyre_queue *q)
+{
+	return atomic64_read(&q->busy_base) +
+	       spyre_read64(q->sdev, spyre_qreg(q, SPYRE_Q_BUSY_NS));
+}
+
+/**
  * spyre_hwq_reset() - reset a hardware queue and wait until it is idle.
  * @q: queue; the caller is inside drm_dev_enter().
  *
@@ -60,6 +85,7 @@ int spyre_hwq_reset(struct spyre_queue *q)
 
 	lockdep_assert_held(&sdev->reset_sem);
 
+	spyre_hwq_fold_busy(q);
 	spyre_write32(sdev, spyre_qreg(q, SPYRE_Q_RESET), 1);
 	ret = readl_poll_timeout(sdev->regs + spyre_qreg(q, SPYRE_Q_STATUS), st,
 				 st != SPYRE_QS_BUSY && st != SPYRE_QS_SEM_WAIT,
@@ -182,6 +208,8 @@ static void spyre_queue_hw_fini(struct spyre_queue *q)
 		drm_dev_exit(idx);
 	}
 	q->hw_active = false;
+	/* The file's fdinfo keeps counting what its queues did. */
+	atomic64_add(atomic64_xchg(&q->busy_base, 0), &q->ctx->busy_ns);
 	up_read(&sdev->reset_sem);
 }
 

@@ -63,6 +63,9 @@
  * @started: set by spyre_queue_snapshot() before a reset: the last seqno
  *	the card may have started; descriptors after @signalled up to it
  *	were interrupted (or ended in a record that was not trusted).
+ * @busy_base: card time (ns) the queue was busy before the card last
+ *	cleared its BUSY_NS register (queue or card reset); fdinfo adds the
+ *	register.
  * @poll_seen: the record's seqno at the previous lost-interrupt poll.
  * @corrupt: the current record was found corrupt (counted once).
  * @history: the last records processed, for devcoredump; @history_next
@@ -110,6 +113,7 @@ struct spyre_queue {
 	u64 written;
 	u64 signalled;
 	u64 started;
+	atomic64_t busy_base;
 	u64 poll_seen;
 	bool corrupt;
 	struct spyre_hw_completion history[SPYRE_COMPL_HISTORY];
@@ -138,6 +142,8 @@ struct spyre_queue *spyre_queue_lookup(struct spyre_file *sfile, u32 id);
 void spyre_queue_put(struct spyre_queue *q);
 void spyre_queues_destroy_all(struct spyre_file *sfile);
 int spyre_hwq_reset(struct spyre_queue *q);
+void spyre_hwq_fold_busy(struct spyre_queue *q);
+u64 spyre_queue_busy_ns(struct spyre_queue *q);
 void spyre_queues_restore_hw(struct spyre_device *sdev);
 void spyre_queues_free_dma(struct spyre_device *sdev);
 
