@@ -102,7 +102,7 @@ run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
 # QMP while the guest runs spyre_unplug
 qmp=$(mktemp -u /tmp/spyre-qmp.XXXXXX)
 run guest-selftests-unplug bash -c '
-	"$1/scripts/qmp-hotplug.py" "$2" --cycles 3 --start 8 --gap 1 & h=$!
+	"$1/scripts/qmp-hotplug.py" "$2" --cycles 3 --start 10 --gap 1 & h=$!
 	"$1/scripts/vm.sh" run --no-build --cards 2 --qmp "$2" --timeout 400 \
 		-- env UNPLUG_CYCLES=3 spyre-selftests unplug
 	r=$?
