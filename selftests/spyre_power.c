@@ -29,22 +29,16 @@ static int p_read(const char *name, char *buf, size_t len)
 {
 	struct spyre_device_desc d[16];
 	char path[192];
-	FILE *f;
+	int ret;
 
 	if (spyre_device_list(d, 16) < 1)
 		return -ENODEV;
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/power/%s",
 		 d[0].pci_addr, name);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
+	ret = st_read_line(path, buf, (int)len);
+	if (!ret)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ret;
 }
 
 static bool p_is(const char *want)

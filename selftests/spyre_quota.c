@@ -16,19 +16,13 @@
 static int param_get(const char *name, char *buf, size_t len)
 {
 	char path[128];
-	FILE *f;
+	int ret;
 
 	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
+	ret = st_read_line(path, buf, (int)len);
+	if (!ret)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ret;
 }
 
 static int param_set(const char *name, const char *val)
