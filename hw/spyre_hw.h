@@ -117,6 +117,7 @@
 #define SPYRE_REG_TEL_BUSY_NS		0x3010	/* sum of job run time */
 #define SPYRE_REG_TEL_BYTES		0x3018	/* bytes read + written */
 #define SPYRE_REG_TEL_FAULTS		0x3020	/* MMU faults */
+#define SPYRE_REG_TEL_ACTIVE_NS		0x3028	/* time with a job begun */
 
 /* ---- Debug / fault injection ------------------------------------------- */
 /*

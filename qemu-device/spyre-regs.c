@@ -88,6 +88,7 @@ static bool spyre_reg_is_64(SpyreState *s, hwaddr reg)
     case SPYRE_REG_TEL_BUSY_NS:
     case SPYRE_REG_TEL_BYTES:
     case SPYRE_REG_TEL_FAULTS:
+    case SPYRE_REG_TEL_ACTIVE_NS:
         return true;
     }
     if (reg >= SPYRE_REG_CTX_ROOT(0) &&
@@ -178,6 +179,9 @@ static uint64_t spyre_reg_read(SpyreState *s, hwaddr reg)
     case SPYRE_REG_TEL_BYTES:
     case SPYRE_REG_TEL_FAULTS:
         return s->tel[(reg - SPYRE_REG_TEL_JOBS) / 8];
+    case SPYRE_REG_TEL_ACTIVE_NS:
+        return s->tel[SPYRE_TEL_ACTIVE_NS] +
+               (s->njobs ? spyre_clock(s) - s->active_start : 0);
     }
     if (reg >= SPYRE_REG_CTX_ROOT(0) &&
         reg < SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS)) {

@@ -169,6 +169,14 @@ void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
     if (st == SPYRE_JOB_SEM_WAIT) {
         s->nparked++;
     }
+    /* TEL_ACTIVE_NS: the union of the jobs' spans, not their sum. */
+    if (q->job_state == SPYRE_JOB_NONE && st != SPYRE_JOB_NONE &&
+        s->njobs++ == 0) {
+        s->active_start = spyre_clock(s);
+    } else if (q->job_state != SPYRE_JOB_NONE && st == SPYRE_JOB_NONE &&
+               --s->njobs == 0) {
+        s->tel[SPYRE_TEL_ACTIVE_NS] += spyre_clock(s) - s->active_start;
+    }
     q->job_state = st;
 }
 

@@ -63,6 +63,7 @@ void spyre_reset(SpyreState *s)
         q->status = SPYRE_QS_DISABLED;
     }
     s->nparked = 0;
+    s->njobs = 0;
     s->scratch = 0;
     s->control = 0;
     s->irq_status = 0;
@@ -374,6 +375,7 @@ static int spyre_post_load(void *opaque, int version_id)
     }
     s->read_latch_addr = UINT64_MAX;
     s->nparked = 0;
+    s->njobs = 0;
     spyre_mmu_changed(s);
     if (s->dup_pending) {
         timer_mod(s->dup_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
@@ -404,8 +406,8 @@ static const VMStateDescription vmstate_spyre_queue = {
 
 static const VMStateDescription vmstate_spyre = {
     .name = "spyre",
-    .version_id = 3,
-    .minimum_version_id = 3,
+    .version_id = 4,            /* 4: TEL_ACTIVE_NS */
+    .minimum_version_id = 4,
     .pre_save = spyre_pre_save,
     .post_load = spyre_post_load,
     .fields = (const VMStateField[]) {

@@ -131,6 +131,7 @@ enum {
     SPYRE_TEL_BUSY_NS,
     SPYRE_TEL_BYTES,
     SPYRE_TEL_FAULTS,
+    SPYRE_TEL_ACTIVE_NS,        /* closed intervals only: see njobs */
     SPYRE_TEL_COUNT,
 };
 
@@ -363,6 +364,8 @@ struct SpyreState {
     QemuCond run_cond;          /* workers wait here while the VM is stopped */
     uint32_t idle_workers;
     uint32_t nparked;           /* queues in SPYRE_JOB_SEM_WAIT */
+    uint32_t njobs;             /* queues with a job (!SPYRE_JOB_NONE) */
+    uint64_t active_start;      /* device clock when njobs left 0 */
     bool sem_poller;            /* an idle worker polls parked queues */
     bool stopping;
     bool vm_running;

@@ -1122,7 +1122,7 @@ static void test_queue_reset(void)
     struct spyre_hw_completion c;
     TestQueue tq, tq2;
     Stream st = { 0 };
-    uint64_t root, pa;
+    uint64_t root, pa, active;
 
     root = ctx_create(sp, 0);
     pa = map_sys(sp, root, 0x1000, 1, false);
@@ -1136,6 +1136,10 @@ static void test_queue_reset(void)
     submit(sp, &tq, 1, 0, 0x1000, st.len, SPYRE_JOB_F_IRQ);
     submit(sp, &tq, 2, 0, 0x1000, st.len, 0);
     wait_qstatus(sp, 4, SPYRE_QS_BUSY);
+    /* TEL_ACTIVE_NS grows with the clock while a job is in progress */
+    active = rd64(sp, SPYRE_REG_TEL_ACTIVE_NS);
+    qtest_clock_step(sp->qts, 1000000);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_ACTIVE_NS), ==, active + 1000000);
 
     /* ...but does not block another queue. */
     submit(sp, &tq2, 10, 0, 0x1000, st.len, 0);
@@ -1158,6 +1162,11 @@ static void test_queue_reset(void)
     g_assert_cmpuint(qrd32(sp, 4, SPYRE_Q_DOORBELL), ==, 0);
     g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(4, SPYRE_Q_BUSY_NS)), ==, 0);
     g_assert_false(qrd32(sp, 4, SPYRE_Q_CONTROL) & SPYRE_Q_CONTROL_ENABLE);
+    /* ...and stops when no queue has one: the union of spans, not a sum */
+    active = rd64(sp, SPYRE_REG_TEL_ACTIVE_NS);
+    qtest_clock_step(sp->qts, 1000000);
+    g_assert_cmpuint(rd64(sp, SPYRE_REG_TEL_ACTIVE_NS), ==, active);
+    g_assert_cmpuint(active, <=, rd64(sp, SPYRE_REG_CLOCK));
 
     /* Doorbells on a disabled queue are ignored. */
     qwr32(sp, 4, SPYRE_Q_DOORBELL, 1);
