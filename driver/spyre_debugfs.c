@@ -6,8 +6,6 @@
  *  queues    active hardware queues with seqnos and hardware state
  *  contexts  contexts with their sticky error, faults, memory and mapped
  *            BOs
- *  counters  fault/error counters, resets and interrupts (also in sysfs
- *            and QUERY_HEALTH) and card telemetry
  *  memory    memory held by BOs and the device-memory allocator's state
  *  live      driver objects alive now, of all cards together (BOs,
  *            contexts, queues, jobs, fences, pinned pages), mode 0444:
@@ -19,7 +17,8 @@
  *            corrupt_seqno, corrupt_status, mmu_fault; -EAGAIN while
  *            the card is runtime-suspended
  * The files that read the card's registers say so instead while it is
- * runtime-suspended: reading debugfs does not wake it.
+ * runtime-suspended: reading debugfs does not wake it.  Counters and
+ * telemetry are in sysfs, for everyone (spyre_telemetry.c).
  */
 
 #include <linux/debugfs.h>
@@ -114,45 +113,6 @@ static int spyre_debugfs_contexts(struct seq_file *m, void *unused)
 		mutex_unlock(&ctx->lock);
 	}
 	mutex_unlock(&sdev->ctx_list_lock);
-	return 0;
-}
-
-static int spyre_debugfs_counters(struct seq_file *m, void *unused)
-{
-	struct spyre_device *sdev = spyre_debugfs_dev(m);
-	const struct spyre_health *h = &sdev->health;
-	int idx;
-
-	seq_printf(m, "faults %lld\nfaults_lost %lld\nqueue_errors %lld\n",
-		   atomic64_read(&sdev->faults),
-		   atomic64_read(&sdev->faults_lost),
-		   atomic64_read(&sdev->queue_errors));
-	seq_printf(m, "resets %lld\nrecoveries %lld\nfatal_errors %lld\nhangs %lld\n",
-		   atomic64_read(&h->resets), atomic64_read(&h->recoveries),
-		   atomic64_read(&h->fatal_errors), atomic64_read(&h->hangs));
-	seq_printf(m, "lost_irqs %lld\nspurious_irqs %lld\ncorrupt_completions %lld\njobs_replayed %lld\njobs_lost %lld\n",
-		   atomic64_read(&h->lost_irqs),
-		   atomic64_read(&h->spurious_irqs),
-		   atomic64_read(&h->corrupt_completions),
-		   atomic64_read(&h->jobs_replayed),
-		   atomic64_read(&h->jobs_lost));
-
-	if (!drm_dev_enter(&sdev->drm, &idx))
-		return 0;
-	if (!spyre_pm_get_if_active(sdev)) {
-		seq_puts(m, "card runtime-suspended: no telemetry\n");
-		drm_dev_exit(idx);
-		return 0;
-	}
-	seq_printf(m, "tel_jobs %llu\ntel_cmds %llu\ntel_busy_ns %llu\ntel_bytes %llu\ntel_faults %llu\nclock_ns %llu\n",
-		   spyre_read64(sdev, SPYRE_REG_TEL_JOBS),
-		   spyre_read64(sdev, SPYRE_REG_TEL_CMDS),
-		   spyre_read64(sdev, SPYRE_REG_TEL_BUSY_NS),
-		   spyre_read64(sdev, SPYRE_REG_TEL_BYTES),
-		   spyre_read64(sdev, SPYRE_REG_TEL_FAULTS),
-		   spyre_read64(sdev, SPYRE_REG_CLOCK));
-	spyre_pm_put(sdev);
-	drm_dev_exit(idx);
 	return 0;
 }
 
@@ -253,8 +213,6 @@ void spyre_debugfs_init(struct spyre_device *sdev)
 {
 	drm_debugfs_add_file(&sdev->drm, "queues", spyre_debugfs_queues, NULL);
 	drm_debugfs_add_file(&sdev->drm, "contexts", spyre_debugfs_contexts,
-			     NULL);
-	drm_debugfs_add_file(&sdev->drm, "counters", spyre_debugfs_counters,
 			     NULL);
 	drm_debugfs_add_file(&sdev->drm, "memory", spyre_debugfs_memory, NULL);
 	debugfs_create_file("inject", 0200, sdev->drm.debugfs_root, sdev,

@@ -32,6 +32,7 @@
 #include "spyre_queue.h"
 #include "spyre_reset.h"
 #include "spyre_submit.h"
+#include "spyre_telemetry.h"
 
 unsigned int spyre_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);
@@ -194,7 +195,8 @@ static int spyre_irq_init(struct spyre_device *sdev)
 
 /**
  * spyre_hw_reset() - reset the card through its RESET register.
- * @sdev: device, inside drm_dev_enter().
+ * @sdev: device, inside drm_dev_enter(); a caller that wants the card's
+ *	telemetry kept ran spyre_tel_sample() first (the reset clears it).
  *
  * Return: 0, or -ETIMEDOUT if the card did not report READY in time.
  */
@@ -207,6 +209,7 @@ int spyre_hw_reset(struct spyre_device *sdev)
 	ret = readl_poll_timeout(sdev->regs + SPYRE_REG_STATUS, st,
 				 st & SPYRE_DEV_STATUS_READY, 10,
 				 SPYRE_READY_TIMEOUT_US);
+	spyre_tel_restart(sdev);
 	if (ret)
 		drm_err(&sdev->drm, "card not ready after reset (status %#x)\n",
 			st);
@@ -325,60 +328,15 @@ static void spyre_postclose(struct drm_device *drm, struct drm_file *file)
 	spyre_pm_put(sdev);
 }
 
-/*
- * DRM fdinfo (Documentation/gpu/drm-usage-stats.rst), after the core's keys:
- *  drm-engine-compute: card time (ns) the file's queues were busy, summed
- *	over its queues, destroyed ones included: each queue runs one job at
- *	a time, and a file's queues run in parallel, so
- *  drm-engine-capacity-compute: the file's queues now (when more than one):
- *	utilisation is busy / (capacity * wall time);
- *  drm-{total,resident}-{system,device}: bytes of the BOs the file
- *	created (system: shmem and registered user memory; device: card
- *	memory).
- */
-static void spyre_show_fdinfo(struct drm_printer *p, struct drm_file *file)
-{
-	struct spyre_file *sfile = file->driver_priv;
-	struct spyre_device *sdev = sfile->sdev;
-	struct spyre_ctx *ctx = sfile->ctx;
-	struct drm_memory_stats sys = { 0 }, dev = { 0 };
-	u64 busy = atomic64_read(&ctx->busy_ns);
-	unsigned int nq = 0;
-	struct spyre_queue *q;
-	unsigned long id;
-	int idx;
-
-	if (drm_dev_enter(&sdev->drm, &idx)) {
-		down_read(&sdev->reset_sem);
-		xa_for_each(&sfile->queues, id, q) {
-			q = spyre_queue_lookup(sfile, id);
-			if (!q)
-				continue;
-			if (q->hw_active)
-				busy += spyre_queue_busy_ns(q);
-			nq++;
-			spyre_queue_put(q);
-		}
-		up_read(&sdev->reset_sem);
-		drm_dev_exit(idx);
-	}
-	drm_printf(p, "drm-engine-compute:\t%llu ns\n", busy);
-	if (nq > 1)
-		drm_printf(p, "drm-engine-capacity-compute:\t%u\n", nq);
-
-	sys.private = atomic64_read(&ctx->stats.sysmem) +
-		      atomic64_read(&ctx->stats.userptr);
-	sys.resident = sys.private;
-	dev.private = atomic64_read(&ctx->stats.devmem);
-	dev.resident = dev.private;
-	drm_print_memory_stats(p, &sys, DRM_GEM_OBJECT_RESIDENT, "system");
-	drm_print_memory_stats(p, &dev, DRM_GEM_OBJECT_RESIDENT, "device");
-}
-
 /* ---- QUERY ------------------------------------------------------------- */
 
-/* The card's capability bits as DRM_SPYRE_CAP_* bits. */
-static u64 spyre_uapi_caps(u64 hw)
+/**
+ * spyre_uapi_caps() - the card's capability bits as DRM_SPYRE_CAP_* bits.
+ * @hw: SPYRE_CAP_* bits of the CAPS register.
+ *
+ * Return: the DRM_SPYRE_CAP_* bits (QUERY and sysfs "caps").
+ */
+u64 spyre_uapi_caps(u64 hw)
 {
 	static const struct {
 		u64 hw;
@@ -693,6 +651,7 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (ret)
 		return ret;
 
+	spyre_tel_init(sdev);
 	ret = spyre_hw_init(sdev);
 	if (ret)
 		return ret;
@@ -763,85 +722,6 @@ static void spyre_shutdown(struct pci_dev *pdev)
 		drm_dev_exit(idx);
 	}
 }
-
-/* ---- sysfs (attributes of the PCI device) -------------------------------- */
-
-static struct spyre_device *spyre_sysfs_dev(struct device *dev)
-{
-	return pci_get_drvdata(to_pci_dev(dev));
-}
-
-#define SPYRE_ATTR_U64(_name, _expr)					\
-static ssize_t _name##_show(struct device *dev,				\
-			    struct device_attribute *attr, char *buf)	\
-{									\
-	struct spyre_device *sdev = spyre_sysfs_dev(dev);		\
-									\
-	return sysfs_emit(buf, "%llu\n", (u64)(_expr));			\
-}									\
-static DEVICE_ATTR_RO(_name)
-
-SPYRE_ATTR_U64(mem_devmem_total, sdev->devmem.size);
-SPYRE_ATTR_U64(mem_devmem_used, atomic64_read(&sdev->stats.devmem));
-SPYRE_ATTR_U64(mem_sysmem_used, atomic64_read(&sdev->stats.sysmem));
-SPYRE_ATTR_U64(mem_userptr_used, atomic64_read(&sdev->stats.userptr));
-SPYRE_ATTR_U64(num_cores, sdev->num_cores);
-SPYRE_ATTR_U64(num_queues, sdev->num_queues);
-SPYRE_ATTR_U64(num_contexts, sdev->num_contexts);
-SPYRE_ATTR_U64(resets, atomic64_read(&sdev->health.resets));
-SPYRE_ATTR_U64(recoveries, atomic64_read(&sdev->health.recoveries));
-SPYRE_ATTR_U64(fatal_errors, atomic64_read(&sdev->health.fatal_errors));
-SPYRE_ATTR_U64(hangs, atomic64_read(&sdev->health.hangs));
-SPYRE_ATTR_U64(lost_irqs, atomic64_read(&sdev->health.lost_irqs));
-SPYRE_ATTR_U64(spurious_irqs, atomic64_read(&sdev->health.spurious_irqs));
-SPYRE_ATTR_U64(corrupt_completions,
-	       atomic64_read(&sdev->health.corrupt_completions));
-SPYRE_ATTR_U64(jobs_replayed, atomic64_read(&sdev->health.jobs_replayed));
-SPYRE_ATTR_U64(jobs_lost, atomic64_read(&sdev->health.jobs_lost));
-SPYRE_ATTR_U64(aer_errors, atomic64_read(&sdev->health.aer_errors));
-
-static ssize_t hw_version_show(struct device *dev,
-			       struct device_attribute *attr, char *buf)
-{
-	struct spyre_device *sdev = spyre_sysfs_dev(dev);
-
-	return sysfs_emit(buf, "%u.%u\n", sdev->hw_version >> 16,
-			  sdev->hw_version & 0xffff);
-}
-static DEVICE_ATTR_RO(hw_version);
-
-static ssize_t caps_show(struct device *dev, struct device_attribute *attr,
-			 char *buf)
-{
-	struct spyre_device *sdev = spyre_sysfs_dev(dev);
-
-	return sysfs_emit(buf, "%#llx\n", spyre_uapi_caps(sdev->caps));
-}
-static DEVICE_ATTR_RO(caps);
-
-static struct attribute *spyre_attrs[] = {
-	&dev_attr_mem_devmem_total.attr,
-	&dev_attr_mem_devmem_used.attr,
-	&dev_attr_mem_sysmem_used.attr,
-	&dev_attr_mem_userptr_used.attr,
-	&dev_attr_num_cores.attr,
-	&dev_attr_num_queues.attr,
-	&dev_attr_num_contexts.attr,
-	&dev_attr_resets.attr,
-	&dev_attr_recoveries.attr,
-	&dev_attr_fatal_errors.attr,
-	&dev_attr_hangs.attr,
-	&dev_attr_lost_irqs.attr,
-	&dev_attr_spurious_irqs.attr,
-	&dev_attr_corrupt_completions.attr,
-	&dev_attr_jobs_replayed.attr,
-	&dev_attr_jobs_lost.attr,
-	&dev_attr_aer_errors.attr,
-	&dev_attr_hw_version.attr,
-	&dev_attr_caps.attr,
-	NULL
-};
-ATTRIBUTE_GROUPS(spyre);
 
 static const struct pci_device_id spyre_pci_ids[] = {
 	{ PCI_DEVICE_SUB(DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,

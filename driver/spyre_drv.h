@@ -59,6 +59,7 @@
 #include <drm/gpu_scheduler.h>
 
 #include "spyre_hw.h"
+#include "spyre_telemetry.h"
 
 #define SPYRE_DRIVER_NAME	"spyre"
 #define SPYRE_DRIVER_DESC	"Spyre AI accelerator (emulated)"
@@ -208,6 +209,7 @@ struct spyre_irq_vec {
  * @queues_lock: protects @queues.
  * @queues: queues holding coherent memory (struct spyre_queue.dev_link).
  * @health: counters of faults, resets and interrupts.
+ * @tel: the card's telemetry counters since probe, and jobs in flight.
  * @recovery_work: resets the card through its RESET register
  *	(spyre_reset.c); queued by spyre_recover().
  * @recovery_reason: bitmask of BIT(enum spyre_recovery_reason) not yet
@@ -260,6 +262,7 @@ struct spyre_device {
 	struct list_head queues;
 
 	struct spyre_health health;
+	struct spyre_tel tel;
 	struct work_struct recovery_work;
 	unsigned long recovery_reason;
 	struct delayed_work poll_work;
@@ -310,6 +313,7 @@ void spyre_debugfs_init(struct spyre_device *sdev);
 
 /* spyre_drv.c */
 int spyre_hw_reset(struct spyre_device *sdev);
+u64 spyre_uapi_caps(u64 hw);
 void spyre_hw_enable(struct spyre_device *sdev);
 void spyre_hw_disable(struct spyre_device *sdev);
 

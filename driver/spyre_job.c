@@ -769,6 +769,7 @@ void spyre_job_release(struct spyre_job *job)
 
 	kfree(job);
 	atomic_dec(&spyre_live.jobs);
+	atomic_dec(&q->sdev->tel.jobs_in_flight);
 	spyre_queue_put(q);
 }
 

@@ -88,6 +88,8 @@ static int spyre_pm_runtime_suspend(struct device *dev)
 
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		down_write(&sdev->reset_sem);
+		/* sysfs shows this sample until the card resumes. */
+		spyre_tel_sample(sdev);
 		spyre_hw_disable(sdev);
 		up_write(&sdev->reset_sem);
 		drm_dev_exit(idx);

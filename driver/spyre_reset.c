@@ -259,6 +259,7 @@ void spyre_reset_begin(struct spyre_device *sdev, bool mmio)
 	if (mmio) {
 		spyre_write32(sdev, SPYRE_REG_IRQ_MASK, 0);
 		spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
+		spyre_tel_sample(sdev);
 	}
 
 	spin_lock_irqsave(&sdev->hwq_lock, flags);

@@ -402,6 +402,7 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		return -ENOMEM;
 	}
 	atomic_inc(&spyre_live.jobs);
+	atomic_inc(&q->sdev->tel.jobs_in_flight);
 	job->ndesc = n;
 	job->queue = q;		/* the lookup reference is the job's */
 	job->deps_ready = true;	/* until an in-fence says otherwise */

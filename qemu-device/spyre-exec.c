@@ -755,6 +755,7 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
 
     q->last_seqno = job->seqno;
     q->head = (q->head + 1) & (q->entries - 1);
+    job->end_ns = end;
     spyre_set_job_state(s, q, SPYRE_JOB_NONE);
     q->ready_ns = spyre_now();
     s->tel[SPYRE_TEL_JOBS]++;

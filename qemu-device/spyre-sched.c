@@ -169,13 +169,20 @@ void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
     if (st == SPYRE_JOB_SEM_WAIT) {
         s->nparked++;
     }
-    /* TEL_ACTIVE_NS: the union of the jobs' spans, not their sum. */
+    /*
+     * TEL_ACTIVE_NS: the union of the jobs' spans, not their sum; the
+     * spans are the ones TEL_BUSY_NS adds up (spyre_job_start() sets
+     * start_ns first, spyre_end_job() end_ns), so ACTIVE <= BUSY holds.
+     */
     if (q->job_state == SPYRE_JOB_NONE && st != SPYRE_JOB_NONE &&
         s->njobs++ == 0) {
-        s->active_start = spyre_clock(s);
+        s->active_start = q->job.start_ns;
     } else if (q->job_state != SPYRE_JOB_NONE && st == SPYRE_JOB_NONE &&
                --s->njobs == 0) {
-        s->tel[SPYRE_TEL_ACTIVE_NS] += spyre_clock(s) - s->active_start;
+        uint64_t end = q->job.end_ns ? q->job.end_ns : spyre_clock(s);
+
+        s->tel[SPYRE_TEL_ACTIVE_NS] += end > s->active_start ?
+                                       end - s->active_start : 0;
     }
     q->job_state = st;
 }

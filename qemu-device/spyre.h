@@ -152,6 +152,7 @@ typedef struct SpyreJob {
     uint16_t flags;
     uint32_t cmd_offset;        /* next command to run */
     uint64_t start_ns;          /* device clock at job start */
+    uint64_t end_ns;            /* ... at its end (its record), or 0 */
     uint64_t writes;            /* memory writes: semaphores may change */
 } SpyreJob;
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Style and static checks: checkpatch --strict and sparse (C=2) on the
-# driver and the shared headers, QEMU's checkpatch on the card model.
+# driver and the shared headers, its sysfs ABI documented (docs/ABI/),
+# QEMU's checkpatch on the card model.
 . "$(dirname "$0")/lib.sh"
 kernel_env
 rc=0
@@ -18,6 +19,16 @@ if "$KSRC/scripts/kernel-doc" -none "$SPYRE_ROOT"/driver/spyre_*.[ch] \
 	"$SPYRE_ROOT"/hw/*.h "$SPYRE_ROOT"/uapi/drm/*.h 2>&1 | grep .; then
 	rc=1
 fi
+msg "sysfs ABI: docs/ABI/ (get_abi.pl) documents every attribute of driver/"
+if perl "$KSRC/scripts/get_abi.pl" validate --dir "$SPYRE_ROOT/docs/ABI" 2>&1 |
+	grep .; then
+	rc=1
+fi
+for a in $(sed -n 's/^static DEVICE_ATTR_RO(\([a-z_0-9]*\));$/\1/p; s/^SPYRE_ATTR_U64(\([a-z_0-9]*\),.*/\1/p' \
+	"$SPYRE_ROOT"/driver/spyre_*.c); do
+	grep -q "^What:.*/$a\$" "$SPYRE_ROOT"/docs/ABI/* ||
+		{ echo "sysfs attribute $a is not in docs/ABI/"; rc=1; }
+done
 msg "sparse (C=2) and W=1: driver/"
 # in a copy of its own (its objects carry W=1 flags); paths shown as the
 # clone's

@@ -4,7 +4,7 @@
  * about a second after the last user went away and resumes on use; an
  * open file and a live device-memory BO (kept by a dma-buf or a CPU
  * mapping after its file closed) keep it powered; reading its sysfs
- * attributes never wakes it.  The runtime status is the PCI device's
+ * attributes never wakes it, and its telemetry survives the sleep.  The runtime status is the PCI device's
  * power/runtime_status.  No test holds the card between tests, and no
  * other suite may run at the same time.
  */
@@ -140,17 +140,36 @@ TEST(runtime_pm_devmem_bo_holds_card)
 	close(dmabuf);
 }
 
-TEST(runtime_pm_sysfs_read_does_not_wake)
+/*
+ * The card's telemetry is sampled when it suspends and read from there
+ * while it sleeps: no read wakes it, and resuming (which resets the card
+ * and so its counters) neither loses nor doubles a count.
+ */
+TEST(telemetry_read_does_not_wake_a_suspended_card)
 {
 	static const char *const attrs[] = {
-		"num_cores", "num_queues", "caps", "resets",
-		"lost_irqs", "mem_devmem_used", "mem_devmem_total",
+		"num_cores", "num_queues", "caps", "resets", "lost_irqs",
+		"mem_devmem_used", "mem_devmem_total", "busy_ns", "active_ns",
+		"jobs_completed", "commands_completed", "bytes_moved",
+		"mmu_faults", "queue_errors", "jobs_in_flight",
 	};
 	char before[32], after[32];
-	uint64_t v;
+	uint64_t v, jobs0, jobs1;
+	struct st_ctx x;
+	struct st_buf b;
+	struct st_cs cs;
 
 	if (access("/dev/accel/accel0", R_OK | W_OK))
 		SKIP(return, "no Spyre card");
+	ASSERT_EQ(0, st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, st_buf_new(&x, 4096, &b));
+	st_cs_reset(&cs);
+	st_cs_fill(&cs, b.va, 512, 8, 7);
+	ASSERT_EQ(0, st_run(&x, &cs));
+	st_close(&x);
+	ASSERT_EQ(0, st_sysfs_u64(0, "jobs_completed", &jobs0));
+	ASSERT_LT(0, jobs0);
+
 	ASSERT_LE(0, p_wait("suspended", SUSPEND_WAIT_S));
 	ASSERT_EQ(0, p_read("runtime_active_time", before, sizeof(before)));
 	for (unsigned int r = 0; r < 20; r++) {
@@ -163,6 +182,18 @@ TEST(runtime_pm_sysfs_read_does_not_wake)
 	ASSERT_TRUE(p_is("suspended"));
 	ASSERT_EQ(0, p_read("runtime_active_time", after, sizeof(after)));
 	ASSERT_STREQ(before, after);
+	ASSERT_EQ(0, st_sysfs_u64(0, "jobs_completed", &v));
+	ASSERT_EQ(jobs0, v);
+
+	/* resumed (the card's counters start from 0): one more job is one */
+	ASSERT_EQ(0, st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, st_buf_new(&x, 4096, &b));
+	st_cs_reset(&cs);
+	st_cs_fill(&cs, b.va, 512, 8, 7);
+	ASSERT_EQ(0, st_run(&x, &cs));
+	ASSERT_EQ(0, st_sysfs_u64(0, "jobs_completed", &jobs1));
+	ASSERT_EQ(jobs0 + 1, jobs1);
+	st_close(&x);
 }
 
 TEST_HARNESS_MAIN

@@ -863,22 +863,33 @@ static inline long long st_module_param(const char *name)
 }
 
 /*
- * Read the unsigned decimal sysfs attribute @name of card @idx's PCI
- * device (/sys/class/accel/accelN/device/@name); -errno if missing.
+ * Path of sysfs attribute @name of card @idx's PCI device
+ * (/sys/class/accel/accelN/device/@name) in @buf; -ENODEV if no card @idx.
  */
-static inline int st_sysfs_u64(unsigned int idx, const char *name,
-			       uint64_t *val)
+static inline int st_sysfs_path(unsigned int idx, const char *name,
+				char *buf, size_t len)
 {
 	struct spyre_device_desc d[16];
-	char path[256], buf[64];
 	int n = spyre_device_list(d, 16);
-	char *end;
-	int ret;
 
 	if (n <= (int)idx || idx >= 16)
 		return -ENODEV;
-	snprintf(path, sizeof(path), "/sys/class/accel/accel%u/device/%s",
+	snprintf(buf, len, "/sys/class/accel/accel%u/device/%s",
 		 d[idx].accel_minor, name);
+	return 0;
+}
+
+/* Read the unsigned sysfs attribute @name of card @idx; -errno if not. */
+static inline int st_sysfs_u64(unsigned int idx, const char *name,
+			       uint64_t *val)
+{
+	char path[256], buf[64];
+	char *end;
+	int ret;
+
+	ret = st_sysfs_path(idx, name, path, sizeof(path));
+	if (ret)
+		return ret;
 	ret = st_read_line(path, buf, sizeof(buf));
 	if (ret)
 		return ret;
