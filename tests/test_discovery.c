@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Host unit tests: error strings, SPYRE_VISIBLE_DEVICES and PCI address
- * parsing, and sysfs discovery against a fake sysfs tree.
+ * parsing, and sysfs discovery and telemetry against a fake sysfs tree.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -246,6 +246,92 @@ TEST_F(fakesys, visible_devices_filter)
 	EXPECT_EQ(0, spyre__scan(self->root, "", d, 8));
 	EXPECT_EQ(-EINVAL, spyre__scan(self->root, "1,x", d, 8));
 	EXPECT_EQ(-EINVAL, spyre__scan(self->root, "1,1", d, 8));
+}
+
+TEST_F(fakesys, telemetry_reads_the_cards_attributes)
+{
+	static const char *const attrs[][2] = {
+		{ "hw_version", "1.2\n" }, { "busy_ns", "2000000000\n" },
+		{ "active_ns", "1500000000\n" }, { "jobs_completed", "42\n" },
+		{ "bytes_moved", "18446744073709551615\n" },
+		{ "mem_devmem_total", "268435456\n" },
+		{ "mem_devmem_used", "8388608\n" }, { "num_cores", "32\n" },
+		{ "num_queues", "64\n" }, { "jobs_in_flight", "3\n" },
+		{ "aer_errors", "1\n" },
+	};
+	const char *pci = "0000:05:00.0";
+	struct spyre_telemetry t;
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/bus", self->root);
+	ASSERT_EQ(0, mkdir(p, 0755));
+	snprintf(p, sizeof(p), "%s/bus/pci", self->root);
+	ASSERT_EQ(0, mkdir(p, 0755));
+	snprintf(p, sizeof(p), "%s/bus/pci/devices", self->root);
+	ASSERT_EQ(0, mkdir(p, 0755));
+	snprintf(p, sizeof(p), "%s/bus/pci/devices/%s", self->root, pci);
+	ASSERT_EQ(0, symlink("../../../devices/0000:05:00.0", p));
+
+	/* no driver bound: no hw_version */
+	ASSERT_EQ(-ENODEV, spyre__telemetry(self->root, pci, &t));
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/devices/%s/%s", self->root, pci,
+			 attrs[i][0]);
+		put(p, attrs[i][1]);
+	}
+	snprintf(p, sizeof(p), "%s/devices/%s/power", self->root, pci);
+	ASSERT_EQ(0, mkdir(p, 0755));
+	snprintf(p, sizeof(p), "%s/devices/%s/power/runtime_status",
+		 self->root, pci);
+	put(p, "suspended\n");
+
+	memset(&t, 0xaa, sizeof(t));
+	ASSERT_EQ(0, spyre__telemetry(self->root, pci, &t));
+	EXPECT_EQ(1u << 16 | 2, t.hw_version);
+	EXPECT_EQ(2000000000ull, t.busy_ns);
+	EXPECT_EQ(1500000000ull, t.active_ns);
+	EXPECT_EQ(42, t.jobs_completed);
+	EXPECT_EQ(UINT64_MAX, t.bytes_moved);
+	EXPECT_EQ(268435456ull, t.devmem_total);
+	EXPECT_EQ(8388608ull, t.devmem_used);
+	EXPECT_EQ(32, t.num_cores);
+	EXPECT_EQ(64, t.num_queues);
+	EXPECT_EQ(3, t.jobs_in_flight);
+	EXPECT_EQ(1, t.aer_errors);
+	EXPECT_EQ(1, t.runtime_suspended);
+	/* absent attributes (an older driver) read 0, reserved stays 0 */
+	EXPECT_EQ(0, t.mmu_faults);
+	EXPECT_EQ(0, t.num_contexts);
+	for (size_t i = 0; i < sizeof(t.reserved) / sizeof(t.reserved[0]); i++)
+		EXPECT_EQ(0, t.reserved[i]);
+	EXPECT_LT(0, t.sample_ns);
+
+	/* a value that does not parse is an error, not a silent 0 */
+	snprintf(p, sizeof(p), "%s/devices/%s/hangs", self->root, pci);
+	put(p, "12abc\n");
+	EXPECT_EQ(-EIO, spyre__telemetry(self->root, pci, &t));
+	put(p, "-1\n");
+	EXPECT_EQ(-EIO, spyre__telemetry(self->root, pci, &t));
+	put(p, "7\n");
+	snprintf(p, sizeof(p), "%s/devices/%s/num_cores", self->root, pci);
+	put(p, "4294967296\n");
+	EXPECT_EQ(-EIO, spyre__telemetry(self->root, pci, &t));
+}
+
+TEST(telemetry_argument_checks)
+{
+	struct spyre_device_desc d;
+	struct spyre_telemetry t;
+
+	memset(&d, 0, sizeof(d));
+	EXPECT_EQ(-EINVAL, spyre_device_telemetry(NULL, &t));
+	strcpy(d.pci_addr, "0000:00:04.0");
+	EXPECT_EQ(-EINVAL, spyre_device_telemetry(&d, NULL));
+	strcpy(d.pci_addr, "../../x");
+	EXPECT_EQ(-EINVAL, spyre_device_telemetry(&d, &t));
+	/* a well-formed address with no card there */
+	strcpy(d.pci_addr, "00ff:1f:1f.7");
+	EXPECT_EQ(-ENODEV, spyre_device_telemetry(&d, &t));
 }
 
 TEST(scan_without_accel_class)

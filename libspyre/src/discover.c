@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device discovery through sysfs.  libdrm's drmGetDevices2() does not see
- * /dev/accel nodes, so this walks /sys/class/accel/accelN/device/.
+ * Device discovery through sysfs, and a card's telemetry from its sysfs
+ * attributes (docs/ABI/sysfs-driver-spyre).  libdrm's drmGetDevices2()
+ * does not see /dev/accel nodes, so this walks
+ * /sys/class/accel/accelN/device/.
  */
 #include "internal.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /*
  * Parse SPYRE_VISIBLE_DEVICES: decimal indices separated by commas,
@@ -288,4 +292,133 @@ SPYRE_API int spyre_device_list(struct spyre_device_desc *descs,
 SPYRE_API int spyre_device_count(void)
 {
 	return spyre_device_list(NULL, 0);
+}
+
+/*
+ * Read the unsigned decimal attribute @name under @dir into @out: 0,
+ * -ENOENT (no such attribute: an older driver), -EIO (unparsable).
+ */
+static int read_u64_attr(const char *dir, const char *name, uint64_t *out)
+{
+	char path[PATH_MAX], buf[64];
+	unsigned long long v;
+	FILE *f;
+	char *end;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ENOENT : -EIO;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	errno = 0;
+	v = strtoull(buf, &end, 0);
+	if (errno || end == buf || (*end && *end != '\n') || buf[0] == '-')
+		return -EIO;
+	*out = v;
+	return 0;
+}
+
+/* Read the card's telemetry under @sysfs_root/bus/pci/devices/@pci_addr. */
+int spyre__telemetry(const char *sysfs_root, const char *pci_addr,
+		     struct spyre_telemetry *out)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} u64s[] = {
+#define T(f) { #f, offsetof(struct spyre_telemetry, f) }
+		T(busy_ns), T(active_ns), T(jobs_completed),
+		T(commands_completed), T(bytes_moved), T(mmu_faults),
+		T(fault_records_lost), T(queue_errors), T(jobs_in_flight),
+		{ "mem_devmem_total", offsetof(struct spyre_telemetry,
+					       devmem_total) },
+		{ "mem_devmem_used", offsetof(struct spyre_telemetry,
+					      devmem_used) },
+		{ "mem_sysmem_used", offsetof(struct spyre_telemetry,
+					      sysmem_used) },
+		{ "mem_userptr_used", offsetof(struct spyre_telemetry,
+					       userptr_used) },
+		T(resets), T(recoveries), T(fatal_errors), T(hangs),
+		T(lost_irqs), T(spurious_irqs), T(corrupt_completions),
+		T(jobs_replayed), T(jobs_lost), T(aer_errors),
+#undef T
+	};
+	static const struct {
+		const char *name;
+		size_t off;
+	} u32s[] = {
+		{ "num_cores", offsetof(struct spyre_telemetry, num_cores) },
+		{ "num_queues", offsetof(struct spyre_telemetry, num_queues) },
+		{ "num_contexts", offsetof(struct spyre_telemetry,
+					   num_contexts) },
+	};
+	char dir[PATH_MAX - 64], path[PATH_MAX], buf[64];
+	unsigned int major, minor;
+	struct timespec ts;
+	uint64_t v;
+	FILE *f;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s", sysfs_root,
+		 pci_addr);
+	/* hw_version exists exactly while the driver is bound */
+	snprintf(path, sizeof(path), "%s/hw_version", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENODEV;
+	if (!fgets(buf, sizeof(buf), f) ||
+	    sscanf(buf, "%u.%u", &major, &minor) != 2 || major > 0xffff ||
+	    minor > 0xffff) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	out->hw_version = major << 16 | minor;
+
+	for (size_t i = 0; i < sizeof(u64s) / sizeof(u64s[0]); i++) {
+		ret = read_u64_attr(dir, u64s[i].name, &v);
+		if (ret == -ENOENT)
+			continue;
+		if (ret)
+			return ret;
+		memcpy((char *)out + u64s[i].off, &v, sizeof(v));
+	}
+	for (size_t i = 0; i < sizeof(u32s) / sizeof(u32s[0]); i++) {
+		uint32_t w;
+
+		ret = read_u64_attr(dir, u32s[i].name, &v);
+		if (ret == -ENOENT)
+			continue;
+		if (ret || v > UINT32_MAX)
+			return -EIO;
+		w = (uint32_t)v;
+		memcpy((char *)out + u32s[i].off, &w, sizeof(w));
+	}
+	snprintf(path, sizeof(path), "%s/power/runtime_status", dir);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			out->runtime_suspended = !strncmp(buf, "suspended", 9);
+		fclose(f);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	out->sample_ns = (uint64_t)ts.tv_sec * 1000000000ull +
+			 (uint64_t)ts.tv_nsec;
+	return 0;
+}
+
+SPYRE_API int spyre_device_telemetry(const struct spyre_device_desc *desc,
+				     struct spyre_telemetry *out)
+{
+	unsigned int dom, bus, dev, fn;
+
+	if (!desc || !out ||
+	    spyre__parse_pci_addr(desc->pci_addr, &dom, &bus, &dev, &fn))
+		return -EINVAL;
+	return spyre__telemetry("/sys", desc->pci_addr, out);
 }

@@ -193,6 +193,8 @@ SPYRE_HIDDEN int spyre__parse_pci_addr(const char *s, unsigned int *domain,
 SPYRE_HIDDEN int spyre__scan(const char *sysfs_root, const char *visible,
 			     struct spyre_device_desc *descs,
 			     unsigned int max);
+SPYRE_HIDDEN int spyre__telemetry(const char *sysfs_root, const char *pci_addr,
+				  struct spyre_telemetry *out);
 
 /* queue.c */
 SPYRE_HIDDEN int spyre__wait_point(struct spyre_queue *q, uint64_t point,

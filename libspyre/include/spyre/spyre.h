@@ -78,7 +78,7 @@ extern "C" {
 #endif
 
 #define SPYRE_VERSION_MAJOR 0
-#define SPYRE_VERSION_MINOR 5
+#define SPYRE_VERSION_MINOR 6
 #define SPYRE_VERSION_PATCH 0
 
 /** Infinite timeout for the *_wait / *_sync functions. */
@@ -172,6 +172,92 @@ SPYRE_API int spyre_device_list(struct spyre_device_desc *descs,
 
 /** spyre_device_count() - number of visible cards, or a negative errno. */
 SPYRE_API int spyre_device_count(void);
+
+/**
+ * struct spyre_telemetry - a card's use and health since its driver bound
+ *	it, read from sysfs (docs/ABI/sysfs-driver-spyre has each counter).
+ * @sample_ns: CLOCK_MONOTONIC time of the read, ns: the growth of a
+ *	counter between two samples over the growth of this is a rate
+ *	(utilisation = d(active_ns) / d(sample_ns)).
+ * @busy_ns: card time jobs ran, summed over hardware queues, ns.
+ * @active_ns: card time with at least one job in progress, ns.
+ * @jobs_completed: jobs the card ended (any status).
+ * @commands_completed: commands the card executed.
+ * @bytes_moved: bytes the card's commands read plus wrote.
+ * @mmu_faults: MMU faults.
+ * @fault_records_lost: fault records the card dropped (FIFO full).
+ * @queue_errors: queue-error interrupts (queues halted on a failed job).
+ * @jobs_in_flight: jobs submitted and not yet retired (a gauge).
+ * @devmem_total: bytes of device memory.
+ * @devmem_used: bytes of device memory held by BOs.
+ * @sysmem_used: bytes of system memory held by BOs.
+ * @userptr_used: bytes of registered (pinned) host memory.
+ * @resets: card resets of any origin.
+ * @recoveries: resets the driver made itself.
+ * @fatal_errors: fatal errors the card reported.
+ * @hangs: jobs past the job timeout.
+ * @lost_irqs: completions found by polling (interrupt lost).
+ * @spurious_irqs: completion interrupts with nothing new (duplicates).
+ * @corrupt_completions: completion records rejected.
+ * @jobs_replayed: jobs rerun after a reset.
+ * @jobs_lost: interrupted jobs a reset ended with -ECANCELED.
+ * @aer_errors: PCIe errors reported by the PCI core.
+ * @hw_version: interface version, major << 16 | minor.
+ * @num_cores: AI cores.
+ * @num_queues: hardware queues.
+ * @num_contexts: hardware contexts.
+ * @runtime_suspended: 1 if the card is runtime-suspended now (its counters
+ *	are then those sampled when it suspended), else 0.
+ * @reserved: zero.
+ */
+struct spyre_telemetry {
+	uint64_t sample_ns;
+	uint64_t busy_ns;
+	uint64_t active_ns;
+	uint64_t jobs_completed;
+	uint64_t commands_completed;
+	uint64_t bytes_moved;
+	uint64_t mmu_faults;
+	uint64_t fault_records_lost;
+	uint64_t queue_errors;
+	uint64_t jobs_in_flight;
+	uint64_t devmem_total;
+	uint64_t devmem_used;
+	uint64_t sysmem_used;
+	uint64_t userptr_used;
+	uint64_t resets;
+	uint64_t recoveries;
+	uint64_t fatal_errors;
+	uint64_t hangs;
+	uint64_t lost_irqs;
+	uint64_t spurious_irqs;
+	uint64_t corrupt_completions;
+	uint64_t jobs_replayed;
+	uint64_t jobs_lost;
+	uint64_t aer_errors;
+	uint32_t hw_version;
+	uint32_t num_cores;
+	uint32_t num_queues;
+	uint32_t num_contexts;
+	uint32_t runtime_suspended;
+	uint32_t reserved[7];
+};
+
+/**
+ * spyre_device_telemetry() - read a card's telemetry without opening it.
+ * @desc: the card, from spyre_device_list().
+ * @out: filled on success (every field; zero where the driver is too old
+ *	to have the attribute).
+ *
+ * Reads the sysfs attributes of the card's PCI device: no file descriptor
+ * is opened on the card and a runtime-suspended card stays suspended.
+ * Anyone may call it (the attributes are world-readable).
+ * Errors: -EINVAL (NULL argument, or @desc->pci_addr not a PCI address),
+ * -ENODEV (the card is gone or its driver is not bound), -EIO (an
+ * attribute did not parse).
+ */
+SPYRE_API int spyre_device_telemetry(const struct spyre_device_desc *desc,
+				     struct spyre_telemetry *out);
 
 /**
  * spyre_device_open() - open a card by logical index.
