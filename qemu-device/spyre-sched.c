@@ -172,7 +172,8 @@ void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
     /*
      * TEL_ACTIVE_NS: the union of the jobs' spans, not their sum; the
      * spans are the ones TEL_BUSY_NS adds up (spyre_job_start() sets
-     * start_ns first, spyre_end_job() end_ns), so ACTIVE <= BUSY holds.
+     * start_ns first, spyre_end_job() end_ns), so ACTIVE <= BUSY holds
+     * whenever no job is in progress.
      */
     if (q->job_state == SPYRE_JOB_NONE && st != SPYRE_JOB_NONE &&
         s->njobs++ == 0) {

@@ -5,7 +5,9 @@
 #      tests (tests/runner/), KTAP;
 #   2. the card model's QEMU qtest, TAP;
 #   3. the kselftest suites (selftests/) inside a fresh guest with two
-#      cards, as an unprivileged user in the accel group, KTAP;
+#      cards, as an unprivileged user in the accel group, KTAP; then, on
+#      the host, spyre-smi's JSON reports from that log against
+#      docs/spyre-smi.schema.json (tests/smi_schema.py);
 #   4. the memory suites once more with -device intel-iommu;
 #   5. the suites that need root, in a guest of their own (spyre_reset:
 #      sysfs function resets racing the card's users, who drop to the test
@@ -83,6 +85,9 @@ run qtest "$SPYRE_ROOT/scripts/build-qemu.sh" --qtest
 # 3. guest kselftests
 run guest-selftests "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 	--timeout 600 -- spyre-selftests
+# spyre-smi's JSON reports from the guest's smi_* tests, against its schema
+run host-smi-schema python3 "$SPYRE_ROOT/tests/smi_schema.py" \
+	"$LOGDIR/guest-selftests.log"
 # libspyre's runtime tests on a real card (built with the host tests)
 run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 	--timeout 600 -- spyre-selftests lib_runtime

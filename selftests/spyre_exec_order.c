@@ -27,14 +27,6 @@
 
 #define MS 1000000ull
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rd64(const void *p)
 {
 	return __atomic_load_n((const uint64_t *)p, __ATOMIC_SEQ_CST);
@@ -436,7 +428,7 @@ TEST_F_TIMEOUT(order, stuck_queues_delay_nobody, 120)
 	enum { NSTUCK = 8 };
 	long long tmo = st_module_param("job_timeout_ms");
 	/* release the stuck jobs well before the driver's timeout would */
-	double stop = now_s() + (tmo > 0 ? (double)tmo / 1000 / 3 : 10.0);
+	double stop = st_now() + (tmo > 0 ? (double)tmo / 1000 / 3 : 10.0);
 	struct st_buf gate, mark, src, dst;
 	struct st_cs *cs = calloc(1, sizeof(*cs));
 	uint32_t s2, q[NSTUCK] = { self->q2 }, sy[NSTUCK];
@@ -480,7 +472,7 @@ TEST_F_TIMEOUT(order, stuck_queues_delay_nobody, 120)
 		    st_buf_new(&y, 32768, &a) || st_buf_new(&y, 32768, &b))
 			_exit(10);
 		/* 16 jobs, or at least 2 if time runs short */
-		for (uint64_t i = 0; i < 16 && (i < 2 || now_s() < stop); i++)
+		for (uint64_t i = 0; i < 16 && (i < 2 || st_now() < stop); i++)
 			if (fill_copy_check(&y, &a, &b, 4096, i * 77 + 1))
 				_exit(11 + (int)i);
 		_exit(st_ctx_error(y.fd) ? 40 : 0);

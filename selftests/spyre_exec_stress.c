@@ -60,14 +60,6 @@ struct worker {
 	struct tstat *st;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void fail(struct tstat *st, int err, uint64_t it, const char *what)
 {
 	if (st->err)
@@ -157,7 +149,7 @@ static void *worker_main(void *arg)
 		}
 	}
 
-	for (it = 0; it == 0 || now_s() < w->deadline; it++) {
+	for (it = 0; it == 0 || st_now() < w->deadline; it++) {
 		uint64_t words = 1 + st_rand(&seed) % WORDS;
 		uint64_t v = st_rand(&seed) | 1;
 		bool do_gemm = w->gemm && (it % 2 == 0);
@@ -284,7 +276,7 @@ static int chaos_main(struct shared *sh, double deadline)
 	struct tstat *st = &sh->chaos;
 	uint64_t it;
 
-	for (it = 0; it == 0 || now_s() < deadline; it++) {
+	for (it = 0; it == 0 || st_now() < deadline; it++) {
 		int kind = (int)(it % 4);
 		struct st_ctx x;
 		struct st_buf a, b, c;
@@ -376,7 +368,7 @@ static void run_stress(struct __test_metadata *_metadata, bool chaos)
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int secs = stress_seconds();
-	double deadline = now_s() + secs;
+	double deadline = st_now() + secs;
 	uint64_t total = 0, gemms = 0;
 	pid_t pid[NPROC], cpid = -1;
 

@@ -225,14 +225,6 @@ static bool f_page_is(struct fctx *c, unsigned int page, uint32_t v)
 	return true;
 }
 
-static double f_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Delete every devcoredump (writing to its data file frees it) and wait,
  * up to 3 s, until they are gone: the kernel deletes them from a work
@@ -240,14 +232,14 @@ static double f_now(void)
  */
 static void f_dumps_clear(void)
 {
-	double end = f_now() + 3;
+	double end = st_now() + 3;
 	glob_t g;
 
 	while (!glob("/sys/class/devcoredump/devcd*/data", 0, NULL, &g)) {
 		for (size_t i = 0; i < g.gl_pathc; i++)
 			f_write(g.gl_pathv[i], "1");
 		globfree(&g);
-		if (f_now() > end)
+		if (st_now() > end)
 			return;
 		usleep(10000);
 	}
@@ -294,9 +286,9 @@ static int f_uevent_open(void)
 static int f_uevent_wait(int fd, const char *want)
 {
 	static char buf[8192];
-	double end = f_now() + 3;
+	double end = st_now() + 3;
 
-	while (f_now() < end) {
+	while (st_now() < end) {
 		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
 		bool reset = false, match = false;
 
@@ -350,9 +342,9 @@ static int f_aer_inject(struct fctx *c, uint32_t uncor)
 /* Wait until @c's queue reports @status (SPYRE_QS_*), up to 3 s. */
 static bool f_wait_queue(struct fctx *c, int status)
 {
-	double end = f_now() + 3;
+	double end = st_now() + 3;
 
-	while (f_now() < end) {
+	while (st_now() < end) {
 		if (f_queue_status(c) == status)
 			return true;
 		usleep(2000);
@@ -426,11 +418,11 @@ TEST_F_TIMEOUT(fault, hang_innocent_keeps_working, 60)
 		}
 		rounds++;
 		if (t_fail) {
-			t_back = f_now();
+			t_back = st_now();
 			break;
 		}
 		if (a_done)
-			t_fail = f_now();
+			t_fail = st_now();
 		ASSERT_LT(rounds, 100000);
 	}
 
@@ -608,7 +600,7 @@ static void f_reset_three(struct __test_metadata *_metadata,
 	for (unsigned int i = 0; i < 3; i++)
 		ASSERT_TRUE(f_wait_queue(all[i], 3 /* SPYRE_QS_SEM_WAIT */));
 
-	t0 = f_now();
+	t0 = st_now();
 	switch (how) {
 	case F_FATAL:
 		ASSERT_EQ(0, f_inject(&self->a, "fatal", 1));
@@ -629,10 +621,10 @@ static void f_reset_three(struct __test_metadata *_metadata,
 		break;
 	}
 	while (f_health(self->a.x.fd).resets == h0.resets)
-		ASSERT_LT(f_now(), t0 + 5);
+		ASSERT_LT(st_now(), t0 + 5);
 	/* b1 is over already; the others wait again on their semaphore. */
 	ASSERT_EQ(-ECANCELED, st_wait_status(self->b.x.fd, b1, F_WAIT_NS));
-	t1 = f_now();
+	t1 = st_now();
 	for (unsigned int i = 0; i < 3; i++)
 		*(volatile uint64_t *)all[i]->sem.p = 1;
 
@@ -734,11 +726,11 @@ TEST_F(fault, lost_irq_found_by_poll)
 	h0 = f_health(self->a.x.fd);
 	ASSERT_EQ(0, f_inject(&self->a, "drop_irq", 1));
 	f_fill_cs(&self->a, &self->cs, 0, 0x41, false);
-	t0 = f_now();
+	t0 = st_now();
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
 	ASSERT_EQ(0, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
 	TH_LOG("job with a lost interrupt ended after %.1f ms",
-	       (f_now() - t0) * 1e3);
+	       (st_now() - t0) * 1e3);
 	ASSERT_TRUE(f_page_is(&self->a, 0, 0x41));
 	h1 = f_health(self->a.x.fd);
 	ASSERT_EQ(h0.lost_irqs + 1, h1.lost_irqs);

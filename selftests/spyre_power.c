@@ -16,14 +16,6 @@
 #define MiB		(1ull << 20)
 #define SUSPEND_WAIT_S	5.0	/* autosuspend is 1 s */
 
-static double p_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Read power/<name> of card 0 into @buf (newline stripped). */
 static int p_read(const char *name, char *buf, size_t len)
 {
@@ -51,11 +43,11 @@ static bool p_is(const char *want)
 /* Wait up to @secs for runtime_status @want; the seconds it took, or -1. */
 static double p_wait(const char *want, double secs)
 {
-	double t0 = p_now();
+	double t0 = st_now();
 
-	while (p_now() < t0 + secs) {
+	while (st_now() < t0 + secs) {
 		if (p_is(want))
-			return p_now() - t0;
+			return st_now() - t0;
 		usleep(10000);
 	}
 	return -1;

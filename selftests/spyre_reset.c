@@ -55,14 +55,6 @@ struct race_stats {
 	char what[96];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static unsigned long env_ul(const char *name, unsigned long def)
 {
 	const char *v = getenv(name);
@@ -94,7 +86,7 @@ static int drop_privileges(void)
 static void reset_loop(const char *path, double deadline, unsigned long count,
 		       unsigned int gap_us, struct race_stats *st)
 {
-	for (unsigned long i = 0; count ? i < count : now_s() < deadline;
+	for (unsigned long i = 0; count ? i < count : st_now() < deadline;
 	     i++) {
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
 
@@ -147,7 +139,7 @@ static void clear_race_loop(double deadline, struct race_stats *st)
 		note_err(st, -ENODEV, "open");
 		return;
 	}
-	while (now_s() < deadline && !st->err) {
+	while (st_now() < deadline && !st->err) {
 		struct st_bo bo;
 		struct st_cs cs;
 		uint32_t handles[3];
@@ -332,7 +324,7 @@ TEST_F_TIMEOUT(reset, reset_clear_race, 300)
 {
 	struct race_stats *st = self->st;
 	double secs = env_ul("SPYRE_RESET_SECONDS", RESET_DEFAULT_SECONDS);
-	double deadline = now_s() + secs;
+	double deadline = st_now() + secs;
 	pid_t user, resetter;
 	int status;
 
@@ -387,9 +379,9 @@ TEST_F_TIMEOUT(reset, flr_under_load, 1200)
 		ASSERT_LT(0, load[i]);
 	}
 	usleep(300000);
-	t0 = now_s();
+	t0 = st_now();
 	reset_loop(self->path, 0, count, 0, st);
-	t0 = now_s() - t0;
+	t0 = st_now() - t0;
 	*stop = 1;
 	for (int i = 0; i < 2; i++)
 		ASSERT_EQ(load[i], waitpid(load[i], &status, 0));

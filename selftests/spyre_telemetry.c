@@ -10,7 +10,12 @@
  * resets and runtime suspend (spyre_power).  smi_*: spyre-smi's overview,
  * ps and JSON, seen from another process of the same user.
  */
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <json-c/json.h>
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
@@ -254,6 +259,327 @@ TEST(telemetry_faults_and_queue_errors_are_counted)
 	ASSERT_LE(faults0 + 1, tel("mmu_faults"));
 	ASSERT_LE(errors0 + 1, tel("queue_errors"));
 	st_close(&x);
+}
+
+/* ---- spyre-smi ---------------------------------------------------------- */
+
+#define SMI_OUT_MAX	(256 * 1024)
+
+/*
+ * Run @argv (PATH lookup) with stdout into @out (NUL-terminated, up to
+ * @len - 1 bytes) and stderr to /dev/null; its exit status, or -1.
+ */
+static int run_cmd(char *const argv[], char *out, size_t len)
+{
+	size_t n = 0;
+	int p[2], st;
+	ssize_t r;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(p[1], 1);
+		dup2(null, 2);
+		close(p[0]);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	while (n + 1 < len && (r = read(p[0], out + n, len - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = '\0';
+	close(p[0]);
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Parse spyre-smi's JSON report in @text, check the fields every report
+ * has, and print it on one line for the host's schema check
+ * (tests/smi_schema.py reads the "# smi-json: " lines of the guest log).
+ */
+static json_object *smi_report(const char *text, const char *command)
+{
+	json_object *o = json_tokener_parse(text), *v;
+
+	if (!o)
+		return NULL;
+	if (!json_object_object_get_ex(o, "command", &v) ||
+	    strcmp(json_object_get_string(v), command) ||
+	    !json_object_object_get_ex(o, "schema_version", &v) ||
+	    json_object_get_int(v) != 1) {
+		json_object_put(o);
+		return NULL;
+	}
+	printf("# smi-json: %s\n",
+	       json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	fflush(stdout);
+	return o;
+}
+
+/* o[k1][k2]... as an integer (a missing key reads -1). */
+static long long jget(json_object *o, const char *k1, const char *k2)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, k1, &v))
+		return -1;
+	if (k2 && !json_object_object_get_ex(v, k2, &v))
+		return -1;
+	return json_object_get_int64(v);
+}
+
+static const char *jstr(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ?
+	       json_object_get_string(v) : "";
+}
+
+/*
+ * A child that holds card 0 under the name "smi-holder": a 4 MiB BO and
+ * one 4 MiB fill behind it, then waits for the pipe @go to close (@go[1]
+ * is the parent's); with @busy_ms it keeps submitting fills for that long
+ * first.  Writes one byte to @ready when it has done its first job.
+ */
+static pid_t spawn_holder(int ready, const int go[2], unsigned int busy_ms)
+{
+	pid_t pid = fork();
+	struct st_ctx x;
+	struct st_buf b;
+	struct st_cs cs;
+	char c = 1;
+
+	if (pid)
+		return pid;
+	close(go[1]);
+	prctl(PR_SET_NAME, "smi-holder");
+	if (st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL) ||
+	    st_buf_new(&x, 4 * MiB, &b))
+		_exit(1);
+	st_cs_reset(&cs);
+	st_cs_fill(&cs, b.va, MiB / 2, 8, 0x686f6c64ull);
+	if (st_run(&x, &cs))
+		_exit(1);
+	if (write(ready, &c, 1) != 1)
+		_exit(1);
+	for (double end = st_now() + busy_ms / 1000.0; st_now() < end;)
+		if (st_run(&x, &cs))
+			_exit(1);
+	while (read(go[0], &c, 1) > 0)
+		;
+	st_close(&x);
+	_exit(0);
+}
+
+TEST(smi_ps_json_lists_another_process_of_the_user)
+{
+	char *out = malloc(SMI_OUT_MAX);
+	char *argv[] = { "spyre-smi", "ps", "--json", NULL };
+	struct spyre_device_desc d[4];
+	int ready[2], go[2], st, found = 0;
+	json_object *r, *procs;
+	char c;
+	pid_t pid;
+
+	if (access("/dev/accel/accel0", R_OK | W_OK))
+		SKIP(return, "no Spyre card");
+	ASSERT_NE(NULL, out);
+	ASSERT_LE(1, spyre_device_list(d, 4));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = spawn_holder(ready[1], go, 0);
+	ASSERT_LT(0, pid);
+	close(ready[1]);
+	close(go[0]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+
+	ASSERT_EQ(0, run_cmd(argv, out, SMI_OUT_MAX));
+	r = smi_report(out, "ps");
+	ASSERT_NE(NULL, r) TH_LOG("%s", out);
+	ASSERT_TRUE(json_object_object_get_ex(r, "processes", &procs));
+	for (size_t i = 0; i < json_object_array_length(procs); i++) {
+		json_object *p = json_object_array_get_idx(procs, i);
+
+		if (jget(p, "pid", NULL) != pid)
+			continue;
+		found++;
+		EXPECT_STREQ("smi-holder", jstr(p, "name"));
+		EXPECT_STREQ(d[0].pci_addr, jstr(p, "pci_addr"));
+		EXPECT_EQ(0, jget(p, "card_index", NULL));
+		EXPECT_LE(4 * MiB, jget(p, "memory", "system_bytes"));
+		EXPECT_LT(0, jget(p, "busy_ns", NULL));
+		EXPECT_EQ(1, jget(p, "queues", NULL));
+	}
+	EXPECT_EQ(1, found) TH_LOG("%s", out);
+	json_object_put(r);
+
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(ready[0]);
+	free(out);
+}
+
+TEST(smi_overview_json_shows_use_while_a_client_works)
+{
+	char *out = malloc(SMI_OUT_MAX);
+	char *argv[] = { "spyre-smi", "--json", "--interval", "400", NULL };
+	struct spyre_device_desc d[4];
+	int ready[2], go[2], st, n;
+	json_object *r, *cards, *c0;
+	uint64_t total;
+	char c;
+	pid_t pid;
+
+	if (access("/dev/accel/accel0", R_OK | W_OK))
+		SKIP(return, "no Spyre card");
+	ASSERT_NE(NULL, out);
+	n = spyre_device_list(d, 4);
+	ASSERT_LE(1, n);
+	ASSERT_EQ(0, st_sysfs_u64(0, "mem_devmem_total", &total));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = spawn_holder(ready[1], go, 1500);
+	ASSERT_LT(0, pid);
+	close(ready[1]);
+	close(go[0]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+
+	ASSERT_EQ(0, run_cmd(argv, out, SMI_OUT_MAX));
+	r = smi_report(out, "overview");
+	ASSERT_NE(NULL, r) TH_LOG("%s", out);
+	ASSERT_TRUE(json_object_object_get_ex(r, "cards", &cards));
+	ASSERT_EQ(n, json_object_array_length(cards));
+	c0 = json_object_array_get_idx(cards, 0);
+	EXPECT_STREQ(d[0].pci_addr, jstr(c0, "pci_addr"));
+	EXPECT_STREQ("active", jstr(c0, "power"));
+	EXPECT_STREQ("ok", jstr(json_object_object_get(c0, "health"),
+				"status"));
+	EXPECT_EQ((long long)total,
+		  jget(json_object_object_get(c0, "memory"), "device",
+		       NULL) < 0 ? -1 :
+		  jget(json_object_object_get(json_object_object_get(c0,
+			"memory"), "device"), "total_bytes", NULL));
+	EXPECT_LE(4 * MiB, jget(json_object_object_get(json_object_object_get(
+			c0, "memory"), "system"), "used_bytes", NULL));
+	/* the holder submits fills throughout the 400 ms: some use shows */
+	EXPECT_LT(0, json_object_get_double(json_object_object_get(
+			json_object_object_get(c0, "utilization"),
+			"active_pct")));
+	EXPECT_LE(1, jget(c0, "counters", "jobs_completed"));
+	json_object_put(r);
+
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(ready[0]);
+	free(out);
+}
+
+TEST(smi_info_and_list_json_describe_the_cards)
+{
+	char *out = malloc(SMI_OUT_MAX);
+	char *info[] = { "spyre-smi", "--json", "info", "0", NULL };
+	char *list[] = { "spyre-smi", "list", "-j", NULL };
+	struct spyre_device_desc d[4];
+	json_object *r, *cards, *c0;
+	int n;
+
+	if (access("/dev/accel/accel0", R_OK | W_OK))
+		SKIP(return, "no Spyre card");
+	ASSERT_NE(NULL, out);
+	n = spyre_device_list(d, 4);
+	ASSERT_LE(1, n);
+
+	ASSERT_EQ(0, run_cmd(info, out, SMI_OUT_MAX));
+	r = smi_report(out, "info");
+	ASSERT_NE(NULL, r) TH_LOG("%s", out);
+	ASSERT_TRUE(json_object_object_get_ex(r, "cards", &cards));
+	ASSERT_EQ(1, json_object_array_length(cards));
+	c0 = json_object_array_get_idx(cards, 0);
+	EXPECT_STREQ(d[0].pci_addr, jstr(c0, "pci_addr"));
+	EXPECT_STREQ("spyre", jstr(json_object_object_get(c0, "driver"),
+				   "name"));
+	EXPECT_LT(0, jget(c0, "num_queues", NULL));
+	EXPECT_LT(0, jget(c0, "max_cmd_size", NULL));
+	json_object_put(r);
+
+	ASSERT_EQ(0, run_cmd(list, out, SMI_OUT_MAX));
+	r = smi_report(out, "list");
+	ASSERT_NE(NULL, r) TH_LOG("%s", out);
+	ASSERT_TRUE(json_object_object_get_ex(r, "cards", &cards));
+	ASSERT_EQ(n, json_object_array_length(cards));
+	for (int i = 0; i < n; i++) {
+		c0 = json_object_array_get_idx(cards, i);
+		EXPECT_STREQ(d[i].pci_addr, jstr(c0, "pci_addr"));
+		EXPECT_STREQ(d[i].devnode, jstr(c0, "node"));
+		EXPECT_EQ(0x1014, jget(c0, "vendor_id", NULL));
+	}
+	json_object_put(r);
+	free(out);
+}
+
+/* --loop: one JSON object per line, one line per period. */
+TEST(smi_loop_json_is_one_object_per_line)
+{
+	char line[SMI_OUT_MAX / 4];
+	json_object *o;
+	int p[2], st;
+	pid_t pid;
+	FILE *f;
+
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execlp("spyre-smi", "spyre-smi", "--loop", "1", "--json", "ps",
+		       (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	f = fdopen(p[0], "r");
+	ASSERT_NE(NULL, f);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+		ASSERT_EQ('\n', line[strlen(line) - 1]);
+		o = smi_report(line, "ps");
+		ASSERT_NE(NULL, o) TH_LOG("line %d: %s", i, line);
+		json_object_put(o);
+	}
+	kill(pid, SIGTERM);
+	fclose(f);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFSIGNALED(st));
+}
+
+TEST(smi_rejects_bad_arguments)
+{
+	static const char *const bad[][5] = {
+		{ "spyre-smi", "--loop", "0" }, { "spyre-smi", "-l", "1x" },
+		{ "spyre-smi", "-l", "-1" }, { "spyre-smi", "--interval", "5" },
+		{ "spyre-smi", "--interval=abc" }, { "spyre-smi", "frobnicate" },
+		{ "spyre-smi", "list", "extra" }, { "spyre-smi", "--bogus" },
+		{ "spyre-smi", "ps", "1" },
+	};
+	char out[4096];
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_EQ(2, run_cmd((char *const *)bad[i], out, sizeof(out)))
+			TH_LOG("%s %s %s", bad[i][1], bad[i][2] ?: "",
+			       bad[i][3] ?: "");
+		EXPECT_STREQ("", out);
+	}
 }
 
 TEST_HARNESS_MAIN

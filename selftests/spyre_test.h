@@ -191,6 +191,15 @@ static inline int st_queue_del(int fd, uint32_t id)
 	return st_ioctl(fd, DRM_IOCTL_SPYRE_QUEUE_DESTROY, &d);
 }
 
+/* CLOCK_MONOTONIC now, in seconds. */
+static inline double st_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /*
  * Submit one job.  @bos (@nbos GEM handles) are listed read-write;
  * @out_point 0 = binary out syncobj.

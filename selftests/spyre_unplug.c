@@ -29,14 +29,6 @@ struct shared {
 	int err;
 };
 
-static double u_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* accel minor of the card at @pci (or, with @other, any other card). */
 static int u_find(const char *pci, bool other)
 {
@@ -137,7 +129,7 @@ TEST_F_TIMEOUT(hot, unplug_replug_under_load, UNPLUG_TIMEOUT_S + 60)
 	struct spyre_device_desc d[2];
 	struct shared *sh;
 	bool present = true, was_gone = false;
-	double end = u_now() + UNPLUG_TIMEOUT_S;
+	double end = st_now() + UNPLUG_TIMEOUT_S;
 	char pci0[32];
 	pid_t pid;
 	int status, last_err = 0;
@@ -153,7 +145,7 @@ TEST_F_TIMEOUT(hot, unplug_replug_under_load, UNPLUG_TIMEOUT_S + 60)
 	if (!pid)
 		card0_loop(pci0, sh);
 
-	while (replugs < cycles && u_now() < end) {
+	while (replugs < cycles && st_now() < end) {
 		int minor = u_find(pci0, true), ret;
 		struct st_ctx x;
 		struct st_buf b;
