@@ -139,9 +139,9 @@ static json_object *j_report(const char *command)
 
 static void j_print(json_object *o)
 {
-	puts(json_object_to_json_string_ext(o, opt.loop_s ?
-		JSON_C_TO_STRING_PLAIN :
-		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_NOSLASHESCAPE |
+		(opt.loop_s ? JSON_C_TO_STRING_PLAIN :
+		 JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)));
 	json_object_put(o);
 }
 
