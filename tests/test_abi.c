@@ -82,7 +82,7 @@ static void check_node(struct __test_metadata *_metadata, void *h,
 {
 	static const char *const all[] = {
 		"LIBSPYRE_0", "LIBSPYRE_0.2", "LIBSPYRE_0.3", "LIBSPYRE_0.4",
-		"LIBSPYRE_0.5",
+		"LIBSPYRE_0.5", "LIBSPYRE_0.6",
 	};
 
 	for (size_t i = 0; i < n; i++) {
@@ -143,16 +143,21 @@ TEST_F(so, symbol_versions_0_3_and_0_4)
 	EXPECT_EQ(33, sizeof(v04_syms) / sizeof(v04_syms[0]));
 }
 
-TEST_F(so, symbol_versions_0_5)
+TEST_F(so, symbol_versions_0_5_and_0_6)
 {
+	static const char *const v06_syms[] = { "spyre_device_telemetry" };
+
 	check_node(_metadata, self->h, v05_syms,
 		   sizeof(v05_syms) / sizeof(v05_syms[0]), "LIBSPYRE_0.5");
+	check_node(_metadata, self->h, v06_syms,
+		   sizeof(v06_syms) / sizeof(v06_syms[0]), "LIBSPYRE_0.6");
 }
 
 TEST_F(so, internals_hidden)
 {
 	static const char *const hidden[] = {
 		"spyre__scan", "spyre__parse_visible", "spyre__parse_pci_addr",
+		"spyre__telemetry",
 		"spyre__device_get", "spyre__device_put", "spyre__set_error",
 		"spyre__deadline", "spyre__wait_point", "spyre__submit",
 		"spyre__stream_begin", "spyre__stream_submit_locked",
@@ -172,9 +177,9 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.5.0", ver());
+	EXPECT_STREQ("0.6.0", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
-	EXPECT_EQ(5, SPYRE_VERSION_MINOR);
+	EXPECT_EQ(6, SPYRE_VERSION_MINOR);
 }
 
 TEST(constants_match_uapi)

@@ -91,6 +91,17 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max,
 	return true;
 }
 
+/* optarg as the value of option @name, or false after saying why not. */
+static bool opt_uint(const char *name, unsigned long min, unsigned long max,
+		     const char *unit, unsigned int *out)
+{
+	if (parse_uint(optarg, min, max, out))
+		return true;
+	fprintf(stderr, "spyre-smi: %s: '%s' is not a number of %s in %lu-%lu\n",
+		name, optarg, unit, min, max);
+	return false;
+}
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -868,20 +879,14 @@ int main(int argc, char **argv)
 			opt.json = true;
 			break;
 		case 'l':
-			if (!parse_uint(optarg, 1, 86400, &opt.loop_s)) {
-				fprintf(stderr, "spyre-smi: --loop: '%s' is not "
-					"a number of seconds in 1-86400\n",
-					optarg);
+			if (!opt_uint("--loop", 1, 86400, "seconds",
+				      &opt.loop_s))
 				return 2;
-			}
 			break;
 		case 'i':
-			if (!parse_uint(optarg, 10, 60000, &opt.interval_ms)) {
-				fprintf(stderr, "spyre-smi: --interval: '%s' is "
-					"not a number of ms in 10-60000\n",
-					optarg);
+			if (!opt_uint("--interval", 10, 60000, "ms",
+				      &opt.interval_ms))
 				return 2;
-			}
 			break;
 		case 'h':
 			usage(stdout);
