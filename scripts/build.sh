@@ -102,7 +102,7 @@ module_closure() {
 
 step_base() {
 	local key dir rt
-	key=$(printf '%s\n' "$KPKG" "${GUEST_MODULES[*]}" \
+	key=$(printf '%s\n' "$KPKG" "$KREL" "${GUEST_MODULES[*]}" \
 		"$(dpkg-query -W -f='${Version}' busybox-static kmod libc6)" \
 		"$(sha256sum "$SPYRE_ROOT/scripts/build.sh" | cut -c1-16)" |
 		sha256sum | cut -c1-16)

@@ -11,7 +11,18 @@ SPYRE_CACHE=${SPYRE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/spyre}
 # Build products of this clone: one folder per source tree, so two clones
 # (or a clone that moved) never share objects, dependency files or images.
 SPYRE_BUILD=$SPYRE_CACHE/build/$(printf '%s' "$SPYRE_ROOT" | sha256sum | cut -c1-12)
-export SPYRE_ROOT SPYRE_CACHE SPYRE_BUILD
+# The guest kernel: Debian's (default) or the debug build of the same
+# source (SPYRE_KERNEL=debug, `make test KERNEL=debug`: KASAN, lockdep,
+# kmemleak, fault injection; scripts/build-debug-kernel.sh), whose module
+# and images live in a build folder of their own.
+SPYRE_KERNEL=${SPYRE_KERNEL:-debian}
+case $SPYRE_KERNEL in
+debian) ;;
+debug) SPYRE_BUILD=$SPYRE_BUILD-debug ;;
+*) printf 'error: SPYRE_KERNEL=%s: debian or debug\n' "$SPYRE_KERNEL" >&2
+   exit 1 ;;
+esac
+export SPYRE_ROOT SPYRE_CACHE SPYRE_BUILD SPYRE_KERNEL
 
 # The guest kernel: one exact version for image, headers, kbuild and
 # source (bookworm-backports).  Override with SPYRE_KPKG if the archive
@@ -38,6 +49,12 @@ kernel_env() {
 	KSRC=$SPYRE_CACHE/ksrc/$KPKG/linux-source-6.12
 	KIMAGE=$KROOT/boot/vmlinuz-$KREL
 	KMODS=$KROOT/lib/modules/$KREL
+	if [ "$SPYRE_KERNEL" = debug ]; then
+		[ -f "$SPYRE_CACHE/debug-kernel/current/kernel.env" ] ||
+			die "no debug kernel built: run make debug-kernel"
+		# shellcheck disable=SC1091
+		. "$SPYRE_CACHE/debug-kernel/current/kernel.env"
+	fi
 	export KPKG KABI KREL KROOT KDIR KSRC KIMAGE KMODS
 }
 
