@@ -14,7 +14,9 @@
 # Writes $SPYRE_CACHE/debug-kernel/<key>/kernel.env (KREL, KDIR, KIMAGE,
 # KMODS) for `SPYRE_KERNEL=debug` (scripts/lib.sh). make test and .ci/run
 # never build it: `make debug-kernel` does (about 30 minutes on 2 cores).
-SPYRE_KERNEL=debian . "$(dirname "$0")/lib.sh"
+# its own build runs on the Debian kernel's settings (KSRC, KPKG)
+export SPYRE_KERNEL=debian
+. "$(dirname "$0")/lib.sh"
 kernel_env
 
 jobs=$(nproc)
