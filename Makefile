@@ -5,7 +5,17 @@
 
 SHELL := /bin/bash
 .PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
-	soak-kill soak-unplug check clean
+	soak-kill soak-unplug soak-fuzz check clean debug-kernel
+
+# KERNEL=debug: every target runs on the debug build of the guest kernel
+# (KASAN, lockdep, kmemleak, fault injection; `make debug-kernel` builds
+# it, about 30 minutes on 2 cores, cached), e.g. `make test KERNEL=debug`.
+ifeq ($(KERNEL),debug)
+export SPYRE_KERNEL := debug
+build: debug-kernel
+else ifneq ($(KERNEL),)
+$(error KERNEL=$(KERNEL): leave it unset (Debian's kernel) or say debug)
+endif
 
 all: build
 
@@ -24,7 +34,7 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
-soak: soak-stress soak-reset soak-fault soak-kill soak-unplug
+soak: soak-stress soak-reset soak-fault soak-kill soak-unplug soak-fuzz
 
 soak-stress: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 1200 -- spyre-selftests soak
@@ -61,8 +71,17 @@ soak-unplug: build
 		-- env UNPLUG_CYCLES=20 spyre-selftests unplug; r=$$?; \
 	wait $$h || r=1; rm -f "$$qmp"; exit $$r
 
+# The ioctl fuzzer for 120 s from 4 processes, at least 100 000 calls
+# (about 2.5 minutes; make test runs it for 10 s).
+soak-fuzz: build
+	scripts/vm.sh run --no-build --cards 2 --timeout 600 -- \
+		spyre-selftests spyre_fuzz_soak
+
 check: setup
 	scripts/check.sh
+
+debug-kernel: setup
+	SPYRE_KERNEL=debian scripts/build-debug-kernel.sh
 
 clean:
 	bash -c '. scripts/lib.sh && rm -rf "$$SPYRE_BUILD"'
