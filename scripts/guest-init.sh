@@ -19,10 +19,28 @@ hostname spyre-guest
 
 . /etc/spyre-run.conf
 
+# kmemleak (the debug kernel): what boot left is cleared; at the end two
+# scans a few seconds apart, and every report whose allocation stack goes
+# through the driver, drm_sched or dma-buf joins the kernel log that vm.sh
+# checks ("unreferenced object").
+KMEMLEAK=/sys/kernel/debug/kmemleak
+[ -w $KMEMLEAK ] && echo clear >$KMEMLEAK
+kmemleak_reports() {
+	[ -w $KMEMLEAK ] || return 0
+	echo scan >$KMEMLEAK
+	sleep 5
+	echo scan >$KMEMLEAK
+	awk '/^unreferenced object/ { if (r ~ /spyre|drm_sched|dma_buf|dma_fence|dma_resv|sync_file/) print r; r = $0; next }
+	     { r = r "\n" $0 }
+	     END { if (r ~ /spyre|drm_sched|dma_buf|dma_fence|dma_resv|sync_file/) print r }' $KMEMLEAK
+}
+
 finish() {
 	echo "SPYRE-EXIT $1"
+	leaks=$(kmemleak_reports)
 	echo "SPYRE-DMESG-BEGIN"
 	dmesg
+	[ -z "$leaks" ] || printf 'kmemleak: %s\n' "$leaks"
 	echo "SPYRE-DMESG-END"
 	sync
 	poweroff -f

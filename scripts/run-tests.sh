@@ -99,10 +99,15 @@ run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--cards 1 --module-args job_timeout_ms=200 --timeout 300 \
 	-- spyre-selftests exec_order -- -t timeout_racing_completion
-# 5. root: function resets, injected faults (2 s job timeout), quotas
+# 5. root: function resets, injected faults (2 s job timeout), quotas; on
+# the debug kernel also every allocation failed in turn (fail-nth)
+ROOT_SUITES="reset fault quota" ROOT_TIMEOUT=400
+if [ "$SPYRE_KERNEL" = debug ]; then
+	ROOT_SUITES="$ROOT_SUITES failnth" ROOT_TIMEOUT=1800
+fi
 run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
-	--cards 1 --module-args job_timeout_ms=2000 --timeout 400 \
-	-- spyre-selftests reset fault quota
+	--cards 1 --module-args job_timeout_ms=2000 --timeout $ROOT_TIMEOUT \
+	-- spyre-selftests $ROOT_SUITES
 # hot-unplug and re-plug of the second card under load: the host drives
 # QMP while the guest runs spyre_unplug
 qmp=$(mktemp -u /tmp/spyre-qmp.XXXXXX)

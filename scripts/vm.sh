@@ -24,7 +24,9 @@
 #   --log FILE       keep the full serial log in FILE
 # Exit status: the command's; 124 on timeout; 125 if the guest died
 # without finishing (panic, triple fault); 126 on an oops/BUG/WARN/KASAN/
-# lockdep report in the guest's kernel log or a module that did not load.
+# lockdep report in the guest's kernel log (and, on the debug kernel, a
+# kmemleak report through spyre, drm_sched or dma-buf), or a module that
+# did not load.
 # The guest's stdout and stderr both arrive on stdout (one serial line).
 . "$(dirname "$0")/lib.sh"
 
@@ -168,8 +170,8 @@ if [ -z "$rc" ] || ! grep -q '^SPYRE-DMESG-END' "$RUN/log"; then
 	echo "vm: FAIL: guest stopped before the command finished (crash?)" >&2
 	exit 125
 fi
-pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|INFO: task .* blocked|rcu: INFO: .*stall|detected stalls? on CPU|WARNING:|Call Trace:|RIP:)'
-[ $ALLOW_WARN = 1 ] && pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|possible circular locking|possible recursive locking|rcu: INFO: .*stall|detected stalls? on CPU)'
+pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|unreferenced object|possible circular locking|possible recursive locking|INFO: task .* blocked|rcu: INFO: .*stall|detected stalls? on CPU|WARNING:|Call Trace:|RIP:)'
+[ $ALLOW_WARN = 1 ] && pat='(BUG:|Oops|general protection fault|Kernel panic|KASAN|UBSAN|unreferenced object|possible circular locking|possible recursive locking|rcu: INFO: .*stall|detected stalls? on CPU)'
 sed -n '/^SPYRE-DMESG-BEGIN/,/^SPYRE-DMESG-END/p' "$RUN/log" >"$RUN/dmesg"
 if grep -Eq "$pat" "$RUN/dmesg" || grep -Eq "$pat" "$RUN/log"; then
 	show_log "kernel reported a problem"
