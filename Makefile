@@ -5,7 +5,7 @@
 
 SHELL := /bin/bash
 .PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
-	soak-kill soak-unplug soak-fuzz check clean debug-kernel
+	soak-kill soak-unplug soak-fuzz soak-fuzz-card check clean debug-kernel
 
 # KERNEL=debug: every target runs on the debug build of the guest kernel
 # (KASAN, lockdep, kmemleak, fault injection; `make debug-kernel` builds
@@ -34,7 +34,8 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
-soak: soak-stress soak-reset soak-fault soak-kill soak-unplug soak-fuzz
+soak: soak-stress soak-reset soak-fault soak-kill soak-unplug soak-fuzz \
+	soak-fuzz-card
 
 soak-stress: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 1200 -- spyre-selftests soak
@@ -76,6 +77,11 @@ soak-unplug: build
 soak-fuzz: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 600 -- \
 		spyre-selftests spyre_fuzz_soak
+
+# QEMU's generic-fuzz over the card model for 300 s (a clang/libFuzzer/
+# ASan/UBSan build of its own, cached: the first run builds it).
+soak-fuzz-card: setup
+	scripts/fuzz-card.sh $${SPYRE_FUZZ_SECONDS:-300}
 
 check: setup
 	scripts/check.sh

@@ -7,6 +7,10 @@
 #
 #   scripts/build-qemu.sh           build; last stdout line: qemu-system-x86_64
 #   scripts/build-qemu.sh --qtest   build, then run the spyre qtest (TAP)
+#   scripts/build-qemu.sh --fuzz    the fuzzing build instead (clang-14,
+#                                   libFuzzer, ASan, UBSan): its own cached
+#                                   build directory; last stdout line:
+#                                   qemu-fuzz-x86_64 (scripts/fuzz-card.sh)
 #
 # Layout (CACHE = $SPYRE_CACHE, see scripts/lib.sh):
 #   CACHE/qemu-src/src                 pristine QEMU source (input, untouched)
@@ -36,15 +40,17 @@ CONFIGURE_ARGS=(--python=/usr/bin/python3 --target-list=x86_64-softmmu
 		--disable-install-blobs)
 
 usage() {
-	echo "usage: $0 [--qtest] [-j N]" >&2
+	echo "usage: $0 [--qtest | --fuzz] [-j N]" >&2
 	exit 2
 }
 
 run_qtest=0
+fuzz=0
 jobs=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--qtest) run_qtest=1 ;;
+	--fuzz) fuzz=1 ;;
 	-j) shift; [ $# -gt 0 ] || usage; jobs="$1" ;;
 	-j*) jobs="${1#-j}" ;;
 	-h|--help) usage ;;
@@ -54,6 +60,21 @@ while [ $# -gt 0 ]; do
 done
 
 log() { echo "build-qemu: $*" >&2; }
+
+[ "$fuzz" = 1 ] && [ "$run_qtest" = 1 ] && usage
+if [ "$fuzz" = 1 ]; then
+	# libFuzzer's runtime is in libclang-rt-14-dev
+	if ! command -v clang-14 >/dev/null ||
+	   ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
+		>/dev/null 2>&1; then
+		log "installing clang-14 and libclang-rt-14-dev"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			clang-14 libclang-rt-14-dev >&2 ||
+			die "cannot install clang-14 libclang-rt-14-dev"
+	fi
+	CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --enable-fuzzing
+			 --enable-asan --enable-ubsan)
+fi
 
 repo="$SPYRE_ROOT"
 cache="$SPYRE_CACHE"
@@ -76,6 +97,7 @@ src_id() {
 	head -n 1 "$qemu_src/debian/changelog" 2>/dev/null || true
 	cat "$qemu_src/.pc/applied-patches" 2>/dev/null || true
 	echo "recipe $RECIPE_VERSION ${CONFIGURE_ARGS[*]}"
+	[ "$fuzz" = 0 ] || echo fuzz
 	[ ${#patches[@]} = 0 ] || sha256sum "${patches[@]}" | cut -c1-64
 }
 key="$(src_id | sha256sum | cut -c1-16)"
@@ -196,6 +218,17 @@ ninja_args=(-C "$build")
 [ -n "$jobs" ] && ninja_args+=(-j "$jobs")
 start=$(date +%s)
 log "building (ninja ${ninja_args[*]})"
+if [ "$fuzz" = 1 ]; then
+	ninja "${ninja_args[@]}" qemu-fuzz-x86_64 >&2 || die "ninja failed"
+	log "build finished in $(( $(date +%s) - start ))s"
+	out="$SPYRE_BUILD/qemu-fuzz"
+	mkdir -p "$out"
+	cp "$build/qemu-fuzz-x86_64" "$out/.qemu-fuzz-x86_64.tmp"
+	mv -f "$out/.qemu-fuzz-x86_64.tmp" "$out/qemu-fuzz-x86_64"
+	ln -sfn "$fw" "$out/firmware"
+	echo "$out/qemu-fuzz-x86_64"
+	exit 0
+fi
 ninja "${ninja_args[@]}" qemu-system-x86_64 tests/qtest/spyre-test >&2 ||
 	die "ninja failed"
 log "build finished in $(( $(date +%s) - start ))s"
