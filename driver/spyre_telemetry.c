@@ -244,18 +244,26 @@ void spyre_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	unsigned long id;
 	int idx;
 
+	/*
+	 * During a reset (which folds the registers into the queues' bases)
+	 * the live registers are skipped: a reader never waits for one.
+	 */
 	if (drm_dev_enter(&sdev->drm, &idx)) {
-		down_read(&sdev->reset_sem);
+		bool regs = down_read_trylock(&sdev->reset_sem);
+
 		xa_for_each(&sfile->queues, id, q) {
 			q = spyre_queue_lookup(sfile, id);
 			if (!q)
 				continue;
-			if (q->hw_active)
+			if (regs && q->hw_active)
 				busy += spyre_queue_busy_ns(q);
+			else
+				busy += atomic64_read(&q->busy_base);
 			nq++;
 			spyre_queue_put(q);
 		}
-		up_read(&sdev->reset_sem);
+		if (regs)
+			up_read(&sdev->reset_sem);
 		drm_dev_exit(idx);
 	}
 	drm_printf(p, "drm-engine-compute:\t%llu ns\n", busy);
