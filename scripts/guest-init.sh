@@ -30,9 +30,11 @@ kmemleak_reports() {
 	echo scan >$KMEMLEAK
 	sleep 5
 	echo scan >$KMEMLEAK
-	awk '/^unreferenced object/ { if (r ~ /spyre|drm_sched|dma_buf|dma_fence|dma_resv|sync_file/) print r; r = $0; next }
+	awk '/^unreferenced object/ { if (hit) print r; r = $0; hit = bt = 0; next }
 	     { r = r "\n" $0 }
-	     END { if (r ~ /spyre|drm_sched|dma_buf|dma_fence|dma_resv|sync_file/) print r }' $KMEMLEAK
+	     /^  backtrace/ { bt = 1; next }
+	     bt && /spyre|drm_sched|dma_buf|dma_fence|dma_resv|sync_file/ { hit = 1 }
+	     END { if (hit) print r }' $KMEMLEAK
 }
 
 finish() {
