@@ -33,6 +33,7 @@
 #include "spyre_reset.h"
 #include "spyre_submit.h"
 #include "spyre_telemetry.h"
+#include "spyre_trace.h"
 
 unsigned int spyre_job_timeout_ms = 5000;
 module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);
@@ -94,6 +95,10 @@ static void spyre_drain_faults(struct spyre_device *sdev)
 		info = spyre_read64(sdev, SPYRE_REG_FAULT_INFO);
 		spyre_write32(sdev, SPYRE_REG_FAULT_POP, 1);
 		atomic64_inc(&sdev->faults);
+		trace_spyre_fault(SPYRE_FAULT_INFO_CTX(info),
+				  SPYRE_FAULT_INFO_QUEUE(info), va,
+				  SPYRE_FAULT_INFO_WRITE(info),
+				  SPYRE_FAULT_INFO_REASON(info));
 
 		dev_warn_ratelimited(sdev->drm.dev,
 				     "MMU fault: ctx %u queue %u %s va %#llx reason %u\n",

@@ -57,6 +57,7 @@
 #include "spyre_mmu.h"
 #include "spyre_queue.h"
 #include "spyre_reset.h"
+#include "spyre_trace.h"
 
 /* Descriptors written before the doorbell is rung, at most. */
 #define SPYRE_DOORBELL_BATCH		32
@@ -90,6 +91,15 @@ static void spyre_fence_complete(struct spyre_queue *q, struct spyre_fence *f,
 				 int err)
 {
 	lockdep_assert_held(&q->fence_lock);
+	if (trace_spyre_job_done_enabled()) {
+		/* the card's times are in the record when it is this job's */
+		bool own = le64_to_cpu(READ_ONCE(q->compl->seqno)) ==
+			   f->base.seqno;
+
+		trace_spyre_job_done(q->ctx->id, q->hwq, f->base.seqno, err,
+				     own ? le64_to_cpu(q->compl->start_ns) : 0,
+				     own ? le64_to_cpu(q->compl->end_ns) : 0);
+	}
 	list_del_init(&f->link);
 	/* Before the signal, which lets the scheduler drop its credits. */
 	atomic_sub(f->base.seqno - f->first_seqno + 1, &q->inflight);
@@ -584,6 +594,9 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	 * only the doorbell hands them to the card.
 	 */
 	spyre_ring_fill(q, job, 0);
+	if (trace_spyre_job_run_enabled())
+		trace_spyre_job_run(q->ctx->id, q->hwq, job->seqno,
+				    spyre_read64(sdev, SPYRE_REG_CLOCK));
 
 	/*
 	 * A completion error cancels the pending fences after setting the
@@ -642,6 +655,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 	bool hw = false, kicked = false;
 	int idx;
 
+	trace_spyre_job_timeout(q->ctx->id, q->hwq, job->seqno);
 	mutex_lock(&q->reset_lock);
 	drm_sched_wqueue_stop(&q->sched);
 	/* After the stop: run_job may wait for a reset to finish. */

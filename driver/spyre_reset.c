@@ -51,6 +51,7 @@
 #include "spyre_mmu.h"
 #include "spyre_queue.h"
 #include "spyre_reset.h"
+#include "spyre_trace.h"
 
 /* A devcoredump is at most this big; command streams are cut short. */
 #define SPYRE_DUMP_SIZE		(256 * 1024)
@@ -293,10 +294,12 @@ int spyre_reset_end(struct spyre_device *sdev, const char *reason)
 	lockdep_assert_held_write(&sdev->reset_sem);
 	atomic64_inc(&sdev->health.resets);
 	if (spyre_hw_reset(sdev)) {
+		trace_spyre_reset(reason, -EIO);
 		/* The card is gone for good: nothing pending will end. */
 		spyre_queues_cancel_all(sdev, -EIO);
 		return -EIO;
 	}
+	trace_spyre_reset(reason, 0);
 	spyre_hw_enable(sdev);
 	spyre_ctxs_restore_hw(sdev);
 	spyre_queues_restore_hw(sdev);

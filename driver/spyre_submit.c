@@ -29,6 +29,7 @@
 #include "spyre_mmu.h"
 #include "spyre_queue.h"
 #include "spyre_submit.h"
+#include "spyre_trace.h"
 
 /* The smallest stride that can name a command stream (8-byte multiples). */
 #define SPYRE_JOB_STRIDE_MIN	ALIGN(offsetofend(struct drm_spyre_job, \
@@ -510,6 +511,8 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		if (job->bos[i].usage == DMA_RESV_USAGE_WRITE)
 			dma_resv_add_fence(job->bos[i].obj->resv, fence,
 					   DMA_RESV_USAGE_WRITE);
+	trace_spyre_submit(q->ctx->id, q->hwq, job->seqno, job->ndesc,
+			   job->bo_count);
 	/* Counted before the push: run_job may run before it returns. */
 	atomic_inc(&q->queued);
 	if (!job->deps_ready)
