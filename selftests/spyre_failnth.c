@@ -173,6 +173,7 @@ struct path {
 
 FIXTURE(failnth) {
 	char slab_wait[16], page_wait[16], slab_verbose[16], page_verbose[16];
+	char page_order[16];
 	bool armed;
 };
 
@@ -193,6 +194,9 @@ FIXTURE_SETUP(failnth)
 			  self->slab_verbose, sizeof(self->slab_verbose)));
 	ASSERT_EQ(0, knob("/sys/kernel/debug/fail_page_alloc/verbose", "0",
 			  self->page_verbose, sizeof(self->page_verbose)));
+	/* single pages too (shmem backing, page tables): default is 1 */
+	ASSERT_EQ(0, knob("/sys/kernel/debug/fail_page_alloc/min-order", "0",
+			  self->page_order, sizeof(self->page_order)));
 	self->armed = true;
 }
 
@@ -206,6 +210,8 @@ FIXTURE_TEARDOWN(failnth)
 	     self->page_wait, NULL, 0);
 	knob("/sys/kernel/debug/failslab/verbose", self->slab_verbose, NULL, 0);
 	knob("/sys/kernel/debug/fail_page_alloc/verbose", self->page_verbose,
+	     NULL, 0);
+	knob("/sys/kernel/debug/fail_page_alloc/min-order", self->page_order,
 	     NULL, 0);
 }
 
