@@ -100,8 +100,8 @@ run guest-selftests-timeout "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--cards 1 --module-args job_timeout_ms=200 --timeout 300 \
 	-- spyre-selftests exec_order -- -t timeout_racing_completion
 # 5. root: function resets, injected faults (2 s job timeout), quotas,
-# the driver's tracepoints; on
-# the debug kernel also every allocation failed in turn (fail-nth)
+# the driver's tracepoints; on the debug kernel also every allocation
+# failed in turn (fail-nth)
 ROOT_SUITES="reset fault quota trace" ROOT_TIMEOUT=400
 if [ "$SPYRE_KERNEL" = debug ]; then
 	ROOT_SUITES="$ROOT_SUITES failnth" ROOT_TIMEOUT=1800
