@@ -12,7 +12,9 @@
 #   5. the suites that need root, in a guest of their own (spyre_reset:
 #      sysfs function resets racing the card's users, who drop to the test
 #      user; spyre_fault: injected faults, recoveries and resets with work
-#      in flight, with a 2 s job timeout; spyre_quota: per-file caps);
+#      in flight, with a 2 s job timeout; spyre_quota: per-file caps;
+#      spyre_trace: the driver's tracepoints; with SPYRE_KERNEL=debug also
+#      spyre_failnth: every allocation failed in turn);
 #      then spyre_unplug, with the host hot-unplugging and re-plugging the
 #      second card through QMP (scripts/qmp-hotplug.py);
 #   6. the PyTorch backend's tests (torch_spyre/tests) in the trixie image,
