@@ -47,7 +47,8 @@ import warnings
 
 import torch
 
-__all__ = ["spyre", "compile_stats", "reset_compile_stats", "LOWERED_OPS"]
+__all__ = ["spyre", "compile_stats", "reset_compile_stats", "LOWERED_OPS",
+           "keep_last_inputs", "programs"]
 
 aten = torch.ops.aten
 _DT = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
@@ -818,6 +819,8 @@ class _Program:
         self.plan = None
         self.handles = []
         self.bound = []         # (placeholder index, tensor, data_ptr)
+        self.last_args = None   # with keep_last_inputs(True)
+        self.last_inputs = None
 
     def __del__(self):
         self._free()
@@ -841,6 +844,8 @@ class _Program:
                 self._free()
                 self._eager_plan()
         _STATS["runs"] += 1
+        if _KEEP[0]:
+            self.last_args = list(args)
         return self._run(args)
 
     # -- plan
@@ -1047,7 +1052,10 @@ class _Program:
         for step in self.plan:
             if step[0] == "seg":
                 _, h, ins, outs, nn_, _arena = step
-                res = torch.ops.spyre.graph_run(h, [env[n] for n in ins])
+                xs = [env[n] for n in ins]
+                if _KEEP[0]:
+                    self.last_inputs = xs
+                res = torch.ops.spyre.graph_run(h, xs)
                 for n, t in zip(outs, res):
                     env[n] = t
                 nlow += nn_
@@ -1069,6 +1077,17 @@ class _Program:
 
 
 _PROGRAMS = []          # weak references to the live programs (for stats)
+_KEEP = [False]
+
+
+def keep_last_inputs(on=True):
+    """For benchmarks: each compiled program keeps its last call's inputs
+    (``last_args``, aot_autograd's flat list) and its last segment's staged
+    inputs (``last_inputs``), holding those tensors alive until the next
+    call.  Returns the previous setting."""
+    prev = _KEEP[0]
+    _KEEP[0] = bool(on)
+    return prev
 
 
 def _fw_compiler(gm, example_inputs):
