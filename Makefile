@@ -4,7 +4,7 @@
 # The kernel module itself is built by Kbuild (see the top-level Kbuild).
 
 SHELL := /bin/bash
-.PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
+.PHONY: all setup build demo demo-torch test bench soak soak-stress soak-reset soak-fault \
 	soak-kill soak-unplug check clean
 
 all: build
@@ -17,6 +17,11 @@ build: setup
 
 demo: build
 	scripts/vm.sh run --no-build -- spyre-demo
+
+# greedy decoding with a small transformer on the card, eager and
+# torch.compile(backend="spyre"), checked against the CPU
+demo-torch: build
+	scripts/demo-torch.sh
 
 test: build
 	scripts/run-tests.sh
