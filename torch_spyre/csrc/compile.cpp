@@ -92,6 +92,7 @@ uint32_t elt_code(int64_t c)
 struct Graph {
 	int card = 0;
 	std::vector<at::Tensor> bufs;	// [0] the arena, then bound tensors
+	std::vector<const void *> ptrs;	// their storages' addresses at create
 	struct spyre_graph *g = nullptr;
 	std::vector<std::pair<int64_t, int64_t>> ins;	// arena offset, bytes
 	struct Out {
@@ -376,6 +377,8 @@ int64_t graph_create(int64_t card, std::vector<at::Tensor> bufs,
 	check(spyre_graph_create(dev, cb.cb, nullptr, 0, SPYRE_BO_DEVICE, &g->g),
 	      "creating a graph", c);
 	g->bufs = std::move(bufs);
+	for (const at::Tensor &t : g->bufs)
+		g->ptrs.push_back(t.storage().data_ptr().get());
 	c_created++;
 	std::lock_guard<std::mutex> l(g_mu);
 	int64_t h = g_next++;
@@ -383,11 +386,23 @@ int64_t graph_create(int64_t card, std::vector<at::Tensor> bufs,
 	return h;
 }
 
+// Whether a tensor @g reads in place got new storage since graph_create
+// (e.g. param.data = ...): its commands name the old memory.
+bool stale(const Graph &g)
+{
+	for (size_t i = 0; i < g.bufs.size(); i++)
+		if (g.bufs[i].storage().data_ptr().get() != g.ptrs[i])
+			return true;
+	return false;
+}
+
 // Stage @inputs in, launch, stage the outputs out (into @outs when given,
 // else into new tensors), on the current stream.  Returns the outputs.
 std::vector<at::Tensor> run(Graph &g, const std::vector<at::Tensor> &inputs,
 			    std::vector<at::Tensor> *into)
 {
+	TORCH_CHECK_VALUE(!stale(g), "spyre: a tensor this compiled graph "
+			  "reads in place has new storage; rebuild the graph");
 	TORCH_CHECK_VALUE(inputs.size() == g.ins.size(), "spyre: compiled "
 			  "graph takes ", g.ins.size(), " staged inputs, got ",
 			  inputs.size());
@@ -521,6 +536,8 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 	m.def("graph_run(int handle, Tensor[] inputs) -> Tensor[]", &graph_run);
 	m.def("graph_destroy(int handle) -> ()", &graph_destroy);
 	m.def("graph_info(int handle) -> int[]", &graph_info);
+	m.def("graph_stale(int handle) -> bool",
+	      [](int64_t h) { return stale(*lookup(h)); });
 	m.def("graph_bench(int handle, Tensor[] inputs, int iters) -> float",
 	      &graph_bench);
 	m.def("graph_stats() -> int[]", [] {

@@ -16,7 +16,8 @@ Semantics:
   or ``torch.inference_mode()``) or no input requires grad; otherwise the
   Dynamo graph runs eagerly (``compile_stats()["eager_graphs"]`` counts it).
 * Static shapes: use ``torch.compile(..., dynamic=False)``; a new shape is a
-  new Dynamo graph and so a new compile (Dynamo's guards decide).
+  new Dynamo graph and so a new compile (Dynamo's guards decide).  Nodes
+  with symbolic sizes (``dynamic=True``) run eagerly.
 * A run of supported ops on ``spyre`` tensors of float32/float16/bfloat16
   becomes one *segment*: one frozen command list (a libspyre graph) whose
   intermediates live at offsets of one arena tensor planned once (buffers
@@ -800,9 +801,12 @@ def _name(node):
 
 
 def _tensor_ok(t, card):
+    # static shapes only: a symbolic size (dynamic=True) runs eagerly
     return (isinstance(t, torch.Tensor) and t.device.type == "spyre" and
-            t.device.index == card and t.dtype in _DT and t.numel() > 0 and
-            t.numel() < (1 << 29))
+            t.device.index == card and t.dtype in _DT and
+            all(type(d) is int for d in t.shape) and
+            all(type(d) is int for d in t.stride()) and
+            0 < t.numel() < (1 << 29))
 
 
 # ---- the program: plan and runtime --------------------------------------------
@@ -818,7 +822,7 @@ class _Program:
         self.gm = gm
         self.plan = None
         self.handles = []
-        self.bound = []         # (placeholder index, tensor, data_ptr)
+        self.bound = []         # (placeholder index, tensor) read in place
         self.last_args = None   # with keep_last_inputs(True)
         self.last_inputs = None
 
@@ -834,19 +838,30 @@ class _Program:
         self.handles = []
 
     def __call__(self, args):
-        if self.plan is None or any(args[i].data_ptr() != p
-                                    for i, _, p in self.bound):
-            try:
-                self._build(args)
-            except Exception as e:  # noqa: BLE001 (a lowering bug)
-                warnings.warn(f"spyre: lowering failed ({e}); the graph "
-                              "runs eagerly")
-                self._free()
-                self._eager_plan()
+        # the bound tensors must be the same objects (cheap); that their
+        # storage did not change is checked by graph_run (C++)
+        if self.plan is None or any(args[i] is not t
+                                    for i, t in self.bound):
+            self._build_or_eager(args)
         _STATS["runs"] += 1
         if _KEEP[0]:
             self.last_args = list(args)
+        try:
+            return self._run(args)
+        except ValueError:
+            if not any(torch.ops.spyre.graph_stale(h) for h in self.handles):
+                raise
+        self._build_or_eager(args)      # a parameter got new storage
         return self._run(args)
+
+    def _build_or_eager(self, args):
+        try:
+            self._build(args)
+        except Exception as e:  # noqa: BLE001 (a lowering bug)
+            warnings.warn(f"spyre: lowering failed ({e}); the graph runs "
+                          "eagerly")
+            self._free()
+            self._eager_plan()
 
     # -- plan
     def _build(self, args):
@@ -875,7 +890,7 @@ class _Program:
                 if k not in seg.bound_ids:
                     seg.bound.append(t)
                     seg.bound_ids[k] = len(seg.bound)
-                    bound.append((ph_index[a], t, t.data_ptr()))
+                    bound.append((ph_index[a], t))
                 v = _Val(seg.bound_ids[k], 0, t.shape, t.stride(), t.dtype)
             else:
                 blk = _Block(m.numel() * _esize(m.dtype))
@@ -941,11 +956,8 @@ class _Program:
                     seg.nodes.append(node)
                     where[node] = seg
                     done = True
-                except Unsupported:
-                    seg.rollback(snap)
-                    seg.vals.pop(node, None)
-                except (RuntimeError, ValueError, TypeError, KeyError,
-                        IndexError):
+                except Exception:   # noqa: BLE001 (Unsupported, or a
+                    # case a rule did not foresee: either way, eager)
                     seg.rollback(snap)
                     seg.vals.pop(node, None)
             if not done:
