@@ -508,18 +508,49 @@ std::vector<int64_t> graph_info(int64_t h)
 
 // The same launches as graph_run @iters times, from C++ through libspyre
 // only (no Python, no dispatcher), each waited for: mean ns per launch.
+// With @h2d_input >= 0, each launch is preceded by a host -> card copy of
+// that input's bytes (from ordinary memory, spyre_stream_copy_h2d), and
+// with @d2h_output >= 0 followed by a card -> host copy of that output
+// (spyre_stream_copy_d2h): a decode step's token in and logits out.
 // What the framework costs on top is the difference to a compiled call.
-double graph_bench(int64_t h, std::vector<at::Tensor> inputs, int64_t iters)
+double graph_bench(int64_t h, std::vector<at::Tensor> inputs, int64_t iters,
+		   int64_t h2d_input, int64_t d2h_output)
 {
 	TORCH_CHECK_VALUE(iters >= 1, "spyre: graph_bench needs iters >= 1");
 	std::shared_ptr<Graph> g = lookup(h);
+	TORCH_CHECK_VALUE(h2d_input < static_cast<int64_t>(inputs.size()) &&
+			  d2h_output < static_cast<int64_t>(g->outs.size()),
+			  "spyre: graph_bench: no such input or output");
+	c10::DeviceGuard guard(g->bufs[0].device());
 	std::vector<at::Tensor> outs = run(*g, inputs, nullptr);
-	check(spyre_stream_sync(cur(g->card), SPYRE_TIMEOUT_INFINITE),
+	struct spyre_stream *s = cur(g->card);
+	std::vector<uint8_t> hin, hout;
+	struct spyre_mem min = SPYRE_MEM_NONE, mout = SPYRE_MEM_NONE;
+	if (h2d_input >= 0) {
+		const at::Tensor &t = inputs[h2d_input];
+		TORCH_CHECK_VALUE(t.is_contiguous(), "spyre: graph_bench: the "
+				  "host-copied input must be contiguous");
+		hin.assign(t.nbytes(), 0);
+		min = mem_of(t);
+	}
+	if (d2h_output >= 0) {
+		hout.assign(outs[d2h_output].nbytes(), 0);
+		mout = mem_of(outs[d2h_output]);
+	}
+	check(spyre_stream_sync(s, SPYRE_TIMEOUT_INFINITE),
 	      "waiting for a launch", g->card);
 	auto t0 = std::chrono::steady_clock::now();
 	for (int64_t i = 0; i < iters; i++) {
+		if (!hin.empty())
+			check(spyre_stream_copy_h2d(s, min.bo, min.offset,
+						    hin.data(), hin.size()),
+			      "copying from the host", g->card);
 		run(*g, inputs, &outs);
-		check(spyre_stream_sync(cur(g->card), SPYRE_TIMEOUT_INFINITE),
+		if (!hout.empty())
+			check(spyre_stream_copy_d2h(s, hout.data(), mout.bo,
+						    mout.offset, hout.size()),
+			      "copying to the host", g->card);
+		check(spyre_stream_sync(s, SPYRE_TIMEOUT_INFINITE),
 		      "waiting for a launch", g->card);
 	}
 	auto t1 = std::chrono::steady_clock::now();
@@ -538,8 +569,8 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 	m.def("graph_info(int handle) -> int[]", &graph_info);
 	m.def("graph_stale(int handle) -> bool",
 	      [](int64_t h) { return stale(*lookup(h)); });
-	m.def("graph_bench(int handle, Tensor[] inputs, int iters) -> float",
-	      &graph_bench);
+	m.def("graph_bench(int handle, Tensor[] inputs, int iters, "
+	      "int h2d_input=-1, int d2h_output=-1) -> float", &graph_bench);
 	m.def("graph_stats() -> int[]", [] {
 		std::lock_guard<std::mutex> l(g_mu);
 		return std::vector<int64_t>{

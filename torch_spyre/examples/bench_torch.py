@@ -5,9 +5,10 @@ scripts/bench-torch.sh), each next to its reference in the same run:
 * per-token decode time of the demo model (tiny_decoder.py), eager vs
   ``torch.compile(backend="spyre")``: the median over three generations of
   each one's median per-token time (the compile excluded);
-* the framework's cost on top of the command lists: one compiled decode
-  step called from Python vs the same staging, launch and staging from
-  C++ through libspyre (torch.ops.spyre.graph_bench), each waited for;
+* the framework's cost on top of the command lists: one decode step of the
+  compiled program called from Python (token in with tensor.to(), logits
+  out with tensor.cpu()) vs the same copies, staging and launch from C++
+  through libspyre (tiny_decoder.framework_cost(), graph_bench);
 * per-op dispatch cost of a small eager op (an 8x8 add) on ``spyre`` vs the
   same op on a CPU tensor in the guest;
 * host -> card copy bandwidth of ``tensor.to("spyre")`` vs libspyre's own
@@ -81,23 +82,8 @@ def main():
     eager = statistics.median(decode_ms(m, m, a.tokens) for _ in range(3))
     comp = statistics.median(decode_ms(step, m, a.tokens) for _ in range(3))
 
-    fw_py = fw_c = None
-    progs = [p for p in C.programs() if len(p.handles) == 1 and
-             p.last_inputs is not None]
-    if progs:
-        p = progs[-1]
-        n = 20
-        py, cc = [], []
-        for _ in range(3):
-            torch.spyre.synchronize()
-            t = time.perf_counter()
-            for _ in range(n):
-                p(list(p.last_args))
-                torch.spyre.synchronize()
-            py.append((time.perf_counter() - t) / n * 1e3)
-            cc.append(torch.ops.spyre.graph_bench(p.handles[0],
-                                                  p.last_inputs, n) / 1e6)
-        fw_py, fw_c = statistics.median(py), statistics.median(cc)
+    fc = td.framework_cost(m)
+    fw_py, fw_c = fc if fc else (None, None)
 
     d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
     d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
@@ -111,9 +97,11 @@ def main():
           f"eager {eager:.2f} ms, compiled {comp:.2f} ms -> "
           f"{eager / comp:.1f}x")
     if fw_py is not None:
-        print(f"one compiled step: from Python {fw_py:.2f} ms, the same "
-              f"command lists from C++ through libspyre {fw_c:.2f} ms "
-              f"({fw_py / fw_c:.2f}x)")
+        print(f"one token step (token in, staging, launch, staging, logits "
+              f"out) from C++ through libspyre: {fw_c:.2f} ms; compiled "
+              f"per-token time {comp / fw_c:.2f}x that (the compiled "
+              f"program called directly: {fw_py:.2f} ms, "
+              f"{fw_py / fw_c:.2f}x)")
     print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
           f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
     print(f"host->card copy of {a.copy_mib} MiB: tensor.to() {to:.2f} GB/s, "
@@ -122,7 +110,7 @@ def main():
     print(f"torch-decode-eager-ms {eager:.3f}")
     print(f"torch-decode-compiled-ms {comp:.3f}")
     if fw_py is not None:
-        print(f"torch-step-python-ms {fw_py:.3f}")
+        print(f"torch-step-program-ms {fw_py:.3f}")
         print(f"torch-step-libspyre-ms {fw_c:.3f}")
     print(f"torch-dispatch-spyre-us {d_sp:.2f}")
     print(f"torch-dispatch-cpu-us {d_cpu:.2f}")

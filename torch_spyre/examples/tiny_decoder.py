@@ -135,3 +135,54 @@ def generate(step, m, prompt, n_new, device, timings=None):
             if p + 1 >= len(prompt):
                 tokens.append(nxt)
     return tokens
+
+
+def framework_cost(m, n=20, rounds=3):
+    """The framework's cost per decode step, for a model compiled with
+    torch.compile(backend="spyre") after torch_spyre.compiler.
+    keep_last_inputs(True) and at least one generate() call: returns
+    (python_ms, c_ms), medians over ``rounds`` of ``n`` steps each of
+
+    * python_ms: one token step as generate() does it (the one-hot token
+      copied to the card with tensor.to(), the compiled program's staging,
+      launch and staging, the logits read back with tensor.cpu()), calling
+      the compiled program directly (without Dynamo's guards and
+      aot_autograd's wrapper);
+    * c_ms: the same copies and command lists from C++ through libspyre
+      (torch.ops.spyre.graph_bench with the token input copied from host
+      memory and the logits output copied back);
+
+    or None when the last program is not one command list."""
+    import statistics
+    import torch_spyre.compiler as C
+    progs = [p for p in C.programs() if len(p.handles) == 1 and
+             p.last_inputs is not None]
+    if not progs:
+        return None
+    p = progs[-1]
+    h = p.handles[0]
+    tok_i = [i for i, t in enumerate(p.last_inputs)
+             if tuple(t.shape) == (1, m.vocab)]
+    outs = torch.ops.spyre.graph_run(h, p.last_inputs)
+    log_i = [i for i, t in enumerate(outs) if tuple(t.shape) == (1, m.vocab)]
+    if len(tok_i) != 1 or len(log_i) != 1:
+        return None
+    args = list(p.last_args)
+    # the position of the token tensor in the program's own arguments
+    tok_a = [i for i, a in enumerate(args) if a is p.last_inputs[tok_i[0]]]
+    eye = torch.eye(m.vocab)
+    py, cc = [], []
+    with torch.no_grad():
+        for _ in range(rounds):
+            torch.spyre.synchronize()
+            t = time.perf_counter()
+            for k in range(n):
+                if tok_a:
+                    args[tok_a[0]] = eye[k % m.vocab].view(
+                        1, m.vocab).to("spyre")
+                out = p(list(args))
+                int(out[log_i[0]].cpu().argmax())
+            py.append((time.perf_counter() - t) / n * 1e3)
+            cc.append(torch.ops.spyre.graph_bench(h, p.last_inputs, n,
+                                                  tok_i[0], log_i[0]) / 1e6)
+    return statistics.median(py), statistics.median(cc)
