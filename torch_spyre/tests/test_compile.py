@@ -192,7 +192,8 @@ def torch_compile_graph_break_falls_back():
         h = torch.relu(x @ w)
         torch._dynamo.graph_break()             # Dynamo splits here
         h = torch.log_softmax(h, dim=-1)        # no card kernel: eager
-        return h * 2.0 + torch.cumsum(h, dim=-1)  # eager, then native
+        # a constant the code makes (a graph attribute), cumsum (eager)
+        return h * torch.tensor(2.0, device=h.device) + torch.cumsum(h, -1)
     torch.manual_seed(4)
     x, w = torch.randn(4, 8), torch.randn(8, 8)
     with torch.no_grad():

@@ -427,6 +427,13 @@ class _Segment:
 
 # ---- lowering rules -----------------------------------------------------------
 
+def _attr(mod, target):
+    """The attribute ``target`` ("a.b.c") of module ``mod``."""
+    for part in target.split("."):
+        mod = getattr(mod, part)
+    return mod
+
+
 def _dbg(x):
     if isinstance(x, _Ref):
         loc = (f"arena@{x.loc.off}" if isinstance(x.loc, _Block)
@@ -871,6 +878,10 @@ class _Program:
         phs = [n for n in nodes if n.op == "placeholder"]
         ph_index = {n: i for i, n in enumerate(phs)}
         real = {n: args[i] for n, i in ph_index.items()}
+        # constants of the graph (get_attr: e.g. a tensor the code made)
+        consts = {n: _attr(self.gm, n.target) for n in nodes
+                  if n.op == "get_attr"}
+        real.update(consts)
         plan, seg, where = [], None, {}
         lowered_ops, eager_ops = _STATS["lowered_ops"], _STATS["eager_ops"]
         bound = []
@@ -884,13 +895,14 @@ class _Program:
                 raise Unsupported("input")
             t = real.get(a)
             if isinstance(t, torch.Tensor) and t.is_leaf and (
-                    isinstance(t, torch.nn.Parameter) or t.requires_grad) \
-                    and t.is_spyre and t.dtype in _DT:
+                    isinstance(t, torch.nn.Parameter) or t.requires_grad or
+                    a in consts) and t.is_spyre and t.dtype in _DT:
                 k = id(t)
                 if k not in seg.bound_ids:
                     seg.bound.append(t)
                     seg.bound_ids[k] = len(seg.bound)
-                    bound.append((ph_index[a], t))
+                    if a in ph_index:
+                        bound.append((ph_index[a], t))
                 v = _Val(seg.bound_ids[k], 0, t.shape, t.stride(), t.dtype)
             else:
                 blk = _Block(m.numel() * _esize(m.dtype))
@@ -939,7 +951,7 @@ class _Program:
 
         segs = []
         for node in nodes:
-            if node.op in ("placeholder", "output"):
+            if node.op in ("placeholder", "output", "get_attr"):
                 continue
             card = card_of(node)
             done = False
@@ -1042,6 +1054,7 @@ class _Program:
                 n = step[1]
                 eager_ops[_name(n)] = eager_ops.get(_name(n), 0) + 1
         self.plan = final
+        self.consts = consts
         self.phs = phs
         self.out_node = out_node
         self.bound = bound
@@ -1049,14 +1062,17 @@ class _Program:
     def _eager_plan(self):
         nodes = list(self.gm.graph.nodes)
         self.phs = [n for n in nodes if n.op == "placeholder"]
+        self.consts = {n: _attr(self.gm, n.target) for n in nodes
+                       if n.op == "get_attr"}
         self.out_node = nodes[-1]
         self.plan = [("eager", n) for n in nodes
-                     if n.op not in ("placeholder", "output")]
+                     if n.op not in ("placeholder", "output", "get_attr")]
         self.bound = []
 
     # -- runtime
     def _run(self, args):
         env = dict(zip(self.phs, args))
+        env.update(self.consts)
         neager = nlow = 0
 
         def get(a):
