@@ -42,7 +42,7 @@ def check(got, want, **tol):
     torch.testing.assert_close(got.cpu(), want, **(tol or TOL))
 
 
-def ops_fn(x, w, b, y, z):
+def ops_fn(x, w, b, y, z, a16, b16):
     # the ops part 1 made native, as one graph: GEMMs (mm, addmm through
     # F.linear, bmm with a transposed operand), element-wise with scalars,
     # broadcasts and alpha, unary ops, row ops and last-dim reductions
@@ -55,16 +55,19 @@ def ops_fn(x, w, b, y, z):
     r = h.sum(-1, keepdim=True) + h.mean(-1, keepdim=True) + h.amax(
         -1, keepdim=True)
     m = x @ w.t()                                       # mm
-    return s + n * r + torch.sub(m, b, alpha=2), a.softmax(-1) + 1
+    h16 = torch.relu(a16 @ b16) * 0.5 + 1.0              # fp16
+    return s + n * r + torch.sub(m, b, alpha=2), a.softmax(-1) + 1, h16
 
 
 @test
 def torch_compile_native_ops():
     torch.manual_seed(1)
     cpu = [torch.randn(6, 16), torch.randn(12, 16), torch.randn(12),
-           torch.randn(3, 4, 8), torch.randn(3, 5, 8)]
+           torch.randn(3, 4, 8), torch.randn(3, 5, 8),
+           torch.randn(8, 32).half(), torch.randn(32, 16).half()]
     sp = [t.to("spyre") for t in cpu]
-    want = ops_fn(*cpu)
+    want = list(ops_fn(*cpu[:5], cpu[5].float(), cpu[6].float()))
+    want[2] = want[2].half()
     with torch.no_grad():
         eager = ops_fn(*sp)
         f = compiled(ops_fn)
@@ -73,9 +76,11 @@ def torch_compile_native_ops():
         torch.spyre.reset_op_counts()
         got = f(*sp)
     st = C().compile_stats()
-    for g, e, w in zip(got, eager, want):
+    for g, e, w in zip(got[:2], eager, want):
         check(g, w)
         check(g, e.cpu())
+    check(got[2], want[2], rtol=4e-3, atol=4e-3)
+    check(got[2], eager[2].cpu(), rtol=4e-3, atol=4e-3)
     # one command list did all of it: no op went through the dispatcher
     assert st["launches"] == 1 and st["eager_nodes_run"] == 0, st
     assert st["lowered_nodes_run"] >= 30, st
@@ -89,15 +94,6 @@ def torch_compile_native_ops():
                "aten._softmax.default", "aten.native_layer_norm.default",
                "aten.gelu.default", "aten.sigmoid.default"):
         assert op in lowered, op
-    # fp16 (a new dtype is a new graph; bf16 takes the same path)
-    dt = torch.float16
-    a, b = torch.randn(8, 32).to(dt), torch.randn(32, 16).to(dt)
-
-    def g(a, b):
-        return torch.relu(a @ b) * 0.5 + 1.0
-    with torch.no_grad():
-        check(compiled(g)(a.to("spyre"), b.to("spyre")),
-              g(a.float(), b.float()).to(dt), rtol=4e-3, atol=4e-3)
 
 
 @test
