@@ -724,6 +724,20 @@ def _reduce(seg, node, args):
     keep = node.kwargs.get("keepdim", args[2] if len(args) > 2 else False)
     if node.kwargs.get("dtype") not in (None, x.dtype):
         raise Unsupported("dtype")
+    nd = len(x.size)
+    lead = sorted(d % nd for d in dims) if dims and nd >= 2 else []
+    if op is not aten.amax.default and lead and lead == list(
+            range(len(lead))) and len(lead) < nd:
+        # sum / mean over the leading dims: ones[1 x P] @ X[P x Q]
+        x = seg.dense(x)
+        P = 1
+        for d in x.size[:len(lead)]:
+            P *= d
+        Q = x.numel() // P
+        o = seg.new(tuple(_meta(node).shape), x.dtype)
+        seg.gemm(o, seg.const_ones(x.dtype, P), x, 1, Q, P,
+                 alpha=1.0 / P if op is aten.mean.dim else 1.0)
+        return o
     if not dims or len(dims) != 1:
         raise Unsupported("not one dim")
     _last_dim(node, x, dims[0])
