@@ -4,7 +4,7 @@
 # The kernel module itself is built by Kbuild (see the top-level Kbuild).
 
 SHELL := /bin/bash
-.PHONY: all setup build demo demo-torch test bench soak soak-stress soak-reset soak-fault \
+.PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
 	soak-kill soak-unplug check clean
 
 all: build
@@ -20,6 +20,7 @@ demo: build
 
 # greedy decoding with a small transformer on the card, eager and
 # torch.compile(backend="spyre"), checked against the CPU
+.PHONY: demo-torch
 demo-torch: build
 	scripts/demo-torch.sh
 
