@@ -28,6 +28,12 @@ build: setup
 demo: build
 	scripts/vm.sh run --no-build -- spyre-demo
 
+# greedy decoding with a small transformer on the card, eager and
+# torch.compile(backend="spyre"), checked against the CPU
+.PHONY: demo-torch
+demo-torch: build
+	scripts/demo-torch.sh
+
 test: build
 	scripts/run-tests.sh
 

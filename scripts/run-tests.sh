@@ -124,7 +124,9 @@ run guest-selftests-unplug bash -c '
 	exit $r' _ "$SPYRE_ROOT" "$qmp"
 # 6. PyTorch on the card (after the card's own suites, in a log of its own)
 run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
-	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" -- \
+	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" \
+	--copy "$SPYRE_ROOT/torch_spyre/tests/test_compile.py" \
+	--copy "$SPYRE_ROOT/torch_spyre/examples/tiny_decoder.py" -- \
 	python3 test_torch.py
 
 echo

@@ -3,7 +3,8 @@
 // a spyre kernel runs on the CPU: arguments copied to the host, results
 // back), its per-op counts next to the native kernels' counts, the strict
 // mode that turns a fallback into an error, and the torch.ops.spyre.*
-// functions the Python module torch.spyre is built on.
+// functions the Python module torch.spyre is built on (plus a libspyre-only
+// copy benchmark for bench_torch.py).
 #include "spyre_torch.h"
 
 #include <ATen/native/CPUFallback.h>
@@ -11,9 +12,11 @@
 #include <torch/library.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
 #include <tuple>
+#include <vector>
 
 namespace spyre_torch {
 
@@ -118,6 +121,40 @@ void inject_fault(int64_t d)
 	TORCH_CHECK(rc < 0, "spyre: the faulting job did not fault");
 }
 
+// Benchmark helper (bench_torch.py): mean ns of one host -> card copy of
+// @nbytes from ordinary host memory into a device-memory tensor of the
+// current card, waited for, through libspyre alone (spyre_stream_copy_h2d,
+// the call tensor.to("spyre") ends in), over @iters copies after one
+// warm-up copy.
+double bench_copy_h2d(int64_t nbytes, int64_t iters)
+{
+	TORCH_CHECK_VALUE(nbytes > 0 && iters > 0, "spyre: bench_copy_h2d "
+			  "needs nbytes > 0 and iters > 0");
+	int i = current_device();
+	check_index(i);
+	at::Tensor d = at::empty({nbytes}, at::TensorOptions()
+				 .dtype(at::kByte)
+				 .device(c10::Device(c10::DeviceType::PrivateUse1,
+						     static_cast<c10::DeviceIndex>(i))));
+	std::vector<uint8_t> h(static_cast<size_t>(nbytes), 1);
+	struct spyre_mem m = mem_of(d);
+	struct spyre_stream *s = cur(i);
+	auto once = [&] {
+		check(spyre_stream_copy_h2d(s, m.bo, m.offset, h.data(),
+					    static_cast<size_t>(nbytes)),
+		      "copying from the host", i);
+		check(spyre_stream_sync(s, SPYRE_TIMEOUT_INFINITE),
+		      "waiting for a copy", i);
+	};
+	once();
+	auto t0 = std::chrono::steady_clock::now();
+	for (int64_t n = 0; n < iters; n++)
+		once();
+	auto t1 = std::chrono::steady_clock::now();
+	return std::chrono::duration<double, std::nano>(t1 - t0).count() /
+	       static_cast<double>(iters);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m)
@@ -163,6 +200,8 @@ TORCH_LIBRARY(spyre, m)
 		return static_cast<int64_t>(ci.error);
 	});
 	m.def("_inject_fault(int device) -> ()", &inject_fault);
+	m.def("bench_copy_h2d(int nbytes, int iters) -> float",
+	      &bench_copy_h2d);
 }
 
 } // namespace spyre_torch

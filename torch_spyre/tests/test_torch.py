@@ -6,6 +6,9 @@ timings are printed, never asserted.  Output is KTAP with a ``# Totals:``
 line (scripts/run-tests.sh counts it); test names start with ``torch_``.
 
     python3 test_torch.py [NAME...]     run all tests, or those named
+
+The torch.compile tests live in test_compile.py (it needs tiny_decoder.py
+from torch_spyre/examples next to it).
 """
 
 import math
@@ -650,6 +653,17 @@ def torch_sticky_error():
         raise AssertionError("sticky error not reported")
     # card 0 carries on
     close(sp(torch.ones(2)) * 2, torch.full((2,), 2.0))
+
+
+# ---- torch.compile ------------------------------------------------------------
+# test_compile.py (copied next to this file, with examples/tiny_decoder.py)
+# holds the torch_compile_* tests; they run before torch_sticky_error, which
+# leaves card 1 in error.
+
+from test_compile import TESTS as _COMPILE_TESTS  # noqa: E402
+
+_i = TESTS.index(torch_sticky_error)
+TESTS[_i:_i] = _COMPILE_TESTS
 
 
 # ---- report -----------------------------------------------------------------

@@ -24,7 +24,8 @@ import torch
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream",
     "device_count", "empty_cache", "is_available", "is_initialized",
-    "max_memory_allocated", "mem_get_info", "memory_allocated",
+    "compile_stats", "max_memory_allocated", "mem_get_info",
+    "memory_allocated", "reset_compile_stats",
     "memory_reserved", "op_counts", "reset_op_counts",
     "reset_peak_memory_stats", "set_device", "set_strict", "strict",
     "stream", "synchronize",
@@ -227,3 +228,20 @@ def strict(on=True):
         yield
     finally:
         set_strict(prev)
+
+
+# ---- torch.compile -------------------------------------------------------------
+
+def compile_stats():
+    """Counters of ``torch.compile(backend="spyre")`` (compiles, command
+    lists built and launched, commands launched, staging copies, ops
+    lowered vs run eagerly): see :func:`torch_spyre.compiler.compile_stats`.
+    """
+    from . import compiler
+    return compiler.compile_stats()
+
+
+def reset_compile_stats():
+    """Zero the counters of :func:`compile_stats`."""
+    from . import compiler
+    compiler.reset_compile_stats()

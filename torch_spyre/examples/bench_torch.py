@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+"""The PyTorch figures of ``make bench`` (run in the guest by
+scripts/bench-torch.sh), each next to its reference in the same run:
+
+* per-token decode time of the demo model (tiny_decoder.py), eager vs
+  ``torch.compile(backend="spyre")``: the median over three generations of
+  each one's median per-token time (the compile excluded);
+* the framework's cost on top of the command lists: one decode step of the
+  compiled program called from Python (token in with tensor.to(), logits
+  out with tensor.cpu()) vs the same copies, staging and launch from C++
+  through libspyre (tiny_decoder.framework_cost(), graph_bench);
+* per-op dispatch cost of a small eager op (an 8x8 add) on ``spyre`` vs the
+  same op on a CPU tensor in the guest;
+* host -> card copy bandwidth of ``tensor.to("spyre")`` vs libspyre's own
+  copy (spyre_stream_copy_h2d of the same bytes from ordinary memory,
+  torch.ops.spyre.bench_copy_h2d), both waited for.
+
+This file owns those measurements.  Each figure is printed as a line
+``torch-<name> <value>`` (machine-readable) after a human-readable table.
+Figures are reported, never judged.
+
+    python3 bench_torch.py [--tokens N] [--copy-mib M]
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import tiny_decoder as td
+
+
+def decode_ms(step, m, tokens):
+    """Median per-token time (ms) of one generation, first step
+    excluded."""
+    ts = []
+    td.generate(step, m, [1, 7, 42, 3], tokens, "spyre", ts)
+    return statistics.median(ts[1:]) * 1e3
+
+
+def dispatch_us(dev, n=300):
+    """Host time per eager 8x8 add on ``dev`` (us), card work waited for
+    at the end."""
+    a = torch.ones(8, 8, device=dev)
+    for _ in range(20):
+        a + a
+    if dev == "spyre":
+        torch.spyre.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        a + a
+    if dev == "spyre":
+        torch.spyre.synchronize()
+    return (time.perf_counter() - t) / n * 1e6
+
+
+def to_gbps(nbytes, iters=5):
+    """GB/s of ``cpu_tensor.to("spyre")`` (waited for), best of
+    ``iters``."""
+    x = torch.ones(nbytes // 4)
+    best = float("inf")
+    for _ in range(iters + 1):
+        t = time.perf_counter()
+        y = x.to("spyre")
+        torch.spyre.synchronize()
+        best = min(best, time.perf_counter() - t)
+        del y
+    return nbytes / best / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=8)
+    ap.add_argument("--copy-mib", type=int, default=16)
+    a = ap.parse_args()
+    import torch_spyre.compiler as C
+    C.keep_last_inputs(True)
+    m = td.make_model(0).to("spyre")
+    step = torch.compile(m, backend="spyre", dynamic=False)
+    td.generate(step, m, [1], 1, "spyre")               # compile
+    eager = statistics.median(decode_ms(m, m, a.tokens) for _ in range(3))
+    comp = statistics.median(decode_ms(step, m, a.tokens) for _ in range(3))
+
+    fc = td.framework_cost(m)
+    fw_py, fw_c = fc if fc else (None, None)
+
+    d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
+    d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
+
+    nb = a.copy_mib << 20
+    to = to_gbps(nb)
+    lib = nb / (min(torch.ops.spyre.bench_copy_h2d(nb, 1)
+                    for _ in range(5)) * 1e-9) / 1e9
+
+    print(f"decode per token (2 layers, d_model 128, median of 3 runs): "
+          f"eager {eager:.2f} ms, compiled {comp:.2f} ms -> "
+          f"{eager / comp:.1f}x")
+    if fw_py is not None:
+        print(f"one token step (token in, staging, launch, staging, logits "
+              f"out) from C++ through libspyre: {fw_c:.2f} ms; compiled "
+              f"per-token time {comp / fw_c:.2f}x that (the compiled "
+              f"program called directly: {fw_py:.2f} ms, "
+              f"{fw_py / fw_c:.2f}x)")
+    print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
+          f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
+    print(f"host->card copy of {a.copy_mib} MiB: tensor.to() {to:.2f} GB/s, "
+          f"libspyre spyre_stream_copy_h2d {lib:.2f} GB/s "
+          f"({to / lib:.2f}x)")
+    print(f"torch-decode-eager-ms {eager:.3f}")
+    print(f"torch-decode-compiled-ms {comp:.3f}")
+    if fw_py is not None:
+        print(f"torch-step-program-ms {fw_py:.3f}")
+        print(f"torch-step-libspyre-ms {fw_c:.3f}")
+    print(f"torch-dispatch-spyre-us {d_sp:.2f}")
+    print(f"torch-dispatch-cpu-us {d_cpu:.2f}")
+    print(f"torch-h2d-to-gbps {to:.3f}")
+    print(f"torch-h2d-libspyre-gbps {lib:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+# SPDX-License-Identifier: MIT
+"""A small decoder-only transformer with a static-shape KV cache, for the
+torch.compile demo (demo_torch.py), its tests (tests/test_compile.py) and
+the bench (bench_torch.py).  This file owns the model and the greedy
+decoding loop; nothing in it is specific to the card.
+
+Shapes are static so one compiled decode step serves every position: the
+KV cache of each layer is a [max_len, d_model] tensor, the position is a
+one-hot column ``pos`` [max_len, 1] (the cache update is
+``cache + pos * (new - cache)``, which writes row p and keeps the others),
+and attention masks the positions after p with an additive ``mask``
+[1, max_len] (0 or -1e9).  The token enters as a one-hot row [1, vocab]
+(embedding = one-hot @ table), so the whole step is GEMMs, element-wise
+ops, layer norms and a softmax.
+"""
+
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block over one new token.
+
+    forward(x [1, d], pos [L, 1], mask [1, L], kc [L, d], vc [L, d]) ->
+    (x' [1, d], kc' [L, d], vc' [L, d]): the caches with row p replaced by
+    this token's key and value."""
+
+    def __init__(self, d_model, n_heads, max_len):
+        super().__init__()
+        self.h, self.dh, self.L = n_heads, d_model // n_heads, max_len
+        self.ln1 = nn.LayerNorm(d_model)
+        self.q = nn.Linear(d_model, d_model)
+        self.k = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
+        self.o = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.fc1 = nn.Linear(d_model, 4 * d_model)
+        self.fc2 = nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x, pos, mask, kc, vc):
+        H, dh, L = self.h, self.dh, self.L
+        h = self.ln1(x)
+        q, k, v = self.q(h), self.k(h), self.v(h)
+        kc = kc + pos * (k - kc)
+        vc = vc + pos * (v - vc)
+        qh = q.view(H, 1, dh)
+        kh = kc.view(L, H, dh).transpose(0, 1)          # [H, L, dh]
+        vh = vc.view(L, H, dh).transpose(0, 1)
+        s = (qh @ kh.transpose(1, 2)) * (dh ** -0.5) + mask
+        a = torch.softmax(s, dim=-1) @ vh               # [H, 1, dh]
+        x = x + self.o(a.reshape(1, H * dh))
+        x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+        return x, kc, vc
+
+
+class TinyDecoder(nn.Module):
+    """Decoder-only LM: token and position embeddings, ``n_layers`` blocks,
+    a final layer norm and an untied head.
+
+    forward(tok [1, V] one-hot, pos [L, 1] one-hot, mask [1, L], *caches
+    (2 per layer, [L, d] each)) -> (logits [1, V], *new caches)."""
+
+    def __init__(self, vocab=256, d_model=128, n_layers=2, n_heads=4,
+                 max_len=32):
+        super().__init__()
+        self.vocab, self.d, self.L, self.n = vocab, d_model, max_len, n_layers
+        self.wte = nn.Parameter(torch.randn(vocab, d_model) * 0.5)
+        self.wpe = nn.Parameter(torch.randn(max_len, d_model) * 0.1)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, max_len)
+                                    for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tok, pos, mask, *caches):
+        x = tok @ self.wte + pos.view(1, self.L) @ self.wpe
+        out = []
+        for i, b in enumerate(self.blocks):
+            x, kc, vc = b(x, pos, mask, caches[2 * i], caches[2 * i + 1])
+            out += [kc, vc]
+        return (self.head(self.ln_f(x)), *out)
+
+
+def make_model(seed=0, **kw):
+    """TinyDecoder with random weights from ``seed`` (CPU, eval mode)."""
+    g = torch.Generator().manual_seed(seed)
+    m = TinyDecoder(**kw)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) *
+                    (0.5 if p.dim() == 2 and p.shape[0] == m.vocab else
+                     0.1 if p.dim() == 2 else 0.02))
+        for b in list(m.blocks) + [m]:
+            for ln in b.modules():
+                if isinstance(ln, nn.LayerNorm):
+                    ln.weight.fill_(1.0)
+                    ln.bias.zero_()
+    return m.eval()
+
+
+def step_inputs(m, device):
+    """Per position p: (pos [L, 1], mask [1, L]) on ``device``, made once."""
+    out = []
+    for p in range(m.L):
+        pos = torch.zeros(m.L, 1)
+        pos[p, 0] = 1.0
+        mask = torch.full((1, m.L), -1e9)
+        mask[0, :p + 1] = 0.0
+        out.append((pos.to(device), mask.to(device)))
+    return out
+
+
+def generate(step, m, prompt, n_new, device, timings=None):
+    """Greedy decoding with ``step`` (the model, or a compiled version of
+    it, on ``device``): feeds the prompt token by token, then ``n_new``
+    generated tokens.  Returns the token list (prompt + generated);
+    appends the wall time of each step (seconds, including the host's
+    read of the logits) to ``timings`` if given."""
+    assert len(prompt) + n_new <= m.L, "sequence longer than the cache"
+    caches = [torch.zeros(m.L, m.d, device=device)
+              for _ in range(2 * m.n)]
+    ins = step_inputs(m, device)
+    eye = torch.eye(m.vocab)
+    tokens = list(prompt)
+    with torch.no_grad():
+        for p in range(len(prompt) + n_new - 1):
+            t0 = time.perf_counter()
+            tok = eye[tokens[p]].view(1, m.vocab).to(device)
+            logits, *caches = step(tok, ins[p][0], ins[p][1], *caches)
+            nxt = int(logits.cpu().argmax())
+            if timings is not None:
+                timings.append(time.perf_counter() - t0)
+            if p + 1 >= len(prompt):
+                tokens.append(nxt)
+    return tokens
+
+
+def framework_cost(m, n=20, rounds=3):
+    """The framework's cost per decode step, for a model compiled with
+    torch.compile(backend="spyre") after torch_spyre.compiler.
+    keep_last_inputs(True) and at least one generate() call: returns
+    (python_ms, c_ms), medians over ``rounds`` of ``n`` steps each of
+
+    * python_ms: one token step as generate() does it (the one-hot token
+      copied to the card with tensor.to(), the compiled program's staging,
+      launch and staging, the logits read back with tensor.cpu()), calling
+      the compiled program directly (without Dynamo's guards and
+      aot_autograd's wrapper);
+    * c_ms: the same copies and command lists from C++ through libspyre
+      (torch.ops.spyre.graph_bench with the token input copied from host
+      memory and the logits output copied back);
+
+    or None when the last program is not one command list."""
+    import statistics
+    import torch_spyre.compiler as C
+    progs = [p for p in C.programs() if len(p.handles) == 1 and
+             p.last_inputs is not None]
+    if not progs:
+        return None
+    p = progs[-1]
+    h = p.handles[0]
+    tok_i = [i for i, t in enumerate(p.last_inputs)
+             if tuple(t.shape) == (1, m.vocab)]
+    outs = torch.ops.spyre.graph_run(h, p.last_inputs)
+    log_i = [i for i, t in enumerate(outs) if tuple(t.shape) == (1, m.vocab)]
+    if len(tok_i) != 1 or len(log_i) != 1:
+        return None
+    args = list(p.last_args)
+    # the position of the token tensor in the program's own arguments
+    tok_a = [i for i, a in enumerate(args) if a is p.last_inputs[tok_i[0]]]
+    eye = torch.eye(m.vocab)
+    py, cc = [], []
+    with torch.no_grad():
+        for _ in range(rounds):
+            torch.spyre.synchronize()
+            t = time.perf_counter()
+            for k in range(n):
+                if tok_a:
+                    args[tok_a[0]] = eye[k % m.vocab].view(
+                        1, m.vocab).to("spyre")
+                out = p(list(args))
+                int(out[log_i[0]].cpu().argmax())
+            py.append((time.perf_counter() - t) / n * 1e3)
+            cc.append(torch.ops.spyre.graph_bench(h, p.last_inputs, n,
+                                                  tok_i[0], log_i[0]) / 1e6)
+    return statistics.median(py), statistics.median(cc)
