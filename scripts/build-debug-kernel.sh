@@ -45,13 +45,16 @@ flock 9
 [ -f "$top/.done" ] && { echo "$top"; exit 0; }
 
 t0=$(date +%s)
-msg "debug kernel: source tree (links to $KSRC)"
-rm -rf "$top/src" "$top/obj" "$top/root"
-cp -al "$KSRC" "$top/src"
-# The stub symbol: replace (not edit) the linked file.
-k=$top/src/drivers/accel/Kconfig
-cp --remove-destination "$KSRC/drivers/accel/Kconfig" "$k"
-cat >>"$k" <<'KCONFIG'
+# An interrupted build goes on where it stopped: the source tree is made
+# once (marked .src-ready), the object folder is kept.
+if [ ! -f "$top/.src-ready" ]; then
+	msg "debug kernel: source tree (links to $KSRC)"
+	rm -rf "$top/src" "$top/obj" "$top/root"
+	cp -al "$KSRC" "$top/src"
+	# The stub symbol: replace (not edit) the linked file.
+	k=$top/src/drivers/accel/Kconfig
+	cp --remove-destination "$KSRC/drivers/accel/Kconfig" "$k"
+	cat >>"$k" <<'KCONFIG'
 
 config SPYRE_OOT_DEPS
 	tristate "Helpers of the out-of-tree Spyre driver"
@@ -67,8 +70,11 @@ config SPYRE_OOT_DEPS
 	  Builds the hidden DRM helpers that spyre.ko (built out of tree)
 	  links against.
 KCONFIG
+	touch "$top/.src-ready"
+fi
 
 msg "debug kernel: configuring"
+rm -rf "$top/root"
 mkdir -p "$top/obj"
 make -s -C "$top/src" O="$top/obj" x86_64_defconfig >&2
 (cd "$top/src" && KCONFIG_CONFIG="$top/obj/.config" \
