@@ -56,6 +56,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -1612,56 +1613,140 @@ static void usage(FILE *f)
 		"       spyre-bench --host [--size MIB]\n");
 }
 
+/*
+ * Parse @arg, the value of option --@opt, as an integer in [@min, @max]:
+ * the whole string, decimal or 0x hex, no sign.  Prints why not.
+ */
+static bool parse_uint(const char *opt, const char *arg, uint64_t min,
+		       uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = *arg >= '0' && *arg <= '9' ? strtoull(arg, &end, 0) : 0;
+	if (*arg < '0' || *arg > '9' || *end || errno || v < min || v > max) {
+		fprintf(stderr, "spyre-bench: --%s: '%s' is not an integer in "
+			"[%llu, %llu]\n", opt, arg, (unsigned long long)min,
+			(unsigned long long)max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* The same for a finite number in (@min, @max] (min excluded). */
+static bool parse_num(const char *opt, const char *arg, double min,
+		      double max, double *out)
+{
+	double v;
+	char *end;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || *end || errno || !(v > min && v <= max) ||
+	    *arg == ' ' || *arg == '\t') {
+		fprintf(stderr, "spyre-bench: --%s: '%s' is not a number in "
+			"(%g, %g]\n", opt, arg, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+enum {
+	OPT_CARD = 256, OPT_TIME, OPT_SIZE, OPT_ITERS, OPT_HOST_MEMCPY,
+	OPT_HOST_SGEMM, OPT_HOST_SGEMM_THREADS, OPT_ONLY, OPT_HOST,
+};
+
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "card", required_argument, NULL, OPT_CARD },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "iters", required_argument, NULL, OPT_ITERS },
+		{ "host-memcpy", required_argument, NULL, OPT_HOST_MEMCPY },
+		{ "host-sgemm", required_argument, NULL, OPT_HOST_SGEMM },
+		{ "host-sgemm-threads", required_argument, NULL,
+		  OPT_HOST_SGEMM_THREADS },
+		{ "only", required_argument, NULL, OPT_ONLY },
+		{ "host", no_argument, NULL, OPT_HOST },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct spyre_device *dev;
 	struct spyre_device_info info;
 	unsigned int card = 0;
 	double secs = 0.5, host_gbps = 0, host_gflops = 0;
-	uint64_t size = 64 * MiB;
-	int iters = 3, host = 0, host_threads = 0, ret, rc = 0;
+	uint64_t size = 64 * MiB, v;
+	int iters = 3, host = 0, host_threads = 0, ret, rc = 0, opt;
 	int do_mem = 1, do_exec = 1;
+	bool ok = true;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--host")) {
+	opterr = 0;
+	while (ok && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_CARD:
+			ok = parse_uint("card", optarg, 0, 255, &v);
+			card = (unsigned int)v;
+			break;
+		case OPT_TIME:
+			ok = parse_num("time", optarg, 0, 600, &secs);
+			break;
+		case OPT_SIZE:
+			ok = parse_uint("size", optarg, 1, 4096, &v);
+			size = v * MiB;
+			break;
+		case OPT_ITERS:
+			ok = parse_uint("iters", optarg, 1, 10000, &v);
+			iters = (int)v;
+			break;
+		case OPT_HOST_MEMCPY:
+			ok = parse_num("host-memcpy", optarg, 0, 1e5, &host_gbps);
+			break;
+		case OPT_HOST_SGEMM:
+			ok = parse_num("host-sgemm", optarg, 0, 1e7,
+				       &host_gflops);
+			break;
+		case OPT_HOST_SGEMM_THREADS:
+			ok = parse_uint("host-sgemm-threads", optarg, 1, 4096,
+					&v);
+			host_threads = (int)v;
+			break;
+		case OPT_ONLY:
+			if (!strcmp(optarg, "mem")) {
+				do_exec = 0;
+			} else if (!strcmp(optarg, "exec")) {
+				do_mem = 0;
+			} else {
+				fprintf(stderr, "spyre-bench: --only: '%s' is "
+					"not mem or exec\n", optarg);
+				ok = false;
+			}
+			break;
+		case OPT_HOST:
 			host = 1;
-			continue;
-		}
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		}
-		if (!v) {
-			usage(stderr);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--card"))
-			card = (unsigned int)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--time"))
-			secs = strtod(v, NULL);
-		else if (!strcmp(a, "--size"))
-			size = strtoull(v, NULL, 0) * MiB;
-		else if (!strcmp(a, "--iters"))
-			iters = atoi(v);
-		else if (!strcmp(a, "--host-memcpy"))
-			host_gbps = strtod(v, NULL);
-		else if (!strcmp(a, "--host-sgemm"))
-			host_gflops = strtod(v, NULL);
-		else if (!strcmp(a, "--host-sgemm-threads"))
-			host_threads = atoi(v);
-		else if (!strcmp(a, "--only") && !strcmp(v, "mem"))
-			do_exec = 0;
-		else if (!strcmp(a, "--only") && !strcmp(v, "exec"))
-			do_mem = 0;
-		else {
-			usage(stderr);
-			return 2;
+		default:
+			if (optopt >= OPT_CARD)
+				fprintf(stderr, "spyre-bench: option '%s' needs "
+					"a value\n", argv[optind - 1]);
+			else
+				fprintf(stderr, "spyre-bench: unknown option "
+					"'%s'\n", argv[optind - 1]);
+			ok = false;
 		}
 	}
-	if (!size || iters < 1 || secs <= 0) {
+	if (ok && optind < argc) {
+		fprintf(stderr, "spyre-bench: unexpected argument '%s'\n",
+			argv[optind]);
+		ok = false;
+	}
+	if (!ok) {
 		usage(stderr);
 		return 2;
 	}
