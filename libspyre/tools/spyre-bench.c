@@ -510,42 +510,45 @@ static double rate(int (*fn)(struct cycle_ctx *), struct cycle_ctx *c,
 static int bench_cycles(struct spyre_device *dev, double secs)
 {
 	static const uint64_t sizes[] = { 4096, 2 * MiB };
-	const int rounds = 3;
+	char b1[48], b2[48], b3[48];
 
 	printf("\n== BO life cycle: create + map + touch every page + unmap "
 	       "+ free, per second\n");
-	printf("   (best of %d rounds of %.1f s; memfd = memfd_create + "
-	       "ftruncate + mmap + touch + munmap + close)\n", rounds, secs);
-	printf("%-8s %12s %12s %12s %10s %s\n", "size", "spyre-sys/s",
+	printf("   (median [min-max] of %d rounds of %.1f s, wall clock; memfd "
+	       "= memfd_create + ftruncate + mmap + touch + munmap + close)\n",
+	       reps, secs);
+	printf("%-8s %-22s %-22s %-22s %9s %s\n", "size", "spyre-sys/s",
 	       "spyre-dev/s", "memfd/s", "sys/memfd", "goal >= 50%");
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		struct cycle_ctx sys = { dev, sizes[s], SPYRE_BO_FLAGS_NONE, 0 };
 		struct cycle_ctx dv = { dev, sizes[s], SPYRE_BO_DEVICE, 0 };
 		struct cycle_ctx mf = { dev, sizes[s], 0, 0 };
-		double r_sys = 0, r_dev = 0, r_mf = 0, r;
+		struct fig r_sys = { 0 }, r_dev = { 0 }, r_mf = { 0 };
+		char name[48];
 
 		/* Interleaved rounds so drift hits all three alike. */
-		for (int i = 0; i < rounds; i++) {
-			r = rate(cycle_memfd, &mf, secs);
-			r_mf = r > r_mf ? r : r_mf;
-			r = rate(cycle_bo, &sys, secs);
-			r_sys = r > r_sys ? r : r_sys;
-			r = rate(cycle_bo, &dv, secs);
-			r_dev = r > r_dev ? r : r_dev;
+		for (int i = 0; i < reps; i++) {
+			fig_add(&r_mf, rate(cycle_memfd, &mf, secs));
+			fig_add(&r_sys, rate(cycle_bo, &sys, secs));
+			fig_add(&r_dev, rate(cycle_bo, &dv, secs));
 		}
 		if (sys.err)
 			return fail("system BO cycle", sys.err);
 		if (mf.err)
 			return fail("memfd cycle", mf.err);
-		printf("%-8s %12.0f ", sizes[s] >= MiB ? "2 MiB" : "4 KiB",
-		       r_sys);
-		if (dv.err)
-			printf("%12s ", spyre_strerror(dv.err));
-		else
-			printf("%12.0f ", r_dev);
-		printf("%12.0f %9.0f%% %s\n", r_mf,
-		       r_mf > 0 ? 100.0 * r_sys / r_mf : 0.0,
-		       r_mf > 0 && r_sys >= 0.5 * r_mf ? "met" : "NOT met");
+		printf("%-8s %-22s %-22s %-22s %8.0f%% %s\n",
+		       sizes[s] >= MiB ? "2 MiB" : "4 KiB",
+		       fig_str(b1, sizeof(b1), &r_sys, 1, 0),
+		       dv.err ? spyre_strerror(dv.err) :
+		       fig_str(b2, sizeof(b2), &r_dev, 1, 0),
+		       fig_str(b3, sizeof(b3), &r_mf, 1, 0),
+		       100.0 * fig_med(&r_sys) / fig_med(&r_mf),
+		       fig_med(&r_sys) >= 0.5 * fig_med(&r_mf) ? "met" :
+		       "NOT met");
+		snprintf(name, sizeof(name), "BO life cycle %s system",
+			 sizes[s] >= MiB ? "2MiB" : "4KiB");
+		summary_add(name, &r_sys, 1, 0, "/s", "memfd cycle", &r_mf,
+			    "wall", 0.5, 0);
 	}
 
 	printf("   where the time goes (us per call, mean of a separate "
