@@ -52,7 +52,7 @@ static double now(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -347,7 +347,7 @@ static void vec_once(struct vec_ctx *c)
                           ROW_COLS, c->out);
     } else {
         st = spyre_rowop(c->op, SPYRE_DTYPE_FP16, c->a, ROW_COLS, c->out,
-                         ROW_COLS, rows, ROW_COLS, NULL, NULL, 1e-5f);
+                         ROW_COLS, rows, ROW_COLS, NULL, NULL, 0.00001f);
     }
     if (st != SPYRE_STATUS_OK) {
         c->err = 1;
