@@ -6,7 +6,7 @@
  *   spyre-bench [--card N] [--time SEC] [--size MIB] [--iters N]
  *               [--reps N] [--ceilings FILE] [--threads N]
  *               [--host-memcpy GBPS] [--host-sgemm GFLOPS]
- *               [--only mem|exec]
+ *               [--only mem|exec|scale]
  *	on a machine with a card (the guest).  Every figure is measured
  *	--reps times (default 5) and printed as median [min-max]; each
  *	ratio is a median over a median, and names its clock: "card"
@@ -54,7 +54,13 @@
  *	      the same data (goal <= 3x, card clock);
  *	(vii) per-element cost of every ELTWISE, REDUCE and ROWOP kind at
  *	      4 Ki, 64 Ki and 1 Mi fp16 elements, one command per job,
- *	      against the same call natively (card clock, no goal).
+ *	      against the same call natively (card clock, no goal);
+ *	(viii) scaling (also alone: --only scale): N = 1, 2, 4, 8 processes,
+ *	      each its own context and queue, for --time seconds doing NOP
+ *	      jobs (16 per SUBMIT, every 256th waited for), 256^3 fp32 GEMMs
+ *	      or 1 MiB system->device COPYs, one job at a time; aggregate
+ *	      throughput against N = 1 (goal >= 0.9x) and the CPU use of
+ *	      N = 1 (wall clock; min(--reps, 3) runs each).
  *	A card whose engine refuses GEMM (-EIO) gets "n/a" for (iv) and (v).
  *	The run ends with a summary table of figure, ceiling, ratio, clock
  *	and goal.
@@ -82,6 +88,8 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1365,8 +1373,9 @@ static const struct gemm_dtype gemm_dtypes[] = {
 	{ "int8", SPYRE_DTYPE_INT8, SPYRE_DTYPE_INT32, 1, 0x01 },
 };
 
-static int cmd_gemm(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
-		    uint64_t a, uint64_t b, uint64_t c)
+/* A @dim^3 GEMM of @d's dtype, row-major, leading dimensions @dim. */
+static int cmd_gemm_dim(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
+			uint32_t dim, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct spyre_cmd_gemm g;
 
@@ -1376,21 +1385,27 @@ static int cmd_gemm(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
 	g.a_dtype = d->dtype;
 	g.b_dtype = d->dtype;
 	g.c_dtype = d->c_dtype;
-	g.m = GEMM_DIM;
-	g.n = GEMM_DIM;
-	g.k = GEMM_DIM;
+	g.m = dim;
+	g.n = dim;
+	g.k = dim;
 	g.batch = 1;
 	g.a = a;
 	g.b = b;
 	g.c = c;
-	g.lda = GEMM_DIM;
-	g.ldb = GEMM_DIM;
-	g.ldc = GEMM_DIM;
-	g.stride_a = (uint64_t)GEMM_DIM * GEMM_DIM;
-	g.stride_b = (uint64_t)GEMM_DIM * GEMM_DIM;
-	g.stride_c = (uint64_t)GEMM_DIM * GEMM_DIM;
+	g.lda = dim;
+	g.ldb = dim;
+	g.ldc = dim;
+	g.stride_a = (uint64_t)dim * dim;
+	g.stride_b = (uint64_t)dim * dim;
+	g.stride_c = (uint64_t)dim * dim;
 	g.alpha = 0x3f800000;	/* 1.0f */
 	return spyre_cmdbuf_raw(cb, &g, sizeof(g));
+}
+
+static int cmd_gemm(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
+		    uint64_t a, uint64_t b, uint64_t c)
+{
+	return cmd_gemm_dim(cb, d, GEMM_DIM, a, b, c);
 }
 
 struct gemm_env {
@@ -1988,6 +2003,241 @@ out:
 	return rc;
 }
 
+/* ---- scaling ---- */
+
+#define SCALE_GEMM_DIM	256u
+#define SCALE_COPY	MiB
+#define SCALE_MAX_PROCS	8
+
+enum { SCALE_NOP, SCALE_GEMM, SCALE_COPY_KIND, SCALE_KINDS };
+
+static const char *const scale_name[SCALE_KINDS] = {
+	"NOP jobs (16/SUBMIT, wait/256)", "GEMM 256^3 fp32", "COPY 1 MiB sys->dev",
+};
+
+/* NOP jobs, 16 per SUBMIT, the last of every 256 waited for. */
+static int scale_nops(struct spyre_device *dev, int64_t t_end, uint64_t *ops)
+{
+	struct xenv x = { .dev = dev, .fd = spyre_device_fd(dev) };
+	struct drm_spyre_sync out = { 0 };
+	struct drm_spyre_job jobs[16];
+	uint32_t queue = 0;
+	int ret;
+
+	ret = xqueue_create(x.fd, DRM_SPYRE_PRIORITY_NORMAL, &queue);
+	if (!ret)
+		ret = upload_nops(dev, 1, &x.nop);
+	if (!ret)
+		ret = xsyncobj_create(x.fd, &x.syncobj);
+	out.handle = x.syncobj;
+	for (int i = 0; i < 16; i++)
+		make_job(&jobs[i], queue, x.nop, 8, NULL);
+	while (!ret && mono_ns() < t_end) {
+		for (int k = 0; !ret && k < 16; k++) {
+			jobs[15].out_syncs = k == 15 ? (uintptr_t)&out : 0;
+			jobs[15].out_sync_count = k == 15;
+			ret = xsubmit(x.fd, jobs, 16);
+		}
+		if (!ret)
+			ret = xwait(x.fd, x.syncobj, 60);
+		if (!ret)
+			*ops += 256;
+	}
+	xqueue_destroy(x.fd, queue);
+	xsyncobj_destroy(x.fd, x.syncobj);
+	spyre_bo_free(x.nop);
+	return ret;
+}
+
+/* One @kind command per job (GEMM or COPY), each waited for. */
+static int scale_jobs(struct spyre_device *dev, int kind, int64_t t_end,
+		      uint64_t *ops)
+{
+	const uint64_t sz = (uint64_t)SCALE_GEMM_DIM * SCALE_GEMM_DIM * 4;
+	struct spyre_bo *bos[3] = { NULL };
+	struct spyre_cmdbuf *cb = NULL;
+	struct spyre_queue *q = NULL;
+	struct spyre_fence fe;
+	int ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &q);
+
+	for (int i = 0; !ret && i < 3; i++)
+		ret = spyre_bo_alloc(dev, kind == SCALE_GEMM ? sz : SCALE_COPY,
+				     kind == SCALE_COPY_KIND && i == 0 ? 0 :
+				     SPYRE_BO_DEVICE, &bos[i]);
+	if (!ret)
+		ret = spyre_cmdbuf_create(&cb);
+	if (!ret && kind == SCALE_GEMM)
+		ret = cmd_gemm_dim(cb, &gemm_dtypes[0], SCALE_GEMM_DIM,
+				   spyre_bo_va(bos[0]), spyre_bo_va(bos[1]),
+				   spyre_bo_va(bos[2]));
+	else if (!ret)
+		ret = spyre_cmdbuf_copy(cb, spyre_bo_va(bos[1]),
+					spyre_bo_va(bos[0]), SCALE_COPY);
+	while (!ret && mono_ns() < t_end) {
+		ret = spyre_submit(q, cb, bos, 3, NULL, 0, &fe);
+		if (!ret)
+			ret = spyre_fence_wait(&fe, 60ull * NSEC);
+		if (!ret)
+			*ops += 1;
+	}
+	spyre_cmdbuf_destroy(cb);
+	for (int i = 0; i < 3; i++)
+		spyre_bo_free(bos[i]);
+	spyre_queue_destroy(q);
+	return ret;
+}
+
+/*
+ * Run @kind in @n processes (each its own device file: its own context
+ * and queue) for @secs seconds after a common start; *@rate gets the
+ * aggregate operations per second, *@cpu the CPU time of the processes
+ * per second of wall time (1.0: one CPU).
+ */
+static int scale_run(unsigned int card, int kind, int n, double secs,
+		     double *rate, double *cpu)
+{
+	int go[2], res[2], ret = 0;
+	pid_t pid[SCALE_MAX_PROCS];
+	struct rusage ru0, ru1;
+	uint64_t total = 0;
+	int64_t t0, t1;
+
+	if (pipe(go) || pipe(res))
+		return -errno;
+	getrusage(RUSAGE_CHILDREN, &ru0);
+	for (int i = 0; i < n; i++) {
+		pid[i] = fork();
+		if (pid[i] < 0) {
+			ret = -errno;
+			n = i;
+			break;
+		}
+		if (!pid[i]) {
+			struct spyre_device *dev;
+			uint64_t ops = 0;
+			int64_t t_end;
+
+			close(go[1]);
+			close(res[0]);
+			ret = spyre_device_open(card, &dev);
+			/*
+			 * Everyone set up: start together, end together.  One
+			 * read of one record (pipe writes this small are
+			 * atomic), bounded in case the parent died.
+			 */
+			if (read(go[0], &t_end, sizeof(t_end)) != sizeof(t_end))
+				_exit(1);
+			if (t_end > mono_ns() + 120 * NSEC)
+				t_end = mono_ns() + 120 * NSEC;
+			if (!ret && kind == SCALE_NOP)
+				ret = scale_nops(dev, t_end, &ops);
+			else if (!ret)
+				ret = scale_jobs(dev, kind, t_end, &ops);
+			if (ret)
+				ops = 0;
+			if (write(res[1], &ops, sizeof(ops)) != sizeof(ops))
+				_exit(1);
+			_exit(ret ? 1 : 0);
+		}
+	}
+	close(go[0]);
+	close(res[1]);
+	t0 = mono_ns();
+	t1 = t0 + (int64_t)(secs * 1e9);
+	for (int i = 0; i < n; i++)
+		if (write(go[1], &t1, sizeof(t1)) != sizeof(t1))
+			ret = -EIO;
+	for (int i = 0; i < n; i++) {
+		uint64_t ops;
+		int st;
+
+		if (read(res[0], &ops, sizeof(ops)) == sizeof(ops))
+			total += ops;
+		else
+			ret = -EIO;
+		if (waitpid(pid[i], &st, 0) < 0 || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			ret = ret ? ret : -EIO;
+	}
+	t1 = mono_ns();
+	getrusage(RUSAGE_CHILDREN, &ru1);
+	close(go[1]);
+	close(res[0]);
+	*rate = (double)total / ((double)(t1 - t0) / 1e9);
+	*cpu = ((double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+		(double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+		(double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
+		(double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6) /
+	       ((double)(t1 - t0) / 1e9);
+	return ret;
+}
+
+/*
+ * (viii) scaling: N = 1, 2, 4, 8 processes for about @secs each doing NOP
+ * jobs, 256^3 GEMMs or 1 MiB copies; aggregate throughput against N = 1
+ * (goal >= 0.9x at every N), and the CPU use of N = 1.
+ */
+static int bench_scale(unsigned int card, double secs, int gemm_ok)
+{
+	static const int procs[] = { 1, 2, 4, 8 };
+	static const double unit[SCALE_KINDS] = {
+		1e-3, 2.0 * SCALE_GEMM_DIM * SCALE_GEMM_DIM * SCALE_GEMM_DIM / 1e9,
+		(double)SCALE_COPY / 1e9,
+	};
+	static const char *const unit_name[SCALE_KINDS] = {
+		"k jobs/s", "GFLOPS", "GB/s",
+	};
+	int nrep = reps < 3 ? reps : 3, rc = 0;
+	char b1[48], b2[48], name[64];
+
+	printf("\n== scaling: N processes, each its own context and queue, "
+	       "%.1f s each, aggregate throughput (wall clock; median "
+	       "[min-max] of %d runs)\n", secs, nrep);
+	for (int k = 0; k < SCALE_KINDS; k++) {
+		struct fig f[4] = { 0 }, cpu = { 0 };
+
+		if (k == SCALE_GEMM && !gemm_ok)
+			continue;
+		printf("   %s, %s:\n", scale_name[k], unit_name[k]);
+		for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+			for (int r = 0; r < nrep; r++) {
+				double rate = 0, c = 0;
+				int ret = scale_run(card, k, procs[i], secs,
+						    &rate, &c);
+
+				if (ret) {
+					printf("       N=%d: %s\n", procs[i],
+					       spyre_strerror(ret));
+					rc = 1;
+					break;
+				}
+				fig_add(&f[i], rate * unit[k]);
+				if (!i)
+					fig_add(&cpu, c);
+			}
+			if (!f[i].n)
+				continue;
+			printf("       N=%d: %-26s -> %.2fx N=1", procs[i],
+			       fig_str(b1, sizeof(b1), &f[i], 1, 2),
+			       f[0].n ? fig_med(&f[i]) / fig_med(&f[0]) : 0);
+			if (!i)
+				printf(" (CPU use %s %% of one CPU)",
+				       fig_str(b2, sizeof(b2), &cpu, 100, 0));
+			printf("\n");
+			if (i) {
+				snprintf(name, sizeof(name),
+					 "(viii) %s, N=%d", k == SCALE_NOP ?
+					 "NOP jobs" : k == SCALE_GEMM ?
+					 "GEMM 256^3" : "COPY 1MiB", procs[i]);
+				summary_add(name, &f[i], 1, 2, unit_name[k],
+					    "the same at N=1", &f[0], "wall",
+					    0.9, 0);
+			}
+		}
+	}
+	return rc;
+}
+
 static int bench_exec(struct spyre_device *dev, unsigned int card,
 		      double secs, int iters)
 {
@@ -2001,6 +2251,7 @@ static int bench_exec(struct spyre_device *dev, unsigned int card,
 	rc |= bench_priority(card, secs, gemm_ok);
 	rc |= bench_gemm(card, iters, gemm_ok);
 	rc |= bench_vec(dev);
+	rc |= bench_scale(card, secs, gemm_ok);
 	return rc;
 }
 
@@ -2011,7 +2262,7 @@ static void usage(FILE *f)
 		"[--iters N] [--reps N]\n"
 		"                   [--ceilings FILE] [--threads N] "
 		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
-		"                   [--only mem|exec]\n"
+		"                   [--only mem|exec|scale]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
 
@@ -2130,9 +2381,12 @@ int main(int argc, char **argv)
 				do_exec = 0;
 			} else if (!strcmp(optarg, "exec")) {
 				do_mem = 0;
+			} else if (!strcmp(optarg, "scale")) {
+				do_mem = 0;
+				do_exec = 2;
 			} else {
 				fprintf(stderr, "spyre-bench: --only: '%s' is "
-					"not mem or exec\n", optarg);
+					"not mem, exec or scale\n", optarg);
 				ok = false;
 			}
 			break;
@@ -2189,7 +2443,9 @@ int main(int argc, char **argv)
 		rc |= bench_cycles(dev, secs);
 		rc |= bench_copies(dev, size, iters);
 	}
-	if (do_exec)
+	if (do_exec == 2)
+		rc |= bench_scale(card, secs, !gemm_probe(card));
+	else if (do_exec)
 		rc |= bench_exec(dev, card, secs, iters);
 	summary_print();
 	spyre_device_close(dev);
