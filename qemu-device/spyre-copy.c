@@ -48,27 +48,32 @@ static const MemTxAttrs spyre_copy_attrs = { .memory = 1 };
 
 /*
  * DMA addresses found to be plain RAM this device may reach directly, in
- * one hold of the BQL (a batch): later pages in it skip the check.
+ * one hold of the BQL (a batch): later pages in it skip the check, and
+ * reads use @host (RAM of @mr, referenced until the batch is copied)
+ * without a mapping of their own.
  */
 typedef struct SpyreRamRange {
     uint64_t base;
     uint64_t end;               /* base == end: none */
+    uint8_t *host;              /* base's host address, or NULL */
 } SpyreRamRange;
 
 /*
  * BQL held.  A host pointer to @len bytes of system memory at DMA
- * address @addr, mapped with dma_memory_map() (*@len may shrink), or
- * NULL when they are not plain RAM this device may reach directly (then
- * spyre_e_rw() reports why).
+ * address @addr (*@len may shrink), or NULL when they are not plain RAM
+ * this device may reach directly (then spyre_e_rw() reports why).  Reads
+ * point into the RAM block found (*@mapped false); writes are mapped with
+ * dma_memory_map() (*@mapped true), whose unmap marks them dirty.
  */
-static void *spyre_copy_map(SpyreState *s, SpyreRamRange *ok, uint64_t addr,
-                            uint64_t *len, bool write)
+static void *spyre_copy_map(SpyreExec *e, SpyreRamRange *ok, uint64_t addr,
+                            uint64_t *len, bool write, bool *mapped)
 {
+    SpyreState *s = e->s;
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     DMADirection dir = write ? DMA_DIRECTION_FROM_DEVICE :
                                DMA_DIRECTION_TO_DEVICE;
     MemoryRegion *mr;
-    hwaddr xlat, plen = *len;
+    hwaddr xlat, plen;
     dma_addr_t mlen;
     void *p;
 
@@ -83,11 +88,22 @@ static void *spyre_copy_map(SpyreState *s, SpyreRamRange *ok, uint64_t addr,
                 !memory_access_is_direct(mr, write, spyre_copy_attrs)) {
                 return NULL;
             }
+            ok->host = NULL;
+            if (!write && e->nrefs < ARRAY_SIZE(e->refs)) {
+                memory_region_ref(mr);
+                e->refs[e->nrefs++] = mr;
+                ok->host = (uint8_t *)memory_region_get_ram_ptr(mr) + xlat;
+            }
         }
         ok->base = addr;
         ok->end = addr + plen;
     }
     mlen = MIN(*len, ok->end - addr);
+    if (ok->host) {
+        *len = mlen;
+        *mapped = false;
+        return ok->host + (addr - ok->base);
+    }
     p = dma_memory_map(as, addr, &mlen, dir, spyre_copy_attrs);
     if (!p) {
         return NULL;
@@ -97,7 +113,17 @@ static void *spyre_copy_map(SpyreState *s, SpyreRamRange *ok, uint64_t addr,
         return NULL;
     }
     *len = mlen;
+    *mapped = true;
     return p;
+}
+
+/* BQL held.  A batch is copied: drop the references its reads took. */
+static void spyre_copy_unref(SpyreExec *e)
+{
+    assert(bql_locked());
+    while (e->nrefs) {
+        memory_region_unref(e->refs[--e->nrefs]);
+    }
 }
 
 /* Copy piece @p and mark what it wrote.  Without the BQL. */
@@ -194,11 +220,13 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
 
     c->npieces = 0;
     *slow = 0;
+    *batch = 0;
     while (done < len && done < SPYRE_COPY_BATCH) {
         uint64_t left = MIN(len - done, SPYRE_COPY_BATCH - done);
         uint64_t srun, drun, n;
         SpyreTarget ts, td;
         SpyreCopyPiece *p;
+        bool smap = false, dmap = false;
         void *sp, *dp;
 
         st = spyre_e_translate_run(e, src + done, left, false, &ts, &srun);
@@ -215,7 +243,7 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
         if (ts.devmem) {
             sp = s->devmem_ptr + ts.addr;
         } else {
-            sp = spyre_copy_map(s, &rd, ts.addr, &n, false);
+            sp = spyre_copy_map(e, &rd, ts.addr, &n, false, &smap);
         }
         if (!sp) {
             *slow = done ? 0 : n;
@@ -228,10 +256,10 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
         if (td.devmem) {
             dp = s->devmem_ptr + td.addr;
         } else {
-            dp = spyre_copy_map(s, &wr, td.addr, &n, true);
+            dp = spyre_copy_map(e, &wr, td.addr, &n, true, &dmap);
         }
         if (!dp) {
-            if (!ts.devmem) {
+            if (smap) {
                 dma_memory_unmap(pci_get_address_space(PCI_DEVICE(s)), sp,
                                  n, DMA_DIRECTION_TO_DEVICE, 0);
             }
@@ -248,8 +276,8 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
         p->len = n;
         p->dst_off = td.addr;
         p->dst_dev = td.devmem;
-        p->dst_map = !td.devmem;
-        p->src_map = !ts.devmem;
+        p->dst_map = dmap;
+        p->src_map = smap;
         done += n;
         /* Keep the hold of the BQL short; pages map by the thousand. */
         if (spyre_now() - t0 >= SPYRE_BQL_SLICE_NS) {
@@ -295,6 +323,9 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
     while (done < len) {
         st = spyre_copy_batch(e, dst + done, src + done, len - done, &batch,
                               &slow);
+        if (st != SPYRE_STATUS_OK || slow) {
+            spyre_copy_unref(e);    /* nothing copied from what it found */
+        }
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
@@ -313,6 +344,7 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
             /* Short: with the BQL held, sooner done than handed off. */
             spyre_copy_account(e, dst + done, src + done, batch);
             spyre_copy_claim_all(s, c);
+            spyre_copy_unref(e);
             done += batch;
         } else {
             spyre_copy_account(e, dst + done, src + done, batch);
@@ -338,6 +370,7 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
             while (c->active) {
                 qemu_cond_wait_bql(&s->gang_cond);
             }
+            spyre_copy_unref(e);
             e->w->bql_ns = spyre_now();
             spyre_e_wait_running(e);
             done += batch;

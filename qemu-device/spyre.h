@@ -226,8 +226,9 @@ typedef struct SpyreGang {
 /*
  * A piece of a byte copy (spyre-copy.c): @len bytes from @src to @dst,
  * host pointers into device memory (@dst_dev: marked dirty at @dst_off)
- * or into system memory mapped with dma_memory_map() (@dst_map,
- * @src_map: unmapped by whoever copies the piece).
+ * or into system memory, mapped with dma_memory_map() (@dst_map,
+ * @src_map: unmapped by whoever copies the piece) or, for reads, inside
+ * RAM the batch holds a reference to.
  */
 typedef struct SpyreCopyPiece {
     uint8_t *dst;
@@ -316,6 +317,8 @@ struct SpyreExec {
     SpyreCopySplit split;       /* the copy batch we own */
     SpyreCopyPiece *pieces;     /* its pieces (grown on demand) */
     uint32_t npieces_max;
+    MemoryRegion *refs[8];      /* RAM its reads point into */
+    uint32_t nrefs;
     SpyreGemm gemm;
     SpyrePartIO io;
     void *tile_buf;
