@@ -48,7 +48,8 @@
  *	(v)   512^3 GEMM throughput for fp32, fp16, bf16, fp8-e4m3 and int8
  *	      (max(--iters, --reps) jobs each) against the same GEMM through
  *	      the card model's math code natively (goal >= 75 %, card
- *	      clock), fp32 also against OpenBLAS sgemm (goal >= 50 %, wall);
+ *	      clock), fp32 also against OpenBLAS sgemm (goal >= 50 %, wall),
+ *	      and fp32 at 2048^3 against OpenBLAS sgemm (card clock, no goal);
  *	(vi)  1000 ELTWISE ADDs of 4 Ki fp16 values in one command list, per
  *	      command, against one native call of the card's math code on
  *	      the same data (goal <= 3x, card clock);
@@ -1720,6 +1721,87 @@ out:
 }
 
 /*
+ * (v) also at @dim^3 in fp32, against OpenBLAS sgemm natively on as many
+ * threads (card clock; min(--reps, 3) jobs, after one).
+ */
+static int bench_gemm_big(unsigned int card, uint32_t dim)
+{
+	const double flop = 2.0 * dim * dim * dim;
+	const uint64_t sz = (uint64_t)dim * dim * 4;
+	struct fig *nat = ceil_get("sgemm-%u-%dt", dim, ceil_threads);
+	struct spyre_bo *bos[4] = { NULL };
+	volatile uint64_t *ts = NULL;
+	struct spyre_device *dev = NULL;
+	struct spyre_cmdbuf *cb = NULL;
+	struct spyre_queue *q = NULL;
+	const char *placement = "device";
+	struct fig fc = { 0 };
+	char b1[48], b2[48], name[64], cname[40];
+	int n = reps < 3 ? reps : 3, ret;
+
+	ret = spyre_device_open(card, &dev);
+	if (!ret)
+		ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &q);
+	for (int i = 0; !ret && i < 3; i++)
+		ret = alloc_operand(dev, sz, &bos[i], &placement);
+	if (!ret)
+		ret = spyre_bo_alloc(dev, PAGE, 0, &bos[3]);
+	if (!ret)
+		ret = spyre_bo_map(bos[3], (void **)&ts);
+	if (!ret)
+		ret = spyre_cmdbuf_create(&cb);
+	for (int i = 0; !ret && i < 2; i++)
+		ret = spyre_cmdbuf_fill(cb, spyre_bo_va(bos[i]), (uint64_t)dim * dim,
+					4, 0x3f800000);
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(bos[3]));
+	if (!ret)
+		ret = cmd_gemm_dim(cb, &gemm_dtypes[0], dim, spyre_bo_va(bos[0]),
+				   spyre_bo_va(bos[1]), spyre_bo_va(bos[2]));
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(bos[3]) + 8);
+	for (int it = 0; !ret && it <= n; it++) {
+		struct spyre_fence fe;
+
+		ret = spyre_submit(q, cb, bos, 4, NULL, 0, &fe);
+		if (!ret)
+			ret = spyre_fence_wait(&fe, 120ull * NSEC);
+		if (!ret && it && ts[1] > ts[0])
+			fig_add(&fc, flop / (double)(ts[1] - ts[0]));
+	}
+	if (!ret) {
+		volatile float *c;
+
+		ret = spyre_bo_map(bos[2], (void **)&c);
+		if (!ret && (c[0] != (float)dim ||
+			     c[(uint64_t)dim * dim - 1] != (float)dim))
+			ret = -EIO;
+	}
+	if (ret) {
+		printf("   GEMM %u^3 fp32: %s\n", dim, spyre_strerror(ret));
+	} else {
+		printf("   %u^3 fp32 (%s mem): card %s GFLOPS; OpenBLAS sgemm "
+		       "natively, %d thread(s): %s GFLOPS -> %.1f%%\n", dim,
+		       placement, fig_str(b1, sizeof(b1), &fc, 1, 1),
+		       ceil_threads, nat ? fig_str(b2, sizeof(b2), nat, 1, 1) :
+		       "-", nat ? 100 * fig_med(&fc) / fig_med(nat) : 0);
+		snprintf(name, sizeof(name), "(v) GEMM %u^3 fp32 (%s mem)", dim,
+			 placement);
+		snprintf(cname, sizeof(cname), "OpenBLAS sgemm, %d thr",
+			 ceil_threads);
+		summary_add(name, &fc, 1, 1, "GFLOPS", cname, nat, "card", 0,
+			    0);
+	}
+	spyre_cmdbuf_destroy(cb);
+	for (int i = 0; i < 4; i++)
+		spyre_bo_free(bos[i]);
+	spyre_queue_destroy(q);
+	if (dev)
+		spyre_device_close(dev);
+	return ret ? 1 : 0;
+}
+
+/*
  * (v): GEMM throughput per dtype against the same work done natively on
  * the host through the card model's numeric core (widening + sgemm, on
  * as many threads as the card's GEMM parts use), and fp32 also against
@@ -1814,6 +1896,7 @@ static int bench_gemm(unsigned int card, int iters, int gemm_ok)
 		}
 		gemm_env_fini(&g);
 	}
+	rc |= bench_gemm_big(card, 2048);
 	return rc;
 }
 

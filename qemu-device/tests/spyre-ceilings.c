@@ -13,6 +13,7 @@
  *   memcpy-1t, memcpy-Tt     GB/s, memcpy of --size MiB (default 64) on 1
  *                            and on T threads (each copies 1/T of it)
  *   sgemm-Tt                 GFLOPS, OpenBLAS sgemm 512^3 on T threads
+ *   sgemm-2048-Tt            GFLOPS, OpenBLAS sgemm 2048^3 on T threads
  *   gemm-DTYPE-Tt            GFLOPS, 512^3 GEMM through spyre_gemm_host()
  *                            (widening + sgemm, or int8 products) on T
  *                            threads, each an M slice with one BLAS thread,
@@ -44,6 +45,7 @@
 #define MAX_REPS    32
 #define MAX_THREADS 64
 #define GEMM_N      512u
+#define GEMM_BIG    2048u
 
 static int nthreads = 1, nreps = 5;
 
@@ -310,6 +312,28 @@ static void bench_gemm(int t)
      * Last: OpenBLAS's own threads keep spinning for a while after a call
      * and would steal the CPUs of the measurements above.
      */
+    {
+        const size_t big = (size_t)GEMM_BIG * GEMM_BIG;
+        float *a = xalloc(big * 4), *b = xalloc(big * 4), *c = xalloc(big * 4);
+        double t0;
+
+        openblas_set_num_threads(t);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GEMM_BIG,
+                    GEMM_BIG, GEMM_BIG, 1.0f, a, GEMM_BIG, b, GEMM_BIG, 0.0f,
+                    c, GEMM_BIG);
+        for (r = 0; r < nreps; r++) {
+            t0 = now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GEMM_BIG,
+                        GEMM_BIG, GEMM_BIG, 1.0f, a, GEMM_BIG, b, GEMM_BIG,
+                        0.0f, c, GEMM_BIG);
+            v[r] = 2.0 * GEMM_BIG * GEMM_BIG * GEMM_BIG / (now() - t0) / 1e9;
+        }
+        snprintf(key, sizeof(key), "sgemm-%u-%dt", GEMM_BIG, t);
+        report(key, v, nreps);
+        free(a);
+        free(b);
+        free(c);
+    }
     openblas_set_num_threads(t);
     for (r = 0; r < nreps; r++) {
         v[r] = gemm_rate(1, sgemm_all, &sg, 5);
