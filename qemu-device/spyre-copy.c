@@ -59,6 +59,27 @@ typedef struct SpyreRamRange {
 } SpyreRamRange;
 
 /*
+ * BQL held.  Hold a reference to @mr until the batch is copied (one per
+ * region: scattered pages of one RAM region find it again and again).
+ */
+static bool spyre_copy_ref(SpyreExec *e, MemoryRegion *mr)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->nrefs; i++) {
+        if (e->refs[i] == mr) {
+            return true;
+        }
+    }
+    if (e->nrefs == ARRAY_SIZE(e->refs)) {
+        return false;
+    }
+    memory_region_ref(mr);
+    e->refs[e->nrefs++] = mr;
+    return true;
+}
+
+/*
  * BQL held.  A host pointer to @len bytes of system memory at DMA
  * address @addr (*@len may shrink), or NULL when they are not plain RAM
  * this device may reach directly (then spyre_e_rw() reports why).  Reads
@@ -89,9 +110,7 @@ static void *spyre_copy_map(SpyreExec *e, SpyreRamRange *ok, uint64_t addr,
                 return NULL;
             }
             ok->host = NULL;
-            if (!write && e->nrefs < ARRAY_SIZE(e->refs)) {
-                memory_region_ref(mr);
-                e->refs[e->nrefs++] = mr;
+            if (!write && spyre_copy_ref(e, mr)) {
                 ok->host = (uint8_t *)memory_region_get_ram_ptr(mr) + xlat;
             }
         }

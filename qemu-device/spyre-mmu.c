@@ -214,6 +214,38 @@ uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
 }
 
 /*
+ * BQL held.  The contents of the leaf table at DMA address @table from the
+ * worker's cache, read whole on a miss into the least recently used
+ * entry; NULL if it cannot be read (the page walk reports that).
+ */
+static SpyreLeaf *spyre_leaf_get(SpyreWorker *w, uint64_t table)
+{
+    SpyreState *s = w->s;
+    SpyreLeaf *lf, *old = &w->leaf[0];
+    unsigned int i;
+
+    for (i = 0; i < SPYRE_LEAF_CACHE; i++) {
+        lf = &w->leaf[i];
+        if (lf->epoch == s->mmu_epoch && lf->table == table) {
+            lf->used = ++w->leaf_clock;
+            return lf;
+        }
+        if (lf->used < old->used) {
+            old = lf;
+        }
+    }
+    old->epoch = 0;
+    if (spyre_dma_rw(s, table, old->ptes, sizeof(old->ptes),
+                     DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
+        return NULL;
+    }
+    old->table = table;
+    old->epoch = s->mmu_epoch;
+    old->used = ++w->leaf_clock;
+    return old;
+}
+
+/*
  * BQL held.  Translate @va as spyre_e_translate() does, and find how many
  * of the @len bytes from @va on map to one contiguous run of the same
  * target (device memory or DMA addresses) with the access allowed.  The
@@ -233,6 +265,7 @@ uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
     SpyrePwcEntry *pe = &w->pwc[(tag ^ hash) & (SPYRE_PWC_SIZE - 1)];
     unsigned int idx = SPYRE_PT_INDEX(va, SPYRE_PT_LEVELS - 1);
     uint64_t n, next, pte;
+    SpyreLeaf *lf;
     uint32_t st;
 
     assert(bql_locked());
@@ -248,16 +281,11 @@ uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
             return SPYRE_STATUS_OK;
         }
     }
-    if (w->leaf_epoch != s->mmu_epoch || w->leaf_table != pe->table) {
-        w->leaf_epoch = 0;
-        if (spyre_dma_rw(s, pe->table, w->leaf_ptes, sizeof(w->leaf_ptes),
-                         DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
-            return spyre_e_translate(e, va, write, t);
-        }
-        w->leaf_table = pe->table;
-        w->leaf_epoch = s->mmu_epoch;
+    lf = spyre_leaf_get(w, pe->table);
+    if (!lf) {
+        return spyre_e_translate(e, va, write, t);
     }
-    pte = le64_to_cpu(w->leaf_ptes[idx]);
+    pte = le64_to_cpu(lf->ptes[idx]);
     if (!(pte & SPYRE_PTE_VALID) || (write && !(pte & SPYRE_PTE_WRITE)) ||
         ((pte & SPYRE_PTE_DEVMEM) &&
          (pte & SPYRE_PTE_ADDR_MASK) + SPYRE_PAGE_SIZE > s->mem_size)) {
@@ -270,9 +298,9 @@ uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
     t->addr = (pte & SPYRE_PTE_ADDR_MASK) + (va & SPYRE_PAGE_MASK);
     n = MIN(len, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
     next = (pte & SPYRE_PTE_ADDR_MASK) + SPYRE_PAGE_SIZE;
-    for (idx++; idx < ARRAY_SIZE(w->leaf_ptes) && n < len;
+    for (idx++; idx < ARRAY_SIZE(lf->ptes) && n < len;
          idx++, next += SPYRE_PAGE_SIZE) {
-        pte = le64_to_cpu(w->leaf_ptes[idx]);
+        pte = le64_to_cpu(lf->ptes[idx]);
         if (!(pte & SPYRE_PTE_VALID) || (write && !(pte & SPYRE_PTE_WRITE)) ||
             !!(pte & SPYRE_PTE_DEVMEM) != t->devmem ||
             (pte & SPYRE_PTE_ADDR_MASK) != next ||

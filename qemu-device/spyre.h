@@ -123,6 +123,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
 #define SPYRE_TLB_SIZE          1024    /* 4 KiB pages */
 #define SPYRE_PWC_SIZE          64      /* leaf tables (2 MiB of VA each) */
 #define SPYRE_PWC_SHIFT         (SPYRE_PAGE_SHIFT + 9)
+#define SPYRE_LEAF_CACHE        4       /* leaf tables' contents */
 
 #define SPYRE_Q_CONTROL_MASK    (SPYRE_Q_CONTROL_ENABLE | \
                                  SPYRE_Q_CONTROL_PRIO(3) | \
@@ -283,6 +284,14 @@ typedef struct SpyreTlbEntry {
     bool devmem;
 } SpyreTlbEntry;
 
+/* A leaf table's contents (least recently used one replaced). */
+typedef struct SpyreLeaf {
+    uint64_t epoch;             /* 0: invalid */
+    uint64_t table;             /* its DMA address */
+    uint64_t used;              /* SpyreWorker.leaf_clock when last used */
+    uint64_t ptes[SPYRE_PAGE_SIZE / 8];
+} SpyreLeaf;
+
 typedef struct SpyrePwcEntry {
     uint64_t epoch;
     uint64_t tag;               /* VA >> SPYRE_PWC_SHIFT */
@@ -358,10 +367,12 @@ struct SpyreWorker {
     int64_t scan_ns;            /* and when that was */
     SpyreTlbEntry tlb[SPYRE_TLB_SIZE];
     SpyrePwcEntry pwc[SPYRE_PWC_SIZE];
-    /* One leaf table as read (spyre_e_translate_run), valid like the TLB. */
-    uint64_t leaf_ptes[SPYRE_PAGE_SIZE / 8];
-    uint64_t leaf_table;
-    uint64_t leaf_epoch;        /* 0: invalid */
+    /*
+     * Leaf tables as read (spyre_e_translate_run), valid like the TLB: a
+     * copy reads one for its source and one for its destination.
+     */
+    SpyreLeaf leaf[SPYRE_LEAF_CACHE];
+    uint64_t leaf_clock;
     SpyreExec exec[SPYRE_MAX_NEST];
 };
 
