@@ -2081,7 +2081,7 @@ static void do_gemm_lowp(Card *cd)
 }
 
 /*
- * Byte COPYs in batches (spyre-copy.c): 2 MiB (split across the workers)
+ * Byte COPYs in batches (spyre-copy.c): over 1 MiB (split across workers)
  * from system memory whose pages are mapped in reverse order (one piece
  * per page) to device memory, back to contiguous system memory, and
  * device to device; then a copy that runs into an unmapped page: the
@@ -2089,7 +2089,7 @@ static void do_gemm_lowp(Card *cd)
  */
 static void do_copy_bulk(Card *cd)
 {
-    const unsigned int n = 512;                 /* 2 MiB */
+    const unsigned int n = 272;                 /* 1 MiB + 64 KiB */
     const uint64_t size = (uint64_t)n * PAGE, off = 8 << 20;
     Spyre *sp = cd->sp;
     struct spyre_hw_completion c;
