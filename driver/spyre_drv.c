@@ -149,7 +149,6 @@ static irqreturn_t spyre_irq_error(int irq, void *data)
 
 static int spyre_irq_init(struct spyre_device *sdev)
 {
-	struct irq_affinity affd = { .pre_vectors = SPYRE_ERROR_VECTOR + 1 };
 	struct pci_dev *pdev = sdev->pdev;
 	u32 hw_vecs;
 	int nvec, i, ret;
@@ -162,15 +161,7 @@ static int spyre_irq_init(struct spyre_device *sdev)
 		return -ENODEV;
 	}
 
-	/*
-	 * Completion vectors are spread over the CPUs and managed by the
-	 * kernel, as NVMe's are; a queue takes one whose CPUs include the
-	 * creator's (spyre_queue_pick_vector()), so its completions wake the
-	 * submitter without a cross-CPU hop.  The error vector is not spread.
-	 */
-	nvec = pci_alloc_irq_vectors_affinity(pdev, 2, hw_vecs,
-					      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
-					      &affd);
+	nvec = pci_alloc_irq_vectors(pdev, 2, hw_vecs, PCI_IRQ_MSIX);
 	if (nvec < 0) {
 		drm_err(&sdev->drm, "cannot allocate MSI-X vectors: %d\n",
 			nvec);

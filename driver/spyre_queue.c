@@ -18,7 +18,6 @@
 #include <linux/dma-mapping.h>
 #include <linux/iopoll.h>
 #include <linux/module.h>
-#include <linux/pci.h>
 #include <linux/slab.h>
 
 #include <drm/drm_drv.h>
@@ -318,32 +317,6 @@ static void spyre_queue_destroy(struct spyre_queue *q)
 	spyre_queue_put(q);
 }
 
-/*
- * The completion vector of hardware queue @hwq: one whose (managed)
- * affinity includes the creating CPU, queues of that CPU spread over such
- * vectors by @hwq; any completion vector if none does.
- */
-static u32 spyre_queue_pick_vector(struct spyre_device *sdev, u32 hwq)
-{
-	unsigned int cpu = raw_smp_processor_id();
-	const struct cpumask *mask;
-	u32 v, n = 0, pick;
-
-	for (v = SPYRE_ERROR_VECTOR + 1; v < sdev->nvec; v++) {
-		mask = pci_irq_get_affinity(sdev->pdev, v);
-		n += mask && cpumask_test_cpu(cpu, mask);
-	}
-	if (!n)
-		return 1 + hwq % (sdev->nvec - 1);
-	pick = hwq % n;
-	for (v = SPYRE_ERROR_VECTOR + 1; v < sdev->nvec; v++) {
-		mask = pci_irq_get_affinity(sdev->pdev, v);
-		if (mask && cpumask_test_cpu(cpu, mask) && !pick--)
-			return v;
-	}
-	return 1 + hwq % (sdev->nvec - 1);
-}
-
 static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 					      u32 priority)
 {
@@ -385,7 +358,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 		goto err;
 	}
 	q->hwq = ret;
-	q->vector = spyre_queue_pick_vector(sdev, q->hwq);
+	q->vector = 1 + q->hwq % (sdev->nvec - 1);
 	snprintf(q->name, sizeof(q->name), "spyre-q%u", q->hwq);
 
 	q->ring = dma_alloc_coherent(dev, q->entries * sizeof(*q->ring),
