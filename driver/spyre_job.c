@@ -113,30 +113,29 @@ static int spyre_status_to_errno(u32 status)
 	}
 }
 
-/*
- * Keep a copy of the record of @done, processed for the first time, for
- * devcoredump.  Called with q->fence_lock held.
+/**
+ * spyre_queue_signal() - signal the fences of the jobs that ended.
+ * @q: queue.
+ * @done: seqno of the last descriptor the card ended.
+ * @err: its error (0, or a negative errno).
+ * @fault_va: the faulting device VA when @err is an MMU fault, else NULL.
+ *
+ * Signal the fences of the jobs whose descriptors all ended by seqno
+ * @done; the job of @done ends with @err (or -ECANCELED when @done is not
+ * its last descriptor: the rest never ran).  With an error, later fences
+ * are cancelled: the card halted the queue, they will not run.
+ *
+ * @fault_va is not NULL when the descriptor of @done took an MMU fault:
+ * the fault is recorded in the context, and the context's error set,
+ * before any fence signals, so that a waiter woken by -EFAULT finds them
+ * in QUERY_CONTEXT.  A record is processed once: the IRQ handlers, the
+ * lost-interrupt poll, the timeout handler and a reset may all look at
+ * the same one.
+ *
+ * Return: the number of fences signalled.
  */
-static void spyre_queue_remember_locked(struct spyre_queue *q, u64 done)
-{
-	u32 last;
-
-	lockdep_assert_held(&q->fence_lock);
-	last = (q->history_next + SPYRE_COMPL_HISTORY - 1) % SPYRE_COMPL_HISTORY;
-	if (le64_to_cpu(q->history[last].seqno) != done) {
-		memcpy(&q->history[q->history_next], q->compl,
-		       sizeof(*q->compl));
-		q->history_next = (q->history_next + 1) % SPYRE_COMPL_HISTORY;
-	}
-}
-
-/*
- * spyre_queue_signal(), and with @remember a copy of the record of @done
- * for devcoredump when fences were signalled (spyre_queue_irq(): a record
- * processed for the first time), in the same hold of the fence lock.
- */
-static unsigned int spyre_queue_end(struct spyre_queue *q, u64 done, int err,
-				    const u64 *fault_va, bool remember)
+unsigned int spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
+				const u64 *fault_va)
 {
 	struct spyre_fence *f, *tmp;
 	unsigned int n = 0;
@@ -179,37 +178,8 @@ static unsigned int spyre_queue_end(struct spyre_queue *q, u64 done, int err,
 	}
 	if (done > q->signalled)
 		q->signalled = done;
-	if (n && remember)
-		spyre_queue_remember_locked(q, done);
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 	return n;
-}
-
-/**
- * spyre_queue_signal() - signal the fences of the jobs that ended.
- * @q: queue.
- * @done: seqno of the last descriptor the card ended.
- * @err: its error (0, or a negative errno).
- * @fault_va: the faulting device VA when @err is an MMU fault, else NULL.
- *
- * Signal the fences of the jobs whose descriptors all ended by seqno
- * @done; the job of @done ends with @err (or -ECANCELED when @done is not
- * its last descriptor: the rest never ran).  With an error, later fences
- * are cancelled: the card halted the queue, they will not run.
- *
- * @fault_va is not NULL when the descriptor of @done took an MMU fault:
- * the fault is recorded in the context, and the context's error set,
- * before any fence signals, so that a waiter woken by -EFAULT finds them
- * in QUERY_CONTEXT.  A record is processed once: the IRQ handlers, the
- * lost-interrupt poll, the timeout handler and a reset may all look at
- * the same one.
- *
- * Return: the number of fences signalled.
- */
-unsigned int spyre_queue_signal(struct spyre_queue *q, u64 done, int err,
-				const u64 *fault_va)
-{
-	return spyre_queue_end(q, done, err, fault_va, false);
 }
 
 /**
@@ -276,6 +246,22 @@ static bool spyre_compl_trusted(struct spyre_queue *q, u64 done, u32 status)
 	return false;
 }
 
+/* Keep a copy of a record processed for the first time, for devcoredump. */
+static void spyre_queue_remember(struct spyre_queue *q, u64 done)
+{
+	unsigned long flags;
+	u32 last;
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	last = (q->history_next + SPYRE_COMPL_HISTORY - 1) % SPYRE_COMPL_HISTORY;
+	if (le64_to_cpu(q->history[last].seqno) != done) {
+		memcpy(&q->history[q->history_next], q->compl,
+		       sizeof(*q->compl));
+		q->history_next = (q->history_next + 1) % SPYRE_COMPL_HISTORY;
+	}
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+}
+
 /**
  * spyre_queue_irq() - process a queue's completion record.
  * @q: queue.
@@ -307,8 +293,12 @@ unsigned int spyre_queue_irq(struct spyre_queue *q)
 	if (!spyre_compl_trusted(q, done, status))
 		return 0;
 
-	if (status == SPYRE_STATUS_OK)
-		return spyre_queue_end(q, done, 0, NULL, true);
+	if (status == SPYRE_STATUS_OK) {
+		n = spyre_queue_signal(q, done, 0, NULL);
+		if (n)
+			spyre_queue_remember(q, done);
+		return n;
+	}
 
 	if (status != SPYRE_STATUS_ABORTED &&
 	    spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_STATUS)) != SPYRE_QS_ERROR)
@@ -323,8 +313,10 @@ unsigned int spyre_queue_irq(struct spyre_queue *q)
 		return 0;
 	err = spyre_status_to_errno(status);
 	va = le64_to_cpu(READ_ONCE(q->compl->error_va));
-	n = spyre_queue_end(q, done, err,
-			    status == SPYRE_STATUS_MMU_FAULT ? &va : NULL, true);
+	n = spyre_queue_signal(q, done, err,
+			       status == SPYRE_STATUS_MMU_FAULT ? &va : NULL);
+	if (n)
+		spyre_queue_remember(q, done);
 	if (n && err && err != -ECANCELED) {
 		dev_warn_ratelimited(sdev->drm.dev,
 				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
