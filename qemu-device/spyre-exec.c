@@ -7,9 +7,10 @@
  * prefetch buffer) command by command, parking it on SEM_WAIT or handing
  * it from the doorbell executor to a worker, and its end (completion
  * record, LAST_SEQNO, HEAD, interrupts); and every command but GEMM
- * (spyre-gemm.c).
+ * (spyre-gemm.c) and the data path of byte copies (spyre-copy.c).
  *
- * Locks: every function here runs with the BQL held.  Commands call
+ * Locks: every function here runs with the BQL held (spyre_copy_bytes()
+ * releases it around its copies).  Commands call
  * spyre_e_boundary() between chunks, which may give the BQL up for a
  * moment and run other jobs nested on the same thread; after it, a
  * command re-reads nothing it cached from guest memory.
@@ -124,6 +125,21 @@ static uint32_t spyre_cmd_copy(SpyreExec *e)
     ses = spyre_math_dtype_size(c.src_dtype);
     des = spyre_math_dtype_size(c.dst_dtype);
     chunk = SPYRE_PAGE_SIZE / MAX(ses, des);
+
+    if (c.src_dtype == c.dst_dtype) {
+        /* Bytes as they are: in batches, without the BQL (spyre-copy.c). */
+        for (r = 0; r < c.height; r++) {
+            st = spyre_copy_bytes(e, c.dst + r * c.dst_pitch,
+                                  c.src + r * c.src_pitch, c.width * ses);
+            if (st == SPYRE_STATUS_OK && r + 1 < c.height) {
+                st = spyre_e_boundary(e, true);
+            }
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+        return SPYRE_STATUS_OK;
+    }
 
     for (r = 0; r < c.height; r++) {
         for (done = 0; done < c.width;) {

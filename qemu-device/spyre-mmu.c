@@ -5,8 +5,9 @@
  * BARs), the page walk of a context, the per-worker TLB and leaf-table
  * cache (valid while their epoch is SpyreState.mmu_epoch), fault records,
  * the accesses of a running job to its device VAs (spyre_e_translate,
- * spyre_e_access, spyre_e_rw), and spyre_drain_copies(), which waits for
- * the device-memory copies spyre-gemm.c runs without the BQL.
+ * spyre_e_translate_run for runs of pages, spyre_e_access, spyre_e_rw),
+ * and spyre_drain_copies(), which waits for the copies spyre-gemm.c and
+ * spyre-copy.c run without the BQL.
  *
  * Locks: every function here runs with the BQL held (a vIOMMU fault takes
  * it; translations and resets are ordered by it).
@@ -209,6 +210,106 @@ uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
     te->writable = writable;
     te->devmem = t->devmem;
     te->page = t->addr & ~SPYRE_PAGE_MASK;
+    return SPYRE_STATUS_OK;
+}
+
+/*
+ * BQL held.  The contents of the leaf table at DMA address @table from the
+ * worker's cache, read whole on a miss into the least recently used
+ * entry; NULL if it cannot be read (the page walk reports that).
+ */
+static SpyreLeaf *spyre_leaf_get(SpyreWorker *w, uint64_t table)
+{
+    SpyreState *s = w->s;
+    SpyreLeaf *lf, *old = &w->leaf[0];
+    unsigned int i;
+
+    for (i = 0; i < SPYRE_LEAF_CACHE; i++) {
+        lf = &w->leaf[i];
+        if (lf->epoch == s->mmu_epoch && lf->table == table) {
+            lf->used = ++w->leaf_clock;
+            return lf;
+        }
+        if (lf->used < old->used) {
+            old = lf;
+        }
+    }
+    old->epoch = 0;
+    if (spyre_dma_rw(s, table, old->ptes, sizeof(old->ptes),
+                     DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
+        return NULL;
+    }
+    old->table = table;
+    old->epoch = s->mmu_epoch;
+    old->used = ++w->leaf_clock;
+    return old;
+}
+
+/*
+ * BQL held.  Translate @va as spyre_e_translate() does, and find how many
+ * of the @len bytes from @va on map to one contiguous run of the same
+ * target (device memory or DMA addresses) with the access allowed.  The
+ * leaf table of @va is read whole, once, into the worker's leaf cache
+ * (valid while the MMU epoch is), so that runs of pages cost no walk
+ * each (a large contiguous translation).  *@run gets the length of the
+ * run (at least to the end of @va's page, or @len); a page after the first
+ * that may not be accessed ends the run, and the next call reports it.
+ */
+uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
+                               bool write, SpyreTarget *t, uint64_t *run)
+{
+    SpyreWorker *w = e->w;
+    SpyreState *s = e->s;
+    uint64_t tag = va >> SPYRE_PWC_SHIFT;
+    uint64_t hash = e->ctx * 0x9e3779b1ULL;
+    SpyrePwcEntry *pe = &w->pwc[(tag ^ hash) & (SPYRE_PWC_SIZE - 1)];
+    unsigned int idx = SPYRE_PT_INDEX(va, SPYRE_PT_LEVELS - 1);
+    uint64_t n, next, pte;
+    SpyreLeaf *lf;
+    uint32_t st;
+
+    assert(bql_locked());
+    if (pe->epoch != s->mmu_epoch || pe->tag != tag || pe->ctx != e->ctx) {
+        /* Walk it (and fill the leaf-table cache entry), or fault. */
+        st = spyre_e_translate(e, va, write, t);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        *run = MIN(len, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
+        if (pe->epoch != s->mmu_epoch || pe->tag != tag ||
+            pe->ctx != e->ctx) {
+            return SPYRE_STATUS_OK;
+        }
+    }
+    lf = spyre_leaf_get(w, pe->table);
+    if (!lf) {
+        return spyre_e_translate(e, va, write, t);
+    }
+    pte = le64_to_cpu(lf->ptes[idx]);
+    if (!(pte & SPYRE_PTE_VALID) || (write && !(pte & SPYRE_PTE_WRITE)) ||
+        ((pte & SPYRE_PTE_DEVMEM) &&
+         (pte & SPYRE_PTE_ADDR_MASK) + SPYRE_PAGE_SIZE > s->mem_size)) {
+        /* The walk records the fault precisely. */
+        st = spyre_e_translate(e, va, write, t);
+        *run = MIN(len, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
+        return st;
+    }
+    t->devmem = !!(pte & SPYRE_PTE_DEVMEM);
+    t->addr = (pte & SPYRE_PTE_ADDR_MASK) + (va & SPYRE_PAGE_MASK);
+    n = MIN(len, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
+    next = (pte & SPYRE_PTE_ADDR_MASK) + SPYRE_PAGE_SIZE;
+    for (idx++; idx < ARRAY_SIZE(lf->ptes) && n < len;
+         idx++, next += SPYRE_PAGE_SIZE) {
+        pte = le64_to_cpu(lf->ptes[idx]);
+        if (!(pte & SPYRE_PTE_VALID) || (write && !(pte & SPYRE_PTE_WRITE)) ||
+            !!(pte & SPYRE_PTE_DEVMEM) != t->devmem ||
+            (pte & SPYRE_PTE_ADDR_MASK) != next ||
+            (t->devmem && next + SPYRE_PAGE_SIZE > s->mem_size)) {
+            break;
+        }
+        n = MIN(len, n + SPYRE_PAGE_SIZE);
+    }
+    *run = n;
     return SPYRE_STATUS_OK;
 }
 

@@ -326,7 +326,8 @@ static bool spyre_e_yield(SpyreExec *e)
 /*
  * Run work on exec level @level of @w: a queue whose priority is above
  * @floor (-1: any), or with @aged whose effective priority is, or a part
- * of a GEMM whose priority is.  Returns false if there was none.
+ * of a GEMM or pieces of a copy batch whose priority is.  Returns false
+ * if there was none.
  * *@sem_waiters (if not NULL) tells whether queues are parked in SEM_WAIT.
  */
 static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
@@ -334,6 +335,7 @@ static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
 {
     SpyreState *s = w->s;
     bool dummy = false;
+    SpyreCopySplit *c;
     SpyreQueue *q;
     SpyreGang *g;
     int eff = -1;
@@ -341,6 +343,12 @@ static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
     assert(bql_locked());
     if (s->stopping || !s->vm_running || s->fatal) {
         return false;
+    }
+    /* Copy batches first: their pieces are short, their owner waits. */
+    c = spyre_pick_copy(s, floor);
+    if (c) {
+        spyre_copy_help(s, c);
+        return true;
     }
     q = spyre_pick_queue(s, floor, aged, &eff,
                          sem_waiters ? sem_waiters : &dummy);

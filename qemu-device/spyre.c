@@ -182,6 +182,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     qemu_cond_init(&s->run_cond);
     qemu_event_init(&s->copy_done, true);
     QLIST_INIT(&s->gangs);
+    QLIST_INIT(&s->copies);
     spyre_reset(s);
 
     /*
@@ -282,6 +283,7 @@ static void spyre_instance_finalize(Object *obj)
         for (i = 0; i <= s->nworkers; i++) {
             for (l = 0; l < SPYRE_MAX_NEST; l++) {
                 g_free(s->workers[i].exec[l].tile_buf);
+                g_free(s->workers[i].exec[l].pieces);
                 g_free(s->workers[i].exec[l].io.segs);
             }
         }

@@ -24,6 +24,9 @@
  *                 fetch, the commands other than GEMM;
  *  spyre-gemm.c   GEMM: splitting into parts, parts run by several
  *                 workers, operand I/O;
+ *  spyre-copy.c   bulk byte copies (COPY without conversion): batches of
+ *                 pages translated at once into host-memory pieces,
+ *                 copied without the BQL by several workers;
  *  spyre-math.c   the numeric core (no QEMU dependency, no locks).
  *
  * Execution model
@@ -50,7 +53,13 @@
  * in SpyreState.ncopying, and everything that changes translations, resets
  * a queue or stops the VM waits for such copies to end
  * (spyre_drain_copies), so the rules above still hold when its MMIO write
- * returns.  Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
+ * returns.  A byte COPY works the same way (spyre-copy.c): a batch of
+ * pages is translated under the BQL (device MMU runs read a leaf table
+ * at once; system memory is mapped with dma_memory_map(), which is where
+ * a vIOMMU may fault), then its pieces are copied with the BQL released
+ * by the job's worker and idle ones that help (SpyreCopySplit), each
+ * counted in ncopying while it copies and marks what it wrote dirty.
+ * Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
  *
  * A doorbell write itself runs the queue's jobs on the writing vCPU for as
  * long as they hold only short commands, within a budget (spyre_db_run);
@@ -114,6 +123,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
 #define SPYRE_TLB_SIZE          1024    /* 4 KiB pages */
 #define SPYRE_PWC_SIZE          64      /* leaf tables (2 MiB of VA each) */
 #define SPYRE_PWC_SHIFT         (SPYRE_PAGE_SHIFT + 9)
+#define SPYRE_LEAF_CACHE        4       /* leaf tables' contents */
 
 #define SPYRE_Q_CONTROL_MASK    (SPYRE_Q_CONTROL_ENABLE | \
                                  SPYRE_Q_CONTROL_PRIO(3) | \
@@ -216,6 +226,39 @@ typedef struct SpyreGang {
     int64_t deadline;           /* host time, extended by pauses */
 } SpyreGang;
 
+/*
+ * A piece of a byte copy (spyre-copy.c): @len bytes from @src to @dst,
+ * host pointers into device memory (@dst_dev: marked dirty at @dst_off)
+ * or into system memory, mapped with dma_memory_map() (@dst_map,
+ * @src_map: unmapped by whoever copies the piece) or, for reads, inside
+ * RAM the batch holds a reference to.
+ */
+typedef struct SpyreCopyPiece {
+    uint8_t *dst;
+    const uint8_t *src;
+    uint64_t len;
+    uint64_t dst_off;
+    bool dst_dev;
+    bool dst_map;
+    bool src_map;
+} SpyreCopyPiece;
+
+/*
+ * A batch of copy pieces that idle workers may help with, registered in
+ * SpyreState.copies (BQL) while @next < @npieces.  Pieces are claimed
+ * with an atomic increment of @next, without the BQL; @active (BQL)
+ * counts the workers that joined, the owner included.
+ */
+typedef struct SpyreCopySplit {
+    QLIST_ENTRY(SpyreCopySplit) link;
+    SpyreCopyPiece *pieces;
+    uint32_t npieces;
+    uint32_t next;
+    uint32_t active;
+    uint32_t max_active;
+    uint32_t prio;
+} SpyreCopySplit;
+
 /* A translated piece of a device-memory operand batch (spyre_part_rows). */
 typedef struct SpyreSeg {
     uint64_t addr;              /* offset in device memory */
@@ -242,6 +285,14 @@ typedef struct SpyreTlbEntry {
     bool writable;
     bool devmem;
 } SpyreTlbEntry;
+
+/* A leaf table's contents (least recently used one replaced). */
+typedef struct SpyreLeaf {
+    uint64_t epoch;             /* 0: invalid */
+    uint64_t table;             /* its DMA address */
+    uint64_t used;              /* SpyreWorker.leaf_clock when last used */
+    uint64_t ptes[SPYRE_PAGE_SIZE / 8];
+} SpyreLeaf;
 
 typedef struct SpyrePwcEntry {
     uint64_t epoch;
@@ -274,6 +325,11 @@ struct SpyreExec {
     SpyreGang *part_gang;       /* gang whose part we run, or NULL */
     uint32_t part_idx;
     SpyreGang gang;             /* the GEMM we own */
+    SpyreCopySplit split;       /* the copy batch we own */
+    SpyreCopyPiece *pieces;     /* its pieces (grown on demand) */
+    uint32_t npieces_max;
+    MemoryRegion *refs[8];      /* RAM its reads point into */
+    uint32_t nrefs;
     SpyreGemm gemm;
     SpyrePartIO io;
     void *tile_buf;
@@ -313,6 +369,12 @@ struct SpyreWorker {
     int64_t scan_ns;            /* and when that was */
     SpyreTlbEntry tlb[SPYRE_TLB_SIZE];
     SpyrePwcEntry pwc[SPYRE_PWC_SIZE];
+    /*
+     * Leaf tables as read (spyre_e_translate_run), valid like the TLB: a
+     * copy reads one for its source and one for its destination.
+     */
+    SpyreLeaf leaf[SPYRE_LEAF_CACHE];
+    uint64_t leaf_clock;
     SpyreExec exec[SPYRE_MAX_NEST];
 };
 
@@ -375,6 +437,7 @@ struct SpyreState {
     uint64_t sched_seq;         /* bumped when new work may be ready */
     uint64_t mmu_epoch;         /* bumped when cached translations die */
     QLIST_HEAD(, SpyreGang) gangs;
+    QLIST_HEAD(, SpyreCopySplit) copies;
     VMChangeStateEntry *vmse;
 
     /* MSI-X vectors to raise from the bottom half. */
@@ -441,6 +504,8 @@ void spyre_record_fault(SpyreState *s, unsigned int ctx, unsigned int queue,
                         bool direct);
 uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
                            SpyreTarget *t);
+uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
+                               bool write, SpyreTarget *t, uint64_t *run);
 uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t, uint64_t va,
                         void *buf, uint32_t len, bool write);
 uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf, uint64_t len,
@@ -470,6 +535,12 @@ void spyre_vm_state_change(void *opaque, bool running, RunState state);
 void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
                    uint64_t err_va, bool halt, bool direct);
 void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor);
+
+/* spyre-copy.c */
+SpyreCopySplit *spyre_pick_copy(SpyreState *s, int floor);
+void spyre_copy_help(SpyreState *s, SpyreCopySplit *c);
+uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
+                          uint64_t len);
 
 /* spyre-gemm.c */
 bool spyre_gang_open(const SpyreGang *g);

@@ -4,29 +4,38 @@
  * own floor or ceiling measured in the same run.
  *
  *   spyre-bench [--card N] [--time SEC] [--size MIB] [--iters N]
+ *               [--reps N] [--ceilings FILE] [--threads N]
  *               [--host-memcpy GBPS] [--host-sgemm GFLOPS]
- *               [--host-sgemm-threads N] [--only mem|exec]
- *	on a machine with a card (the guest):
+ *               [--only mem|exec|scale]
+ *	on a machine with a card (the guest).  Every figure is measured
+ *	--reps times (default 5) and printed as median [min-max]; each
+ *	ratio is a median over a median, and names its clock: "card"
+ *	(TIMESTAMP commands around the work, the card's own clock) or
+ *	"wall" (submit to fence, or the guest's clock).  The ceilings are
+ *	measured natively on the host in the same run: --ceilings FILE
+ *	holds the lines of qemu-device/tests/spyre-ceilings (see
+ *	scripts/run-bench.sh), --threads the host threads the card's
+ *	copies and GEMM parts use (the file says it too); --host-memcpy
+ *	and --host-sgemm give one ceiling by hand instead.
  *	memory (--only mem):
  *	1. BO life cycle: spyre_bo_alloc + spyre_bo_map + touch every page +
  *	   spyre_bo_unmap + spyre_bo_free per second, for 4 KiB and 2 MiB,
  *	   next to memfd_create + ftruncate + mmap + touch + munmap + close
  *	   in the same process (the ratio's goal is >= 50 %);
  *	2. card COPY bandwidth between system, device and registered host
- *	   memory (--size MiB, default 64), wall clock (submit to fence) and
- *	   card clock (TIMESTAMP commands around the COPY), next to the host
- *	   memcpy bandwidth given by --host-memcpy (the ceiling, measured
- *	   natively on the host by `spyre-bench --host`) and to memcpy in
- *	   this machine.
+ *	   memory (--size MiB, default 64; max(--iters, --reps) copies per
+ *	   path), wall and card clock, against host memcpy on as many
+ *	   threads as the card's copies use (goal >= 70 %, >= 50 % for the
+ *	   registered host memory paths, card clock) and memcpy in this
+ *	   machine.
  *	execution (--only exec), NOP jobs through raw DRM ioctls:
  *	(i)   one NOP job's round trip (SUBMIT + wait on its out syncobj)
  *	      against a cross-thread eventfd ping-pong (goal <= 2x), with
  *	      the threads where the guest's scheduler puts them; also
  *	      against the same ping-pong pinned to one CPU (no cross-CPU
- *	      wake-up at all) and to two CPUs, as references without a
- *	      goal (the job's completion interrupt targets whichever CPU
- *	      its MSI-X vector is bound to, so the one-CPU case is a bound
- *	      no device round trip is built to reach);
+ *	      wake-up at all; stretch goal <= 1.5x) and to two CPUs (the
+ *	      job's completion interrupt targets whichever CPU its MSI-X
+ *	      vector is bound to);
  *	(ii)  per-job cost of 10 000 NOP jobs submitted 1, 16, 64 and 256
  *	      per SUBMIT against a no-op ioctl (QUERY with size 0; goal
  *	      <= 1.5x from 64 per SUBMIT);
@@ -37,16 +46,28 @@
  *	      still hold some), against the same round trip on an idle card
  *	      (goal <= 2x);
  *	(v)   512^3 GEMM throughput for fp32, fp16, bf16, fp8-e4m3 and int8
- *	      against the host's OpenBLAS sgemm given by --host-sgemm (same
- *	      thread count as the card's workers, measured natively on the
- *	      host by scripts/run-bench.sh; goal >= 50 % for fp32).  Both
- *	      are best-of figures: the ceiling is the fastest of up to 1000
- *	      calls, the card's the fastest of max(--iters, 10) jobs.
+ *	      (max(--iters, --reps) jobs each) against the same GEMM through
+ *	      the card model's math code natively (goal >= 75 %, card
+ *	      clock), fp32 also against OpenBLAS sgemm (goal >= 50 %, wall),
+ *	      and fp32 at 2048^3 against OpenBLAS sgemm (card clock, no goal);
+ *	(vi)  1000 ELTWISE ADDs of 4 Ki fp16 values in one command list, per
+ *	      command, against one native call of the card's math code on
+ *	      the same data (goal <= 3x, card clock);
+ *	(vii) per-element cost of every ELTWISE, REDUCE and ROWOP kind at
+ *	      4 Ki, 64 Ki and 1 Mi fp16 elements, one command per job,
+ *	      against the same call natively (card clock, no goal);
+ *	(viii) scaling (also alone: --only scale): N = 1, 2, 4, 8 processes,
+ *	      each its own context and queue, for --time seconds doing NOP
+ *	      jobs (16 per SUBMIT, every 256th waited for), 256^3 fp32 GEMMs
+ *	      or 1 MiB system->device COPYs, one job at a time; aggregate
+ *	      throughput against N = 1 (goal >= 0.9x) and the CPU use of
+ *	      N = 1 (wall clock; min(--reps, 3) runs each).
  *	A card whose engine refuses GEMM (-EIO) gets "n/a" for (iv) and (v).
- *	The run ends with a summary table of figure, floor, ratio and goal.
+ *	The run ends with a summary table of figure, ceiling, ratio, clock
+ *	and goal.
  *   spyre-bench --host [--size MIB]
  *	no card needed: prints "host-memcpy-gbps X", the best memcpy
- *	bandwidth of --size MiB buffers.
+ *	bandwidth of --size MiB buffers on one thread.
  *
  * Timings are printed, never judged: the exit status is 0 unless a step
  * failed (an error from libspyre or the kernel, a wrong result).
@@ -56,9 +77,11 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +89,8 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +119,245 @@ static void touch(volatile uint8_t *p, uint64_t size)
 {
 	for (uint64_t off = 0; off < size; off += PAGE)
 		p[off] = (uint8_t)(off >> 12 | 1);
+}
+
+/* ---- repetitions and ceilings ----------------------------------------- */
+
+/* Every figure is measured this many times (--reps). */
+static int reps = 5;
+
+#define MAX_REPS	32
+
+/* One figure over its repetitions: median, and min-max as the spread. */
+struct fig {
+	int n;
+	double v[MAX_REPS];
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void fig_add(struct fig *f, double x)
+{
+	if (f->n < MAX_REPS)
+		f->v[f->n++] = x;
+}
+
+/* Sorts the values: index 0 is the minimum, n - 1 the maximum. */
+static double fig_med(struct fig *f)
+{
+	if (!f->n)
+		return 0;
+	qsort(f->v, (size_t)f->n, sizeof(f->v[0]), cmp_double);
+	return f->n & 1 ? f->v[f->n / 2] :
+	       (f->v[f->n / 2 - 1] + f->v[f->n / 2]) / 2;
+}
+
+static double fig_min(struct fig *f)
+{
+	fig_med(f);
+	return f->n ? f->v[0] : 0;
+}
+
+static double fig_max(struct fig *f)
+{
+	fig_med(f);
+	return f->n ? f->v[f->n - 1] : 0;
+}
+
+/* "median [min-max]" with @prec decimals, @scale applied. */
+static const char *fig_str(char *buf, size_t len, struct fig *f,
+			   double scale, int prec)
+{
+	if (!f->n)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.*f [%.*f-%.*f]", prec,
+			 fig_med(f) * scale, prec, fig_min(f) * scale, prec,
+			 fig_max(f) * scale);
+	return buf;
+}
+
+/*
+ * Host ceilings (--ceilings FILE, written by scripts/run-bench.sh from
+ * qemu-device/tests/spyre-ceilings): "ceiling KEY MEDIAN MIN MAX" lines,
+ * and "threads T", the host threads the card's copies and GEMM parts use.
+ */
+struct ceiling {
+	char key[48];
+	struct fig f;
+};
+
+static struct ceiling ceilings[128];
+static int nceilings, ceil_threads = 1;
+
+static struct fig *ceil_set(const char *key)
+{
+	struct ceiling *c;
+
+	for (int i = 0; i < nceilings; i++)
+		if (!strcmp(ceilings[i].key, key))
+			return &ceilings[i].f;
+	if (nceilings >= (int)(sizeof(ceilings) / sizeof(ceilings[0])))
+		return NULL;
+	c = &ceilings[nceilings++];
+	snprintf(c->key, sizeof(c->key), "%s", key);
+	c->f.n = 0;
+	return &c->f;
+}
+
+/* The ceiling called @fmt, or NULL if the run did not measure it. */
+static struct fig *ceil_get(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static struct fig *ceil_get(const char *fmt, ...)
+{
+	char key[48];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(key, sizeof(key), fmt, ap);
+	va_end(ap);
+	for (int i = 0; i < nceilings; i++)
+		if (!strcmp(ceilings[i].key, key) && ceilings[i].f.n)
+			return &ceilings[i].f;
+	return NULL;
+}
+
+static bool load_ceilings(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256], key[48];
+	double med, lo, hi;
+	int t, n = 0;
+
+	if (!f) {
+		fprintf(stderr, "spyre-bench: --ceilings: %s: %s\n", path,
+			strerror(errno));
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		struct fig *c;
+
+		if (sscanf(line, "threads %d", &t) == 1 && t >= 1) {
+			ceil_threads = t;
+		} else if (sscanf(line, "ceiling %47s %lf %lf %lf", key, &med,
+				  &lo, &hi) == 4) {
+			c = ceil_set(key);
+			if (!c)
+				continue;
+			/* min, median, max: fig_med() gives the median back */
+			c->n = 0;
+			fig_add(c, lo);
+			fig_add(c, med);
+			fig_add(c, hi);
+			n++;
+		}
+	}
+	fclose(f);
+	if (!n) {
+		fprintf(stderr, "spyre-bench: --ceilings: %s holds no ceiling\n",
+			path);
+		return false;
+	}
+	return true;
+}
+
+/* A ceiling given on the command line: one value, no spread. */
+static void ceil_given(const char *key, double v)
+{
+	struct fig *c = ceil_set(key);
+
+	if (c) {
+		c->n = 0;
+		fig_add(c, v);
+	}
+}
+
+/* ---- summary ---------------------------------------------------------- */
+
+struct summary_row {
+	char figure[56];
+	char value[40];
+	char ceil_name[40];
+	char ceil_value[40];
+	char column[8];		/* "card" (card clock), "wall", or "" */
+	double ratio;		/* median over median; < 0: no ratio */
+	double goal;		/* the ratio's goal; <= 0: none */
+	int goal_le;		/* 1: ratio <= goal, 0: ratio >= goal */
+};
+
+static struct summary_row summary[64];
+static int nsummary;
+
+/*
+ * A row of the closing table: @value (a struct fig's median and spread)
+ * against @ceil (its floor or ceiling, likewise), the ratio of their
+ * medians taken in @column ("card" clock or "wall" clock).
+ */
+static void summary_add(const char *figure, struct fig *value, double scale,
+			int prec, const char *unit, const char *ceil_name,
+			struct fig *ceil, const char *column, double goal,
+			int goal_le)
+{
+	struct summary_row *r;
+	char v[40];
+
+	if (nsummary >= (int)(sizeof(summary) / sizeof(summary[0])))
+		return;
+	r = &summary[nsummary++];
+	snprintf(r->figure, sizeof(r->figure), "%s", figure);
+	snprintf(r->value, sizeof(r->value), "%s%s%s",
+		 fig_str(v, sizeof(v), value, scale, prec),
+		 value->n ? " " : "", value->n ? unit : "");
+	snprintf(r->ceil_name, sizeof(r->ceil_name), "%s", ceil_name);
+	if (ceil && ceil->n)
+		snprintf(r->ceil_value, sizeof(r->ceil_value), "%s %s",
+			 fig_str(v, sizeof(v), ceil, scale, prec), unit);
+	else
+		snprintf(r->ceil_value, sizeof(r->ceil_value), "-");
+	snprintf(r->column, sizeof(r->column), "%s", column);
+	r->ratio = ceil && ceil->n && value->n && fig_med(ceil) > 0 ?
+		   fig_med(value) / fig_med(ceil) : -1;
+	r->goal = goal;
+	r->goal_le = goal_le;
+}
+
+static void summary_print(void)
+{
+	if (!nsummary)
+		return;
+	printf("\n== summary: median [min-max] of %d repetitions (ceilings: "
+	       "as measured on the host in this run); ratio = median / "
+	       "median, in the clock named\n", reps);
+	printf("%-44s %-30s %-26s %-30s %7s %-5s %s\n", "figure", "value",
+	       "floor or ceiling", "value", "ratio", "clock", "goal");
+	for (int i = 0; i < nsummary; i++) {
+		struct summary_row *r = &summary[i];
+		char ratio[16] = "-", goal[16] = "-";
+
+		if (r->ratio >= 0)
+			snprintf(ratio, sizeof(ratio), "%.2fx", r->ratio);
+		if (r->ratio >= 0 && r->goal <= 0) {
+			snprintf(goal, sizeof(goal), "(info)");
+		} else if (r->goal > 0) {
+			snprintf(goal, sizeof(goal), "%s %.2gx%s",
+				 r->goal_le ? "<=" : ">=", r->goal,
+				 r->ratio < 0 ? " ?" :
+				 (r->goal_le ? r->ratio <= r->goal :
+					       r->ratio >= r->goal) ? "" : " !");
+		}
+		printf("%-44s %-30s %-26s %-30s %7s %-5s %s\n", r->figure,
+		       r->value, r->ceil_name, r->ceil_value, ratio,
+		       r->column, goal);
+	}
+	printf("   (\"!\" marks a goal not met, \"?\" one without its "
+	       "ceiling, \"(info)\" a reference without a goal; figures are "
+	       "reported, never judged)\n");
 }
 
 /* ---- memcpy ----------------------------------------------------------- */
@@ -255,42 +519,45 @@ static double rate(int (*fn)(struct cycle_ctx *), struct cycle_ctx *c,
 static int bench_cycles(struct spyre_device *dev, double secs)
 {
 	static const uint64_t sizes[] = { 4096, 2 * MiB };
-	const int rounds = 3;
+	char b1[48], b2[48], b3[48];
 
 	printf("\n== BO life cycle: create + map + touch every page + unmap "
 	       "+ free, per second\n");
-	printf("   (best of %d rounds of %.1f s; memfd = memfd_create + "
-	       "ftruncate + mmap + touch + munmap + close)\n", rounds, secs);
-	printf("%-8s %12s %12s %12s %10s %s\n", "size", "spyre-sys/s",
+	printf("   (median [min-max] of %d rounds of %.1f s, wall clock; memfd "
+	       "= memfd_create + ftruncate + mmap + touch + munmap + close)\n",
+	       reps, secs);
+	printf("%-8s %-22s %-22s %-22s %9s %s\n", "size", "spyre-sys/s",
 	       "spyre-dev/s", "memfd/s", "sys/memfd", "goal >= 50%");
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		struct cycle_ctx sys = { dev, sizes[s], SPYRE_BO_FLAGS_NONE, 0 };
 		struct cycle_ctx dv = { dev, sizes[s], SPYRE_BO_DEVICE, 0 };
 		struct cycle_ctx mf = { dev, sizes[s], 0, 0 };
-		double r_sys = 0, r_dev = 0, r_mf = 0, r;
+		struct fig r_sys = { 0 }, r_dev = { 0 }, r_mf = { 0 };
+		char name[48];
 
 		/* Interleaved rounds so drift hits all three alike. */
-		for (int i = 0; i < rounds; i++) {
-			r = rate(cycle_memfd, &mf, secs);
-			r_mf = r > r_mf ? r : r_mf;
-			r = rate(cycle_bo, &sys, secs);
-			r_sys = r > r_sys ? r : r_sys;
-			r = rate(cycle_bo, &dv, secs);
-			r_dev = r > r_dev ? r : r_dev;
+		for (int i = 0; i < reps; i++) {
+			fig_add(&r_mf, rate(cycle_memfd, &mf, secs));
+			fig_add(&r_sys, rate(cycle_bo, &sys, secs));
+			fig_add(&r_dev, rate(cycle_bo, &dv, secs));
 		}
 		if (sys.err)
 			return fail("system BO cycle", sys.err);
 		if (mf.err)
 			return fail("memfd cycle", mf.err);
-		printf("%-8s %12.0f ", sizes[s] >= MiB ? "2 MiB" : "4 KiB",
-		       r_sys);
-		if (dv.err)
-			printf("%12s ", spyre_strerror(dv.err));
-		else
-			printf("%12.0f ", r_dev);
-		printf("%12.0f %9.0f%% %s\n", r_mf,
-		       r_mf > 0 ? 100.0 * r_sys / r_mf : 0.0,
-		       r_mf > 0 && r_sys >= 0.5 * r_mf ? "met" : "NOT met");
+		printf("%-8s %-22s %-22s %-22s %8.0f%% %s\n",
+		       sizes[s] >= MiB ? "2 MiB" : "4 KiB",
+		       fig_str(b1, sizeof(b1), &r_sys, 1, 0),
+		       dv.err ? spyre_strerror(dv.err) :
+		       fig_str(b2, sizeof(b2), &r_dev, 1, 0),
+		       fig_str(b3, sizeof(b3), &r_mf, 1, 0),
+		       100.0 * fig_med(&r_sys) / fig_med(&r_mf),
+		       fig_med(&r_sys) >= 0.5 * fig_med(&r_mf) ? "met" :
+		       "NOT met");
+		snprintf(name, sizeof(name), "BO life cycle %s system",
+			 sizes[s] >= MiB ? "2MiB" : "4KiB");
+		summary_add(name, &r_sys, 1, 0, "/s", "memfd cycle", &r_mf,
+			    "wall", 0.5, 0);
 	}
 
 	printf("   where the time goes (us per call, mean of a separate "
@@ -382,17 +649,19 @@ static int check_copy(struct copy_env *e, int dst, uint8_t seed)
 	return 0;
 }
 
-static int bench_copies(struct spyre_device *dev, uint64_t size, int iters,
-			double host_gbps)
+static int bench_copies(struct spyre_device *dev, uint64_t size, int iters)
 {
 	static const int paths[][2] = {	/* dst, src */
 		{ DEV_A, SYS_A }, { SYS_B, DEV_A }, { HOST_A, SYS_A },
 		{ SYS_B, HOST_A }, { DEV_A, HOST_A }, { HOST_B, DEV_A },
 		{ DEV_B, DEV_A }, { SYS_B, SYS_A }, { HOST_B, HOST_A },
 	};
+	struct fig *ceil = ceil_get("memcpy-%dt", ceil_threads);
+	struct fig *ceil1 = ceil_get("memcpy-1t");
 	struct copy_env e;
 	double guest_gbps = memcpy_gbps(size, 5);
-	int ret = 0, rc = 0;
+	int n = iters > reps ? iters : reps, ret = 0, rc = 0;
+	char b1[48], b2[48], name[32], cname[40], fname[64];
 
 	memset(&e, 0, sizeof(e));
 	e.dev = dev;
@@ -437,45 +706,59 @@ static int bench_copies(struct spyre_device *dev, uint64_t size, int iters,
 			memset(p + off, (uint8_t)(7 + (off >> 12)), PAGE);
 	}
 
-	printf("\n== card COPY bandwidth, %llu MiB per copy (best of %d)\n",
-	       (unsigned long long)(size / MiB), iters);
-	if (host_gbps > 0)
-		printf("   ceiling: host memcpy %.2f GB/s (measured natively on "
-		       "the host)\n", host_gbps);
+	printf("\n== card COPY bandwidth, %llu MiB per copy: median "
+	       "[min-max] of %d copies (after one)\n",
+	       (unsigned long long)(size / MiB), n);
+	printf("   wall: submit to fence; card: TIMESTAMP commands around "
+	       "the COPY (the card's clock)\n");
+	if (ceil)
+		printf("   ceiling: host memcpy on %d thread(s) (as many as the "
+		       "card's copies use), %s GB/s; on 1 thread %s GB/s "
+		       "(measured natively on the host in this run)\n",
+		       ceil_threads, fig_str(b1, sizeof(b1), ceil, 1, 2),
+		       ceil1 ? fig_str(b2, sizeof(b2), ceil1, 1, 2) : "-");
 	else
-		printf("   ceiling: host memcpy not given (--host-memcpy)\n");
+		printf("   ceiling: host memcpy not given (--ceilings)\n");
 	printf("   this machine's CPU memcpy: %.2f GB/s\n", guest_gbps);
-	printf("%-18s %10s %10s %12s %12s\n", "path (src->dst)", "wall GB/s",
-	       "card GB/s", "wall/host", "card/host");
+	printf("%-16s %-24s %-24s %10s %10s\n", "path (src->dst)",
+	       "wall GB/s", "card GB/s", "wall/ceil", "card/ceil");
+	snprintf(cname, sizeof(cname), "host memcpy, %d thr", ceil_threads);
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		int dst = paths[i][0], src = paths[i][1];
-		double best_w = 1e30, best_c = 1e30, w, c;
-		char name[32];
+		struct fig fw = { 0 }, fc = { 0 };
+		double w, c;
 
-		for (int it = 0; it < iters; it++) {
+		for (int it = 0; it <= n; it++) {
 			ret = timed_copy(&e, dst, src, &w, &c);
 			if (ret)
 				break;
-			best_w = w < best_w ? w : best_w;
-			best_c = c < best_c && c > 0 ? c : best_c;
+			if (it && w > 0)
+				fig_add(&fw, (double)size / w / 1e9);
+			if (it && c > 0)
+				fig_add(&fc, (double)size / c / 1e9);
 		}
 		if (!ret)
 			ret = check_copy(&e, dst, 7);
 		snprintf(name, sizeof(name), "%s->%s", buf_name[src],
 			 buf_name[dst]);
 		if (ret) {
-			printf("%-18s %s\n", name, spyre_strerror(ret));
+			printf("%-16s %s\n", name, spyre_strerror(ret));
 			rc = 1;
 			continue;
 		}
-		w = (double)size / best_w / 1e9;
-		c = best_c < 1e30 ? (double)size / best_c / 1e9 : 0;
-		printf("%-18s %10.2f %10.2f ", name, w, c);
-		if (host_gbps > 0)
-			printf("%11.1f%% %11.1f%%\n", 100 * w / host_gbps,
-			       100 * c / host_gbps);
+		printf("%-16s %-24s %-24s ", name,
+		       fig_str(b1, sizeof(b1), &fw, 1, 2),
+		       fig_str(b2, sizeof(b2), &fc, 1, 2));
+		if (ceil)
+			printf("%9.1f%% %9.1f%%\n",
+			       100 * fig_med(&fw) / fig_med(ceil),
+			       100 * fig_med(&fc) / fig_med(ceil));
 		else
-			printf("%12s %12s\n", "-", "-");
+			printf("%10s %10s\n", "-", "-");
+		snprintf(fname, sizeof(fname), "COPY %lluMiB %s",
+			 (unsigned long long)(size / MiB), name);
+		summary_add(fname, &fc, 1, 2, "GB/s", cname, ceil, "card",
+			    src >= HOST_A || dst >= HOST_A ? 0.5 : 0.7, 0);
 	}
 out:
 	for (int i = 0; i < NBUF; i++)
@@ -499,72 +782,6 @@ out:
 
 #define GEMM_DIM	512u
 #define NSEC		1000000000ll
-
-struct summary_row {
-	char figure[64];
-	char value[24];
-	char floor_name[32];
-	char floor_value[24];
-	double ratio;		/* < 0: no ratio */
-	double goal;		/* the ratio's goal */
-	int goal_le;		/* 1: ratio <= goal, 0: ratio >= goal */
-};
-
-static struct summary_row summary[16];
-static int nsummary;
-
-static void summary_add(const char *figure, const char *value,
-			const char *floor_name, const char *floor_value,
-			double ratio, double goal, int goal_le)
-{
-	struct summary_row *r;
-
-	if (nsummary >= (int)(sizeof(summary) / sizeof(summary[0])))
-		return;
-	r = &summary[nsummary++];
-	snprintf(r->figure, sizeof(r->figure), "%s", figure);
-	snprintf(r->value, sizeof(r->value), "%s", value);
-	snprintf(r->floor_name, sizeof(r->floor_name), "%s", floor_name);
-	snprintf(r->floor_value, sizeof(r->floor_value), "%s", floor_value);
-	r->ratio = ratio;
-	r->goal = goal;
-	r->goal_le = goal_le;
-}
-
-static void summary_print(void)
-{
-	if (!nsummary)
-		return;
-	printf("\n== summary (each figure against its floor from this run)\n");
-	printf("%-40s %12s  %-22s %12s %8s %10s\n", "figure", "value", "floor",
-	       "value", "ratio", "goal");
-	for (int i = 0; i < nsummary; i++) {
-		struct summary_row *r = &summary[i];
-		char ratio[16] = "-", goal[16] = "-";
-
-		if (r->ratio >= 0)
-			snprintf(ratio, sizeof(ratio), "%.2fx", r->ratio);
-		if (r->ratio >= 0 && r->goal <= 0) {
-			snprintf(goal, sizeof(goal), "(info)");
-		} else if (r->ratio >= 0) {
-			snprintf(goal, sizeof(goal), "%s %.2gx%s",
-				 r->goal_le ? "<=" : ">=", r->goal,
-				 (r->goal_le ? r->ratio <= r->goal :
-					       r->ratio >= r->goal) ? "" : " !");
-		}
-		printf("%-40s %12s  %-22s %12s %8s %10s\n", r->figure, r->value,
-		       r->floor_name, r->floor_value, ratio, goal);
-	}
-	printf("   (\"!\" marks a goal not met, \"(info)\" a reference without "
-	       "a goal; figures are reported, never judged)\n");
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* Sort @v and return its @q quantile (0.5: median). */
 static double quantile(double *v, int n, double q)
@@ -694,25 +911,22 @@ static int noop_ioctl(int fd)
 	return xioctl(fd, DRM_IOCTL_SPYRE_QUERY, &qy);
 }
 
-/* Mean ns per no-op ioctl over about @secs seconds (best of 3 rounds). */
-static double noop_ioctl_ns(int fd, double secs)
+/* Mean ns per no-op ioctl, one figure per round of about @secs / 3 s. */
+static int noop_ioctl_ns(int fd, double secs, struct fig *f)
 {
-	double best = 1e30;
-
-	for (int r = 0; r < 3; r++) {
+	for (int r = 0; r < reps; r++) {
 		int64_t t0 = mono_ns(), t;
 		long n = 0;
 
 		do {
 			for (int i = 0; i < 64; i++, n++)
 				if (noop_ioctl(fd))
-					return 0;
+					return -EIO;
 			t = mono_ns() - t0;
 		} while (t < secs * 1e9 / 3);
-		if ((double)t / n < best)
-			best = (double)t / n;
+		fig_add(f, (double)t / n);
 	}
-	return best;
+	return 0;
 }
 
 /* ---- eventfd ping-pong (floor of the round trip) ---- */
@@ -942,18 +1156,15 @@ static int replayed_list(struct xenv *x, uint32_t queue, int reps,
 	return ret;
 }
 
-static void fmt_us(char *buf, size_t len, double ns)
-{
-	snprintf(buf, len, "%.1f us", ns / 1e3);
-}
-
 static int bench_dispatch(struct spyre_device *dev, double secs)
 {
 	struct xenv x = { .dev = dev, .fd = spyre_device_fd(dev) };
 	static const int batches[] = { 1, 16, 64, 256 };
 	const int total = 10000;
-	char v[24], f[24], name[64];
-	double noop, pp, *t = NULL, *sub = NULL;
+	struct fig noop = { 0 }, rt = { 0 }, p90 = { 0 }, in_sub = { 0 };
+	struct fig pp = { 0 }, pp1 = { 0 }, pp2 = { 0 };
+	char b1[48], b2[48], b3[48], name[64];
+	double *t = NULL, *sub = NULL;
 	uint32_t queue = 0;
 	int n, ret, rc = 0;
 
@@ -969,14 +1180,18 @@ static int bench_dispatch(struct spyre_device *dev, double secs)
 		goto out;
 	}
 
-	printf("\n== job dispatch (NOP jobs, raw ioctls, no BOs listed)\n");
-	noop = noop_ioctl_ns(x.fd, secs);
-	printf("   floor: no-op ioctl (QUERY, size 0) %.2f us\n", noop / 1e3);
+	printf("\n== job dispatch (NOP jobs, raw ioctls, no BOs listed; "
+	       "median [min-max] of %d rounds, wall clock)\n", reps);
+	if (noop_ioctl_ns(x.fd, secs, &noop)) {
+		rc = fail("no-op ioctl", -EIO);
+		goto out;
+	}
+	printf("   floor: no-op ioctl (QUERY, size 0) %s us\n",
+	       fig_str(b1, sizeof(b1), &noop, 1e-3, 2));
 
 	/*
-	 * (i) round trip vs eventfd ping-pong, in alternating rounds; the
-	 * best round's median of each counts (the machine's other load hits
-	 * both alike and is least in the best round).
+	 * (i) round trip vs eventfd ping-pong, in alternating rounds; each
+	 * round gives one median of each.
 	 */
 	n = 2000;
 	t = calloc((size_t)n, sizeof(*t));
@@ -994,57 +1209,48 @@ static int bench_dispatch(struct spyre_device *dev, double secs)
 		n = (int)(secs * 1e9 / 5 / ((double)(mono_ns() - t0) / 100));
 		n = n < 100 ? 100 : n > 1000 ? 1000 : n;
 	}
-	{
-		double med = 1e30, p90 = 0, smed = 0, pp1 = 1e30, pp2 = 1e30;
-		const int rounds = 5;
+	for (int r = 0; !ret && r < reps; r++) {
+		double m = pingpong_ns(n, PP_UNPINNED);
 
-		pp = 1e30;
-		for (int r = 0; !ret && r < rounds; r++) {
-			double m = pingpong_ns(n, PP_UNPINNED);
-
-			pp = m > 0 && m < pp ? m : pp;
-			m = pingpong_ns(n, PP_ONE_CPU);
-			pp1 = m > 0 && m < pp1 ? m : pp1;
-			m = pingpong_ns(n, PP_TWO_CPUS);
-			pp2 = m > 0 && m < pp2 ? m : pp2;
-			ret = round_trips(&x, queue, x.nop, t, sub, n);
-			if (ret)
-				break;
-			m = quantile(t, n, 0.5);
-			if (m < med) {
-				med = m;
-				p90 = quantile(t, n, 0.9);
-				smed = quantile(sub, n, 0.5);
-			}
-		}
-		if (ret) {
-			rc = fail("NOP round trip", ret);
-			goto out;
-		}
-		pp = pp < 1e30 ? pp : 0;
-		pp1 = pp1 < 1e30 ? pp1 : 0;
-		pp2 = pp2 < 1e30 ? pp2 : 0;
-		printf("   (i) NOP round trip, submit + syncobj wait: median "
-		       "%.1f us, p90 %.1f us (median in SUBMIT %.1f us); best "
-		       "of %d rounds of %d\n", med / 1e3, p90 / 1e3,
-		       smed / 1e3, rounds, n);
-		printf("       floor: cross-thread eventfd ping-pong, threads "
-		       "where the scheduler puts them: %.1f us -> %.2fx (goal "
-		       "<= 2x)\n", pp / 1e3, pp > 0 ? med / pp : 0);
-		printf("       (both threads pinned to one CPU, no cross-CPU "
-		       "wake-up: %.1f us -> %.2fx;\n        pinned to two "
-		       "CPUs: %.1f us -> %.2fx)\n", pp1 / 1e3,
-		       pp1 > 0 ? med / pp1 : 0, pp2 / 1e3,
-		       pp2 > 0 ? med / pp2 : 0);
-		fmt_us(v, sizeof(v), med);
-		fmt_us(f, sizeof(f), pp);
-		summary_add("(i) NOP round trip", v, "eventfd ping-pong",
-			    f, pp > 0 ? med / pp : -1, 2, 1);
-		fmt_us(f, sizeof(f), pp1);
-		/* A stricter reference than the goal's floor: no IPI. */
-		summary_add("(i) NOP round trip", v, "ping-pong on 1 CPU",
-			    f, pp1 > 0 ? med / pp1 : -1, 0, 1);
+		if (m > 0)
+			fig_add(&pp, m);
+		m = pingpong_ns(n, PP_ONE_CPU);
+		if (m > 0)
+			fig_add(&pp1, m);
+		m = pingpong_ns(n, PP_TWO_CPUS);
+		if (m > 0)
+			fig_add(&pp2, m);
+		ret = round_trips(&x, queue, x.nop, t, sub, n);
+		if (ret)
+			break;
+		fig_add(&rt, quantile(t, n, 0.5));
+		fig_add(&p90, quantile(t, n, 0.9));
+		fig_add(&in_sub, quantile(sub, n, 0.5));
 	}
+	if (ret) {
+		rc = fail("NOP round trip", ret);
+		goto out;
+	}
+	printf("   (i) NOP round trip, submit + syncobj wait (%d per round): "
+	       "median %s us, p90 %s us (in SUBMIT %s us)\n", n,
+	       fig_str(b1, sizeof(b1), &rt, 1e-3, 1),
+	       fig_str(b2, sizeof(b2), &p90, 1e-3, 1),
+	       fig_str(b3, sizeof(b3), &in_sub, 1e-3, 1));
+	printf("       floor: cross-thread eventfd ping-pong, threads where "
+	       "the scheduler puts them: %s us -> %.2fx (goal <= 2x)\n",
+	       fig_str(b1, sizeof(b1), &pp, 1e-3, 1),
+	       pp.n ? fig_med(&rt) / fig_med(&pp) : 0);
+	printf("       (both threads pinned to one CPU, no cross-CPU "
+	       "wake-up: %s us -> %.2fx;\n        pinned to two CPUs: %s us "
+	       "-> %.2fx)\n", fig_str(b1, sizeof(b1), &pp1, 1e-3, 1),
+	       pp1.n ? fig_med(&rt) / fig_med(&pp1) : 0,
+	       fig_str(b2, sizeof(b2), &pp2, 1e-3, 1),
+	       pp2.n ? fig_med(&rt) / fig_med(&pp2) : 0);
+	summary_add("(i) NOP round trip", &rt, 1e-3, 1, "us",
+		    "eventfd ping-pong", &pp, "wall", 2, 1);
+	/* A stricter reference than the goal's floor: no IPI (stretch). */
+	summary_add("(i) NOP round trip", &rt, 1e-3, 1, "us",
+		    "ping-pong on 1 CPU", &pp1, "wall", 1.5, 1);
 	/* libspyre's round trip, for reference */
 	{
 		struct spyre_queue *lq;
@@ -1077,68 +1283,64 @@ static int bench_dispatch(struct spyre_device *dev, double secs)
 	printf("   (ii) %d NOP jobs, per job (wall, submit to last fence; "
 	       "time in SUBMIT):\n", total);
 	for (size_t b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
-		double best = 1e30, best_sub = 0;
+		struct fig pj = { 0 }, ps = { 0 };
 
-		for (int r = 0; r < 3; r++) {
-			double pj, ps;
+		for (int r = 0; r < reps; r++) {
+			double j, js;
 
-			ret = batched_jobs(&x, queue, total, batches[b], &pj,
-					   &ps);
+			ret = batched_jobs(&x, queue, total, batches[b], &j, &js);
 			if (ret)
 				break;
-			if (pj < best) {
-				best = pj;
-				best_sub = ps;
-			}
+			fig_add(&pj, j);
+			fig_add(&ps, js);
 		}
 		if (ret) {
 			rc = fail("batched jobs", ret);
 			goto out;
 		}
-		printf("       %3d jobs per SUBMIT: %7.2f us per job (%.2f us "
-		       "in SUBMIT) -> %.2fx the no-op ioctl%s\n", batches[b],
-		       best / 1e3, best_sub / 1e3, noop > 0 ? best / noop : 0,
+		printf("       %3d jobs per SUBMIT: %s us per job (%s us in "
+		       "SUBMIT) -> %.2fx the no-op ioctl%s\n", batches[b],
+		       fig_str(b1, sizeof(b1), &pj, 1e-3, 2),
+		       fig_str(b2, sizeof(b2), &ps, 1e-3, 2),
+		       fig_med(&pj) / fig_med(&noop),
 		       batches[b] >= 64 ? " (goal <= 1.5x)" : "");
 		if (batches[b] >= 64) {
 			snprintf(name, sizeof(name),
 				 "(ii) per job, %d per SUBMIT", batches[b]);
-			fmt_us(v, sizeof(v), best);
-			snprintf(f, sizeof(f), "%.2f us", noop / 1e3);
-			summary_add(name, v, "no-op ioctl", f,
-				    noop > 0 ? best / noop : -1, 1.5, 1);
+			summary_add(name, &pj, 1e-3, 2, "us", "no-op ioctl",
+				    &noop, "wall", 1.5, 1);
 		}
 	}
 
 	/* (iii) replayed command list */
 	{
-		double pc = 0, best = 1e30;
-		int reps = 4;
+		struct fig pc = { 0 };
+		double c = 0;
+		int nrep = 4;
 		int64_t t0 = mono_ns();
 
-		ret = replayed_list(&x, queue, reps, &pc);	/* calibrate */
+		ret = replayed_list(&x, queue, nrep, &c);	/* calibrate */
 		if (!ret) {
-			double one = (double)(mono_ns() - t0) / reps;
+			double one = (double)(mono_ns() - t0) / nrep;
 
-			reps = (int)(secs * 1e9 / one);
-			reps = reps < 4 ? 4 : reps > 400 ? 400 : reps;
+			nrep = (int)(secs * 1e9 / one);
+			nrep = nrep < 4 ? 4 : nrep > 400 ? 400 : nrep;
 		}
-		for (int r = 0; !ret && r < 3; r++) {
-			ret = replayed_list(&x, queue, reps, &pc);
-			best = pc < best ? pc : best;
+		for (int r = 0; !ret && r < reps; r++) {
+			ret = replayed_list(&x, queue, nrep, &c);
+			fig_add(&pc, c);
 		}
 		if (ret) {
 			rc = fail("replayed list", ret);
 			goto out;
 		}
 		printf("   (iii) %u-NOP command list uploaded once, replayed "
-		       "%d times: %.3f us per command -> %.2fx the no-op "
-		       "ioctl (goal <= 0.5x)\n", NOP_LIST, reps, best / 1e3,
-		       noop > 0 ? best / noop : 0);
-		snprintf(v, sizeof(v), "%.3f us", best / 1e3);
-		snprintf(f, sizeof(f), "%.2f us", noop / 1e3);
-		summary_add("(iii) per command, replayed 1000-NOP list", v,
-			    "no-op ioctl", f, noop > 0 ? best / noop : -1, 0.5,
-			    1);
+		       "%d times: %s us per command -> %.2fx the no-op ioctl "
+		       "(goal <= 0.5x)\n", NOP_LIST, nrep,
+		       fig_str(b1, sizeof(b1), &pc, 1e-3, 3),
+		       fig_med(&pc) / fig_med(&noop));
+		summary_add("(iii) per command, replayed 1000-NOP list", &pc,
+			    1e-3, 3, "us", "no-op ioctl", &noop, "wall", 0.5, 1);
 	}
 	ret = xctx_error(x.fd);
 	if (ret) {
@@ -1172,8 +1374,9 @@ static const struct gemm_dtype gemm_dtypes[] = {
 	{ "int8", SPYRE_DTYPE_INT8, SPYRE_DTYPE_INT32, 1, 0x01 },
 };
 
-static int cmd_gemm(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
-		    uint64_t a, uint64_t b, uint64_t c)
+/* A @dim^3 GEMM of @d's dtype, row-major, leading dimensions @dim. */
+static int cmd_gemm_dim(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
+			uint32_t dim, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct spyre_cmd_gemm g;
 
@@ -1183,21 +1386,27 @@ static int cmd_gemm(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
 	g.a_dtype = d->dtype;
 	g.b_dtype = d->dtype;
 	g.c_dtype = d->c_dtype;
-	g.m = GEMM_DIM;
-	g.n = GEMM_DIM;
-	g.k = GEMM_DIM;
+	g.m = dim;
+	g.n = dim;
+	g.k = dim;
 	g.batch = 1;
 	g.a = a;
 	g.b = b;
 	g.c = c;
-	g.lda = GEMM_DIM;
-	g.ldb = GEMM_DIM;
-	g.ldc = GEMM_DIM;
-	g.stride_a = (uint64_t)GEMM_DIM * GEMM_DIM;
-	g.stride_b = (uint64_t)GEMM_DIM * GEMM_DIM;
-	g.stride_c = (uint64_t)GEMM_DIM * GEMM_DIM;
+	g.lda = dim;
+	g.ldb = dim;
+	g.ldc = dim;
+	g.stride_a = (uint64_t)dim * dim;
+	g.stride_b = (uint64_t)dim * dim;
+	g.stride_c = (uint64_t)dim * dim;
 	g.alpha = 0x3f800000;	/* 1.0f */
 	return spyre_cmdbuf_raw(cb, &g, sizeof(g));
+}
+
+static int cmd_gemm(struct spyre_cmdbuf *cb, const struct gemm_dtype *d,
+		    uint64_t a, uint64_t b, uint64_t c)
+{
+	return cmd_gemm_dim(cb, d, GEMM_DIM, a, b, c);
 }
 
 struct gemm_env {
@@ -1371,17 +1580,18 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 	struct spyre_bo *nop = NULL, *gcmd[4] = { NULL };
 	uint32_t lowq[4] = { 0 }, lows[4] = { 0 }, hiq = 0;
 	struct xenv x;
-	double *t = NULL, idle = 0, loaded, p90;
+	struct fig idle = { 0 }, loaded = { 0 }, p90 = { 0 };
+	double *t = NULL;
 	const int nidle = 200, max_loaded = 4000;
-	int n = 0, rounds = 0, ret, rc = 0;
-	char v[24], f[24];
+	int n = 0, rounds = 0, samples = 0, ret, rc = 0;
+	char b1[48], b2[48], b3[48];
 
 	printf("\n== priority: high-priority NOP round trip while 4 "
 	       "low-priority queues hold 4 GEMMs (%u^3 fp32) each, sampled while all 4 are busy\n", GEMM_DIM);
 	if (!gemm_ok) {
 		printf("   n/a (card lacks GEMM)\n");
-		summary_add("(iv) hi-prio NOP under GEMM load", "n/a",
-			    "idle round trip", "-", -1, 2, 1);
+		summary_add("(iv) hi-prio NOP under GEMM load", &loaded, 1e-3,
+			    1, "us", "idle round trip", NULL, "wall", 2, 1);
 		return 0;
 	}
 	ret = gemm_env_init(&g, card);
@@ -1419,19 +1629,26 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 	x.syncobj = g.syncobj;
 
 	ret = round_trips(&x, hiq, nop, t, NULL, 20);
-	if (!ret)
+	for (int r = 0; !ret && r < reps; r++) {
 		ret = round_trips(&x, hiq, nop, t, NULL, nidle);
+		if (!ret)
+			fig_add(&idle, quantile(t, nidle, 0.5));
+	}
 	if (ret) {
 		rc = fail("idle round trip", ret);
 		goto out;
 	}
-	idle = quantile(t, nidle, 0.5);
 
-	/* Load rounds until enough samples or @secs * 10 seconds. */
-	{
-		int64_t t_end = mono_ns() + (int64_t)(secs * 10 * 1e9);
+	/*
+	 * Per repetition: load rounds until 400 / reps samples or @secs * 10
+	 * / reps seconds; the repetition's figure is their median.
+	 */
+	for (int rep = 0; !ret && rep < reps; rep++) {
+		int64_t t_end = mono_ns() + (int64_t)(secs * 10 * 1e9 / reps);
+		int want = 400 / reps > 40 ? 400 / reps : 40;
 
-		while (!ret && n < 400 && mono_ns() < t_end) {
+		n = 0;
+		while (!ret && n < want && mono_ns() < t_end) {
 			struct drm_spyre_bo_ref h[2] = {
 				bo_ref(g.a, DRM_SPYRE_BO_REF_READ),
 				bo_ref(g.b, DRM_SPYRE_BO_REF_READ),
@@ -1466,6 +1683,11 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 			for (int i = 1; !ret && i < 4; i++)
 				ret = xwait(g.fd, lows[i], 120);
 		}
+		if (!ret && n) {
+			fig_add(&loaded, quantile(t, n, 0.5));
+			fig_add(&p90, quantile(t, n, 0.9));
+			samples += n;
+		}
 	}
 	if (!ret)
 		ret = xctx_error(g.fd);
@@ -1473,20 +1695,18 @@ static int bench_priority(unsigned int card, double secs, int gemm_ok)
 		rc = fail("loaded round trip", ret);
 		goto out;
 	}
-	if (!n) {
+	if (!loaded.n) {
 		printf("   the GEMMs ended before a NOP could be timed\n");
 		goto out;
 	}
-	loaded = quantile(t, n, 0.5);
-	p90 = quantile(t, n, 0.9);
-	printf("   idle: median %.1f us; loaded: median %.1f us, p90 %.1f us "
-	       "(%d samples over %d rounds) -> %.2fx idle (goal <= 2x)\n",
-	       idle / 1e3, loaded / 1e3, p90 / 1e3, n, rounds,
-	       idle > 0 ? loaded / idle : 0);
-	fmt_us(v, sizeof(v), loaded);
-	fmt_us(f, sizeof(f), idle);
-	summary_add("(iv) hi-prio NOP under GEMM load", v, "idle round trip", f,
-		    idle > 0 ? loaded / idle : -1, 2, 1);
+	printf("   idle: median %s us; loaded: median %s us, p90 %s us (%d "
+	       "samples over %d rounds) -> %.2fx idle (goal <= 2x)\n",
+	       fig_str(b1, sizeof(b1), &idle, 1e-3, 1),
+	       fig_str(b2, sizeof(b2), &loaded, 1e-3, 1),
+	       fig_str(b3, sizeof(b3), &p90, 1e-3, 1), samples, rounds,
+	       fig_med(&loaded) / fig_med(&idle));
+	summary_add("(iv) hi-prio NOP under GEMM load", &loaded, 1e-3, 1, "us",
+		    "idle round trip", &idle, "wall", 2, 1);
 out:
 	free(t);
 	for (int i = 0; i < 4; i++) {
@@ -1500,43 +1720,125 @@ out:
 	return rc;
 }
 
-/* (v): GEMM throughput per dtype against host sgemm. */
-static int bench_gemm(unsigned int card, int iters, int gemm_ok,
-		      double host_gflops, int host_threads)
+/*
+ * (v) also at @dim^3 in fp32, against OpenBLAS sgemm natively on as many
+ * threads (card clock; min(--reps, 3) jobs, after one).
+ */
+static int bench_gemm_big(unsigned int card, uint32_t dim)
+{
+	const double flop = 2.0 * dim * dim * dim;
+	const uint64_t sz = (uint64_t)dim * dim * 4;
+	struct fig *nat = ceil_get("sgemm-%u-%dt", dim, ceil_threads);
+	struct spyre_bo *bos[4] = { NULL };
+	volatile uint64_t *ts = NULL;
+	struct spyre_device *dev = NULL;
+	struct spyre_cmdbuf *cb = NULL;
+	struct spyre_queue *q = NULL;
+	const char *placement = "device";
+	struct fig fc = { 0 };
+	char b1[48], b2[48], name[64], cname[40];
+	int n = reps < 3 ? reps : 3, ret;
+
+	ret = spyre_device_open(card, &dev);
+	if (!ret)
+		ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &q);
+	for (int i = 0; !ret && i < 3; i++)
+		ret = alloc_operand(dev, sz, &bos[i], &placement);
+	if (!ret)
+		ret = spyre_bo_alloc(dev, PAGE, 0, &bos[3]);
+	if (!ret)
+		ret = spyre_bo_map(bos[3], (void **)&ts);
+	if (!ret)
+		ret = spyre_cmdbuf_create(&cb);
+	for (int i = 0; !ret && i < 2; i++)
+		ret = spyre_cmdbuf_fill(cb, spyre_bo_va(bos[i]), (uint64_t)dim * dim,
+					4, 0x3f800000);
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(bos[3]));
+	if (!ret)
+		ret = cmd_gemm_dim(cb, &gemm_dtypes[0], dim, spyre_bo_va(bos[0]),
+				   spyre_bo_va(bos[1]), spyre_bo_va(bos[2]));
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(bos[3]) + 8);
+	for (int it = 0; !ret && it <= n; it++) {
+		struct spyre_fence fe;
+
+		ret = spyre_submit(q, cb, bos, 4, NULL, 0, &fe);
+		if (!ret)
+			ret = spyre_fence_wait(&fe, 120ull * NSEC);
+		if (!ret && it && ts[1] > ts[0])
+			fig_add(&fc, flop / (double)(ts[1] - ts[0]));
+	}
+	if (!ret) {
+		volatile float *c;
+
+		ret = spyre_bo_map(bos[2], (void **)&c);
+		if (!ret && (c[0] != (float)dim ||
+			     c[(uint64_t)dim * dim - 1] != (float)dim))
+			ret = -EIO;
+	}
+	if (ret) {
+		printf("   GEMM %u^3 fp32: %s\n", dim, spyre_strerror(ret));
+	} else {
+		printf("   %u^3 fp32 (%s mem): card %s GFLOPS; OpenBLAS sgemm "
+		       "natively, %d thread(s): %s GFLOPS -> %.1f%%\n", dim,
+		       placement, fig_str(b1, sizeof(b1), &fc, 1, 1),
+		       ceil_threads, nat ? fig_str(b2, sizeof(b2), nat, 1, 1) :
+		       "-", nat ? 100 * fig_med(&fc) / fig_med(nat) : 0);
+		snprintf(name, sizeof(name), "(v) GEMM %u^3 fp32 (%s mem)", dim,
+			 placement);
+		snprintf(cname, sizeof(cname), "OpenBLAS sgemm, %d thr",
+			 ceil_threads);
+		summary_add(name, &fc, 1, 1, "GFLOPS", cname, nat, "card", 0,
+			    0);
+	}
+	spyre_cmdbuf_destroy(cb);
+	for (int i = 0; i < 4; i++)
+		spyre_bo_free(bos[i]);
+	spyre_queue_destroy(q);
+	if (dev)
+		spyre_device_close(dev);
+	return ret ? 1 : 0;
+}
+
+/*
+ * (v): GEMM throughput per dtype against the same work done natively on
+ * the host through the card model's numeric core (widening + sgemm, on
+ * as many threads as the card's GEMM parts use), and fp32 also against
+ * plain OpenBLAS sgemm.
+ */
+static int bench_gemm(unsigned int card, int iters, int gemm_ok)
 {
 	const double flop = 2.0 * GEMM_DIM * GEMM_DIM * GEMM_DIM;
-	char v[24], f[24], name[64];
-	int rc = 0;
+	struct fig *sgemm = ceil_get("sgemm-%dt", ceil_threads);
+	struct fig none = { 0 };
+	char b1[48], b2[48], b3[48], name[64], cname[40];
+	int n = iters > reps ? iters : reps, rc = 0;
 
-	/* The host ceiling is a best of many calls: compare like with like. */
-	iters = iters > 10 ? iters : 10;
-	printf("\n== GEMM throughput, %u^3, one GEMM per job (best of %d)\n",
-	       GEMM_DIM, iters);
-	if (host_gflops > 0)
-		printf("   ceiling: host OpenBLAS sgemm, %d thread(s), %.1f "
-		       "GFLOPS (measured natively on the host)\n",
-		       host_threads, host_gflops);
-	else
-		printf("   ceiling: host sgemm not given (--host-sgemm)\n");
-	if (host_gflops > 0)
-		snprintf(f, sizeof(f), "%.1f GFLOPS", host_gflops);
-	else
-		snprintf(f, sizeof(f), "-");
+	printf("\n== GEMM throughput, %u^3, one GEMM per job: median "
+	       "[min-max] of %d jobs (after one)\n", GEMM_DIM, n);
+	printf("   card: TIMESTAMPs around the GEMM (the card's clock); wall: "
+	       "submit to fence\n");
+	printf("   ceilings (measured natively on the host in this run, %d "
+	       "thread(s)): the same GEMM through the card model's math code "
+	       "(per dtype), and OpenBLAS sgemm %s GFLOPS\n", ceil_threads,
+	       sgemm ? fig_str(b1, sizeof(b1), sgemm, 1, 1) : "-");
 	if (!gemm_ok) {
 		printf("   n/a (card lacks GEMM)\n");
-		summary_add("(v) GEMM 512^3 fp32", "n/a", "host sgemm", f, -1,
-			    0.5, 0);
+		summary_add("(v) GEMM 512^3 fp32", &none, 1, 1, "GFLOPS",
+			    "host sgemm", sgemm, "wall", 0.5, 0);
 		return 0;
 	}
-	printf("%-10s %12s %12s %12s %s\n", "dtype", "wall GFLOPS",
-	       "card GFLOPS", "wall/host", "(card clock: TIMESTAMPs around the "
-	       "GEMM)");
+	printf("%-10s %-24s %-24s %-24s %9s %9s\n", "dtype", "wall GFLOPS",
+	       "card GFLOPS", "native GFLOPS", "card/nat", "wall/nat");
 	for (size_t i = 0; i < sizeof(gemm_dtypes) / sizeof(gemm_dtypes[0]);
 	     i++) {
 		const struct gemm_dtype *d = &gemm_dtypes[i];
+		struct fig *nat = ceil_get("gemm-%s-%dt", d->name, ceil_threads);
 		struct spyre_cmdbuf *cb = NULL;
+		struct fig fw = { 0 }, fc = { 0 };
 		struct gemm_env g;
-		double best_w = 1e30, best_c = 1e30, w;
+		double w;
 		int ret = gemm_env_init(&g, card);
 
 		if (!ret)
@@ -1550,13 +1852,14 @@ static int bench_gemm(unsigned int card, int iters, int gemm_ok,
 				       spyre_bo_va(g.c[0]));
 		if (!ret)
 			ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(g.ts) + 8);
-		for (int it = 0; !ret && it <= iters; it++) {
+		for (int it = 0; !ret && it <= n; it++) {
 			ret = gemm_run(&g, g.queue, cb, &w);
 			if (ret || !it)
 				continue;	/* the first run warms up */
-			best_w = w < best_w ? w : best_w;
+			fig_add(&fw, flop / w);	/* GFLOPS: flop per ns */
 			w = (double)(g.ts_map[1] - g.ts_map[0]);
-			best_c = w > 0 && w < best_c ? w : best_c;
+			if (w > 0)
+				fig_add(&fc, flop / w);
 		}
 		if (!ret)
 			ret = gemm_check(&g, d);
@@ -1569,26 +1872,457 @@ static int bench_gemm(unsigned int card, int iters, int gemm_ok,
 			rc = 1;
 			continue;
 		}
-		w = flop / best_w;	/* GFLOPS: flop per ns */
-		printf("%-10s %12.1f %12.1f ", d->name, w,
-		       best_c < 1e30 ? flop / best_c : 0);
-		if (host_gflops > 0)
-			printf("%11.1f%%\n", 100 * w / host_gflops);
+		printf("%-10s %-24s %-24s %-24s ", d->name,
+		       fig_str(b1, sizeof(b1), &fw, 1, 1),
+		       fig_str(b2, sizeof(b2), &fc, 1, 1),
+		       nat ? fig_str(b3, sizeof(b3), nat, 1, 1) : "-");
+		if (nat)
+			printf("%8.1f%% %8.1f%%\n",
+			       100 * fig_med(&fc) / fig_med(nat),
+			       100 * fig_med(&fw) / fig_med(nat));
 		else
-			printf("%12s\n", "-");
+			printf("%9s %9s\n", "-", "-");
 		snprintf(name, sizeof(name), "(v) GEMM 512^3 %s (%s mem)",
 			 d->name, g.placement);
-		snprintf(v, sizeof(v), "%.1f GFLOPS", w);
-		summary_add(name, v, i ? "host sgemm (fp32)" : "host sgemm", f,
-			    host_gflops > 0 ? w / host_gflops : -1, 0.5, 0);
+		snprintf(cname, sizeof(cname), "native %s, %d thr", d->name,
+			 ceil_threads);
+		summary_add(name, &fc, 1, 1, "GFLOPS", cname, nat, "card",
+			    0.75, 0);
+		if (!i) {
+			snprintf(cname, sizeof(cname), "OpenBLAS sgemm, %d thr",
+				 ceil_threads);
+			summary_add(name, &fw, 1, 1, "GFLOPS", cname, sgemm,
+				    "wall", 0.5, 0);
+		}
 		gemm_env_fini(&g);
+	}
+	rc |= bench_gemm_big(card, 2048);
+	return rc;
+}
+
+/* ---- ELTWISE, REDUCE, ROWOP ---- */
+
+/* Columns of a REDUCE or ROWOP row, as in spyre-ceilings. */
+#define VEC_COLS	1024u
+/* Commands of the ELTWISE ADD command list. */
+#define ADD_LIST	1000u
+
+struct vec_kind {
+	const char *name;	/* the ceiling's key */
+	int kind;		/* 0 ELTWISE, 1 REDUCE, 2 ROWOP */
+	uint32_t op;
+};
+
+static const struct vec_kind vec_kinds[] = {
+	{ "elt-add", 0, SPYRE_ELT_ADD }, { "elt-mul", 0, SPYRE_ELT_MUL },
+	{ "elt-scale", 0, SPYRE_ELT_SCALE }, { "elt-relu", 0, SPYRE_ELT_RELU },
+	{ "elt-gelu", 0, SPYRE_ELT_GELU }, { "elt-silu", 0, SPYRE_ELT_SILU },
+	{ "elt-exp", 0, SPYRE_ELT_EXP },
+	{ "reduce-sum", 1, SPYRE_REDUCE_SUM },
+	{ "reduce-max", 1, SPYRE_REDUCE_MAX },
+	{ "rowop-softmax", 2, SPYRE_ROW_SOFTMAX },
+	{ "rowop-layernorm", 2, SPYRE_ROW_LAYERNORM },
+	{ "rowop-rmsnorm", 2, SPYRE_ROW_RMSNORM },
+};
+
+static int vec_cmd(struct spyre_cmdbuf *cb, const struct vec_kind *k,
+		   uint32_t n, struct spyre_bo *a, struct spyre_bo *b,
+		   struct spyre_bo *out)
+{
+	if (k->kind == 0)
+		return spyre_cmdbuf_eltwise(cb, k->op, SPYRE_DTYPE_FP16, n,
+					    SPYRE_MEM(out, 0), SPYRE_MEM(a, 0),
+					    SPYRE_MEM(b, 0), 0.5f);
+	if (k->kind == 1)
+		return spyre_cmdbuf_reduce(cb, k->op, SPYRE_DTYPE_FP16,
+					   n / VEC_COLS, VEC_COLS,
+					   SPYRE_MEM(out, 0), SPYRE_MEM(a, 0),
+					   VEC_COLS);
+	return spyre_cmdbuf_rowop(cb, k->op, SPYRE_DTYPE_FP16, n / VEC_COLS,
+				  VEC_COLS, SPYRE_MEM(out, 0), VEC_COLS,
+				  SPYRE_MEM(a, 0), VEC_COLS, SPYRE_MEM_NONE,
+				  SPYRE_MEM_NONE, 1e-5f);
+}
+
+/*
+ * Card-clock ns of @cmds copies of @k's command on @n fp16 elements in
+ * one command list between two TIMESTAMPs, one figure per repetition.
+ */
+static int vec_run(struct spyre_device *dev, struct spyre_queue *q,
+		   struct spyre_bo **bos, const struct vec_kind *k, uint32_t n,
+		   unsigned int cmds, struct fig *f)
+{
+	volatile uint64_t *ts;
+	struct spyre_cmdbuf *cb;
+	struct spyre_fence fe;
+	int ret = spyre_cmdbuf_create(&cb);
+
+	(void)dev;
+	if (!ret)
+		ret = spyre_bo_map(bos[3], (void **)&ts);
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(bos[3]));
+	for (unsigned int i = 0; !ret && i < cmds; i++)
+		ret = vec_cmd(cb, k, n, bos[0], bos[1], bos[2]);
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(bos[3]) + 8);
+	for (int r = 0; !ret && r <= reps; r++) {
+		ret = spyre_submit(q, cb, bos, 4, NULL, 0, &fe);
+		if (!ret)
+			ret = spyre_fence_wait(&fe, 60ull * NSEC);
+		if (!ret && r)		/* the first one warms up */
+			fig_add(f, (double)(ts[1] - ts[0]) / cmds);
+	}
+	spyre_cmdbuf_destroy(cb);
+	return ret;
+}
+
+/*
+ * (vi) the fixed cost of small commands: a list of ADD_LIST ELTWISE ADDs
+ * of 4 Ki fp16 values, per command, against one native call of the card's
+ * math code on the same data; (vii) per-element cost of every ELTWISE,
+ * REDUCE and ROWOP kind at 4 Ki, 64 Ki and 1 Mi fp16 elements, one
+ * command per job, against the same call natively.  Card clock.
+ */
+static int bench_vec(struct spyre_device *dev)
+{
+	static const uint32_t sizes[] = { 4096, 65536, 1048576 };
+	struct spyre_bo *bos[4] = { NULL };
+	struct spyre_queue *q = NULL;
+	struct fig f = { 0 };
+	char b1[48], b2[48], name[64], cname[40];
+	const char *placement;
+	int ret, rc = 0;
+
+	ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &q);
+	for (int i = 0; !ret && i < 3; i++)
+		ret = alloc_operand(dev, 2 * MiB, &bos[i], &placement);
+	if (!ret)
+		ret = spyre_bo_alloc(dev, PAGE, 0, &bos[3]);
+	for (int i = 0; !ret && i < 2; i++) {
+		struct spyre_cmdbuf *cb;
+		struct spyre_fence fe;
+
+		/* 1.0 and 0.5 in fp16: nothing overflows, no NaN */
+		ret = spyre_cmdbuf_create(&cb);
+		if (!ret)
+			ret = spyre_cmdbuf_fill(cb, spyre_bo_va(bos[i]), MiB, 2,
+						i ? 0x3800 : 0x3c00);
+		if (!ret)
+			ret = spyre_submit(q, cb, bos, 4, NULL, 0, &fe);
+		if (!ret)
+			ret = spyre_fence_wait(&fe, 60ull * NSEC);
+		spyre_cmdbuf_destroy(cb);
+	}
+	if (ret) {
+		rc = fail("vector set-up", ret);
+		goto out;
+	}
+
+	printf("\n== small commands: %u ELTWISE ADDs of 4 Ki fp16 in one "
+	       "command list (card clock, per command; median [min-max] of "
+	       "%d lists)\n", ADD_LIST, reps);
+	ret = vec_run(dev, q, bos, &vec_kinds[0], 4096, ADD_LIST, &f);
+	if (ret) {
+		rc = fail("ELTWISE list", ret);
+		goto out;
+	}
+	{
+		struct fig *nat = ceil_get("elt-add-4096-call");
+
+		printf("   %s us per command; native call of the card's math "
+		       "code (1 thread): %s us -> %.2fx (goal <= 3x)\n",
+		       fig_str(b1, sizeof(b1), &f, 1e-3, 2),
+		       nat ? fig_str(b2, sizeof(b2), nat, 1e-3, 2) : "-",
+		       nat ? fig_med(&f) / fig_med(nat) : 0);
+		summary_add("(vi) ELTWISE ADD 4Ki fp16, in a 1000-list", &f,
+			    1e-3, 2, "us", "native call, 1 thr", nat, "card",
+			    3, 1);
+	}
+
+	printf("\n== per-element cost, fp16, one command per job (card "
+	       "clock, ns per element; rows of %u for REDUCE/ROWOP)\n",
+	       VEC_COLS);
+	printf("   against the same call of the card's math code natively on "
+	       "the host (1 thread, this run)\n");
+	printf("%-16s %8s %-22s %-22s %7s\n", "kind", "elements",
+	       "card ns/elem", "native ns/elem", "ratio");
+	for (size_t k = 0; k < sizeof(vec_kinds) / sizeof(vec_kinds[0]); k++) {
+		for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+			struct fig *nat = ceil_get("%s-%u", vec_kinds[k].name,
+						   sizes[z]);
+
+			f.n = 0;
+			ret = vec_run(dev, q, bos, &vec_kinds[k], sizes[z], 1,
+				      &f);
+			if (ret) {
+				printf("%-16s %8u %s\n", vec_kinds[k].name,
+				       sizes[z], spyre_strerror(ret));
+				rc = 1;
+				ret = 0;
+				continue;
+			}
+			for (int i = 0; i < f.n; i++)
+				f.v[i] /= sizes[z];
+			printf("%-16s %8u %-22s %-22s %6.2fx\n",
+			       vec_kinds[k].name, sizes[z],
+			       fig_str(b1, sizeof(b1), &f, 1, 2),
+			       nat ? fig_str(b2, sizeof(b2), nat, 1, 2) : "-",
+			       nat ? fig_med(&f) / fig_med(nat) : 0);
+			if (sizes[z] == 65536) {
+				snprintf(name, sizeof(name),
+					 "(vii) %s 64Ki fp16, per elem",
+					 vec_kinds[k].name);
+				snprintf(cname, sizeof(cname), "native, 1 thr");
+				summary_add(name, &f, 1, 2, "ns", cname, nat,
+					    "card", 0, 1);
+			}
+		}
+	}
+out:
+	for (int i = 0; i < 4; i++)
+		spyre_bo_free(bos[i]);
+	spyre_queue_destroy(q);
+	return rc;
+}
+
+/* ---- scaling ---- */
+
+#define SCALE_GEMM_DIM	256u
+#define SCALE_COPY	MiB
+#define SCALE_MAX_PROCS	8
+
+enum { SCALE_NOP, SCALE_GEMM, SCALE_COPY_KIND, SCALE_KINDS };
+
+static const char *const scale_name[SCALE_KINDS] = {
+	"NOP jobs (16/SUBMIT, wait/256)", "GEMM 256^3 fp32", "COPY 1 MiB sys->dev",
+};
+
+/* NOP jobs, 16 per SUBMIT, the last of every 256 waited for. */
+static int scale_nops(struct spyre_device *dev, int64_t t_end, uint64_t *ops)
+{
+	struct xenv x = { .dev = dev, .fd = spyre_device_fd(dev) };
+	struct drm_spyre_sync out = { 0 };
+	struct drm_spyre_job jobs[16];
+	uint32_t queue = 0;
+	int ret;
+
+	ret = xqueue_create(x.fd, DRM_SPYRE_PRIORITY_NORMAL, &queue);
+	if (!ret)
+		ret = upload_nops(dev, 1, &x.nop);
+	if (!ret)
+		ret = xsyncobj_create(x.fd, &x.syncobj);
+	out.handle = x.syncobj;
+	for (int i = 0; i < 16; i++)
+		make_job(&jobs[i], queue, x.nop, 8, NULL);
+	while (!ret && mono_ns() < t_end) {
+		for (int k = 0; !ret && k < 16; k++) {
+			jobs[15].out_syncs = k == 15 ? (uintptr_t)&out : 0;
+			jobs[15].out_sync_count = k == 15;
+			ret = xsubmit(x.fd, jobs, 16);
+		}
+		if (!ret)
+			ret = xwait(x.fd, x.syncobj, 60);
+		if (!ret)
+			*ops += 256;
+	}
+	xqueue_destroy(x.fd, queue);
+	xsyncobj_destroy(x.fd, x.syncobj);
+	spyre_bo_free(x.nop);
+	return ret;
+}
+
+/* One @kind command per job (GEMM or COPY), each waited for. */
+static int scale_jobs(struct spyre_device *dev, int kind, int64_t t_end,
+		      uint64_t *ops)
+{
+	const uint64_t sz = (uint64_t)SCALE_GEMM_DIM * SCALE_GEMM_DIM * 4;
+	struct spyre_bo *bos[3] = { NULL };
+	struct spyre_cmdbuf *cb = NULL;
+	struct spyre_queue *q = NULL;
+	struct spyre_fence fe;
+	int ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &q);
+
+	for (int i = 0; !ret && i < 3; i++)
+		ret = spyre_bo_alloc(dev, kind == SCALE_GEMM ? sz : SCALE_COPY,
+				     kind == SCALE_COPY_KIND && i == 0 ? 0 :
+				     SPYRE_BO_DEVICE, &bos[i]);
+	if (!ret)
+		ret = spyre_cmdbuf_create(&cb);
+	if (!ret && kind == SCALE_GEMM)
+		ret = cmd_gemm_dim(cb, &gemm_dtypes[0], SCALE_GEMM_DIM,
+				   spyre_bo_va(bos[0]), spyre_bo_va(bos[1]),
+				   spyre_bo_va(bos[2]));
+	else if (!ret)
+		ret = spyre_cmdbuf_copy(cb, spyre_bo_va(bos[1]),
+					spyre_bo_va(bos[0]), SCALE_COPY);
+	while (!ret && mono_ns() < t_end) {
+		ret = spyre_submit(q, cb, bos, 3, NULL, 0, &fe);
+		if (!ret)
+			ret = spyre_fence_wait(&fe, 60ull * NSEC);
+		if (!ret)
+			*ops += 1;
+	}
+	spyre_cmdbuf_destroy(cb);
+	for (int i = 0; i < 3; i++)
+		spyre_bo_free(bos[i]);
+	spyre_queue_destroy(q);
+	return ret;
+}
+
+/*
+ * Run @kind in @n processes (each its own device file: its own context
+ * and queue) for @secs seconds after a common start; *@rate gets the
+ * aggregate operations per second, *@cpu the CPU time of the processes
+ * per second of wall time (1.0: one CPU).
+ */
+static int scale_run(unsigned int card, int kind, int n, double secs,
+		     double *rate, double *cpu)
+{
+	int go[2], res[2], ret = 0;
+	pid_t pid[SCALE_MAX_PROCS];
+	struct rusage ru0, ru1;
+	uint64_t total = 0;
+	int64_t t0, t1;
+
+	if (pipe(go) || pipe(res))
+		return -errno;
+	getrusage(RUSAGE_CHILDREN, &ru0);
+	for (int i = 0; i < n; i++) {
+		pid[i] = fork();
+		if (pid[i] < 0) {
+			ret = -errno;
+			n = i;
+			break;
+		}
+		if (!pid[i]) {
+			struct spyre_device *dev;
+			uint64_t ops = 0;
+			int64_t t_end;
+
+			close(go[1]);
+			close(res[0]);
+			ret = spyre_device_open(card, &dev);
+			/*
+			 * Everyone set up: start together, end together.  One
+			 * read of one record (pipe writes this small are
+			 * atomic), bounded in case the parent died.
+			 */
+			if (read(go[0], &t_end, sizeof(t_end)) != sizeof(t_end))
+				_exit(1);
+			if (t_end > mono_ns() + 120 * NSEC)
+				t_end = mono_ns() + 120 * NSEC;
+			if (!ret && kind == SCALE_NOP)
+				ret = scale_nops(dev, t_end, &ops);
+			else if (!ret)
+				ret = scale_jobs(dev, kind, t_end, &ops);
+			if (ret)
+				ops = 0;
+			if (write(res[1], &ops, sizeof(ops)) != sizeof(ops))
+				_exit(1);
+			_exit(ret ? 1 : 0);
+		}
+	}
+	close(go[0]);
+	close(res[1]);
+	t0 = mono_ns();
+	t1 = t0 + (int64_t)(secs * 1e9);
+	for (int i = 0; i < n; i++)
+		if (write(go[1], &t1, sizeof(t1)) != sizeof(t1))
+			ret = -EIO;
+	for (int i = 0; i < n; i++) {
+		uint64_t ops;
+		int st;
+
+		if (read(res[0], &ops, sizeof(ops)) == sizeof(ops))
+			total += ops;
+		else
+			ret = -EIO;
+		if (waitpid(pid[i], &st, 0) < 0 || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			ret = ret ? ret : -EIO;
+	}
+	t1 = mono_ns();
+	getrusage(RUSAGE_CHILDREN, &ru1);
+	close(go[1]);
+	close(res[0]);
+	*rate = (double)total / ((double)(t1 - t0) / 1e9);
+	*cpu = ((double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+		(double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+		(double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
+		(double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6) /
+	       ((double)(t1 - t0) / 1e9);
+	return ret;
+}
+
+/*
+ * (viii) scaling: N = 1, 2, 4, 8 processes for about @secs each doing NOP
+ * jobs, 256^3 GEMMs or 1 MiB copies; aggregate throughput against N = 1
+ * (goal >= 0.9x at every N), and the CPU use of N = 1.
+ */
+static int bench_scale(unsigned int card, double secs, int gemm_ok)
+{
+	static const int procs[] = { 1, 2, 4, 8 };
+	static const double unit[SCALE_KINDS] = {
+		1e-3, 2.0 * SCALE_GEMM_DIM * SCALE_GEMM_DIM * SCALE_GEMM_DIM / 1e9,
+		(double)SCALE_COPY / 1e9,
+	};
+	static const char *const unit_name[SCALE_KINDS] = {
+		"k jobs/s", "GFLOPS", "GB/s",
+	};
+	int nrep = reps < 3 ? reps : 3, rc = 0;
+	char b1[48], b2[48], name[64];
+
+	printf("\n== scaling: N processes, each its own context and queue, "
+	       "%.1f s each, aggregate throughput (wall clock; median "
+	       "[min-max] of %d runs)\n", secs, nrep);
+	for (int k = 0; k < SCALE_KINDS; k++) {
+		struct fig f[4] = { 0 }, cpu = { 0 };
+
+		if (k == SCALE_GEMM && !gemm_ok)
+			continue;
+		printf("   %s, %s:\n", scale_name[k], unit_name[k]);
+		for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+			for (int r = 0; r < nrep; r++) {
+				double rate = 0, c = 0;
+				int ret = scale_run(card, k, procs[i], secs,
+						    &rate, &c);
+
+				if (ret) {
+					printf("       N=%d: %s\n", procs[i],
+					       spyre_strerror(ret));
+					rc = 1;
+					break;
+				}
+				fig_add(&f[i], rate * unit[k]);
+				if (!i)
+					fig_add(&cpu, c);
+			}
+			if (!f[i].n)
+				continue;
+			printf("       N=%d: %-26s -> %.2fx N=1", procs[i],
+			       fig_str(b1, sizeof(b1), &f[i], 1, 2),
+			       f[0].n ? fig_med(&f[i]) / fig_med(&f[0]) : 0);
+			if (!i)
+				printf(" (CPU use %s %% of one CPU)",
+				       fig_str(b2, sizeof(b2), &cpu, 100, 0));
+			printf("\n");
+			if (i) {
+				snprintf(name, sizeof(name),
+					 "(viii) %s, N=%d", k == SCALE_NOP ?
+					 "NOP jobs" : k == SCALE_GEMM ?
+					 "GEMM 256^3" : "COPY 1MiB", procs[i]);
+				summary_add(name, &f[i], 1, 2, unit_name[k],
+					    "the same at N=1", &f[0], "wall",
+					    0.9, 0);
+			}
+		}
 	}
 	return rc;
 }
 
 static int bench_exec(struct spyre_device *dev, unsigned int card,
-		      double secs, int iters, double host_gflops,
-		      int host_threads)
+		      double secs, int iters)
 {
 	int rc = bench_dispatch(dev, secs);
 	int probe = gemm_probe(card), gemm_ok = !probe;
@@ -1598,7 +2332,9 @@ static int bench_exec(struct spyre_device *dev, unsigned int card,
 		rc = 1;
 	}
 	rc |= bench_priority(card, secs, gemm_ok);
-	rc |= bench_gemm(card, iters, gemm_ok, host_gflops, host_threads);
+	rc |= bench_gemm(card, iters, gemm_ok);
+	rc |= bench_vec(dev);
+	rc |= bench_scale(card, secs, gemm_ok);
 	return rc;
 }
 
@@ -1606,64 +2342,174 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: spyre-bench [--card N] [--time SEC] [--size MIB] "
-		"[--iters N] [--host-memcpy GBPS]\n"
-		"                   [--host-sgemm GFLOPS] "
-		"[--host-sgemm-threads N] [--only mem|exec]\n"
+		"[--iters N] [--reps N]\n"
+		"                   [--ceilings FILE] [--threads N] "
+		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
+		"                   [--only mem|exec|scale]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
 
+/*
+ * Parse @arg, the value of option --@opt, as an integer in [@min, @max]:
+ * the whole string, decimal or 0x hex, no sign.  Prints why not.
+ */
+static bool parse_uint(const char *opt, const char *arg, uint64_t min,
+		       uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = *arg >= '0' && *arg <= '9' ? strtoull(arg, &end, 0) : 0;
+	if (*arg < '0' || *arg > '9' || *end || errno || v < min || v > max) {
+		fprintf(stderr, "spyre-bench: --%s: '%s' is not an integer in "
+			"[%llu, %llu]\n", opt, arg, (unsigned long long)min,
+			(unsigned long long)max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* The same for a finite number in (@min, @max] (min excluded). */
+static bool parse_num(const char *opt, const char *arg, double min,
+		      double max, double *out)
+{
+	double v;
+	char *end;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || *end || errno || !(v > min && v <= max) ||
+	    *arg == ' ' || *arg == '\t') {
+		fprintf(stderr, "spyre-bench: --%s: '%s' is not a number in "
+			"(%g, %g]\n", opt, arg, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+enum {
+	OPT_CARD = 256, OPT_TIME, OPT_SIZE, OPT_ITERS, OPT_REPS, OPT_CEILINGS,
+	OPT_HOST_MEMCPY, OPT_HOST_SGEMM, OPT_THREADS, OPT_ONLY, OPT_HOST,
+};
+
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "card", required_argument, NULL, OPT_CARD },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "iters", required_argument, NULL, OPT_ITERS },
+		{ "reps", required_argument, NULL, OPT_REPS },
+		{ "ceilings", required_argument, NULL, OPT_CEILINGS },
+		{ "host-memcpy", required_argument, NULL, OPT_HOST_MEMCPY },
+		{ "host-sgemm", required_argument, NULL, OPT_HOST_SGEMM },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "host-sgemm-threads", required_argument, NULL, OPT_THREADS },
+		{ "only", required_argument, NULL, OPT_ONLY },
+		{ "host", no_argument, NULL, OPT_HOST },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct spyre_device *dev;
 	struct spyre_device_info info;
 	unsigned int card = 0;
 	double secs = 0.5, host_gbps = 0, host_gflops = 0;
-	uint64_t size = 64 * MiB;
-	int iters = 3, host = 0, host_threads = 0, ret, rc = 0;
+	int threads = 0;
+	uint64_t size = 64 * MiB, v;
+	int iters = 3, host = 0, ret, rc = 0, opt;
 	int do_mem = 1, do_exec = 1;
+	bool ok = true;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--host")) {
+	opterr = 0;
+	while (ok && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_CARD:
+			ok = parse_uint("card", optarg, 0, 255, &v);
+			card = (unsigned int)v;
+			break;
+		case OPT_TIME:
+			ok = parse_num("time", optarg, 0, 600, &secs);
+			break;
+		case OPT_SIZE:
+			ok = parse_uint("size", optarg, 1, 4096, &v);
+			size = v * MiB;
+			break;
+		case OPT_ITERS:
+			ok = parse_uint("iters", optarg, 1, 10000, &v);
+			iters = (int)v;
+			break;
+		case OPT_REPS:
+			ok = parse_uint("reps", optarg, 1, MAX_REPS, &v);
+			reps = (int)v;
+			break;
+		case OPT_CEILINGS:
+			ok = load_ceilings(optarg);
+			break;
+		case OPT_HOST_MEMCPY:
+			ok = parse_num("host-memcpy", optarg, 0, 1e5, &host_gbps);
+			break;
+		case OPT_HOST_SGEMM:
+			ok = parse_num("host-sgemm", optarg, 0, 1e7,
+				       &host_gflops);
+			break;
+		case OPT_THREADS:
+			ok = parse_uint("threads", optarg, 1, 4096, &v);
+			threads = (int)v;
+			break;
+		case OPT_ONLY:
+			if (!strcmp(optarg, "mem")) {
+				do_exec = 0;
+			} else if (!strcmp(optarg, "exec")) {
+				do_mem = 0;
+			} else if (!strcmp(optarg, "scale")) {
+				do_mem = 0;
+				do_exec = 2;
+			} else {
+				fprintf(stderr, "spyre-bench: --only: '%s' is "
+					"not mem, exec or scale\n", optarg);
+				ok = false;
+			}
+			break;
+		case OPT_HOST:
 			host = 1;
-			continue;
-		}
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		}
-		if (!v) {
-			usage(stderr);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--card"))
-			card = (unsigned int)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--time"))
-			secs = strtod(v, NULL);
-		else if (!strcmp(a, "--size"))
-			size = strtoull(v, NULL, 0) * MiB;
-		else if (!strcmp(a, "--iters"))
-			iters = atoi(v);
-		else if (!strcmp(a, "--host-memcpy"))
-			host_gbps = strtod(v, NULL);
-		else if (!strcmp(a, "--host-sgemm"))
-			host_gflops = strtod(v, NULL);
-		else if (!strcmp(a, "--host-sgemm-threads"))
-			host_threads = atoi(v);
-		else if (!strcmp(a, "--only") && !strcmp(v, "mem"))
-			do_exec = 0;
-		else if (!strcmp(a, "--only") && !strcmp(v, "exec"))
-			do_mem = 0;
-		else {
-			usage(stderr);
-			return 2;
+		default:
+			if (optopt >= OPT_CARD)
+				fprintf(stderr, "spyre-bench: option '%s' needs "
+					"a value\n", argv[optind - 1]);
+			else
+				fprintf(stderr, "spyre-bench: unknown option "
+					"'%s'\n", argv[optind - 1]);
+			ok = false;
 		}
 	}
-	if (!size || iters < 1 || secs <= 0) {
+	if (ok && optind < argc) {
+		fprintf(stderr, "spyre-bench: unexpected argument '%s'\n",
+			argv[optind]);
+		ok = false;
+	}
+	if (!ok) {
 		usage(stderr);
 		return 2;
+	}
+	/* Values given on the command line override the --ceilings file. */
+	if (threads)
+		ceil_threads = threads;
+	if (host_gbps > 0 || host_gflops > 0) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "memcpy-%dt", ceil_threads);
+		if (host_gbps > 0)
+			ceil_given(key, host_gbps);
+		snprintf(key, sizeof(key), "sgemm-%dt", ceil_threads);
+		if (host_gflops > 0)
+			ceil_given(key, host_gflops);
 	}
 	if (host) {
 		printf("host-memcpy-gbps %.3f\n", memcpy_gbps(size, 20));
@@ -1678,11 +2524,12 @@ int main(int argc, char **argv)
 	       spyre_version(), card, info.desc.pci_addr, spyre_device_count());
 	if (do_mem) {
 		rc |= bench_cycles(dev, secs);
-		rc |= bench_copies(dev, size, iters, host_gbps);
+		rc |= bench_copies(dev, size, iters);
 	}
-	if (do_exec)
-		rc |= bench_exec(dev, card, secs, iters, host_gflops,
-				 host_threads);
+	if (do_exec == 2)
+		rc |= bench_scale(card, secs, !gemm_probe(card));
+	else if (do_exec)
+		rc |= bench_exec(dev, card, secs, iters);
 	summary_print();
 	spyre_device_close(dev);
 	return rc;

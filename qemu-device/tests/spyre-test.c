@@ -2089,6 +2089,67 @@ static void do_gemm_lowp(Card *cd)
                      SPYRE_STATUS_INVALID_OPERAND);
 }
 
+/*
+ * Byte COPYs in batches (spyre-copy.c): over 1 MiB (split across workers)
+ * from system memory whose pages are mapped in reverse order (one piece
+ * per page) to device memory, back to contiguous system memory, and
+ * device to device; then a copy that runs into an unmapped page: the
+ * pages before it are copied, the fault names its first byte.
+ */
+static void do_copy_bulk(Card *cd)
+{
+    const unsigned int n = 272;                 /* 1 MiB + 64 KiB */
+    const uint64_t size = (uint64_t)n * PAGE, off = 8 << 20;
+    Spyre *sp = cd->sp;
+    struct spyre_hw_completion c;
+    g_autofree uint8_t *pat = g_malloc(size);
+    g_autofree uint8_t *got = g_malloc(size);
+    uint64_t src_va = cd->next_va, src_pa, dev_va, dev2_va;
+    Stream st = { 0 };
+    Buf back, part;
+    unsigned int i;
+
+    src_pa = page_alloc(sp, n);
+    for (i = 0; i < n; i++) {
+        pt_map(sp, cd->root, src_va + (uint64_t)i * PAGE,
+               (src_pa + (uint64_t)(n - 1 - i) * PAGE) | SPYRE_PTE_VALID);
+    }
+    cd->next_va += size + PAGE;
+    for (i = 0; i < size; i++) {
+        pat[i] = (uint8_t)(i * 7 + (i >> 12));
+    }
+    for (i = 0; i < n; i++) {
+        qtest_bufwrite(sp->qts, src_pa + (uint64_t)(n - 1 - i) * PAGE,
+                       pat + (uint64_t)i * PAGE, PAGE);
+    }
+    dev_va = cd->next_va;
+    map_dev(sp, cd->root, dev_va, off, n);
+    dev2_va = dev_va + size + PAGE;
+    map_dev(sp, cd->root, dev2_va, off + size, n);
+    cd->next_va = dev2_va + size + PAGE;
+    back = buf_new(cd, size);
+
+    emit_copy(&st, src_va, dev_va, size, 1, 0, 0);
+    emit_copy(&st, dev_va, dev2_va, size, 1, 0, 0);
+    emit_copy(&st, dev2_va + 1, back.va + 1, size - 2, 1, 0, 0);
+    g_assert_cmpuint(card_run(cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    buf_get(cd, back, got, size);
+    g_assert_cmpuint(got[0], ==, 0);
+    g_assert_cmpuint(got[size - 1], ==, 0);
+    g_assert_cmpint(memcmp(got + 1, pat + 1, size - 2), ==, 0);
+
+    /* Three pages mapped, then the guard page. */
+    part = buf_new(cd, 3 * PAGE);
+    emit_copy(&st, src_va, part.va + 100, 4 * PAGE, 1, 0, 0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmphex(c.error_va, ==, part.va + 3 * PAGE);
+    buf_get(cd, part, got, 3 * PAGE);
+    g_assert_cmpuint(got[99], ==, 0);
+    g_assert_cmpint(memcmp(got + 100, pat, 3 * PAGE - 100), ==, 0);
+    g_assert_cmpuint(rd32(sp, SPYRE_REG_FAULT_COUNT), ==, 1);
+    wr32(sp, SPYRE_REG_FAULT_POP, 1);
+}
+
 static void do_vector_ops(Card *cd)
 {
     static const float x[4] = { 1.0f, -2.0f, 0.5f, 3.0f };
@@ -2538,6 +2599,7 @@ static void test_compute(void)
 
     card_init(&cd, sp, 4, 2);
     do_copy_convert(&cd);
+    do_copy_bulk(&cd);
     do_gemm_fp32(&cd);
     do_gemm_lowp(&cd);
     do_vector_ops(&cd);
