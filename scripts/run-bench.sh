@@ -16,7 +16,9 @@
 #      under GEMM load, GEMM throughput per dtype and the cost of small
 #      commands (execution), each figure the median [min-max] of as many
 #      repetitions next to its floor or ceiling; it ends with a summary
-#      table naming each ratio's clock (card or wall) and ceiling.
+#      table naming each ratio's clock (card or wall) and ceiling;
+#   3. in the PyTorch guest: scripts/bench-torch.sh (per-token decode
+#      eager vs compiled, framework cost, dispatch, tensor.to()).
 # The guest part runs as the unprivileged user "spyre" with RLIMIT_MEMLOCK
 # raised (the copy benchmark registers 2 x --size MiB of host memory,
 # which the driver charges to that limit).
@@ -70,4 +72,8 @@ rc=0
 	--copy "$TMP/ceilings" "${VMOPTS[@]}" --root -- sh -c \
 	'ulimit -l unlimited && exec su -s /bin/sh spyre -c "$0"' "$cmd" || rc=$?
 load_note "after (the guest's own QEMU counts until it exits)"
-exit $rc
+[ $rc = 0 ] || exit $rc
+# 3. PyTorch: decode per token eager vs torch.compile, the framework's
+# cost over the same command lists from C++, eager dispatch, tensor.to()
+msg "guest: PyTorch (torch_spyre/examples/bench_torch.py)"
+"$SPYRE_ROOT/scripts/bench-torch.sh"
