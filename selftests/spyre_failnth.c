@@ -28,21 +28,11 @@
 /* debugfs knob @path := @val; its old value into @old (if not NULL). */
 static int knob(const char *path, const char *val, char *old, size_t len)
 {
-	int fd;
-
 	if (old && st_read_line(path, old, (int)len))
 		return -ENOENT;
 	if (old)
 		old[strcspn(old, "\n")] = '\0';
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0) {
-		close(fd);
-		return -errno;
-	}
-	close(fd);
-	return 0;
+	return st_write_line(path, val);
 }
 
 /* The driver's live objects, one line ("bos 0 contexts 0 ..."). */

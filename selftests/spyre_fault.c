@@ -131,19 +131,6 @@ static void f_close(struct fctx *c)
 	st_close(&c->x);
 }
 
-static int f_write(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return n;
-}
-
 /* Arm the card's fault injection on this context's queue. */
 static int f_inject(struct fctx *c, const char *kind, unsigned int count)
 {
@@ -151,7 +138,7 @@ static int f_inject(struct fctx *c, const char *kind, unsigned int count)
 
 	snprintf(path, sizeof(path), "%s/inject", dbg_dir);
 	snprintf(req, sizeof(req), "%u %s %u", c->hwq, kind, count);
-	return f_write(path, req);
+	return st_write_line(path, req);
 }
 
 static struct drm_spyre_health_info f_health(int fd)
@@ -237,7 +224,7 @@ static void f_dumps_clear(void)
 
 	while (!glob("/sys/class/devcoredump/devcd*/data", 0, NULL, &g)) {
 		for (size_t i = 0; i < g.gl_pathc; i++)
-			f_write(g.gl_pathv[i], "1");
+			st_write_line(g.gl_pathv[i], "1");
 		globfree(&g);
 		if (st_now() > end)
 			return;
@@ -516,7 +503,7 @@ TEST_F(fault, inject_bad_requests_refused)
 	NEED_FAULTS();
 	snprintf(path, sizeof(path), "%s/inject", dbg_dir);
 	for (unsigned int i = 0; i < ARRAY_SIZE(bad); i++) {
-		EXPECT_EQ(-EINVAL, f_write(path, bad[i])) {
+		EXPECT_EQ(-EINVAL, st_write_line(path, bad[i])) {
 			TH_LOG("'%s'", bad[i]);
 		}
 	}
@@ -548,13 +535,13 @@ static int f_suspend_cycle(void)
 	close(fd);
 	if (n <= 0)
 		return -EIO;
-	ret = f_write("/sys/module/suspend/parameters/pm_test_delay", "0");
+	ret = st_write_line("/sys/module/suspend/parameters/pm_test_delay", "0");
 	if (!ret)
-		ret = f_write("/sys/power/pm_test", "devices");
+		ret = st_write_line("/sys/power/pm_test", "devices");
 	if (!ret)
-		ret = f_write("/sys/power/state", strstr(states, "mem") ? "mem" :
+		ret = st_write_line("/sys/power/state", strstr(states, "mem") ? "mem" :
 			      "freeze");
-	f_write("/sys/power/pm_test", "none");
+	st_write_line("/sys/power/pm_test", "none");
 	return ret;
 }
 
@@ -608,7 +595,7 @@ static void f_reset_three(struct __test_metadata *_metadata,
 	case F_FLR:
 		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset",
 			 strrchr(dbg_dir, '/') + 1);
-		ASSERT_EQ(0, f_write(path, "1"));
+		ASSERT_EQ(0, st_write_line(path, "1"));
 		break;
 	case F_AER_NONFATAL:	/* Unsupported Request: non-fatal */
 		ASSERT_EQ(0, f_aer_inject(&self->a, PCI_ERR_UNC_UNSUP));

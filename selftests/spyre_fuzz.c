@@ -168,6 +168,11 @@ static int64_t fuzz_deadline(struct fuzz *f)
 	}
 }
 
+/*
+ * A plain ioctl(), not st_ioctl(): drmIoctl() retries EAGAIN and EINTR for
+ * ever, which a fuzzed argument that always gets EAGAIN would turn into a
+ * hang.
+ */
 static int fz_ioctl(int fd, unsigned long req, void *arg)
 {
 	return ioctl(fd, req, arg) ? -errno : 0;

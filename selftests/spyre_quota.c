@@ -28,16 +28,9 @@ static int param_get(const char *name, char *buf, size_t len)
 static int param_set(const char *name, const char *val)
 {
 	char path[128];
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
-		ret = -errno;
-	close(fd);
-	return ret;
+	return st_write_line(path, val);
 }
 
 FIXTURE(quota) {

@@ -860,6 +860,27 @@ static inline int st_read_line(const char *path, char *buf, int len)
 	return ret;
 }
 
+/*
+ * Write @s to the sysfs, debugfs, procfs or tracefs file @path in one
+ * write() (opened O_TRUNC: tracefs "trace" is cleared that way); 0 or
+ * -errno (-EIO for a short write).
+ */
+static inline int st_write_line(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC), ret = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	if (n < 0)
+		ret = -errno;
+	else if ((size_t)n != strlen(s))
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
 /* Unsigned decimal module parameter of spyre.ko, or -errno. */
 static inline long long st_module_param(const char *name)
 {

@@ -18,16 +18,9 @@
 static int tr_write(const char *file, const char *val)
 {
 	char path[128];
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), TRACEFS "/%s", file);
-	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return st_write_line(path, val);
 }
 
 /* The trace buffer's text into @buf (NUL-terminated). */
