@@ -170,7 +170,9 @@ struct spyre_device_desc {
 SPYRE_API int spyre_device_list(struct spyre_device_desc *descs,
 				unsigned int max);
 
-/** spyre_device_count() - number of visible cards, or a negative errno. */
+/**
+ * spyre_device_count() - number of visible cards, or a negative errno.
+ */
 SPYRE_API int spyre_device_count(void);
 
 /**
@@ -475,13 +477,19 @@ SPYRE_API int spyre_bo_map(struct spyre_bo *bo, void **ptr);
  */
 SPYRE_API int spyre_bo_unmap(struct spyre_bo *bo);
 
-/** spyre_bo_va() - device VA of @bo's first byte (page aligned); 0 for NULL. */
+/**
+ * spyre_bo_va() - device VA of @bo's first byte (page aligned); 0 for NULL.
+ */
 SPYRE_API uint64_t spyre_bo_va(const struct spyre_bo *bo);
 
-/** spyre_bo_size() - size of @bo in bytes (page multiple); 0 for NULL. */
+/**
+ * spyre_bo_size() - size of @bo in bytes (page multiple); 0 for NULL.
+ */
 SPYRE_API uint64_t spyre_bo_size(const struct spyre_bo *bo);
 
-/** spyre_bo_handle() - GEM handle of @bo in its device's file; 0 for NULL. */
+/**
+ * spyre_bo_handle() - GEM handle of @bo in its device's file; 0 for NULL.
+ */
 SPYRE_API uint32_t spyre_bo_handle(const struct spyre_bo *bo);
 
 /**
@@ -616,17 +624,25 @@ SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
  */
 SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out);
 
-/** spyre_cmdbuf_destroy() - free @cb; NULL is ignored. */
+/**
+ * spyre_cmdbuf_destroy() - free @cb; NULL is ignored.
+ */
 SPYRE_API void spyre_cmdbuf_destroy(struct spyre_cmdbuf *cb);
 
-/** spyre_cmdbuf_reset() - drop all commands (and the list of BOs they
- * name, see struct spyre_mem), keep the allocation. */
+/**
+ * spyre_cmdbuf_reset() - drop all commands (and the list of BOs they
+ * name, see struct spyre_mem), keep the allocation.
+ */
 SPYRE_API void spyre_cmdbuf_reset(struct spyre_cmdbuf *cb);
 
-/** spyre_cmdbuf_size() - bytes of encoded commands (a multiple of 8). */
+/**
+ * spyre_cmdbuf_size() - bytes of encoded commands (a multiple of 8).
+ */
 SPYRE_API size_t spyre_cmdbuf_size(const struct spyre_cmdbuf *cb);
 
-/** spyre_cmdbuf_count() - number of commands encoded. */
+/**
+ * spyre_cmdbuf_count() - number of commands encoded.
+ */
 SPYRE_API size_t spyre_cmdbuf_count(const struct spyre_cmdbuf *cb);
 
 /**
@@ -642,7 +658,9 @@ SPYRE_API const void *spyre_cmdbuf_data(const struct spyre_cmdbuf *cb);
  * will run the command; the card checks them with its MMU when it runs.
  */
 
-/** spyre_cmdbuf_nop() - append NOP (8 bytes). */
+/**
+ * spyre_cmdbuf_nop() - append NOP (8 bytes).
+ */
 SPYRE_API int spyre_cmdbuf_nop(struct spyre_cmdbuf *cb);
 
 /**
@@ -679,8 +697,10 @@ SPYRE_API int spyre_cmdbuf_copy_2d(struct spyre_cmdbuf *cb,
 				   uint64_t width, uint64_t height,
 				   uint32_t flags);
 
-/** spyre_cmdbuf_timestamp() - append TIMESTAMP: the 64-bit device clock
- * (ns) is written to @dst (8-byte aligned). -EINVAL: misaligned @dst. */
+/**
+ * spyre_cmdbuf_timestamp() - append TIMESTAMP: the 64-bit device clock
+ * (ns) is written to @dst (8-byte aligned). -EINVAL: misaligned @dst.
+ */
 SPYRE_API int spyre_cmdbuf_timestamp(struct spyre_cmdbuf *cb, uint64_t dst);
 
 /**
@@ -993,10 +1013,14 @@ SPYRE_API int spyre_queue_create(struct spyre_device *dev, int priority,
  */
 SPYRE_API void spyre_queue_destroy(struct spyre_queue *q);
 
-/** spyre_queue_id() - the kernel queue id of @q (> 0), 0 for NULL. */
+/**
+ * spyre_queue_id() - the kernel queue id of @q (> 0), 0 for NULL.
+ */
 SPYRE_API uint32_t spyre_queue_id(const struct spyre_queue *q);
 
-/** spyre_queue_syncobj() - handle of @q's timeline syncobj (owned by @q). */
+/**
+ * spyre_queue_syncobj() - handle of @q's timeline syncobj (owned by @q).
+ */
 SPYRE_API uint32_t spyre_queue_syncobj(const struct spyre_queue *q);
 
 /**
@@ -1088,12 +1112,16 @@ SPYRE_API int spyre_fence_export_sync_file(const struct spyre_fence *f,
 SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
 				  struct spyre_stream **out);
 
-/** spyre_stream_destroy() - destroy @s and its queue (waits for its jobs
+/**
+ * spyre_stream_destroy() - destroy @s and its queue (waits for its jobs
  * as spyre_queue_destroy() does; device-to-host copies not yet delivered
- * are dropped).  NULL is ignored. */
+ * are dropped).  NULL is ignored.
+ */
 SPYRE_API void spyre_stream_destroy(struct spyre_stream *s);
 
-/** spyre_stream_queue() - the queue under @s (owned by @s). */
+/**
+ * spyre_stream_queue() - the queue under @s (owned by @s).
+ */
 SPYRE_API struct spyre_queue *spyre_stream_queue(struct spyre_stream *s);
 
 /**
@@ -1248,13 +1276,17 @@ SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
 SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
 				const struct spyre_gemm *g);
 
-/** spyre_stream_eltwise() - enqueue spyre_cmdbuf_eltwise(). */
+/**
+ * spyre_stream_eltwise() - enqueue spyre_cmdbuf_eltwise().
+ */
 SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
 				   uint32_t dtype, uint64_t count,
 				   struct spyre_mem out, struct spyre_mem a,
 				   struct spyre_mem b, float alpha);
 
-/** spyre_stream_reduce() - enqueue spyre_cmdbuf_reduce(). */
+/**
+ * spyre_stream_reduce() - enqueue spyre_cmdbuf_reduce().
+ */
 SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
 				  uint32_t dtype, uint32_t rows,
 				  uint32_t cols, struct spyre_mem dst,
@@ -1461,7 +1493,9 @@ SPYRE_API void spyre_graph_destroy(struct spyre_graph *g);
 SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
 				 struct spyre_stream *s, unsigned int repeat);
 
-/** spyre_graph_size() - bytes of commands in @g (0 for NULL). */
+/**
+ * spyre_graph_size() - bytes of commands in @g (0 for NULL).
+ */
 SPYRE_API size_t spyre_graph_size(const struct spyre_graph *g);
 
 #ifdef __cplusplus

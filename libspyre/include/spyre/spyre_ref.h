@@ -135,19 +135,81 @@ SPYRE_API uint32_t spyre_ref_encode(uint32_t dtype, double x, uint32_t flags);
  * saturate to +-max finite, SPYRE_CMD_F_NOSAT: +-inf for E5M2, NaN for
  * E4M3); int8/int32 saturate and map NaN to 0.
  */
+
+/**
+ * spyre_ref_fp16_to_f64() - the exact value of the IEEE binary16 bit pattern
+ * @h.
+ * @h: fp16 bits.
+ */
 SPYRE_API double spyre_ref_fp16_to_f64(uint16_t h);
+
+/**
+ * spyre_ref_f64_to_fp16() - the binary16 bit pattern nearest to @x (round to
+ * nearest even, overflow to +-inf).
+ * @x: any double.
+ */
 SPYRE_API uint16_t spyre_ref_f64_to_fp16(double x);
+
+/**
+ * spyre_ref_bf16_to_f64() - the exact value of the bfloat16 bit pattern @h.
+ * @h: bf16 bits.
+ */
 SPYRE_API double spyre_ref_bf16_to_f64(uint16_t h);
+
+/**
+ * spyre_ref_f64_to_bf16() - the bfloat16 bit pattern nearest to @x (round to
+ * nearest even, overflow to +-inf).
+ * @x: any double.
+ */
 SPYRE_API uint16_t spyre_ref_f64_to_bf16(double x);
+
+/**
+ * spyre_ref_e4m3_to_f64() - the exact value of the OCP FP8 E4M3 bit pattern @v.
+ * @v: E4M3 bits.
+ */
 SPYRE_API double spyre_ref_e4m3_to_f64(uint8_t v);
+
+/**
+ * spyre_ref_f64_to_e4m3() - the E4M3 bit pattern nearest to @x (round to
+ * nearest even).
+ * @x: any double.
+ * @flags: 0 saturates to +-448, SPYRE_CMD_F_NOSAT gives NaN on overflow.
+ */
 SPYRE_API uint8_t spyre_ref_f64_to_e4m3(double x, uint32_t flags);
+
+/**
+ * spyre_ref_e5m2_to_f64() - the exact value of the OCP FP8 E5M2 bit pattern @v.
+ * @v: E5M2 bits.
+ */
 SPYRE_API double spyre_ref_e5m2_to_f64(uint8_t v);
+
+/**
+ * spyre_ref_f64_to_e5m2() - the E5M2 bit pattern nearest to @x (round to
+ * nearest even).
+ * @x: any double.
+ * @flags: 0 saturates to +-57344, SPYRE_CMD_F_NOSAT gives +-inf on
+ *	overflow.
+ */
 SPYRE_API uint8_t spyre_ref_f64_to_e5m2(double x, uint32_t flags);
+
+/**
+ * spyre_ref_f64_to_int8() - @x rounded to nearest even, saturated to -128..127.
+ * @x: any double; NaN gives 0.
+ */
 SPYRE_API int8_t spyre_ref_f64_to_int8(double x);
+
+/**
+ * spyre_ref_f64_to_int32() - @x rounded to nearest even, saturated to the
+ * int32 range.
+ * @x: any double; NaN gives 0.
+ */
 SPYRE_API int32_t spyre_ref_f64_to_int32(double x);
-/** spyre_ref_f64_to_fp32() - binary32 bit pattern nearest to @x (RNE,
+
+/**
+ * spyre_ref_f64_to_fp32() - binary32 bit pattern nearest to @x (RNE,
  * overflow to inf); the same as the bits of (float)x, computed by the
- * generic encoder. */
+ * generic encoder.
+ */
 SPYRE_API uint32_t spyre_ref_f64_to_fp32(double x);
 
 /* ------------------------------------------------------------------ */
