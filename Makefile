@@ -5,7 +5,8 @@
 
 SHELL := /bin/bash
 .PHONY: all setup build demo test bench soak soak-stress soak-reset soak-fault \
-	soak-kill soak-unplug soak-fuzz soak-fuzz-card check clean debug-kernel
+	soak-kill soak-unplug soak-fuzz soak-fuzz-card check clean debug-kernel \
+	install uninstall install-dkms uninstall-dkms
 
 # KERNEL=debug: every target runs on the debug build of the guest kernel
 # (KASAN, lockdep, kmemleak, fault injection; `make debug-kernel` builds
@@ -94,6 +95,68 @@ check: setup
 
 debug-kernel: setup
 	SPYRE_KERNEL=debian scripts/build-debug-kernel.sh
+
+# make install [DESTDIR=<root>] [PREFIX=/usr/local]: libspyre (shared
+# library, .a, headers, spyre.pc), the tools (relinked without RUNPATH),
+# the man pages, the udev rule and the pam_limits snippet; make uninstall
+# with the same variables removes exactly those files.  The udev rule and
+# the limits snippet go where udev and pam_limits read them, whatever
+# PREFIX (UDEVRULESDIR, SYSCONFDIR).  libspyre builds in this clone's build
+# folder (scripts/lib.sh); its ABI check needs abidiff (make setup).
+PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
+UDEVRULESDIR ?= /usr/lib/udev/rules.d
+SYSCONFDIR ?= /etc
+LIMITSDIR := $(SYSCONFDIR)/security/limits.d
+DESTDIR ?=
+SPYRE_BUILD := $(shell bash -c '. scripts/lib.sh && echo "$$SPYRE_BUILD"')
+LIBSPYRE := $(MAKE) -C libspyre O=$(SPYRE_BUILD)/user/libspyre \
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+MAN_PAGES := $(wildcard docs/man/man1/*.1 docs/man/man3/*.3 \
+	docs/man/man3type/*.3type)
+INSTALLED := $(UDEVRULESDIR)/70-spyre.rules $(LIMITSDIR)/90-spyre.conf \
+	$(patsubst docs/man/%,$(MANDIR)/%,$(MAN_PAGES))
+
+install:
+	$(LIBSPYRE) install
+	install -D -m 0644 udev/70-spyre.rules \
+		$(DESTDIR)$(UDEVRULESDIR)/70-spyre.rules
+	install -D -m 0644 udev/90-spyre-memlock.conf \
+		$(DESTDIR)$(LIMITSDIR)/90-spyre.conf
+	install -d $(addprefix $(DESTDIR)$(MANDIR)/,man1 man3 man3type)
+	install -m 0644 docs/man/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 docs/man/man3type/*.3type $(DESTDIR)$(MANDIR)/man3type/
+	@if [ -z "$(DESTDIR)" ]; then \
+		ldconfig; \
+		echo "installed; as root: udevadm control --reload &&" \
+		     "udevadm trigger -s accel, and add users to group accel"; \
+	fi
+
+uninstall:
+	$(LIBSPYRE) uninstall
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	@[ -n "$(DESTDIR)" ] || ldconfig
+
+# make install-dkms [DESTDIR=<root>]: spyre.ko's DKMS source tree
+# (dkms.conf, Kbuild, driver/, hw/, uapi/) in /usr/src/spyre-<version>;
+# then, as root: dkms install spyre/<version>.
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' dkms.conf)
+DKMS_SRC := /usr/src/spyre-$(DKMS_VERSION)
+DKMS_FILES := dkms.conf Kbuild driver/Kbuild $(wildcard driver/*.[ch] \
+	hw/*.h uapi/drm/*.h)
+
+install-dkms:
+	for f in $(DKMS_FILES); do \
+		install -D -m 0644 $$f $(DESTDIR)$(DKMS_SRC)/$$f || exit 1; \
+	done
+
+uninstall-dkms:
+	rm -f $(addprefix $(DESTDIR)$(DKMS_SRC)/,$(DKMS_FILES))
+	for d in driver hw uapi/drm uapi ""; do \
+		[ ! -d $(DESTDIR)$(DKMS_SRC)/$$d ] || \
+			rmdir $(DESTDIR)$(DKMS_SRC)/$$d; \
+	done
 
 clean:
 	bash -c '. scripts/lib.sh && rm -rf "$$SPYRE_BUILD"'

@@ -747,5 +747,6 @@ static struct pci_driver spyre_pci_driver = {
 };
 module_pci_driver(spyre_pci_driver);
 
+MODULE_AUTHOR("The Spyre open driver stack developers");
 MODULE_DESCRIPTION(SPYRE_DRIVER_DESC);
 MODULE_LICENSE("GPL");

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Style and static checks: checkpatch --strict and sparse (C=2) on the
 # driver and the shared headers, its sysfs ABI documented (docs/ABI/),
-# QEMU's checkpatch on the card model.
+# libspyre's man pages current (docs/man, scripts/gen-man.sh), the DKMS
+# package building spyre.ko (dkms build against the guest kernel's
+# headers, no root), QEMU's checkpatch on the card model.
 . "$(dirname "$0")/lib.sh"
 kernel_env
 rc=0
@@ -29,6 +31,37 @@ for a in $(sed -n 's/^static DEVICE_ATTR_RO(\([a-z_0-9]*\));$/\1/p; s/^SPYRE_ATT
 	grep -q "^What:.*/$a\$" "$SPYRE_ROOT"/docs/ABI/* ||
 		{ echo "sysfs attribute $a is not in docs/ABI/"; rc=1; }
 done
+msg "man pages: docs/man/man3* as scripts/gen-man.sh makes them from libspyre's headers"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$SPYRE_ROOT/scripts/gen-man.sh" "$tmp/man"
+for d in man3 man3type; do
+	diff -r "$SPYRE_ROOT/docs/man/$d" "$tmp/man/$d" >&2 ||
+		{ echo "docs/man/$d is stale: run scripts/gen-man.sh"; rc=1; }
+done
+ver=$(head -1 "$tmp/man/man3/spyre_version.3" | grep -o 'libspyre [0-9.]*')
+for f in "$SPYRE_ROOT"/docs/man/man1/*.1; do
+	grep -q "^\.TH .*\"$ver\"" "$f" ||
+		{ echo "$f: .TH does not name $ver"; rc=1; }
+done
+msg "dkms build: the DKMS package (dkms.conf, make install-dkms) for $KREL"
+drv=$(sed -n 's/^#define SPYRE_DRIVER_\(MAJOR\|MINOR\)\t*\([0-9]*\)$/\2/p' \
+	"$SPYRE_ROOT/driver/spyre_drv.h" | paste -sd.)
+dver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$SPYRE_ROOT/dkms.conf")
+[ "$drv" = "$dver" ] ||
+	{ echo "dkms.conf: PACKAGE_VERSION $dver, driver $drv"; rc=1; }
+make -s -C "$SPYRE_ROOT" install-dkms DESTDIR="$tmp/dkms-root"
+mkdir -p "$tmp/dkms-tree"
+if dkms build -m spyre -v "$dver" --sourcetree "$tmp/dkms-root/usr/src" \
+	--dkmstree "$tmp/dkms-tree" -k "$KREL" --kernelsourcedir "$KDIR" \
+	>"$tmp/dkms.log" 2>&1 &&
+   modinfo -F author "$tmp/dkms-tree/spyre/$dver/$KREL/x86_64/module/spyre.ko" |
+	grep -q .; then
+	:
+else
+	cat "$tmp/dkms.log" "$tmp/dkms-tree/spyre/$dver/build/make.log" 2>/dev/null
+	echo "dkms build failed (or spyre.ko has no author)"; rc=1
+fi
 msg "sparse (C=2) and W=1: driver/"
 # in a copy of its own (its objects carry W=1 flags); paths shown as the
 # clone's
