@@ -83,21 +83,17 @@ copy_libs() {
 	done
 }
 
-# Module closure from modules.dep.
+# Module closure: the modules $@ and everything they depend on, as paths
+# relative to the guest kernel's module folder, by kmod's own resolver
+# (modprobe --show-depends over the unpacked tree; built-in ones need no
+# file).  The tree is the one around KMODS (the debug kernel has its own).
 module_closure() {
-	local dep=$KMODS/modules.dep todo=("$@") seen=" " m path d
-	while [ ${#todo[@]} -gt 0 ]; do
-		m=${todo[0]}
-		todo=("${todo[@]:1}")
-		path=$(grep -E "/${m//-/[-_]}\.ko(\.xz)?:" "$dep" | cut -d: -f1)
-		[ -n "$path" ] || die "module $m not in $KREL"
-		case $seen in *" $path "*) continue ;; esac
-		seen="$seen$path "
-		echo "$path"
-		for d in $(grep -F "$path:" "$dep" | cut -d: -f2); do
-			d=$(basename "$d"); d=${d%.xz}; todo+=("${d%.ko}")
-		done
-	done
+	local out
+	out=$(modprobe -d "${KMODS%/lib/modules/*}" -S "$KREL" \
+		--show-depends -a "$@") ||
+		die "modprobe --show-depends $* failed for $KREL"
+	awk -v pre="$KMODS/" '$1 == "insmod" && index($2, pre) == 1 {
+		print substr($2, length(pre) + 1) }' <<<"$out" | sort -u
 }
 
 step_base() {
