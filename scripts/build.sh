@@ -4,7 +4,9 @@
 #   qemu       the QEMU binary with the spyre card and its firmware
 #              (SeaBIOS 1.16.3, QEMU 10 option ROMs): scripts/build-qemu.sh
 #   module     spyre.ko against the guest kernel headers
-#   user       libspyre, tools, selftests (installed into a staging dir)
+#   user       libspyre, tools, selftests and examples/ (installed into a
+#              staging dir; the examples are built with pkg-config against
+#              the staged libspyre, as a user's program is)
 #   torch      the PyTorch backend (torch_spyre/) against the trixie image
 #              and SDK of scripts/torch-image.sh, staged for the image's
 #              overlay (libspyre, the torch_spyre package and dist-info)
@@ -47,6 +49,10 @@ step_user() {
 		LIBSPYRE_O="$o/libspyre" >&2
 	make -s -C "$SPYRE_ROOT/selftests" O="$o/selftests" KSRC="$KSRC" \
 		LIBSPYRE_O="$o/libspyre" DESTDIR="$stage" PREFIX=/usr install >&2
+	PKG_CONFIG_SYSROOT_DIR=$stage \
+	PKG_CONFIG_LIBDIR=$stage/usr/lib/pkgconfig:$(pkg-config --variable pc_path pkg-config) \
+		make -s -C "$SPYRE_ROOT/examples" O="$o/examples" \
+		DESTDIR="$stage" PREFIX=/usr install >&2
 	STAGE=$stage
 }
 

@@ -1,10 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The test suite behind `make test`:
-#   1. host tests (tests/): libspyre's pure parts, and the VM runner's own
-#      tests (tests/runner/), KTAP;
+#   1. host tests (tests/): libspyre's pure parts, the VM runner's own
+#      tests (tests/runner/), and make install / uninstall into a DESTDIR
+#      with examples/ built against it by pkg-config
+#      (tests/test-install.sh), KTAP;
 #   2. the card model's QEMU qtest, TAP;
-#   3. the kselftest suites (selftests/) inside a fresh guest with two
+#   3. examples/ in a guest with one card, as the image installs them and
+#      as built against the installed tree (tests/guest-examples.sh);
+#      the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP; then, on
 #      the host, spyre-smi's JSON reports from that log against
 #      docs/spyre-smi.schema.json (tests/smi_schema.py);
@@ -82,9 +86,15 @@ run host-card-math make -s -C "$SPYRE_ROOT/qemu-device/tests" -f Makefile.math \
 	run KSRC="$KSRC"
 # the VM runner's own tests (exit status, crash, hang, WARN)
 run host-vm-runner "$SPYRE_ROOT/tests/runner/test-vm.sh"
+# make install / uninstall into a DESTDIR, examples/ built against it
+run host-install "$SPYRE_ROOT/tests/test-install.sh" "$B/install-test"
 # 2. qtest
 run qtest "$SPYRE_ROOT/scripts/build-qemu.sh" --qtest
-# 3. guest kselftests
+# 3. the examples, staged ones and those built against the installed tree
+run guest-examples "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 1 \
+	--timeout 120 --copy "$B/install-test/examples" \
+	--copy "$SPYRE_ROOT/tests/guest-examples.sh" -- sh guest-examples.sh
+# guest kselftests
 run guest-selftests "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
 	--timeout 600 -- spyre-selftests
 # spyre-smi's JSON reports from the guest's smi_* tests, against its schema
