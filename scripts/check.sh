@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Style and static checks: checkpatch --strict and sparse (C=2) on the
 # driver and the shared headers, its sysfs ABI documented (docs/ABI/),
+# its module parameters and debugfs files too (docs/spyre-driver.rst),
 # libspyre's man pages current (docs/man, scripts/gen-man.sh), the DKMS
 # package building spyre.ko (dkms build against the guest kernel's
 # headers, no root), QEMU's checkpatch on the card model.
@@ -30,6 +31,12 @@ for a in $(sed -n 's/^static DEVICE_ATTR_RO(\([a-z_0-9]*\));$/\1/p; s/^SPYRE_ATT
 	"$SPYRE_ROOT"/driver/spyre_*.c); do
 	grep -q "^What:.*/$a\$" "$SPYRE_ROOT"/docs/ABI/* ||
 		{ echo "sysfs attribute $a is not in docs/ABI/"; rc=1; }
+done
+msg "docs/spyre-driver.rst documents every module parameter and debugfs file"
+for a in $(sed -n 's/^module_param_named(\([a-z_0-9]*\),.*/\1/p; s/.*drm_debugfs_add_file(&sdev->drm, "\([a-z_]*\)".*/\1/p; s/.*debugfs_create_file("\([a-z_]*\)".*/\1/p' \
+	"$SPYRE_ROOT"/driver/spyre_*.c); do
+	grep -q "^\`\`$a\`\` (" "$SPYRE_ROOT/docs/spyre-driver.rst" ||
+		{ echo "$a is not in docs/spyre-driver.rst"; rc=1; }
 done
 msg "man pages: docs/man/man3* as scripts/gen-man.sh makes them from libspyre's headers"
 tmp=$(mktemp -d)
