@@ -131,14 +131,17 @@ SPYRE_API const char *spyre_strerror(int err);
 
 /**
  * struct spyre_device_desc - a card found by discovery (no open needed).
+ * @reserved: zero; room for later fields.
  * @index: logical index (after SPYRE_VISIBLE_DEVICES), for
  *	spyre_device_open().
  * @phys_index: index among all Spyre cards ordered by PCI address.
  * @accel_minor: N of /dev/accel/accelN.
  * @pci_addr: PCI address "dddd:bb:dd.f", NUL-terminated.
  * @devnode: "/dev/accel/accelN", NUL-terminated.
- * @vendor_id, @device_id, @subsystem_vendor_id, @subsystem_id: PCI IDs
- *	read from sysfs.
+ * @vendor_id: PCI vendor ID, read from sysfs (0x1014).
+ * @device_id: PCI device ID, read from sysfs (0x06a7).
+ * @subsystem_vendor_id: PCI subsystem vendor ID, read from sysfs.
+ * @subsystem_id: PCI subsystem ID, read from sysfs.
  */
 struct spyre_device_desc {
 	unsigned int index;
@@ -292,6 +295,8 @@ SPYRE_API int spyre_device_open_pci(const char *pci_addr,
  * discovery (e.g. "/dev/accel/accel0").  The node must belong to the spyre
  * driver (checked with drmGetVersion).  Errors: -ENODEV (not a spyre node),
  * errno of open(2).
+ * @path: the accel node, e.g. "/dev/accel/accel0".
+ * @out: receives the device handle; release it with spyre_device_close().
  */
 SPYRE_API int spyre_device_open_path(const char *path,
 				     struct spyre_device **out);
@@ -300,23 +305,31 @@ SPYRE_API int spyre_device_open_path(const char *path,
  * spyre_device_close() - drop the caller's reference on @dev.  The file is
  * closed once all BOs, queues and streams of @dev are freed too.
  * NULL is ignored.
+ * @dev: the device (from spyre_device_open()).
  */
 SPYRE_API void spyre_device_close(struct spyre_device *dev);
 
 /**
  * struct spyre_device_info - static properties of an opened card.
+ * @reserved: zero; room for later fields.
  * @desc: discovery data (index fields are those at open time; for
  *	spyre_device_open_path() index and phys_index are UINT32_MAX).
  * @hw_version: register interface version, major << 16 | minor.
- * @num_cores: AI cores.  @num_queues: hardware queues on the card.
+ * @num_cores: AI cores.
+ * @num_queues: hardware queues on the card.
  * @num_contexts: address spaces the card MMU supports.
  * @devmem_size: device memory in bytes.
  * @caps: SPYRE_DEV_CAP_* bits (fp16, bf16, fp8, int8, mmu, semaphores).
- * @va_start, @va_end: device VA range handed to BOs, bytes, [start, end).
+ * @va_start: first device VA handed to BOs, bytes.
+ * @va_end: end of the device VA range handed to BOs (exclusive), bytes.
  * @max_cmd_size: largest command stream one job may name, bytes.
- * @pci_domain, @pci_bus, @pci_devfn: PCI location reported by the driver.
+ * @pci_domain: PCI domain, as the driver reports it.
+ * @pci_bus: PCI bus, as the driver reports it.
+ * @pci_devfn: PCI device and function (device << 3 | function).
  * @driver_name: DRM driver name ("spyre").
- * @driver_major, @driver_minor, @driver_patch: DRM driver version.
+ * @driver_major: DRM driver version, major.
+ * @driver_minor: DRM driver version, minor.
+ * @driver_patch: DRM driver version, patch level.
  */
 struct spyre_device_info {
 	struct spyre_device_desc desc;
@@ -343,6 +356,8 @@ struct spyre_device_info {
  * spyre_device_get_info() - copy the card's properties to @info.
  * The data is read once at open; the call does not enter the kernel.
  * Errors: -EINVAL (NULL argument), -ECHILD (used after fork()).
+ * @dev: the device (from spyre_device_open()).
+ * @info: receives the properties.
  */
 SPYRE_API int spyre_device_get_info(struct spyre_device *dev,
 				    struct spyre_device_info *info);
@@ -351,6 +366,7 @@ SPYRE_API int spyre_device_get_info(struct spyre_device *dev,
  * spyre_device_fd() - the accel file descriptor of @dev, for interop with
  * libdrm (syncobjs, dma-buf).  Owned by @dev: do not close it.
  * Returns the fd, or -EINVAL / -ECHILD.
+ * @dev: the device (from spyre_device_open()).
  */
 SPYRE_API int spyre_device_fd(struct spyre_device *dev);
 
@@ -360,6 +376,7 @@ SPYRE_API int spyre_device_fd(struct spyre_device *dev);
  * observed (from a fence or a -ECANCELED submission), e.g. -EFAULT for an
  * MMU fault.  Once set it stays set: open the device again to recover.
  * Returns -EINVAL / -ECHILD for a bad handle.
+ * @dev: the device (from spyre_device_open()).
  */
 SPYRE_API int spyre_device_error(struct spyre_device *dev);
 
@@ -396,6 +413,7 @@ enum spyre_bo_placement {
 /**
  * spyre_bo_alloc() - allocate a zero-filled buffer object mapped at a
  * device VA in @dev's context.
+ * @dev: the device (from spyre_device_open()).
  * @size: bytes, > 0; rounded up to SPYRE_BO_PAGE_SIZE (see spyre_bo_size()).
  * @flags: SPYRE_BO_FLAGS_NONE (system memory) or SPYRE_BO_DEVICE.
  * @out: receives the BO; free it with spyre_bo_free().
@@ -416,6 +434,7 @@ SPYRE_API int spyre_bo_alloc(struct spyre_device *dev, uint64_t size,
 /**
  * spyre_bo_register_host() - let the card use ordinary host memory
  * (malloc'd, mmap'ed anonymous or shmem memory) without a copy.
+ * @dev: the device (from spyre_device_open()).
  * @ptr: start of the range, SPYRE_BO_PAGE_SIZE aligned (use
  *	aligned_alloc()/posix_memalign() or mmap()).
  * @size: bytes, > 0, multiple of SPYRE_BO_PAGE_SIZE.
@@ -449,11 +468,13 @@ SPYRE_API int spyre_bo_register_host(struct spyre_device *dev, void *ptr,
  * unpinned; the memory itself stays the caller's.  The kernel keeps the
  * memory alive for jobs that listed the BO; a job that uses the BO's VA
  * without listing it may fault once it is freed.  NULL is ignored.
+ * @bo: the buffer object.
  */
 SPYRE_API void spyre_bo_free(struct spyre_bo *bo);
 
 /**
  * spyre_bo_map() - map @bo into the process (MAP_SHARED, read/write).
+ * @bo: the buffer object.
  * @ptr: receives the address of the first byte; spyre_bo_size() bytes are
  *	accessible.  The mapping is created once and shared by later calls;
  *	it stays valid until spyre_bo_unmap() or spyre_bo_free().  For a
@@ -474,27 +495,32 @@ SPYRE_API int spyre_bo_map(struct spyre_bo *bo, void **ptr);
  * possibly at another address.  The BO and its contents are unaffected.
  * Does nothing for a registered host range.
  * Errors: -EINVAL (NULL), -ECHILD.
+ * @bo: the buffer object.
  */
 SPYRE_API int spyre_bo_unmap(struct spyre_bo *bo);
 
 /**
  * spyre_bo_va() - device VA of @bo's first byte (page aligned); 0 for NULL.
+ * @bo: the buffer object.
  */
 SPYRE_API uint64_t spyre_bo_va(const struct spyre_bo *bo);
 
 /**
  * spyre_bo_size() - size of @bo in bytes (page multiple); 0 for NULL.
+ * @bo: the buffer object.
  */
 SPYRE_API uint64_t spyre_bo_size(const struct spyre_bo *bo);
 
 /**
  * spyre_bo_handle() - GEM handle of @bo in its device's file; 0 for NULL.
+ * @bo: the buffer object.
  */
 SPYRE_API uint32_t spyre_bo_handle(const struct spyre_bo *bo);
 
 /**
  * spyre_bo_placement() - where @bo's memory lives: an enum
  * spyre_bo_placement value (as reported by the kernel), or -EINVAL.
+ * @bo: the buffer object.
  */
 SPYRE_API int spyre_bo_placement(const struct spyre_bo *bo);
 
@@ -503,6 +529,7 @@ SPYRE_API int spyre_bo_placement(const struct spyre_bo *bo);
  * spyre_submit()'s @bos, or a stream operation on it) is still running:
  * jobs of any queue, and for a buffer shared through dma-buf also the
  * jobs other contexts and cards (and other drivers) run on it.
+ * @bo: the buffer object.
  * @timeout_ns: relative timeout in ns; 0 polls; SPYRE_TIMEOUT_INFINITE
  *	waits forever.
  * Returns 0 once idle (also when the jobs failed: their errors are
@@ -518,6 +545,7 @@ SPYRE_API int spyre_bo_wait(struct spyre_bo *bo, uint64_t timeout_ns);
 
 /**
  * spyre_bo_export_dmabuf() - export @bo as a dma-buf.
+ * @bo: the buffer object.
  * @fd: receives the dma-buf file descriptor (O_RDWR | O_CLOEXEC), owned
  *	by the caller (close(2) it); it keeps the memory alive on its own.
  *
@@ -530,6 +558,7 @@ SPYRE_API int spyre_bo_export_dmabuf(struct spyre_bo *bo, int *fd);
 
 /**
  * spyre_bo_import_dmabuf() - import a dma-buf into @dev's context.
+ * @dev: the device (from spyre_device_open()).
  * @fd: dma-buf file descriptor (from spyre_bo_export_dmabuf() of this or
  *	another card, a /dev/dma_heap heap, /dev/udmabuf, another driver).
  *	Not consumed: the caller still owns and closes it.
@@ -554,6 +583,7 @@ SPYRE_API int spyre_bo_import_dmabuf(struct spyre_device *dev, int fd,
 
 /**
  * struct spyre_memory_info - memory use of a card, in bytes.
+ * @reserved: zero; room for later fields.
  * @devmem_total: device memory the driver manages.
  * @devmem_used: device memory held by BOs of all contexts.
  * @sysmem_used: system memory held by BOs of all contexts.
@@ -581,12 +611,15 @@ struct spyre_memory_info {
  * The device-wide figures are also in sysfs (mem_devmem_total,
  * mem_devmem_used, mem_sysmem_used, mem_userptr_used under the PCI
  * device).  Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
+ * @dev: the device (from spyre_device_open()).
+ * @info: receives the memory use.
  */
 SPYRE_API int spyre_device_memory_info(struct spyre_device *dev,
 				       struct spyre_memory_info *info);
 
 /**
  * struct spyre_context_info - state of the device handle's context.
+ * @reserved: zero; room for later fields.
  * @error: 0, or the sticky error of the first job that failed on the card
  *	(-EFAULT MMU fault, -EIO invalid command, -ETIMEDOUT hang); once
  *	set, submissions fail with -ECANCELED until the device is reopened.
@@ -608,6 +641,8 @@ struct spyre_context_info {
  * also sees failures of jobs nobody waited for; a kernel error found here
  * becomes spyre_device_error() too.
  * Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
+ * @dev: the device (from spyre_device_open()).
+ * @info: receives the context's state.
  */
 SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
 					struct spyre_context_info *info);
@@ -621,33 +656,39 @@ SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
  * The buffer holds encoded commands in the <drm/spyre_cmd.h> format; it
  * can be submitted many times (spyre_submit()) or written into a BO
  * (spyre_cmdbuf_upload()).  Errors: -EINVAL, -ENOMEM.
+ * @out: receives the command buffer; free it with spyre_cmdbuf_destroy().
  */
 SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out);
 
 /**
  * spyre_cmdbuf_destroy() - free @cb; NULL is ignored.
+ * @cb: the command buffer.
  */
 SPYRE_API void spyre_cmdbuf_destroy(struct spyre_cmdbuf *cb);
 
 /**
  * spyre_cmdbuf_reset() - drop all commands (and the list of BOs they
  * name, see struct spyre_mem), keep the allocation.
+ * @cb: the command buffer.
  */
 SPYRE_API void spyre_cmdbuf_reset(struct spyre_cmdbuf *cb);
 
 /**
  * spyre_cmdbuf_size() - bytes of encoded commands (a multiple of 8).
+ * @cb: the command buffer.
  */
 SPYRE_API size_t spyre_cmdbuf_size(const struct spyre_cmdbuf *cb);
 
 /**
  * spyre_cmdbuf_count() - number of commands encoded.
+ * @cb: the command buffer.
  */
 SPYRE_API size_t spyre_cmdbuf_count(const struct spyre_cmdbuf *cb);
 
 /**
  * spyre_cmdbuf_data() - the encoded bytes, spyre_cmdbuf_size() long, valid
  * until the next call that modifies @cb.  NULL when empty.
+ * @cb: the command buffer.
  */
 SPYRE_API const void *spyre_cmdbuf_data(const struct spyre_cmdbuf *cb);
 
@@ -660,6 +701,7 @@ SPYRE_API const void *spyre_cmdbuf_data(const struct spyre_cmdbuf *cb);
 
 /**
  * spyre_cmdbuf_nop() - append NOP (8 bytes).
+ * @cb: the command buffer.
  */
 SPYRE_API int spyre_cmdbuf_nop(struct spyre_cmdbuf *cb);
 
@@ -667,6 +709,11 @@ SPYRE_API int spyre_cmdbuf_nop(struct spyre_cmdbuf *cb);
  * spyre_cmdbuf_fill() - append FILL: @count elements of @elem_size bytes
  * at @dst get the low @elem_size bytes of @value (little-endian).
  * -EINVAL: @elem_size not 1, 2, 4 or 8, or @count 0.
+ * @cb: the command buffer.
+ * @dst: device VA of the first element.
+ * @count: elements, >= 1.
+ * @elem_size: bytes per element: 1, 2, 4 or 8.
+ * @value: the pattern; its low @elem_size bytes are stored.
  */
 SPYRE_API int spyre_cmdbuf_fill(struct spyre_cmdbuf *cb, uint64_t dst,
 				uint64_t count, uint32_t elem_size,
@@ -675,17 +722,26 @@ SPYRE_API int spyre_cmdbuf_fill(struct spyre_cmdbuf *cb, uint64_t dst,
 /**
  * spyre_cmdbuf_copy() - append a 1-D byte COPY of @size bytes from @src
  * to @dst (U8 -> U8, height 1).  -EINVAL: @size 0.
+ * @cb: the command buffer.
+ * @dst: destination device VA.
+ * @src: source device VA.
+ * @size: bytes, >= 1.
  */
 SPYRE_API int spyre_cmdbuf_copy(struct spyre_cmdbuf *cb, uint64_t dst,
 				uint64_t src, uint64_t size);
 
 /**
  * spyre_cmdbuf_copy_2d() - append a 2-D COPY with dtype conversion.
- * @dst, @src: VAs of element (0, 0).
- * @dst_pitch, @src_pitch: bytes between rows (ignored when @height is 1).
- * @dst_dtype, @src_dtype: SPYRE_DTYPE_*; U8 pairs only with U8 and INT32
- *	only with INT32; float types and INT8 convert among themselves.
- * @width: elements per row, @height: rows (both >= 1).
+ * @cb: the command buffer.
+ * @dst: VA of the destination's element (0, 0).
+ * @src: VA of the source's element (0, 0).
+ * @dst_pitch: bytes between rows of @dst (ignored when @height is 1).
+ * @src_pitch: bytes between rows of @src (ignored when @height is 1).
+ * @dst_dtype: SPYRE_DTYPE_*; U8 pairs only with U8 and INT32 only with INT32;
+ *	float types and INT8 convert among themselves.
+ * @src_dtype: as @dst_dtype.
+ * @width: elements per row (>= 1).
+ * @height: rows (>= 1).
  * @flags: 0 or SPYRE_CMD_F_NOSAT.
  * -EINVAL: zero width/height, bad dtype pair, unknown flags.
  */
@@ -700,6 +756,8 @@ SPYRE_API int spyre_cmdbuf_copy_2d(struct spyre_cmdbuf *cb,
 /**
  * spyre_cmdbuf_timestamp() - append TIMESTAMP: the 64-bit device clock
  * (ns) is written to @dst (8-byte aligned). -EINVAL: misaligned @dst.
+ * @cb: the command buffer.
+ * @dst: device VA the clock is written to, 8-byte aligned.
  */
 SPYRE_API int spyre_cmdbuf_timestamp(struct spyre_cmdbuf *cb, uint64_t dst);
 
@@ -707,6 +765,9 @@ SPYRE_API int spyre_cmdbuf_timestamp(struct spyre_cmdbuf *cb, uint64_t dst);
  * spyre_cmdbuf_sem_wait() - append SEM_WAIT: the queue stalls until the
  * 64-bit value at @addr (8-byte aligned) is >= @value.
  * -EINVAL: misaligned @addr.
+ * @cb: the command buffer.
+ * @addr: device VA of the 64-bit semaphore, 8-byte aligned.
+ * @value: the value to wait for (the queue goes on at >= @value).
  */
 SPYRE_API int spyre_cmdbuf_sem_wait(struct spyre_cmdbuf *cb, uint64_t addr,
 				    uint64_t value);
@@ -715,6 +776,10 @@ SPYRE_API int spyre_cmdbuf_sem_wait(struct spyre_cmdbuf *cb, uint64_t addr,
  * spyre_cmdbuf_sem_signal() - append SEM_SIGNAL: store @value at @addr,
  * or add it atomically when @flags has SPYRE_SEM_F_ADD.
  * -EINVAL: misaligned @addr, unknown flags.
+ * @cb: the command buffer.
+ * @addr: device VA of the 64-bit semaphore, 8-byte aligned.
+ * @value: the value to store, or to add.
+ * @flags: 0 or SPYRE_SEM_F_ADD.
  */
 SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
 				      uint64_t value, uint32_t flags);
@@ -723,6 +788,9 @@ SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
  * spyre_cmdbuf_raw() - append @size bytes of already encoded command(s)
  * verbatim (for commands without an encoder yet, or tests).
  * -EINVAL: @size 0 or not a multiple of 8, NULL @cmd.
+ * @cb: the command buffer.
+ * @cmd: the encoded command bytes.
+ * @size: bytes, a multiple of 8.
  */
 SPYRE_API int spyre_cmdbuf_raw(struct spyre_cmdbuf *cb, const void *cmd,
 			       size_t size);
@@ -765,29 +833,38 @@ struct spyre_mem {
  * Zero-initialise it and set what you need (designated initialisers).
  * @flags: SPYRE_GEMM_F_TRANS_A (A stored K x M), SPYRE_GEMM_F_TRANS_B
  *	(B stored N x K), SPYRE_CMD_F_NOSAT (no effect: no GEMM output is fp8).
- * @a_dtype, @b_dtype: equal, one of FP32, FP16, BF16, FP8_E4M3, FP8_E5M2,
- *	INT8; or the mixed pair FP8_E4M3 x FP8_E5M2 (either order).
+ * @a_dtype: A's dtype; equal to @b_dtype, one of FP32, FP16, BF16, FP8_E4M3,
+ *	FP8_E5M2, INT8; or the mixed pair FP8_E4M3 x FP8_E5M2 (either order).
+ * @b_dtype: B's dtype, see @a_dtype.
  * @c_dtype: FP32, FP16 or BF16 for float inputs (fp32 accumulation);
  *	INT32 for INT8 inputs (int32 accumulation, wraps; alpha, scales and
  *	bias are ignored by the card; @beta must be 0 or 1).
  * @bias_dtype: 0 (no bias) or FP32/FP16/BF16; set exactly when @bias is.
- * @m, @n, @k: sizes in elements, >= 1.
+ * @m: rows of op(A) and C, >= 1.
+ * @n: columns of op(B) and C, >= 1.
+ * @k: columns of op(A) and rows of op(B), >= 1.
  * @batch: matrices, 0 is taken as 1.
  * @pad: must be zero.
- * @a, @b, @c: element (0, 0) of matrix 0 of each operand (required).
- * @lda, @ldb, @ldc: leading dimensions in elements; 0 selects the dense
- *	value (the stored row length: K, or M with TRANS_A, for A; N, or K
- *	with TRANS_B, for B; N for C), else at least that.
- * @stride_a, @stride_b, @stride_c: elements between consecutive matrices
- *	(used when @batch > 1).  0 broadcasts one A or B to every batch
- *	(attention over heads uses e.g. stride = head_dim on a [seq x
- *	heads*head_dim] matrix); C matrices must not overlap, so @stride_c
- *	0 with @batch > 1 is refused.
- * @alpha: multiplier of the product; @beta: multiplier of C (0: C is not
- *	read, so it may hold anything, NaN included).
- * @scale_a, @scale_b: binary32 per-tensor scales sa, sb (4 bytes each);
- *	SPYRE_MEM_NONE for 1.0.  Scaled fp8 GEMM as torch._scaled_mm: A and B
- *	hold x / sa and w / sb in fp8, the card multiplies the scales back.
+ * @a: element (0, 0) of matrix 0 of A (required).
+ * @b: element (0, 0) of matrix 0 of B (required).
+ * @c: element (0, 0) of matrix 0 of C (required).
+ * @lda: leading dimension of A in elements; 0 selects the dense value (the
+ *	stored row length: K, or M with TRANS_A), else at least that.
+ * @ldb: leading dimension of B; 0: dense (N, or K with TRANS_B).
+ * @ldc: leading dimension of C; 0: dense (N).
+ * @stride_a: elements between consecutive A matrices (used when @batch >
+ *	1); 0 broadcasts one A to every batch (attention over heads uses e.g.
+ *	stride = head_dim on a [seq x heads*head_dim] matrix).
+ * @stride_b: elements between consecutive B matrices; 0 broadcasts one B.
+ * @stride_c: elements between consecutive C matrices: they must not
+ *	overlap, so @stride_c 0 with @batch > 1 is refused.
+ * @alpha: multiplier of the product.
+ * @beta: multiplier of C (0: C is not read, so it may hold anything, NaN
+ *	included).
+ * @scale_a: binary32 per-tensor scale sa of A (4 bytes), or SPYRE_MEM_NONE
+ *	for 1.0.  Scaled fp8 GEMM as torch._scaled_mm: A and B hold x / sa and
+ *	w / sb in fp8, the card multiplies the scales back.
+ * @scale_b: the scale sb of B, as @scale_a.
  * @bias: @n elements of @bias_dtype added to every row, or SPYRE_MEM_NONE.
  * @amax: receives a binary32 max |result| over all batches before the
  *	conversion to @c_dtype (the statistic fp8 scaling recipes need), or
@@ -839,6 +916,8 @@ struct spyre_gemm {
 /**
  * spyre_cmdbuf_gemm() - append a GEMM command (152 bytes) built from @g;
  * see struct spyre_gemm for the fields and their rules.
+ * @cb: the command buffer.
+ * @g: the GEMM: operands, shapes and dtypes.
  */
 SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
 				const struct spyre_gemm *g);
@@ -846,6 +925,10 @@ SPYRE_API int spyre_cmdbuf_gemm(struct spyre_cmdbuf *cb,
 /**
  * spyre_cmdbuf_eltwise() - append ELTWISE (56 bytes): out[i] = f(a[i],
  * b[i]) for i < @count, computed in fp32.
+ * @cb: the command buffer.
+ * @a: first input operand.
+ * @b: second input operand for ADD and MUL; the other ops ignore it.
+ * @alpha: SCALE's factor; the other ops ignore it.
  * @op: SPYRE_ELT_ADD, MUL (use @b), SCALE (@alpha * a), RELU, GELU, SILU,
  *	EXP (@b ignored and encoded as 0).
  * @dtype: FP32, FP16 or BF16 for @out, @a and @b.
@@ -861,6 +944,12 @@ SPYRE_API int spyre_cmdbuf_eltwise(struct spyre_cmdbuf *cb, uint32_t op,
  * spyre_cmdbuf_reduce() - append REDUCE (48 bytes): dst[r] = sum or max
  * of row r of the @rows x @cols matrix @src (leading dimension @ld),
  * accumulated in fp32.
+ * @cb: the command buffer.
+ * @rows: rows of @src (elements of @dst), >= 1.
+ * @cols: elements per row, >= 1.
+ * @dst: output operand, @rows elements.
+ * @src: input matrix.
+ * @ld: leading dimension of @src in elements (0: @cols).
  * @op: SPYRE_REDUCE_SUM or SPYRE_REDUCE_MAX.
  * @dtype: FP32, FP16 or BF16 for @src and @dst (@rows elements).
  */
@@ -872,14 +961,20 @@ SPYRE_API int spyre_cmdbuf_reduce(struct spyre_cmdbuf *cb, uint32_t op,
 /**
  * spyre_cmdbuf_rowop() - append ROWOP (80 bytes): a row-wise softmax or
  * normalisation of the @rows x @cols matrix @src into @dst, in fp32.
+ * @cb: the command buffer.
+ * @rows: rows of the matrix, >= 1.
+ * @cols: elements per row, >= 1.
+ * @dst: output matrix (may be @src).
+ * @src: input matrix.
  * @op: SPYRE_ROW_SOFTMAX (exp(x - max) / sum; @gamma and @beta must be
  *	absent), SPYRE_ROW_LAYERNORM ((x - mean) / sqrt(var + eps) * gamma
  *	+ beta, biased variance), SPYRE_ROW_RMSNORM (x / sqrt(mean(x^2) +
  *	eps) * gamma; @beta must be absent).
  * @dtype: FP32, FP16 or BF16 for @src and @dst.
- * @ld_dst, @ld_src: leading dimensions (0: @cols).  @dst may equal @src.
- * @gamma, @beta: binary32 vectors of @cols elements, or SPYRE_MEM_NONE
- *	(1.0 and 0.0).
+ * @ld_dst: leading dimension of @dst (0: @cols).  @dst may equal @src.
+ * @ld_src: leading dimension of @src (0: @cols).
+ * @gamma: binary32 vector of @cols elements, or SPYRE_MEM_NONE (1.0).
+ * @beta: binary32 vector of @cols elements, or SPYRE_MEM_NONE (0.0).
  * @eps: >= 0 (a negative or NaN @eps is -EINVAL).
  */
 SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
@@ -896,6 +991,13 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
  * FP16, BF16, FP8_E4M3, FP8_E5M2 and INT8 convert among themselves with
  * round-to-nearest-even; fp8 narrowing saturates unless @flags has
  * SPYRE_CMD_F_NOSAT.  @dst and @src must not overlap.
+ * @cb: the command buffer.
+ * @dst: output operand, @count elements of @dst_dtype.
+ * @dst_dtype: SPYRE_DTYPE_* of @dst.
+ * @src: input operand, @count elements of @src_dtype.
+ * @src_dtype: SPYRE_DTYPE_* of @src.
+ * @count: elements, >= 1.
+ * @flags: 0 or SPYRE_CMD_F_NOSAT.
  */
 SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 				   struct spyre_mem dst, uint32_t dst_dtype,
@@ -919,6 +1021,11 @@ SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
  * @value (little-endian).  @dst is recorded as written.
  * -EINVAL: NULL @cb, absent @dst, @count 0, bad @elem_size; -ERANGE: the
  * @count * @elem_size bytes do not fit in @dst's BO (or overflow).
+ * @cb: the command buffer.
+ * @dst: the operand to fill (required).
+ * @count: elements, >= 1.
+ * @elem_size: bytes per element: 1, 2, 4 or 8.
+ * @value: the pattern; its low @elem_size bytes are stored.
  */
 SPYRE_API int spyre_cmdbuf_fill_mem(struct spyre_cmdbuf *cb,
 				    struct spyre_mem dst, uint64_t count,
@@ -928,14 +1035,21 @@ SPYRE_API int spyre_cmdbuf_fill_mem(struct spyre_cmdbuf *cb,
  * spyre_cmdbuf_copy_mem() - append a 2-D COPY with dtype conversion (64
  * bytes): @height rows of @width elements, row r of @src (at @src + r *
  * @src_pitch bytes, @src_dtype) to row r of @dst (@dst_dtype).
- * @dst_pitch, @src_pitch: bytes between rows, at least the row's bytes
+ * @cb: the command buffer.
+ * @dst: destination operand (row 0).
+ * @src: source operand (row 0).
+ * @dst_pitch: bytes between rows of @dst, at least the row's bytes
  *	(@width * dtype size) when @height > 1 (the card refuses less);
  *	ignored when @height is 1.
- * @dst_dtype, @src_dtype: as spyre_cmdbuf_copy_2d(): U8 only with U8
- *	(raw bytes, any element type), INT32 only with INT32, float types
- *	and INT8 convert among themselves (round to nearest even; fp8
- *	narrowing saturates unless @flags has SPYRE_CMD_F_NOSAT).
- * @width, @height: >= 1.  @flags: 0 or SPYRE_CMD_F_NOSAT.
+ * @src_pitch: the same for @src.
+ * @dst_dtype: as spyre_cmdbuf_copy_2d(): U8 only with U8 (raw bytes, any
+ *	element type), INT32 only with INT32, float types and INT8 convert among
+ *	themselves (round to nearest even; fp8 narrowing saturates unless @flags
+ *	has SPYRE_CMD_F_NOSAT).
+ * @src_dtype: as @dst_dtype.
+ * @width: elements per row, >= 1.
+ * @height: rows, >= 1.
+ * @flags: 0 or SPYRE_CMD_F_NOSAT.
  * Each operand's span, (@height - 1) * pitch + @width * dtype size bytes,
  * must lie in its BO; @dst is recorded as written, @src as read.  @dst and
  * @src must not overlap.
@@ -954,6 +1068,7 @@ SPYRE_API int spyre_cmdbuf_copy_mem(struct spyre_cmdbuf *cb,
 /**
  * spyre_cmdbuf_bos() - the BOs named by @cb's operands (struct
  * spyre_mem with a BO), each once, in first-use order.
+ * @cb: the command buffer.
  * @bos: if not NULL, receives a pointer to the array, valid until the
  *	next call that modifies @cb.
  * Returns the number of BOs (0 for NULL @cb).
@@ -965,6 +1080,9 @@ SPYRE_API size_t spyre_cmdbuf_bos(const struct spyre_cmdbuf *cb,
  * spyre_cmdbuf_upload() - allocate a BO on @dev holding @cb's commands,
  * to replay with spyre_submit_va(bo's VA, size).  The caller owns *@out.
  * Errors: -EINVAL (empty @cb), as spyre_bo_alloc()/spyre_bo_map().
+ * @cb: the command buffer.
+ * @dev: the device the BO is allocated on.
+ * @out: receives the BO holding the commands; free it with spyre_bo_free().
  */
 SPYRE_API int spyre_cmdbuf_upload(const struct spyre_cmdbuf *cb,
 				  struct spyre_device *dev,
@@ -997,6 +1115,7 @@ struct spyre_fence {
 /**
  * spyre_queue_create() - create a command queue (own hardware queue, own
  * timeline syncobj).
+ * @dev: the device (from spyre_device_open()).
  * @priority: enum spyre_priority.
  * @out: receives the queue; free with spyre_queue_destroy().
  * Errors: -EINVAL (bad priority), -EBUSY (no free hardware queue),
@@ -1010,21 +1129,27 @@ SPYRE_API int spyre_queue_create(struct spyre_device *dev, int priority,
  * jobs already submitted on @q, because they may still read the queue's
  * command upload ring; then destroys the kernel queue and the syncobjs.
  * Fences of @q become invalid.  NULL is ignored.
+ * @q: the queue.
  */
 SPYRE_API void spyre_queue_destroy(struct spyre_queue *q);
 
 /**
  * spyre_queue_id() - the kernel queue id of @q (> 0), 0 for NULL.
+ * @q: the queue.
  */
 SPYRE_API uint32_t spyre_queue_id(const struct spyre_queue *q);
 
 /**
  * spyre_queue_syncobj() - handle of @q's timeline syncobj (owned by @q).
+ * @q: the queue.
  */
 SPYRE_API uint32_t spyre_queue_syncobj(const struct spyre_queue *q);
 
 /**
  * spyre_submit() - submit @cb as one job on @q.
+ * @q: the queue.
+ * @nbos: entries in @bos.
+ * @nwaits: entries in @waits.
  * @cb: commands (copied into a queue-owned upload ring BO, so @cb may be
  *	changed or destroyed as soon as the call returns); at most
  *	max_cmd_size bytes.
@@ -1054,6 +1179,11 @@ SPYRE_API int spyre_submit(struct spyre_queue *q,
 
 /**
  * spyre_submit_va() - submit a command stream already in device memory.
+ * @q: the queue.
+ * @nbos: entries in @bos.
+ * @waits: as spyre_submit().
+ * @nwaits: entries in @waits.
+ * @out: as spyre_submit().
  * @cmd_va: VA of the stream, 8-byte aligned.
  * @cmd_size: bytes, multiple of 8, 8..max_cmd_size.
  * @bos: must include the BO holding the stream.
@@ -1069,6 +1199,7 @@ SPYRE_API int spyre_submit_va(struct spyre_queue *q, uint64_t cmd_va,
 
 /**
  * spyre_fence_wait() - wait until @f has signalled.
+ * @f: the fence.
  * @timeout_ns: relative timeout in ns; 0 polls; SPYRE_TIMEOUT_INFINITE
  *	waits forever.
  *
@@ -1089,6 +1220,7 @@ SPYRE_API int spyre_fence_wait(const struct spyre_fence *f,
 /**
  * spyre_fence_query() - like spyre_fence_wait() with a 0 timeout but
  * returns -EBUSY while the job is pending.
+ * @f: the fence.
  */
 SPYRE_API int spyre_fence_query(const struct spyre_fence *f);
 
@@ -1097,6 +1229,8 @@ SPYRE_API int spyre_fence_query(const struct spyre_fence *f);
  * the caller, O_CLOEXEC) for poll(2) or another driver.  The sync_file
  * becomes readable when the job ends; its status carries the job error.
  * Errors: -EINVAL (bad or zeroed fence), -ECHILD, -ENOMEM, -EMFILE.
+ * @f: the fence.
+ * @fd: receives the sync_file descriptor.
  */
 SPYRE_API int spyre_fence_export_sync_file(const struct spyre_fence *f,
 					   int *fd);
@@ -1108,6 +1242,9 @@ SPYRE_API int spyre_fence_export_sync_file(const struct spyre_fence *f,
 /**
  * spyre_stream_create() - create an in-order stream on its own queue.
  * Errors as spyre_queue_create().
+ * @dev: the device (from spyre_device_open()).
+ * @priority: enum spyre_priority.
+ * @out: receives the stream; free it with spyre_stream_destroy().
  */
 SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
 				  struct spyre_stream **out);
@@ -1116,11 +1253,13 @@ SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
  * spyre_stream_destroy() - destroy @s and its queue (waits for its jobs
  * as spyre_queue_destroy() does; device-to-host copies not yet delivered
  * are dropped).  NULL is ignored.
+ * @s: the stream.
  */
 SPYRE_API void spyre_stream_destroy(struct spyre_stream *s);
 
 /**
  * spyre_stream_queue() - the queue under @s (owned by @s).
+ * @s: the stream.
  */
 SPYRE_API struct spyre_queue *spyre_stream_queue(struct spyre_stream *s);
 
@@ -1130,6 +1269,12 @@ SPYRE_API struct spyre_queue *spyre_stream_queue(struct spyre_stream *s);
  * Errors: -EINVAL (bad elem_size, count 0), -ERANGE (outside @dst),
  * -EXDEV (@dst of another device), submission errors, or the stream's
  * sticky error.
+ * @s: the stream.
+ * @dst: the BO to fill.
+ * @offset: byte offset into @dst.
+ * @count: elements, >= 1.
+ * @elem_size: bytes per element: 1, 2, 4 or 8.
+ * @value: the pattern; its low @elem_size bytes are stored.
  */
 SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
 				uint64_t offset, uint64_t count,
@@ -1139,6 +1284,12 @@ SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
  * spyre_stream_copy() - asynchronously copy @size bytes from
  * @src + @src_off to @dst + @dst_off (must not overlap).
  * Errors: -EINVAL (size 0), -ERANGE, -EXDEV, as spyre_stream_fill().
+ * @s: the stream.
+ * @dst: destination BO.
+ * @dst_off: byte offset into @dst.
+ * @src: source BO.
+ * @src_off: byte offset into @src.
+ * @size: bytes, >= 1.
  */
 SPYRE_API int spyre_stream_copy(struct spyre_stream *s,
 				struct spyre_bo *dst, uint64_t dst_off,
@@ -1150,6 +1301,15 @@ SPYRE_API int spyre_stream_copy(struct spyre_stream *s,
  * @width_bytes bytes; rows are @src_pitch / @dst_pitch bytes apart.
  * Errors: -EINVAL (zero width/height, pitch < width when height > 1),
  * -ERANGE, -EXDEV, as spyre_stream_fill().
+ * @s: the stream.
+ * @dst: destination BO.
+ * @dst_off: byte offset into @dst.
+ * @dst_pitch: bytes between rows of @dst.
+ * @src: source BO.
+ * @src_off: byte offset into @src.
+ * @src_pitch: bytes between rows of @src.
+ * @width_bytes: bytes per row, >= 1.
+ * @height: rows, >= 1.
  */
 SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 				   struct spyre_bo *dst, uint64_t dst_off,
@@ -1161,6 +1321,8 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 /**
  * spyre_stream_last_fence() - the fence of the last operation enqueued on
  * @s (zeroed if none).  Errors: -EINVAL.
+ * @s: the stream.
+ * @f: receives the fence.
  */
 SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 				      struct spyre_fence *f);
@@ -1172,6 +1334,9 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
  * Returns 0, -ETIMEDOUT, -EINTR, or the stream's error (the first job
  * error seen on the stream, which stays sticky: later operations on @s
  * fail with it; see "Asynchronous errors").
+ * @s: the stream.
+ * @timeout_ns: relative timeout in ns; 0 polls; SPYRE_TIMEOUT_INFINITE waits
+ *	forever.
  */
 SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns);
 
@@ -1194,6 +1359,10 @@ SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns);
  * commands in one job save dispatch cost).  @cb may be changed as soon as
  * the call returns.  @bos (@nbos entries) are listed besides the BOs
  * @cb's encoders recorded.  Errors as spyre_submit().
+ * @s: the stream.
+ * @cb: the job's commands.
+ * @bos: BOs the job uses besides those @cb recorded.
+ * @nbos: entries in @bos.
  */
 SPYRE_API int spyre_stream_submit(struct spyre_stream *s,
 				  const struct spyre_cmdbuf *cb,
@@ -1203,6 +1372,11 @@ SPYRE_API int spyre_stream_submit(struct spyre_stream *s,
 /**
  * spyre_stream_copy_h2d() - copy @size bytes from host memory @src to
  * @dst + @dst_off, in stream order.
+ * @s: the stream.
+ * @dst: destination BO.
+ * @dst_off: byte offset into @dst.
+ * @src: host memory holding @size bytes.
+ * @size: bytes, >= 1.
  *
  * Staged: the bytes are copied into a stream-owned staging area in system
  * memory (the queue's upload ring) during the call, so @src may be reused
@@ -1220,6 +1394,11 @@ SPYRE_API int spyre_stream_copy_h2d(struct spyre_stream *s,
 /**
  * spyre_stream_copy_d2h() - copy @size bytes from @src + @src_off to host
  * memory @dst, in stream order.
+ * @s: the stream.
+ * @dst: host memory that receives @size bytes.
+ * @src: source BO.
+ * @src_off: byte offset into @src.
+ * @size: bytes, >= 1.
  *
  * Staged: the card copies into a stream-owned staging area, and libspyre
  * copies the bytes to @dst once the job has completed successfully: at
@@ -1239,6 +1418,13 @@ SPYRE_API int spyre_stream_copy_d2h(struct spyre_stream *s, void *dst,
 /**
  * spyre_stream_copy_peer() - copy @size bytes from @src + @src_off (on
  * @src_s's device) to @dst + @dst_off (on @dst_s's device).
+ * @dst_s: a stream on the destination card.
+ * @dst: destination BO, on the card of @dst_s.
+ * @dst_off: byte offset into @dst.
+ * @src_s: a stream on the source card.
+ * @src: source BO, on the card of @src_s.
+ * @src_off: byte offset into @src.
+ * @size: bytes, >= 1.
  *
  * With two cards the copy goes through system memory (the guest has no
  * card-to-card DMA): for each chunk of at most 16 MiB a system BO is
@@ -1263,6 +1449,13 @@ SPYRE_API int spyre_stream_copy_peer(struct spyre_stream *dst_s,
 /**
  * spyre_stream_convert() - enqueue spyre_cmdbuf_convert(): @count
  * elements of @src_dtype to @dst_dtype (e.g. fp16 activations to fp8).
+ * @s: the stream.
+ * @dst: output operand, @count elements of @dst_dtype.
+ * @dst_dtype: SPYRE_DTYPE_* of @dst.
+ * @src: input operand, @count elements of @src_dtype.
+ * @src_dtype: SPYRE_DTYPE_* of @src.
+ * @count: elements, >= 1.
+ * @flags: 0 or SPYRE_CMD_F_NOSAT.
  */
 SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
 				   struct spyre_mem dst, uint32_t dst_dtype,
@@ -1272,12 +1465,22 @@ SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
 /**
  * spyre_stream_gemm() - enqueue one (batched, optionally scaled fp8) GEMM;
  * see struct spyre_gemm.
+ * @s: the stream.
+ * @g: the GEMM: operands, shapes and dtypes.
  */
 SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
 				const struct spyre_gemm *g);
 
 /**
  * spyre_stream_eltwise() - enqueue spyre_cmdbuf_eltwise().
+ * @s: the stream.
+ * @op: SPYRE_ELT_*, as spyre_cmdbuf_eltwise().
+ * @dtype: FP32, FP16 or BF16 for @out, @a and @b.
+ * @count: elements, >= 1.
+ * @out: output operand (may be @a or @b).
+ * @a: first input operand.
+ * @b: second input operand for ADD and MUL; the other ops ignore it.
+ * @alpha: SCALE's factor; the other ops ignore it.
  */
 SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
 				   uint32_t dtype, uint64_t count,
@@ -1286,6 +1489,14 @@ SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
 
 /**
  * spyre_stream_reduce() - enqueue spyre_cmdbuf_reduce().
+ * @s: the stream.
+ * @op: SPYRE_REDUCE_SUM or SPYRE_REDUCE_MAX.
+ * @dtype: FP32, FP16 or BF16 for @src and @dst.
+ * @rows: rows of @src (elements of @dst), >= 1.
+ * @cols: elements per row, >= 1.
+ * @dst: output operand, @rows elements.
+ * @src: input matrix.
+ * @ld: leading dimension of @src in elements (0: @cols).
  */
 SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
 				  uint32_t dtype, uint32_t rows,
@@ -1295,6 +1506,14 @@ SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
 /**
  * spyre_stream_softmax() - enqueue a row-wise softmax (ROWOP SOFTMAX) of
  * the @rows x @cols matrix @src into @dst (may be @src).
+ * @s: the stream.
+ * @dtype: FP32, FP16 or BF16 for @src and @dst.
+ * @rows: rows of the matrix, >= 1.
+ * @cols: elements per row, >= 1.
+ * @dst: output matrix (may be @src).
+ * @ld_dst: leading dimension of @dst in elements (0: @cols).
+ * @src: input matrix.
+ * @ld_src: leading dimension of @src in elements (0: @cols).
  */
 SPYRE_API int spyre_stream_softmax(struct spyre_stream *s, uint32_t dtype,
 				   uint32_t rows, uint32_t cols,
@@ -1305,6 +1524,16 @@ SPYRE_API int spyre_stream_softmax(struct spyre_stream *s, uint32_t dtype,
  * spyre_stream_rmsnorm() - enqueue ROWOP RMSNORM: dst = src /
  * sqrt(mean(src^2) + @eps) * @gamma, row by row; @gamma is a binary32
  * @cols-vector or SPYRE_MEM_NONE.
+ * @s: the stream.
+ * @dtype: FP32, FP16 or BF16 for @src and @dst.
+ * @rows: rows of the matrix, >= 1.
+ * @cols: elements per row, >= 1.
+ * @dst: output matrix (may be @src).
+ * @ld_dst: leading dimension of @dst in elements (0: @cols).
+ * @src: input matrix.
+ * @ld_src: leading dimension of @src in elements (0: @cols).
+ * @gamma: binary32 vector of @cols elements, or SPYRE_MEM_NONE (1.0).
+ * @eps: added to the mean of the squares, >= 0.
  */
 SPYRE_API int spyre_stream_rmsnorm(struct spyre_stream *s, uint32_t dtype,
 				   uint32_t rows, uint32_t cols,
@@ -1316,6 +1545,17 @@ SPYRE_API int spyre_stream_rmsnorm(struct spyre_stream *s, uint32_t dtype,
  * spyre_stream_layernorm() - enqueue ROWOP LAYERNORM: dst = (src - mean)
  * / sqrt(var + @eps) * @gamma + @beta, row by row (binary32 vectors or
  * SPYRE_MEM_NONE).
+ * @s: the stream.
+ * @dtype: FP32, FP16 or BF16 for @src and @dst.
+ * @rows: rows of the matrix, >= 1.
+ * @cols: elements per row, >= 1.
+ * @dst: output matrix (may be @src).
+ * @ld_dst: leading dimension of @dst in elements (0: @cols).
+ * @src: input matrix.
+ * @ld_src: leading dimension of @src in elements (0: @cols).
+ * @gamma: binary32 vector of @cols elements, or SPYRE_MEM_NONE (1.0).
+ * @beta: binary32 vector of @cols elements, or SPYRE_MEM_NONE (0.0).
+ * @eps: added to the variance, >= 0.
  */
 SPYRE_API int spyre_stream_layernorm(struct spyre_stream *s, uint32_t dtype,
 				     uint32_t rows, uint32_t cols,
@@ -1335,6 +1575,7 @@ SPYRE_API int spyre_stream_query(struct spyre_stream *s);
 /**
  * spyre_stream_error() - the stream's sticky error, 0 if none; does not
  * look at the card (see spyre_stream_query()).  -EINVAL, -ECHILD.
+ * @s: the stream.
  */
 SPYRE_API int spyre_stream_error(struct spyre_stream *s);
 
@@ -1349,6 +1590,8 @@ SPYRE_API int spyre_stream_error(struct spyre_stream *s);
  * and spyre_stream_query().
  * Errors: -EINVAL, -ECHILD, -ENOMEM, the stream's sticky error, and errors
  * of the syncobj ioctls.
+ * @s: the stream.
+ * @e: the event to wait for.
  */
 SPYRE_API int spyre_stream_wait_event(struct spyre_stream *s,
 				      struct spyre_event *e);
@@ -1362,6 +1605,7 @@ SPYRE_API int spyre_stream_wait_event(struct spyre_stream *s,
 
 /**
  * spyre_event_create() - create an event on @dev.
+ * @dev: the device (from spyre_device_open()).
  * @flags: 0 or SPYRE_EVENT_DISABLE_TIMING.
  * @out: receives the event; free it with spyre_event_destroy().
  *
@@ -1379,6 +1623,7 @@ SPYRE_API int spyre_event_create(struct spyre_device *dev, uint32_t flags,
  * spyre_event_destroy() - free @e.  A pending record job still completes
  * (the kernel keeps the event BO alive); streams that wait for @e are not
  * affected.  NULL is ignored.
+ * @e: the event.
  */
 SPYRE_API void spyre_event_destroy(struct spyre_event *e);
 
@@ -1389,12 +1634,15 @@ SPYRE_API void spyre_event_destroy(struct spyre_event *e);
  * what @e captures.
  * Errors: -EINVAL, -ECHILD, -EXDEV (@s on another device), the stream's
  * sticky error, submission errors.
+ * @e: the event.
+ * @s: the stream whose work @e captures.
  */
 SPYRE_API int spyre_event_record(struct spyre_event *e,
 				 struct spyre_stream *s);
 
 /**
  * spyre_event_wait() - block until @e completes.
+ * @e: the event.
  * @timeout_ns: relative; 0 polls; SPYRE_TIMEOUT_INFINITE.
  * Returns 0, -ETIMEDOUT, or the error of the record job (-ECANCELED when
  * earlier work of its stream failed, -EFAULT/-EIO/... for an imported
@@ -1406,6 +1654,7 @@ SPYRE_API int spyre_event_wait(struct spyre_event *e, uint64_t timeout_ns);
 /**
  * spyre_event_query() - as spyre_event_wait() with no wait, but -EBUSY
  * while @e is pending.
+ * @e: the event.
  */
 SPYRE_API int spyre_event_query(struct spyre_event *e);
 
@@ -1415,6 +1664,8 @@ SPYRE_API int spyre_event_query(struct spyre_event *e);
  * Errors: -EBUSY (pending), -ENODATA (never recorded, imported, or
  * created with SPYRE_EVENT_DISABLE_TIMING), the record job's error,
  * -EINVAL, -ECHILD.
+ * @e: the event.
+ * @ns: receives the device clock, in ns.
  */
 SPYRE_API int spyre_event_timestamp(struct spyre_event *e, uint64_t *ns);
 
@@ -1425,6 +1676,9 @@ SPYRE_API int spyre_event_timestamp(struct spyre_event *e, uint64_t *ns);
  * scheduling between jobs, as it would for any work between the records.
  * Errors: as spyre_event_timestamp() for either event, -EXDEV (events
  * of different devices).
+ * @start: the earlier event.
+ * @end: the later event.
+ * @ns: receives @end's device time minus @start's, in ns.
  */
 SPYRE_API int spyre_event_elapsed_ns(struct spyre_event *start,
 				     struct spyre_event *end, int64_t *ns);
@@ -1435,6 +1689,8 @@ SPYRE_API int spyre_event_elapsed_ns(struct spyre_event *start,
  * status; for poll(2), another driver or another card.  A never-recorded
  * event exports an already-signalled sync_file.
  * Errors: -EINVAL, -ECHILD, -EMFILE, -ENOMEM.
+ * @e: the event.
+ * @fd: receives the sync_file descriptor.
  */
 SPYRE_API int spyre_event_export_sync_file(struct spyre_event *e, int *fd);
 
@@ -1444,6 +1700,8 @@ SPYRE_API int spyre_event_export_sync_file(struct spyre_event *e, int *fd);
  * Afterwards @e can be waited for by the host and by streams, exported and
  * queried, but carries no timestamp (-ENODATA).
  * Errors: -EINVAL (not a sync_file), -EBADF, -ECHILD.
+ * @e: the event.
+ * @fd: a sync_file descriptor (not consumed).
  */
 SPYRE_API int spyre_event_import_sync_file(struct spyre_event *e, int fd);
 
@@ -1453,6 +1711,8 @@ SPYRE_API int spyre_event_import_sync_file(struct spyre_event *e, int fd);
 
 /**
  * spyre_graph_create() - freeze @cb into a graph on @dev.
+ * @dev: the device (from spyre_device_open()).
+ * @nbos: entries in @bos.
  * @cb: the commands (any encoders; spyre_cmdbuf_timestamp() inside a
  *	graph gives per-step device times).  Copied: @cb may change
  *	afterwards.  At most max_cmd_size bytes (-E2BIG).
@@ -1475,11 +1735,14 @@ SPYRE_API int spyre_graph_create(struct spyre_device *dev,
 /**
  * spyre_graph_destroy() - free @g.  Launches already submitted still run
  * (their jobs keep the command BO alive).  NULL is ignored.
+ * @g: the graph.
  */
 SPYRE_API void spyre_graph_destroy(struct spyre_graph *g);
 
 /**
  * spyre_graph_launch() - enqueue @g on @s @repeat times.
+ * @g: the graph.
+ * @s: the stream its jobs are enqueued on.
  * @repeat: >= 1.  Each repetition is one job running the whole command
  *	list; up to 256 jobs go into one submit ioctl (so a launch costs
  *	one ioctl, and the BO list is looked up once per ioctl, not per
@@ -1495,6 +1758,7 @@ SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
 
 /**
  * spyre_graph_size() - bytes of commands in @g (0 for NULL).
+ * @g: the graph.
  */
 SPYRE_API size_t spyre_graph_size(const struct spyre_graph *g);
 

@@ -68,6 +68,7 @@ extern "C" {
 /**
  * spyre_dtype_size() - bytes per element of @dtype (SPYRE_DTYPE_*).
  * Returns 1, 2 or 4, or 0 for an invalid dtype.
+ * @dtype: an element type, SPYRE_DTYPE_*.
  */
 SPYRE_API size_t spyre_dtype_size(uint32_t dtype);
 
@@ -75,11 +76,13 @@ SPYRE_API size_t spyre_dtype_size(uint32_t dtype);
  * spyre_dtype_name() - short lower-case name of @dtype: "u8", "fp32",
  * "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int32"; "invalid" for
  * anything else.  Never NULL; a static string.
+ * @dtype: an element type, SPYRE_DTYPE_*.
  */
 SPYRE_API const char *spyre_dtype_name(uint32_t dtype);
 
 /**
  * spyre_dtype_is_float() - true for FP32, FP16, BF16, FP8_E4M3, FP8_E5M2.
+ * @dtype: an element type, SPYRE_DTYPE_*.
  */
 SPYRE_API bool spyre_dtype_is_float(uint32_t dtype);
 
@@ -87,6 +90,7 @@ SPYRE_API bool spyre_dtype_is_float(uint32_t dtype);
  * spyre_dtype_max() - largest finite value of @dtype: FP32 3.40282347e38,
  * FP16 65504, BF16 3.38953139e38, FP8_E4M3 448, FP8_E5M2 57344, INT8
  * 127, INT32 2147483647, U8 255; 0 for an invalid dtype.
+ * @dtype: an element type, SPYRE_DTYPE_*.
  */
 SPYRE_API double spyre_dtype_max(uint32_t dtype);
 
@@ -96,6 +100,7 @@ SPYRE_API double spyre_dtype_max(uint32_t dtype);
  * (FP32 2^-24, FP16 2^-11, BF16 2^-8, E4M3 2^-4, E5M2 2^-3).  Rounding a
  * normal value x to @dtype changes it by at most u * |x|.  0 for the
  * integer types, -1 for an invalid dtype.
+ * @dtype: an element type, SPYRE_DTYPE_*.
  */
 SPYRE_API double spyre_dtype_epsilon(uint32_t dtype);
 
@@ -103,6 +108,7 @@ SPYRE_API double spyre_dtype_epsilon(uint32_t dtype);
  * spyre_dtype_min_subnormal() - smallest positive value of a float
  * @dtype (FP32 2^-149, FP16 2^-24, BF16 2^-133, E4M3 2^-9, E5M2 2^-16);
  * 1 for the integer types, -1 for an invalid dtype.
+ * @dtype: an element type, SPYRE_DTYPE_*.
  */
 SPYRE_API double spyre_dtype_min_subnormal(uint32_t dtype);
 
@@ -209,6 +215,7 @@ SPYRE_API int32_t spyre_ref_f64_to_int32(double x);
  * spyre_ref_f64_to_fp32() - binary32 bit pattern nearest to @x (RNE,
  * overflow to inf); the same as the bits of (float)x, computed by the
  * generic encoder.
+ * @x: any double.
  */
 SPYRE_API uint32_t spyre_ref_f64_to_fp32(double x);
 
@@ -219,8 +226,10 @@ SPYRE_API uint32_t spyre_ref_f64_to_fp32(double x);
 /**
  * spyre_ref_convert() - convert @n packed elements like one row of the
  * card's COPY command.
- * @dst, @dst_dtype: destination buffer and dtype.
- * @src, @src_dtype: source buffer and dtype.
+ * @dst: destination buffer.
+ * @dst_dtype: SPYRE_DTYPE_* of @dst.
+ * @src: source buffer.
+ * @src_dtype: SPYRE_DTYPE_* of @src.
  * @n: elements (0 is allowed and does nothing).
  * @flags: 0 or SPYRE_CMD_F_NOSAT.
  *
@@ -238,6 +247,10 @@ SPYRE_API int spyre_ref_convert(void *dst, uint32_t dst_dtype,
 /**
  * spyre_ref_to_f64() - decode @n packed elements of @src_dtype (any valid
  * dtype) into @dst, exactly.  Returns 0 or -EINVAL.
+ * @dst: receives @n doubles.
+ * @src: input buffer, @n packed elements.
+ * @src_dtype: SPYRE_DTYPE_* of @src.
+ * @n: elements (0 does nothing).
  */
 SPYRE_API int spyre_ref_to_f64(double *dst, const void *src,
 			       uint32_t src_dtype, uint64_t n);
@@ -246,6 +259,11 @@ SPYRE_API int spyre_ref_to_f64(double *dst, const void *src,
  * spyre_ref_from_f64() - encode @n doubles into packed elements of
  * @dst_dtype (any valid dtype) with spyre_ref_encode() rules and @flags
  * (0 or SPYRE_CMD_F_NOSAT).  Returns 0 or -EINVAL.
+ * @dst: output buffer, @n packed elements.
+ * @dst_dtype: SPYRE_DTYPE_* of @dst.
+ * @src: @n doubles.
+ * @n: elements (0 does nothing).
+ * @flags: 0 or SPYRE_CMD_F_NOSAT.
  */
 SPYRE_API int spyre_ref_from_f64(void *dst, uint32_t dst_dtype,
 				 const double *src, uint64_t n,
@@ -288,6 +306,8 @@ SPYRE_API int spyre_ref_from_f64(void *dst, uint32_t dst_dtype,
  * returns +inf (no useful bound).  Negative arguments give NaN.
  * For a dot product of length K with result scaling, use nterms = K + 8
  * and mag = sum of |products| (+ |beta * c| + |bias|).
+ * @nterms: roundings the computation makes.
+ * @mag: bound on the magnitude of the rounded quantities.
  */
 SPYRE_API double spyre_ref_fp32_err(double nterms, double mag);
 
@@ -308,9 +328,13 @@ struct spyre_ref_tol {
 
 /**
  * spyre_ref_tol() - comparison bound for a result stored in @dtype whose
- * fp32 computation error is at most @err (>= 0; e.g. an element of the
- * @err arrays below, or spyre_ref_fp32_err()).  Integer dtypes give an
- * exact comparison (atol = err, rtol = 0).
+ * fp32 computation error is at most @err.
+ * @tol: receives the bound.
+ * @dtype: the output dtype, SPYRE_DTYPE_*.
+ * @err: bound on the fp32 computation error, >= 0: e.g. an element of the
+ *	err arrays of the reference ops below, or spyre_ref_fp32_err().
+ *
+ * Integer dtypes give an exact comparison (atol = err, rtol = 0).
  * Returns 0, or -EINVAL (invalid dtype, NULL @tol, negative or NaN @err).
  */
 SPYRE_API int spyre_ref_tol(struct spyre_ref_tol *tol, uint32_t dtype,
@@ -322,13 +346,18 @@ SPYRE_API int spyre_ref_tol(struct spyre_ref_tol *tol, uint32_t dtype,
  * @ref only the same infinity, and a finite @ref any @got with
  * |got - ref| <= atol + rtol * |ref|, or an infinity of @ref's sign when
  * |ref| + atol + rtol * |ref| >= @tol->overflow.
+ * @tol: the bound, from spyre_ref_tol().
+ * @got: the card's value, decoded.
+ * @ref: the fp64 reference value.
  */
 SPYRE_API bool spyre_ref_close(const struct spyre_ref_tol *tol, double got,
 			       double ref);
 
 /**
  * spyre_ref_compare() - compare @n packed card results against a reference.
- * @got, @dtype: the card's output buffer and its dtype.
+ * @n: elements to compare.
+ * @got: the card's output buffer, @n packed elements.
+ * @dtype: SPYRE_DTYPE_* of @got.
  * @ref: @n reference values (fp64).
  * @err: @n fp32 error bounds as returned by the reference ops, or NULL
  *	for 0 (conversion error only).
@@ -353,23 +382,33 @@ SPYRE_API int64_t spyre_ref_compare(const void *got, uint32_t dtype,
  * @flags: SPYRE_GEMM_F_TRANS_A (A stored K x M), SPYRE_GEMM_F_TRANS_B
  *	(B stored N x K); SPYRE_CMD_F_NOSAT is accepted and has no effect
  *	(no GEMM output dtype is fp8).
- * @a_dtype, @b_dtype: equal, one of FP32, FP16, BF16, FP8_E4M3, FP8_E5M2,
- *	INT8; or FP8_E4M3 with FP8_E5M2 in either order.
+ * @a_dtype: A's dtype; equal to @b_dtype, one of FP32, FP16, BF16, FP8_E4M3,
+ *	FP8_E5M2, INT8; or FP8_E4M3 with FP8_E5M2 in either order.
+ * @b_dtype: B's dtype, see @a_dtype.
  * @c_dtype: FP32, FP16 or BF16 for float inputs; INT32 for INT8 inputs.
  * @bias_dtype: 0 (none), FP32, FP16 or BF16 (ignored for INT8 inputs).
- * @m, @n, @k, @batch: >= 1.
- * @a, @b: element (0, 0) of batch 0, in @a_dtype / @b_dtype.
+ * @m: rows of op(A) and C, >= 1.
+ * @n: columns of op(B) and C, >= 1.
+ * @k: columns of op(A) and rows of op(B), >= 1.
+ * @batch: matrices, >= 1.
+ * @a: A's element (0, 0) of batch 0, in @a_dtype.
+ * @b: B's element (0, 0) of batch 0, in @b_dtype.
  * @c: C's input values (element (0, 0) of batch 0, @c_dtype, @ldc,
  *	@stride_c), read only when @beta != 0; may be NULL when @beta == 0.
  * @bias: N elements of @bias_dtype when @bias_dtype != 0.
- * @lda, @ldb, @ldc: leading dimensions in elements, >= the stored row
- *	length (K or M for A, N or K for B, N for C).
- * @stride_a, @stride_b, @stride_c: elements between batches (any value,
- *	0 broadcasts one matrix to every batch).
- * @alpha, @beta: as the command's binary32 fields.  INT8 inputs ignore
- *	@alpha and require @beta to be 0 or 1.
- * @scale_a, @scale_b: the per-tensor scales (pass 1.0f for an absent
- *	scale); ignored for INT8 inputs.
+ * @lda: leading dimension of A in elements, >= its stored row length (K,
+ *	or M with TRANS_A).
+ * @ldb: leading dimension of B, >= N (or K with TRANS_B).
+ * @ldc: leading dimension of C, >= N.
+ * @stride_a: elements between A matrices of consecutive batches (any
+ *	value, 0 broadcasts one matrix to every batch).
+ * @stride_b: the same for B.
+ * @stride_c: the same for C.
+ * @alpha: as the command's binary32 field; INT8 inputs ignore it.
+ * @beta: as the command's binary32 field; INT8 inputs require 0 or 1.
+ * @scale_a: A's per-tensor scale (pass 1.0f for an absent scale); ignored
+ *	for INT8 inputs.
+ * @scale_b: B's per-tensor scale, as @scale_a.
  */
 struct spyre_ref_gemm_args {
 	uint32_t flags;
@@ -428,8 +467,8 @@ SPYRE_API int spyre_ref_gemm(const struct spyre_ref_gemm_args *g, double *out,
  *	EXP.
  * @dtype: FP32, FP16 or BF16 for @a and @b.
  * @count: elements (>= 1).
- * @a: @count elements; @b: @count elements for ADD and MUL, else ignored
- *	(may be NULL).
+ * @a: @count elements.
+ * @b: @count elements for ADD and MUL, else ignored (may be NULL).
  * @alpha: SCALE's factor.
  * @out: @count doubles, the exact results.
  * @err: NULL, or @count fp32 error bounds: ADD/MUL/SCALE 1 rounding of
@@ -445,9 +484,12 @@ SPYRE_API int spyre_ref_eltwise(uint32_t op, uint32_t dtype, uint64_t count,
 
 /**
  * spyre_ref_reduce() - reference REDUCE: row-wise SUM or MAX.
+ * @src: @rows x @cols elements of @dtype, rows @ld elements apart.
  * @op: SPYRE_REDUCE_SUM or SPYRE_REDUCE_MAX (NaN in a row gives NaN).
  * @dtype: FP32, FP16 or BF16.
- * @rows, @cols: >= 1; @ld: elements between rows of @src, >= @cols.
+ * @rows: rows of @src, >= 1.
+ * @cols: elements per row, >= 1.
+ * @ld: elements between rows of @src, >= @cols.
  * @out: @rows doubles.
  * @err: NULL, or @rows bounds: SUM spyre_ref_fp32_err(cols + 1,
  *	sum |x|), MAX 0.
@@ -459,14 +501,17 @@ SPYRE_API int spyre_ref_reduce(uint32_t op, uint32_t dtype, uint32_t rows,
 
 /**
  * spyre_ref_rowop() - reference ROWOP over a @rows x @cols matrix.
+ * @src: @rows x @cols elements of @dtype, rows @ld_src elements apart.
  * @op: SPYRE_ROW_SOFTMAX: exp(x - max) / sum exp(x - max);
  *	SPYRE_ROW_LAYERNORM: (x - mean) / sqrt(var + eps) * gamma + beta,
  *	var the biased (1/cols) variance;
  *	SPYRE_ROW_RMSNORM: x / sqrt(mean(x^2) + eps) * gamma.
  * @dtype: FP32, FP16 or BF16 for @src.
- * @rows, @cols: >= 1; @ld_src: elements between rows of @src (>= @cols).
- * @gamma, @beta: NULL (1.0 / 0.0) or @cols floats; SOFTMAX ignores both,
- *	RMSNORM ignores @beta.
+ * @rows: rows of @src, >= 1.
+ * @cols: elements per row, >= 1.
+ * @ld_src: elements between rows of @src (>= @cols).
+ * @gamma: NULL (1.0) or @cols floats; SOFTMAX ignores it.
+ * @beta: NULL (0.0) or @cols floats; SOFTMAX and RMSNORM ignore it.
  * @eps: as the command's binary32 field; must be >= 0 (-EINVAL for a
  *	negative or NaN @eps).
  * @out: rows * cols doubles, dense (row r at r * cols).
