@@ -17,9 +17,10 @@ msg "checkpatch --strict: driver/"
 msg "checkpatch --strict: hw/, uapi/ (BIT_MACRO not applicable)"
 "${CP[@]}" --ignore BIT_MACRO -f "$SPYRE_ROOT"/hw/*.h \
 	"$SPYRE_ROOT"/uapi/drm/*.h || rc=1
-msg "kernel-doc: driver/, hw/, uapi/"
+msg "kernel-doc: driver/, hw/, uapi/, libspyre's public headers"
 if "$KSRC/scripts/kernel-doc" -none "$SPYRE_ROOT"/driver/spyre_*.[ch] \
-	"$SPYRE_ROOT"/hw/*.h "$SPYRE_ROOT"/uapi/drm/*.h 2>&1 | grep .; then
+	"$SPYRE_ROOT"/hw/*.h "$SPYRE_ROOT"/uapi/drm/*.h \
+	"$SPYRE_ROOT"/libspyre/include/spyre/*.h 2>&1 | grep .; then
 	rc=1
 fi
 msg "sysfs ABI: docs/ABI/ (get_abi.pl) documents every attribute of driver/"
