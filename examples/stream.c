@@ -50,7 +50,7 @@ int main(void)
 	half = malloc(bytes);
 	if (!ha || !hb || !half) {
 		fprintf(stderr, "stream: out of memory\n");
-		return 1;
+		goto free_host;
 	}
 	for (unsigned int i = 0; i < N; i++) {
 		ha[i] = (float)i;
@@ -59,8 +59,10 @@ int main(void)
 	}
 
 	err = spyre_device_open(0, &dev);
-	if (err)
-		return fail("open card 0", err);
+	if (err) {
+		rc = fail("open card 0", err);
+		goto free_host;
+	}
 	err = spyre_bo_alloc(dev, bytes, SPYRE_BO_DEVICE, &a);
 	if (!err)
 		err = spyre_bo_alloc(dev, bytes, SPYRE_BO_DEVICE, &b);
@@ -160,6 +162,7 @@ out:
 	spyre_bo_free(b);
 	spyre_bo_free(a);
 	spyre_device_close(dev);
+free_host:
 	free(half);
 	free(hb);
 	free(ha);
