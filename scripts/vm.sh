@@ -22,6 +22,14 @@
 #   --allow-warn     do not fail on WARN lines in the kernel log
 #   --no-build       use the last build as is
 #   --log FILE       keep the full serial log in FILE
+#   --qemu-arg ARG   one more QEMU argument; repeatable
+#   --trace DIR      trace the run into DIR (made if missing): the driver's
+#                    tracepoints (events/spyre) in DIR/guest-trace.txt and
+#                    the card's trace-events, with host timestamps, in
+#                    DIR/card-trace.log; scripts/trace-timeline.py DIR
+#                    turns them into a Perfetto timeline
+#   --card-trace PAT card trace-events to enable, a QEMU -trace pattern;
+#                    repeatable (with --trace: spyre_job_* and spyre_irq)
 # Exit status: the command's; 124 on timeout; 125 if the guest died
 # without finishing (panic, triple fault); 126 on an oops/BUG/WARN/KASAN/
 # lockdep report in the guest's kernel log (and, on the debug kernel, a
@@ -30,12 +38,13 @@
 # The guest's stdout and stderr both arrive on stdout (one serial line).
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [ "${1:-}" = run ] || usage
 shift
 CARDS=1 MEM=2G SMP=2 CARD_OPTS= COPIES=() ROOT=0 IOMMU=0 QMP= TIMEOUT=300
-NOMOD=0 MODARGS= ALLOW_WARN=0 BUILD=1 LOG= TORCH=0
+NOMOD=0 MODARGS= ALLOW_WARN=0 BUILD=1 LOG= TORCH=0 QEMU_ARGS=() TRACE=
+CARD_TRACE=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--cards) CARDS=$2; shift ;;
@@ -53,6 +62,9 @@ while [ $# -gt 0 ]; do
 	--allow-warn) ALLOW_WARN=1 ;;
 	--no-build) BUILD=0 ;;
 	--log) LOG=$2; shift ;;
+	--qemu-arg) QEMU_ARGS+=("$2"); shift ;;
+	--trace) TRACE=$2; shift ;;
+	--card-trace) CARD_TRACE+=("$2"); shift ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -94,6 +106,7 @@ done
 	echo "SPYRE_NO_MODULE=$NOMOD"
 	echo "SPYRE_TORCH=$TORCH"
 	printf 'SPYRE_MODULE_ARGS=%q\n' "$MODARGS"
+	echo "SPYRE_TRACE=$([ -n "$TRACE" ] && echo 1 || echo 0)"
 } >"$RUN/root/etc/spyre-run.conf"
 (cd "$RUN/root" && find . | cpio -o -H newc --quiet) >"$RUN/run.cpio"
 cat "$INITRAMFS" "$RUN/run.cpio" >"$RUN/initramfs.cpio"
@@ -118,6 +131,17 @@ if [ $TORCH = 1 ]; then
 	       -device virtio-blk-pci,drive=torchimg)
 fi
 [ -n "$QMP" ] && args+=(-qmp "unix:$QMP,server=on,wait=off")
+if [ -n "$TRACE" ]; then
+	mkdir -p "$TRACE" || die "--trace $TRACE: cannot make it"
+	TRACE=$(cd "$TRACE" && pwd)
+	[ ${#CARD_TRACE[@]} -gt 0 ] || CARD_TRACE=('spyre_job_*' spyre_irq)
+	: >"$TRACE/card-trace.log"
+	args+=(-msg timestamp=on -trace "file=$TRACE/card-trace.log")
+fi
+for p in "${CARD_TRACE[@]}"; do
+	args+=(-trace "enable=$p")
+done
+args+=("${QEMU_ARGS[@]}")
 args+=(-append "$append")
 
 START=$(date +%s.%N)
@@ -142,6 +166,12 @@ wait $QPID 2>/dev/null || true
 wait $TPID 2>/dev/null || true
 END=$(date +%s.%N)
 tr -d '\r' <"$LOG" >"$RUN/log"
+if [ -n "$TRACE" ]; then
+	sed -n '/^SPYRE-TRACE-BEGIN/,/^SPYRE-TRACE-END/{/^SPYRE-TRACE-/d;p}' \
+		"$RUN/log" >"$TRACE/guest-trace.txt"
+	# what the kernel log check below reads: the trace is not kernel log
+	sed -i '/^SPYRE-TRACE-BEGIN/,/^SPYRE-TRACE-END/d' "$RUN/log"
+fi
 
 show_log() {
 	echo "---- guest serial log ($1) ----" >&2
