@@ -14,12 +14,13 @@ trace-events from QEMU's log backend).  Writes:
                      created during the trace, per placement.
   DIR/timeline.png   the job spans per queue (gnuplot), unless --no-png.
 
-Time base: each card's own clock (ns since its last reset).  The card's
-events carry it (card_ns); the driver's spyre_job_done carries the card's
-start and end of the job's last descriptor and spyre_job_run a sample of
-the clock, from which the guest's trace clock is mapped onto the card's
-(per card, the median offset of those samples).  Timestamps in the JSON
-are microseconds.
+Time base: the guest's trace clock, so that several cards share one axis.
+The job spans are the card's own clock (ns since its last reset: the
+card's events carry it as card_ns, the driver's spyre_job_done the card's
+start and end of the job's last descriptor), mapped onto the guest's with
+the median offset, per card, between the two clocks in spyre_job_run
+(which samples the card clock).  Timestamps in the JSON are microseconds;
+a span's duration is the card's own.
 
 --check asserts what must hold for any run (exit status 1 otherwise, with
 the reason): at least one job span; per queue, spans that never overlap
@@ -113,7 +114,8 @@ def read_card(path):
                     {'seqno': a['seqno'], 'ctx': st['ctx'],
                      'start': st['card_ns'], 'end': a['card_ns'],
                      'status': a['status']})
-    return spans, irqs
+    # an empty log (the card's events were not enabled) is no log
+    return (spans or None), irqs
 
 
 def build(guest, card_spans):
@@ -161,16 +163,16 @@ def build(guest, card_spans):
                 args['process'] = '%s (%d)' % (who[1], who[0])
             out.append({'ph': 'X', 'name': 'job %d' % s['seqno'],
                         'cat': 'job', 'pid': pid[d], 'tid': q + 1,
-                        'ts': s['start'] / 1e3,
+                        'ts': (s['start'] - offset.get(d, 0)) / 1e3,
                         'dur': max(s['end'] - s['start'], 0) / 1e3,
                         'args': args})
     mem = {}
     for e in guest:
         a = e['a']
         d = a.get('dev')
-        if d not in offset:
+        if d is None:
             continue
-        ts = (e['ts_ns'] + offset[d]) / 1e3
+        ts = e['ts_ns'] / 1e3
         ev = e['event']
         if ev in ('spyre_submit', 'spyre_job_timeout', 'spyre_fault',
                   'spyre_reset'):
@@ -187,7 +189,7 @@ def build(guest, card_spans):
             out.append({'ph': 'C', 'name': 'BO bytes created in trace',
                         'pid': pid[d], 'ts': ts,
                         'args': {'placement %d' % key[1]: mem[key]}})
-    return spans, out
+    return spans, offset, out
 
 
 def check(guest, spans, card_spans, overruns):
@@ -221,23 +223,26 @@ def check(guest, spans, card_spans, overruns):
     return None
 
 
-def png(spans, path):
+def png(spans, offset, path):
     gp = shutil.which('gnuplot')
     if not gp:
         sys.exit('trace-timeline: gnuplot not found (apt install gnuplot-nox)')
     lanes = sorted(spans)
-    t0 = min((s['start'] for lst in spans.values() for s in lst), default=0)
+    t0 = min((s['start'] - offset.get(d, 0) for (d, q), lst in spans.items()
+              for s in lst), default=0)
     rows = []
     for y, lane in enumerate(lanes):
+        off = offset.get(lane[0], 0)
         for s in spans[lane]:
-            a, b = (s['start'] - t0) / 1e6, (s['end'] - t0) / 1e6
+            a, b = (s['start'] - off - t0) / 1e6, (s['end'] - off - t0) / 1e6
             rows.append('%.6f %.6f %d %d' % ((a + b) / 2, max((b - a) / 2, 1e-4),
                                              y, 1 if s['status'] else 0))
     ytics = ', '.join('"%s q%d" %d' % (d, q, y) for y, (d, q) in enumerate(lanes))
     script = '\n'.join([
         'set terminal pngcairo size 1400,%d font "sans,10"' % (160 + 40 * len(lanes)),
         'set output "%s"' % path,
-        'set title "Spyre jobs per hardware queue (card clock)"',
+        'set title "Spyre jobs per hardware queue (durations: card clock; '
+        'axis: guest clock)"',
         'set xlabel "ms since the first job"',
         'set yrange [-0.7:%f]' % (len(lanes) - 0.3),
         'set ytics (%s)' % ytics,
@@ -263,11 +268,11 @@ def main():
         sys.exit('trace-timeline: %s: not found (run vm.sh with --trace)' % gpath)
     guest, overruns = read_guest(gpath)
     card_spans, irqs = read_card(os.path.join(o.dir, 'card-trace.log'))
-    spans, events = build(guest, card_spans)
+    spans, offset, events = build(guest, card_spans)
     with open(os.path.join(o.dir, 'timeline.json'), 'w') as f:
         json.dump({'traceEvents': events, 'displayTimeUnit': 'ns'}, f)
-    if not o.no_png:
-        png(spans, os.path.join(o.dir, 'timeline.png'))
+    if not o.no_png and any(spans.values()):
+        png(spans, offset, os.path.join(o.dir, 'timeline.png'))
     for (d, q), lst in sorted(spans.items()):
         busy = sum(s['end'] - s['start'] for s in lst)
         span = max(s['end'] for s in lst) - min(s['start'] for s in lst)

@@ -136,11 +136,13 @@ if [ -n "$TRACE" ]; then
 	TRACE=$(cd "$TRACE" && pwd)
 	[ ${#CARD_TRACE[@]} -gt 0 ] || CARD_TRACE=('spyre_job_*' spyre_irq)
 	: >"$TRACE/card-trace.log"
-	args+=(-msg timestamp=on -trace "file=$TRACE/card-trace.log")
+	args+=(-msg timestamp=on)
 fi
 for p in "${CARD_TRACE[@]}"; do
 	args+=(-trace "enable=$p")
 done
+# (QEMU takes the log file only after the events it applies to)
+[ -n "$TRACE" ] && args+=(-trace "file=$TRACE/card-trace.log")
 args+=("${QEMU_ARGS[@]}")
 args+=(-append "$append")
 
