@@ -13,7 +13,8 @@
 #   --root           run CMD as root (default: user "spyre", group accel)
 #   --iommu          add -device intel-iommu and boot with intel_iommu=on
 #   --qmp SOCKET     expose QEMU's QMP monitor on a unix socket
-#   --timeout SEC    kill the guest after SEC seconds (300)
+#   --timeout SEC    kill the guest after SEC seconds (300; x4 on the
+#                    debug kernel, SPYRE_DEBUG_SLOWDOWN)
 #   --torch          boot the trixie PyTorch image (python3, torch,
 #                    torch_spyre) from a read-only virtio disk under a
 #                    tmpfs overlay; CMD runs inside it
@@ -38,7 +39,7 @@
 # The guest's stdout and stderr both arrive on stdout (one serial line).
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [ "${1:-}" = run ] || usage
 shift
@@ -71,6 +72,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ $# -gt 0 ] || usage
+# the debug kernel (KASAN, lockdep, kmemleak) runs everything 2-4x slower
+# under TCG: every timeout stretches with it
+[ "$SPYRE_KERNEL" = debug ] && TIMEOUT=$((TIMEOUT * ${SPYRE_DEBUG_SLOWDOWN:-4}))
 [[ $CARDS =~ ^[0-9]+$ ]] && [ "$CARDS" -ge 0 ] && [ "$CARDS" -le 8 ] ||
 	die "--cards must be 0..8"
 
