@@ -41,6 +41,14 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
+# A traced run on 2 cards (CMD, default spyre-demo) as a Perfetto timeline:
+# $(SPYRE_BUILD)/timeline/timeline.json and .png (docs/spyre-tracing.rst).
+.PHONY: timeline
+timeline: build
+	d=$$(bash -c '. scripts/lib.sh && echo "$$SPYRE_BUILD"')/timeline; \
+	rm -rf "$$d" && scripts/vm.sh run --no-build --cards 2 --trace "$$d" \
+		-- $${CMD:-spyre-demo} && scripts/trace-timeline.py "$$d"
+
 soak: soak-stress soak-reset soak-fault soak-kill soak-unplug soak-fuzz \
 	soak-fuzz-card
 

@@ -95,7 +95,7 @@ static void spyre_drain_faults(struct spyre_device *sdev)
 		info = spyre_read64(sdev, SPYRE_REG_FAULT_INFO);
 		spyre_write32(sdev, SPYRE_REG_FAULT_POP, 1);
 		atomic64_inc(&sdev->faults);
-		trace_spyre_fault(SPYRE_FAULT_INFO_CTX(info),
+		trace_spyre_fault(sdev->drm.dev, SPYRE_FAULT_INFO_CTX(info),
 				  SPYRE_FAULT_INFO_QUEUE(info), va,
 				  SPYRE_FAULT_INFO_WRITE(info),
 				  SPYRE_FAULT_INFO_REASON(info));

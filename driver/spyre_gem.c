@@ -82,7 +82,7 @@ void spyre_bo_charge(struct spyre_bo *bo, struct spyre_ctx *owner,
 	bo->owner = owner;
 	atomic64_add(size, spyre_stat(&sdev->stats, bo->placement));
 	atomic64_add(size, spyre_stat(&owner->stats, bo->placement));
-	trace_spyre_bo_create(size, bo->placement);
+	trace_spyre_bo_create(sdev->drm.dev, size, bo->placement);
 }
 
 /**
@@ -99,7 +99,7 @@ void spyre_bo_fini_common(struct spyre_bo *bo)
 	atomic_dec(&spyre_live.bos);
 	if (!owner)
 		return;
-	trace_spyre_bo_destroy(size, bo->placement);
+	trace_spyre_bo_destroy(owner->sdev->drm.dev, size, bo->placement);
 
 	atomic64_sub(size, spyre_stat(&owner->sdev->stats, bo->placement));
 	atomic64_sub(size, spyre_stat(&owner->stats, bo->placement));

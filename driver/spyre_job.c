@@ -96,7 +96,8 @@ static void spyre_fence_complete(struct spyre_queue *q, struct spyre_fence *f,
 		bool own = le64_to_cpu(READ_ONCE(q->compl->seqno)) ==
 			   f->base.seqno;
 
-		trace_spyre_job_done(q->ctx->id, q->hwq, f->base.seqno, err,
+		trace_spyre_job_done(q->sdev->drm.dev, q->ctx->id, q->hwq,
+				     f->base.seqno, err,
 				     own ? le64_to_cpu(q->compl->start_ns) : 0,
 				     own ? le64_to_cpu(q->compl->end_ns) : 0);
 	}
@@ -595,8 +596,8 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	 */
 	spyre_ring_fill(q, job, 0);
 	if (trace_spyre_job_run_enabled())
-		trace_spyre_job_run(q->ctx->id, q->hwq, job->seqno,
-				    spyre_read64(sdev, SPYRE_REG_CLOCK));
+		trace_spyre_job_run(sdev->drm.dev, q->ctx->id, q->hwq,
+				    job->seqno, spyre_read64(sdev, SPYRE_REG_CLOCK));
 
 	/*
 	 * A completion error cancels the pending fences after setting the
@@ -655,7 +656,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 	bool hw = false, kicked = false;
 	int idx;
 
-	trace_spyre_job_timeout(q->ctx->id, q->hwq, job->seqno);
+	trace_spyre_job_timeout(sdev->drm.dev, q->ctx->id, q->hwq, job->seqno);
 	mutex_lock(&q->reset_lock);
 	drm_sched_wqueue_stop(&q->sched);
 	/* After the stop: run_job may wait for a reset to finish. */

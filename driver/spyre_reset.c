@@ -294,12 +294,12 @@ int spyre_reset_end(struct spyre_device *sdev, const char *reason)
 	lockdep_assert_held_write(&sdev->reset_sem);
 	atomic64_inc(&sdev->health.resets);
 	if (spyre_hw_reset(sdev)) {
-		trace_spyre_reset(reason, -EIO);
+		trace_spyre_reset(sdev->drm.dev, reason, -EIO);
 		/* The card is gone for good: nothing pending will end. */
 		spyre_queues_cancel_all(sdev, -EIO);
 		return -EIO;
 	}
-	trace_spyre_reset(reason, 0);
+	trace_spyre_reset(sdev->drm.dev, reason, 0);
 	spyre_hw_enable(sdev);
 	spyre_ctxs_restore_hw(sdev);
 	spyre_queues_restore_hw(sdev);

@@ -511,8 +511,8 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		if (job->bos[i].usage == DMA_RESV_USAGE_WRITE)
 			dma_resv_add_fence(job->bos[i].obj->resv, fence,
 					   DMA_RESV_USAGE_WRITE);
-	trace_spyre_submit(q->ctx->id, q->hwq, job->seqno, job->ndesc,
-			   job->bo_count);
+	trace_spyre_submit(q->sdev->drm.dev, q->ctx->id, q->hwq, job->seqno,
+			   job->ndesc, job->bo_count);
 	/* Counted before the push: run_job may run before it returns. */
 	atomic_inc(&q->queued);
 	if (!job->deps_ready)

@@ -702,8 +702,8 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
     job->cmd_size = le32_to_cpu(d.cmd_size);
     job->ctx = le16_to_cpu(d.ctx);
     job->flags = le16_to_cpu(d.flags);
-    trace_spyre_job_start(q->id, job->seqno, job->ctx, job->cmd_va,
-                          job->cmd_size);
+    trace_spyre_job_start(pci_get_bdf(PCI_DEVICE(s)), q->id, job->seqno,
+                          job->ctx, job->start_ns, job->cmd_va, job->cmd_size);
 
     inject = spyre_inject_take(q, spyre_inject_job);
     if (inject == SPYRE_DBG_HANG) {
@@ -748,7 +748,8 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     bool ok, irq;
 
     assert(bql_locked());
-    trace_spyre_job_end(q->id, job->seqno, status, job->cmd_offset, err_va);
+    trace_spyre_job_end(pci_get_bdf(PCI_DEVICE(s)), q->id, job->seqno, end,
+                        status, job->cmd_offset, err_va);
 
     c.status = cpu_to_le32(status);
     if (inject == SPYRE_DBG_CORRUPT_SEQNO) {

@@ -37,8 +37,27 @@ kmemleak_reports() {
 	     END { if (hit) print r }' $KMEMLEAK
 }
 
+# vm.sh --trace: the driver's tracepoints into a 16 MiB-per-CPU buffer
+# (flight-recorder mode: the oldest events go first; the dump says how
+# many), dumped after the command between markers that vm.sh cuts out.
+T=/sys/kernel/tracing
+trace_start() {
+	mount -t tracefs nodev $T 2>/dev/null
+	echo 16384 >$T/buffer_size_kb && echo 1 >$T/events/spyre/enable ||
+		{ echo "SPYRE-TRACE-FAIL: no tracefs or no spyre events"; finish 1; }
+	echo 1 >$T/tracing_on
+}
+trace_dump() {
+	echo 0 >$T/tracing_on
+	echo "SPYRE-TRACE-BEGIN"
+	grep -h '^overrun' $T/per_cpu/cpu*/stats | sed 's/^/# /'
+	grep -v '^#' $T/trace
+	echo "SPYRE-TRACE-END"
+}
+
 finish() {
 	echo "SPYRE-EXIT $1"
+	[ "${SPYRE_TRACE:-0}" = 1 ] && [ -e $T/trace ] && trace_dump
 	leaks=$(kmemleak_reports)
 	echo "SPYRE-DMESG-BEGIN"
 	dmesg
@@ -113,6 +132,7 @@ fi
 # userptr pins count against RLIMIT_MEMLOCK (as RDMA/VFIO pins do); a
 # compute node raises it for its users, so does the test guest
 ulimit -l unlimited
+[ "${SPYRE_TRACE:-0}" = 1 ] && trace_start
 cd /work
 echo "SPYRE-START $(cut -d' ' -f1 /proc/uptime)"
 if [ "${SPYRE_RUN_ROOT:-0}" = 1 ]; then

@@ -18,7 +18,11 @@
 #      repetitions next to its floor or ceiling; it ends with a summary
 #      table naming each ratio's clock (card or wall) and ceiling;
 #   3. in the PyTorch guest: scripts/bench-torch.sh (per-token decode
-#      eager vs compiled, framework cost, dispatch, tensor.to()).
+#      eager vs compiled, framework cost, dispatch, tensor.to());
+#   4. scripts/bench-report.py: $SPYRE_BUILD/bench/<time>/ (and
+#      bench/latest) gets the text (bench.txt, torch.txt), bench.json
+#      (spyre-bench --json, the PyTorch figures and the host load, as
+#      numbers) and bench.png (every ratio against its goal).
 # The guest part runs as the unprivileged user "spyre" with RLIMIT_MEMLOCK
 # raised (the copy benchmark registers 2 x --size MiB of host memory,
 # which the driver charges to that limit).
@@ -46,7 +50,10 @@ load_note() {
 	echo "host load $1: $(cut -d' ' -f1-3 /proc/loadavg)," \
 	     "$(pgrep -c qemu-system || true) qemu-system process(es) running"
 }
-load_note "before"
+OUT=$B/bench/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT" && ln -sfn "$OUT" "$B/bench/latest"
+LOAD_BEFORE=$(load_note "before")
+echo "$LOAD_BEFORE"
 
 # The card's copies and GEMM parts run on min(workers, host CPUs) host
 # threads: the native ceilings use as many.
@@ -65,15 +72,25 @@ awk '$1 == "ceiling" { printf "  %-24s %10.3f [%.3f-%.3f]\n", $2, $3, $4, $5 }' 
 
 msg "guest: spyre-bench"
 # root raises the memlock limit, then the benchmark runs as "spyre"
-cmd=$(printf '%q ' spyre-bench --reps "$REPS" --ceilings /work/ceilings "$@")
+# (--json: the report on stderr, the JSON on stdout, kept in the guest's
+# /tmp and printed on one line after "spyre-bench-json: ")
+cmd=$(printf '%q ' spyre-bench --json --reps "$REPS" --ceilings /work/ceilings "$@")
 # shellcheck disable=SC2016 # $0 is expanded by the guest's shell
-rc=0
 "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 --timeout 900 \
 	--copy "$TMP/ceilings" "${VMOPTS[@]}" --root -- sh -c \
-	'ulimit -l unlimited && exec su -s /bin/sh spyre -c "$0"' "$cmd" || rc=$?
-load_note "after (the guest's own QEMU counts until it exits)"
-[ $rc = 0 ] || exit $rc
+	'ulimit -l unlimited && su -s /bin/sh spyre -c "$0 >/tmp/bench.json"
+	 rc=$?; printf "spyre-bench-json: "; cat /tmp/bench.json; exit $rc' "$cmd" |
+	tee "$OUT/bench.txt"
+rc=${PIPESTATUS[0]}
+LOAD_AFTER=$(load_note "after (the guest's own QEMU counts until it exits)")
+echo "$LOAD_AFTER"
+[ "$rc" = 0 ] || exit "$rc"
+sed -n 's/^spyre-bench-json: //p' "$OUT/bench.txt" >"$OUT/spyre-bench.json"
 # 3. PyTorch: decode per token eager vs torch.compile, the framework's
 # cost over the same command lists from C++, eager dispatch, tensor.to()
 msg "guest: PyTorch (torch_spyre/examples/bench_torch.py)"
-"$SPYRE_ROOT/scripts/bench-torch.sh"
+"$SPYRE_ROOT/scripts/bench-torch.sh" | tee "$OUT/torch.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || exit 1
+python3 "$SPYRE_ROOT/scripts/bench-report.py" "$OUT" \
+	--bench "$OUT/spyre-bench.json" --torch "$OUT/torch.txt" \
+	--load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER"

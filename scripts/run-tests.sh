@@ -11,7 +11,10 @@
 #      the kselftest suites (selftests/) inside a fresh guest with two
 #      cards, as an unprivileged user in the accel group, KTAP; then, on
 #      the host, spyre-smi's JSON reports from that log against
-#      docs/spyre-smi.schema.json (tests/smi_schema.py);
+#      docs/spyre-smi.schema.json (tests/smi_schema.py); the runtime
+#      suite traced (vm.sh --trace: the driver's tracepoints and the
+#      card's trace-events), whose timeline scripts/trace-timeline.py
+#      --check builds and checks;
 #   4. the memory suites once more with -device intel-iommu;
 #   5. the suites that need root, in a guest of their own (spyre_reset:
 #      sysfs function resets racing the card's users, who drop to the test
@@ -102,7 +105,13 @@ run host-smi-schema python3 "$SPYRE_ROOT/tests/smi_schema.py" \
 	"$LOGDIR/guest-selftests.log"
 # libspyre's runtime tests on a real card (built with the host tests)
 run guest-runtime "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 \
-	--timeout 600 -- spyre-selftests lib_runtime
+	--timeout 600 --trace "$LOGDIR/trace" -- spyre-selftests lib_runtime
+
+# that run, traced, as a timeline (Perfetto JSON, PNG): consistent spans,
+# and a successful card descriptor behind every job the driver saw succeed
+run host-trace-timeline bash -c 'python3 "$1" --check "$2" &&
+	echo "ok 1 trace-timeline" || { echo "not ok 1 trace-timeline"; exit 1; }' \
+	_ "$SPYRE_ROOT/scripts/trace-timeline.py" "$LOGDIR/trace"
 # 4. the memory suites again behind an emulated intel-iommu (intel_iommu=on)
 run guest-selftests-iommu "$SPYRE_ROOT/scripts/vm.sh" run --no-build \
 	--iommu --cards 2 --timeout 600 -- spyre-selftests mem

@@ -17,8 +17,8 @@ DEPS=(build-essential dpkg-dev git libdrm-dev busybox-static kmod cpio
       xz-utils zstd bc dwarves libelf-dev libssl-dev sparse rsync
       ninja-build pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev
       zlib1g-dev flex bison python3-venv libopenblas-dev patch
-      mmdebstrap squashfs-tools libjson-c-dev python3-jsonschema dkms
-      abigail-tools)
+      mmdebstrap squashfs-tools libjson-c-dev python3-jsonschema
+      gnuplot-nox dkms abigail-tools)
 BPO_DEPS=(meson python3-pycotap)
 
 setup_apt() {

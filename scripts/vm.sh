@@ -13,7 +13,8 @@
 #   --root           run CMD as root (default: user "spyre", group accel)
 #   --iommu          add -device intel-iommu and boot with intel_iommu=on
 #   --qmp SOCKET     expose QEMU's QMP monitor on a unix socket
-#   --timeout SEC    kill the guest after SEC seconds (300)
+#   --timeout SEC    kill the guest after SEC seconds (300; x4 on the
+#                    debug kernel, SPYRE_DEBUG_SLOWDOWN)
 #   --torch          boot the trixie PyTorch image (python3, torch,
 #                    torch_spyre) from a read-only virtio disk under a
 #                    tmpfs overlay; CMD runs inside it
@@ -22,6 +23,14 @@
 #   --allow-warn     do not fail on WARN lines in the kernel log
 #   --no-build       use the last build as is
 #   --log FILE       keep the full serial log in FILE
+#   --qemu-arg ARG   one more QEMU argument; repeatable
+#   --trace DIR      trace the run into DIR (made if missing): the driver's
+#                    tracepoints (events/spyre) in DIR/guest-trace.txt and
+#                    the card's trace-events, with host timestamps, in
+#                    DIR/card-trace.log; scripts/trace-timeline.py DIR
+#                    turns them into a Perfetto timeline
+#   --card-trace PAT card trace-events to enable, a QEMU -trace pattern;
+#                    repeatable (with --trace: spyre_job_* and spyre_irq)
 # Exit status: the command's; 124 on timeout; 125 if the guest died
 # without finishing (panic, triple fault); 126 on an oops/BUG/WARN/KASAN/
 # lockdep report in the guest's kernel log (and, on the debug kernel, a
@@ -30,12 +39,13 @@
 # The guest's stdout and stderr both arrive on stdout (one serial line).
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [ "${1:-}" = run ] || usage
 shift
 CARDS=1 MEM=2G SMP=2 CARD_OPTS= COPIES=() ROOT=0 IOMMU=0 QMP= TIMEOUT=300
-NOMOD=0 MODARGS= ALLOW_WARN=0 BUILD=1 LOG= TORCH=0
+NOMOD=0 MODARGS= ALLOW_WARN=0 BUILD=1 LOG= TORCH=0 QEMU_ARGS=() TRACE=
+CARD_TRACE=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--cards) CARDS=$2; shift ;;
@@ -53,12 +63,18 @@ while [ $# -gt 0 ]; do
 	--allow-warn) ALLOW_WARN=1 ;;
 	--no-build) BUILD=0 ;;
 	--log) LOG=$2; shift ;;
+	--qemu-arg) QEMU_ARGS+=("$2"); shift ;;
+	--trace) TRACE=$2; shift ;;
+	--card-trace) CARD_TRACE+=("$2"); shift ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
 	shift
 done
 [ $# -gt 0 ] || usage
+# the debug kernel (KASAN, lockdep, kmemleak) runs everything 2-4x slower
+# under TCG: every timeout stretches with it
+[ "$SPYRE_KERNEL" = debug ] && TIMEOUT=$((TIMEOUT * ${SPYRE_DEBUG_SLOWDOWN:-4}))
 [[ $CARDS =~ ^[0-9]+$ ]] && [ "$CARDS" -ge 0 ] && [ "$CARDS" -le 8 ] ||
 	die "--cards must be 0..8"
 
@@ -94,6 +110,7 @@ done
 	echo "SPYRE_NO_MODULE=$NOMOD"
 	echo "SPYRE_TORCH=$TORCH"
 	printf 'SPYRE_MODULE_ARGS=%q\n' "$MODARGS"
+	echo "SPYRE_TRACE=$([ -n "$TRACE" ] && echo 1 || echo 0)"
 } >"$RUN/root/etc/spyre-run.conf"
 (cd "$RUN/root" && find . | cpio -o -H newc --quiet) >"$RUN/run.cpio"
 cat "$INITRAMFS" "$RUN/run.cpio" >"$RUN/initramfs.cpio"
@@ -118,6 +135,19 @@ if [ $TORCH = 1 ]; then
 	       -device virtio-blk-pci,drive=torchimg)
 fi
 [ -n "$QMP" ] && args+=(-qmp "unix:$QMP,server=on,wait=off")
+if [ -n "$TRACE" ]; then
+	mkdir -p "$TRACE" || die "--trace $TRACE: cannot make it"
+	TRACE=$(cd "$TRACE" && pwd)
+	[ ${#CARD_TRACE[@]} -gt 0 ] || CARD_TRACE=('spyre_job_*' spyre_irq)
+	: >"$TRACE/card-trace.log"
+	args+=(-msg timestamp=on)
+fi
+for p in "${CARD_TRACE[@]}"; do
+	args+=(-trace "enable=$p")
+done
+# (QEMU takes the log file only after the events it applies to)
+[ -n "$TRACE" ] && args+=(-trace "file=$TRACE/card-trace.log")
+args+=("${QEMU_ARGS[@]}")
 args+=(-append "$append")
 
 START=$(date +%s.%N)
@@ -142,6 +172,12 @@ wait $QPID 2>/dev/null || true
 wait $TPID 2>/dev/null || true
 END=$(date +%s.%N)
 tr -d '\r' <"$LOG" >"$RUN/log"
+if [ -n "$TRACE" ]; then
+	sed -n '/^SPYRE-TRACE-BEGIN/,/^SPYRE-TRACE-END/{/^SPYRE-TRACE-/d;p}' \
+		"$RUN/log" >"$TRACE/guest-trace.txt"
+	# what the kernel log check below reads: the trace is not kernel log
+	sed -i '/^SPYRE-TRACE-BEGIN/,/^SPYRE-TRACE-END/d' "$RUN/log"
+fi
 
 show_log() {
 	echo "---- guest serial log ($1) ----" >&2

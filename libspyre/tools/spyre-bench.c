@@ -6,7 +6,7 @@
  *   spyre-bench [--card N] [--time SEC] [--size MIB] [--iters N]
  *               [--reps N] [--ceilings FILE] [--threads N]
  *               [--host-memcpy GBPS] [--host-sgemm GFLOPS]
- *               [--only mem|exec|scale]
+ *               [--only mem|exec|scale] [--json]
  *	on a machine with a card (the guest).  Every figure is measured
  *	--reps times (default 5) and printed as median [min-max]; each
  *	ratio is a median over a median, and names its clock: "card"
@@ -64,7 +64,9 @@
  *	      N = 1 (wall clock; min(--reps, 3) runs each).
  *	A card whose engine refuses GEMM (-EIO) gets "n/a" for (iv) and (v).
  *	The run ends with a summary table of figure, ceiling, ratio, clock
- *	and goal.
+ *	and goal.  --json: that table and the ceilings as one JSON object on
+ *	stdout (numbers, docs/spyre-bench.schema.json), the text report on
+ *	stderr instead.
  *   spyre-bench --host [--size MIB]
  *	no card needed: prints "host-memcpy-gbps X", the best memcpy
  *	bandwidth of --size MiB buffers on one thread.
@@ -95,6 +97,7 @@
 #include <unistd.h>
 
 #include <drm/spyre_accel.h>
+#include <json-c/json.h>
 #include <spyre/spyre.h>
 
 #define MiB (1024ull * 1024ull)
@@ -289,6 +292,10 @@ struct summary_row {
 	double ratio;		/* median over median; < 0: no ratio */
 	double goal;		/* the ratio's goal; <= 0: none */
 	int goal_le;		/* 1: ratio <= goal, 0: ratio >= goal */
+	/* the numbers behind value and ceil_value, for --json */
+	struct fig val, ceil;
+	double scale;		/* applied to both before printing */
+	char unit[16];
 };
 
 static struct summary_row summary[64];
@@ -321,6 +328,12 @@ static void summary_add(const char *figure, struct fig *value, double scale,
 	else
 		snprintf(r->ceil_value, sizeof(r->ceil_value), "-");
 	snprintf(r->column, sizeof(r->column), "%s", column);
+	r->val = *value;
+	r->ceil.n = 0;
+	if (ceil)
+		r->ceil = *ceil;
+	r->scale = scale;
+	snprintf(r->unit, sizeof(r->unit), "%s", unit);
 	r->ratio = ceil && ceil->n && value->n && fig_med(ceil) > 0 ?
 		   fig_med(value) / fig_med(ceil) : -1;
 	r->goal = goal;
@@ -358,6 +371,98 @@ static void summary_print(void)
 	printf("   (\"!\" marks a goal not met, \"?\" one without its "
 	       "ceiling, \"(info)\" a reference without a goal; figures are "
 	       "reported, never judged)\n");
+}
+
+/*
+ * --json: { "median", "min", "max", "n" } of @f with @scale applied, or
+ * null when it was never measured.
+ */
+static json_object *fig_json(struct fig *f, double scale)
+{
+	json_object *o;
+
+	if (!f->n)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "median",
+			       json_object_new_double(fig_med(f) * scale));
+	json_object_object_add(o, "min",
+			       json_object_new_double(fig_min(f) * scale));
+	json_object_object_add(o, "max",
+			       json_object_new_double(fig_max(f) * scale));
+	json_object_object_add(o, "n", json_object_new_int(f->n));
+	return o;
+}
+
+/*
+ * --json: the summary and the ceilings as one JSON object on @out
+ * (docs/spyre-bench.schema.json): numbers, never preformatted strings.
+ */
+static void summary_json(FILE *out, const char *pci_addr)
+{
+	json_object *root = json_object_new_object();
+	json_object *figs = json_object_new_array();
+	json_object *ceils = json_object_new_array();
+
+	json_object_object_add(root, "schema_version", json_object_new_int(1));
+	json_object_object_add(root, "version",
+			       json_object_new_string(spyre_version()));
+	json_object_object_add(root, "card",
+			       json_object_new_string(pci_addr));
+	json_object_object_add(root, "reps", json_object_new_int(reps));
+	json_object_object_add(root, "ceiling_threads",
+			       json_object_new_int(ceil_threads));
+	for (int i = 0; i < nceilings; i++) {
+		json_object *c = fig_json(&ceilings[i].f, 1);
+
+		if (!c)
+			continue;
+		json_object_object_add(c, "key",
+				       json_object_new_string(ceilings[i].key));
+		json_object_array_add(ceils, c);
+	}
+	json_object_object_add(root, "ceilings", ceils);
+	for (int i = 0; i < nsummary; i++) {
+		struct summary_row *r = &summary[i];
+		json_object *o = json_object_new_object();
+		json_object *c = fig_json(&r->ceil, r->scale);
+		bool met;
+
+		json_object_object_add(o, "figure",
+				       json_object_new_string(r->figure));
+		json_object_object_add(o, "unit",
+				       json_object_new_string(r->unit));
+		json_object_object_add(o, "clock", r->column[0] ?
+				       json_object_new_string(r->column) : NULL);
+		json_object_object_add(o, "value", fig_json(&r->val, r->scale));
+		if (c)
+			json_object_object_add(c, "name",
+					       json_object_new_string(r->ceil_name));
+		json_object_object_add(o, "ceiling", c);
+		json_object_object_add(o, "ratio", r->ratio >= 0 ?
+				       json_object_new_double(r->ratio) : NULL);
+		if (r->goal > 0) {
+			json_object *g = json_object_new_object();
+
+			json_object_object_add(g, "op", json_object_new_string(
+					       r->goal_le ? "<=" : ">="));
+			json_object_object_add(g, "ratio",
+					       json_object_new_double(r->goal));
+			json_object_object_add(o, "goal", g);
+			met = r->goal_le ? r->ratio <= r->goal :
+					   r->ratio >= r->goal;
+			json_object_object_add(o, "met", r->ratio < 0 ? NULL :
+					       json_object_new_boolean(met));
+		} else {
+			json_object_object_add(o, "goal", NULL);
+			json_object_object_add(o, "met", NULL);
+		}
+		json_object_array_add(figs, o);
+	}
+	json_object_object_add(root, "figures", figs);
+	fprintf(out, "%s\n", json_object_to_json_string_ext(root,
+		JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(root);
 }
 
 /* ---- memcpy ----------------------------------------------------------- */
@@ -2345,7 +2450,7 @@ static void usage(FILE *f)
 		"[--iters N] [--reps N]\n"
 		"                   [--ceilings FILE] [--threads N] "
 		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
-		"                   [--only mem|exec|scale]\n"
+		"                   [--only mem|exec|scale] [--json]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
 
@@ -2393,6 +2498,7 @@ static bool parse_num(const char *opt, const char *arg, double min,
 enum {
 	OPT_CARD = 256, OPT_TIME, OPT_SIZE, OPT_ITERS, OPT_REPS, OPT_CEILINGS,
 	OPT_HOST_MEMCPY, OPT_HOST_SGEMM, OPT_THREADS, OPT_ONLY, OPT_HOST,
+	OPT_JSON,
 };
 
 int main(int argc, char **argv)
@@ -2410,6 +2516,7 @@ int main(int argc, char **argv)
 		{ "host-sgemm-threads", required_argument, NULL, OPT_THREADS },
 		{ "only", required_argument, NULL, OPT_ONLY },
 		{ "host", no_argument, NULL, OPT_HOST },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2421,7 +2528,8 @@ int main(int argc, char **argv)
 	uint64_t size = 64 * MiB, v;
 	int iters = 3, host = 0, ret, rc = 0, opt;
 	int do_mem = 1, do_exec = 1;
-	bool ok = true;
+	bool ok = true, json = false;
+	FILE *json_out = NULL;
 
 	opterr = 0;
 	while (ok && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -2476,6 +2584,9 @@ int main(int argc, char **argv)
 		case OPT_HOST:
 			host = 1;
 			break;
+		case OPT_JSON:
+			json = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -2516,6 +2627,15 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	if (json) {
+		/* the JSON alone on stdout, the text report on stderr */
+		int fd = dup(STDOUT_FILENO);
+
+		fflush(stdout);
+		if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 ||
+		    !(json_out = fdopen(fd, "w")))
+			return fail("--json: stdout", -errno);
+	}
 	ret = spyre_device_open(card, &dev);
 	if (ret)
 		return fail("open", ret);
@@ -2531,6 +2651,11 @@ int main(int argc, char **argv)
 	else if (do_exec)
 		rc |= bench_exec(dev, card, secs, iters);
 	summary_print();
+	if (json_out) {
+		summary_json(json_out, info.desc.pci_addr);
+		if (fclose(json_out))
+			rc |= fail("--json: stdout", -errno);
+	}
 	spyre_device_close(dev);
 	return rc;
 }

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The machine-readable report of `make bench` (scripts/run-bench.sh).
+
+  bench-report.py OUTDIR --bench BENCH.json [--torch TORCH.txt]
+                  [--load-before S] [--load-after S]
+
+BENCH.json is what `spyre-bench --json` printed (docs/spyre-bench.schema.json);
+TORCH.txt the "key value" lines of torch_spyre/examples/bench_torch.py.
+Writes OUTDIR/bench.json, the two merged with the PyTorch ratios and the
+host load around the run, and OUTDIR/bench.png, every ratio that has a goal
+as a bar against its goal line (green met, red not; log scale), with
+gnuplot.  BENCH.json is checked against docs/spyre-bench.schema.json
+first.  Prints the paths.  Exit status 1 on unreadable or invalid input.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+
+def torch_figures(path):
+    """bench_torch.py's "key value" lines -> dict, and its ratios as figures."""
+    vals = {}
+    with open(path, errors='replace') as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 2 and p[0].startswith('torch-'):
+                try:
+                    vals[p[0]] = float(p[1])
+                except ValueError:
+                    pass
+    figs = []
+
+    def ratio(name, num, den, op, goal, clock='wall', ceil=None):
+        if num in vals and den in vals and vals[den] > 0:
+            figs.append({'figure': name, 'unit': 'x', 'clock': clock,
+                         'value': {'median': vals[num], 'n': 1},
+                         'ceiling': {'name': ceil or den,
+                                     'median': vals[den], 'n': 1},
+                         'ratio': vals[num] / vals[den],
+                         'goal': {'op': op, 'ratio': goal},
+                         'met': (vals[num] / vals[den] <= goal) if op == '<='
+                         else (vals[num] / vals[den] >= goal)})
+    ratio('torch decode: eager / compiled per token',
+          'torch-decode-eager-ms', 'torch-decode-compiled-ms', '>=', 3)
+    ratio('torch step: compiled program / same lists from C',
+          'torch-step-program-ms', 'torch-step-libspyre-ms', '<=', 1.5)
+    return vals, figs
+
+
+def chart(figs, path):
+    gp = shutil.which('gnuplot')
+    if not gp:
+        sys.exit('bench-report: gnuplot not found (apt install gnuplot-nox)')
+    rows, tics = [], []
+    for y, f in enumerate(reversed(figs)):
+        r, g = f['ratio'], f['goal']['ratio']
+        color = 0x2ca02c if f['met'] else 0xd62728
+        rows.append('%g %g %d %d' % (r, g, y, color))
+        label = '%s (%s %g, %s)' % (f['figure'], f['goal']['op'], g,
+                                    f.get('clock') or '-')
+        tics.append('"%s" %d' % (label.replace('"', "'"), y))
+    lo = min(min(f['ratio'] for f in figs), min(f['goal']['ratio'] for f in figs))
+    hi = max(max(f['ratio'] for f in figs), max(f['goal']['ratio'] for f in figs))
+    lo = 10 ** math.floor(math.log10(max(lo, 1e-3)) - 0.2)
+    hi = 10 ** math.ceil(math.log10(hi) + 0.2)
+    script = '\n'.join([
+        'set terminal pngcairo size 1500,%d font "sans,9"' % (140 + 22 * len(rows)),
+        'set output "%s"' % path,
+        'set title "make bench: each ratio (bar) against its goal (black '
+        'line); green: goal met, red: not met"',
+        'set logscale x', 'set xrange [%g:%g]' % (lo, hi),
+        'set xlabel "ratio (median / median of its floor or ceiling, same run)"',
+        'set yrange [-0.7:%f]' % (len(rows) - 0.3),
+        'set ytics (%s)' % ', '.join(tics),
+        'set lmargin 60', 'set grid xtics', 'set key off',
+        'set style fill solid 0.8 noborder',
+        '$d << EOD', *rows, 'EOD',
+        'plot $d using (sqrt(%g*$1)):3:(%g):1:($3-0.35):($3+0.35):4 '
+        'with boxxyerror lc rgb variable, '
+        '$d using 2:($3-0.45):(0):(0.9) with vectors nohead lw 3 lc rgb "black"'
+        % (lo, lo),
+        ''])
+    subprocess.run([gp], input=script, text=True, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('outdir')
+    ap.add_argument('--bench', required=True)
+    ap.add_argument('--torch')
+    ap.add_argument('--load-before', default='')
+    ap.add_argument('--load-after', default='')
+    o = ap.parse_args()
+    try:
+        with open(o.bench) as f:
+            bench = json.load(f)
+    except (OSError, ValueError) as e:
+        print('bench-report: %s: %s' % (o.bench, e), file=sys.stderr)
+        return 1
+    schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                          'docs', 'spyre-bench.schema.json')
+    try:
+        import jsonschema
+        with open(schema) as f:
+            jsonschema.Draft202012Validator(json.load(f)).validate(bench)
+    except ImportError:
+        print('bench-report: python3-jsonschema missing: %s not checked '
+              'against the schema' % o.bench, file=sys.stderr)
+    except jsonschema.ValidationError as e:
+        print('bench-report: %s does not follow %s: %s' %
+              (o.bench, schema, e.message), file=sys.stderr)
+        return 1
+    tvals, tfigs = ({}, [])
+    if o.torch and os.path.exists(o.torch):
+        tvals, tfigs = torch_figures(o.torch)
+    report = {'schema_version': 1, 'spyre_bench': bench, 'torch': tvals,
+              'torch_figures': tfigs,
+              'host_load': {'before': o.load_before, 'after': o.load_after}}
+    os.makedirs(o.outdir, exist_ok=True)
+    jpath = os.path.join(o.outdir, 'bench.json')
+    with open(jpath, 'w') as f:
+        json.dump(report, f, indent=1)
+    figs = [f for f in bench.get('figures', []) + tfigs
+            if f.get('goal') and f.get('ratio') is not None and f['ratio'] > 0]
+    if figs:
+        ppath = os.path.join(o.outdir, 'bench.png')
+        chart(figs, ppath)
+        print('bench: %s, %s (%d ratios with a goal, %d met)' %
+              (jpath, ppath, len(figs), sum(1 for f in figs if f['met'])))
+    else:
+        print('bench: %s (no ratio with a goal: no chart)' % jpath)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
