@@ -285,17 +285,15 @@ static void ceil_given(const char *key, double v)
 
 struct summary_row {
 	char figure[56];
-	char value[40];
 	char ceil_name[40];
-	char ceil_value[40];
 	char column[8];		/* "card" (card clock), "wall", or "" */
+	struct fig val, ceil;	/* ceil.n == 0: no floor or ceiling */
+	double scale;		/* applied to both before printing */
+	int prec;		/* decimals printed */
+	char unit[16];
 	double ratio;		/* median over median; < 0: no ratio */
 	double goal;		/* the ratio's goal; <= 0: none */
 	int goal_le;		/* 1: ratio <= goal, 0: ratio >= goal */
-	/* the numbers behind value and ceil_value, for --json */
-	struct fig val, ceil;
-	double scale;		/* applied to both before printing */
-	char unit[16];
 };
 
 static struct summary_row summary[64];
@@ -312,32 +310,30 @@ static void summary_add(const char *figure, struct fig *value, double scale,
 			int goal_le)
 {
 	struct summary_row *r;
-	char v[40];
 
 	if (nsummary >= (int)(sizeof(summary) / sizeof(summary[0])))
 		return;
 	r = &summary[nsummary++];
 	snprintf(r->figure, sizeof(r->figure), "%s", figure);
-	snprintf(r->value, sizeof(r->value), "%s%s%s",
-		 fig_str(v, sizeof(v), value, scale, prec),
-		 value->n ? " " : "", value->n ? unit : "");
 	snprintf(r->ceil_name, sizeof(r->ceil_name), "%s", ceil_name);
-	if (ceil && ceil->n)
-		snprintf(r->ceil_value, sizeof(r->ceil_value), "%s %s",
-			 fig_str(v, sizeof(v), ceil, scale, prec), unit);
-	else
-		snprintf(r->ceil_value, sizeof(r->ceil_value), "-");
 	snprintf(r->column, sizeof(r->column), "%s", column);
 	r->val = *value;
 	r->ceil.n = 0;
 	if (ceil)
 		r->ceil = *ceil;
 	r->scale = scale;
+	r->prec = prec;
 	snprintf(r->unit, sizeof(r->unit), "%s", unit);
 	r->ratio = ceil && ceil->n && value->n && fig_med(ceil) > 0 ?
 		   fig_med(value) / fig_med(ceil) : -1;
 	r->goal = goal;
 	r->goal_le = goal_le;
+}
+
+/* Whether @r's ratio meets its goal (only for a row with both). */
+static bool summary_met(const struct summary_row *r)
+{
+	return r->goal_le ? r->ratio <= r->goal : r->ratio >= r->goal;
 }
 
 static void summary_print(void)
@@ -351,7 +347,7 @@ static void summary_print(void)
 	       "floor or ceiling", "value", "ratio", "clock", "goal");
 	for (int i = 0; i < nsummary; i++) {
 		struct summary_row *r = &summary[i];
-		char ratio[16] = "-", goal[16] = "-";
+		char ratio[16] = "-", goal[16] = "-", v[40], value[48], ceil[48];
 
 		if (r->ratio >= 0)
 			snprintf(ratio, sizeof(ratio), "%.2fx", r->ratio);
@@ -361,12 +357,19 @@ static void summary_print(void)
 			snprintf(goal, sizeof(goal), "%s %.2gx%s",
 				 r->goal_le ? "<=" : ">=", r->goal,
 				 r->ratio < 0 ? " ?" :
-				 (r->goal_le ? r->ratio <= r->goal :
-					       r->ratio >= r->goal) ? "" : " !");
+				 summary_met(r) ? "" : " !");
 		}
+		snprintf(value, sizeof(value), "%s%s%s",
+			 fig_str(v, sizeof(v), &r->val, r->scale, r->prec),
+			 r->val.n ? " " : "", r->val.n ? r->unit : "");
+		if (r->ceil.n)
+			snprintf(ceil, sizeof(ceil), "%s %s",
+				 fig_str(v, sizeof(v), &r->ceil, r->scale,
+					 r->prec), r->unit);
+		else
+			snprintf(ceil, sizeof(ceil), "-");
 		printf("%-44s %-30s %-26s %-30s %7s %-5s %s\n", r->figure,
-		       r->value, r->ceil_name, r->ceil_value, ratio,
-		       r->column, goal);
+		       value, r->ceil_name, ceil, ratio, r->column, goal);
 	}
 	printf("   (\"!\" marks a goal not met, \"?\" one without its "
 	       "ceiling, \"(info)\" a reference without a goal; figures are "
@@ -426,7 +429,6 @@ static void summary_json(FILE *out, const char *pci_addr)
 		struct summary_row *r = &summary[i];
 		json_object *o = json_object_new_object();
 		json_object *c = fig_json(&r->ceil, r->scale);
-		bool met;
 
 		json_object_object_add(o, "figure",
 				       json_object_new_string(r->figure));
@@ -449,10 +451,8 @@ static void summary_json(FILE *out, const char *pci_addr)
 			json_object_object_add(g, "ratio",
 					       json_object_new_double(r->goal));
 			json_object_object_add(o, "goal", g);
-			met = r->goal_le ? r->ratio <= r->goal :
-					   r->ratio >= r->goal;
 			json_object_object_add(o, "met", r->ratio < 0 ? NULL :
-					       json_object_new_boolean(met));
+					       json_object_new_boolean(summary_met(r)));
 		} else {
 			json_object_object_add(o, "goal", NULL);
 			json_object_object_add(o, "met", NULL);
