@@ -207,7 +207,9 @@ SPYRE_HIDDEN int spyre__queue_retire(struct spyre_queue *q);
 /*
  * Refine a job error of @q seen at @point: if it is -ECANCELED, the error
  * of the first failed job of @q among the recent ones up to @point, if
- * any.
+ * any.  Waits (at most SPYRE__INTERNAL_WAIT_NS) for @point to end first:
+ * the kernel may refuse a submission for the context's error before it
+ * has signalled the failed job's fence.
  */
 SPYRE_HIDDEN int spyre__queue_refine_error(struct spyre_queue *q,
 					   uint64_t point, int err);

@@ -717,6 +717,13 @@ int spyre__queue_refine_error(struct spyre_queue *q, uint64_t point, int err)
 
 	if (err != -ECANCELED || !point)
 		return err;
+	/*
+	 * A refusal means the context is in error, so the jobs up to @point
+	 * end soon (run, failed or cancelled); the kernel may refuse before
+	 * it has signalled them (a timeout marks the context, then cancels).
+	 * Their own errors, not this one, are what the caller wants.
+	 */
+	spyre__wait_point(q, point, SPYRE__INTERNAL_WAIT_NS);
 	pthread_mutex_lock(&q->lock);
 	/* Only the last SPYRE__FENCE_SLOTS points keep their own fence. */
 	if (q->last_point >= SPYRE__FENCE_SLOTS)
