@@ -26,7 +26,9 @@ setup:
 build: setup
 	scripts/build.sh
 
-demo: build
+# (without the PyTorch backend: spyre-demo is C)
+demo: setup
+	scripts/build.sh qemu module user initramfs >/dev/null
 	scripts/vm.sh run --no-build -- spyre-demo
 
 # greedy decoding with a small transformer on the card, eager and
@@ -107,7 +109,8 @@ debug-kernel: setup
 # make install [DESTDIR=<root>] [PREFIX=/usr/local]: libspyre (shared
 # library, .a, headers, spyre.pc), the tools (relinked without RUNPATH),
 # the man pages, the udev rule and the pam_limits snippet; make uninstall
-# with the same variables removes exactly those files.  The udev rule and
+# with the same variables removes exactly those files (and the folders
+# install made, when they are left empty).  The udev rule and
 # the limits snippet go where udev and pam_limits read them, whatever
 # PREFIX (UDEVRULESDIR, SYSCONFDIR).  libspyre builds in this clone's build
 # folder (scripts/lib.sh); its ABI check needs abidiff (make setup).
@@ -137,6 +140,7 @@ install:
 	install -m 0644 docs/man/man3type/*.3type $(DESTDIR)$(MANDIR)/man3type/
 	@if [ -z "$(DESTDIR)" ]; then \
 		ldconfig; \
+		! command -v mandb >/dev/null || mandb -q; \
 		echo "installed; as root: udevadm control --reload &&" \
 		     "udevadm trigger -s accel, and add users to group accel"; \
 	fi
@@ -144,7 +148,10 @@ install:
 uninstall:
 	$(LIBSPYRE) uninstall
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	@[ -n "$(DESTDIR)" ] || ldconfig
+	for d in $(addprefix $(DESTDIR)$(MANDIR)/,man1 man3 man3type); do \
+		[ ! -d $$d ] || rmdir --ignore-fail-on-non-empty $$d; done
+	@[ -n "$(DESTDIR)" ] || { ldconfig; \
+		! command -v mandb >/dev/null || mandb -q; }
 
 # make install-dkms [DESTDIR=<root>]: spyre.ko's DKMS source tree
 # (dkms.conf, Kbuild, driver/, hw/, uapi/) in /usr/src/spyre-<version>;

@@ -10,8 +10,11 @@
 #   torch      the PyTorch backend (torch_spyre/) against the trixie image
 #              and SDK of scripts/torch-image.sh, staged for the image's
 #              overlay (libspyre, the torch_spyre package and dist-info)
-#   initramfs  busybox + kmod + modules + our binaries (+ the torch stage)
-# Usage: build.sh [STEP...]   (default: all of them)
+#   initramfs  busybox + kmod + modules + our binaries (+ the torch stage
+#              when the torch step ran in the same call: only a guest
+#              booted with vm.sh --torch needs it)
+# Usage: build.sh [STEP...]   (default: all of them; make demo and
+#        vm.sh without --torch leave torch out, the long C++ build)
 # Prints nothing on stdout but the paths file: $SPYRE_BUILD/paths.env
 . "$(dirname "$0")/lib.sh"
 kernel_env
@@ -200,7 +203,6 @@ for s in "${steps[@]}"; do
 	initramfs)
 		[ -n "${MODULE:-}" ] || step_module
 		[ -n "${STAGE:-}" ] || step_user
-		[ -n "${TORCH_STAGE:-}" ] || step_torch
 		step_initramfs ;;
 	*) die "unknown step $s" ;;
 	esac

@@ -11,7 +11,8 @@
 # differ.  The kernel's page header (section 9, "Kernel Hacker's Manual",
 # a date) is replaced by libspyre's (section 3, its version, no date, so
 # the output depends on the headers only), SPYRE_API is dropped from the
-# synopsis, and each page says which header to include and what to link.
+# synopsis, the NAME line loses kernel-doc's @ before parameter names, and
+# each page says which header to include and what to link.
 . "$(dirname "$0")/lib.sh"
 kernel_env
 out=${1:-$SPYRE_ROOT/docs/man}
@@ -35,7 +36,7 @@ for h in spyre.h spyre_ref.h; do
 		sed -e "1s|^\.TH .*|.TH \"$name\" $sec \"\" \"libspyre $ver\" \"libspyre Manual\"|" \
 		    -e 's/^\.B "SPYRE_API /.B "/' \
 		    -e "/^\.SH SYNOPSIS\$/a .B #include <spyre/$h>\\n.sp" \
-		    -e "/^\.SH NAME\$/{n;a .SH LIBRARY\\nlibspyre (\\\\fIpkg-config --cflags --libs spyre\\\\fP, \\\\fI-lspyre\\\\fP)
+		    -e "/^\.SH NAME\$/{n;s/@\([A-Za-z_]\)/\1/g;a .SH LIBRARY\\nlibspyre (\\\\fIpkg-config --cflags --libs spyre\\\\fP, \\\\fI-lspyre\\\\fP)
 }" "$f" >"$out/man$sec/$name.$sec"
 	done
 done

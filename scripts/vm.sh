@@ -79,7 +79,9 @@ done
 	die "--cards must be 0..8"
 
 if [ $BUILD = 1 ]; then
-	"$SPYRE_ROOT/scripts/build.sh" >&2
+	# the PyTorch backend (a long C++ build) only for a --torch guest
+	"$SPYRE_ROOT/scripts/build.sh" qemu module user \
+		$([ $TORCH = 1 ] && echo torch) initramfs >&2
 fi
 [ -f "$SPYRE_BUILD/paths.env" ] ||
 	die "nothing built yet: run make build (or drop --no-build)"
@@ -130,7 +132,7 @@ for ((i = 0; i < CARDS; i++)); do
 done
 if [ $TORCH = 1 ]; then
 	[ -f "${TORCH_IMAGE:-}" ] ||
-		die "no PyTorch image built yet: run make build"
+		die "no PyTorch build yet: run make build (or drop --no-build)"
 	args+=(-drive "file=$TORCH_IMAGE,if=none,id=torchimg,format=raw,readonly=on"
 	       -device virtio-blk-pci,drive=torchimg)
 fi

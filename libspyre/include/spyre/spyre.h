@@ -109,6 +109,7 @@ struct spyre_graph;
 
 /**
  * spyre_version() - library version string, e.g. "0.1.0".
+ *
  * Returns a static string; never NULL.
  */
 SPYRE_API const char *spyre_version(void);
@@ -292,20 +293,22 @@ SPYRE_API int spyre_device_open_pci(const char *pci_addr,
 
 /**
  * spyre_device_open_path() - open a card by device node path, bypassing
- * discovery (e.g. "/dev/accel/accel0").  The node must belong to the spyre
- * driver (checked with drmGetVersion).  Errors: -ENODEV (not a spyre node),
- * errno of open(2).
+ * discovery (e.g. "/dev/accel/accel0").
  * @path: the accel node, e.g. "/dev/accel/accel0".
  * @out: receives the device handle; release it with spyre_device_close().
+ *
+ * The node must belong to the spyre driver (checked with drmGetVersion).
+ * Errors: -ENODEV (not a spyre node), errno of open(2).
  */
 SPYRE_API int spyre_device_open_path(const char *path,
 				     struct spyre_device **out);
 
 /**
- * spyre_device_close() - drop the caller's reference on @dev.  The file is
- * closed once all BOs, queues and streams of @dev are freed too.
- * NULL is ignored.
+ * spyre_device_close() - drop the caller's reference on @dev.
  * @dev: the device (from spyre_device_open()).
+ *
+ * The file is closed once all BOs, queues and streams of @dev are freed too.
+ * NULL is ignored.
  */
 SPYRE_API void spyre_device_close(struct spyre_device *dev);
 
@@ -354,29 +357,33 @@ struct spyre_device_info {
 
 /**
  * spyre_device_get_info() - copy the card's properties to @info.
- * The data is read once at open; the call does not enter the kernel.
- * Errors: -EINVAL (NULL argument), -ECHILD (used after fork()).
  * @dev: the device (from spyre_device_open()).
  * @info: receives the properties.
+ *
+ * The data is read once at open; the call does not enter the kernel.
+ * Errors: -EINVAL (NULL argument), -ECHILD (used after fork()).
  */
 SPYRE_API int spyre_device_get_info(struct spyre_device *dev,
 				    struct spyre_device_info *info);
 
 /**
  * spyre_device_fd() - the accel file descriptor of @dev, for interop with
- * libdrm (syncobjs, dma-buf).  Owned by @dev: do not close it.
- * Returns the fd, or -EINVAL / -ECHILD.
+ * libdrm (syncobjs, dma-buf).
  * @dev: the device (from spyre_device_open()).
+ *
+ * Owned by @dev: do not close it.
+ * Returns the fd, or -EINVAL / -ECHILD.
  */
 SPYRE_API int spyre_device_fd(struct spyre_device *dev);
 
 /**
  * spyre_device_error() - the sticky error of the device's context.
- * Returns 0 while no job has failed, else the first job error libspyre
- * observed (from a fence or a -ECANCELED submission), e.g. -EFAULT for an
- * MMU fault.  Once set it stays set: open the device again to recover.
- * Returns -EINVAL / -ECHILD for a bad handle.
  * @dev: the device (from spyre_device_open()).
+ *
+ * Returns 0 while no job has failed, else the first job error libspyre
+ * observed (from a fence or a -ECANCELED submission), e.g. -EFAULT for an MMU
+ * fault.  Once set it stays set: open the device again to recover.
+ * Returns -EINVAL / -ECHILD for a bad handle.
  */
 SPYRE_API int spyre_device_error(struct spyre_device *dev);
 
@@ -463,12 +470,14 @@ SPYRE_API int spyre_bo_register_host(struct spyre_device *dev, void *ptr,
 				     struct spyre_bo **out);
 
 /**
- * spyre_bo_free() - unmap @bo from the CPU (if spyre_bo_map() was called)
- * and release its handle.  For a registered host range the pages are
- * unpinned; the memory itself stays the caller's.  The kernel keeps the
- * memory alive for jobs that listed the BO; a job that uses the BO's VA
- * without listing it may fault once it is freed.  NULL is ignored.
+ * spyre_bo_free() - unmap @bo from the CPU (if spyre_bo_map() was called) and
+ * release its handle.
  * @bo: the buffer object.
+ *
+ * For a registered host range the pages are unpinned; the memory itself stays
+ * the caller's.  The kernel keeps the memory alive for jobs that listed the
+ * BO; a job that uses the BO's VA without listing it may fault once it is
+ * freed.  NULL is ignored.
  */
 SPYRE_API void spyre_bo_free(struct spyre_bo *bo);
 
@@ -490,12 +499,13 @@ SPYRE_API int spyre_bo_map(struct spyre_bo *bo, void **ptr);
 
 /**
  * spyre_bo_unmap() - drop the CPU mapping made by spyre_bo_map(), if any.
- * Pointers obtained from spyre_bo_map() are invalid afterwards (no other
- * thread may use them meanwhile); a later spyre_bo_map() maps again,
- * possibly at another address.  The BO and its contents are unaffected.
- * Does nothing for a registered host range.
- * Errors: -EINVAL (NULL), -ECHILD.
  * @bo: the buffer object.
+ *
+ * Pointers obtained from spyre_bo_map() are invalid afterwards (no other
+ * thread may use them meanwhile); a later spyre_bo_map() maps again, possibly
+ * at another address.  The BO and its contents are unaffected. Does nothing
+ * for a registered host range.
+ * Errors: -EINVAL (NULL), -ECHILD.
  */
 SPYRE_API int spyre_bo_unmap(struct spyre_bo *bo);
 
@@ -608,11 +618,12 @@ struct spyre_memory_info {
 
 /**
  * spyre_device_memory_info() - read the card's current memory use.
- * The device-wide figures are also in sysfs (mem_devmem_total,
- * mem_devmem_used, mem_sysmem_used, mem_userptr_used under the PCI
- * device).  Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
  * @dev: the device (from spyre_device_open()).
  * @info: receives the memory use.
+ *
+ * The device-wide figures are also in sysfs (mem_devmem_total,
+ * mem_devmem_used, mem_sysmem_used, mem_userptr_used under the PCI device).
+ * Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
  */
 SPYRE_API int spyre_device_memory_info(struct spyre_device *dev,
 				       struct spyre_memory_info *info);
@@ -637,12 +648,13 @@ struct spyre_context_info {
 
 /**
  * spyre_device_context_info() - ask the kernel for the context's state.
- * Unlike spyre_device_error(), which reports what libspyre observed, this
- * also sees failures of jobs nobody waited for; a kernel error found here
- * becomes spyre_device_error() too.
- * Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
  * @dev: the device (from spyre_device_open()).
  * @info: receives the context's state.
+ *
+ * Unlike spyre_device_error(), which reports what libspyre observed, this also
+ * sees failures of jobs nobody waited for; a kernel error found here becomes
+ * spyre_device_error() too.
+ * Errors: -EINVAL, -ECHILD, -ENODEV, -EPROTO (old driver).
  */
 SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
 					struct spyre_context_info *info);
@@ -653,10 +665,12 @@ SPYRE_API int spyre_device_context_info(struct spyre_device *dev,
 
 /**
  * spyre_cmdbuf_create() - create an empty, growable command buffer.
- * The buffer holds encoded commands in the <drm/spyre_cmd.h> format; it
- * can be submitted many times (spyre_submit()) or written into a BO
- * (spyre_cmdbuf_upload()).  Errors: -EINVAL, -ENOMEM.
  * @out: receives the command buffer; free it with spyre_cmdbuf_destroy().
+ *
+ * The buffer holds encoded commands in the <drm/spyre_cmd.h> format; it can be
+ * submitted many times (spyre_submit()) or written into a BO
+ * (spyre_cmdbuf_upload()).
+ * Errors: -EINVAL, -ENOMEM.
  */
 SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out);
 
@@ -687,8 +701,10 @@ SPYRE_API size_t spyre_cmdbuf_count(const struct spyre_cmdbuf *cb);
 
 /**
  * spyre_cmdbuf_data() - the encoded bytes, spyre_cmdbuf_size() long, valid
- * until the next call that modifies @cb.  NULL when empty.
+ * until the next call that modifies @cb.
  * @cb: the command buffer.
+ *
+ * NULL when empty.
  */
 SPYRE_API const void *spyre_cmdbuf_data(const struct spyre_cmdbuf *cb);
 
@@ -706,26 +722,29 @@ SPYRE_API const void *spyre_cmdbuf_data(const struct spyre_cmdbuf *cb);
 SPYRE_API int spyre_cmdbuf_nop(struct spyre_cmdbuf *cb);
 
 /**
- * spyre_cmdbuf_fill() - append FILL: @count elements of @elem_size bytes
- * at @dst get the low @elem_size bytes of @value (little-endian).
- * -EINVAL: @elem_size not 1, 2, 4 or 8, or @count 0.
+ * spyre_cmdbuf_fill() - append FILL: @count elements of @elem_size bytes at
+ * @dst get the low @elem_size bytes of @value (little-endian).
  * @cb: the command buffer.
  * @dst: device VA of the first element.
  * @count: elements, >= 1.
  * @elem_size: bytes per element: 1, 2, 4 or 8.
  * @value: the pattern; its low @elem_size bytes are stored.
+ *
+ * -EINVAL: @elem_size not 1, 2, 4 or 8, or @count 0.
  */
 SPYRE_API int spyre_cmdbuf_fill(struct spyre_cmdbuf *cb, uint64_t dst,
 				uint64_t count, uint32_t elem_size,
 				uint64_t value);
 
 /**
- * spyre_cmdbuf_copy() - append a 1-D byte COPY of @size bytes from @src
- * to @dst (U8 -> U8, height 1).  -EINVAL: @size 0.
+ * spyre_cmdbuf_copy() - append a 1-D byte COPY of @size bytes from @src to
+ * @dst (U8 -> U8, height 1).
  * @cb: the command buffer.
  * @dst: destination device VA.
  * @src: source device VA.
  * @size: bytes, >= 1.
+ *
+ * -EINVAL: @size 0.
  */
 SPYRE_API int spyre_cmdbuf_copy(struct spyre_cmdbuf *cb, uint64_t dst,
 				uint64_t src, uint64_t size);
@@ -754,32 +773,36 @@ SPYRE_API int spyre_cmdbuf_copy_2d(struct spyre_cmdbuf *cb,
 				   uint32_t flags);
 
 /**
- * spyre_cmdbuf_timestamp() - append TIMESTAMP: the 64-bit device clock
- * (ns) is written to @dst (8-byte aligned). -EINVAL: misaligned @dst.
+ * spyre_cmdbuf_timestamp() - append TIMESTAMP: the 64-bit device clock (ns) is
+ * written to @dst (8-byte aligned).
  * @cb: the command buffer.
  * @dst: device VA the clock is written to, 8-byte aligned.
+ *
+ * -EINVAL: misaligned @dst.
  */
 SPYRE_API int spyre_cmdbuf_timestamp(struct spyre_cmdbuf *cb, uint64_t dst);
 
 /**
- * spyre_cmdbuf_sem_wait() - append SEM_WAIT: the queue stalls until the
- * 64-bit value at @addr (8-byte aligned) is >= @value.
- * -EINVAL: misaligned @addr.
+ * spyre_cmdbuf_sem_wait() - append SEM_WAIT: the queue stalls until the 64-bit
+ * value at @addr (8-byte aligned) is >= @value.
  * @cb: the command buffer.
  * @addr: device VA of the 64-bit semaphore, 8-byte aligned.
  * @value: the value to wait for (the queue goes on at >= @value).
+ *
+ * -EINVAL: misaligned @addr.
  */
 SPYRE_API int spyre_cmdbuf_sem_wait(struct spyre_cmdbuf *cb, uint64_t addr,
 				    uint64_t value);
 
 /**
- * spyre_cmdbuf_sem_signal() - append SEM_SIGNAL: store @value at @addr,
- * or add it atomically when @flags has SPYRE_SEM_F_ADD.
- * -EINVAL: misaligned @addr, unknown flags.
+ * spyre_cmdbuf_sem_signal() - append SEM_SIGNAL: store @value at @addr, or add
+ * it atomically when @flags has SPYRE_SEM_F_ADD.
  * @cb: the command buffer.
  * @addr: device VA of the 64-bit semaphore, 8-byte aligned.
  * @value: the value to store, or to add.
  * @flags: 0 or SPYRE_SEM_F_ADD.
+ *
+ * -EINVAL: misaligned @addr, unknown flags.
  */
 SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
 				      uint64_t value, uint32_t flags);
@@ -787,10 +810,11 @@ SPYRE_API int spyre_cmdbuf_sem_signal(struct spyre_cmdbuf *cb, uint64_t addr,
 /**
  * spyre_cmdbuf_raw() - append @size bytes of already encoded command(s)
  * verbatim (for commands without an encoder yet, or tests).
- * -EINVAL: @size 0 or not a multiple of 8, NULL @cmd.
  * @cb: the command buffer.
  * @cmd: the encoded command bytes.
  * @size: bytes, a multiple of 8.
+ *
+ * -EINVAL: @size 0 or not a multiple of 8, NULL @cmd.
  */
 SPYRE_API int spyre_cmdbuf_raw(struct spyre_cmdbuf *cb, const void *cmd,
 			       size_t size);
@@ -827,10 +851,9 @@ struct spyre_mem {
 #define SPYRE_MEM_NONE		((struct spyre_mem){ NULL, 0 })
 
 /**
- * struct spyre_gemm - one GEMM command (struct spyre_cmd_gemm):
- *	C[i] = alpha * sa * sb * op(A[i]) op(B[i]) + beta * C[i] + bias
- * for i in 0..batch-1, op(A) M x K, op(B) K x N, C M x N, all row-major.
- * Zero-initialise it and set what you need (designated initialisers).
+ * struct spyre_gemm - one GEMM command (struct spyre_cmd_gemm): C[i] = alpha *
+ * sa * sb * op(A[i]) op(B[i]) + beta * C[i] + bias for i in 0..batch-1, op(A)
+ * M x K, op(B) K x N, C M x N, all row-major.
  * @flags: SPYRE_GEMM_F_TRANS_A (A stored K x M), SPYRE_GEMM_F_TRANS_B
  *	(B stored N x K), SPYRE_CMD_F_NOSAT (no effect: no GEMM output is fp8).
  * @a_dtype: A's dtype; equal to @b_dtype, one of FP32, FP16, BF16, FP8_E4M3,
@@ -870,6 +893,8 @@ struct spyre_mem {
  *	conversion to @c_dtype (the statistic fp8 scaling recipes need), or
  *	SPYRE_MEM_NONE.
  * @reserved: must be zero.
+ *
+ * Zero-initialise it and set what you need (designated initialisers).
  */
 struct spyre_gemm {
 	uint32_t flags;
@@ -985,12 +1010,8 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
 				 float eps);
 
 /**
- * spyre_cmdbuf_convert() - append a 1-D COPY of @count elements with
- * dtype conversion (64 bytes): @src of @src_dtype to @dst of @dst_dtype.
- * U8 pairs only with U8 and INT32 only with INT32 (byte copies); FP32,
- * FP16, BF16, FP8_E4M3, FP8_E5M2 and INT8 convert among themselves with
- * round-to-nearest-even; fp8 narrowing saturates unless @flags has
- * SPYRE_CMD_F_NOSAT.  @dst and @src must not overlap.
+ * spyre_cmdbuf_convert() - append a 1-D COPY of @count elements with dtype
+ * conversion (64 bytes): @src of @src_dtype to @dst of @dst_dtype.
  * @cb: the command buffer.
  * @dst: output operand, @count elements of @dst_dtype.
  * @dst_dtype: SPYRE_DTYPE_* of @dst.
@@ -998,6 +1019,11 @@ SPYRE_API int spyre_cmdbuf_rowop(struct spyre_cmdbuf *cb, uint32_t op,
  * @src_dtype: SPYRE_DTYPE_* of @src.
  * @count: elements, >= 1.
  * @flags: 0 or SPYRE_CMD_F_NOSAT.
+ *
+ * U8 pairs only with U8 and INT32 only with INT32 (byte copies); FP32, FP16,
+ * BF16, FP8_E4M3, FP8_E5M2 and INT8 convert among themselves with
+ * round-to-nearest-even; fp8 narrowing saturates unless @flags has
+ * SPYRE_CMD_F_NOSAT.  @dst and @src must not overlap.
  */
 SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 				   struct spyre_mem dst, uint32_t dst_dtype,
@@ -1018,14 +1044,16 @@ SPYRE_API int spyre_cmdbuf_convert(struct spyre_cmdbuf *cb,
 /**
  * spyre_cmdbuf_fill_mem() - append FILL (40 bytes): @count elements of
  * @elem_size bytes (1, 2, 4 or 8) at @dst get the low @elem_size bytes of
- * @value (little-endian).  @dst is recorded as written.
- * -EINVAL: NULL @cb, absent @dst, @count 0, bad @elem_size; -ERANGE: the
- * @count * @elem_size bytes do not fit in @dst's BO (or overflow).
+ * @value (little-endian).
  * @cb: the command buffer.
  * @dst: the operand to fill (required).
  * @count: elements, >= 1.
  * @elem_size: bytes per element: 1, 2, 4 or 8.
  * @value: the pattern; its low @elem_size bytes are stored.
+ *
+ * @dst is recorded as written. -EINVAL: NULL @cb, absent @dst, @count 0, bad
+ * @elem_size; -ERANGE: the @count * @elem_size bytes do not fit in @dst's BO
+ * (or overflow).
  */
 SPYRE_API int spyre_cmdbuf_fill_mem(struct spyre_cmdbuf *cb,
 				    struct spyre_mem dst, uint64_t count,
@@ -1077,12 +1105,14 @@ SPYRE_API size_t spyre_cmdbuf_bos(const struct spyre_cmdbuf *cb,
 				  struct spyre_bo *const **bos);
 
 /**
- * spyre_cmdbuf_upload() - allocate a BO on @dev holding @cb's commands,
- * to replay with spyre_submit_va(bo's VA, size).  The caller owns *@out.
- * Errors: -EINVAL (empty @cb), as spyre_bo_alloc()/spyre_bo_map().
+ * spyre_cmdbuf_upload() - allocate a BO on @dev holding @cb's commands, to
+ * replay with spyre_submit_va(bo's VA, size).
  * @cb: the command buffer.
  * @dev: the device the BO is allocated on.
  * @out: receives the BO holding the commands; free it with spyre_bo_free().
+ *
+ * The caller owns *@out.
+ * Errors: -EINVAL (empty @cb), as spyre_bo_alloc()/spyre_bo_map().
  */
 SPYRE_API int spyre_cmdbuf_upload(const struct spyre_cmdbuf *cb,
 				  struct spyre_device *dev,
@@ -1100,12 +1130,14 @@ enum spyre_priority {
 };
 
 /**
- * struct spyre_fence - completion of one submission: a point on the
- * queue's timeline syncobj.  A plain value: copy it freely.  It stays
- * usable while its queue exists.  A zeroed fence ({NULL, 0}) is "already
- * signalled" for spyre_fence_wait() and is skipped as a wait dependency.
+ * struct spyre_fence - completion of one submission: a point on the queue's
+ * timeline syncobj.
  * @queue: queue the job was submitted to.
  * @point: timeline point (>= 1).
+ *
+ * A plain value: copy it freely.  It stays usable while its queue exists.  A
+ * zeroed fence ({NULL, 0}) is "already signalled" for spyre_fence_wait() and
+ * is skipped as a wait dependency.
  */
 struct spyre_fence {
 	struct spyre_queue *queue;
@@ -1125,11 +1157,12 @@ SPYRE_API int spyre_queue_create(struct spyre_device *dev, int priority,
 				 struct spyre_queue **out);
 
 /**
- * spyre_queue_destroy() - destroy @q.  First waits (up to 120 s) for the
- * jobs already submitted on @q, because they may still read the queue's
- * command upload ring; then destroys the kernel queue and the syncobjs.
- * Fences of @q become invalid.  NULL is ignored.
+ * spyre_queue_destroy() - destroy @q.
  * @q: the queue.
+ *
+ * First waits (up to 120 s) for the jobs already submitted on @q, because they
+ * may still read the queue's command upload ring; then destroys the kernel
+ * queue and the syncobjs. Fences of @q become invalid.  NULL is ignored.
  */
 SPYRE_API void spyre_queue_destroy(struct spyre_queue *q);
 
@@ -1225,12 +1258,14 @@ SPYRE_API int spyre_fence_wait(const struct spyre_fence *f,
 SPYRE_API int spyre_fence_query(const struct spyre_fence *f);
 
 /**
- * spyre_fence_export_sync_file() - export @f as a sync_file fd (owned by
- * the caller, O_CLOEXEC) for poll(2) or another driver.  The sync_file
- * becomes readable when the job ends; its status carries the job error.
- * Errors: -EINVAL (bad or zeroed fence), -ECHILD, -ENOMEM, -EMFILE.
+ * spyre_fence_export_sync_file() - export @f as a sync_file fd (owned by the
+ * caller, O_CLOEXEC) for poll(2) or another driver.
  * @f: the fence.
  * @fd: receives the sync_file descriptor.
+ *
+ * The sync_file becomes readable when the job ends; its status carries the job
+ * error.
+ * Errors: -EINVAL (bad or zeroed fence), -ECHILD, -ENOMEM, -EMFILE.
  */
 SPYRE_API int spyre_fence_export_sync_file(const struct spyre_fence *f,
 					   int *fd);
@@ -1241,19 +1276,22 @@ SPYRE_API int spyre_fence_export_sync_file(const struct spyre_fence *f,
 
 /**
  * spyre_stream_create() - create an in-order stream on its own queue.
- * Errors as spyre_queue_create().
  * @dev: the device (from spyre_device_open()).
  * @priority: enum spyre_priority.
  * @out: receives the stream; free it with spyre_stream_destroy().
+ *
+ * Errors as spyre_queue_create().
  */
 SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
 				  struct spyre_stream **out);
 
 /**
- * spyre_stream_destroy() - destroy @s and its queue (waits for its jobs
- * as spyre_queue_destroy() does; device-to-host copies not yet delivered
- * are dropped).  NULL is ignored.
+ * spyre_stream_destroy() - destroy @s and its queue (waits for its jobs as
+ * spyre_queue_destroy() does; device-to-host copies not yet delivered are
+ * dropped).
  * @s: the stream.
+ *
+ * NULL is ignored.
  */
 SPYRE_API void spyre_stream_destroy(struct spyre_stream *s);
 
@@ -1264,32 +1302,33 @@ SPYRE_API void spyre_stream_destroy(struct spyre_stream *s);
 SPYRE_API struct spyre_queue *spyre_stream_queue(struct spyre_stream *s);
 
 /**
- * spyre_stream_fill() - asynchronously fill @count elements of @elem_size
- * (1, 2, 4, 8) bytes at @dst + @offset with @value.
- * Errors: -EINVAL (bad elem_size, count 0), -ERANGE (outside @dst),
- * -EXDEV (@dst of another device), submission errors, or the stream's
- * sticky error.
+ * spyre_stream_fill() - asynchronously fill @count elements of @elem_size (1,
+ * 2, 4, 8) bytes at @dst + @offset with @value.
  * @s: the stream.
  * @dst: the BO to fill.
  * @offset: byte offset into @dst.
  * @count: elements, >= 1.
  * @elem_size: bytes per element: 1, 2, 4 or 8.
  * @value: the pattern; its low @elem_size bytes are stored.
+ *
+ * Errors: -EINVAL (bad elem_size, count 0), -ERANGE (outside @dst), -EXDEV
+ * (@dst of another device), submission errors, or the stream's sticky error.
  */
 SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
 				uint64_t offset, uint64_t count,
 				uint32_t elem_size, uint64_t value);
 
 /**
- * spyre_stream_copy() - asynchronously copy @size bytes from
- * @src + @src_off to @dst + @dst_off (must not overlap).
- * Errors: -EINVAL (size 0), -ERANGE, -EXDEV, as spyre_stream_fill().
+ * spyre_stream_copy() - asynchronously copy @size bytes from @src + @src_off
+ * to @dst + @dst_off (must not overlap).
  * @s: the stream.
  * @dst: destination BO.
  * @dst_off: byte offset into @dst.
  * @src: source BO.
  * @src_off: byte offset into @src.
  * @size: bytes, >= 1.
+ *
+ * Errors: -EINVAL (size 0), -ERANGE, -EXDEV, as spyre_stream_fill().
  */
 SPYRE_API int spyre_stream_copy(struct spyre_stream *s,
 				struct spyre_bo *dst, uint64_t dst_off,
@@ -1297,10 +1336,8 @@ SPYRE_API int spyre_stream_copy(struct spyre_stream *s,
 				uint64_t size);
 
 /**
- * spyre_stream_copy_2d() - asynchronously copy @height rows of
- * @width_bytes bytes; rows are @src_pitch / @dst_pitch bytes apart.
- * Errors: -EINVAL (zero width/height, pitch < width when height > 1),
- * -ERANGE, -EXDEV, as spyre_stream_fill().
+ * spyre_stream_copy_2d() - asynchronously copy @height rows of @width_bytes
+ * bytes; rows are @src_pitch / @dst_pitch bytes apart.
  * @s: the stream.
  * @dst: destination BO.
  * @dst_off: byte offset into @dst.
@@ -1310,6 +1347,9 @@ SPYRE_API int spyre_stream_copy(struct spyre_stream *s,
  * @src_pitch: bytes between rows of @src.
  * @width_bytes: bytes per row, >= 1.
  * @height: rows, >= 1.
+ *
+ * Errors: -EINVAL (zero width/height, pitch < width when height > 1), -ERANGE,
+ * -EXDEV, as spyre_stream_fill().
  */
 SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 				   struct spyre_bo *dst, uint64_t dst_off,
@@ -1319,24 +1359,27 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 				   uint64_t width_bytes, uint64_t height);
 
 /**
- * spyre_stream_last_fence() - the fence of the last operation enqueued on
- * @s (zeroed if none).  Errors: -EINVAL.
+ * spyre_stream_last_fence() - the fence of the last operation enqueued on @s
+ * (zeroed if none).
  * @s: the stream.
  * @f: receives the fence.
+ *
+ * Errors: -EINVAL.
  */
 SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 				      struct spyre_fence *f);
 
 /**
  * spyre_stream_sync() - wait for everything enqueued on @s (event waits
- * included: pending ones are first enqueued as an empty job), then deliver
- * the data of its device-to-host copies (spyre_stream_copy_d2h()).
- * Returns 0, -ETIMEDOUT, -EINTR, or the stream's error (the first job
- * error seen on the stream, which stays sticky: later operations on @s
- * fail with it; see "Asynchronous errors").
+ * included: pending ones are first enqueued as an empty job), then deliver the
+ * data of its device-to-host copies (spyre_stream_copy_d2h()).
  * @s: the stream.
  * @timeout_ns: relative timeout in ns; 0 polls; SPYRE_TIMEOUT_INFINITE waits
  *	forever.
+ *
+ * Returns 0, -ETIMEDOUT, -EINTR, or the stream's error (the first job error
+ * seen on the stream, which stays sticky: later operations on @s fail with it;
+ * see "Asynchronous errors").
  */
 SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns);
 
@@ -1356,13 +1399,14 @@ SPYRE_API int spyre_stream_sync(struct spyre_stream *s, uint64_t timeout_ns);
 
 /**
  * spyre_stream_submit() - enqueue the commands of @cb as one job (several
- * commands in one job save dispatch cost).  @cb may be changed as soon as
- * the call returns.  @bos (@nbos entries) are listed besides the BOs
- * @cb's encoders recorded.  Errors as spyre_submit().
+ * commands in one job save dispatch cost).
  * @s: the stream.
  * @cb: the job's commands.
  * @bos: BOs the job uses besides those @cb recorded.
  * @nbos: entries in @bos.
+ *
+ * @cb may be changed as soon as the call returns.  @bos (@nbos entries) are
+ * listed besides the BOs @cb's encoders recorded.  Errors as spyre_submit().
  */
 SPYRE_API int spyre_stream_submit(struct spyre_stream *s,
 				  const struct spyre_cmdbuf *cb,
@@ -1573,25 +1617,28 @@ SPYRE_API int spyre_stream_layernorm(struct spyre_stream *s, uint32_t dtype,
 SPYRE_API int spyre_stream_query(struct spyre_stream *s);
 
 /**
- * spyre_stream_error() - the stream's sticky error, 0 if none; does not
- * look at the card (see spyre_stream_query()).  -EINVAL, -ECHILD.
+ * spyre_stream_error() - the stream's sticky error, 0 if none; does not look
+ * at the card (see spyre_stream_query()).
  * @s: the stream.
+ *
+ * -EINVAL, -ECHILD.
  */
 SPYRE_API int spyre_stream_error(struct spyre_stream *s);
 
 /**
- * spyre_stream_wait_event() - make the next job enqueued on @s wait for
- * the work @e captured (its last spyre_event_record() or import), without
- * blocking the host.  The state of @e is captured now: recording @e again
- * later does not change what @s waits for.  An event never recorded is
- * complete (no wait).  @e may belong to another card (the fence crosses
- * as a sync_file).  Up to 16 waits accumulate; more make libspyre
- * enqueue an empty job that consumes them, and so do spyre_stream_sync()
- * and spyre_stream_query().
- * Errors: -EINVAL, -ECHILD, -ENOMEM, the stream's sticky error, and errors
- * of the syncobj ioctls.
+ * spyre_stream_wait_event() - make the next job enqueued on @s wait for the
+ * work @e captured (its last spyre_event_record() or import), without blocking
+ * the host.
  * @s: the stream.
  * @e: the event to wait for.
+ *
+ * The state of @e is captured now: recording @e again later does not change
+ * what @s waits for.  An event never recorded is complete (no wait).  @e may
+ * belong to another card (the fence crosses as a sync_file).  Up to 16 waits
+ * accumulate; more make libspyre enqueue an empty job that consumes them, and
+ * so do spyre_stream_sync() and spyre_stream_query().
+ * Errors: -EINVAL, -ECHILD, -ENOMEM, the stream's sticky error, and errors of
+ * the syncobj ioctls.
  */
 SPYRE_API int spyre_stream_wait_event(struct spyre_stream *s,
 				      struct spyre_event *e);
@@ -1620,22 +1667,24 @@ SPYRE_API int spyre_event_create(struct spyre_device *dev, uint32_t flags,
 				 struct spyre_event **out);
 
 /**
- * spyre_event_destroy() - free @e.  A pending record job still completes
- * (the kernel keeps the event BO alive); streams that wait for @e are not
- * affected.  NULL is ignored.
+ * spyre_event_destroy() - free @e.
  * @e: the event.
+ *
+ * A pending record job still completes (the kernel keeps the event BO alive);
+ * streams that wait for @e are not affected.  NULL is ignored.
  */
 SPYRE_API void spyre_event_destroy(struct spyre_event *e);
 
 /**
- * spyre_event_record() - capture the work enqueued on @s so far: enqueue
- * the record job (one TIMESTAMP command) on @s.  @e completes when that
- * job does, i.e. after all earlier work of @s.  Re-recording replaces
- * what @e captures.
- * Errors: -EINVAL, -ECHILD, -EXDEV (@s on another device), the stream's
- * sticky error, submission errors.
+ * spyre_event_record() - capture the work enqueued on @s so far: enqueue the
+ * record job (one TIMESTAMP command) on @s.
  * @e: the event.
  * @s: the stream whose work @e captures.
+ *
+ * @e completes when that job does, i.e. after all earlier work of @s.
+ * Re-recording replaces what @e captures.
+ * Errors: -EINVAL, -ECHILD, -EXDEV (@s on another device), the stream's sticky
+ * error, submission errors.
  */
 SPYRE_API int spyre_event_record(struct spyre_event *e,
 				 struct spyre_stream *s);
@@ -1659,26 +1708,28 @@ SPYRE_API int spyre_event_wait(struct spyre_event *e, uint64_t timeout_ns);
 SPYRE_API int spyre_event_query(struct spyre_event *e);
 
 /**
- * spyre_event_timestamp() - device clock (ns since the card's last reset)
- * when @e's record job ran.
- * Errors: -EBUSY (pending), -ENODATA (never recorded, imported, or
- * created with SPYRE_EVENT_DISABLE_TIMING), the record job's error,
- * -EINVAL, -ECHILD.
+ * spyre_event_timestamp() - device clock (ns since the card's last reset) when
+ * @e's record job ran.
  * @e: the event.
  * @ns: receives the device clock, in ns.
+ *
+ * Errors: -EBUSY (pending), -ENODATA (never recorded, imported, or created
+ * with SPYRE_EVENT_DISABLE_TIMING), the record job's error, -EINVAL, -ECHILD.
  */
 SPYRE_API int spyre_event_timestamp(struct spyre_event *e, uint64_t *ns);
 
 /**
- * spyre_event_elapsed_ns() - device time from @start to @end in ns
- * (negative if @end ran first), from the device clock: both events must
- * be recorded on streams of the same card.  The time includes the
- * scheduling between jobs, as it would for any work between the records.
- * Errors: as spyre_event_timestamp() for either event, -EXDEV (events
- * of different devices).
+ * spyre_event_elapsed_ns() - device time from @start to @end in ns (negative
+ * if @end ran first), from the device clock: both events must be recorded on
+ * streams of the same card.
  * @start: the earlier event.
  * @end: the later event.
  * @ns: receives @end's device time minus @start's, in ns.
+ *
+ * The time includes the scheduling between jobs, as it would for any work
+ * between the records.
+ * Errors: as spyre_event_timestamp() for either event, -EXDEV (events of
+ * different devices).
  */
 SPYRE_API int spyre_event_elapsed_ns(struct spyre_event *start,
 				     struct spyre_event *end, int64_t *ns);
@@ -1686,22 +1737,24 @@ SPYRE_API int spyre_event_elapsed_ns(struct spyre_event *start,
 /**
  * spyre_event_export_sync_file() - a sync_file fd (owned by the caller,
  * O_CLOEXEC) that signals when @e completes, with the job's error as its
- * status; for poll(2), another driver or another card.  A never-recorded
- * event exports an already-signalled sync_file.
- * Errors: -EINVAL, -ECHILD, -EMFILE, -ENOMEM.
+ * status; for poll(2), another driver or another card.
  * @e: the event.
  * @fd: receives the sync_file descriptor.
+ *
+ * A never-recorded event exports an already-signalled sync_file.
+ * Errors: -EINVAL, -ECHILD, -EMFILE, -ENOMEM.
  */
 SPYRE_API int spyre_event_export_sync_file(struct spyre_event *e, int *fd);
 
 /**
  * spyre_event_import_sync_file() - make @e stand for the fence of the
  * sync_file @fd (from another driver, card or process; not consumed).
+ * @e: the event.
+ * @fd: a sync_file descriptor (not consumed).
+ *
  * Afterwards @e can be waited for by the host and by streams, exported and
  * queried, but carries no timestamp (-ENODATA).
  * Errors: -EINVAL (not a sync_file), -EBADF, -ECHILD.
- * @e: the event.
- * @fd: a sync_file descriptor (not consumed).
  */
 SPYRE_API int spyre_event_import_sync_file(struct spyre_event *e, int fd);
 
@@ -1733,9 +1786,11 @@ SPYRE_API int spyre_graph_create(struct spyre_device *dev,
 				 uint32_t flags, struct spyre_graph **out);
 
 /**
- * spyre_graph_destroy() - free @g.  Launches already submitted still run
- * (their jobs keep the command BO alive).  NULL is ignored.
+ * spyre_graph_destroy() - free @g.
  * @g: the graph.
+ *
+ * Launches already submitted still run (their jobs keep the command BO alive).
+ * NULL is ignored.
  */
 SPYRE_API void spyre_graph_destroy(struct spyre_graph *g);
 

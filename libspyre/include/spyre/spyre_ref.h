@@ -67,16 +67,19 @@ extern "C" {
 
 /**
  * spyre_dtype_size() - bytes per element of @dtype (SPYRE_DTYPE_*).
- * Returns 1, 2 or 4, or 0 for an invalid dtype.
  * @dtype: an element type, SPYRE_DTYPE_*.
+ *
+ * Returns 1, 2 or 4, or 0 for an invalid dtype.
  */
 SPYRE_API size_t spyre_dtype_size(uint32_t dtype);
 
 /**
- * spyre_dtype_name() - short lower-case name of @dtype: "u8", "fp32",
- * "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int32"; "invalid" for
- * anything else.  Never NULL; a static string.
+ * spyre_dtype_name() - short lower-case name of @dtype: "u8", "fp32", "fp16",
+ * "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int32"; "invalid" for anything
+ * else.
  * @dtype: an element type, SPYRE_DTYPE_*.
+ *
+ * Never NULL; a static string.
  */
 SPYRE_API const char *spyre_dtype_name(uint32_t dtype);
 
@@ -95,12 +98,13 @@ SPYRE_API bool spyre_dtype_is_float(uint32_t dtype);
 SPYRE_API double spyre_dtype_max(uint32_t dtype);
 
 /**
- * spyre_dtype_epsilon() - unit roundoff u of a float @dtype: half the
- * distance from 1.0 to the next value, i.e. 2^-p for p significand bits
- * (FP32 2^-24, FP16 2^-11, BF16 2^-8, E4M3 2^-4, E5M2 2^-3).  Rounding a
- * normal value x to @dtype changes it by at most u * |x|.  0 for the
- * integer types, -1 for an invalid dtype.
+ * spyre_dtype_epsilon() - unit roundoff u of a float @dtype: half the distance
+ * from 1.0 to the next value, i.e. 2^-p for p significand bits (FP32 2^-24,
+ * FP16 2^-11, BF16 2^-8, E4M3 2^-4, E5M2 2^-3).
  * @dtype: an element type, SPYRE_DTYPE_*.
+ *
+ * Rounding a normal value x to @dtype changes it by at most u * |x|.  0 for
+ * the integer types, -1 for an invalid dtype.
  */
 SPYRE_API double spyre_dtype_epsilon(uint32_t dtype);
 
@@ -246,24 +250,28 @@ SPYRE_API int spyre_ref_convert(void *dst, uint32_t dst_dtype,
 
 /**
  * spyre_ref_to_f64() - decode @n packed elements of @src_dtype (any valid
- * dtype) into @dst, exactly.  Returns 0 or -EINVAL.
+ * dtype) into @dst, exactly.
  * @dst: receives @n doubles.
  * @src: input buffer, @n packed elements.
  * @src_dtype: SPYRE_DTYPE_* of @src.
  * @n: elements (0 does nothing).
+ *
+ * Returns 0 or -EINVAL.
  */
 SPYRE_API int spyre_ref_to_f64(double *dst, const void *src,
 			       uint32_t src_dtype, uint64_t n);
 
 /**
- * spyre_ref_from_f64() - encode @n doubles into packed elements of
- * @dst_dtype (any valid dtype) with spyre_ref_encode() rules and @flags
- * (0 or SPYRE_CMD_F_NOSAT).  Returns 0 or -EINVAL.
+ * spyre_ref_from_f64() - encode @n doubles into packed elements of @dst_dtype
+ * (any valid dtype) with spyre_ref_encode() rules and @flags (0 or
+ * SPYRE_CMD_F_NOSAT).
  * @dst: output buffer, @n packed elements.
  * @dst_dtype: SPYRE_DTYPE_* of @dst.
  * @src: @n doubles.
  * @n: elements (0 does nothing).
  * @flags: 0 or SPYRE_CMD_F_NOSAT.
+ *
+ * Returns 0 or -EINVAL.
  */
 SPYRE_API int spyre_ref_from_f64(void *dst, uint32_t dst_dtype,
 				 const double *src, uint64_t n,
@@ -299,15 +307,15 @@ SPYRE_API int spyre_ref_from_f64(void *dst, uint32_t dst_dtype,
 
 /**
  * spyre_ref_fp32_err() - bound on the error of an fp32 computation made of
- * @nterms roundings of quantities bounded by @mag:
- *	1.01 * nterms * (2^-24 * mag + 2^-149)
- * (the 2^-149 term covers underflow to fp32 subnormals).  Valid while
- * nterms * 2^-24 < 0.01; beyond that, and for a NaN or infinite @mag,
- * returns +inf (no useful bound).  Negative arguments give NaN.
- * For a dot product of length K with result scaling, use nterms = K + 8
- * and mag = sum of |products| (+ |beta * c| + |bias|).
+ * @nterms roundings of quantities bounded by @mag: 1.01 * nterms * (2^-24 *
+ * mag + 2^-149) (the 2^-149 term covers underflow to fp32 subnormals).
  * @nterms: roundings the computation makes.
  * @mag: bound on the magnitude of the rounded quantities.
+ *
+ * Valid while nterms * 2^-24 < 0.01; beyond that, and for a NaN or infinite
+ * @mag, returns +inf (no useful bound).  Negative arguments give NaN. For a
+ * dot product of length K with result scaling, use nterms = K + 8 and mag =
+ * sum of |products| (+ |beta * c| + |bias|).
  */
 SPYRE_API double spyre_ref_fp32_err(double nterms, double mag);
 
