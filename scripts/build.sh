@@ -211,8 +211,10 @@ done
 # Record what was built, for vm.sh.
 {
 	[ -n "${QEMU:-}" ] && printf 'QEMU=%q\n' "$QEMU"
-	[ -n "${INITRAMFS:-}" ] && printf 'INITRAMFS=%q\n' "$INITRAMFS"
-	[ -n "${TORCH_IMAGE:-}" ] && printf 'TORCH_IMAGE=%q\n' "$TORCH_IMAGE"
+	# a --torch guest needs the image and this initramfs's torch stage:
+	# an initramfs built without the stage clears TORCH_IMAGE
+	[ -n "${INITRAMFS:-}" ] && printf 'INITRAMFS=%q\nTORCH_IMAGE=%q\n' \
+		"$INITRAMFS" "${TORCH_STAGE:+$TORCH_IMAGE}"
 	printf 'KIMAGE=%q\n' "$KIMAGE"
 } >"$B/paths.env.new"
 touch "$B/paths.env"
