@@ -1224,32 +1224,6 @@ def _fw_compiler(gm, example_inputs):
     return p
 
 
-def _mutates_or_aliases(gm):
-    """A cheap look at Dynamo's graph before tracing it: an in-place call
-    (a method or function whose name ends in ``_``, ``setitem``, an
-    augmented assignment) or an input returned as it is.  Not a proof
-    either way (aot_export_joint_simple decides); only spares tracing twice
-    a graph that would surely be refused."""
-    phs = set()
-    for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            phs.add(n)
-        elif n.op in ("call_function", "call_method"):
-            name = n.target if isinstance(n.target, str) else getattr(
-                n.target, "__name__", "")
-            if (name.endswith("_") and not name.startswith("_")) or \
-                    name in ("setitem", "__setitem__") or \
-                    name.startswith("i") and name[1:] in (
-                        "add", "sub", "mul", "truediv", "floordiv", "pow"):
-                return True
-        elif n.op == "output":
-            outs = n.args[0] if isinstance(n.args[0], (tuple, list)) else (
-                n.args[0],)
-            if any(o in phs for o in outs):
-                return True
-    return False
-
-
 def _lean_graph(gm, example_inputs):
     """aot_autograd's ATen graph of ``gm`` (traced with the fake
     ``example_inputs``, functionalized, under no_grad) when calling it needs
@@ -1261,8 +1235,6 @@ def _lean_graph(gm, example_inputs):
         return None
     if os.environ.get("SPYRE_COMPILE_WRAPPED") == "1":
         return None     # measurements: every graph inside the wrappers
-    if _mutates_or_aliases(gm):
-        return None     # surely refused: spare the second trace
     from torch._functorch.aot_autograd import aot_export_joint_simple
     try:
         g = aot_export_joint_simple(gm, list(example_inputs),
