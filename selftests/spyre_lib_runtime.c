@@ -3,7 +3,7 @@
  * spyre_lib_runtime: libspyre's runtime on a card (every case skips when
  * no card is visible): staged host copies, peer copies, events (host and
  * cross-stream waits, timeouts, elapsed time, sync_file export/import),
- * graphs (replay, repetitions), the asynchronous error model (sticky per
+ * graphs (replay, repetitions, staged launches), the asynchronous error model (sticky per
  * stream and per context, precise errors), fork detection of the new
  * objects, and the compute stream operations against the fp64 reference
  * (these need a card whose CAPS include FP16).
@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <xf86drm.h>
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
@@ -485,6 +487,111 @@ TEST_F(rt, graph_replay_and_repetitions)
 	EXPECT_EQ(1 + reps + 5 + 3, p[0]);
 	spyre_cmdbuf_destroy(cb);
 	spyre_bo_free(bo);
+}
+
+/* The last point the stream's queue signalled (all its work waited for). */
+static uint64_t stream_point(struct __test_metadata *_metadata,
+			     struct spyre_device *dev, struct spyre_stream *s)
+{
+	uint32_t tl = spyre_queue_syncobj(spyre_stream_queue(s));
+	uint64_t point = 0;
+
+	EXPECT_EQ(0, drmSyncobjQuery(spyre_device_fd(dev), &tl, &point, 1));
+	return point;
+}
+
+TEST_F(rt, graph_launch_staged_in_order_in_one_submission)
+{
+	struct spyre_cmdbuf *cb, *pre, *post;
+	struct spyre_graph *g;
+	struct spyre_bo *in, *arena, *out;
+	volatile uint64_t *pi, *pa, *po;
+	uint64_t p0;
+
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &in));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &arena));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &out));
+	pi = map(_metadata, in);
+	pa = map(_metadata, arena);
+	po = map(_metadata, out);
+	/* the graph: arena[0] += 1; arena[1] = arena[0] */
+	ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
+	ASSERT_EQ(0, spyre_cmdbuf_sem_signal(cb, spyre_bo_va(arena), 1,
+					     SPYRE_SEM_F_ADD));
+	ASSERT_EQ(0, spyre_cmdbuf_copy(cb, spyre_bo_va(arena) + 8,
+				       spyre_bo_va(arena), 8));
+	ASSERT_EQ(0, spyre_graph_create(self->dev, cb, &arena, 1,
+					SPYRE_BO_DEVICE, &g));
+	/* pre: arena[0] = in[k]; post: out[k] = arena[1] */
+	ASSERT_EQ(0, spyre_cmdbuf_create(&pre));
+	ASSERT_EQ(0, spyre_cmdbuf_create(&post));
+	for (unsigned int k = 0; k < 8; k++)
+		pi[k] = 100 * k + 41;
+	pa[0] = pa[1] = 0;
+	p0 = stream_point(_metadata, self->dev, self->s);
+	for (unsigned int k = 0; k < 8; k++) {
+		spyre_cmdbuf_reset(pre);
+		spyre_cmdbuf_reset(post);
+		ASSERT_EQ(0, spyre_cmdbuf_copy_mem(pre, SPYRE_MEM(arena, 0), 0,
+						   SPYRE_DTYPE_U8,
+						   SPYRE_MEM(in, 8 * k), 0,
+						   SPYRE_DTYPE_U8, 8, 1, 0));
+		ASSERT_EQ(0, spyre_cmdbuf_copy_mem(post, SPYRE_MEM(out, 8 * k),
+						   0, SPYRE_DTYPE_U8,
+						   SPYRE_MEM(arena, 8), 0,
+						   SPYRE_DTYPE_U8, 8, 1, 0));
+		/* launches queue back to back; pre/post may be reused */
+		ASSERT_EQ(0, spyre_graph_launch_staged(g, self->s, pre, post));
+	}
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	/* each launch in order: its pre, then the graph, then its post */
+	for (unsigned int k = 0; k < 8; k++) {
+		EXPECT_EQ(100 * k + 42, po[k]) TH_LOG("launch %u", k);
+	}
+	/* one submission (one fence of the stream) per staged launch */
+	EXPECT_EQ(p0 + 8, stream_point(_metadata, self->dev, self->s));
+	/* without pre or post (NULL or empty): a plain launch */
+	spyre_cmdbuf_reset(pre);
+	ASSERT_EQ(0, spyre_graph_launch_staged(g, self->s, NULL, pre));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_EQ(100 * 7 + 43, pa[0]);
+	EXPECT_EQ(100 * 7 + 43, pa[1]);
+	EXPECT_EQ(p0 + 9, stream_point(_metadata, self->dev, self->s));
+	EXPECT_EQ(-EINVAL, spyre_graph_launch_staged(NULL, self->s, NULL,
+						     NULL));
+	EXPECT_EQ(-EINVAL, spyre_graph_launch_staged(g, NULL, NULL, NULL));
+	/* a pre job above max_cmd_size */
+	while (spyre_cmdbuf_size(pre) <= self->info.max_cmd_size)
+		ASSERT_EQ(0, spyre_cmdbuf_nop(pre));
+	EXPECT_EQ(-E2BIG, spyre_graph_launch_staged(g, self->s, pre, NULL));
+	if (spyre_device_count() >= 2) {
+		struct spyre_device *d1;
+		struct spyre_bo *bo1;
+
+		/* a BO of another card in @post */
+		ASSERT_EQ(0, spyre_device_open(1, &d1));
+		ASSERT_EQ(0, spyre_bo_alloc(d1, 4096, 0, &bo1));
+		spyre_cmdbuf_reset(post);
+		ASSERT_EQ(0, spyre_cmdbuf_copy_mem(post, SPYRE_MEM(bo1, 0), 0,
+						   SPYRE_DTYPE_U8,
+						   SPYRE_MEM(arena, 8), 0,
+						   SPYRE_DTYPE_U8, 8, 1, 0));
+		EXPECT_EQ(-EXDEV, spyre_graph_launch_staged(g, self->s, NULL,
+							    post));
+		spyre_bo_free(bo1);
+		spyre_device_close(d1);
+	}
+	/* the stream still works */
+	ASSERT_EQ(0, spyre_graph_launch(g, self->s, 1));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_EQ(100 * 7 + 44, pa[1]);
+	spyre_cmdbuf_destroy(pre);
+	spyre_cmdbuf_destroy(post);
+	spyre_cmdbuf_destroy(cb);
+	spyre_graph_destroy(g);
+	spyre_bo_free(in);
+	spyre_bo_free(arena);
+	spyre_bo_free(out);
 }
 
 TEST_F(rt, graph_of_another_device_and_too_big)

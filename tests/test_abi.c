@@ -82,7 +82,7 @@ static void check_node(struct __test_metadata *_metadata, void *h,
 {
 	static const char *const all[] = {
 		"LIBSPYRE_0", "LIBSPYRE_0.2", "LIBSPYRE_0.3", "LIBSPYRE_0.4",
-		"LIBSPYRE_0.5", "LIBSPYRE_0.6",
+		"LIBSPYRE_0.5", "LIBSPYRE_0.6", "LIBSPYRE_0.7",
 	};
 
 	for (size_t i = 0; i < n; i++) {
@@ -153,6 +153,14 @@ TEST_F(so, symbol_versions_0_5_and_0_6)
 		   sizeof(v06_syms) / sizeof(v06_syms[0]), "LIBSPYRE_0.6");
 }
 
+TEST_F(so, symbol_versions_0_7)
+{
+	static const char *const v07_syms[] = { "spyre_graph_launch_staged" };
+
+	check_node(_metadata, self->h, v07_syms,
+		   sizeof(v07_syms) / sizeof(v07_syms[0]), "LIBSPYRE_0.7");
+}
+
 TEST_F(so, internals_hidden)
 {
 	static const char *const hidden[] = {
@@ -177,9 +185,9 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.6.0", ver());
+	EXPECT_STREQ("0.7.0", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
-	EXPECT_EQ(6, SPYRE_VERSION_MINOR);
+	EXPECT_EQ(7, SPYRE_VERSION_MINOR);
 }
 
 TEST(constants_match_uapi)

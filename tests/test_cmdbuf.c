@@ -1029,6 +1029,8 @@ TEST(null_handles_are_safe)
 	ASSERT_EQ(-EINVAL, spyre_event_import_sync_file(NULL, -1));
 	ASSERT_EQ(-EINVAL, spyre_graph_create(NULL, NULL, NULL, 0, 0, NULL));
 	ASSERT_EQ(-EINVAL, spyre_graph_launch(NULL, NULL, 1));
+	/* 0.7 */
+	ASSERT_EQ(-EINVAL, spyre_graph_launch_staged(NULL, NULL, NULL, NULL));
 	ASSERT_EQ(-EINVAL, spyre_stream_submit(NULL, NULL, NULL, 0));
 	ASSERT_EQ(-EINVAL, spyre_stream_gemm(NULL, NULL));
 	ASSERT_EQ(-EINVAL, spyre_stream_query(NULL));

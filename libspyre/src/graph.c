@@ -2,7 +2,9 @@
 /*
  * Graphs: a command list written once into a BO of its own and launched
  * with one submit ioctl per launch (up to the kernel's max_jobs
- * repetitions each), with the BO list prepared at creation.
+ * repetitions each), with the BO list prepared at creation; a staged
+ * launch adds a job of commands before and after it (copies into and out
+ * of the graph's buffers) to the same ioctl.
  */
 #include "internal.h"
 
@@ -103,8 +105,10 @@ SPYRE_API size_t spyre_graph_size(const struct spyre_graph *g)
 	return g ? g->size : 0;
 }
 
-SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
-				 struct spyre_stream *s, unsigned int repeat)
+/* Launch @g @repeat times on @s, with @pre's and @post's jobs around. */
+static int graph_launch(struct spyre_graph *g, struct spyre_stream *s,
+			unsigned int repeat, const struct spyre_cmdbuf *pre,
+			const struct spyre_cmdbuf *post)
 {
 	struct spyre__sub sub;
 	int ret;
@@ -125,7 +129,23 @@ SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
 	sub.bos = g->bos;
 	sub.bos_written = g->written;
 	sub.nbos = g->nbos;
+	sub.pre = pre;
+	sub.post = post;
 	ret = spyre__stream_submit_locked(s, &sub);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
+}
+
+SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
+				 struct spyre_stream *s, unsigned int repeat)
+{
+	return graph_launch(g, s, repeat, NULL, NULL);
+}
+
+SPYRE_API int spyre_graph_launch_staged(struct spyre_graph *g,
+					struct spyre_stream *s,
+					const struct spyre_cmdbuf *pre,
+					const struct spyre_cmdbuf *post)
+{
+	return graph_launch(g, s, 1, pre, post);
 }

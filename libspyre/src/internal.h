@@ -152,6 +152,14 @@ struct spyre__sub {
 	unsigned int nwait_syncobjs;
 	uint32_t signal_syncobj;		/* binary, or 0 */
 	bool restartable;			/* DRM_SPYRE_JOB_RESTARTABLE */
+	/*
+	 * A launch of the commands at cmd_va with staging
+	 * (spyre_graph_launch_staged()): one job of @pre's commands before
+	 * the @repeat jobs and one of @post's after them, both written into
+	 * the ring, all in one ioctl; NULL or empty: no such job.
+	 */
+	const struct spyre_cmdbuf *pre;
+	const struct spyre_cmdbuf *post;
 	/* staged host copy */
 	uint64_t stage_size;
 	uint64_t stage_va;			/* device side of the copy */

@@ -292,15 +292,55 @@ static int get_slot(struct spyre_queue *q, uint64_t point, uint32_t *h)
 /* Jobs of one ioctl on the stack up to this many. */
 #define STACK_JOBS	8
 
+/* Commands of @cb that go into the ring, if any (NULL or empty: none). */
+static const struct spyre_cmdbuf *ring_cb(const struct spyre_cmdbuf *cb)
+{
+	return cb && cb->size ? cb : NULL;
+}
+
+/*
+ * List the BOs @cb recorded at @refs[*@nh...], as its encoders say they
+ * are used; -EINVAL / -EXDEV for a BO that is missing or of another
+ * device.
+ */
+static int add_cb_refs(struct spyre_queue *q, const struct spyre_cmdbuf *cb,
+		       struct drm_spyre_bo_ref *refs, unsigned int *nh)
+{
+	for (size_t i = 0; cb && i < cb->nbos; i++) {
+		struct spyre_bo *bo = cb->bos[i];
+
+		if (!bo)
+			return -EINVAL;
+		if (bo->dev != q->dev)
+			return -EXDEV;
+		refs[*nh].handle = bo->handle;
+		refs[*nh].flags = DRM_SPYRE_BO_REF_READ |
+				  (spyre__cmdbuf_bo_written(cb, i) ?
+				   DRM_SPYRE_BO_REF_WRITE : 0);
+		(*nh)++;
+	}
+	return 0;
+}
+
+/*
+ * Submit @sub: @repeat jobs of the commands at @cmd_va (@cmd_size bytes),
+ * preceded by a job of sub->pre's commands at @pre_va and followed by one
+ * of sub->post's at @post_va when those are given, one ioctl per max_jobs
+ * jobs.
+ */
 static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
-			 uint64_t cmd_va, uint32_t cmd_size,
-			 struct spyre_bo *ring, struct spyre_fence *out)
+			 uint64_t cmd_va, uint32_t cmd_size, uint64_t pre_va,
+			 uint64_t post_va, struct spyre_bo *ring,
+			 struct spyre_fence *out)
 {
 	const struct spyre_cmdbuf *cb = sub->cb;
+	const struct spyre_cmdbuf *pre = ring_cb(sub->pre);
+	const struct spyre_cmdbuf *post = ring_cb(sub->post);
 	unsigned int ncb = cb ? (unsigned int)cb->nbos : 0;
 	unsigned int nbos = sub->nbos + ncb + 2, nw = sub->nwaits +
 			    sub->nwait_syncobjs;
 	unsigned int repeat = sub->repeat ? sub->repeat : 1;
+	unsigned int total = repeat + (pre ? 1 : 0) + (post ? 1 : 0);
 	struct drm_spyre_sync *in = NULL, outs[3];
 	struct drm_spyre_job stack_jobs[STACK_JOBS], *jobs = stack_jobs;
 	struct drm_spyre_submit submit;
@@ -310,6 +350,10 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 	uint32_t slot = 0;
 	int ret;
 
+	if (pre)
+		nbos += (unsigned int)pre->nbos;
+	if (post)
+		nbos += (unsigned int)post->nbos;
 	if (nbos > q->dev->max_bos_per_job || nw > q->dev->max_syncs_per_job)
 		return -E2BIG;
 	refs = malloc(nbos * sizeof(*refs));
@@ -320,7 +364,7 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 	 * write it (the job's fence then goes in as a writer): the ring
 	 * (staged device-to-host copies land there), an extra BO as the
 	 * caller says, the caller's BOs unless it says otherwise (raw-VA
-	 * commands may write them), and the command buffer's BOs as its
+	 * commands may write them), and the command buffers' BOs as their
 	 * encoders recorded.  GEMM weights and other inputs thus carry
 	 * reader fences only.
 	 */
@@ -332,14 +376,8 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 		refs[nh++] = (struct drm_spyre_bo_ref){
 			sub->extra_bo->handle, DRM_SPYRE_BO_REF_READ |
 			(sub->extra_bo_written ? DRM_SPYRE_BO_REF_WRITE : 0) };
-	for (unsigned int i = 0; i < sub->nbos + ncb; i++) {
-		bool user = i < sub->nbos;
-		struct spyre_bo *bo = user ? sub->bos[i] :
-				      cb->bos[i - sub->nbos];
-		bool written = user ? !sub->bos_written ||
-				      sub->bos_written[i] :
-				      spyre__cmdbuf_bo_written(cb,
-							       i - sub->nbos);
+	for (unsigned int i = 0; i < sub->nbos; i++) {
+		struct spyre_bo *bo = sub->bos[i];
 
 		if (!bo) {
 			ret = -EINVAL;
@@ -351,9 +389,17 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 		}
 		refs[nh].handle = bo->handle;
 		refs[nh].flags = DRM_SPYRE_BO_REF_READ |
-				 (written ? DRM_SPYRE_BO_REF_WRITE : 0);
+				 (!sub->bos_written || sub->bos_written[i] ?
+				  DRM_SPYRE_BO_REF_WRITE : 0);
 		nh++;
 	}
+	ret = add_cb_refs(q, cb, refs, &nh);
+	if (!ret)
+		ret = add_cb_refs(q, pre, refs, &nh);
+	if (!ret)
+		ret = add_cb_refs(q, post, refs, &nh);
+	if (ret)
+		goto out;
 	if (nw) {
 		in = calloc(nw, sizeof(*in));
 		if (!in) {
@@ -386,8 +432,8 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 	if (sub->signal_syncobj)
 		outs[nout++].handle = sub->signal_syncobj;
 
-	if (repeat > STACK_JOBS) {
-		unsigned int n = repeat < q->dev->max_jobs ? repeat :
+	if (total > STACK_JOBS) {
+		unsigned int n = total < q->dev->max_jobs ? total :
 				 q->dev->max_jobs;
 
 		jobs = malloc(n * sizeof(*jobs));
@@ -399,36 +445,45 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 	/*
 	 * One ioctl per max_jobs jobs.  Jobs of a queue run in
 	 * order, so the first job waits and the last one lists the BOs
-	 * (keeping them alive past the others) and signals.
+	 * (keeping them alive past the others) and signals.  The kernel
+	 * runs the jobs of one ioctl as one scheduler job where it can.
 	 */
-	while (done < repeat) {
-		unsigned int n = repeat - done;
+	while (done < total) {
+		unsigned int n = total - done;
 		bool first = done == 0, last;
 
 		if (n > q->dev->max_jobs)
 			n = q->dev->max_jobs;
-		last = done + n == repeat;
+		last = done + n == total;
 		memset(jobs, 0, n * sizeof(*jobs));
 		for (unsigned int i = 0; i < n; i++) {
+			unsigned int j = done + i;
+
 			jobs[i].queue_id = q->id;
-			jobs[i].cmd_va = cmd_va;
-			jobs[i].cmd_size = cmd_size;
-			if (sub->restartable)
-				jobs[i].flags = DRM_SPYRE_JOB_RESTARTABLE;
+			if (pre && j == 0) {
+				jobs[i].cmd_va = pre_va;
+				jobs[i].cmd_size = (uint32_t)pre->size;
+			} else if (post && j == total - 1) {
+				jobs[i].cmd_va = post_va;
+				jobs[i].cmd_size = (uint32_t)post->size;
+			} else {
+				jobs[i].cmd_va = cmd_va;
+				jobs[i].cmd_size = cmd_size;
+				if (sub->restartable)
+					jobs[i].flags =
+						DRM_SPYRE_JOB_RESTARTABLE;
+			}
 		}
 		if (first && nin) {
 			jobs[0].in_syncs = (uintptr_t)in;
 			jobs[0].in_sync_count = nin;
 		}
+		/* the last job of every ioctl keeps the BOs alive */
+		jobs[n - 1].bo_count = nh;
+		jobs[n - 1].bos = (uintptr_t)refs;
 		if (last) {
-			jobs[n - 1].bo_count = nh;
-			jobs[n - 1].bos = (uintptr_t)refs;
 			jobs[n - 1].out_syncs = (uintptr_t)outs;
 			jobs[n - 1].out_sync_count = nout;
-		} else {
-			/* keep the BOs alive across ioctls too */
-			jobs[n - 1].bo_count = nh;
-			jobs[n - 1].bos = (uintptr_t)refs;
 		}
 		memset(&submit, 0, sizeof(submit));
 		submit.jobs = (uintptr_t)jobs;
@@ -478,7 +533,10 @@ int spyre__submit(struct spyre_queue *q, const struct spyre__sub *sub,
 		  struct spyre_fence *out)
 {
 	struct spyre__ring_rec rec;
-	uint64_t off = 0, len = 0, cmd_va = sub->cmd_va;
+	const struct spyre_cmdbuf *pre = ring_cb(sub->pre);
+	const struct spyre_cmdbuf *post = ring_cb(sub->post);
+	uint64_t off = 0, len = 0, cmd_va = sub->cmd_va, pre_va = 0,
+		 post_va = 0;
 	uint32_t cmd_size = sub->cmd_size;
 	bool staged = sub->stage_size != 0;
 	int ret = 0;
@@ -489,19 +547,38 @@ int spyre__submit(struct spyre_queue *q, const struct spyre__sub *sub,
 	} else if (staged) {
 		cmd_size = sizeof(struct spyre_cmd_copy);
 		len = cmd_size + ((sub->stage_size + 63) & ~63ull);
+	} else {
+		/* a launch with staging: pre's and post's commands */
+		len = (pre ? pre->size : 0) + (post ? post->size : 0);
 	}
 	if ((sub->cb || staged) && sub->repeat > 1)
 		return -EINVAL;
+	if ((sub->cb || staged) && (pre || post))
+		return -EINVAL;
+	if ((pre && pre->size > q->dev->info.max_cmd_size) ||
+	    (post && post->size > q->dev->info.max_cmd_size))
+		return -E2BIG;
 
 	pthread_mutex_lock(&q->lock);
 	if (len) {
 		ret = ring_alloc(q, len, &off);
 		if (ret)
 			goto out;
-		cmd_va = q->ring->va + off;
-		if (sub->cb) {
+		if (pre || post) {
+			uint64_t pre_len = pre ? pre->size : 0;
+
+			if (pre)
+				memcpy(q->ring_map + off, pre->data, pre_len);
+			if (post)
+				memcpy(q->ring_map + off + pre_len,
+				       post->data, post->size);
+			pre_va = q->ring->va + off;
+			post_va = pre_va + pre_len;
+		} else if (sub->cb) {
+			cmd_va = q->ring->va + off;
 			memcpy(q->ring_map + off, sub->cb->data, len);
 		} else {
+			cmd_va = q->ring->va + off;
 			encode_stage_copy(q->ring_map + off, sub,
 					  cmd_va + cmd_size);
 			if (sub->stage_in)
@@ -509,8 +586,8 @@ int spyre__submit(struct spyre_queue *q, const struct spyre__sub *sub,
 				       sub->stage_in, sub->stage_size);
 		}
 	}
-	ret = submit_locked(q, sub, cmd_va, cmd_size, len ? q->ring : NULL,
-			    out);
+	ret = submit_locked(q, sub, cmd_va, cmd_size, pre_va, post_va,
+			    len ? q->ring : NULL, out);
 	if (ret || !len)
 		goto out;
 	q->ring_head = off + len;

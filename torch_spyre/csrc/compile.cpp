@@ -6,7 +6,11 @@
 // arena tensor planned by the compiler), and its launch: the segment's
 // inputs staged into the arena by one copy job, the graph, the outputs
 // staged out into new tensors by one copy job, all three on the caller's
-// current stream.  Exposed as torch.ops.spyre.graph_* (registered here).
+// current stream in one submission (spyre_graph_launch_staged()).  A graph
+// that is a whole compiled program is also callable with the program's own
+// arguments (graph_call: the Dynamo call's flat arguments in, its outputs
+// out, everything per call in this one C++ call).  Exposed as
+// torch.ops.spyre.graph_* (registered here).
 //
 // Program format (int64 list @code, float list @fvals; every memory
 // operand is a pair (buffer index, byte offset) into @bufs, buffer -1 is
@@ -30,6 +34,7 @@
 // never a fault on the card.
 #include "spyre_torch.h"
 
+#include <ATen/EmptyTensor.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -102,6 +107,12 @@ struct Graph {
 	};
 	std::vector<Out> outs;
 	int64_t ncmds = 0;
+	// graph_call: where the staged inputs and the bound tensors are among
+	// the call's arguments (-1: a bound tensor that is no argument), the
+	// call's outputs as indices into @outs, ATen nodes per call
+	bool callable = false;
+	std::vector<int64_t> call_ins, call_bound, call_outs;
+	int64_t call_nodes = 0;
 	struct spyre_stream *last = nullptr;	// stream of the last launch
 	std::mutex mu;				// one launch at a time
 
@@ -124,7 +135,8 @@ int64_t g_next = 1;
 
 // counters (torch.spyre.compile_stats())
 std::atomic<int64_t> c_created{0}, c_launches{0}, c_commands{0},
-	c_copy_jobs{0}, c_bytes_in{0}, c_bytes_out{0};
+	c_copy_jobs{0}, c_bytes_in{0}, c_bytes_out{0}, c_submits{0},
+	c_calls{0}, c_call_nodes{0};
 
 std::shared_ptr<Graph> lookup(int64_t h)
 {
@@ -397,7 +409,9 @@ bool stale(const Graph &g)
 }
 
 // Stage @inputs in, launch, stage the outputs out (into @outs when given,
-// else into new tensors), on the current stream.  Returns the outputs.
+// else into new tensors), on the current stream, in one submission: the
+// input copies, the graph and the output copies are three jobs of one
+// spyre_graph_launch_staged().  Returns the outputs.
 std::vector<at::Tensor> run(Graph &g, const std::vector<at::Tensor> &inputs,
 			    std::vector<at::Tensor> *into)
 {
@@ -406,18 +420,30 @@ std::vector<at::Tensor> run(Graph &g, const std::vector<at::Tensor> &inputs,
 	TORCH_CHECK_VALUE(inputs.size() == g.ins.size(), "spyre: compiled "
 			  "graph takes ", g.ins.size(), " staged inputs, got ",
 			  inputs.size());
-	c10::DeviceGuard guard(g.bufs[0].device());
+	const at::Device dev = g.bufs[0].device();
+	c10::DeviceGuard guard(dev);
 	std::vector<at::Tensor> in(inputs.size());
 	for (size_t i = 0; i < inputs.size(); i++) {
 		const at::Tensor &t = inputs[i];
-		TORCH_CHECK_VALUE(t.defined() && t.device() == g.bufs[0].device(),
+		TORCH_CHECK_VALUE(t.defined() && t.device() == dev,
 				  "spyre: input ", i, " of a compiled graph is "
-				  "not on ", g.bufs[0].device());
+				  "not on ", dev);
 		in[i] = t.is_contiguous() ? t : t.contiguous();
 		TORCH_CHECK_VALUE(static_cast<int64_t>(in[i].nbytes()) ==
 				  g.ins[i].second, "spyre: input ", i, " has ",
 				  in[i].nbytes(), " bytes, the compiled graph "
 				  "expects ", g.ins[i].second);
+	}
+	std::vector<at::Tensor> out;
+	if (into) {
+		out = *into;
+	} else {
+		out.reserve(g.outs.size());
+		for (const auto &o : g.outs)
+			out.push_back(at::detail::empty_generic(o.sizes,
+				allocator(), c10::DispatchKeySet(
+				c10::DispatchKey::PrivateUse1), o.dt,
+				std::nullopt));
 	}
 	std::lock_guard<std::mutex> l(g.mu);
 	struct spyre_stream *s = cur(g.card);
@@ -425,54 +451,39 @@ std::vector<at::Tensor> run(Graph &g, const std::vector<at::Tensor> &inputs,
 		check(spyre_stream_sync(g.last, SPYRE_TIMEOUT_INFINITE),
 		      "waiting for the previous launch", g.card);
 	g.last = s;
-	thread_local CmdBuf cb;
+	thread_local CmdBuf pre, post;
 	struct spyre_mem arena = mem_of(g.bufs[0]);
-	spyre_cmdbuf_reset(cb.cb);
-	int64_t bytes = 0;
+	spyre_cmdbuf_reset(pre.cb);
+	spyre_cmdbuf_reset(post.cb);
+	int64_t bytes_in = 0, bytes_out = 0;
 	for (size_t i = 0; i < in.size(); i++) {
 		if (!g.ins[i].second)
 			continue;
-		check(spyre_cmdbuf_copy_mem(cb.cb,
+		check(spyre_cmdbuf_copy_mem(pre.cb,
 			SPYRE_MEM(arena.bo, arena.offset + g.ins[i].first), 0,
 			SPYRE_DTYPE_U8, mem_of(in[i]), 0, SPYRE_DTYPE_U8,
 			g.ins[i].second, 1, 0), "staging an input", g.card);
-		bytes += g.ins[i].second;
+		bytes_in += g.ins[i].second;
 	}
-	if (spyre_cmdbuf_count(cb.cb)) {
-		check(spyre_stream_submit(s, cb.cb, nullptr, 0),
-		      "staging inputs", g.card);
-		c_copy_jobs++;
-	}
-	check(spyre_graph_launch(g.g, s, 1), "launching a compiled graph",
-	      g.card);
-	c_launches++;
-	c_commands += g.ncmds;
-	c_bytes_in += bytes;
-	std::vector<at::Tensor> out;
-	if (into)
-		out = *into;
-	else
-		for (const auto &o : g.outs)
-			out.push_back(at::empty(o.sizes, g.bufs[0].options()
-						.dtype(o.dt)));
-	spyre_cmdbuf_reset(cb.cb);
-	bytes = 0;
 	for (size_t i = 0; i < g.outs.size(); i++) {
 		int64_t n = static_cast<int64_t>(out[i].nbytes());
 		if (!n)
 			continue;
-		check(spyre_cmdbuf_copy_mem(cb.cb, mem_of(out[i]), 0,
+		check(spyre_cmdbuf_copy_mem(post.cb, mem_of(out[i]), 0,
 			SPYRE_DTYPE_U8, SPYRE_MEM(arena.bo, arena.offset +
 			g.outs[i].off), 0, SPYRE_DTYPE_U8, n, 1, 0),
 		      "staging an output", g.card);
-		bytes += n;
+		bytes_out += n;
 	}
-	if (spyre_cmdbuf_count(cb.cb)) {
-		check(spyre_stream_submit(s, cb.cb, nullptr, 0),
-		      "staging outputs", g.card);
-		c_copy_jobs++;
-	}
-	c_bytes_out += bytes;
+	check(spyre_graph_launch_staged(g.g, s, pre.cb, post.cb),
+	      "launching a compiled graph", g.card);
+	c_submits++;
+	c_launches++;
+	c_commands += g.ncmds;
+	c_copy_jobs += (spyre_cmdbuf_count(pre.cb) ? 1 : 0) +
+		       (spyre_cmdbuf_count(post.cb) ? 1 : 0);
+	c_bytes_in += bytes_in;
+	c_bytes_out += bytes_out;
 	return out;
 }
 
@@ -480,6 +491,81 @@ std::vector<at::Tensor> graph_run(int64_t h, std::vector<at::Tensor> inputs)
 {
 	std::shared_ptr<Graph> g = lookup(h);
 	return run(*g, inputs, nullptr);
+}
+
+// graph_set_call(handle, input_args, bound_args, out_order, nodes): make
+// the graph callable by graph_call with a compiled program's own argument
+// list: staged input i is argument input_args[i], bound tensor j (bufs[j +
+// 1]) must be argument bound_args[j] itself (-1: a constant, no argument),
+// the call's output k is output out_order[k] of the graph, and one call
+// runs @nodes ATen nodes (for the counters).
+void graph_set_call(int64_t h, std::vector<int64_t> input_args,
+		    std::vector<int64_t> bound_args,
+		    std::vector<int64_t> out_order, int64_t nodes)
+{
+	std::shared_ptr<Graph> g = lookup(h);
+	TORCH_CHECK_VALUE(input_args.size() == g->ins.size(), "spyre: "
+			  "graph_set_call: ", input_args.size(), " input "
+			  "indices for ", g->ins.size(), " staged inputs");
+	TORCH_CHECK_VALUE(bound_args.size() + 1 == g->bufs.size(), "spyre: "
+			  "graph_set_call: ", bound_args.size(), " bound "
+			  "indices for ", g->bufs.size() - 1, " bound tensors");
+	for (int64_t i : input_args)
+		TORCH_CHECK_VALUE(i >= 0, "spyre: graph_set_call: negative "
+				  "input index");
+	for (int64_t i : bound_args)
+		TORCH_CHECK_VALUE(i >= -1, "spyre: graph_set_call: bad bound "
+				  "index ", i);
+	for (int64_t o : out_order)
+		TORCH_CHECK_VALUE(o >= 0 && o < static_cast<int64_t>(
+				  g->outs.size()), "spyre: graph_set_call: no "
+				  "output ", o);
+	TORCH_CHECK_VALUE(nodes >= 0, "spyre: graph_set_call: negative "
+			  "node count");
+	std::lock_guard<std::mutex> l(g->mu);
+	g->call_ins = std::move(input_args);
+	g->call_bound = std::move(bound_args);
+	g->call_outs = std::move(out_order);
+	g->call_nodes = nodes;
+	g->callable = true;
+}
+
+// graph_call(handle, args) -> outputs: one call of a compiled program that
+// is this one graph, with the program's own (flat) arguments.  The bound
+// tensors must be the arguments they were bound from, with the storage
+// they had (else ValueError: the caller rebuilds); the staged inputs are
+// picked from @args and the launch is graph_run's.
+std::vector<at::Tensor> graph_call(int64_t h, std::vector<at::Tensor> args)
+{
+	std::shared_ptr<Graph> g = lookup(h);
+	TORCH_CHECK_VALUE(g->callable, "spyre: compiled graph ", h, " has no "
+			  "call signature (graph_set_call)");
+	const int64_t nargs = static_cast<int64_t>(args.size());
+	for (size_t j = 0; j < g->call_bound.size(); j++) {
+		int64_t a = g->call_bound[j];
+		TORCH_CHECK_VALUE(a < nargs, "spyre: compiled call has ", nargs,
+				  " arguments, the graph binds argument ", a);
+		TORCH_CHECK_VALUE(a < 0 || args[a].unsafeGetTensorImpl() ==
+				  g->bufs[j + 1].unsafeGetTensorImpl(),
+				  "spyre: argument ", a, " of the compiled call "
+				  "is not the tensor the graph reads in place; "
+				  "rebuild the graph");
+	}
+	std::vector<at::Tensor> in;
+	in.reserve(g->call_ins.size());
+	for (int64_t a : g->call_ins) {
+		TORCH_CHECK_VALUE(a < nargs, "spyre: compiled call has ", nargs,
+				  " arguments, the graph stages argument ", a);
+		in.push_back(args[a]);
+	}
+	std::vector<at::Tensor> res = run(*g, in, nullptr);
+	std::vector<at::Tensor> out;
+	out.reserve(g->call_outs.size());
+	for (int64_t o : g->call_outs)
+		out.push_back(res[o]);
+	c_calls++;
+	c_call_nodes += g->call_nodes;
+	return out;
 }
 
 void graph_destroy(int64_t h)
@@ -565,6 +651,9 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 	m.def("graph_create(int device, Tensor[] bufs, int[] code, float[] "
 	      "fvals, int[] ins, int[] outs) -> int", &graph_create);
 	m.def("graph_run(int handle, Tensor[] inputs) -> Tensor[]", &graph_run);
+	m.def("graph_set_call(int handle, int[] input_args, int[] bound_args, "
+	      "int[] out_order, int nodes) -> ()", &graph_set_call);
+	m.def("graph_call(int handle, Tensor[] args) -> Tensor[]", &graph_call);
 	m.def("graph_destroy(int handle) -> ()", &graph_destroy);
 	m.def("graph_info(int handle) -> int[]", &graph_info);
 	m.def("graph_stale(int handle) -> bool",
@@ -576,7 +665,8 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 		return std::vector<int64_t>{
 			static_cast<int64_t>(g_graphs.size()), c_created.load(),
 			c_launches.load(), c_commands.load(), c_copy_jobs.load(),
-			c_bytes_in.load(), c_bytes_out.load()};
+			c_bytes_in.load(), c_bytes_out.load(), c_submits.load(),
+			c_calls.load(), c_call_nodes.load()};
 	});
 	m.def("graph_reset_stats() -> ()", [] {
 		c_created = 0;
@@ -585,6 +675,9 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 		c_copy_jobs = 0;
 		c_bytes_in = 0;
 		c_bytes_out = 0;
+		c_submits = 0;
+		c_calls = 0;
+		c_call_nodes = 0;
 	});
 }
 

@@ -252,9 +252,25 @@ at::Tensor to_host(const at::Tensor &src)
 	return host;
 }
 
+// Whether @a and @b are both contiguous with the same sizes and dtype: a
+// copy between them is one block of bytes (tensor.to() and .cpu()).
+bool same_block(const at::Tensor &a, const at::Tensor &b)
+{
+	return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
+	       a.is_contiguous() && b.is_contiguous();
+}
+
 // Host tensor @src (any layout and dtype, broadcast to @dst) into @dst.
 void from_host(const at::Tensor &dst, const at::Tensor &src)
 {
+	if (dst.numel() && same_block(dst, src)) {	// tensor.to(): no temporaries
+		int index = dev_of(dst);
+		struct spyre_mem m = mem_of(dst);
+		check(spyre_stream_copy_h2d(cur(index), m.bo, m.offset,
+					    src.const_data_ptr(), src.nbytes()),
+		      "copying from the host", index);
+		return;
+	}
 	at::Tensor s = src.to(dst.scalar_type()).expand(dst.sizes())
 			   .contiguous();
 	at::Tensor d = dst.is_contiguous() ? dst :
@@ -401,6 +417,18 @@ at::Tensor k_copy_from(const at::Tensor &self, const at::Tensor &dst, bool)
 			    dst.device(), " is not supported");
 		count_native("aten::_copy_from");
 		c10::DeviceGuard g(self.device());
+		if (same_block(dst, self)) {	// straight into @dst (.cpu())
+			int index = dev_of(self);
+			struct spyre_mem m = mem_of(self);
+			struct spyre_stream *st = cur(index);
+			check(spyre_stream_copy_d2h(st, dst.mutable_data_ptr(),
+						    m.bo, m.offset,
+						    self.nbytes()),
+			      "copying to the host", index);
+			check(spyre_stream_sync(st, SPYRE_TIMEOUT_INFINITE),
+			      "waiting for a copy to the host", index);
+			return dst;
+		}
 		at::Tensor s = self.expand(dst.sizes());
 		at::Tensor h = to_host(s);
 		dst.copy_(h);

@@ -9,6 +9,11 @@ scripts/bench-torch.sh), each next to its reference in the same run:
   compiled program called from Python (token in with tensor.to(), logits
   out with tensor.cpu()) vs the same copies, staging and launch from C++
   through libspyre (tiny_decoder.framework_cost(), graph_bench);
+* the floor under that cost: a call of the same model compiled by Dynamo
+  with a backend that does nothing (Dynamo's frame, guards and call), and
+  the token's tensor.to() and the logits' cpu() on their own
+  (tiny_decoder.dynamo_floor(), measured last: it compiles the model
+  again);
 * per-op dispatch cost of a small eager op (an 8x8 add) on ``spyre`` vs the
   same op on a CPU tensor in the guest;
 * host -> card copy bandwidth of ``tensor.to("spyre")`` vs libspyre's own
@@ -84,9 +89,12 @@ def main():
 
     fc = td.framework_cost(m)
     fw_py, fw_c = fc if fc else (None, None)
+    st = C.compile_stats()
 
     d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
     d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
+
+    fl = td.dynamo_floor(m)
 
     nb = a.copy_mib << 20
     to = to_gbps(nb)
@@ -102,6 +110,18 @@ def main():
               f"per-token time {comp / fw_c:.2f}x that (the compiled "
               f"program called directly: {fw_py:.2f} ms, "
               f"{fw_py / fw_c:.2f}x)")
+        least = fw_c + fl["dynamo_call"]
+        print(f"floor: a Dynamo-compiled call of the same model with a "
+              f"backend that does nothing {fl['dynamo_call']:.2f} ms "
+              f"(tensor.to() of the token {fl['to']:.2f} ms, logits cpu() "
+              f"and argmax {fl['cpu']:.2f} ms); C++ step + that call "
+              f"{least:.2f} ms = {least / fw_c:.2f}x the C++ step: the "
+              f"least a compiled step can cost here; compiled per-token "
+              f"time {comp / least:.2f}x that")
+    print(f"compiled calls: {st['lean_graphs']} lean graph(s) (no "
+          f"aot_autograd wrappers), {st['wrapped_graphs']} wrapped; "
+          f"{st['submits'] / max(st['launches'], 1):.1f} submit ioctl(s) "
+          "per command-list launch, staging included")
     print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
           f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
     print(f"host->card copy of {a.copy_mib} MiB: tensor.to() {to:.2f} GB/s, "
@@ -112,6 +132,11 @@ def main():
     if fw_py is not None:
         print(f"torch-step-program-ms {fw_py:.3f}")
         print(f"torch-step-libspyre-ms {fw_c:.3f}")
+        print(f"torch-compiled-vs-libspyre {comp / fw_c:.3f}")
+    print(f"torch-decode-speedup {eager / comp:.3f}")
+    print(f"torch-floor-dynamo-call-ms {fl['dynamo_call']:.3f}")
+    print(f"torch-floor-to-ms {fl['to']:.3f}")
+    print(f"torch-floor-cpu-ms {fl['cpu']:.3f}")
     print(f"torch-dispatch-spyre-us {d_sp:.2f}")
     print(f"torch-dispatch-cpu-us {d_cpu:.2f}")
     print(f"torch-h2d-to-gbps {to:.3f}")

@@ -146,8 +146,8 @@ def framework_cost(m, n=20, rounds=3):
     * python_ms: one token step as generate() does it (the one-hot token
       copied to the card with tensor.to(), the compiled program's staging,
       launch and staging, the logits read back with tensor.cpu()), calling
-      the compiled program directly (without Dynamo's guards and
-      aot_autograd's wrapper);
+      the callable the backend gave Dynamo directly (without Dynamo's
+      frame and guards);
     * c_ms: the same copies and command lists from C++ through libspyre
       (torch.ops.spyre.graph_bench with the token input copied from host
       memory and the logits output copied back);
@@ -155,21 +155,23 @@ def framework_cost(m, n=20, rounds=3):
     or None when the last program is not one command list."""
     import statistics
     import torch_spyre.compiler as C
-    progs = [p for p in C.programs() if len(p.handles) == 1 and
-             p.last_inputs is not None]
+    progs = [p for p in C.programs() if p.fast is not None and
+             p.last_args is not None]
     if not progs:
         return None
     p = progs[-1]
-    h = p.handles[0]
-    tok_i = [i for i, t in enumerate(p.last_inputs)
-             if tuple(t.shape) == (1, m.vocab)]
-    outs = torch.ops.spyre.graph_run(h, p.last_inputs)
+    h, idx, _omap, _nodes = p.fast
+    args = list(p.last_args)
+    ins = [args[i] for i in idx]
+    tok_i = [i for i, t in enumerate(ins) if tuple(t.shape) == (1, m.vocab)]
+    outs = torch.ops.spyre.graph_run(h, ins)
     log_i = [i for i, t in enumerate(outs) if tuple(t.shape) == (1, m.vocab)]
     if len(tok_i) != 1 or len(log_i) != 1:
         return None
-    args = list(p.last_args)
-    # the position of the token tensor in the program's own arguments
-    tok_a = [i for i, a in enumerate(args) if a is p.last_inputs[tok_i[0]]]
+    tok_a = idx[tok_i[0]]   # the token's position among the call's args
+    call = p.entry if p.entry is not None else (lambda *a: p(list(a)))
+    res = call(*args)
+    log_o = [i for i, t in enumerate(res) if tuple(t.shape) == (1, m.vocab)]
     eye = torch.eye(m.vocab)
     py, cc = [], []
     with torch.no_grad():
@@ -177,12 +179,64 @@ def framework_cost(m, n=20, rounds=3):
             torch.spyre.synchronize()
             t = time.perf_counter()
             for k in range(n):
-                if tok_a:
-                    args[tok_a[0]] = eye[k % m.vocab].view(
-                        1, m.vocab).to("spyre")
-                out = p(list(args))
-                int(out[log_i[0]].cpu().argmax())
+                args[tok_a] = eye[k % m.vocab].view(1, m.vocab).to("spyre")
+                out = call(*args)
+                int(out[log_o[0]].cpu().argmax())
             py.append((time.perf_counter() - t) / n * 1e3)
-            cc.append(torch.ops.spyre.graph_bench(h, p.last_inputs, n,
-                                                  tok_i[0], log_i[0]) / 1e6)
+            cc.append(torch.ops.spyre.graph_bench(h, ins, n, tok_i[0],
+                                                  log_i[0]) / 1e6)
     return statistics.median(py), statistics.median(cc)
+
+
+def _nothing_backend(gm, example_inputs):
+    """A torch.compile backend that runs ``gm`` once and then only returns
+    those outputs again: what is left of a compiled call is Dynamo's own
+    cost (the frame, its guards, the call of the backend's callable)."""
+    cache = []
+
+    def call(*args):
+        if not cache:
+            cache.append(gm.forward(*args))
+        return cache[0]
+    return call
+
+
+def dynamo_floor(m, n=20, rounds=3):
+    """The floor under a compiled decode step, in ms, medians over
+    ``rounds`` of ``n`` calls each (model ``m`` on the card, at least one
+    compiled generate() done): returns a dict of
+
+    * ``dynamo_call``: one call of ``m`` compiled by Dynamo with a backend
+      that does nothing (:func:`_nothing_backend`), same inputs as a decode
+      step: Dynamo's frame, its guards and the call, no card work;
+    * ``to``: the token's ``tensor.to("spyre")`` (queued, not waited for);
+    * ``cpu``: ``logits.cpu()`` of a [1, vocab] card tensor with nothing
+      else queued (one card->host copy and its wait) and the argmax.
+    """
+    import statistics
+    step = torch.compile(m, backend=_nothing_backend, dynamic=False)
+    caches = [torch.zeros(m.L, m.d, device="spyre") for _ in range(2 * m.n)]
+    pos, mask = step_inputs(m, "spyre")[3]
+    eye = torch.eye(m.vocab)
+    tok = eye[5].view(1, m.vocab).to("spyre")
+    logits = torch.zeros(1, m.vocab, device="spyre")
+    fig = {"dynamo_call": [], "to": [], "cpu": []}
+    with torch.no_grad():
+        step(tok, pos, mask, *caches)
+        for _ in range(rounds):
+            torch.spyre.synchronize()
+            t = time.perf_counter()
+            for _k in range(n):
+                step(tok, pos, mask, *caches)
+            fig["dynamo_call"].append((time.perf_counter() - t) / n * 1e3)
+            t = time.perf_counter()
+            for k in range(n):
+                eye[k % m.vocab].view(1, m.vocab).to("spyre")
+            fig["to"].append((time.perf_counter() - t) / n * 1e3)
+            torch.spyre.synchronize()
+            t = time.perf_counter()
+            for _k in range(n):
+                int(logits.cpu().argmax())
+            fig["cpu"].append((time.perf_counter() - t) / n * 1e3)
+    torch._dynamo.reset()
+    return {k: statistics.median(v) for k, v in fig.items()}

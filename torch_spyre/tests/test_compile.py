@@ -121,6 +121,11 @@ def torch_compile_mlp():
     assert st["bytes_in"] == 3 * x.numel() * 4, st
     assert st["bytes_out"] == 3 * 8 * 10 * 4, st
     assert st["copy_jobs"] == 6, st
+    # each call: its staging jobs and the launch in one submit ioctl, and
+    # Dynamo called the lean entry (no aot_autograd wrappers): the call
+    # went straight to C++ (graph_call) and still counts as a run
+    assert st["submits"] == 3 and st["runs"] == 3, st
+    assert st["lowered_nodes_run"] >= 3 * 6, st
     with torch.no_grad():
         # a weight updated in place: the graph reads it where it is
         ms[0].bias.add_(0.5)
@@ -132,6 +137,13 @@ def torch_compile_mlp():
         check(f(xs), m(x))
     st = C().compile_stats()
     assert st["builds"] == 1 and st["compiles"] == 0, st
+    # a parameter replaced by another Parameter object: the graph's bound
+    # tensor is not the argument any more (a new Dynamo graph, or the lean
+    # entry's check fails and the plan is rebuilt): still the right result
+    with torch.no_grad():
+        ms[4].weight = nn.Parameter((m[4].weight + 1).to("spyre"))
+        m[4].weight = nn.Parameter(m[4].weight + 1)
+        check(f(xs), m(x))
 
 
 @test
@@ -162,8 +174,42 @@ def torch_compile_decoder_block():
     # the cache rows other than 5 are unchanged, row 5 is the new key
     torch.testing.assert_close(got[1].cpu()[:5], kc[:5])
     assert st["launches"] == 1 and st["eager_nodes_run"] == 0, st
+    assert st["submits"] == 1, st
     print(f"# decoder block: {st['lowered_nodes_run']} ATen nodes, "
           f"{st['commands']} card commands in one command list")
+
+
+@test
+def torch_compile_lean_only_without_mutation():
+    # an input mutated in place needs aot_autograd's runtime wrappers (they
+    # apply the mutation after the graph): that graph is "wrapped", a
+    # graph without mutation or aliasing is "lean"; both equal eager
+    def mut(x, y):
+        y.mul_(2.0)
+        return torch.relu(x) + y
+
+    def pure(x, y):
+        return torch.relu(x) + y * 2.0
+    torch.manual_seed(5)
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    with torch.no_grad():
+        C().reset_compile_stats()
+        ys = y.to("spyre")
+        got = compiled(mut)(x.to("spyre"), ys)
+        st = C().compile_stats()
+        assert st["wrapped_graphs"] == 1 and st["lean_graphs"] == 0, st
+        want_y = y * 2.0
+        check(ys, want_y)                       # the mutation happened
+        check(got, torch.relu(x) + want_y)
+        C().reset_compile_stats()
+        g = compiled(pure)
+        xs, ys = x.to("spyre"), y.to("spyre")
+        for _ in range(2):
+            check(g(xs, ys), pure(x, y))
+        st = C().compile_stats()
+        assert st["lean_graphs"] == 1 and st["wrapped_graphs"] == 0, st
+        assert st["runs"] == 2 and st["launches"] == 2, st
+        assert st["submits"] == 2, st
 
 
 @test

@@ -26,7 +26,14 @@ Semantics:
   is rebuilt).  Other inputs are *staged*: copied into the arena by one
   copy job before the launch; outputs are copied out into new tensors by
   one copy job after it; all on the current stream, so a segment costs
-  three jobs however many ops it holds.
+  three jobs however many ops it holds, submitted together with one
+  ioctl (libspyre's spyre_graph_launch_staged()).
+* Per call: a graph without input mutation or outputs aliasing inputs
+  (checked at compile time by aot_autograd's aot_export_joint_simple) is
+  handed to Dynamo as a lean callable, without aot_autograd's runtime
+  wrappers; when its plan is one command list, a call is one C++ call
+  (torch.ops.spyre.graph_call).  Other graphs run inside aot_autograd's
+  wrappers (which apply mutations and rebuild aliases) as before.
 * Any other op (unsupported op, dtype, device, layout) ends the segment and
   runs eagerly through the dispatcher (native spyre kernel or the counted
   CPU fallback), as does anything the lowering cannot prove it handles.
@@ -38,7 +45,8 @@ it is still queued (a host wait, or one copy of the list per launch in
 flight), and growing the job's BO list per launch.  Copies cost the card a
 memcpy of the (small) activations, need no host wait, and let launches
 queue back to back; weights, the bulk of the bytes, are bound in place and
-never copied.  libspyre's graph API therefore did not need to change.
+never copied.  What libspyre added for it (0.7) is only the submission of
+the two copy jobs and the launch in one ioctl.
 """
 
 import operator
@@ -58,7 +66,8 @@ _ALIGN = 256            # bytes: every arena buffer starts at a multiple
 _MAX_COPY_CMDS = 4096   # a strided copy needing more runs eagerly
 _INF = 1 << 62
 
-_STATS = {"compiles": 0, "eager_graphs": 0, "builds": 0, "segments": 0,
+_STATS = {"compiles": 0, "eager_graphs": 0, "lean_graphs": 0,
+          "wrapped_graphs": 0, "builds": 0, "segments": 0,
           "runs": 0, "lowered_nodes_run": 0, "eager_nodes_run": 0,
           "lowered_ops": {}, "eager_ops": {}}
 
@@ -72,22 +81,31 @@ def compile_stats():
     :func:`reset_compile_stats`), a dict:
 
     * ``compiles``: graphs Dynamo handed to the backend; ``eager_graphs``:
-      those run eagerly (autograd on); ``builds``: plans built (first call,
-      or a parameter's storage changed); ``segments``: command lists built.
+      those run eagerly (autograd on); ``lean_graphs``: those Dynamo calls
+      without aot_autograd's runtime wrappers (no input mutation, no output
+      aliasing an input: the common inference case); ``wrapped_graphs``:
+      those that run inside aot_autograd's wrappers; ``builds``: plans
+      built (first call, or a parameter's storage changed); ``segments``:
+      command lists built.
     * ``runs``: compiled calls; ``lowered_nodes_run`` / ``eager_nodes_run``:
       ATen nodes executed inside command lists / eagerly, summed over runs.
     * ``lowered_ops`` / ``eager_ops``: per ATen op name, how many nodes of
       the built plans were lowered / left eager.
     * from the C++ side: ``graphs`` (live), ``graphs_created``, ``launches``
       (command-list launches), ``commands`` (card commands launched),
-      ``copy_jobs`` (staging jobs), ``bytes_in`` / ``bytes_out`` (staged).
+      ``copy_jobs`` (staging jobs), ``bytes_in`` / ``bytes_out`` (staged),
+      ``submits`` (submit ioctls of the launches: one per launch, its
+      staging jobs included).
     """
     s = dict(_STATS)
     s["lowered_ops"] = dict(_STATS["lowered_ops"])
     s["eager_ops"] = dict(_STATS["eager_ops"])
     keys = ("graphs", "graphs_created", "launches", "commands", "copy_jobs",
-            "bytes_in", "bytes_out")
+            "bytes_in", "bytes_out", "submits", "calls", "call_nodes")
     s.update(zip(keys, torch.ops.spyre.graph_stats()))
+    # calls that went straight to C++ (graph_call) count as runs too
+    s["runs"] += s.pop("calls")
+    s["lowered_nodes_run"] += s.pop("call_nodes")
     return s
 
 
@@ -833,9 +851,10 @@ def _tensor_ok(t, card):
 # ---- the program: plan and runtime --------------------------------------------
 
 class _Program:
-    """What aot_autograd calls for one inference graph: builds the plan on
-    the first call (with the real inputs, to bind parameters in place) and
-    replays it afterwards.  Boxed calling convention (a list of inputs)."""
+    """One inference graph: builds the plan on the first call (with the real
+    inputs, to bind parameters in place) and replays it afterwards.  Called
+    by aot_autograd (boxed calling convention: a list of inputs), or, for
+    lean graphs, through ``entry`` (Dynamo's own flat arguments)."""
 
     _boxed_call = True
 
@@ -847,11 +866,18 @@ class _Program:
         self.last_args = None   # with keep_last_inputs(True)
         self.last_inputs = None
         self.fast = None        # (handle, input indices, output map, nodes)
+        # [handle]: the graph entry hands the whole call to (graph_call),
+        # 0 while there is none (no plan yet, or not one command list)
+        self.direct = [0]
+        self.entry = None       # set by _lean()
 
     def __del__(self):
         self._free()
 
     def _free(self):
+        d = getattr(self, "direct", None)
+        if d:
+            d[0] = 0
         for h in getattr(self, "handles", ()):
             try:
                 torch.ops.spyre.graph_destroy(h)
@@ -1001,6 +1027,7 @@ class _Program:
         # what each segment must hand out: values used outside it
         out_node = nodes[-1]
         final = []
+        bound_of = {}           # handle -> the tensors its graph binds
         for step in plan:
             if step[0] == "eager":
                 final.append(step)
@@ -1056,6 +1083,7 @@ class _Program:
                             file=sys.stderr)
                 raise
             self.handles.append(h)
+            bound_of[h] = list(seg.bound)
             _STATS["segments"] += 1
             for n in seg.nodes:
                 lowered_ops[_name(n)] = lowered_ops.get(_name(n), 0) + 1
@@ -1085,9 +1113,18 @@ class _Program:
                     for o in outs_arg):
                 self.fast = (h, [ph_index[n] for n in ins],
                              [outs.index(o) for o in outs_arg], nn_)
+                # the whole call in one C++ call (graph_call): where the
+                # graph's inputs and bound tensors are among the arguments
+                arg_of = {id(t): i for i, t in bound}
+                torch.ops.spyre.graph_set_call(
+                    h, self.fast[1],
+                    [arg_of.get(id(t), -1) for t in bound_of[h]],
+                    self.fast[2], nn_)
+                self.direct[0] = h
 
     def _eager_plan(self):
         self.fast = None
+        self.direct[0] = 0
         nodes = list(self.gm.graph.nodes)
         self.phs = [n for n in nodes if n.op == "placeholder"]
         self.consts = {n: _attr(self.gm, n.target) for n in nodes
@@ -1144,6 +1181,32 @@ _PROGRAMS = []          # weak references to the live programs (for stats)
 _KEEP = [False]
 
 
+def _lean(prog):
+    """The callable Dynamo gets for a lean graph (see :func:`spyre`): called
+    with the graph's flat arguments, returns its outputs.  Once the plan is
+    one command list fed by arguments only, a call is one C++ call
+    (``graph_call``: the bound tensors checked, the inputs staged, the graph
+    launched, the outputs staged out, one submit ioctl); otherwise, and when
+    a bound tensor changed (``ValueError``: the plan is rebuilt), the
+    program's own interpreter runs it."""
+    call = torch.ops.spyre.graph_call.default
+    direct, keep = prog.direct, _KEEP
+
+    def spyre_compiled_call(*args):
+        h = direct[0]
+        if h:
+            if keep[0]:
+                prog.last_args = args
+            try:
+                return call(h, args)
+            except ValueError:
+                pass
+        return prog(list(args))
+
+    prog.entry = spyre_compiled_call
+    return spyre_compiled_call
+
+
 def keep_last_inputs(on=True):
     """For benchmarks: each compiled program keeps its last call's inputs
     (``last_args``, aot_autograd's flat list) and its last segment's staged
@@ -1159,6 +1222,29 @@ def _fw_compiler(gm, example_inputs):
     p = _Program(gm)
     _PROGRAMS.append(weakref.ref(p))
     return p
+
+
+def _lean_graph(gm, example_inputs):
+    """aot_autograd's ATen graph of ``gm`` (traced with the fake
+    ``example_inputs``, functionalized, under no_grad) when calling it needs
+    none of aot_autograd's runtime wrappers: no input is mutated, no output
+    aliases an input or another output, the arguments are flat tensors and
+    the graph takes them as they are (aot_export_joint_simple checks all of
+    that and raises otherwise).  None when it does not apply."""
+    if not all(isinstance(t, torch.Tensor) for t in example_inputs):
+        return None
+    if os.environ.get("SPYRE_COMPILE_WRAPPED") == "1":
+        return None     # measurements: every graph inside the wrappers
+    from torch._functorch.aot_autograd import aot_export_joint_simple
+    try:
+        g = aot_export_joint_simple(gm, list(example_inputs),
+                                    trace_joint=False)
+    except Exception:   # noqa: BLE001 (mutation, aliasing, anything
+        return None     # export refuses: aot_autograd's full path)
+    phs = [n for n in g.graph.nodes if n.op == "placeholder"]
+    if len(phs) != len(example_inputs):
+        return None
+    return g
 
 
 def programs():
@@ -1182,7 +1268,14 @@ def spyre(gm, example_inputs, **kwargs):
     on, it runs eagerly (a warning, once).  Returns the callable Dynamo
     runs.  Lowering problems never raise: what cannot be lowered runs
     eagerly.  Errors of the card while running are the eager backend's
-    (RuntimeError, torch.OutOfMemoryError)."""
+    (RuntimeError, torch.OutOfMemoryError).
+
+    Per-call cost: an inference graph that mutates no input and returns no
+    alias of an input (checked by aot_autograd's
+    ``aot_export_joint_simple`` at compile time) needs none of
+    aot_autograd's runtime wrappers, so Dynamo gets a lean callable
+    (:func:`_lean`) and one call of a one-command-list graph is one C++
+    call; any other graph runs inside aot_autograd's wrappers as before."""
     global _warned
     _STATS["compiles"] += 1
     if torch.is_grad_enabled() and any(
@@ -1195,6 +1288,14 @@ def spyre(gm, example_inputs, **kwargs):
                           "eagerly")
             _warned = True
         return gm.forward
+    g = _lean_graph(gm, example_inputs)
+    if g is not None:
+        import weakref
+        p = _Program(g)
+        _PROGRAMS.append(weakref.ref(p))
+        _STATS["lean_graphs"] += 1
+        return _lean(p)
+    _STATS["wrapped_graphs"] += 1
     from torch._dynamo.backends.common import aot_autograd
     return aot_autograd(fw_compiler=_fw_compiler,
                         inference_compiler=_fw_compiler)(gm, example_inputs)

@@ -78,7 +78,7 @@ extern "C" {
 #endif
 
 #define SPYRE_VERSION_MAJOR 0
-#define SPYRE_VERSION_MINOR 6
+#define SPYRE_VERSION_MINOR 7
 #define SPYRE_VERSION_PATCH 0
 
 /** Infinite timeout for the *_wait / *_sync functions. */
@@ -1810,6 +1810,37 @@ SPYRE_API void spyre_graph_destroy(struct spyre_graph *g);
  */
 SPYRE_API int spyre_graph_launch(struct spyre_graph *g,
 				 struct spyre_stream *s, unsigned int repeat);
+
+/**
+ * spyre_graph_launch_staged() - enqueue @pre's commands, @g, then @post's
+ * commands on @s, in one submission.
+ * @g: the graph.
+ * @s: the stream the jobs are enqueued on.
+ * @pre: commands run before the graph, e.g. copies of this launch's inputs
+ *	into the buffers the graph reads (any encoders; the BOs they record
+ *	are listed for the job); NULL or empty: none.
+ * @post: commands run after the graph, e.g. copies of its outputs out of
+ *	its buffers; NULL or empty: none.
+ *
+ * The same as spyre_stream_submit(@s, @pre), spyre_graph_launch(@g, @s, 1)
+ * and spyre_stream_submit(@s, @post) one after the other, but the three
+ * jobs go into one submit ioctl (the kernel runs them as one scheduler job
+ * where it can) and complete as one: the stream's next fence (events,
+ * spyre_stream_sync()) covers all three, and a failing job cancels the
+ * ones behind it.  @pre's and @post's commands are copied into the
+ * stream's upload ring (both may change or be freed on return); the
+ * graph's are not copied.  This is what a framework's compiled graph costs
+ * per call when its inputs and outputs live outside the graph's own
+ * buffers: one ioctl instead of three.
+ * Errors: -EINVAL (NULL @g or @s), -E2BIG (@pre or @post above
+ * max_cmd_size, or too many BOs for one job), -EXDEV (@s, or a BO @pre or
+ * @post recorded, on another device), -ECHILD, the stream's sticky error,
+ * submission errors.
+ */
+SPYRE_API int spyre_graph_launch_staged(struct spyre_graph *g,
+					struct spyre_stream *s,
+					const struct spyre_cmdbuf *pre,
+					const struct spyre_cmdbuf *post);
 
 /**
  * spyre_graph_size() - bytes of commands in @g (0 for NULL).
