@@ -655,6 +655,11 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
 	if (ret)
 		return ret;
+	/*
+	 * The device MMU maps page by page: a scatterlist segment may be of
+	 * any length (the DMA API's default limit is 64 KiB).
+	 */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 
 	spyre_tel_init(sdev);
 	ret = spyre_hw_init(sdev);
