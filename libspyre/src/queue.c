@@ -299,27 +299,34 @@ static const struct spyre_cmdbuf *ring_cb(const struct spyre_cmdbuf *cb)
 }
 
 /*
- * List the BOs @cb recorded at @refs[*@nh...], as its encoders say they
- * are used; -EINVAL / -EXDEV for a BO that is missing or of another
- * device.
+ * List @bo at @refs[*@nh] as read (and written if @written); -EINVAL /
+ * -EXDEV for a BO that is missing or of another device.
  */
+static int add_ref(struct spyre_queue *q, const struct spyre_bo *bo,
+		   bool written, struct drm_spyre_bo_ref *refs,
+		   unsigned int *nh)
+{
+	if (!bo)
+		return -EINVAL;
+	if (bo->dev != q->dev)
+		return -EXDEV;
+	refs[*nh].handle = bo->handle;
+	refs[*nh].flags = DRM_SPYRE_BO_REF_READ |
+			  (written ? DRM_SPYRE_BO_REF_WRITE : 0);
+	(*nh)++;
+	return 0;
+}
+
+/* List the BOs @cb recorded, as its encoders say they are used. */
 static int add_cb_refs(struct spyre_queue *q, const struct spyre_cmdbuf *cb,
 		       struct drm_spyre_bo_ref *refs, unsigned int *nh)
 {
-	for (size_t i = 0; cb && i < cb->nbos; i++) {
-		struct spyre_bo *bo = cb->bos[i];
+	int ret = 0;
 
-		if (!bo)
-			return -EINVAL;
-		if (bo->dev != q->dev)
-			return -EXDEV;
-		refs[*nh].handle = bo->handle;
-		refs[*nh].flags = DRM_SPYRE_BO_REF_READ |
-				  (spyre__cmdbuf_bo_written(cb, i) ?
-				   DRM_SPYRE_BO_REF_WRITE : 0);
-		(*nh)++;
-	}
-	return 0;
+	for (size_t i = 0; !ret && cb && i < cb->nbos; i++)
+		ret = add_ref(q, cb->bos[i], spyre__cmdbuf_bo_written(cb, i),
+			      refs, nh);
+	return ret;
 }
 
 /*
@@ -376,24 +383,13 @@ static int submit_locked(struct spyre_queue *q, const struct spyre__sub *sub,
 		refs[nh++] = (struct drm_spyre_bo_ref){
 			sub->extra_bo->handle, DRM_SPYRE_BO_REF_READ |
 			(sub->extra_bo_written ? DRM_SPYRE_BO_REF_WRITE : 0) };
-	for (unsigned int i = 0; i < sub->nbos; i++) {
-		struct spyre_bo *bo = sub->bos[i];
-
-		if (!bo) {
-			ret = -EINVAL;
-			goto out;
-		}
-		if (bo->dev != q->dev) {
-			ret = -EXDEV;
-			goto out;
-		}
-		refs[nh].handle = bo->handle;
-		refs[nh].flags = DRM_SPYRE_BO_REF_READ |
-				 (!sub->bos_written || sub->bos_written[i] ?
-				  DRM_SPYRE_BO_REF_WRITE : 0);
-		nh++;
-	}
-	ret = add_cb_refs(q, cb, refs, &nh);
+	ret = 0;
+	for (unsigned int i = 0; !ret && i < sub->nbos; i++)
+		ret = add_ref(q, sub->bos[i],
+			      !sub->bos_written || sub->bos_written[i], refs,
+			      &nh);
+	if (!ret)
+		ret = add_cb_refs(q, cb, refs, &nh);
 	if (!ret)
 		ret = add_cb_refs(q, pre, refs, &nh);
 	if (!ret)
