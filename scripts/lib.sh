@@ -15,10 +15,14 @@ SPYRE_BUILD=$SPYRE_CACHE/build/$(printf '%s' "$SPYRE_ROOT" | sha256sum | cut -c1
 # source (SPYRE_KERNEL=debug, `make test KERNEL=debug`: KASAN, lockdep,
 # kmemleak, fault injection; scripts/build-debug-kernel.sh), whose module
 # and images live in a build folder of their own.
+# SPYRE_SLOWDOWN: the factor every guest timeout stretches by on that
+# kernel (SPYRE_DEBUG_SLOWDOWN, default 4: it runs 2-4x slower under TCG).
 SPYRE_KERNEL=${SPYRE_KERNEL:-debian}
+SPYRE_SLOWDOWN=1
 case $SPYRE_KERNEL in
 debian) ;;
-debug) SPYRE_BUILD=$SPYRE_BUILD-debug ;;
+debug) SPYRE_BUILD=$SPYRE_BUILD-debug
+       SPYRE_SLOWDOWN=${SPYRE_DEBUG_SLOWDOWN:-4} ;;
 *) printf 'error: SPYRE_KERNEL=%s: debian or debug\n' "$SPYRE_KERNEL" >&2
    exit 1 ;;
 esac

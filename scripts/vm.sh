@@ -73,8 +73,8 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || usage
 # the debug kernel (KASAN, lockdep, kmemleak) runs everything 2-4x slower
-# under TCG: every timeout stretches with it
-[ "$SPYRE_KERNEL" = debug ] && TIMEOUT=$((TIMEOUT * ${SPYRE_DEBUG_SLOWDOWN:-4}))
+# under TCG: every timeout stretches with it (scripts/lib.sh)
+TIMEOUT=$((TIMEOUT * SPYRE_SLOWDOWN))
 [[ $CARDS =~ ^[0-9]+$ ]] && [ "$CARDS" -ge 0 ] && [ "$CARDS" -le 8 ] ||
 	die "--cards must be 0..8"
 

@@ -67,11 +67,9 @@ check "unprivileged user in the accel group" 0 'uid=1000.*accel' -- \
 	-- sh -c 'id; test -r /dev/accel/accel0 && test -w /dev/accel/accel0'
 check "kernel crash fails the run" 125 'guest stopped before the command' -- \
 	--root -- sh -c 'echo c > /proc/sysrq-trigger'
-# (vm.sh stretches every timeout on the debug kernel, as it says)
-stretch=1
-[ "$SPYRE_KERNEL" = debug ] && stretch=${SPYRE_DEBUG_SLOWDOWN:-4}
+# (vm.sh stretches every timeout by SPYRE_SLOWDOWN on the debug kernel)
 check "hung guest is stopped at the timeout" 124 \
-	"timed out after $((15 * stretch))s" -- --timeout 15 -- sleep 600
+	"timed out after $((15 * SPYRE_SLOWDOWN))s" -- --timeout 15 -- sleep 600
 # built in the cache, as spyre.ko is (Kbuild writes next to its sources)
 mkdir -p "$SPYRE_BUILD/warn-module"
 cp -p "$SPYRE_ROOT/tests/runner/Kbuild" "$SPYRE_ROOT/tests/runner/warn_on_load.c" \
