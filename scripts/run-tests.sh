@@ -131,16 +131,10 @@ run guest-selftests-root "$SPYRE_ROOT/scripts/vm.sh" run --no-build --root \
 	--cards 1 --module-args job_timeout_ms=2000 --timeout $ROOT_TIMEOUT \
 	-- spyre-selftests $ROOT_SUITES
 # hot-unplug and re-plug of the second card under load: the host drives
-# QMP while the guest runs spyre_unplug
-qmp=$(mktemp -u /tmp/spyre-qmp.XXXXXX)
-run guest-selftests-unplug bash -c '
-	"$1/scripts/qmp-hotplug.py" "$2" --cycles 3 --start 10 --gap 1 & h=$!
-	"$1/scripts/vm.sh" run --no-build --cards 2 --qmp "$2" --timeout 400 \
-		-- env UNPLUG_CYCLES=3 spyre-selftests unplug
-	r=$?
-	wait $h || r=1
-	rm -f "$2"
-	exit $r' _ "$SPYRE_ROOT" "$qmp"
+# QMP once spyre_unplug in the guest says it is ready
+run guest-selftests-unplug "$SPYRE_ROOT/scripts/qmp-hotplug.py" --cycles 3 \
+	--gap 1 -- --no-build --cards 2 --timeout 400 \
+	-- env UNPLUG_CYCLES=3 spyre-selftests unplug
 # 6. PyTorch on the card (after the card's own suites, in a log of its own)
 run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
 	--timeout 900 --copy "$SPYRE_ROOT/torch_spyre/tests/test_torch.py" \

@@ -2,7 +2,8 @@
 /*
  * spyre_unplug: hot-unplug and re-plug of one of two cards under load.
  * The host removes and re-adds the second card through QMP
- * (scripts/qmp-hotplug.py, UNPLUG_CYCLES times, default 3) while
+ * (scripts/qmp-hotplug.py, UNPLUG_CYCLES times, default 3, starting once
+ * the test says it is ready) while
  *  - a child keeps running fill jobs on the first card, each checked:
  *    none may fail;
  *  - the test runs fill jobs on the second card whenever it is there:
@@ -144,6 +145,8 @@ TEST_F_TIMEOUT(hot, unplug_replug_under_load, UNPLUG_TIMEOUT_S + 60)
 	ASSERT_LE(0, pid);
 	if (!pid)
 		card0_loop(pci0, sh);
+	/* scripts/qmp-hotplug.py waits for this line before its first unplug */
+	TH_LOG("ready for the host's hot-unplug cycles");
 
 	while (replugs < cycles && st_now() < end) {
 		int minor = u_find(pci0, true), ret;
