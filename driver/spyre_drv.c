@@ -674,6 +674,9 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 				 GFP_KERNEL);
 	if (!sdev->hwq)
 		return -ENOMEM;
+	ret = spyre_hwq_sched_init(sdev);
+	if (ret)
+		return ret;
 
 	ret = spyre_irq_init(sdev);
 	if (ret)

@@ -72,6 +72,7 @@ extern unsigned int spyre_max_queues_per_file;
 extern unsigned long spyre_max_devmem_per_file_mb;
 
 struct spyre_queue;
+struct spyre_hwq_sched;
 
 /**
  * struct spyre_mem_stats - bytes of memory held by BOs.
@@ -187,6 +188,7 @@ struct spyre_irq_vec {
  * @hwq_ida: hardware queue ids.
  * @hwq_lock: protects @hwq; taken from the completion IRQ.
  * @hwq: active queue per hardware queue id, for IRQ dispatch.
+ * @hwq_sched: scheduler per hardware queue id (spyre_hwq_sched_init()).
  * @mmu_lock: serialises TLB invalidation requests.
  * @ctx_list_lock: protects @ctx_list.
  * @ctx_list: active contexts (struct spyre_ctx.link), for debugfs.
@@ -240,6 +242,7 @@ struct spyre_device {
 
 	spinlock_t hwq_lock;		/* protects hwq[] */
 	struct spyre_queue **hwq;
+	struct spyre_hwq_sched *hwq_sched;
 
 	struct mutex mmu_lock;		/* TLB invalidation */
 

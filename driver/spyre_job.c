@@ -658,7 +658,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 
 	trace_spyre_job_timeout(sdev->drm.dev, q->ctx->id, q->hwq, job->seqno);
 	mutex_lock(&q->reset_lock);
-	drm_sched_wqueue_stop(&q->sched);
+	drm_sched_wqueue_stop(q->sched);
 	/* After the stop: run_job may wait for a reset to finish. */
 	down_read(&sdev->reset_sem);
 
@@ -710,9 +710,9 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 		 * job still on the card with -ECANCELED.  No job is leaked or
 		 * freed twice, and the next timeout comes one period later.
 		 */
-		drm_sched_stop(&q->sched, sched_job);
-		drm_sched_resubmit_jobs(&q->sched);
-		drm_sched_start(&q->sched);
+		drm_sched_stop(q->sched, sched_job);
+		drm_sched_resubmit_jobs(q->sched);
+		drm_sched_start(q->sched);
 		mutex_unlock(&q->reset_lock);
 		return DRM_GPU_SCHED_STAT_NOMINAL;
 	}
@@ -748,8 +748,8 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 
 	spyre_queue_cancel(q, job->hw_fence, -ETIMEDOUT, -ECANCELED);
 
-	drm_sched_stop(&q->sched, sched_job);
-	drm_sched_start(&q->sched);
+	drm_sched_stop(q->sched, sched_job);
+	drm_sched_start(q->sched);
 	mutex_unlock(&q->reset_lock);
 
 	return hw ? DRM_GPU_SCHED_STAT_NOMINAL : DRM_GPU_SCHED_STAT_ENODEV;

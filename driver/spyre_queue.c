@@ -5,10 +5,14 @@
  * A user queue (QUEUE_CREATE) takes one hardware queue of the card for
  * its lifetime: a ring of job descriptors and a completion record in
  * kernel-owned coherent DMA memory, programmed into the queue's register
- * page, and one drm_gpu_scheduler with one entity (the backend is in
- * spyre_job.c).  This file owns the queue's lifetime (create, destroy,
- * the references jobs hold), programming the hardware queue and bringing
- * every queue back after a PCI function reset, and the queue ioctls.
+ * page, and one drm_sched entity on that hardware queue's
+ * drm_gpu_scheduler (the backend is in spyre_job.c).  The schedulers, one
+ * per hardware queue, live as long as the DRM device: the fences a job
+ * hands out (sync_file, syncobj) name their scheduler and may outlive the
+ * queue.  This file owns the schedulers, the queue's lifetime (create,
+ * destroy, the references jobs hold), programming the hardware queue and
+ * bringing every queue back after a PCI function reset, and the queue
+ * ioctls.
  *
  * Paths that program the card hold sdev->reset_sem for reading and are
  * inside drm_dev_enter(); teardown takes q->reset_lock against the
@@ -22,6 +26,7 @@
 
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_print.h>
 #include <drm/spyre_accel.h>
 
@@ -159,9 +164,60 @@ void spyre_queues_restore_hw(struct spyre_device *sdev)
 			spyre_ctx_set_error(q->ctx, -EIO);
 		spyre_queue_replay(q);
 		if (spyre_job_timeout_ms)
-			drm_sched_resume_timeout(&q->sched,
+			drm_sched_resume_timeout(q->sched,
 						 msecs_to_jiffies(spyre_job_timeout_ms));
 	}
+}
+
+/* ---- Schedulers, one per hardware queue ------------------------------- */
+
+static void spyre_hwq_sched_fini(struct drm_device *drm, void *arg)
+{
+	struct spyre_device *sdev = to_spyre_device(drm);
+	unsigned int i;
+
+	/* Every file is closed: its queues are gone and their jobs freed. */
+	for (i = 0; i < sdev->num_queues; i++)
+		drm_sched_fini(&sdev->hwq_sched[i].base);
+}
+
+/**
+ * spyre_hwq_sched_init() - set up the scheduler of every hardware queue.
+ * @sdev: device being probed; num_queues and submit_wq are set.
+ *
+ * Each scheduler takes up to SPYRE_RING_ENTRIES - 1 descriptors (credits)
+ * at a time and times jobs out after the job_timeout_ms module parameter
+ * (never with 0).  They are finalised when the DRM device is released,
+ * after its last file closed.
+ *
+ * Return: 0, -ENOMEM, or drm_sched_init()'s error.
+ */
+int spyre_hwq_sched_init(struct spyre_device *sdev)
+{
+	long timeout = spyre_job_timeout_ms ?
+		msecs_to_jiffies(spyre_job_timeout_ms) : MAX_SCHEDULE_TIMEOUT;
+	struct drm_device *drm = &sdev->drm;
+	unsigned int i;
+	int ret;
+
+	sdev->hwq_sched = drmm_kcalloc(drm, sdev->num_queues,
+				       sizeof(*sdev->hwq_sched), GFP_KERNEL);
+	if (!sdev->hwq_sched)
+		return -ENOMEM;
+	for (i = 0; i < sdev->num_queues; i++) {
+		struct spyre_hwq_sched *s = &sdev->hwq_sched[i];
+
+		snprintf(s->name, sizeof(s->name), "spyre-q%u", i);
+		ret = drm_sched_init(&s->base, &spyre_sched_ops,
+				     sdev->submit_wq, 1, SPYRE_RING_ENTRIES - 1,
+				     0, timeout, NULL, NULL, s->name, drm->dev);
+		if (ret) {
+			while (i--)
+				drm_sched_fini(&sdev->hwq_sched[i].base);
+			return ret;
+		}
+	}
+	return drmm_add_action_or_reset(drm, spyre_hwq_sched_fini, NULL);
 }
 
 /* ---- Queue lifetime -------------------------------------------------- */
@@ -284,12 +340,12 @@ static void spyre_queue_destroy(struct spyre_queue *q)
 	q->dead = true;
 	mutex_unlock(&q->lock);
 
-	if (q->sched_ready) {
+	if (q->entity_ready) {
 		mutex_lock(&q->reset_lock);
-		drm_sched_wqueue_stop(&q->sched);
+		drm_sched_wqueue_stop(q->sched);
 		spyre_queue_hw_fini(q);
 		spyre_queue_cancel(q, NULL, 0, -ECANCELED);
-		drm_sched_wqueue_start(&q->sched);
+		drm_sched_wqueue_start(q->sched);
 		mutex_unlock(&q->reset_lock);
 
 		/*
@@ -301,11 +357,14 @@ static void spyre_queue_destroy(struct spyre_queue *q)
 				   msecs_to_jiffies(SPYRE_DRAIN_TIMEOUT_MS));
 		drm_sched_entity_fini(&q->entity);
 
+		/*
+		 * The scheduler stays (the next queue on this hardware queue
+		 * uses it); none of this queue's jobs may be left on it.
+		 */
 		if (!wait_event_timeout(q->idle_wq, !atomic_read(&q->jobs_ran),
 					msecs_to_jiffies(SPYRE_IDLE_TIMEOUT_MS)))
 			drm_warn(&sdev->drm, "queue %u: jobs not freed\n",
 				 q->hwq);
-		drm_sched_fini(&q->sched);
 	} else {
 		spyre_queue_hw_fini(q);
 	}
@@ -359,7 +418,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	}
 	q->hwq = ret;
 	q->vector = 1 + q->hwq % (sdev->nvec - 1);
-	snprintf(q->name, sizeof(q->name), "spyre-q%u", q->hwq);
+	q->sched = &sdev->hwq_sched[q->hwq].base;
 
 	q->ring = dma_alloc_coherent(dev, q->entries * sizeof(*q->ring),
 				     &q->ring_dma, GFP_KERNEL);
@@ -374,23 +433,12 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	}
 	q->fence_ctx = dma_fence_context_alloc(1);
 
-	ret = drm_sched_init(&q->sched, &spyre_sched_ops, sdev->submit_wq, 1,
-			     q->entries - 1, 0,
-			     spyre_job_timeout_ms ?
-			     msecs_to_jiffies(spyre_job_timeout_ms) :
-			     MAX_SCHEDULE_TIMEOUT,
-			     NULL, NULL, q->name, dev);
-	if (ret)
-		goto err;
-
-	q->sched_list[0] = &q->sched;
+	q->sched_list[0] = q->sched;
 	ret = drm_sched_entity_init(&q->entity, DRM_SCHED_PRIORITY_KERNEL,
 				    q->sched_list, 1, NULL);
-	if (ret) {
-		drm_sched_fini(&q->sched);
+	if (ret)
 		goto err;
-	}
-	q->sched_ready = true;
+	q->entity_ready = true;
 
 	down_read(&sdev->reset_sem);
 	ret = spyre_hwq_program(q);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Spyre DRM accel driver: queues, one hardware queue and one drm_sched
- * instance each (spyre_queue.c).
+ * entity each, and the schedulers of the hardware queues (spyre_queue.c).
  */
 #ifndef SPYRE_QUEUE_H
 #define SPYRE_QUEUE_H
@@ -31,10 +31,10 @@
  * @hwq: hardware queue index.
  * @vector: MSI-X vector of the queue.
  * @priority: DRM_SPYRE_PRIORITY_*.
- * @name: scheduler name.
- * @sched: the queue's scheduler.
+ * @sched: the scheduler of hardware queue @hwq (sdev->hwq_sched).
  * @sched_list: scheduler list for @entity.
- * @entity: the only entity on @sched.
+ * @entity: the queue's entity, the only one on @sched while the queue
+ *	holds @hwq.
  * @lock: serialises job arm/push and @dead.
  * @reset_lock: serialises timeout handling with teardown.
  * @dead: set on teardown, no more jobs reach the ring.
@@ -77,7 +77,7 @@
  * @idle_wq: woken when @jobs_ran drops, and when @queued drops to 0 on a
  *	dead queue.
  * @hw_active: hardware queue programmed and listed in sdev->hwq.
- * @sched_ready: @sched and @entity are initialised.
+ * @entity_ready: @entity is initialised.
  * @dev_link: entry in sdev->queues while @ring and @compl are allocated.
  */
 struct spyre_queue {
@@ -87,9 +87,8 @@ struct spyre_queue {
 	u32 hwq;
 	u32 vector;
 	u32 priority;
-	char name[24];
 
-	struct drm_gpu_scheduler sched;
+	struct drm_gpu_scheduler *sched;
 	struct drm_gpu_scheduler *sched_list[1];
 	struct drm_sched_entity entity;
 
@@ -125,8 +124,20 @@ struct spyre_queue {
 	atomic_t jobs_ran;
 	wait_queue_head_t idle_wq;
 	bool hw_active;
-	bool sched_ready;
+	bool entity_ready;
 	struct list_head dev_link;
+};
+
+/**
+ * struct spyre_hwq_sched - the scheduler of one hardware queue.
+ * @base: the scheduler; it lives as long as the DRM device, since fences
+ *	of its jobs name it (drm_sched_fence's timeline is @base.name) and
+ *	may outlive the user queue that submitted them.
+ * @name: @base's name, "spyre-q<hardware queue>".
+ */
+struct spyre_hwq_sched {
+	struct drm_gpu_scheduler base;
+	char name[16];
 };
 
 static inline u32 spyre_qreg(struct spyre_queue *q, u32 reg)
@@ -134,6 +145,7 @@ static inline u32 spyre_qreg(struct spyre_queue *q, u32 reg)
 	return SPYRE_QUEUE_REG(q->hwq, reg);
 }
 
+int spyre_hwq_sched_init(struct spyre_device *sdev);
 int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
 			     struct drm_file *file);
 int spyre_ioctl_queue_destroy(struct drm_device *drm, void *data,

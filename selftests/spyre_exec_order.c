@@ -577,6 +577,51 @@ TEST_F_TIMEOUT(order, queue_destroy_cancels_stuck_and_waiting_jobs, 60)
 }
 
 /*
+ * A job's fence outlives the queue that ran it, and the queues that take
+ * its hardware queue after it: a sync_file of it still names its timeline
+ * (the hardware queue's scheduler, which lives as long as the device;
+ * the debug kernel's KASAN reports a use-after-free if it went with the
+ * queue).
+ */
+TEST_F(order, fence_outlives_its_queue)
+{
+	struct sync_fence_info fi[2];
+	struct sync_file_info info;
+	struct st_cs *cs = calloc(1, sizeof(*cs));
+	struct st_buf mark;
+	uint32_t q, q2, s;
+	int sf;
+
+	ASSERT_NE(NULL, cs);
+	ASSERT_EQ(0, st_buf_new(&self->x, 8, &mark));
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL, &q));
+	ASSERT_EQ(0, drmSyncobjCreate(self->x.fd, 0, &s));
+	st_cs_fill(cs, mark.va, 1, 8, 7);
+	ASSERT_EQ(0, st_submit_cs(&self->x, q, cs, NULL, 0, s, 0));
+	ASSERT_EQ(0, st_wait_status(self->x.fd, s, ST_TIMEOUT_NS));
+	ASSERT_EQ(0, drmSyncobjExportSyncFile(self->x.fd, s, &sf));
+	ASSERT_EQ(0, st_queue_del(self->x.fd, q));
+	/* the next queue takes the same hardware queue (the lowest free) */
+	ASSERT_EQ(0, st_queue_new(self->x.fd, DRM_SPYRE_PRIORITY_NORMAL, &q2));
+	ASSERT_EQ(0, st_queue_del(self->x.fd, q2));
+
+	memset(&info, 0, sizeof(info));
+	memset(fi, 0, sizeof(fi));
+	info.num_fences = 2;
+	info.sync_fence_info = (uintptr_t)fi;
+	ASSERT_EQ(0, ioctl(sf, SYNC_IOC_FILE_INFO, &info));
+	close(sf);
+	EXPECT_EQ(1, info.status);
+	ASSERT_EQ(1, info.num_fences);
+	EXPECT_STREQ("drm_sched", fi[0].driver_name);
+	EXPECT_EQ(0, strncmp(fi[0].obj_name, "spyre-q", 7))
+		TH_LOG("timeline \"%.32s\"", fi[0].obj_name);
+	EXPECT_EQ(1, fi[0].status);
+	EXPECT_EQ(7, rd64(mark.p));
+	free(cs);
+}
+
+/*
  * Left stuck, the job times out after job_timeout_ms: its fence ends with
  * -ETIMEDOUT, the job queued behind it with -ECANCELED, the context is
  * sticky; another file works throughout.
