@@ -135,7 +135,7 @@ int64_t g_next = 1;
 
 // counters (torch.spyre.compile_stats())
 std::atomic<int64_t> c_created{0}, c_launches{0}, c_commands{0},
-	c_copy_jobs{0}, c_bytes_in{0}, c_bytes_out{0}, c_submits{0},
+	c_copy_jobs{0}, c_bytes_in{0}, c_bytes_out{0},
 	c_calls{0}, c_call_nodes{0};
 
 std::shared_ptr<Graph> lookup(int64_t h)
@@ -477,7 +477,6 @@ std::vector<at::Tensor> run(Graph &g, const std::vector<at::Tensor> &inputs,
 	}
 	check(spyre_graph_launch_staged(g.g, s, pre.cb, post.cb),
 	      "launching a compiled graph", g.card);
-	c_submits++;
 	c_launches++;
 	c_commands += g.ncmds;
 	c_copy_jobs += (spyre_cmdbuf_count(pre.cb) ? 1 : 0) +
@@ -665,7 +664,7 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 		return std::vector<int64_t>{
 			static_cast<int64_t>(g_graphs.size()), c_created.load(),
 			c_launches.load(), c_commands.load(), c_copy_jobs.load(),
-			c_bytes_in.load(), c_bytes_out.load(), c_submits.load(),
+			c_bytes_in.load(), c_bytes_out.load(),
 			c_calls.load(), c_call_nodes.load()};
 	});
 	m.def("graph_reset_stats() -> ()", [] {
@@ -675,7 +674,6 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 		c_copy_jobs = 0;
 		c_bytes_in = 0;
 		c_bytes_out = 0;
-		c_submits = 0;
 		c_calls = 0;
 		c_call_nodes = 0;
 	});

@@ -120,8 +120,8 @@ def main():
               f"time {comp / least:.2f}x that")
     print(f"compiled calls: {st['lean_graphs']} lean graph(s) (no "
           f"aot_autograd wrappers), {st['wrapped_graphs']} wrapped; "
-          f"{st['submits'] / max(st['launches'], 1):.1f} submit ioctl(s) "
-          "per command-list launch, staging included")
+          f"{st['launches'] / max(st['runs'], 1):.1f} command-list "
+          "launch(es) per call, staging included (one submit ioctl each)")
     print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
           f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
     print(f"host->card copy of {a.copy_mib} MiB: tensor.to() {to:.2f} GB/s, "

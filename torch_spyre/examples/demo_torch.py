@@ -87,7 +87,6 @@ def main(argv=None):
     print(f"command lists launched per token: {st['launches'] / nsteps:.1f}"
           f" ({st['commands'] / nsteps:.0f} card commands, "
           f"{st['copy_jobs'] / nsteps:.1f} staging copy jobs, "
-          f"{st['submits'] / nsteps:.1f} submit ioctls, "
           f"{(st['bytes_in'] + st['bytes_out']) / nsteps / 1024:.1f} KiB "
           "staged)")
     print(f"ops per token, eager: {e_native / nsteps:.0f} on the card "

@@ -121,10 +121,9 @@ def torch_compile_mlp():
     assert st["bytes_in"] == 3 * x.numel() * 4, st
     assert st["bytes_out"] == 3 * 8 * 10 * 4, st
     assert st["copy_jobs"] == 6, st
-    # each call: its staging jobs and the launch in one submit ioctl, and
     # Dynamo called the lean entry (no aot_autograd wrappers): the call
     # went straight to C++ (graph_call) and still counts as a run
-    assert st["submits"] == 3 and st["runs"] == 3, st
+    assert st["runs"] == 3, st
     assert st["lowered_nodes_run"] >= 3 * 6, st
     with torch.no_grad():
         # a weight updated in place: the graph reads it where it is
@@ -174,7 +173,6 @@ def torch_compile_decoder_block():
     # the cache rows other than 5 are unchanged, row 5 is the new key
     torch.testing.assert_close(got[1].cpu()[:5], kc[:5])
     assert st["launches"] == 1 and st["eager_nodes_run"] == 0, st
-    assert st["submits"] == 1, st
     print(f"# decoder block: {st['lowered_nodes_run']} ATen nodes, "
           f"{st['commands']} card commands in one command list")
 
@@ -209,7 +207,6 @@ def torch_compile_lean_only_without_mutation():
         st = C().compile_stats()
         assert st["lean_graphs"] == 1 and st["wrapped_graphs"] == 0, st
         assert st["runs"] == 2 and st["launches"] == 2, st
-        assert st["submits"] == 2, st
 
 
 @test

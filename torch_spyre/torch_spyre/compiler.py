@@ -93,15 +93,15 @@ def compile_stats():
       the built plans were lowered / left eager.
     * from the C++ side: ``graphs`` (live), ``graphs_created``, ``launches``
       (command-list launches), ``commands`` (card commands launched),
-      ``copy_jobs`` (staging jobs), ``bytes_in`` / ``bytes_out`` (staged),
-      ``submits`` (submit ioctls of the launches: one per launch, its
-      staging jobs included).
+      ``copy_jobs`` (staging jobs), ``bytes_in`` / ``bytes_out`` (staged).
+      A launch and its staging jobs go to the card in one submit ioctl
+      (spyre_graph_launch_staged()).
     """
     s = dict(_STATS)
     s["lowered_ops"] = dict(_STATS["lowered_ops"])
     s["eager_ops"] = dict(_STATS["eager_ops"])
     keys = ("graphs", "graphs_created", "launches", "commands", "copy_jobs",
-            "bytes_in", "bytes_out", "submits", "calls", "call_nodes")
+            "bytes_in", "bytes_out", "calls", "call_nodes")
     s.update(zip(keys, torch.ops.spyre.graph_stats()))
     # calls that went straight to C++ (graph_call) count as runs too
     s["runs"] += s.pop("calls")
