@@ -51,6 +51,9 @@ def torch_figures(path):
           'torch-decode-compiled-ms', 'torch-step-libspyre-ms', '<=', 1.5)
     ratio('torch step: compiled program without Dynamo / same lists from C',
           'torch-step-program-ms', 'torch-step-libspyre-ms', '<=', 1.5)
+    ratio('torch all_reduce 16 MiB: 2 cards (spyre) / CPU tensors (gloo)',
+          'torch-dist-allreduce-spyre-gbs', 'torch-dist-allreduce-gloo-gbs',
+          '>=', 1)
     return vals, figs
 
 

@@ -125,6 +125,8 @@ if [ "${SPYRE_TORCH:-0}" = 1 ]; then
 	done
 	mount --bind /dev/pts $R/dev/pts
 	mount --bind /dev/shm $R/dev/shm
+	# torch.distributed's gloo talks over loopback
+	ip link set lo up || finish 1
 	RUN_IN="chroot $R /run/spyre/busybox"
 	export PYTHONDONTWRITEBYTECODE=1 HOME=/work
 fi

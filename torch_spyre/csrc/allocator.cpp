@@ -6,8 +6,12 @@
 // inference allocate nothing from the kernel.  empty_cache() returns the
 // cached BOs.  The DataPtr's address is the BO's device VA (never
 // dereferenced by the CPU); its context is the block, from which the
-// kernels get the BO for libspyre's range-checked operands.
+// kernels get the BO for libspyre's range-checked operands.  It also makes
+// host aliases: spyre tensors over registered host memory
+// (torch.ops.spyre.host_alias, for torch_spyre.distributed's staging).
 #include "spyre_torch.h"
+
+#include <torch/library.h>
 
 #include <c10/util/Exception.h>
 
@@ -31,6 +35,12 @@ struct Block {
 	struct spyre_stream *stream;	// stream current at allocation
 	// other streams that used the block (Tensor.record_stream())
 	std::vector<struct spyre_stream *> uses;
+};
+
+// A host alias: the BO registers the host storage @host, which it keeps
+// alive; never cached, never counted as allocated.
+struct HostBlock : Block {
+	c10::Storage host;
 };
 
 struct Pool {
@@ -201,9 +211,19 @@ void record_stream(const c10::DataPtr &p, struct spyre_stream *s)
 		b->uses.push_back(s);
 }
 
+void free_host_block(void *ctx)
+{
+	auto *b = static_cast<HostBlock *>(ctx);
+
+	// the kernel keeps the pages pinned for the jobs that listed the BO
+	spyre_bo_free(b->bo);
+	delete b;
+}
+
 struct spyre_mem block_mem(const c10::DataPtr &p)
 {
-	TORCH_CHECK(p.get_deleter() == &free_block && p.get_context(),
+	TORCH_CHECK((p.get_deleter() == &free_block ||
+		     p.get_deleter() == &free_host_block) && p.get_context(),
 		    "spyre: a storage the spyre allocator did not make");
 	return SPYRE_MEM(static_cast<Block *>(p.get_context())->bo, 0);
 }
@@ -227,6 +247,51 @@ MemStats mem_stats(int index)
 	return MemStats{p.allocated, p.peak, p.reserved};
 }
 
+// torch.ops.spyre.host_alias(host, device): a uint8 spyre tensor on card
+// @device over the whole storage of CPU tensor @host (registered host
+// memory, spyre_bo_register_host(): no copy; the card reads and writes the
+// host's pages).  @host's storage must start on a SPYRE_BO_PAGE_SIZE
+// boundary and be a multiple of it in bytes (mmap'ed or shared memory, as
+// torch.from_file(shared=True) gives).  The alias keeps the storage alive
+// and the pages pinned until it is freed.  The host sees the card's writes
+// once the job that made them has completed (synchronize or an event), the
+// card sees the host's writes in jobs queued after them.
+// Errors: ValueError (not a CPU tensor, misaligned or odd-sized storage,
+// no such card), RuntimeError (the kernel refused the registration, e.g.
+// RLIMIT_MEMLOCK: the message names the errno).
+at::Tensor host_alias(const at::Tensor &host, int64_t device_index)
+{
+	TORCH_CHECK_VALUE(host.device().is_cpu(), "spyre: host_alias needs a "
+			  "CPU tensor, got one on ", host.device());
+	TORCH_CHECK_VALUE(device_index >= 0 && device_index < device_count(),
+			  "spyre: device ", device_index, " does not exist");
+	c10::Storage st = host.storage();
+	auto addr = reinterpret_cast<uintptr_t>(st.data());
+	uint64_t n = st.nbytes();
+	TORCH_CHECK_VALUE(n && addr % kPage == 0 && n % kPage == 0,
+			  "spyre: host_alias needs a storage that starts on a ",
+			  kPage, "-byte page and is a multiple of it (got ",
+			  n, " bytes at ", st.data(), ")");
+	int index = static_cast<int>(device_index);
+	struct spyre_bo *bo = nullptr;
+	check(spyre_bo_register_host(device(index), st.mutable_data(), n, 0,
+				     &bo), "registering host memory", index);
+	auto *b = new HostBlock;
+	b->bo = bo;
+	b->size = n;
+	b->device = index;
+	b->stream = nullptr;
+	b->host = st;
+	c10::Device dev(c10::DeviceType::PrivateUse1,
+			static_cast<c10::DeviceIndex>(index));
+	c10::DataPtr dp(reinterpret_cast<void *>(spyre_bo_va(bo)), b,
+			&free_host_block, dev);
+	c10::Storage alias(c10::Storage::use_byte_size_t(), n, std::move(dp),
+			   nullptr, false);
+	return at::empty({0}, at::TensorOptions().dtype(at::kByte).device(dev))
+		.set_(alias, 0, {static_cast<int64_t>(n)}, {1});
+}
+
 void reset_peak(int index)
 {
 	TORCH_CHECK_INDEX(index >= 0 && index < device_count(),
@@ -242,6 +307,11 @@ void empty_cache()
 		std::lock_guard<std::mutex> l(p.mu);
 		free_cached(p);
 	}
+}
+
+TORCH_LIBRARY_FRAGMENT(spyre, m)
+{
+	m.def("host_alias(Tensor host, int device) -> Tensor", &host_alias);
 }
 
 } // namespace spyre_torch

@@ -8,7 +8,8 @@ line (scripts/run-tests.sh counts it); test names start with ``torch_``.
     python3 test_torch.py [NAME...]     run all tests, or those named
 
 The torch.compile tests live in test_compile.py (it needs tiny_decoder.py
-from torch_spyre/examples next to it).
+from torch_spyre/examples next to it), the torch.distributed ones in
+test_dist.py.
 """
 
 import math
@@ -639,6 +640,31 @@ def torch_errors():
 
 
 @test
+def torch_host_alias():
+    # a spyre tensor over shared host memory (torch_spyre.distributed's
+    # staging): the card's writes reach the host, the host's the card
+    import tempfile
+    with tempfile.NamedTemporaryFile(dir="/dev/shm") as f:
+        buf = torch.from_file(f.name, shared=True, size=2 * 4096,
+                              dtype=torch.uint8)
+        a = torch.ops.spyre.host_alias(buf, 0)
+        assert a.device == torch.device("spyre", 0) and a.numel() == 8192
+        a.view(torch.float32)[:4].fill_(2.0)
+        torch.spyre.synchronize()
+        assert torch.equal(buf.view(torch.float32)[:4], torch.full((4,), 2.0))
+        buf.view(torch.float32)[4:8] = 3.0
+        close(a.view(torch.float32)[4:8] * 1, torch.full((4,), 3.0))
+        del a
+    for bad in (torch.ones(3), torch.ones(4096, device="spyre")):
+        try:
+            torch.ops.spyre.host_alias(bad, 0)
+        except ValueError as e:
+            assert "host_alias" in str(e), e
+        else:
+            raise AssertionError(f"host_alias accepted {bad.device}")
+
+
+@test
 def torch_sticky_error():
     # last: after a faulting job the context of card 1 stays in error
     x = torch.ones(4, device="spyre:1")
@@ -665,6 +691,15 @@ from test_compile import TESTS as _COMPILE_TESTS  # noqa: E402
 _i = TESTS.index(torch_sticky_error)
 TESTS[_i:_i] = _COMPILE_TESTS
 
+# ---- torch.distributed ----------------------------------------------------------
+# test_dist.py (copied next to this file) holds the torch_dist_* tests: this
+# process is rank 0, a worker spawned when the run starts is rank 1.
+
+import test_dist  # noqa: E402
+
+_i = TESTS.index(torch_sticky_error)
+TESTS[_i:_i] = test_dist.TESTS
+
 
 # ---- report -----------------------------------------------------------------
 
@@ -688,6 +723,8 @@ def dispatch_cost():
 
 def main(names):
     tests = [t for t in TESTS if not names or t.__name__ in names]
+    if any(t in test_dist.TESTS for t in tests):
+        test_dist.start()           # rank 1 imports torch meanwhile
     print("KTAP version 1")
     print(f"# import torch (with torch_spyre): {IMPORT_S:.1f} s")
     print(f"1..{len(tests)}")
@@ -706,6 +743,9 @@ def main(names):
         passed += ok
         failed += not ok
         sys.stdout.flush()
+        if t is test_dist.TESTS[-1]:
+            test_dist.stop()
+    test_dist.stop()
     for model, ops in FALLBACK_OPS.items():
         print(f"# fallback ops of {model}: {', '.join(ops) or 'none'}")
     try:

@@ -49,6 +49,8 @@ def _autoload():
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True,
         for_storage=False)
+    from . import distributed
+    distributed._register()
     _loaded = True
 
 
