@@ -252,7 +252,8 @@ MemStats mem_stats(int index)
 // memory, spyre_bo_register_host(): no copy; the card reads and writes the
 // host's pages).  @host's storage must start on a SPYRE_BO_PAGE_SIZE
 // boundary and be a multiple of it in bytes (mmap'ed or shared memory, as
-// torch.from_file(shared=True) gives).  The alias keeps the storage alive
+// torch.from_file(shared=True) gives), and not resizable (the card keeps
+// the pages it was given).  The alias keeps the storage alive
 // and the pages pinned until it is freed.  The host sees the card's writes
 // once the job that made them has completed (synchronize or an event), the
 // card sees the host's writes in jobs queued after them.
@@ -268,6 +269,9 @@ at::Tensor host_alias(const at::Tensor &host, int64_t device_index)
 	c10::Storage st = host.storage();
 	auto addr = reinterpret_cast<uintptr_t>(st.data());
 	uint64_t n = st.nbytes();
+	TORCH_CHECK_VALUE(!st.resizable(), "spyre: host_alias needs a storage "
+			  "that cannot be resized (torch.from_file, shared "
+			  "memory): the card keeps the pages it was given");
 	TORCH_CHECK_VALUE(n && addr % kPage == 0 && n % kPage == 0,
 			  "spyre: host_alias needs a storage that starts on a ",
 			  kPage, "-byte page and is a multiple of it (got ",

@@ -282,6 +282,53 @@ def torch_dist_tensor_parallel_mlp(rank):
 
 
 @both
+def torch_dist_large_tensors_take_rounds(rank):
+    # above the 16 MiB slot: several rounds each
+    n = (4 << 20) + 4096                    # 16 MiB + 16 KiB of float32
+    x = data(rank, n, seed=21)
+    t = x.to(dev(rank))
+    dist.broadcast(t, src=1)
+    same(t, data(1, n, seed=21))
+    outs = torch.empty(2, n, device=dev(rank))
+    dist.all_gather_into_tensor(outs, x.to(dev(rank)))
+    same(outs, torch.stack([data(0, n, seed=21), data(1, n, seed=21)]))
+    m = (2 << 20) + 1024                    # a slot holds 2 x 2 Mi floats
+    big = data(rank, 2 * m, seed=22)
+    out = torch.empty(m, device=dev(rank))
+    dist.reduce_scatter_tensor(out, big.to(dev(rank)))
+    ref = big.clone()
+    gloo_ref(rank, dist.all_reduce, [ref])
+    same(out, ref[rank * m:(rank + 1) * m])
+
+
+@both
+def torch_dist_misuse_raises_on_every_rank(rank):
+    # arguments one rank cannot use, calls that do not match, an op the
+    # dtype cannot take: ValueError on both ranks, nobody waits for
+    # gloo's timeout, and the group carries on
+    def raises(fn, text):
+        try:
+            fn()
+        except ValueError as e:
+            assert text in str(e), e
+        else:
+            raise AssertionError(f"no ValueError ({text})")
+    good = torch.ones(8, 8, device=dev(rank))
+    arg = good.t() if rank == 1 else good           # strided on rank 1
+    raises(lambda: dist.all_reduce(arg),
+           "contiguous" if rank == 1 else "rank(s) [1] passed arguments")
+    raises(lambda: dist.all_reduce(torch.ones(10 + 2 * rank,
+                                              device=dev(rank))),
+           "do not match")
+    raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32,
+                                              device=dev(rank)),
+                                   op=R.AVG), "AVG needs")
+    raises(lambda: dist.broadcast(good, src=2 + rank), "no rank")
+    dist.all_reduce(good)
+    same(good, torch.full((8, 8), 2.0))
+
+
+@both
 def torch_dist_sticky_error(rank):
     # last: rank 1's context goes into error; the next collective fails
     # on both ranks with the same message, and nobody waits for a timeout

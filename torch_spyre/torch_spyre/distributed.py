@@ -6,39 +6,52 @@ loads, for the ``spyre`` and ``cpu`` devices) gives a process group whose
 ``all_reduce`` (SUM, AVG, PRODUCT, MIN, MAX; BAND/BOR/BXOR for integers),
 ``all_gather`` / ``all_gather_into_tensor``, ``reduce_scatter`` /
 ``reduce_scatter_tensor``, ``broadcast`` and ``barrier`` take spyre tensors
-(one per call and process: one card per rank, the current card's or the
-tensor's).  CPU tensors go to an inner gloo group unchanged.
+(one contiguous tensor per call and process: one card per rank).  CPU
+tensors go to an inner gloo group (gloo has no AVG and no reduce_scatter:
+those become a SUM and an all_reduce of the whole input).  Every rank of a
+call must pass tensors of the same device type.
 
 Transports, chosen when the group is made:
 
-* ``shm``, when every rank runs in this machine (the same boot id): one
-  file in ``/dev/shm`` mapped by every rank and registered with its card
-  (torch.ops.spyre.host_alias: the card reads and writes it without a CPU
-  copy), two rounds of one 16 MiB slot per rank (larger tensors go in
-  several rounds).  Each rank's card copies its part into its slot; after
-  the round's barrier the card reduces with the peers' parts read in place
-  from their slots (SUM, AVG, PRODUCT: element-wise ops on the card, in
-  rank order, so every rank gets the same bits; MIN, MAX and the bitwise
-  ops on the host over the mapping) or copies them out (all_gather,
-  broadcast).  Device memory of one card cannot be mapped by another (no
-  peer-to-peer DMA), so system memory is the meeting point.
-* ``gloo`` otherwise (ranks in different machines): the tensor goes
-  through a CPU tensor and the inner gloo group's collective.
+* ``shm``, when every rank runs in this machine (the same boot id and the
+  same ``/dev/shm``): one file in ``/dev/shm`` mapped by every rank and
+  registered with its card (torch.ops.spyre.host_alias: the card reads and
+  writes it without a CPU copy), two rounds of one 16 MiB slot per rank
+  (larger tensors go in several rounds).  Each rank's card copies its part
+  into its slot; after the round's barrier the card reduces with the
+  peers' parts read in place from their slots (SUM, AVG, PRODUCT:
+  element-wise ops on the card, in rank order, so every rank gets the same
+  bits; MIN, MAX and the bitwise ops on the host over the mapping) or
+  copies them out (all_gather, broadcast).  Device memory of one card
+  cannot be mapped by another (no peer-to-peer DMA), so system memory is
+  the meeting point.  The registration pins ``2 x world x 16 MiB`` per
+  card (RLIMIT_MEMLOCK; ``make install`` raises it for group ``accel``).
+* ``gloo`` otherwise, or when a rank cannot map or register the file
+  (with a warning): the tensor goes through a CPU tensor and the inner
+  gloo group's collective.
 
-Every round starts with a gloo exchange of one status word per rank, which
-is the barrier and carries a sticky card error: when one rank's context is
-in error (or its copy failed), the collective raises RuntimeError on every
-rank instead of leaving the others waiting for gloo's timeout.
+Every round starts with a gloo exchange of one status row per rank, which
+is the barrier: it carries what the rank called (collective, op, dtype,
+size, root) and whether its card context is in error or its copy failed.
+Calls that do not match, or arguments one rank cannot use, raise
+ValueError on every rank; a card error raises RuntimeError on every rank,
+instead of leaving the others waiting for gloo's timeout.
 
-Work objects: ``wait()`` returns once the result is queued on the caller's
-current stream (later work on that stream sees it); ``synchronize()``
-blocks until the card has written it; ``is_completed()`` asks the card;
+Work objects: ``wait()`` returns at once (the result is queued on the
+stream that was current on the tensor's card when the collective was
+called: later work on that stream sees it); ``synchronize()`` blocks until
+the card has written it; ``is_completed()`` asks the card;
 ``get_future()`` gives a completed torch.futures.Future of the outputs.
 Workers of a group must be separate processes started with ``spawn``.
+Not supported: ``init_process_group(device_id=...)`` (it asks for a C++
+backend), the coalescing manager and the functional collectives
+(torch.distributed._functional_collectives, DTensor), which call C++
+methods a Python process group does not have.
 """
 
 import os
-import uuid
+import warnings
+import zlib
 from datetime import timedelta
 
 import torch
@@ -54,6 +67,11 @@ _ON_CARD = {_R.SUM: torch.Tensor.add_, _R.AVG: torch.Tensor.add_,
 _ON_HOST = {_R.MIN: torch.minimum, _R.MAX: torch.maximum,
             _R.BAND: torch.bitwise_and, _R.BOR: torch.bitwise_or,
             _R.BXOR: torch.bitwise_xor}
+_OPS = (*_ON_CARD, *_ON_HOST)
+_CALLS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast",
+          "barrier")
+# status row: state, then what the rank called
+_OK, _FAILED, _BAD_ARGS = 0, 1, 2
 
 
 def _kind(opts, what):
@@ -62,7 +80,7 @@ def _kind(opts, what):
     without ``opts``.  Raises ValueError for an op this backend lacks."""
     if opts is None:
         return _R.SUM
-    for k in (*_ON_CARD, *_ON_HOST):
+    for k in _OPS:
         if opts.reduceOp == k:
             return k
     raise ValueError(f"spyre: {what}: unsupported reduce op "
@@ -70,11 +88,13 @@ def _kind(opts, what):
 
 
 def _boot_id():
+    """This machine's boot id (ranks with the same one share memory)."""
     with open("/proc/sys/kernel/random/boot_id") as f:
         return f.read().strip()
 
 
 def _one(tensors, what):
+    """The only tensor of ``tensors``; ValueError for any other count."""
     if len(tensors) != 1:
         raise ValueError(f"spyre: {what} takes one tensor per process, "
                          f"got {len(tensors)}")
@@ -82,10 +102,26 @@ def _one(tensors, what):
 
 
 def _flat(t):
-    """A flat view of contiguous ``t`` (element order)."""
+    """A flat view of contiguous ``t`` (element order); ValueError for a
+    strided tensor."""
     if not t.is_contiguous():
         raise ValueError("spyre: collectives need contiguous tensors")
     return t.view(-1)
+
+
+def _try(fn):
+    """Run ``fn``; return (its result, None) or (None, the RuntimeError)."""
+    try:
+        return fn(), None
+    except RuntimeError as e:
+        return None, e
+
+
+def _record(dev):
+    """A torch.Event recorded on ``dev``'s current stream."""
+    ev = torch.Event(device=dev)
+    ev.record(torch.spyre.current_stream(dev))
+    return ev
 
 
 class _Work(dist.Work):
@@ -104,19 +140,25 @@ class _Work(dist.Work):
         return True
 
     def synchronize(self):
+        """Block until the card has written the outputs (RuntimeError if
+        the card failed the work)."""
         if self._event is not None:
             self._event.synchronize()
 
     def is_completed(self):
+        """True once the card has written the outputs."""
         return self._event is None or self._event.query()
 
     def is_success(self):
+        """True: a failed collective raised instead of returning work."""
         return True
 
     def result(self):
+        """The output tensors (a list)."""
         return self._outputs
 
     def get_future(self):
+        """A completed torch.futures.Future of the output tensors."""
         fut = torch.futures.Future()
         fut.set_result(self._outputs)
         return fut
@@ -125,68 +167,93 @@ class _Work(dist.Work):
 class _Shm:
     """The shared staging file: ``_ROUNDS`` x world slots of SLOT_BYTES,
     mapped by every rank (a CPU uint8 tensor) and registered with the
-    rank's card (a spyre host alias of it: the card reads and writes the
-    slots directly).  The file is unlinked once every rank has mapped it,
-    so nothing is left in /dev/shm."""
+    rank's cards (host aliases of it: the card reads and writes the slots
+    directly)."""
 
-    def __init__(self, store, rank, world):
-        if rank == 0:
-            path = f"/dev/shm/spyre-c10d-{uuid.uuid4().hex}"
-            store.set("shm", path)
-        else:
-            path = store.get("shm").decode()
+    def __init__(self, path, nonce, world):
+        if not os.path.exists(path):        # another /dev/shm
+            raise RuntimeError(f"{path} is not here")
         self.buf = torch.from_file(path, shared=True,
                                    size=_ROUNDS * world * SLOT_BYTES,
                                    dtype=torch.uint8)
-        store.set(f"mapped{rank}", "1")
-        if rank == 0:
-            store.wait([f"mapped{r}" for r in range(world)])
-            os.unlink(path)
+        if bytes(self.buf[:len(nonce)].tolist()) != nonce:
+            raise RuntimeError(f"{path} is another file here")
         self.world = world
         self.alias = {}         # card index -> host alias of buf
 
+    def register(self, dev):
+        """Register the file with card ``dev`` (once); RuntimeError from
+        the kernel (e.g. RLIMIT_MEMLOCK) passes through."""
+        if dev.index not in self.alias:
+            self.alias[dev.index] = torch.ops.spyre.host_alias(self.buf,
+                                                                dev.index)
+
     def slot(self, rnd, rank, like, n, card=True):
         """The first ``n`` elements of ``like``'s dtype in ``rank``'s slot
-        of round ``rnd``: on ``like``'s card (``card``), else a CPU tensor
-        over the mapping."""
+        of round ``rnd``: on ``like``'s card (``card``; registered with
+        register()), else a CPU tensor over the mapping."""
         off = ((rnd % _ROUNDS) * self.world + rank) * SLOT_BYTES
-        if not card:
-            buf = self.buf
-        else:
-            i = like.device.index
-            if i not in self.alias:
-                self.alias[i] = torch.ops.spyre.host_alias(self.buf, i)
-            buf = self.alias[i]
+        buf = self.alias[like.device.index] if card else self.buf
         return buf[off:off + SLOT_BYTES].view(like.dtype)[:n]
-
-
-def _try(fn):
-    """Run ``fn``; return (its result, None) or (None, the RuntimeError)."""
-    try:
-        return fn(), None
-    except RuntimeError as e:
-        return None, e
 
 
 class ProcessGroupSpyre(dist.ProcessGroup):
     """A process group of ``world`` ranks, each on one card; see the module
     docstring.  Made by torch.distributed through the registered creator
     (``store`` a c10d Store private to the group, ``timeout`` a
-    datetime.timedelta for the inner gloo group)."""
+    datetime.timedelta for the inner gloo group).  The shared-memory
+    transport registers its file with the current card now, with other
+    cards on their first collective."""
 
     def __init__(self, store, rank, world, timeout):
         super().__init__(rank, world)
         self._rank, self._world = rank, world
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("gloo", store),
                                            rank, world, timeout)
-        store.set(f"boot{rank}", _boot_id())
-        boots = {store.get(f"boot{r}").decode() for r in range(world)}
-        self._shm = _Shm(store, rank, world) if len(boots) == 1 else None
         self._round = 0
         self._reads = None      # event after the last round's slot reads
         self._name = self._desc = ""
+        store.set(f"boot{rank}", _boot_id())
+        boots = {store.get(f"boot{r}").decode() for r in range(world)}
+        self._shm = self._shm_setup(store) if len(boots) == 1 else None
+
+    def _shm_setup(self, store):
+        """Make, map and register the staging file on every rank; returns
+        the _Shm, or None (with a warning) when some rank cannot."""
+        size = _ROUNDS * self._world * SLOT_BYTES
+        path = None
+        if self._rank == 0:
+            nonce = os.urandom(16)
+            path = f"/dev/shm/spyre-c10d-{nonce.hex()}"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.ftruncate(fd, size)
+                os.pwrite(fd, nonce, 0)
+            finally:
+                os.close(fd)
+            store.set("shm", f"{path} {nonce.hex()}")
+        try:
+            p, n = store.get("shm").decode().split()
+            shm, err = _try(lambda: _Shm(p, bytes.fromhex(n), self._world))
+            if shm is not None and torch.spyre.device_count():
+                dev = torch.device("spyre", torch.spyre.current_device())
+                _, err = _try(lambda: shm.register(dev))
+            ok = torch.zeros(self._world, dtype=torch.int64)
+            ok[self._rank] = int(err is None)
+            self._gloo_sum(ok)
+        finally:
+            if path is not None:
+                os.unlink(path)     # every rank has mapped it, or failed
+        if ok.all():
+            return shm
+        bad = [r for r in range(self._world) if not ok[r]]
+        warnings.warn(f"spyre: rank(s) {bad} cannot share /dev/shm staging"
+                      + (f" ({err})" if err is not None else "")
+                      + ": collectives of this group go through gloo")
+        return None
 
     def getBackendName(self):
+        """The backend's name, ``"spyre"``."""
         return "spyre"
 
     # torch.distributed names each group it makes (_set_group_name(),
@@ -198,6 +265,7 @@ class ProcessGroupSpyre(dist.ProcessGroup):
 
     @property
     def group_name(self):
+        """The name torch.distributed gave the group."""
         return self._name
 
     def _set_group_desc(self, desc):
@@ -205,6 +273,7 @@ class ProcessGroupSpyre(dist.ProcessGroup):
 
     @property
     def group_desc(self):
+        """The description torch.distributed gave the group."""
         return self._desc
 
     @property
@@ -214,40 +283,90 @@ class ProcessGroupSpyre(dist.ProcessGroup):
 
     # ---- rounds --------------------------------------------------------------
 
-    def _begin(self, dev, failed=None):
-        """Start a round on card ``dev``; returns its number.  This rank's
-        reads of earlier rounds' slots are done first (a slot is written
-        again two rounds later), then every rank says whether its context
-        is in error (or ``failed``, an exception it hit in this round): if
-        any is, RuntimeError on every rank."""
+    def _gloo_sum(self, t):
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = _R.SUM
+        self._gloo.allreduce([t], opts).wait()
+
+    def _begin(self, what, dev, sig, failed=None, bad_args=None):
+        """Start a round of collective ``what`` on card ``dev``; returns its
+        number.  This rank's reads of earlier rounds' slots end first (a
+        slot is written again two rounds later), then the ranks exchange
+        status rows: ``sig`` (what this rank called), whether its context
+        is in error or ``failed`` (a RuntimeError of this round), or
+        ``bad_args`` (its ValueError).  Raises, on every rank: ValueError
+        if a rank's arguments were bad or the calls differ, RuntimeError
+        if a rank failed."""
         if self._reads is not None:
             _, e = _try(self._reads.synchronize)
             failed = failed or e
             self._reads = None
-        bad, e = _try(lambda: torch.ops.spyre.context_error(dev.index))
-        failed = failed or e
-        st = torch.zeros(self._world, dtype=torch.int64)
-        st[self._rank] = int(bool(bad) or failed is not None)
-        opts = dist.AllreduceOptions()
-        opts.reduceOp = _R.SUM
-        self._gloo.allreduce([st], opts).wait()
-        if st.any():
-            ranks = [r for r in range(self._world) if st[r]]
-            raise RuntimeError(
-                f"spyre: collective aborted: rank(s) {ranks} of the group "
-                "have their card context in error"
-                + (f" (here: {failed})" if failed is not None else ""))
+        if dev is not None and bad_args is None:
+            bad, e = _try(lambda: torch.ops.spyre.context_error(dev.index))
+            failed = failed or e or (RuntimeError("context in error")
+                                     if bad else None)
+        st = torch.zeros(self._world, 6, dtype=torch.int64)
+        st[self._rank, 0] = (_BAD_ARGS if bad_args is not None else
+                             _FAILED if failed is not None else _OK)
+        if sig is not None:
+            st[self._rank, 1:] = torch.tensor(sig, dtype=torch.int64)
+        self._gloo_sum(st)
         self._round += 1
+
+        def ranks(state):
+            return [r for r in range(self._world) if st[r, 0] == state]
+        if ranks(_BAD_ARGS):
+            if bad_args is not None:
+                raise bad_args
+            raise ValueError(f"spyre: {what}: rank(s) {ranks(_BAD_ARGS)} "
+                             "passed arguments they cannot use (see their "
+                             "error)")
+        if not (st[:, 1:] == st[0, 1:]).all():
+            raise ValueError(f"spyre: {what}: the ranks' calls do not match "
+                             "(collective, op, dtype, size, root per rank: "
+                             f"{st[:, 1:].tolist()})")
+        if ranks(_FAILED):
+            raise RuntimeError(
+                f"spyre: collective aborted: rank(s) {ranks(_FAILED)} of "
+                "the group have their card context in error"
+                + (f" (here: {failed})" if failed is not None else ""))
         return self._round - 1
 
-    def _read_done(self, dev):
-        """Mark the end of this round's work on ``dev``'s current stream."""
-        ev = torch.Event(device=dev)
-        ev.record()
-        self._reads = ev
+    def _call(self, what, setup):
+        """Run collective ``what``: ``setup()`` checks this rank's
+        arguments and returns (card, signature, run), or raises ValueError
+        or TypeError, which the other ranks learn in the first round's
+        exchange (so they raise too instead of waiting); ``run()`` does
+        the rounds and returns the work."""
+        try:
+            dev, sig, run = setup()
+        except (ValueError, TypeError) as e:
+            self._begin(what, None, None, bad_args=e)
+            raise AssertionError("unreachable")
+        sig = [_CALLS.index(what), *sig]
+        if self._shm is not None:
+            _, e = _try(lambda: self._shm.register(dev))
+            if e is not None:
+                self._begin(what, dev, sig, failed=e)
+        try:
+            return run(dev, sig)
+        finally:
+            if dev is not None and self._reads is None:
+                # a round that raised after its exchange: the reads it
+                # queued end before the next round
+                self._reads, _ = _try(lambda: _record(dev))
+
+    def _sig(self, t, op=_R.SUM, numel=None, root=0):
+        """The signature of a call: op, dtype, elements, root."""
+        return [_OPS.index(op), zlib.crc32(str(t.dtype).encode()),
+                t.numel() if numel is None else numel, root]
 
     def _work(self, outputs):
         return _Work(outputs, self._reads)
+
+    def _done(self, dev):
+        """Mark the end of this round's reads on ``dev``'s stream."""
+        self._reads = _record(dev)
 
     def _stage(self, dsts, srcs):
         """Copy each of ``srcs`` (on the card) to its slot part in ``dsts``
@@ -256,9 +375,7 @@ class ProcessGroupSpyre(dist.ProcessGroup):
         def run():
             for d, x in zip(dsts, srcs):
                 d.copy_(x)
-            ev = torch.Event(device=srcs[0].device)
-            ev.record()
-            ev.synchronize()
+            _record(srcs[0].device).synchronize()
         return _try(run)[1]
 
     def _reduce(self, own, rnd, off, op):
@@ -291,40 +408,15 @@ class ProcessGroupSpyre(dist.ProcessGroup):
         own.copy_(acc)
 
     def _check_op(self, op, t, what):
+        """ValueError for an op ``t``'s dtype cannot take."""
         if op in (_R.BAND, _R.BOR, _R.BXOR) and t.is_floating_point():
             raise ValueError(f"spyre: {what}: bitwise ops need integers")
-
-    # ---- all_reduce ------------------------------------------------------------
-
-    def allreduce(self, tensors, opts=None):
-        """all_reduce of one tensor per rank, in place."""
-        t = _one(tensors, "all_reduce")
-        op = _kind(opts, "all_reduce")
-        if t.device.type != "spyre":
-            return self._gloo_allreduce(t, op)
-        self._check_op(op, t, "all_reduce")
-        flat = _flat(t)
-        if self._shm is None:
-            c, e = _try(flat.cpu)
-            self._begin(t.device, e)
-            self._gloo_allreduce(c, op).wait()
-            flat.copy_(c)
-            self._read_done(t.device)
-            return self._work([t])
-        step = SLOT_BYTES // t.element_size()
-        for a in range(0, flat.numel(), step):
-            part = flat[a:a + step]
-            rnd = self._round
-            mine = self._shm.slot(rnd, self._rank, part, part.numel())
-            self._begin(t.device, self._stage([mine], [part]))
-            self._reduce(part, rnd, 0, op)
-            self._read_done(t.device)
-        if op == _R.AVG:
-            flat.div_(self._world)
-            self._read_done(t.device)
-        return self._work([t])
+        if op == _R.AVG and not t.is_floating_point():
+            raise ValueError(f"spyre: {what}: AVG needs a floating-point "
+                             "tensor")
 
     def _gloo_allreduce(self, t, op):
+        """all_reduce of CPU tensor ``t`` over gloo, AVG as SUM / world."""
         opts = dist.AllreduceOptions()
         opts.reduceOp = _R.SUM if op == _R.AVG else op
         w = self._gloo.allreduce([t], opts)
@@ -334,172 +426,272 @@ class ProcessGroupSpyre(dist.ProcessGroup):
         t.div_(self._world)
         return _Work([t])
 
+    # ---- all_reduce ------------------------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        """all_reduce: ``tensors`` is one contiguous tensor (any shape, the
+        same numel and dtype on every rank), reduced in place with
+        ``opts.reduceOp`` (SUM without ``opts``).  Returns the work.
+        Raises ValueError (on every rank) for misuse or mismatched calls,
+        RuntimeError (on every rank) when a rank's card failed."""
+        t = _one(tensors, "all_reduce")
+        if t.device.type != "spyre":
+            op = _kind(opts, "all_reduce")
+            self._check_op(op, t, "all_reduce")
+            return self._gloo_allreduce(t, op)
+
+        def setup():
+            op = _kind(opts, "all_reduce")
+            self._check_op(op, t, "all_reduce")
+            flat = _flat(t)
+            return t.device, self._sig(t, op), \
+                lambda dev, sig: self._allreduce(flat, op, sig, [t])
+        return self._call("all_reduce", setup)
+
+    def _allreduce(self, flat, op, sig, outs):
+        dev = flat.device
+        if self._shm is None:
+            c, e = _try(flat.cpu)
+            self._begin("all_reduce", dev, sig, e)
+            self._gloo_allreduce(c, op).wait()
+            flat.copy_(c)
+            self._done(dev)
+            return self._work(outs)
+        step = SLOT_BYTES // flat.element_size()
+        for a in range(0, flat.numel(), step):
+            part = flat[a:a + step]
+            rnd = self._round
+            mine = self._shm.slot(rnd, self._rank, part, part.numel())
+            self._begin("all_reduce", dev, sig,
+                        self._stage([mine], [part]))
+            self._reduce(part, rnd, 0, op)
+            self._done(dev)
+        if op == _R.AVG:
+            flat.div_(self._world)
+            self._done(dev)
+        return self._work(outs)
+
     # ---- all_gather ------------------------------------------------------------
 
     def allgather(self, output_lists, input_list, opts=None):
-        """all_gather: ``output_lists[0][r]`` gets rank r's input."""
+        """all_gather: ``input_list`` is one contiguous tensor (the same
+        numel and dtype on every rank), ``output_lists`` one list of world
+        tensors of its numel and dtype; ``output_lists[0][r]`` gets rank
+        r's input.  Returns the work; errors as allreduce()."""
         outs = _one(output_lists, "all_gather")
         t = _one(input_list, "all_gather")
-        if len(outs) != self._world:
-            raise ValueError(f"spyre: all_gather needs {self._world} "
-                             f"outputs, got {len(outs)}")
         if t.device.type != "spyre":
             return self._gloo.allgather(output_lists, input_list)
-        self._gather(_flat(t), [_flat(o) for o in outs])
-        return self._work(outs)
+
+        def setup():
+            if len(outs) != self._world:
+                raise ValueError(f"spyre: all_gather needs {self._world} "
+                                 f"outputs, got {len(outs)}")
+            flats = [self._like(o, t, "all_gather") for o in outs]
+            flat = _flat(t)
+            return t.device, self._sig(t), \
+                lambda dev, sig: self._gather(flat, flats, sig, outs)
+        return self._call("all_gather", setup)
 
     def _allgather_base(self, output, input, opts=None):
-        """all_gather_into_tensor: ``output`` is world x ``input``."""
-        if output.numel() != self._world * input.numel():
-            raise ValueError("spyre: all_gather_into_tensor: the output "
-                             "must hold world x the input's elements")
-        n = input.numel()
-        outs = [_flat(output)[r * n:(r + 1) * n] for r in range(self._world)]
+        """all_gather_into_tensor: ``output`` holds world x ``input``'s
+        elements (rank r's at r x input.numel()), both contiguous, one
+        dtype.  Returns the work; errors as allreduce()."""
+        def check():
+            if output.numel() != self._world * input.numel() or \
+                    output.dtype != input.dtype:
+                raise ValueError("spyre: all_gather_into_tensor: the output "
+                                 "must hold world x the input's elements, "
+                                 "in its dtype")
+            n = input.numel()
+            return [_flat(output)[r * n:(r + 1) * n]
+                    for r in range(self._world)]
         if input.device.type != "spyre":
-            w = self._gloo.allgather([outs], [input.reshape(-1)])
+            w = self._gloo.allgather([check()], [input.reshape(-1)])
             w.wait()
             return w
-        self._gather(_flat(input), outs)
-        return self._work([output])
 
-    def _gather(self, flat, outs):
+        def setup():
+            outs, flat = check(), _flat(input)
+            return input.device, self._sig(input), \
+                lambda dev, sig: self._gather(flat, outs, sig, [output])
+        return self._call("all_gather", setup)
+
+    def _like(self, o, t, what):
+        """Flat ``o``, which must match ``t``'s numel, dtype and card."""
+        if o.numel() != t.numel() or o.dtype != t.dtype or \
+                o.device != t.device:
+            raise ValueError(f"spyre: {what}: the tensors must match in "
+                             "size, dtype and card")
+        return _flat(o)
+
+    def _gather(self, flat, outs, sig, results):
         dev = flat.device
-        for o in outs:
-            if o.numel() != flat.numel() or o.dtype != flat.dtype:
-                raise ValueError("spyre: all_gather: outputs must match the "
-                                 "input's size and dtype")
         if self._shm is None:
             c, e = _try(flat.cpu)
-            self._begin(dev, e)
+            self._begin("all_gather", dev, sig, e)
             cs = [torch.empty_like(c) for _ in range(self._world)]
             self._gloo.allgather([cs], [c]).wait()
             for o, x in zip(outs, cs):
                 o.copy_(x)
-            self._read_done(dev)
-            return
+            self._done(dev)
+            return self._work(results)
         step = SLOT_BYTES // flat.element_size()
         for a in range(0, flat.numel(), step):
             part = flat[a:a + step]
             rnd, n = self._round, part.numel()
             mine = self._shm.slot(rnd, self._rank, part, n)
-            self._begin(dev, self._stage([mine], [part]))
+            self._begin("all_gather", dev, sig, self._stage([mine], [part]))
             for r in range(self._world):
                 outs[r][a:a + step].copy_(
                     part if r == self._rank
                     else self._shm.slot(rnd, r, part, n))
-            self._read_done(dev)
+            self._done(dev)
+        return self._work(results)
 
     # ---- reduce_scatter --------------------------------------------------------
 
     def reduce_scatter(self, output_list, input_lists, opts=None):
-        """reduce_scatter: ``output_list[0]`` gets the reduction over ranks
-        of their ``input_lists[0][rank]``."""
+        """reduce_scatter: ``input_lists`` is one list of world contiguous
+        tensors, ``output_list`` one tensor, all of one numel and dtype;
+        the output gets the reduction (``opts.reduceOp``) over the ranks of
+        their input ``[rank]``.  Returns the work; errors as
+        allreduce()."""
         out = _one(output_list, "reduce_scatter")
         ins = _one(input_lists, "reduce_scatter")
-        op = _kind(opts, "reduce_scatter")
-        if len(ins) != self._world:
-            raise ValueError(f"spyre: reduce_scatter needs {self._world} "
-                             f"inputs, got {len(ins)}")
-        self._scatter(_flat(out), [_flat(i) for i in ins], op)
-        return self._work([out])
+
+        def setup():
+            op = _kind(opts, "reduce_scatter")
+            if len(ins) != self._world:
+                raise ValueError(f"spyre: reduce_scatter needs "
+                                 f"{self._world} inputs, got {len(ins)}")
+            self._check_op(op, out, "reduce_scatter")
+            flats = [self._like(i, out, "reduce_scatter") for i in ins]
+            flat = _flat(out)
+            return out.device, self._sig(out, op), \
+                lambda dev, sig: self._scatter(flat, flats, op, sig)
+        return self._cpu_or_call(out, setup)
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        """reduce_scatter_tensor: ``input`` is world x ``output``."""
-        op = _kind(opts, "reduce_scatter_tensor")
-        if input.numel() != self._world * output.numel():
-            raise ValueError("spyre: reduce_scatter_tensor: the input must "
-                             "hold world x the output's elements")
-        n = output.numel()
-        ins = [_flat(input)[r * n:(r + 1) * n] for r in range(self._world)]
-        self._scatter(_flat(output), ins, op)
-        return self._work([output])
+        """reduce_scatter_tensor: ``input`` holds world x ``output``'s
+        elements (the part for rank r at r x output.numel()), both
+        contiguous, one dtype.  Returns the work; errors as
+        allreduce()."""
+        def setup():
+            op = _kind(opts, "reduce_scatter_tensor")
+            if input.numel() != self._world * output.numel() or \
+                    input.dtype != output.dtype or \
+                    input.device != output.device:
+                raise ValueError("spyre: reduce_scatter_tensor: the input "
+                                 "must hold world x the output's elements, "
+                                 "in its dtype, on its card")
+            self._check_op(op, output, "reduce_scatter_tensor")
+            n = output.numel()
+            ins = [_flat(input)[r * n:(r + 1) * n]
+                   for r in range(self._world)]
+            flat = _flat(output)
+            return output.device, self._sig(output, op), \
+                lambda dev, sig: self._scatter(flat, ins, op, sig)
+        return self._cpu_or_call(output, setup)
 
-    def _scatter(self, out, ins, op):
-        for i in ins:
-            if i.numel() != out.numel() or i.dtype != out.dtype:
-                raise ValueError("spyre: reduce_scatter: inputs must match "
-                                 "the output's size and dtype")
+    def _cpu_or_call(self, out, setup):
+        if out.device.type == "spyre":
+            return self._call("reduce_scatter", setup)
+        _, _, run = setup()
+        return run(None, None)
+
+    def _scatter(self, out, ins, op, sig):
+        me, n = self._rank, out.numel()
         if out.device.type != "spyre":
             # gloo has no reduce_scatter: an all_reduce of the whole input
             whole = torch.cat(ins)
             self._gloo_allreduce(whole, op).wait()
-            n = out.numel()
-            out.copy_(whole[self._rank * n:(self._rank + 1) * n])
-            return
-        self._check_op(op, out, "reduce_scatter")
+            out.copy_(whole[me * n:(me + 1) * n])
+            return _Work([out])
         dev = out.device
         if self._shm is None:
             c, e = _try(lambda: torch.cat(ins).cpu())
-            self._begin(dev, e)
+            self._begin("reduce_scatter", dev, sig, e)
             self._gloo_allreduce(c, op).wait()
-            n = out.numel()
-            out.copy_(c[self._rank * n:(self._rank + 1) * n])
-            self._read_done(dev)
-        else:
-            # a slot holds this rank's chunk for every destination rank
-            step = SLOT_BYTES // out.element_size() // self._world
-            me = self._rank
-            for a in range(0, out.numel(), step):
-                m = min(step, out.numel() - a)
-                rnd = self._round
-                mine = self._shm.slot(rnd, me, out, m * self._world)
-                e = self._stage([mine[d * m:(d + 1) * m]
-                                 for d in range(self._world)],
-                                [i[a:a + m] for i in ins])
-                self._begin(dev, e)
-                o = out[a:a + m]
-                o.copy_(ins[me][a:a + m])
-                self._reduce(o, rnd, me * m, op)
-                self._read_done(dev)
-            if op == _R.AVG:
-                out.div_(self._world)
-                self._read_done(dev)
+            out.copy_(c[me * n:(me + 1) * n])
+            self._done(dev)
+            return self._work([out])
+        # a slot holds this rank's chunk for every destination rank
+        step = SLOT_BYTES // out.element_size() // self._world
+        for a in range(0, n, step):
+            m = min(step, n - a)
+            rnd = self._round
+            mine = self._shm.slot(rnd, me, out, m * self._world)
+            e = self._stage([mine[d * m:(d + 1) * m]
+                             for d in range(self._world)],
+                            [i[a:a + m] for i in ins])
+            self._begin("reduce_scatter", dev, sig, e)
+            o = out[a:a + m]
+            o.copy_(ins[me][a:a + m])
+            self._reduce(o, rnd, me * m, op)
+            self._done(dev)
+        if op == _R.AVG:
+            out.div_(self._world)
+            self._done(dev)
+        return self._work([out])
 
     # ---- broadcast, barrier ----------------------------------------------------
 
     def broadcast(self, tensors, opts=None):
-        """broadcast of rank ``opts.rootRank``'s tensor to every rank."""
+        """broadcast: ``tensors`` is one contiguous tensor (the same numel
+        and dtype on every rank), overwritten with rank
+        ``opts.rootRank``'s.  Returns the work; errors as allreduce()."""
         t = _one(tensors, "broadcast")
         root = opts.rootRank if opts is not None else 0
-        if not 0 <= root < self._world:
-            raise ValueError(f"spyre: broadcast: no rank {root}")
+        o = dist.BroadcastOptions()
+        o.rootRank = root
         if t.device.type != "spyre":
-            o = dist.BroadcastOptions()
-            o.rootRank = root
             return self._gloo.broadcast([t], o)
-        flat = _flat(t)
+
+        def setup():
+            if not 0 <= root < self._world:
+                raise ValueError(f"spyre: broadcast: no rank {root}")
+            flat = _flat(t)
+            return t.device, self._sig(t, root=root), \
+                lambda dev, sig: self._broadcast(flat, root, o, sig, t)
+        return self._call("broadcast", setup)
+
+    def _broadcast(self, flat, root, o, sig, t):
+        dev = flat.device
         if self._shm is None:
             c, e = _try(flat.cpu)
-            self._begin(t.device, e)
-            o = dist.BroadcastOptions()
-            o.rootRank = root
+            self._begin("broadcast", dev, sig, e)
             self._gloo.broadcast([c], o).wait()
             if self._rank != root:
                 flat.copy_(c)
-            self._read_done(t.device)
+            self._done(dev)
             return self._work([t])
-        step = SLOT_BYTES // t.element_size()
+        step = SLOT_BYTES // flat.element_size()
         for a in range(0, flat.numel(), step):
             part = flat[a:a + step]
             slot = self._shm.slot(self._round, root, part, part.numel())
             e = None
             if self._rank == root:
                 e = self._stage([slot], [part])
-            self._begin(t.device, e)
+            self._begin("broadcast", dev, sig, e)
             if self._rank != root:
                 part.copy_(slot)
-            self._read_done(t.device)
+            self._done(dev)
         return self._work([t])
 
     def barrier(self, opts=None):
         """Every rank reached the barrier, and no rank's card context is in
-        error (RuntimeError on every rank otherwise)."""
-        dev = torch.device("spyre", torch.spyre.current_device())
-        self._begin(dev)
+        error (RuntimeError on every rank otherwise).  The card is
+        ``opts.device_ids[0]`` when given, else the current one."""
+        ids = list(getattr(opts, "device_ids", None) or [])
+        dev = torch.device("spyre", ids[0] if ids else
+                           torch.spyre.current_device())
+        self._begin("barrier", dev, [_CALLS.index("barrier"), 0, 0, 0, 0])
         return _Work([])
 
 
 def _create(store, rank, world, timeout):
+    """The creator torch.distributed calls for backend ``spyre``."""
     return ProcessGroupSpyre(store, rank, world, timeout)
 
 
