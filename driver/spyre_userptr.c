@@ -47,6 +47,15 @@ static enum dma_data_direction spyre_userptr_dir(struct spyre_bo *bo)
 }
 
 /*
+ * The same pages may be registered more than once (overlapping ranges,
+ * which the uapi allows), so they are DMA-mapped more than once: the maps
+ * skip the CPU cache maintenance (DMA_ATTR_SKIP_CPU_SYNC) and the driver
+ * syncs explicitly instead, as the DMA API asks of memory mapped several
+ * times.  (A no-op on cache-coherent x86.)
+ */
+#define SPYRE_USERPTR_DMA_ATTRS	DMA_ATTR_SKIP_CPU_SYNC
+
+/*
  * Charge @npages to the caller's pinned_vm, within RLIMIT_MEMLOCK unless the
  * caller has CAP_IPC_LOCK.
  */
@@ -87,8 +96,10 @@ static void spyre_userptr_free(struct drm_gem_object *obj)
 
 	/* Every VM mapping is gone, with its TLB invalidation acknowledged. */
 	if (bo->sgt) {
+		dma_sync_sgtable_for_cpu(obj->dev->dev, bo->sgt,
+					 spyre_userptr_dir(bo));
 		dma_unmap_sgtable(obj->dev->dev, bo->sgt, spyre_userptr_dir(bo),
-				  0);
+				  SPYRE_USERPTR_DMA_ATTRS);
 		sg_free_table(bo->sgt);
 		kfree(bo->sgt);
 	}
@@ -203,12 +214,14 @@ int spyre_ioctl_bo_userptr(struct drm_device *drm, void *data,
 		ret = PTR_ERR(sgt);
 		goto out_put;
 	}
-	ret = dma_map_sgtable(drm->dev, sgt, spyre_userptr_dir(bo), 0);
+	ret = dma_map_sgtable(drm->dev, sgt, spyre_userptr_dir(bo),
+			      SPYRE_USERPTR_DMA_ATTRS);
 	if (ret) {
 		sg_free_table(sgt);
 		kfree(sgt);
 		goto out_put;
 	}
+	dma_sync_sgtable_for_device(drm->dev, sgt, spyre_userptr_dir(bo));
 	bo->sgt = sgt;
 	spyre_bo_charge(bo, sfile->ctx, args->size);
 
