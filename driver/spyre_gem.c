@@ -40,17 +40,23 @@
 
 /* ---- Common ------------------------------------------------------------ */
 
-/**
- * spyre_bo_init_common() - initialise the driver part of a new BO.
- * @bo: BO, zeroed.
- * @placement: DRM_SPYRE_PLACEMENT_*.
- */
-void spyre_bo_init_common(struct spyre_bo *bo, u32 placement)
+static void spyre_bo_init_fields(struct spyre_bo *bo, u32 placement)
 {
 	bo->placement = placement;
 	mutex_init(&bo->vma_lock);
 	INIT_LIST_HEAD(&bo->vmas);
 	INIT_LIST_HEAD(&bo->blocks);
+}
+
+/**
+ * spyre_bo_init_common() - initialise the driver part of a new BO and
+ * count it as live (spyre_bo_fini_common() undoes both).
+ * @bo: BO, zeroed.
+ * @placement: DRM_SPYRE_PLACEMENT_*.
+ */
+void spyre_bo_init_common(struct spyre_bo *bo, u32 placement)
+{
+	spyre_bo_init_fields(bo, placement);
 	atomic_inc(&spyre_live.bos);
 }
 
@@ -177,7 +183,9 @@ static const struct drm_gem_object_funcs spyre_gem_funcs = {
  * @size: object size.
  *
  * Allocates a struct spyre_bo for the shmem helpers (created and imported
- * objects alike).
+ * objects alike).  It is counted as live only once the helper returns it:
+ * when the helper fails after this hook (shmem file, mmap offset) it
+ * kfree()s the object without calling &drm_gem_object_funcs.free.
  *
  * Return: the embedded GEM object or ERR_PTR(-ENOMEM).
  */
@@ -190,7 +198,7 @@ struct drm_gem_object *spyre_gem_create_object(struct drm_device *drm,
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
 
-	spyre_bo_init_common(bo, DRM_SPYRE_PLACEMENT_SYSTEM);
+	spyre_bo_init_fields(bo, DRM_SPYRE_PLACEMENT_SYSTEM);
 	bo->gem.funcs = &spyre_gem_funcs;
 	/* The card may write a BO at any time. */
 	bo->shmem.pages_mark_dirty_on_put = true;
@@ -219,6 +227,7 @@ spyre_gem_prime_import_sg_table(struct drm_device *drm,
 		return obj;
 
 	bo = to_spyre_bo(obj);
+	atomic_inc(&spyre_live.bos);	/* see spyre_gem_create_object() */
 	bo->placement = DRM_SPYRE_PLACEMENT_IMPORTED;
 	bo->sgt = sgt;
 	return obj;
@@ -291,6 +300,7 @@ static struct spyre_bo *spyre_shmem_bo_create(struct drm_device *drm,
 	if (IS_ERR(shmem))
 		return ERR_CAST(shmem);
 	bo = to_spyre_bo(&shmem->base);
+	atomic_inc(&spyre_live.bos);	/* see spyre_gem_create_object() */
 
 	/* Allocates (and charges) the pages in the caller's context. */
 	sgt = drm_gem_shmem_get_pages_sgt(shmem);

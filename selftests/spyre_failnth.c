@@ -56,12 +56,11 @@ static int live(char *buf, size_t len)
 	return ret;
 }
 
-static bool live_back(const char *want)
+/* The live objects are @want again within 5 s; else @now says what is. */
+static bool live_back(const char *want, char *now, size_t len)
 {
-	char now[256];
-
 	for (int i = 0; i < 500; i++) {
-		if (!live(now, sizeof(now)) && !strcmp(now, want))
+		if (!live(now, len) && !strcmp(now, want))
 			return true;
 		usleep(10000);
 	}
@@ -214,7 +213,7 @@ FIXTURE_TEARDOWN(failnth)
 static int cover(struct __test_metadata *_metadata, const char *name,
 		 path_fn fn, bool with_ctx)
 {
-	char base[256];
+	char base[256], now[256];
 	unsigned int n;
 	int errs = 0;
 
@@ -273,8 +272,9 @@ static int cover(struct __test_metadata *_metadata, const char *name,
 			close(ex[0]);
 		if (host)
 			munmap(host, 16 * 4096);
-		EXPECT_TRUE(live_back(base))
-			TH_LOG("%s: point %u left objects behind", name, n);
+		EXPECT_TRUE(live_back(base, now, sizeof(now)))
+			TH_LOG("%s: point %u left objects behind: %s, was %s",
+			       name, n, now, base);
 		if (left > 0)
 			break;		/* the path made fewer than n calls */
 	}
