@@ -312,7 +312,7 @@ static int spyre_devmem_clear(struct spyre_device *sdev, struct spyre_bo *bo)
 	struct drm_buddy_block *block;
 	int idx, ret;
 
-	ret = down_read_killable(&sdev->reset_sem);
+	ret = spyre_hw_read_lock_killable(sdev);
 	if (ret)
 		return ret;
 	if (!drm_dev_enter(&sdev->drm, &idx)) {

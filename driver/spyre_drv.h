@@ -24,8 +24,9 @@
  *   bo->vma_lock, ctx->lock,
  *   q->lock (arm and push vs. teardown),
  *   q->reset_lock (timeout handling vs. teardown),
- *   sdev->reset_sem (read: paths that program the card; write: PCI
- *     function reset, from reset_prepare to reset_done),
+ *   sdev->reset_sem (read: paths that program the card, through
+ *     spyre_hw_read_lock(), which also waits while the card is blocked;
+ *     write: resets, and the start and end of a block),
  *   sdev->dma_sem (read: freeing coherent memory; write: remove()),
  *   sdev->queues_lock, sdev->mmu_lock, sdev->devmem.lock,
  *   sdev->hwq_lock (spinlock, also taken by the completion IRQ),
@@ -47,6 +48,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
+#include <linux/wait.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -199,9 +201,16 @@ struct spyre_irq_vec {
  * @queue_errors: QUEUE_ERROR interrupts.
  * @devmem: device memory manager.
  * @stats: memory held by BOs of all files.
- * @reset_sem: held for writing from reset_prepare to reset_done (PCI
- *	function reset); paths that program the card, and the clear of new
- *	device memory through BAR2, hold it for reading.
+ * @reset_sem: held for writing while the card is reset or its state
+ *	saved or restored; paths that program the card, and the clear of new
+ *	device memory through BAR2, hold it for reading
+ *	(spyre_hw_read_lock()).  It is never held from one PCI or PM callback
+ *	to another (they may run in other tasks): @hw_blocked spans those.
+ * @hw_blocked: reasons the card is out of service across callbacks (PCI
+ *	function reset, PCIe error recovery, system sleep); changed with
+ *	@reset_sem held for writing.  spyre_hw_read_lock() waits on @hw_wq
+ *	while it is not 0, and the recovery work leaves the card alone.
+ * @hw_wq: woken when @hw_blocked drops to 0.
  * @dma_sem: held for reading while coherent DMA memory (page tables,
  *	rings) is freed, for writing by remove() when it frees what is left:
  *	after remove() the DMA API may no longer be used on the device (its
@@ -218,7 +227,7 @@ struct spyre_irq_vec {
  *	served by @recovery_work.
  * @poll_work: finds completions whose interrupt was lost, every
  *	SPYRE_POLL_MS while jobs are pending.
- * @aer_held: AER recovery holds @reset_sem for writing, from
+ * @aer_held: AER recovery holds one @hw_blocked reason, from
  *	error_detected() to resume() (or to giving up); only the PCI core's
  *	recovery thread touches it.
  */
@@ -257,6 +266,8 @@ struct spyre_device {
 	struct spyre_devmem devmem;
 	struct spyre_mem_stats stats;
 	struct rw_semaphore reset_sem;
+	unsigned int hw_blocked;
+	wait_queue_head_t hw_wq;
 
 	struct rw_semaphore dma_sem;
 	bool dma_gone;
@@ -319,5 +330,63 @@ int spyre_hw_reset(struct spyre_device *sdev);
 u64 spyre_uapi_caps(u64 hw);
 void spyre_hw_enable(struct spyre_device *sdev);
 void spyre_hw_disable(struct spyre_device *sdev);
+
+/* ---- Holding the card against resets ------------------------------------ */
+
+/**
+ * spyre_hw_read_lock() - hold @sdev->reset_sem for reading, once the card
+ * is not blocked (PCI function reset, PCIe error recovery, system sleep).
+ * @sdev: device.
+ *
+ * Sleeps (uninterruptibly) until then; release with up_read().
+ */
+static inline void spyre_hw_read_lock(struct spyre_device *sdev)
+{
+	for (;;) {
+		down_read(&sdev->reset_sem);
+		if (!READ_ONCE(sdev->hw_blocked))
+			return;
+		up_read(&sdev->reset_sem);
+		wait_event(sdev->hw_wq, !READ_ONCE(sdev->hw_blocked));
+	}
+}
+
+/**
+ * spyre_hw_read_lock_killable() - spyre_hw_read_lock(), or give up on a
+ * fatal signal.
+ * @sdev: device.
+ *
+ * Return: 0 (held: release with up_read()) or -EINTR.
+ */
+static inline int spyre_hw_read_lock_killable(struct spyre_device *sdev)
+{
+	for (;;) {
+		if (down_read_killable(&sdev->reset_sem))
+			return -EINTR;
+		if (!READ_ONCE(sdev->hw_blocked))
+			return 0;
+		up_read(&sdev->reset_sem);
+		if (wait_event_killable(sdev->hw_wq,
+					!READ_ONCE(sdev->hw_blocked)))
+			return -EINTR;
+	}
+}
+
+/**
+ * spyre_hw_read_trylock() - spyre_hw_read_lock() without waiting.
+ * @sdev: device.
+ *
+ * Return: true (held: release with up_read()), or false while a reset
+ * runs or the card is blocked.
+ */
+static inline bool spyre_hw_read_trylock(struct spyre_device *sdev)
+{
+	if (!down_read_trylock(&sdev->reset_sem))
+		return false;
+	if (!READ_ONCE(sdev->hw_blocked))
+		return true;
+	up_read(&sdev->reset_sem);
+	return false;
+}
 
 #endif /* SPYRE_DRV_H */

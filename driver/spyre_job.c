@@ -579,7 +579,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 		return ERR_PTR(-ECANCELED);
 
 	/* A PCI reset in progress reprograms the ring: wait for it. */
-	down_read(&sdev->reset_sem);
+	spyre_hw_read_lock(sdev);
 	if (!drm_dev_enter(&sdev->drm, &idx)) {
 		up_read(&sdev->reset_sem);
 		return ERR_PTR(-ENODEV);
@@ -660,7 +660,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 	mutex_lock(&q->reset_lock);
 	drm_sched_wqueue_stop(q->sched);
 	/* After the stop: run_job may wait for a reset to finish. */
-	down_read(&sdev->reset_sem);
+	spyre_hw_read_lock(sdev);
 
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		hw = true;

@@ -309,7 +309,7 @@ int spyre_mmu_invalidate(struct spyre_device *sdev, u32 ctx_id)
 {
 	int ret;
 
-	down_read(&sdev->reset_sem);
+	spyre_hw_read_lock(sdev);
 	ret = spyre_mmu_invalidate_locked(sdev, ctx_id);
 	up_read(&sdev->reset_sem);
 	return ret;
@@ -351,7 +351,7 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 		goto err_ida;
 	}
 
-	down_read(&sdev->reset_sem);
+	spyre_hw_read_lock(sdev);
 	if (!drm_dev_enter(&sdev->drm, &idx)) {
 		up_read(&sdev->reset_sem);
 		ret = -ENODEV;
@@ -420,7 +420,7 @@ void spyre_ctx_release_hw(struct spyre_ctx *ctx)
 		vma->mapped = false;
 	}
 
-	down_read(&sdev->reset_sem);
+	spyre_hw_read_lock(sdev);
 	xa_erase(&sdev->ctxs, ctx->id);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_write64(sdev, SPYRE_REG_CTX_ROOT(ctx->id), 0);

@@ -52,8 +52,11 @@ static int spyre_pm_suspend(struct device *dev)
 	int idx;
 
 	down_write(&sdev->reset_sem);
-	if (!drm_dev_enter(&sdev->drm, &idx))
+	spyre_hw_block(sdev);		/* until resume() */
+	if (!drm_dev_enter(&sdev->drm, &idx)) {
+		up_write(&sdev->reset_sem);
 		return 0;
+	}
 	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
 	/* hwq[] changes only under reset_sem: it is stable here. */
 	for (i = 0; i < sdev->num_queues; i++)
@@ -63,6 +66,7 @@ static int spyre_pm_suspend(struct device *dev)
 			usleep_range(200, 500);
 	spyre_reset_begin(sdev, true);
 	drm_dev_exit(idx);
+	up_write(&sdev->reset_sem);
 	return 0;
 }
 
@@ -71,10 +75,12 @@ static int spyre_pm_resume(struct device *dev)
 	struct spyre_device *sdev = pci_get_drvdata(to_pci_dev(dev));
 	int idx;
 
+	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_reset_end(sdev, "resume");
 		drm_dev_exit(idx);
 	}
+	spyre_hw_unblock(sdev);
 	up_write(&sdev->reset_sem);
 	return 0;
 }

@@ -254,7 +254,7 @@ static void spyre_queue_hw_fini(struct spyre_queue *q)
 	if (!q->hw_active)
 		return;
 
-	down_read(&sdev->reset_sem);
+	spyre_hw_read_lock(sdev);
 	spin_lock_irqsave(&sdev->hwq_lock, flags);
 	sdev->hwq[q->hwq] = NULL;
 	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
@@ -440,7 +440,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 		goto err;
 	q->entity_ready = true;
 
-	down_read(&sdev->reset_sem);
+	spyre_hw_read_lock(sdev);
 	ret = spyre_hwq_program(q);
 	if (!ret) {
 		spin_lock_irqsave(&sdev->hwq_lock, flags);

@@ -137,7 +137,7 @@ struct spyre_queue {
  */
 struct spyre_hwq_sched {
 	struct drm_gpu_scheduler base;
-	char name[16];
+	char name[24];
 };
 
 static inline u32 spyre_qreg(struct spyre_queue *q, u32 reg)

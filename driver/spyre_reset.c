@@ -324,16 +324,56 @@ int spyre_reset_end(struct spyre_device *sdev, const char *reason)
  * of a new device-memory BO, which therefore runs under reset_sem too
  * (spyre_devmem.c).
  */
+/**
+ * spyre_hw_block() - take the card out of service until spyre_hw_unblock(),
+ * possibly in another task or callback.
+ * @sdev: device; the caller holds reset_sem for writing (and releases it
+ *	once it has quiesced the card).
+ *
+ * Until the matching spyre_hw_unblock(), spyre_hw_read_lock() waits and
+ * the recovery work leaves the card alone.  Blocks nest (a function reset
+ * inside a PCIe error recovery).  reset_sem itself is never held from one
+ * PCI or PM callback to the next: they may run in other tasks (an rwsem
+ * is released by its owner only), and the PCI core takes its own locks
+ * between them.
+ */
+void spyre_hw_block(struct spyre_device *sdev)
+{
+	lockdep_assert_held_write(&sdev->reset_sem);
+	sdev->hw_blocked++;
+}
+
+/**
+ * spyre_hw_unblock() - end one spyre_hw_block().
+ * @sdev: device; the caller holds reset_sem for writing (the card is
+ *	restored).
+ *
+ * When the last block ends, waiters go on and recovery requests made
+ * meanwhile are served.  Extra calls are ignored (remove() ends every
+ * block, a late resume() may follow).
+ */
+void spyre_hw_unblock(struct spyre_device *sdev)
+{
+	lockdep_assert_held_write(&sdev->reset_sem);
+	if (!sdev->hw_blocked || --sdev->hw_blocked)
+		return;
+	wake_up_all(&sdev->hw_wq);
+	if (READ_ONCE(sdev->recovery_reason))
+		queue_work(system_unbound_wq, &sdev->recovery_work);
+}
+
 static void spyre_reset_prepare(struct pci_dev *pdev)
 {
 	struct spyre_device *sdev = pci_get_drvdata(pdev);
 	int idx;
 
 	down_write(&sdev->reset_sem);
+	spyre_hw_block(sdev);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_reset_begin(sdev, true);
 		drm_dev_exit(idx);
 	}
+	up_write(&sdev->reset_sem);
 }
 
 static void spyre_reset_done(struct pci_dev *pdev)
@@ -341,20 +381,22 @@ static void spyre_reset_done(struct pci_dev *pdev)
 	struct spyre_device *sdev = pci_get_drvdata(pdev);
 	int idx;
 
+	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_reset_end(sdev, "function");
 		drm_dev_exit(idx);
 	}
+	spyre_hw_unblock(sdev);
 	up_write(&sdev->reset_sem);
 }
 
 /*
  * AER: the PCI core reports a PCIe error and drives the recovery.  Unlike
  * a function reset it does not call reset_prepare(): error_detected()
- * takes reset_sem for writing itself and keeps it until resume(), or
- * until the recovery is given up (DISCONNECT: resume() is never called
- * then).  On a frozen channel the card's registers cannot be read, so
- * what the card had started is told from the completion records alone.
+ * blocks the card itself (spyre_hw_block()) until resume(), or until the
+ * recovery is given up (DISCONNECT: resume() is never called then).  On a
+ * frozen channel the card's registers cannot be read, so what the card had
+ * started is told from the completion records alone.
  * The card is always reset (slot_reset(), after the core reset the link
  * for a fatal error): its state after an error is not known.
  */
@@ -362,6 +404,8 @@ static void spyre_aer_release(struct spyre_device *sdev)
 {
 	if (sdev->aer_held) {
 		sdev->aer_held = false;
+		down_write(&sdev->reset_sem);
+		spyre_hw_unblock(sdev);
 		up_write(&sdev->reset_sem);
 	}
 }
@@ -380,14 +424,16 @@ static pci_ers_result_t spyre_error_detected(struct pci_dev *pdev,
 		spyre_aer_release(sdev);
 		return PCI_ERS_RESULT_DISCONNECT;
 	}
+	down_write(&sdev->reset_sem);
 	if (!sdev->aer_held) {
-		down_write(&sdev->reset_sem);
+		spyre_hw_block(sdev);
 		sdev->aer_held = true;
 	}
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_reset_begin(sdev, state == pci_channel_io_normal);
 		drm_dev_exit(idx);
 	}
+	up_write(&sdev->reset_sem);
 	return PCI_ERS_RESULT_NEED_RESET;
 }
 
@@ -405,11 +451,13 @@ static pci_ers_result_t spyre_slot_reset(struct pci_dev *pdev)
 
 	pci_restore_state(pdev);
 	pci_save_state(pdev);
+	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		if (!spyre_reset_end(sdev, "aer"))
 			res = PCI_ERS_RESULT_RECOVERED;
 		drm_dev_exit(idx);
 	}
+	up_write(&sdev->reset_sem);
 	if (res == PCI_ERS_RESULT_DISCONNECT)
 		spyre_aer_release(sdev);
 	return res;
@@ -437,6 +485,11 @@ static void spyre_recovery_work(struct work_struct *work)
 	int idx;
 
 	down_write(&sdev->reset_sem);
+	/* A blocked card is reset when the block ends; that requeues us. */
+	if (sdev->hw_blocked) {
+		up_write(&sdev->reset_sem);
+		return;
+	}
 	why = xchg(&sdev->recovery_reason, 0);
 	if (why && drm_dev_enter(&sdev->drm, &idx)) {
 		unsigned int r = __ffs(why);
@@ -489,7 +542,7 @@ static void spyre_poll_work(struct work_struct *work)
 	if (!drm_dev_enter(&sdev->drm, &idx))
 		return;
 	/* A reset in progress re-arms the poll when it ends. */
-	if (!down_read_trylock(&sdev->reset_sem)) {
+	if (!spyre_hw_read_trylock(sdev)) {
 		drm_dev_exit(idx);
 		return;
 	}
@@ -540,14 +593,24 @@ void spyre_reset_init(struct spyre_device *sdev)
 {
 	INIT_WORK(&sdev->recovery_work, spyre_recovery_work);
 	INIT_DELAYED_WORK(&sdev->poll_work, spyre_poll_work);
+	init_waitqueue_head(&sdev->hw_wq);
 }
 
 /**
- * spyre_reset_fini() - wait for the recovery work and the poll to end.
- * @sdev: device, unplugged (neither re-arms after drm_dev_unplug()).
+ * spyre_reset_fini() - wait for the recovery work and the poll to end, and
+ * end every block.
+ * @sdev: device, unplugged (neither work re-arms after drm_dev_unplug()).
+ *
+ * Tasks waiting in spyre_hw_read_lock() for a block that will not end
+ * (the card went away during a reset, error recovery or sleep) go on and
+ * find the device unplugged.
  */
 void spyre_reset_fini(struct spyre_device *sdev)
 {
 	cancel_work_sync(&sdev->recovery_work);
 	cancel_delayed_work_sync(&sdev->poll_work);
+	down_write(&sdev->reset_sem);
+	sdev->hw_blocked = 0;
+	wake_up_all(&sdev->hw_wq);
+	up_write(&sdev->reset_sem);
 }

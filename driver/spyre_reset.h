@@ -18,6 +18,8 @@ struct spyre_queue;
 
 extern const struct pci_error_handlers spyre_err_handlers;
 
+void spyre_hw_block(struct spyre_device *sdev);
+void spyre_hw_unblock(struct spyre_device *sdev);
 void spyre_reset_begin(struct spyre_device *sdev, bool mmio);
 int spyre_reset_end(struct spyre_device *sdev, const char *reason);
 void spyre_reset_init(struct spyre_device *sdev);

@@ -93,7 +93,7 @@ static u64 spyre_tel_read(struct spyre_device *sdev, enum spyre_tel_counter c)
 	int idx;
 
 	if (drm_dev_enter(&sdev->drm, &idx)) {
-		if (down_read_trylock(&sdev->reset_sem)) {
+		if (spyre_hw_read_trylock(sdev)) {
 			if (spyre_pm_get_if_active(sdev)) {
 				spyre_tel_sample(sdev);
 				spyre_pm_put(sdev);
@@ -249,7 +249,7 @@ void spyre_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	 * the live registers are skipped: a reader never waits for one.
 	 */
 	if (drm_dev_enter(&sdev->drm, &idx)) {
-		bool regs = down_read_trylock(&sdev->reset_sem);
+		bool regs = spyre_hw_read_trylock(sdev);
 
 		xa_for_each(&sfile->queues, id, q) {
 			q = spyre_queue_lookup(sfile, id);
