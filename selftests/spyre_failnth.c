@@ -287,9 +287,15 @@ static int cover(struct __test_metadata *_metadata, const char *name,
 
 TEST_F_TIMEOUT(failnth, each_allocation_of_every_path, 1800)
 {
+	/*
+	 * Device memory last: on Debian's 6.12.95 a failed block allocation
+	 * inside drm_buddy_alloc_blocks() (split_block(), then err_undo's
+	 * __drm_buddy_free() of a block still on a free tree) corrupts the
+	 * buddy allocator (KASAN use-after-free, then BUG in drm_buddy.c);
+	 * the other paths are covered before it.
+	 */
 	static const struct path paths[] = {
 		{ "bo_create_system", path_bo_sys },
-		{ "bo_create_device", path_bo_dev },
 		{ "bo_userptr", path_userptr },
 		{ "queue_create", path_queue },
 		{ "dmabuf_import", path_import },
@@ -300,6 +306,7 @@ TEST_F_TIMEOUT(failnth, each_allocation_of_every_path, 1800)
 	for (size_t i = 0; i < ARRAY_SIZE(paths); i++)
 		total += cover(_metadata, paths[i].name, paths[i].fn, false);
 	total += cover(_metadata, "submit", path_submit, true);
+	total += cover(_metadata, "bo_create_device", path_bo_dev, false);
 	TH_LOG("%d fail-nth points in all", total);
 	/* the card still serves a new context correctly */
 	ASSERT_EQ(0, st_open(&c.x, 0, DRM_SPYRE_PRIORITY_NORMAL));
