@@ -378,6 +378,36 @@ class ProcessGroupSpyre(dist.ProcessGroup):
             _record(srcs[0].device).synchronize()
         return _try(run)[1]
 
+    def _via_gloo(self, what, dev, sig, to_cpu, coll, outs):
+        """One round of collective ``what`` over gloo, on card ``dev``:
+        ``to_cpu()`` gives this rank's CPU tensor, ``coll(cpu)`` runs the
+        gloo collective on it and copies the result to the card.  Returns
+        the work of ``outs``."""
+        c, e = _try(to_cpu)
+        self._begin(what, dev, sig, e)
+        coll(c)
+        self._done(dev)
+        return self._work(outs)
+
+    def _rounds(self, what, flat, sig, body, root=None):
+        """The shm rounds of collective ``what`` over ``flat`` (on the
+        card), one slot's worth each: this rank's part goes to its slot
+        (with ``root``, only rank root's does), then after the round's
+        exchange ``body(part, rnd, a)`` reads the slots of round ``rnd``
+        for the part at element ``a``."""
+        dev = flat.device
+        step = SLOT_BYTES // flat.element_size()
+        for a in range(0, flat.numel(), step):
+            part = flat[a:a + step]
+            rnd = self._round
+            e = None
+            if root is None or root == self._rank:
+                mine = self._shm.slot(rnd, self._rank, part, part.numel())
+                e = self._stage([mine], [part])
+            self._begin(what, dev, sig, e)
+            body(part, rnd, a)
+            self._done(dev)
+
     def _reduce(self, own, rnd, off, op):
         """Reduce rank by rank, in rank order, with ``op``, the parts at
         element ``off`` of round ``rnd``'s slots, own's size: this rank's
@@ -449,26 +479,17 @@ class ProcessGroupSpyre(dist.ProcessGroup):
         return self._call("all_reduce", setup)
 
     def _allreduce(self, flat, op, sig, outs):
-        dev = flat.device
         if self._shm is None:
-            c, e = _try(flat.cpu)
-            self._begin("all_reduce", dev, sig, e)
-            self._gloo_allreduce(c, op).wait()
-            flat.copy_(c)
-            self._done(dev)
-            return self._work(outs)
-        step = SLOT_BYTES // flat.element_size()
-        for a in range(0, flat.numel(), step):
-            part = flat[a:a + step]
-            rnd = self._round
-            mine = self._shm.slot(rnd, self._rank, part, part.numel())
-            self._begin("all_reduce", dev, sig,
-                        self._stage([mine], [part]))
-            self._reduce(part, rnd, 0, op)
-            self._done(dev)
+            def coll(c):
+                self._gloo_allreduce(c, op).wait()
+                flat.copy_(c)
+            return self._via_gloo("all_reduce", flat.device, sig, flat.cpu,
+                                  coll, outs)
+        self._rounds("all_reduce", flat, sig,
+                     lambda part, rnd, a: self._reduce(part, rnd, 0, op))
         if op == _R.AVG:
             flat.div_(self._world)
-            self._done(dev)
+            self._done(flat.device)
         return self._work(outs)
 
     # ---- all_gather ------------------------------------------------------------
@@ -526,27 +547,21 @@ class ProcessGroupSpyre(dist.ProcessGroup):
         return _flat(o)
 
     def _gather(self, flat, outs, sig, results):
-        dev = flat.device
         if self._shm is None:
-            c, e = _try(flat.cpu)
-            self._begin("all_gather", dev, sig, e)
-            cs = [torch.empty_like(c) for _ in range(self._world)]
-            self._gloo.allgather([cs], [c]).wait()
-            for o, x in zip(outs, cs):
-                o.copy_(x)
-            self._done(dev)
-            return self._work(results)
-        step = SLOT_BYTES // flat.element_size()
-        for a in range(0, flat.numel(), step):
-            part = flat[a:a + step]
-            rnd, n = self._round, part.numel()
-            mine = self._shm.slot(rnd, self._rank, part, n)
-            self._begin("all_gather", dev, sig, self._stage([mine], [part]))
+            def coll(c):
+                cs = [torch.empty_like(c) for _ in range(self._world)]
+                self._gloo.allgather([cs], [c]).wait()
+                for o, x in zip(outs, cs):
+                    o.copy_(x)
+            return self._via_gloo("all_gather", flat.device, sig, flat.cpu,
+                                  coll, results)
+
+        def body(part, rnd, a):
             for r in range(self._world):
-                outs[r][a:a + step].copy_(
+                outs[r][a:a + part.numel()].copy_(
                     part if r == self._rank
-                    else self._shm.slot(rnd, r, part, n))
-            self._done(dev)
+                    else self._shm.slot(rnd, r, part, part.numel()))
+        self._rounds("all_gather", flat, sig, body)
         return self._work(results)
 
     # ---- reduce_scatter --------------------------------------------------------
@@ -610,12 +625,11 @@ class ProcessGroupSpyre(dist.ProcessGroup):
             return _Work([out])
         dev = out.device
         if self._shm is None:
-            c, e = _try(lambda: torch.cat(ins).cpu())
-            self._begin("reduce_scatter", dev, sig, e)
-            self._gloo_allreduce(c, op).wait()
-            out.copy_(c[me * n:(me + 1) * n])
-            self._done(dev)
-            return self._work([out])
+            def coll(c):
+                self._gloo_allreduce(c, op).wait()
+                out.copy_(c[me * n:(me + 1) * n])
+            return self._via_gloo("reduce_scatter", dev, sig,
+                                  lambda: torch.cat(ins).cpu(), coll, [out])
         # a slot holds this rank's chunk for every destination rank
         step = SLOT_BYTES // out.element_size() // self._world
         for a in range(0, n, step):
@@ -657,26 +671,18 @@ class ProcessGroupSpyre(dist.ProcessGroup):
         return self._call("broadcast", setup)
 
     def _broadcast(self, flat, root, o, sig, t):
-        dev = flat.device
         if self._shm is None:
-            c, e = _try(flat.cpu)
-            self._begin("broadcast", dev, sig, e)
-            self._gloo.broadcast([c], o).wait()
+            def coll(c):
+                self._gloo.broadcast([c], o).wait()
+                if self._rank != root:
+                    flat.copy_(c)
+            return self._via_gloo("broadcast", flat.device, sig, flat.cpu,
+                                  coll, [t])
+
+        def body(part, rnd, a):
             if self._rank != root:
-                flat.copy_(c)
-            self._done(dev)
-            return self._work([t])
-        step = SLOT_BYTES // flat.element_size()
-        for a in range(0, flat.numel(), step):
-            part = flat[a:a + step]
-            slot = self._shm.slot(self._round, root, part, part.numel())
-            e = None
-            if self._rank == root:
-                e = self._stage([slot], [part])
-            self._begin("broadcast", dev, sig, e)
-            if self._rank != root:
-                part.copy_(slot)
-            self._done(dev)
+                part.copy_(self._shm.slot(rnd, root, part, part.numel()))
+        self._rounds("broadcast", flat, sig, body, root=root)
         return self._work([t])
 
     def barrier(self, opts=None):
