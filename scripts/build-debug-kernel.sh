@@ -4,9 +4,10 @@
 # version as the guest kernel), x86_64_defconfig + kvm_guest.config +
 # scripts/debug-kernel.config (KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # kmemleak, failslab/fail_page_alloc/fail-nth, DMA API debug), with a stub
-# Kconfig symbol that selects the hidden DRM helpers spyre.ko needs.
+# Kconfig symbol that selects the hidden DRM helpers spyre.ko needs and
+# scripts/debug-kernel.patch (fixes of kernel bugs our tests found).
 # Cached under $SPYRE_CACHE/debug-kernel/<key> (key: source version,
-# config fragment, RECIPE_VERSION: raise it when the recipe below
+# config fragment and fixes, RECIPE_VERSION: raise it when the recipe below
 # changes); a second run only prints where it is.
 #
 #   scripts/build-debug-kernel.sh [-j N]
@@ -28,10 +29,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-RECIPE_VERSION=1
+RECIPE_VERSION=2
 frag=$SPYRE_ROOT/scripts/debug-kernel.config
-key=$(printf '%s\n' "$KPKG" "$RECIPE_VERSION" "$(sha256sum "$frag" | cut -c1-64)" |
-	sha256sum | cut -c1-16)
+fixes=$SPYRE_ROOT/scripts/debug-kernel.patch
+key=$(printf '%s\n' "$KPKG" "$RECIPE_VERSION" \
+	"$(cat "$frag" "$fixes" | sha256sum | cut -c1-64)" | sha256sum | cut -c1-16)
 top=$SPYRE_CACHE/debug-kernel/$key
 if [ -f "$top/.done" ]; then
 	ln -sfn "$key" "$SPYRE_CACHE/debug-kernel/current"
@@ -70,6 +72,12 @@ config SPYRE_OOT_DEPS
 	  Builds the hidden DRM helpers that spyre.ko (built out of tree)
 	  links against.
 KCONFIG
+	# The fixes: each file they touch is copied first (the tree is hard
+	# links to $KSRC, which must stay as Debian ships it).
+	grep -E '^\+\+\+ b/' "$fixes" | cut -c7- | while IFS= read -r f; do
+		cp --remove-destination "$KSRC/$f" "$top/src/$f"
+	done
+	patch -s -p1 -d "$top/src" <"$fixes"
 	touch "$top/.src-ready"
 fi
 

@@ -291,8 +291,9 @@ TEST_F_TIMEOUT(failnth, each_allocation_of_every_path, 1800)
 	 * Device memory last: on Debian's 6.12.95 a failed block allocation
 	 * inside drm_buddy_alloc_blocks() (split_block(), then err_undo's
 	 * __drm_buddy_free() of a block still on a free tree) corrupts the
-	 * buddy allocator (KASAN use-after-free, then BUG in drm_buddy.c);
-	 * the other paths are covered before it.
+	 * buddy allocator (KASAN use-after-free, then BUG in drm_buddy.c).
+	 * The debug kernel carries the fix (scripts/debug-kernel.patch);
+	 * on a kernel without it the other paths are still counted first.
 	 */
 	static const struct path paths[] = {
 		{ "bo_create_system", path_bo_sys },
