@@ -22,7 +22,7 @@ mkdir -p "$out" "$corpus"
 msg "generic-fuzz over the card for $secs s (corpus $corpus)"
 # A small card, so that one input reaches many of its registers and
 # queues; workers=1 keeps runs close to reproducible.
-export QEMU_FUZZ_ARGS="-M q35 -L $(dirname "$bin")/firmware \
+export QEMU_FUZZ_ARGS="-M q35 -nodefaults -L $(dirname "$bin")/firmware \
 -device spyre,mem-size=16M,queues=4,contexts=8,vectors=5,workers=1"
 export QEMU_FUZZ_OBJECTS="spyre*"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
