@@ -131,6 +131,15 @@ endif\n\n&|" "$t/tests/qtest/meson.build"
 		grep -q "spyre-test" "$t/tests/qtest/meson.build" ||
 			die "could not hook spyre-test into tests/qtest"
 	fi
+	# The card's own fuzz target (compiled only with --enable-fuzzing).
+	if ! grep -q "spyre_fuzz" "$t/tests/qtest/fuzz/meson.build"; then
+		sed -i "s|^specific_fuzz_ss.add(files('generic_fuzz.c'))\$|&\n\
+if config_all_devices.has_key('CONFIG_SPYRE')\n\
+  specific_fuzz_ss.add(files('spyre_fuzz.c'), spyre_dep)\n\
+endif|" "$t/tests/qtest/fuzz/meson.build"
+		grep -q "spyre_fuzz" "$t/tests/qtest/fuzz/meson.build" ||
+			die "could not hook spyre_fuzz into tests/qtest/fuzz"
+	fi
 }
 
 if [ ! -f "$top/.src-ready" ]; then
@@ -142,9 +151,11 @@ if [ ! -f "$top/.src-ready" ]; then
 		patch -d "$src" -p1 -s --no-backup-if-mismatch <"$p" ||
 			die "$(basename "$p") does not apply to QEMU $(cat "$qemu_src/VERSION")"
 	done
-	hook_tree "$src"
 	touch "$top/.src-ready"
 fi
+# Every time: a tree copied by an older version of this script gains the
+# hooks added since (each is made once).
+hook_tree "$src"
 
 # ---- sync the card model (content-compared, fresh mtimes) ----------------
 # No -t: a file whose content changed gets the current time, so ninja
@@ -173,6 +184,9 @@ if [ -f "$repo/qemu-device/tests/spyre-test.c" ]; then
 else
 	die "missing qemu-device/tests/spyre-test.c"
 fi
+rsync -c --no-times "$repo/qemu-device/tests/spyre-fuzz.c" \
+	"$src/tests/qtest/fuzz/spyre_fuzz.c" ||
+	die "missing qemu-device/tests/spyre-fuzz.c"
 
 # ---- firmware -------------------------------------------------------------
 newest() {

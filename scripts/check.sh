@@ -82,7 +82,8 @@ msg "QEMU checkpatch: qemu-device/ (as synced into the QEMU tree) and its patche
 "$SPYRE_ROOT/scripts/build-qemu.sh" >/dev/null 2>&1 || rc=1
 QTREE=$SPYRE_BUILD/qemu/src
 # Warnings count too: checkpatch.pl itself fails only on errors.
-(cd "$QTREE" && for f in hw/misc/spyre/*.[ch] tests/qtest/spyre-test.c; do
+(cd "$QTREE" && for f in hw/misc/spyre/*.[ch] tests/qtest/spyre-test.c \
+		tests/qtest/fuzz/spyre_fuzz.c; do
 	out=$(scripts/checkpatch.pl --no-tree -q -f "$f") || { echo "$out"; exit 1; }
 	if echo "$out" | grep -q '^WARNING'; then echo "$out"; exit 1; fi
 done
