@@ -92,8 +92,9 @@ soak-fuzz: build
 	scripts/vm.sh run --no-build --cards 2 --timeout 600 -- \
 		spyre-selftests spyre_fuzz_soak
 
-# QEMU's generic-fuzz over the card model for 300 s (a clang/libFuzzer/
-# ASan/UBSan build of its own, cached: the first run builds it).
+# QEMU's generic-fuzz and the spyre-cmds target over the card model, 300 s
+# in all (a clang/libFuzzer/ASan/UBSan build of its own, cached: the first
+# run builds it, about 7 minutes).
 soak-fuzz-card: setup
 	scripts/fuzz-card.sh $${SPYRE_FUZZ_SECONDS:-300}
 
