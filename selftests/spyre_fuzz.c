@@ -2,11 +2,13 @@
 /*
  * spyre_fuzz: an ioctl fuzzer.  Several processes (FUZZ_PROCS, default 4)
  * call every spyre ioctl, and the DRM core ioctls an accel node allows,
- * for FUZZ_SECONDS (default 10; spyre_fuzz_soak: 120) with random and
+ * for FUZZ_SECONDS (default 10; spyre_fuzz_soak: 120, at most
+ * FUZZ_MAX_SECONDS: the harness's timeout is set from it) with random and
  * mutated arguments: valid handles from a pool mixed with garbage, valid
  * command streams with mutated fields, sizes and counts at and around
  * their limits, bad user pointers, random flags.  Every call is bounded
- * (timeouts capped at 1 ms, an alarm() guard of 10 s per call; no
+ * (timeouts capped at 1 ms, an alarm() guard of FUZZ_CALL_ALARM s per
+ * call, default 10: a call that takes longer kills its process; no
  * command stream holds a SEM_WAIT), and each process reopens the card
  * every 2000 calls, so that its call sequence depends on the seed alone:
  * a failure prints the seed, and FUZZ_SEED=<seed> replays every
@@ -31,9 +33,12 @@
 #ifndef FUZZ_DEFAULT_CALLS
 #define FUZZ_DEFAULT_CALLS	0
 #endif
+#ifndef FUZZ_MAX_SECONDS
+#define FUZZ_MAX_SECONDS	FUZZ_DEFAULT_SECONDS
+#endif
 #define FUZZ_MAX_PROCS		16
 #define FUZZ_REOPEN_CALLS	2000
-#define FUZZ_CALL_ALARM_S	10
+#define FUZZ_CALL_ALARM_S	10	/* default of FUZZ_CALL_ALARM */
 #define POOL			8	/* objects of each kind */
 #define CMD_BO_SIZE		(64 * 1024)
 #define WAIT_CAP_NS		1000000ll	/* 1 ms */
@@ -772,6 +777,9 @@ static const struct {
 	{ call_core, 2, DRM_IOCTL_NR(DRM_IOCTL_VERSION) },
 };
 
+/* FUZZ_CALL_ALARM, read by the parent before it forks. */
+static unsigned int call_alarm_s = FUZZ_CALL_ALARM_S;
+
 static void fuzz_process(struct fuzz_proc *me, double deadline)
 {
 	unsigned int total = 0;
@@ -798,7 +806,7 @@ static void fuzz_process(struct fuzz_proc *me, double deadline)
 			pick -= calls[i].weight;
 		me->call_index = n;
 		me->ioctl_nr = calls[i].nr;
-		alarm(FUZZ_CALL_ALARM_S);
+		alarm(call_alarm_s);
 		calls[i].fn(&f);
 		alarm(0);
 		me->calls = n + 1;
@@ -829,7 +837,7 @@ FIXTURE_TEARDOWN(fuzz)
 
 /* The harness's timeout: the run plus the exits of its processes. */
 TEST_F_TIMEOUT(fuzz, ioctls_from_several_processes,
-	       FUZZ_DEFAULT_SECONDS + 120)
+	       FUZZ_MAX_SECONDS + 120)
 {
 	unsigned int nproc = (unsigned int)env_ul("FUZZ_PROCS", 4);
 	double secs = (double)env_ul("FUZZ_SECONDS", FUZZ_DEFAULT_SECONDS);
@@ -846,6 +854,10 @@ TEST_F_TIMEOUT(fuzz, ioctls_from_several_processes,
 		SKIP(return, "no Spyre card");
 	ASSERT_LE(1, nproc);
 	ASSERT_GE(FUZZ_MAX_PROCS, nproc);
+	ASSERT_GE(FUZZ_MAX_SECONDS, secs) TH_LOG("FUZZ_SECONDS: at most %d",
+						 FUZZ_MAX_SECONDS);
+	call_alarm_s = (unsigned int)env_ul("FUZZ_CALL_ALARM", FUZZ_CALL_ALARM_S);
+	ASSERT_LT(0, call_alarm_s);
 	if (!seed)
 		seed = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid();
 	TH_LOG("seed %llu (FUZZ_SEED=%llu replays it), %u processes, %.0f s",
