@@ -531,13 +531,8 @@ FIXTURE_VARIANT_ADD(foreign, dma_heap_system) { .udmabuf = 0,
 FIXTURE_VARIANT_ADD(foreign, udmabuf_memfd) { .udmabuf = 1,
 					       .size = 4 * MiB };
 
-/*
- * A new foreign buffer of @variant's kind into @self (dfd, cpu, mfd,
- * sync), the previous one released (a BO imported from it stays valid).
- */
-static void foreign_alloc(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(foreign) *self,
-			  const FIXTURE_VARIANT(foreign) *variant)
+/* Drop @self's foreign buffer, if any (a BO imported from it stays valid). */
+static void foreign_release(FIXTURE_DATA(foreign) *self)
 {
 	if (self->cpu != MAP_FAILED)
 		munmap(self->cpu, self->size);
@@ -547,6 +542,17 @@ static void foreign_alloc(struct __test_metadata *_metadata,
 		close(self->mfd);
 	self->dfd = self->mfd = -1;
 	self->cpu = MAP_FAILED;
+}
+
+/*
+ * A new foreign buffer of @variant's kind into @self (dfd, cpu, mfd,
+ * sync), the previous one released.
+ */
+static void foreign_alloc(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(foreign) *self,
+			  const FIXTURE_VARIANT(foreign) *variant)
+{
+	foreign_release(self);
 	if (!variant->udmabuf) {
 		struct dma_heap_allocation_data a = {
 			.len = self->size,
@@ -608,12 +614,7 @@ FIXTURE_SETUP(foreign)
 
 FIXTURE_TEARDOWN(foreign)
 {
-	if (self->cpu != MAP_FAILED)
-		munmap(self->cpu, self->size);
-	if (self->dfd >= 0)
-		close(self->dfd);
-	if (self->mfd >= 0)
-		close(self->mfd);
+	foreign_release(self);
 	st_close(&self->c[0]);
 	st_close(&self->c[1]);
 }

@@ -239,85 +239,62 @@ static uint32_t ld24(const uint8_t *p)
     return p[0] | p[1] << 8 | p[2] << 16;
 }
 
+/* Bytes before each record's payload (the whole record if it has none). */
+static const uint8_t rec_head[REC_COUNT] = {
+    [REC_JOB] = 5, [REC_REG32] = 8, [REC_REG64] = 12, [REC_MEM] = 5,
+    [REC_DEV] = 5, [REC_WAIT] = 2, [REC_READ] = 4, [REC_PTE] = 12,
+};
+
 static void spyre_fuzz(QTestState *s, const unsigned char *d, size_t size)
 {
     const uint8_t *end = d + size;
 
     card_setup(s);
     while (d < end) {
-        size_t left = end - d;
         unsigned int kind = d[0] % REC_COUNT;
-        uint32_t n;
+        size_t left;
+        uint32_t n = 0;     /* payload bytes */
 
+        if ((size_t)(end - d) < rec_head[kind]) {
+            break;
+        }
+        left = end - d - rec_head[kind];
         switch (kind) {
         case REC_JOB:
-            if (left < 5) {
-                goto out;
-            }
-            n = MIN(lduw_le_p(d + 3), left - 5);
-            n = MIN(n, CMD_PAGES * PAGE);
+            n = MIN(MIN(lduw_le_p(d + 3), left), CMD_PAGES * PAGE);
             submit(s, d[1] % NQUEUES, (d[1] >> 2) % 4, d[2], d + 5, n);
-            d += 5 + n;
             break;
         case REC_REG32:
-            if (left < 8) {
-                goto out;
-            }
             wr32(ld24(d + 1) % SPYRE_BAR0_SIZE & ~3u, ldl_le_p(d + 4));
-            d += 8;
             break;
         case REC_REG64:
-            if (left < 12) {
-                goto out;
-            }
             wr64(ld24(d + 1) % SPYRE_BAR0_SIZE & ~7u, ldq_le_p(d + 4));
-            d += 12;
             break;
         case REC_MEM:
-            if (left < 5) {
-                goto out;
-            }
-            n = MIN(d[4], left - 5);
+            n = MIN(d[4], left);
             qtest_memwrite(s, DATA_PA(d[1] & 1) +
                            ld24(d + 1) % (DATA_PAGES * PAGE - 256),
                            d + 5, n);
-            d += 5 + n;
             break;
         case REC_DEV:
-            if (left < 5) {
-                goto out;
-            }
-            n = MIN(d[4], left - 5);
+            n = MIN(d[4], left);
             qpci_memwrite(fz.dev, fz.bar2, ld24(d + 1) % (DEV_SIZE - 256),
                           d + 5, n);
-            d += 5 + n;
             break;
         case REC_WAIT:
-            if (left < 2) {
-                goto out;
-            }
             run_for(s, (d[1] % 16) * 1000);
-            d += 2;
             break;
         case REC_READ:
-            if (left < 4) {
-                goto out;
-            }
             rd32(ld24(d + 1) % SPYRE_BAR0_SIZE & ~3u);
-            d += 4;
             break;
         case REC_PTE:
-            if (left < 12) {
-                goto out;
-            }
             qtest_writeq(s, leaf_pa(d[1] & 1, d[1] >> 1 & 1) +
                          8 * (lduw_le_p(d + 2) % SPYRE_PT_ENTRIES),
                          ldq_le_p(d + 4));
-            d += 12;
             break;
         }
+        d += rec_head[kind] + n;
     }
-out:
     run_for(s, IDLE_WAIT_US);
     fuzz_reset(s);
 }
@@ -473,7 +450,6 @@ static void write_seeds(const char *dir)
     seed_flush(&sd);
     sd.buf[sd.len++] = REC_WAIT;
     sd.buf[sd.len++] = 1;
-    sd.buf[sd.len] = REC_REG32;
     stl_le_p(sd.buf + sd.len, REC_REG32 |
              (uint32_t)SPYRE_QUEUE_REG(2, SPYRE_Q_RESET) << 8);
     stl_le_p(sd.buf + sd.len + 4, 1);
