@@ -83,7 +83,7 @@ soak-kill: build
 # 20 hot-unplug/re-plug cycles of the second card under load (the host
 # drives QMP; about 3 minutes).
 soak-unplug: build
-	scripts/qmp-hotplug.py --cycles 20 -- --no-build --cards 2 \
+	scripts/qmp-hotplug.py --cycles 20 --gap 1 -- --no-build --cards 2 \
 		--timeout 1800 -- env UNPLUG_CYCLES=20 spyre-selftests unplug
 
 # The ioctl fuzzer from 4 processes, at least 100 000 calls: 120 s (about

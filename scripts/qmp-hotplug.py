@@ -9,16 +9,19 @@ Starts `vm.sh run --qmp SOCKET VM.SH-RUN-ARGS...` (a socket of its own),
 passes the guest's output through, and waits for the guest's test to
 print READY (spyre_unplug prints it once it holds both cards and its load
 runs): the host must not pull a card while the guest still boots or
-enumerates.  Then it cycles until the guest exits (at most 10 x --cycles
-times): device_del, wait for DEVICE_DELETED (the guest let go of the
-card: its driver was unbound), --gap seconds, device_add on the same root
-port with the same id, --gap seconds.  Prints a line per cycle.  Exits
-with vm.sh's status, or 1 if fewer than --cycles ran or QMP refused a
-command.
+enumerates.  Then it runs --cycles cycles, each paced by the guest, so a
+slow (debug) kernel sets the pace rather than a timer: device_del, wait
+for DEVICE_DELETED (the guest's driver let go of the card) and for the
+guest's "unplug N seen", --gap seconds, device_add on the same root port
+with the same id, wait for the guest's "re-plug N seen" (it opened the new
+node and ran a job on it), --gap seconds.  Each wait gives up after
+--step-timeout seconds.  Prints a line per cycle.  Exits with vm.sh's
+status, or 1 if fewer than --cycles ran or QMP refused a command.
 """
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -29,6 +32,24 @@ import time
 # the line spyre_unplug (selftests/spyre_unplug.c) prints when the host
 # may start
 READY = "ready for the host's hot-unplug cycles"
+# ... and the lines it prints when it has seen each step of a cycle
+SEEN = re.compile(rb"(unplug|re-plug) (\d+) seen")
+
+
+class Guest:
+    """What the guest's test has reported, shared by the two threads."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.ready = False
+        self.seen = {b"unplug": 0, b"re-plug": 0}
+        self.gone = False
+
+    def wait(self, pred, timeout):
+        """Wait until @pred() holds; False on timeout or guest exit."""
+        with self.cond:
+            return self.cond.wait_for(lambda: pred() or self.gone, timeout) \
+                and pred()
 
 
 class Qmp:
@@ -84,36 +105,57 @@ class Qmp:
             time.sleep(0.05)
 
 
-def forward(proc, ready):
-    """Copy the guest's output to ours; set @ready on the READY line."""
+def forward(proc, guest):
+    """Copy the guest's output to ours and note what its test reports."""
     for raw in proc.stdout:
         sys.stdout.buffer.write(raw)
         sys.stdout.buffer.flush()
-        if READY.encode() in raw:
-            ready.set()
+        m = SEEN.search(raw)
+        with guest.cond:
+            if READY.encode() in raw:
+                guest.ready = True
+            if m:
+                guest.seen[m.group(1)] = int(m.group(2))
+            guest.cond.notify_all()
+    with guest.cond:
+        guest.gone = True
+        guest.cond.notify_all()
 
 
-def cycle(a, sock, proc, ready):
+def cycle(a, sock, guest):
     """The QMP side: returns the number of cycles done."""
     done = 0
     try:
         qmp = Qmp(sock, 60)
-        while not ready.wait(0.2):
-            if proc.poll() is not None:
-                print("qmp-hotplug: guest exited before its test was ready",
-                      flush=True)
-                return 0
-        while done < 10 * a.cycles:
+        if not guest.wait(lambda: guest.ready, a.step_timeout):
+            print("qmp-hotplug: the guest's test never said it was ready",
+                  flush=True)
+            return 0
+        while done < a.cycles:
+            n = done + 1
             t0 = time.monotonic()
             qmp.command("device_del", id=a.device)
-            qmp.wait_event("DEVICE_DELETED", a.device, 60)
+            qmp.wait_event("DEVICE_DELETED", a.device, a.step_timeout)
             t1 = time.monotonic()
+            if not guest.wait(lambda: guest.seen[b"unplug"] >= n,
+                              a.step_timeout):
+                print(f"qmp-hotplug: the guest did not report unplug {n}",
+                      flush=True)
+                break
             time.sleep(a.gap)
             qmp.command("device_add", driver="spyre", id=a.device,
                         bus=a.bus)
-            done += 1
+            t2 = time.monotonic()
+            if not guest.wait(lambda: guest.seen[b"re-plug"] >= n,
+                              a.step_timeout):
+                print(f"qmp-hotplug: the guest did not report re-plug {n}",
+                      flush=True)
+                break
+            done = n
             print(f"qmp-hotplug: cycle {done}: {a.device} unplugged in "
-                  f"{t1 - t0:.2f} s, plugged back", flush=True)
+                  f"{t1 - t0:.2f} s, back in use "
+                  f"{time.monotonic() - t2:.2f} s after device_add",
+                  flush=True)
             time.sleep(a.gap)
     except (EOFError, OSError) as e:
         print(f"qmp-hotplug: guest gone ({e})", flush=True)
@@ -128,6 +170,7 @@ def main():
     ap.add_argument("--bus", default="rp1")
     ap.add_argument("--cycles", type=int, default=3)
     ap.add_argument("--gap", type=float, default=2.0)
+    ap.add_argument("--step-timeout", type=float, default=120.0)
     ap.add_argument("vm_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     if a.vm_args[:1] == ["--"]:
@@ -139,10 +182,10 @@ def main():
         proc = subprocess.Popen([vm, "run", "--qmp", sock] + a.vm_args,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
-        ready = threading.Event()
-        out = threading.Thread(target=forward, args=(proc, ready))
+        guest = Guest()
+        out = threading.Thread(target=forward, args=(proc, guest))
         out.start()
-        done = cycle(a, sock, proc, ready)
+        done = cycle(a, sock, guest)
         rc = proc.wait()
         out.join()
     print(f"qmp-hotplug: {done} of {a.cycles} cycles", flush=True)
