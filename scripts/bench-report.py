@@ -3,15 +3,21 @@
 """The machine-readable report of `make bench` (scripts/run-bench.sh).
 
   bench-report.py OUTDIR --bench BENCH.json [--torch TORCH.txt]
-                  [--load-before S] [--load-after S]
+                  [--block BLOCK.txt] [--load-before S] [--load-after S]
 
 BENCH.json is what `spyre-bench --json` printed (docs/spyre-bench.schema.json);
-TORCH.txt the "key value" lines of torch_spyre/examples/bench_torch.py.
-Writes OUTDIR/bench.json, the two merged with the PyTorch ratios and the
+TORCH.txt the "key value" lines of torch_spyre/examples/bench_torch.py;
+BLOCK.txt the figure lines of `spyre-demo -b` ("block-PREC CLOCK MEDIAN MIN
+MAX N": microseconds per transformer block of the graph launched 20 times,
+card or wall clock), whose ratios to the native ceilings block-PREC in
+BENCH.json (spyre-ceilings: the same block, natively) are computed here:
+the card clock's with the goal <= 2x, the wall clock's for information.
+Writes OUTDIR/bench.json, the three merged with those ratios and the
 host load around the run, and OUTDIR/bench.png, every ratio that has a goal
 as a bar against its goal line (green met, red not; log scale), with
 gnuplot.  BENCH.json is checked against docs/spyre-bench.schema.json
-first.  Prints the paths.  Exit status 1 on unreadable or invalid input.
+first.  Prints the paths, and the transformer block's ratios.  Exit status
+1 on unreadable or invalid input.
 """
 import argparse
 import json
@@ -57,6 +63,37 @@ def torch_figures(path):
     return vals, figs
 
 
+def block_figures(path, ceilings):
+    """spyre-demo -b's lines -> figures against the block-PREC ceilings."""
+    ceil = {c['key']: c for c in ceilings}
+    figs = []
+    with open(path, errors='replace') as f:
+        for line in f:
+            p = line.split()
+            if len(p) != 6 or not p[0].startswith('block-'):
+                continue
+            try:
+                med, lo, hi = (float(v) for v in p[2:5])
+                n = int(p[5])
+            except ValueError:
+                continue
+            c = ceil.get(p[0])
+            ratio = med / c['median'] if c and c['median'] > 0 else None
+            goal = {'op': '<=', 'ratio': 2} if p[1] == 'card' else None
+            figs.append({
+                'figure': 'transformer block %s as one command list, per block'
+                          % p[0][len('block-'):],
+                'unit': 'us', 'clock': p[1],
+                'value': {'median': med, 'min': lo, 'max': hi, 'n': n},
+                'ceiling': {'name': p[0], 'median': c['median'],
+                            'min': c['min'], 'max': c['max'], 'n': c['n']}
+                if c else None,
+                'ratio': ratio, 'goal': goal,
+                'met': ratio <= goal['ratio'] if goal and ratio is not None
+                else None})
+    return figs
+
+
 def chart(figs, path):
     gp = shutil.which('gnuplot')
     if not gp:
@@ -98,6 +135,7 @@ def main():
     ap.add_argument('outdir')
     ap.add_argument('--bench', required=True)
     ap.add_argument('--torch')
+    ap.add_argument('--block')
     ap.add_argument('--load-before', default='')
     ap.add_argument('--load-after', default='')
     o = ap.parse_args()
@@ -123,14 +161,26 @@ def main():
     tvals, tfigs = ({}, [])
     if o.torch and os.path.exists(o.torch):
         tvals, tfigs = torch_figures(o.torch)
+    bfigs = []
+    if o.block and os.path.exists(o.block):
+        bfigs = block_figures(o.block, bench.get('ceilings', []))
     report = {'schema_version': 1, 'spyre_bench': bench, 'torch': tvals,
-              'torch_figures': tfigs,
+              'torch_figures': tfigs, 'block_figures': bfigs,
               'host_load': {'before': o.load_before, 'after': o.load_after}}
     os.makedirs(o.outdir, exist_ok=True)
     jpath = os.path.join(o.outdir, 'bench.json')
     with open(jpath, 'w') as f:
         json.dump(report, f, indent=1)
-    figs = [f for f in bench.get('figures', []) + tfigs
+    for f in bfigs:
+        c = f['ceiling']
+        print('bench: %s: %.1f us (%s clock) / %s native = %s%s' % (
+            f['figure'], f['value']['median'], f['clock'],
+            '%.1f us' % c['median'] if c else 'no ceiling',
+            '%.2fx' % f['ratio'] if f['ratio'] is not None else '-',
+            ' (goal <= %gx%s)' % (f['goal']['ratio'],
+                                  '' if f['met'] else ', not met')
+            if f['goal'] else ''))
+    figs = [f for f in bench.get('figures', []) + tfigs + bfigs
             if f.get('goal') and f.get('ratio') is not None and f['ratio'] > 0]
     if figs:
         ppath = os.path.join(o.outdir, 'bench.png')

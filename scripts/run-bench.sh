@@ -7,9 +7,15 @@
 #      threads as the card's copies use, OpenBLAS sgemm 512^3 and the same
 #      GEMM per dtype through the card's math code on those threads, and
 #      the per-call and per-element cost of every ELTWISE/REDUCE/ROWOP
-#      kind through the card's math code; each a median [min-max] of
+#      kind through the card's math code, and spyre-demo's transformer
+#      block (fp16 and scaled fp8, libspyre/tools/spyre-block.h) through
+#      the card's math code on one thread; each a median [min-max] of
 #      SPYRE_BENCH_REPS (default 5) repetitions;
-#   2. in a fresh guest with two cards: spyre-bench, given those ceilings
+#   2. in a fresh guest with two cards: `spyre-demo -b REPS` (the same
+#      block on the card, checked, as one command list launched 20 times
+#      in one submit: microseconds per block on the card's clock and the
+#      wall clock, its "demo: figure" lines go to block.txt), then
+#      spyre-bench, given those ceilings
 #      (--ceilings), measures the BO life cycle against memfd and the
 #      card's COPY bandwidth (memory), then job dispatch against a no-op
 #      ioctl and an eventfd ping-pong, the latency of a high-priority job
@@ -20,9 +26,10 @@
 #   3. in the PyTorch guest: scripts/bench-torch.sh (per-token decode
 #      eager vs compiled, framework cost, dispatch, tensor.to());
 #   4. scripts/bench-report.py: $SPYRE_BUILD/bench/<time>/ (and
-#      bench/latest) gets the text (bench.txt, torch.txt), bench.json
-#      (spyre-bench --json, the PyTorch figures and the host load, as
-#      numbers) and bench.png (every ratio against its goal).
+#      bench/latest) gets the text (bench.txt, torch.txt, block.txt),
+#      bench.json (spyre-bench --json, the PyTorch figures, the block's
+#      ratios to its native ceilings, goal <= 2x on the card clock, and the
+#      host load, as numbers) and bench.png (every ratio against its goal).
 # The guest part runs as the unprivileged user "spyre" with RLIMIT_MEMLOCK
 # raised (the copy benchmark registers 2 x --size MiB of host memory,
 # which the driver charges to that limit).
@@ -70,22 +77,24 @@ echo "threads $WORKERS" >"$TMP/ceilings"
 awk '$1 == "ceiling" { printf "  %-24s %10.3f [%.3f-%.3f]\n", $2, $3, $4, $5 }' \
 	"$TMP/ceilings"
 
-msg "guest: spyre-bench"
-# root raises the memlock limit, then the benchmark runs as "spyre"
+msg "guest: spyre-demo -b $REPS, spyre-bench"
+# both as "spyre"; root raises the memlock limit for the benchmark
 # (--json: the report on stderr, the JSON on stdout, kept in the guest's
 # /tmp and printed on one line after "spyre-bench-json: ")
 cmd=$(printf '%q ' spyre-bench --json --reps "$REPS" --ceilings /work/ceilings "$@")
-# shellcheck disable=SC2016 # $0 is expanded by the guest's shell
+# shellcheck disable=SC2016 # $0, $1 are expanded by the guest's shell
 "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 --timeout 900 \
 	--copy "$TMP/ceilings" "${VMOPTS[@]}" --root -- sh -c \
-	'ulimit -l unlimited && su -s /bin/sh spyre -c "$0 >/tmp/bench.json"
-	 rc=$?; printf "spyre-bench-json: "; cat /tmp/bench.json; exit $rc' "$cmd" |
-	tee "$OUT/bench.txt"
+	'su -s /bin/sh spyre -c "$1" || exit
+	 ulimit -l unlimited && su -s /bin/sh spyre -c "$0 >/tmp/bench.json"
+	 rc=$?; printf "spyre-bench-json: "; cat /tmp/bench.json; exit $rc' \
+	"$cmd" "spyre-demo -b $REPS" | tee "$OUT/bench.txt"
 rc=${PIPESTATUS[0]}
 LOAD_AFTER=$(load_note "after (the guest's own QEMU counts until it exits)")
 echo "$LOAD_AFTER"
 [ "$rc" = 0 ] || exit "$rc"
 sed -n 's/^spyre-bench-json: //p' "$OUT/bench.txt" >"$OUT/spyre-bench.json"
+sed -n 's/^demo: figure //p' "$OUT/bench.txt" >"$OUT/block.txt"
 # 3. PyTorch: decode per token eager vs torch.compile, the framework's
 # cost over the same command lists from C++, eager dispatch, tensor.to()
 msg "guest: PyTorch (torch_spyre/examples/bench_torch.py)"
@@ -93,4 +102,5 @@ msg "guest: PyTorch (torch_spyre/examples/bench_torch.py)"
 [ "${PIPESTATUS[0]}" = 0 ] || exit 1
 python3 "$SPYRE_ROOT/scripts/bench-report.py" "$OUT" \
 	--bench "$OUT/spyre-bench.json" --torch "$OUT/torch.txt" \
+	--block "$OUT/block.txt" \
 	--load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER"

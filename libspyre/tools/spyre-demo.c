@@ -3,29 +3,17 @@
  * spyre-demo - one transformer block on the card, in fp16 and in scaled
  * fp8, checked against the fp64 reference.
  *
- *   spyre-demo [-r RUNS] [DEV]     DEV: index (default 0) or PCI address
+ *   spyre-demo [-r RUNS] [-b REPS] [DEV]
+ *	DEV: index (default 0) or PCI address
  *
- * The block (pre-norm, causal self-attention and a SiLU-gated MLP):
- *
- *	h1 = rmsnorm(x) * g1			ROWOP RMSNORM
- *	qkv = h1 Wqkv				GEMM
- *	s_h = Q_h K_h^T / sqrt(dh) + mask	GEMM, batched over heads with
- *						strides into qkv, TRANS_B,
- *						beta = 1 on a COPY of the mask
- *	p_h = softmax(s_h)			ROWOP SOFTMAX
- *	attn_h = p_h V_h			GEMM, batched, strided
- *	x1 = x + attn Wo			GEMM, ELTWISE ADD
- *	h2 = rmsnorm(x1) * g2			ROWOP RMSNORM
- *	y = x1 + (silu(h2 Wg) * (h2 Wu)) Wd	GEMM x3, ELTWISE SILU, MUL, ADD
- *
- * with seq 32, d_model 128, 4 heads of 32, ffn 256.  The fp16 run keeps
- * every tensor in fp16 (fp32 accumulation on the card).  The fp8 run
- * quantizes the weights and the inputs of the five projection GEMMs to
- * OCP E4M3 with per-tensor scales (weights: amax / 448; activations:
- * amax / 448 calibrated on the fp16 run, as static fp8 inference does),
- * runs those GEMMs as scaled fp8 GEMMs (the card multiplies the scales
- * back, torch._scaled_mm style) that also report the amax of their
- * output, and keeps attention and the element-wise work in fp16.
+ * The block, its parameters and its steps are those of spyre-block.h
+ * (pre-norm, causal self-attention and a SiLU-gated MLP; seq 32, d_model
+ * 128, 4 heads of 32, ffn 256; fp16, and scaled fp8: E4M3 weights and
+ * projection inputs with per-tensor scales, the GEMMs reporting their
+ * amax); this program implements its operations over libspyre (struct
+ * sink), and spyre-ceilings runs the same description natively for
+ * `make bench`.  The activation scales are calibrated on the card's fp16
+ * run.
  *
  * Each run goes through the card three ways: as stream operations (one
  * job per operation, the libspyre stream helpers), as a graph (the same
@@ -35,6 +23,14 @@
  * steps of the graph, host time spent in the stream helper call), and the
  * share of the wall time spent in dispatch (host time inside libspyre
  * submission calls).
+ *
+ * -b REPS (for `make bench`, scripts/run-bench.sh): the repeated launch is
+ * measured REPS times (default 1), and after each precision's report come
+ * two lines "demo: figure block-PREC CLOCK MEDIAN MIN MAX REPS" (PREC fp16
+ * or fp8): microseconds per block of the graph launched 20 times in one
+ * submit, on the card's clock ("card": events, i.e. TIMESTAMP jobs, just
+ * before and after the launch, so the jobs' switches count) and on the
+ * wall clock ("wall": launch to stream sync).
  *
  * Checks (exit status 1 if any fails, "demo: OK" otherwise):
  *  - every step against the fp64 reference (spyre_ref_*) computed from
@@ -52,7 +48,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,17 +58,12 @@
 #include <spyre/spyre.h>
 #include <spyre/spyre_ref.h>
 
-#define SEQ	32
-#define DM	128
-#define NH	4
-#define DH	(DM / NH)
-#define FF	256
-#define EPS	1e-5f
-#define MASK_NEG	(-10000.0)	/* exp() of it is 0 in fp32 */
+#include "spyre-block.h"
+
 #define TOL_FP16	1e-2
 #define TOL_FP8		1.5e-1
-#define E4M3_MAX	448.0
 #define REPEAT		20
+#define MAX_REPS	32
 
 #define TIMEOUT_NS	(60ull * 1000000000ull)
 #define KiB		1024u
@@ -93,17 +83,6 @@ static double now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-/* Uniform in [-1, 1). */
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) * 0x1p-52 - 1.0;
 }
 
 /* ---- device buffers ----------------------------------------------------- */
@@ -135,51 +114,34 @@ static struct buf get(struct arena *a, uint64_t bytes)
 	return b;
 }
 
-static struct spyre_mem M(struct buf b)
-{
-	return SPYRE_MEM(b.bo, b.off);
-}
-
-/* Element @i of a binary32 buffer. */
-static struct spyre_mem MF(struct buf b, unsigned int i)
-{
-	return SPYRE_MEM(b.bo, b.off + 4ull * i);
-}
-
-/* Scale slots: weights W_QKV..W_D, then the activations. */
-enum { S_WQKV, S_WO, S_WG, S_WU, S_WD, S_H1, S_ATTN, S_H2, S_MM, NSCALES };
-/* amax slots of the five projection GEMMs */
-enum { A_QKV, A_O, A_GATE, A_UP, A_DOWN, NAMAX };
-
+/*
+ * The block's tensors (spyre-block.h): the weights in device memory, the
+ * activations in system memory (read back for the checks); and the
+ * graph's timestamps.
+ */
 struct tensors {
-	/* weights, in device memory */
-	struct buf wqkv16, wo16, wg16, wu16, wd16;
-	struct buf wqkv8, wo8, wg8, wu8, wd8;
-	struct buf g1, g2, mask;
-	/* activations, in system memory (read back for the checks) */
-	struct buf x, h1, qkv, scores, probs, attn, o, x1, h2, gate, up, sg,
-		   mm, dn, y;
-	/* fp8 run: scaled fp16 and quantized inputs of the projections */
-	struct buf h1s, h1q, attns, attnq, h2s, h2q, mms, mmq;
-	struct buf scales, amax, ts;
+	struct buf b[BLK_NTENSORS];
+	struct buf ts;
 };
 
 /* ---- the model on the host ---------------------------------------------- */
 
+#define QKV_W	(BLK_DM * 3 * BLK_DM)
+#define SQ_W	(BLK_DM * BLK_DM)
+#define FF_W	(BLK_DM * BLK_FF)
+
 struct model {
-	double x[SEQ * DM];
-	double wqkv[DM * 3 * DM], wo[DM * DM], wg[DM * FF], wu[DM * FF],
-	       wd[FF * DM];
-	double g1[DM], g2[DM];
+	double x[BLK_SEQ * BLK_DM];
+	double wqkv[QKV_W], wo[SQ_W], wg[FF_W], wu[FF_W], wd[FF_W];
+	double g1[BLK_DM], g2[BLK_DM];
 	/* encoded copies, as uploaded */
-	uint16_t x16[SEQ * DM];
-	uint16_t wqkv16[DM * 3 * DM], wo16[DM * DM], wg16[DM * FF],
-		 wu16[DM * FF], wd16[FF * DM];
-	uint8_t wqkv8[DM * 3 * DM], wo8[DM * DM], wg8[DM * FF], wu8[DM * FF],
-		wd8[FF * DM];
-	float g1f[DM], g2f[DM];
-	uint16_t mask16[NH * SEQ * SEQ];
-	float scales[NSCALES];
+	uint16_t x16[BLK_SEQ * BLK_DM];
+	uint16_t wqkv16[QKV_W], wo16[SQ_W], wg16[FF_W], wu16[FF_W],
+		 wd16[FF_W];
+	uint8_t wqkv8[QKV_W], wo8[SQ_W], wg8[FF_W], wu8[FF_W], wd8[FF_W];
+	float g1f[BLK_DM], g2f[BLK_DM];
+	uint16_t mask16[BLK_NH * BLK_SEQ * BLK_SEQ];
+	float scales[BLK_NSCALES];
 };
 
 static struct model md;
@@ -193,17 +155,15 @@ static double amax64(const double *v, size_t n)
 	return m;
 }
 
-/* Weights: uniform with unit output variance; fp16 and scaled E4M3. */
-static void make_weight(double *w, uint16_t *w16, uint8_t *w8, size_t n,
-			unsigned int fan_in, float *scale)
+/* A weight in fp16, and in E4M3 scaled by *@scale = amax / 448. */
+static void encode_weight(const double *w, uint16_t *w16, uint8_t *w8,
+			  size_t n, float *scale)
 {
 	double *tmp = malloc(n * sizeof(double));
 	double s;
 
-	for (size_t i = 0; i < n; i++)
-		w[i] = urand() * sqrt(3.0 / fan_in);
 	CHECK(spyre_ref_from_f64(w16, SPYRE_DTYPE_FP16, w, n, 0));
-	s = (float)(amax64(w, n) / E4M3_MAX);
+	s = (float)(amax64(w, n) / BLK_E4M3_MAX);
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = w[i] / s;
 	CHECK(spyre_ref_from_f64(w8, SPYRE_DTYPE_FP8_E4M3, tmp, n, 0));
@@ -213,29 +173,32 @@ static void make_weight(double *w, uint16_t *w16, uint8_t *w8, size_t n,
 
 static void make_model(void)
 {
-	for (int i = 0; i < SEQ * DM; i++)
-		md.x[i] = urand() * sqrt(3.0);
+	double *const w[BLK_NWEIGHTS] = { md.wqkv, md.wo, md.wg, md.wu,
+					  md.wd };
+	uint16_t *const w16[BLK_NWEIGHTS] = { md.wqkv16, md.wo16, md.wg16,
+					      md.wu16, md.wd16 };
+	uint8_t *const w8[BLK_NWEIGHTS] = { md.wqkv8, md.wo8, md.wg8, md.wu8,
+					    md.wd8 };
+
+	blk_params(md.x, w, md.g1, md.g2);
 	/* the input as the card sees it, and the fp64 model uses */
-	CHECK(spyre_ref_from_f64(md.x16, SPYRE_DTYPE_FP16, md.x, SEQ * DM, 0));
-	CHECK(spyre_ref_to_f64(md.x, md.x16, SPYRE_DTYPE_FP16, SEQ * DM));
-	make_weight(md.wqkv, md.wqkv16, md.wqkv8, DM * 3 * DM, DM,
-		    &md.scales[S_WQKV]);
-	make_weight(md.wo, md.wo16, md.wo8, DM * DM, DM, &md.scales[S_WO]);
-	make_weight(md.wg, md.wg16, md.wg8, DM * FF, DM, &md.scales[S_WG]);
-	make_weight(md.wu, md.wu16, md.wu8, DM * FF, DM, &md.scales[S_WU]);
-	make_weight(md.wd, md.wd16, md.wd8, FF * DM, FF, &md.scales[S_WD]);
-	for (int i = 0; i < DM; i++) {
-		md.g1f[i] = (float)(1.0 + 0.2 * urand());
-		md.g2f[i] = (float)(1.0 + 0.2 * urand());
-		md.g1[i] = md.g1f[i];
-		md.g2[i] = md.g2f[i];
+	CHECK(spyre_ref_from_f64(md.x16, SPYRE_DTYPE_FP16, md.x,
+				 BLK_SEQ * BLK_DM, 0));
+	CHECK(spyre_ref_to_f64(md.x, md.x16, SPYRE_DTYPE_FP16,
+			       BLK_SEQ * BLK_DM));
+	for (int j = 0; j < BLK_NWEIGHTS; j++)
+		encode_weight(w[j], w16[j], w8[j],
+			      blk_tensors[blk_weights[j].w16].n,
+			      &md.scales[j]);
+	for (int i = 0; i < BLK_DM; i++) {
+		md.g1f[i] = (float)md.g1[i];
+		md.g2f[i] = (float)md.g2[i];
 	}
-	for (int h = 0; h < NH; h++)
-		for (int i = 0; i < SEQ; i++)
-			for (int j = 0; j < SEQ; j++)
-				md.mask16[(h * SEQ + i) * SEQ + j] =
-					spyre_ref_f64_to_fp16(j > i ? MASK_NEG :
-							      0.0);
+	for (int h = 0; h < BLK_NH; h++)
+		for (int i = 0; i < BLK_SEQ; i++)
+			for (int j = 0; j < BLK_SEQ; j++)
+				md.mask16[(h * BLK_SEQ + i) * BLK_SEQ + j] =
+					spyre_ref_f64_to_fp16(blk_mask(i, j));
 }
 
 /* fp64 model: y from x with the unquantized weights. */
@@ -247,7 +210,7 @@ static void rmsnorm64(const double *x, const double *g, double *y, int rows,
 
 		for (int c = 0; c < cols; c++)
 			ms += x[r * cols + c] * x[r * cols + c];
-		ms = 1.0 / sqrt(ms / cols + (double)EPS);
+		ms = 1.0 / sqrt(ms / cols + (double)BLK_EPS);
 		for (int c = 0; c < cols; c++)
 			y[r * cols + c] = x[r * cols + c] * ms * g[c];
 	}
@@ -271,43 +234,51 @@ static void matmul64(const double *a, int lda, const double *b, int ldb,
 
 static void model64(double *y)
 {
-	static double h1[SEQ * DM], qkv[SEQ * 3 * DM], s[SEQ * SEQ],
-		      attn[SEQ * DM], x1[SEQ * DM], h2[SEQ * DM],
-		      gate[SEQ * FF], up[SEQ * FF], dn[SEQ * DM];
+	static double h1[BLK_SEQ * BLK_DM], qkv[BLK_SEQ * 3 * BLK_DM],
+		      s[BLK_SEQ * BLK_SEQ], attn[BLK_SEQ * BLK_DM],
+		      x1[BLK_SEQ * BLK_DM], h2[BLK_SEQ * BLK_DM],
+		      gate[BLK_SEQ * BLK_FF], up[BLK_SEQ * BLK_FF],
+		      dn[BLK_SEQ * BLK_DM];
 
-	rmsnorm64(md.x, md.g1, h1, SEQ, DM);
-	matmul64(h1, DM, md.wqkv, 3 * DM, false, qkv, 3 * DM, SEQ, 3 * DM,
-		 DM, 1.0);
-	for (int h = 0; h < NH; h++) {
-		matmul64(qkv + h * DH, 3 * DM, qkv + DM + h * DH, 3 * DM, true,
-			 s, SEQ, SEQ, SEQ, DH, 1.0 / sqrt(DH));
-		for (int i = 0; i < SEQ; i++) {
-			double mx = -INFINITY, sum = 0;
+	rmsnorm64(md.x, md.g1, h1, BLK_SEQ, BLK_DM);
+	matmul64(h1, BLK_DM, md.wqkv, 3 * BLK_DM, false, qkv, 3 * BLK_DM,
+		 BLK_SEQ, 3 * BLK_DM, BLK_DM, 1.0);
+	for (int h = 0; h < BLK_NH; h++) {
+		matmul64(qkv + h * BLK_DH, 3 * BLK_DM,
+			 qkv + BLK_DM + h * BLK_DH, 3 * BLK_DM, true, s,
+			 BLK_SEQ, BLK_SEQ, BLK_SEQ, BLK_DH, 1.0 / sqrt(BLK_DH));
+		for (int i = 0; i < BLK_SEQ; i++) {
+			double *row = s + i * BLK_SEQ, mx = -INFINITY, sum = 0;
 
-			for (int j = 0; j < SEQ; j++) {
-				s[i * SEQ + j] += j > i ? MASK_NEG : 0.0;
-				mx = fmax(mx, s[i * SEQ + j]);
+			for (int j = 0; j < BLK_SEQ; j++) {
+				row[j] += j > i ? BLK_MASK_NEG : 0.0;
+				mx = fmax(mx, row[j]);
 			}
-			for (int j = 0; j < SEQ; j++) {
-				s[i * SEQ + j] = exp(s[i * SEQ + j] - mx);
-				sum += s[i * SEQ + j];
+			for (int j = 0; j < BLK_SEQ; j++) {
+				row[j] = exp(row[j] - mx);
+				sum += row[j];
 			}
-			for (int j = 0; j < SEQ; j++)
-				s[i * SEQ + j] /= sum;
+			for (int j = 0; j < BLK_SEQ; j++)
+				row[j] /= sum;
 		}
-		matmul64(s, SEQ, qkv + 2 * DM + h * DH, 3 * DM, false,
-			 attn + h * DH, DM, SEQ, DH, SEQ, 1.0);
+		matmul64(s, BLK_SEQ, qkv + 2 * BLK_DM + h * BLK_DH, 3 * BLK_DM,
+			 false, attn + h * BLK_DH, BLK_DM, BLK_SEQ, BLK_DH,
+			 BLK_SEQ, 1.0);
 	}
-	matmul64(attn, DM, md.wo, DM, false, x1, DM, SEQ, DM, DM, 1.0);
-	for (int i = 0; i < SEQ * DM; i++)
+	matmul64(attn, BLK_DM, md.wo, BLK_DM, false, x1, BLK_DM, BLK_SEQ,
+		 BLK_DM, BLK_DM, 1.0);
+	for (int i = 0; i < BLK_SEQ * BLK_DM; i++)
 		x1[i] += md.x[i];
-	rmsnorm64(x1, md.g2, h2, SEQ, DM);
-	matmul64(h2, DM, md.wg, FF, false, gate, FF, SEQ, FF, DM, 1.0);
-	matmul64(h2, DM, md.wu, FF, false, up, FF, SEQ, FF, DM, 1.0);
-	for (int i = 0; i < SEQ * FF; i++)
+	rmsnorm64(x1, md.g2, h2, BLK_SEQ, BLK_DM);
+	matmul64(h2, BLK_DM, md.wg, BLK_FF, false, gate, BLK_FF, BLK_SEQ,
+		 BLK_FF, BLK_DM, 1.0);
+	matmul64(h2, BLK_DM, md.wu, BLK_FF, false, up, BLK_FF, BLK_SEQ,
+		 BLK_FF, BLK_DM, 1.0);
+	for (int i = 0; i < BLK_SEQ * BLK_FF; i++)
 		gate[i] = gate[i] / (1.0 + exp(-gate[i])) * up[i];
-	matmul64(gate, FF, md.wd, DM, false, dn, DM, SEQ, DM, FF, 1.0);
-	for (int i = 0; i < SEQ * DM; i++)
+	matmul64(gate, BLK_FF, md.wd, BLK_DM, false, dn, BLK_DM, BLK_SEQ,
+		 BLK_DM, BLK_FF, 1.0);
+	for (int i = 0; i < BLK_SEQ * BLK_DM; i++)
 		y[i] = x1[i] + dn[i];
 }
 
@@ -315,43 +286,43 @@ static void model64(double *y)
 
 #define MAX_STEPS 32
 
+/* The operations of spyre-block.h over libspyre: struct blk_ops' ctx. */
 struct sink {
 	struct spyre_stream *s;		/* stream operations, or */
 	struct spyre_cmdbuf *cb;	/* commands for a graph */
-	struct buf ts;			/* graph: a timestamp per step */
-	int nsteps;
+	const struct tensors *t;
+	int nsteps, nops;
 	const char *name[MAX_STEPS];
 	char what[MAX_STEPS][40];
 	double submit_ns[MAX_STEPS];	/* stream: host time in the call */
 };
 
-static void step(struct sink *k, const char *name, const char *fmt, ...)
+static void k_step(void *ctx, const char *name, const char *what)
 {
-	va_list ap;
+	struct sink *k = ctx;
 
 	if (k->nsteps == MAX_STEPS) {
 		fprintf(stderr, "demo: too many steps\n");
 		exit(1);
 	}
 	k->name[k->nsteps] = name;
-	va_start(ap, fmt);
-	vsnprintf(k->what[k->nsteps], sizeof(k->what[0]), fmt, ap);
-	va_end(ap);
+	snprintf(k->what[k->nsteps], sizeof(k->what[0]), "%s", what);
 	if (k->cb)
-		CHECK(spyre_cmdbuf_timestamp(k->cb, spyre_bo_va(k->ts.bo) +
-					     k->ts.off + 8ull * k->nsteps));
+		CHECK(spyre_cmdbuf_timestamp(k->cb, spyre_bo_va(k->t->ts.bo) +
+					     k->t->ts.off + 8ull * k->nsteps));
 	k->nsteps++;
 }
 
 static void end_steps(struct sink *k)
 {
 	if (k->cb)
-		CHECK(spyre_cmdbuf_timestamp(k->cb, spyre_bo_va(k->ts.bo) +
-					     k->ts.off + 8ull * k->nsteps));
+		CHECK(spyre_cmdbuf_timestamp(k->cb, spyre_bo_va(k->t->ts.bo) +
+					     k->t->ts.off + 8ull * k->nsteps));
 }
 
 /* Run one operation: encode it (graph) or enqueue it (stream, timed). */
 #define OP(k, cbcall, scall) do {					\
+		(k)->nops++;						\
 		if ((k)->cb) {						\
 			CHECK(cbcall);					\
 		} else {						\
@@ -362,169 +333,113 @@ static void end_steps(struct sink *k)
 		}							\
 	} while (0)
 
-static void k_gemm(struct sink *k, const struct spyre_gemm *g)
+/* Where a tensor reference of the block lies. */
+static struct spyre_mem k_mem(const struct sink *k, struct blk_ref r)
 {
-	OP(k, spyre_cmdbuf_gemm(k->cb, g), spyre_stream_gemm(k->s, g));
+	const struct buf *b;
+
+	if (r.t == BLK_NONE)
+		return SPYRE_MEM_NONE;
+	b = &k->t->b[r.t];
+	return SPYRE_MEM(b->bo, b->off + blk_offset(r));
 }
 
-static void k_elt(struct sink *k, uint32_t op, uint64_t n, struct buf out,
-		  struct buf a, struct buf b, float alpha)
+static void k_gemm(void *ctx, const struct blk_gemm *bg)
 {
-	struct spyre_mem mb = b.bo ? M(b) : SPYRE_MEM_NONE;
-
-	OP(k, spyre_cmdbuf_eltwise(k->cb, op, SPYRE_DTYPE_FP16, n, M(out),
-				   M(a), mb, alpha),
-	   spyre_stream_eltwise(k->s, op, SPYRE_DTYPE_FP16, n, M(out), M(a),
-				mb, alpha));
-}
-
-static void k_rms(struct sink *k, struct buf dst, struct buf src,
-		  struct buf g)
-{
-	OP(k, spyre_cmdbuf_rowop(k->cb, SPYRE_ROW_RMSNORM, SPYRE_DTYPE_FP16,
-				 SEQ, DM, M(dst), 0, M(src), 0, M(g),
-				 SPYRE_MEM_NONE, EPS),
-	   spyre_stream_rmsnorm(k->s, SPYRE_DTYPE_FP16, SEQ, DM, M(dst), 0,
-				M(src), 0, M(g), EPS));
-}
-
-static void k_softmax(struct sink *k, struct buf dst, struct buf src,
-		      uint32_t rows, uint32_t cols)
-{
-	OP(k, spyre_cmdbuf_rowop(k->cb, SPYRE_ROW_SOFTMAX, SPYRE_DTYPE_FP16,
-				 rows, cols, M(dst), 0, M(src), 0,
-				 SPYRE_MEM_NONE, SPYRE_MEM_NONE, 0),
-	   spyre_stream_softmax(k->s, SPYRE_DTYPE_FP16, rows, cols, M(dst),
-				0, M(src), 0));
-}
-
-static void k_convert(struct sink *k, struct buf dst, uint32_t ddt,
-		      struct buf src, uint32_t sdt, uint64_t n)
-{
-	OP(k, spyre_cmdbuf_convert(k->cb, M(dst), ddt, M(src), sdt, n, 0),
-	   spyre_stream_convert(k->s, M(dst), ddt, M(src), sdt, n, 0));
-}
-
-/* x (fp16) -> xq (E4M3) = x / scale, through xs = x * (1 / scale). */
-static void quantize(struct sink *k, const char *name, struct buf x,
-		     struct buf xs, struct buf xq, uint64_t n, int slot)
-{
-	step(k, name, "ELTWISE SCALE + COPY e4m3 %" PRIu64, n);
-	k_elt(k, SPYRE_ELT_SCALE, n, xs, x, (struct buf){ 0 },
-	      1.0f / md.scales[slot]);
-	k_convert(k, xq, SPYRE_DTYPE_FP8_E4M3, xs, SPYRE_DTYPE_FP16, n);
-}
-
-/* out[SEQ x n] = in[SEQ x kk] W[kk x n], fp16 or scaled fp8. */
-static void project(struct sink *k, const struct tensors *t, bool fp8,
-		    struct buf in, struct buf w, struct buf out, uint32_t n,
-		    uint32_t kk, int a_slot, int w_slot, int amax_slot)
-{
+	struct sink *k = ctx;
 	struct spyre_gemm g;
 
 	memset(&g, 0, sizeof(g));
-	g.a_dtype = g.b_dtype = fp8 ? SPYRE_DTYPE_FP8_E4M3 : SPYRE_DTYPE_FP16;
-	g.c_dtype = SPYRE_DTYPE_FP16;
-	g.m = SEQ;
-	g.n = n;
-	g.k = kk;
-	g.a = M(in);
-	g.b = M(w);
-	g.c = M(out);
-	g.alpha = 1.0f;
-	if (fp8) {
-		g.scale_a = MF(t->scales, a_slot);
-		g.scale_b = MF(t->scales, w_slot);
-		g.amax = MF(t->amax, amax_slot);
+	g.flags = bg->flags;
+	g.a_dtype = bg->a_dtype;
+	g.b_dtype = bg->b_dtype;
+	g.c_dtype = bg->c_dtype;
+	g.m = bg->m;
+	g.n = bg->n;
+	g.k = bg->k;
+	g.batch = bg->batch;
+	g.a = k_mem(k, bg->a);
+	g.b = k_mem(k, bg->b);
+	g.c = k_mem(k, bg->c);
+	g.lda = bg->lda;
+	g.ldb = bg->ldb;
+	g.ldc = bg->ldc;
+	g.stride_a = bg->stride_a;
+	g.stride_b = bg->stride_b;
+	g.stride_c = bg->stride_c;
+	g.alpha = bg->alpha;
+	g.beta = bg->beta;
+	g.scale_a = k_mem(k, bg->scale_a);
+	g.scale_b = k_mem(k, bg->scale_b);
+	g.amax = k_mem(k, bg->amax);
+	OP(k, spyre_cmdbuf_gemm(k->cb, &g), spyre_stream_gemm(k->s, &g));
+}
+
+static void k_eltwise(void *ctx, uint32_t op, uint32_t dtype, uint64_t n,
+		      struct blk_ref out, struct blk_ref a, struct blk_ref b,
+		      float alpha)
+{
+	struct sink *k = ctx;
+
+	OP(k, spyre_cmdbuf_eltwise(k->cb, op, dtype, n, k_mem(k, out),
+				   k_mem(k, a), k_mem(k, b), alpha),
+	   spyre_stream_eltwise(k->s, op, dtype, n, k_mem(k, out),
+				k_mem(k, a), k_mem(k, b), alpha));
+}
+
+/* A stream helper per ROWOP the block uses. */
+static int stream_rowop(struct spyre_stream *s, uint32_t op, uint32_t dtype,
+			uint32_t rows, uint32_t cols, struct spyre_mem dst,
+			struct spyre_mem src, struct spyre_mem gamma,
+			float eps)
+{
+	switch (op) {
+	case SPYRE_ROW_RMSNORM:
+		return spyre_stream_rmsnorm(s, dtype, rows, cols, dst, 0, src,
+					    0, gamma, eps);
+	case SPYRE_ROW_SOFTMAX:
+		return spyre_stream_softmax(s, dtype, rows, cols, dst, 0, src,
+					    0);
+	default:
+		return -EINVAL;
 	}
-	k_gemm(k, &g);
 }
 
-static void record_block(struct sink *k, const struct tensors *t, bool fp8)
+static void k_rowop(void *ctx, uint32_t op, uint32_t dtype, uint32_t rows,
+		    uint32_t cols, struct blk_ref dst, struct blk_ref src,
+		    struct blk_ref gamma, float eps)
 {
-	struct spyre_gemm g;
+	struct sink *k = ctx;
 
-	step(k, "rmsnorm1", "ROWOP RMSNORM %dx%d", SEQ, DM);
-	k_rms(k, t->h1, t->x, t->g1);
-	if (fp8)
-		quantize(k, "quant h1", t->h1, t->h1s, t->h1q, SEQ * DM, S_H1);
-	step(k, "qkv", "GEMM %dx%dx%d%s", SEQ, 3 * DM, DM,
-	     fp8 ? " e4m3" : "");
-	project(k, t, fp8, fp8 ? t->h1q : t->h1, fp8 ? t->wqkv8 : t->wqkv16,
-		t->qkv, 3 * DM, DM, S_H1, S_WQKV, A_QKV);
+	OP(k, spyre_cmdbuf_rowop(k->cb, op, dtype, rows, cols, k_mem(k, dst),
+				 0, k_mem(k, src), 0, k_mem(k, gamma),
+				 SPYRE_MEM_NONE, eps),
+	   stream_rowop(k->s, op, dtype, rows, cols, k_mem(k, dst),
+			k_mem(k, src), k_mem(k, gamma), eps));
+}
 
-	step(k, "mask", "COPY %d bytes", NH * SEQ * SEQ * 2);
-	k_convert(k, t->scores, SPYRE_DTYPE_U8, t->mask, SPYRE_DTYPE_U8,
-		  NH * SEQ * SEQ * 2);
-	step(k, "scores", "GEMM %dx(%dx%dx%d) QK^T", NH, SEQ, SEQ, DH);
-	memset(&g, 0, sizeof(g));
-	g.flags = SPYRE_GEMM_F_TRANS_B;
-	g.a_dtype = g.b_dtype = g.c_dtype = SPYRE_DTYPE_FP16;
-	g.m = SEQ;
-	g.n = SEQ;
-	g.k = DH;
-	g.batch = NH;
-	g.a = M(t->qkv);				/* Q_h at column h*dh */
-	g.b = SPYRE_MEM(t->qkv.bo, t->qkv.off + 2 * DM);	/* K_h */
-	g.c = M(t->scores);
-	g.lda = 3 * DM;
-	g.ldb = 3 * DM;
-	g.stride_a = DH;
-	g.stride_b = DH;
-	g.stride_c = SEQ * SEQ;
-	g.alpha = (float)(1.0 / sqrt(DH));
-	g.beta = 1.0f;					/* + mask */
-	k_gemm(k, &g);
-	step(k, "softmax", "ROWOP SOFTMAX %dx%d", NH * SEQ, SEQ);
-	k_softmax(k, t->probs, t->scores, NH * SEQ, SEQ);
-	step(k, "attn", "GEMM %dx(%dx%dx%d) PV", NH, SEQ, DH, SEQ);
-	memset(&g, 0, sizeof(g));
-	g.a_dtype = g.b_dtype = g.c_dtype = SPYRE_DTYPE_FP16;
-	g.m = SEQ;
-	g.n = DH;
-	g.k = SEQ;
-	g.batch = NH;
-	g.a = M(t->probs);
-	g.b = SPYRE_MEM(t->qkv.bo, t->qkv.off + 2 * 2 * DM);	/* V_h */
-	g.c = M(t->attn);				/* heads side by side */
-	g.ldb = 3 * DM;
-	g.ldc = DM;
-	g.stride_a = SEQ * SEQ;
-	g.stride_b = DH;
-	g.stride_c = DH;
-	g.alpha = 1.0f;
-	k_gemm(k, &g);
-	if (fp8)
-		quantize(k, "quant attn", t->attn, t->attns, t->attnq,
-			 SEQ * DM, S_ATTN);
-	step(k, "wo", "GEMM %dx%dx%d%s", SEQ, DM, DM, fp8 ? " e4m3" : "");
-	project(k, t, fp8, fp8 ? t->attnq : t->attn, fp8 ? t->wo8 : t->wo16,
-		t->o, DM, DM, S_ATTN, S_WO, A_O);
-	step(k, "residual1", "ELTWISE ADD %d", SEQ * DM);
-	k_elt(k, SPYRE_ELT_ADD, SEQ * DM, t->x1, t->x, t->o, 0);
+static void k_convert(void *ctx, struct blk_ref dst, uint32_t ddt,
+		      struct blk_ref src, uint32_t sdt, uint64_t n)
+{
+	struct sink *k = ctx;
 
-	step(k, "rmsnorm2", "ROWOP RMSNORM %dx%d", SEQ, DM);
-	k_rms(k, t->h2, t->x1, t->g2);
-	if (fp8)
-		quantize(k, "quant h2", t->h2, t->h2s, t->h2q, SEQ * DM, S_H2);
-	step(k, "gate", "GEMM %dx%dx%d%s", SEQ, FF, DM, fp8 ? " e4m3" : "");
-	project(k, t, fp8, fp8 ? t->h2q : t->h2, fp8 ? t->wg8 : t->wg16,
-		t->gate, FF, DM, S_H2, S_WG, A_GATE);
-	step(k, "up", "GEMM %dx%dx%d%s", SEQ, FF, DM, fp8 ? " e4m3" : "");
-	project(k, t, fp8, fp8 ? t->h2q : t->h2, fp8 ? t->wu8 : t->wu16,
-		t->up, FF, DM, S_H2, S_WU, A_UP);
-	step(k, "silu", "ELTWISE SILU %d", SEQ * FF);
-	k_elt(k, SPYRE_ELT_SILU, SEQ * FF, t->sg, t->gate, (struct buf){ 0 },
-	      0);
-	step(k, "gating", "ELTWISE MUL %d", SEQ * FF);
-	k_elt(k, SPYRE_ELT_MUL, SEQ * FF, t->mm, t->sg, t->up, 0);
-	if (fp8)
-		quantize(k, "quant mlp", t->mm, t->mms, t->mmq, SEQ * FF, S_MM);
-	step(k, "down", "GEMM %dx%dx%d%s", SEQ, DM, FF, fp8 ? " e4m3" : "");
-	project(k, t, fp8, fp8 ? t->mmq : t->mm, fp8 ? t->wd8 : t->wd16,
-		t->dn, DM, FF, S_MM, S_WD, A_DOWN);
-	step(k, "residual2", "ELTWISE ADD %d", SEQ * DM);
-	k_elt(k, SPYRE_ELT_ADD, SEQ * DM, t->y, t->x1, t->dn, 0);
+	OP(k, spyre_cmdbuf_convert(k->cb, k_mem(k, dst), ddt, k_mem(k, src),
+				   sdt, n, 0),
+	   spyre_stream_convert(k->s, k_mem(k, dst), ddt, k_mem(k, src), sdt,
+				n, 0));
+}
+
+static const struct blk_ops sink_ops = {
+	.step = k_step,
+	.gemm = k_gemm,
+	.eltwise = k_eltwise,
+	.rowop = k_rowop,
+	.convert = k_convert,
+};
+
+static void record_block(struct sink *k, bool fp8)
+{
+	blk_run(&sink_ops, k, fp8, md.scales);
 	end_steps(k);
 }
 
@@ -648,8 +563,9 @@ static void check_rowop(const char *name, uint32_t op, uint32_t rows,
 	double *err = malloc(n * sizeof(double));
 
 	CHECK(spyre_ref_rowop(op, SPYRE_DTYPE_FP16, rows, cols, cols, src,
-			      gamma, NULL, op == SPYRE_ROW_SOFTMAX ? 0 : EPS,
-			      ref, err));
+			      gamma, NULL,
+			      op == SPYRE_ROW_SOFTMAX ? 0 : BLK_EPS, ref,
+			      err));
 	compare(name, got, SPYRE_DTYPE_FP16, ref, err, n);
 	free(ref);
 	free(err);
@@ -669,117 +585,129 @@ static void check_elt(const char *name, uint32_t op, uint64_t n,
 	free(err);
 }
 
-static void check_quant(const char *name, const struct buf *x,
-			const struct buf *xs, const struct buf *xq,
-			uint64_t n, int slot)
+static void check_quant(const char *name, const void *x, const void *xs,
+			const void *xq, uint64_t n, int slot)
 {
 	uint8_t *want = malloc(n);
 
-	check_elt(name, SPYRE_ELT_SCALE, n, x->p, NULL,
-		  1.0f / md.scales[slot], xs->p);
-	CHECK(spyre_ref_convert(want, SPYRE_DTYPE_FP8_E4M3, xs->p,
+	check_elt(name, SPYRE_ELT_SCALE, n, x, NULL, 1.0f / md.scales[slot],
+		  xs);
+	CHECK(spyre_ref_convert(want, SPYRE_DTYPE_FP8_E4M3, xs,
 				SPYRE_DTYPE_FP16, n, 0));
-	compare_exact("  -> e4m3", xq->p, want, n);
+	compare_exact("  -> e4m3", xq, want, n);
 	free(want);
 }
 
-/* Every step of the block, from the card's own inputs to that step. */
+/*
+ * Every step of the block, from the card's own inputs to that step, with
+ * the parameters spelled out here again (not taken from spyre-block.h's
+ * steps), so that the checks stay independent of what they check.
+ */
 static void check_steps(const struct tensors *t, bool fp8)
 {
 	struct spyre_ref_gemm_args r;
-	const float *amax = t->amax.p;
+	const float *amax = t->b[BLK_AMAX].p;
 	const uint32_t pdt = fp8 ? SPYRE_DTYPE_FP8_E4M3 : SPYRE_DTYPE_FP16;
+	const int sd = BLK_SEQ * BLK_DM, sf = BLK_SEQ * BLK_FF;
+	void *p[BLK_NTENSORS];
 
-	check_rowop("rmsnorm1", SPYRE_ROW_RMSNORM, SEQ, DM, t->x.p, md.g1f,
-		    t->h1.p);
+	for (int i = 0; i < BLK_NTENSORS; i++)
+		p[i] = t->b[i].p;
+	check_rowop("rmsnorm1", SPYRE_ROW_RMSNORM, BLK_SEQ, BLK_DM, p[BLK_X],
+		    md.g1f, p[BLK_H1]);
 	if (fp8)
-		check_quant("quant h1", &t->h1, &t->h1s, &t->h1q, SEQ * DM,
-			    S_H1);
-	gemm_args(&r, pdt, fp8 ? t->h1q.p : t->h1.p,
-		  fp8 ? (void *)md.wqkv8 : (void *)md.wqkv16, SEQ, 3 * DM, DM);
+		check_quant("quant h1", p[BLK_H1], p[BLK_H1S], p[BLK_H1Q], sd,
+			    BLK_S_H1);
+	gemm_args(&r, pdt, p[fp8 ? BLK_H1Q : BLK_H1],
+		  fp8 ? (void *)md.wqkv8 : (void *)md.wqkv16, BLK_SEQ,
+		  3 * BLK_DM, BLK_DM);
 	if (fp8) {
-		r.scale_a = md.scales[S_H1];
-		r.scale_b = md.scales[S_WQKV];
+		r.scale_a = md.scales[BLK_S_H1];
+		r.scale_b = md.scales[BLK_S_WQKV];
 	}
-	check_gemm("qkv", &r, t->qkv.p, fp8 ? &amax[A_QKV] : NULL);
+	check_gemm("qkv", &r, p[BLK_QKV], fp8 ? &amax[BLK_A_QKV] : NULL);
 
-	gemm_args(&r, SPYRE_DTYPE_FP16, t->qkv.p,
-		  (const uint16_t *)t->qkv.p + DM, SEQ, SEQ, DH);
+	gemm_args(&r, SPYRE_DTYPE_FP16, p[BLK_QKV],
+		  (const uint16_t *)p[BLK_QKV] + BLK_DM, BLK_SEQ, BLK_SEQ,
+		  BLK_DH);
 	r.flags = SPYRE_GEMM_F_TRANS_B;
-	r.batch = NH;
-	r.lda = r.ldb = 3 * DM;
-	r.ldc = SEQ;
-	r.stride_a = r.stride_b = DH;
-	r.stride_c = SEQ * SEQ;
-	r.alpha = (float)(1.0 / sqrt(DH));
+	r.batch = BLK_NH;
+	r.lda = r.ldb = 3 * BLK_DM;
+	r.ldc = BLK_SEQ;
+	r.stride_a = r.stride_b = BLK_DH;
+	r.stride_c = BLK_SEQ * BLK_SEQ;
+	r.alpha = (float)(1.0 / sqrt(BLK_DH));
 	r.beta = 1.0f;
 	r.c = md.mask16;
-	check_gemm("scores", &r, t->scores.p, NULL);
-	check_rowop("softmax", SPYRE_ROW_SOFTMAX, NH * SEQ, SEQ, t->scores.p,
-		    NULL, t->probs.p);
-	gemm_args(&r, SPYRE_DTYPE_FP16, t->probs.p,
-		  (const uint16_t *)t->qkv.p + 2 * DM, SEQ, DH, SEQ);
-	r.batch = NH;
-	r.ldb = 3 * DM;
-	r.ldc = DM;
-	r.stride_a = SEQ * SEQ;
-	r.stride_b = DH;
-	r.stride_c = DH;
-	check_gemm("attn", &r, t->attn.p, NULL);
+	check_gemm("scores", &r, p[BLK_SCORES], NULL);
+	check_rowop("softmax", SPYRE_ROW_SOFTMAX, BLK_NH * BLK_SEQ, BLK_SEQ,
+		    p[BLK_SCORES], NULL, p[BLK_PROBS]);
+	gemm_args(&r, SPYRE_DTYPE_FP16, p[BLK_PROBS],
+		  (const uint16_t *)p[BLK_QKV] + 2 * BLK_DM, BLK_SEQ, BLK_DH,
+		  BLK_SEQ);
+	r.batch = BLK_NH;
+	r.ldb = 3 * BLK_DM;
+	r.ldc = BLK_DM;
+	r.stride_a = BLK_SEQ * BLK_SEQ;
+	r.stride_b = BLK_DH;
+	r.stride_c = BLK_DH;
+	check_gemm("attn", &r, p[BLK_ATTN], NULL);
 	if (fp8)
-		check_quant("quant attn", &t->attn, &t->attns, &t->attnq,
-			    SEQ * DM, S_ATTN);
-	gemm_args(&r, pdt, fp8 ? t->attnq.p : t->attn.p,
-		  fp8 ? (void *)md.wo8 : (void *)md.wo16, SEQ, DM, DM);
+		check_quant("quant attn", p[BLK_ATTN], p[BLK_ATTNS],
+			    p[BLK_ATTNQ], sd, BLK_S_ATTN);
+	gemm_args(&r, pdt, p[fp8 ? BLK_ATTNQ : BLK_ATTN],
+		  fp8 ? (void *)md.wo8 : (void *)md.wo16, BLK_SEQ, BLK_DM,
+		  BLK_DM);
 	if (fp8) {
-		r.scale_a = md.scales[S_ATTN];
-		r.scale_b = md.scales[S_WO];
+		r.scale_a = md.scales[BLK_S_ATTN];
+		r.scale_b = md.scales[BLK_S_WO];
 	}
-	check_gemm("wo", &r, t->o.p, fp8 ? &amax[A_O] : NULL);
-	check_elt("residual1", SPYRE_ELT_ADD, SEQ * DM, t->x.p, t->o.p, 0,
-		  t->x1.p);
-	check_rowop("rmsnorm2", SPYRE_ROW_RMSNORM, SEQ, DM, t->x1.p, md.g2f,
-		    t->h2.p);
+	check_gemm("wo", &r, p[BLK_O], fp8 ? &amax[BLK_A_O] : NULL);
+	check_elt("residual1", SPYRE_ELT_ADD, sd, p[BLK_X], p[BLK_O], 0,
+		  p[BLK_X1]);
+	check_rowop("rmsnorm2", SPYRE_ROW_RMSNORM, BLK_SEQ, BLK_DM, p[BLK_X1],
+		    md.g2f, p[BLK_H2]);
 	if (fp8)
-		check_quant("quant h2", &t->h2, &t->h2s, &t->h2q, SEQ * DM,
-			    S_H2);
-	gemm_args(&r, pdt, fp8 ? t->h2q.p : t->h2.p,
-		  fp8 ? (void *)md.wg8 : (void *)md.wg16, SEQ, FF, DM);
+		check_quant("quant h2", p[BLK_H2], p[BLK_H2S], p[BLK_H2Q], sd,
+			    BLK_S_H2);
+	gemm_args(&r, pdt, p[fp8 ? BLK_H2Q : BLK_H2],
+		  fp8 ? (void *)md.wg8 : (void *)md.wg16, BLK_SEQ, BLK_FF,
+		  BLK_DM);
 	if (fp8) {
-		r.scale_a = md.scales[S_H2];
-		r.scale_b = md.scales[S_WG];
+		r.scale_a = md.scales[BLK_S_H2];
+		r.scale_b = md.scales[BLK_S_WG];
 	}
-	check_gemm("gate", &r, t->gate.p, fp8 ? &amax[A_GATE] : NULL);
+	check_gemm("gate", &r, p[BLK_GATE], fp8 ? &amax[BLK_A_GATE] : NULL);
 	r.b = fp8 ? (void *)md.wu8 : (void *)md.wu16;
 	if (fp8)
-		r.scale_b = md.scales[S_WU];
-	check_gemm("up", &r, t->up.p, fp8 ? &amax[A_UP] : NULL);
-	check_elt("silu", SPYRE_ELT_SILU, SEQ * FF, t->gate.p, NULL, 0,
-		  t->sg.p);
-	check_elt("gating", SPYRE_ELT_MUL, SEQ * FF, t->sg.p, t->up.p, 0,
-		  t->mm.p);
+		r.scale_b = md.scales[BLK_S_WU];
+	check_gemm("up", &r, p[BLK_UP], fp8 ? &amax[BLK_A_UP] : NULL);
+	check_elt("silu", SPYRE_ELT_SILU, sf, p[BLK_GATE], NULL, 0, p[BLK_SG]);
+	check_elt("gating", SPYRE_ELT_MUL, sf, p[BLK_SG], p[BLK_UP], 0,
+		  p[BLK_MM]);
 	if (fp8)
-		check_quant("quant mlp", &t->mm, &t->mms, &t->mmq, SEQ * FF,
-			    S_MM);
-	gemm_args(&r, pdt, fp8 ? t->mmq.p : t->mm.p,
-		  fp8 ? (void *)md.wd8 : (void *)md.wd16, SEQ, DM, FF);
+		check_quant("quant mlp", p[BLK_MM], p[BLK_MMS], p[BLK_MMQ], sf,
+			    BLK_S_MM);
+	gemm_args(&r, pdt, p[fp8 ? BLK_MMQ : BLK_MM],
+		  fp8 ? (void *)md.wd8 : (void *)md.wd16, BLK_SEQ, BLK_DM,
+		  BLK_FF);
 	if (fp8) {
-		r.scale_a = md.scales[S_MM];
-		r.scale_b = md.scales[S_WD];
+		r.scale_a = md.scales[BLK_S_MM];
+		r.scale_b = md.scales[BLK_S_WD];
 	}
-	check_gemm("down", &r, t->dn.p, fp8 ? &amax[A_DOWN] : NULL);
-	check_elt("residual2", SPYRE_ELT_ADD, SEQ * DM, t->x1.p, t->dn.p, 0,
-		  t->y.p);
+	check_gemm("down", &r, p[BLK_DN], fp8 ? &amax[BLK_A_DOWN] : NULL);
+	check_elt("residual2", SPYRE_ELT_ADD, sd, p[BLK_X1], p[BLK_DN], 0,
+		  p[BLK_Y]);
 }
 
 /* The block's update y - x against the fp64 model. */
 static void check_model(const uint16_t *y, double tol, const char *what)
 {
-	static double yref[SEQ * DM];
+	static double yref[BLK_SEQ * BLK_DM];
 	double num = 0, den = 0, maxabs = 0, rel;
 
 	model64(yref);
-	for (int i = 0; i < SEQ * DM; i++) {
+	for (int i = 0; i < BLK_SEQ * BLK_DM; i++) {
 		double got = spyre_ref_fp16_to_f64(y[i]) - md.x[i];
 		double want = yref[i] - md.x[i];
 
@@ -808,16 +736,42 @@ static double amax16(const uint16_t *v, size_t n)
 
 /* ---- running and timing ------------------------------------------------ */
 
+#define YBYTES	(BLK_SEQ * BLK_DM * 2)
+
+/* -b: repetitions of the repeated launch, and its figure lines (0: none) */
+static int bench_reps;
+
 struct timing {
 	double stream_wall, stream_submit;	/* per block, ns */
 	double stream_device;			/* per block, ns (events) */
 	double graph_wall, graph_submit;	/* per launch */
-	double rep_wall, rep_submit;		/* per repetition */
+	double rep_wall[MAX_REPS];		/* per block, each repetition */
+	double rep_card[MAX_REPS];		/* likewise, card clock */
+	double rep_submit;			/* per block */
 	double step_dev[MAX_STEPS];		/* per step, ns */
 	double step_submit[MAX_STEPS];		/* per step, ns (stream) */
-	int nsteps;
+	int nsteps, stream_jobs, nrep;
 	size_t graph_bytes, graph_cmds;
 };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* -b: "demo: figure block-LABEL CLOCK MEDIAN MIN MAX N", us per block. */
+static void print_figure(const char *label, const char *clock,
+			 const double *ns, int n)
+{
+	double v[MAX_REPS];
+
+	memcpy(v, ns, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_double);
+	printf("demo: figure block-%s %s %.1f %.1f %.1f %d\n", label, clock,
+	       v[n / 2] / 1e3, v[0] / 1e3, v[n - 1] / 1e3, n);
+}
 
 static void run(struct spyre_device *dev, struct spyre_stream *s,
 		struct tensors *t, bool fp8, int runs, struct timing *tm,
@@ -826,7 +780,8 @@ static void run(struct spyre_device *dev, struct spyre_stream *s,
 	static struct sink k;
 	struct spyre_event *e0, *e1;
 	struct spyre_graph *g;
-	uint16_t *y_stream = malloc(SEQ * DM * 2), *y_d2h = malloc(SEQ * DM * 2);
+	struct buf *y = &t->b[BLK_Y];
+	uint16_t *y_stream = malloc(YBYTES), *y_d2h = malloc(YBYTES);
 	const uint64_t *ts = t->ts.p;
 	int64_t dev_ns;
 	double t0;
@@ -839,9 +794,10 @@ static void run(struct spyre_device *dev, struct spyre_stream *s,
 	for (int r = 0; r <= runs; r++) {
 		memset(&k, 0, sizeof(k));
 		k.s = s;
+		k.t = t;
 		CHECK(spyre_event_record(e0, s));
 		t0 = now_ns();
-		record_block(&k, t, fp8);
+		record_block(&k, fp8);
 		CHECK(spyre_event_record(e1, s));
 		CHECK(spyre_stream_sync(s, TIMEOUT_NS));
 		if (r == 0)
@@ -855,17 +811,18 @@ static void run(struct spyre_device *dev, struct spyre_stream *s,
 		}
 	}
 	tm->nsteps = k.nsteps;
+	tm->stream_jobs = k.nops;
 	printf("demo: %s: checking each step against the fp64 reference\n",
 	       label);
 	check_steps(t, fp8);
-	check_model(t->y.p, fp8 ? TOL_FP8 : TOL_FP16,
+	check_model(y->p, fp8 ? TOL_FP8 : TOL_FP16,
 		    fp8 ? "scaled fp8 E4M3" : "fp16");
-	memcpy(y_stream, t->y.p, SEQ * DM * 2);
+	memcpy(y_stream, y->p, YBYTES);
 	/* the staged device-to-host copy delivers the same bytes */
-	memset(y_d2h, 0, SEQ * DM * 2);
-	CHECK(spyre_stream_copy_d2h(s, y_d2h, t->y.bo, t->y.off, SEQ * DM * 2));
+	memset(y_d2h, 0, YBYTES);
+	CHECK(spyre_stream_copy_d2h(s, y_d2h, y->bo, y->off, YBYTES));
 	CHECK(spyre_stream_sync(s, TIMEOUT_NS));
-	if (memcmp(y_d2h, y_stream, SEQ * DM * 2)) {
+	if (memcmp(y_d2h, y_stream, YBYTES)) {
 		printf("demo:   FAIL: staged D2H copy of y differs\n");
 		failures++;
 	}
@@ -873,12 +830,12 @@ static void run(struct spyre_device *dev, struct spyre_stream *s,
 	/* 2. the same operations recorded once as a graph */
 	memset(&k, 0, sizeof(k));
 	CHECK(spyre_cmdbuf_create(&k.cb));
-	k.ts = t->ts;
-	record_block(&k, t, fp8);
+	k.t = t;
+	record_block(&k, fp8);
 	tm->graph_bytes = spyre_cmdbuf_size(k.cb);
 	tm->graph_cmds = spyre_cmdbuf_count(k.cb);
 	CHECK(spyre_graph_create(dev, k.cb, &t->ts.bo, 1, 0, &g));
-	memset(t->y.p, 0, SEQ * DM * 2);
+	memset(y->p, 0, YBYTES);
 	for (int r = 0; r <= runs; r++) {
 		double t1;
 
@@ -893,21 +850,34 @@ static void run(struct spyre_device *dev, struct spyre_stream *s,
 		for (int i = 0; i < k.nsteps; i++)
 			tm->step_dev[i] += (double)(ts[i + 1] - ts[i]) / runs;
 	}
-	if (memcmp(t->y.p, y_stream, SEQ * DM * 2)) {
+	if (memcmp(y->p, y_stream, YBYTES)) {
 		printf("demo:   FAIL: graph output differs from the stream "
 		       "run\n");
 		failures++;
 	}
-	/* 3. one launch repeated REPEAT times: one submit ioctl */
-	memset(t->y.p, 0, SEQ * DM * 2);
-	t0 = now_ns();
-	CHECK(spyre_graph_launch(g, s, REPEAT));
-	tm->rep_submit = (now_ns() - t0) / REPEAT;
-	CHECK(spyre_stream_sync(s, TIMEOUT_NS));
-	tm->rep_wall = (now_ns() - t0) / REPEAT;
-	if (memcmp(t->y.p, y_stream, SEQ * DM * 2)) {
-		printf("demo:   FAIL: repeated graph output differs\n");
-		failures++;
+	/*
+	 * 3. one launch repeated REPEAT times: one submit ioctl, between two
+	 * events (card clock); -b measures it bench_reps times
+	 */
+	tm->nrep = bench_reps ? bench_reps : 1;
+	for (int r = 0; r < tm->nrep; r++) {
+		double t1;
+
+		memset(y->p, 0, YBYTES);
+		CHECK(spyre_event_record(e0, s));
+		t0 = now_ns();
+		CHECK(spyre_graph_launch(g, s, REPEAT));
+		t1 = now_ns();
+		CHECK(spyre_event_record(e1, s));
+		CHECK(spyre_stream_sync(s, TIMEOUT_NS));
+		tm->rep_wall[r] = (now_ns() - t0) / REPEAT;
+		tm->rep_submit += (t1 - t0) / REPEAT / tm->nrep;
+		CHECK(spyre_event_elapsed_ns(e0, e1, &dev_ns));
+		tm->rep_card[r] = (double)dev_ns / REPEAT;
+		if (memcmp(y->p, y_stream, YBYTES)) {
+			printf("demo:   FAIL: repeated graph output differs\n");
+			failures++;
+		}
 	}
 	spyre_graph_destroy(g);
 	spyre_cmdbuf_destroy(k.cb);
@@ -925,8 +895,8 @@ static void run(struct spyre_device *dev, struct spyre_stream *s,
 		       k.what[i], tm->step_dev[i] / 1e3,
 		       tm->step_submit[i] / 1e3);
 	printf("demo:   stream: %d jobs, %.0f us per block (device %.0f us), "
-	       "%.0f us in submit calls: %.1f %% dispatch\n", tm->nsteps +
-	       (fp8 ? 4 : 0), tm->stream_wall / 1e3, tm->stream_device / 1e3,
+	       "%.0f us in submit calls: %.1f %% dispatch\n", tm->stream_jobs,
+	       tm->stream_wall / 1e3, tm->stream_device / 1e3,
 	       tm->stream_submit / 1e3,
 	       100.0 * tm->stream_submit / tm->stream_wall);
 	printf("demo:   graph:  1 job of %zu commands (%zu bytes), %.0f us "
@@ -936,8 +906,12 @@ static void run(struct spyre_device *dev, struct spyre_stream *s,
 	       100.0 * tm->graph_submit / tm->graph_wall);
 	printf("demo:   graph x%d in one submit: %.0f us per block, %.2f us "
 	       "of submit per block: %.2f %% dispatch\n", REPEAT,
-	       tm->rep_wall / 1e3, tm->rep_submit / 1e3,
-	       100.0 * tm->rep_submit / tm->rep_wall);
+	       tm->rep_wall[0] / 1e3, tm->rep_submit / 1e3,
+	       100.0 * tm->rep_submit / tm->rep_wall[0]);
+	if (bench_reps) {
+		print_figure(label, "card", tm->rep_card, tm->nrep);
+		print_figure(label, "wall", tm->rep_wall, tm->nrep);
+	}
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -965,19 +939,36 @@ int main(int argc, char **argv)
 	struct spyre_device_info in;
 	struct spyre_stream *s;
 	struct arena w = { 0 }, a = { 0 };
+	const void *const wsrc[BLK_X] = {
+		[BLK_WQKV16] = md.wqkv16, [BLK_WO16] = md.wo16,
+		[BLK_WG16] = md.wg16, [BLK_WU16] = md.wu16,
+		[BLK_WD16] = md.wd16, [BLK_WQKV8] = md.wqkv8,
+		[BLK_WO8] = md.wo8, [BLK_WG8] = md.wg8, [BLK_WU8] = md.wu8,
+		[BLK_WD8] = md.wd8, [BLK_G1] = md.g1f, [BLK_G2] = md.g2f,
+		[BLK_MASK] = md.mask16,
+	};
 	struct tensors t;
 	struct timing t16, t8;
 	int opt, runs = 10, ret;
 
-	while ((opt = getopt(argc, argv, "r:h")) != -1) {
+	while ((opt = getopt(argc, argv, "r:b:h")) != -1) {
 		switch (opt) {
 		case 'r':
 			runs = atoi(optarg);
 			if (runs < 1)
 				runs = 1;
 			break;
+		case 'b':
+			bench_reps = atoi(optarg);
+			if (bench_reps < 1 || bench_reps > MAX_REPS) {
+				fprintf(stderr, "demo: -b: 1 to %d\n",
+					MAX_REPS);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-r RUNS] [DEV]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-r RUNS] [-b REPS] [DEV]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -1030,69 +1021,22 @@ int main(int argc, char **argv)
 
 	make_model();
 	printf("demo: transformer block: seq %d, d_model %d, %d heads of %d, "
-	       "ffn %d (SiLU-gated), causal, RMSNorm eps %g\n", SEQ, DM, NH,
-	       DH, FF, (double)EPS);
+	       "ffn %d (SiLU-gated), causal, RMSNorm eps %g\n", BLK_SEQ,
+	       BLK_DM, BLK_NH, BLK_DH, BLK_FF, (double)BLK_EPS);
 
 	/* weights in device memory, activations in system memory */
 	CHECK(spyre_bo_alloc(dev, 1 << 20, SPYRE_BO_DEVICE, &w.bo));
 	CHECK(spyre_bo_alloc(dev, 1 << 20, 0, &a.bo));
 	CHECK(spyre_bo_map(a.bo, (void **)&a.map));
 	memset(&t, 0, sizeof(t));
-	t.wqkv16 = get(&w, sizeof(md.wqkv16));
-	t.wo16 = get(&w, sizeof(md.wo16));
-	t.wg16 = get(&w, sizeof(md.wg16));
-	t.wu16 = get(&w, sizeof(md.wu16));
-	t.wd16 = get(&w, sizeof(md.wd16));
-	t.wqkv8 = get(&w, sizeof(md.wqkv8));
-	t.wo8 = get(&w, sizeof(md.wo8));
-	t.wg8 = get(&w, sizeof(md.wg8));
-	t.wu8 = get(&w, sizeof(md.wu8));
-	t.wd8 = get(&w, sizeof(md.wd8));
-	t.g1 = get(&w, sizeof(md.g1f));
-	t.g2 = get(&w, sizeof(md.g2f));
-	t.mask = get(&w, sizeof(md.mask16));
-	t.x = get(&a, SEQ * DM * 2);
-	t.h1 = get(&a, SEQ * DM * 2);
-	t.qkv = get(&a, SEQ * 3 * DM * 2);
-	t.scores = get(&a, NH * SEQ * SEQ * 2);
-	t.probs = get(&a, NH * SEQ * SEQ * 2);
-	t.attn = get(&a, SEQ * DM * 2);
-	t.o = get(&a, SEQ * DM * 2);
-	t.x1 = get(&a, SEQ * DM * 2);
-	t.h2 = get(&a, SEQ * DM * 2);
-	t.gate = get(&a, SEQ * FF * 2);
-	t.up = get(&a, SEQ * FF * 2);
-	t.sg = get(&a, SEQ * FF * 2);
-	t.mm = get(&a, SEQ * FF * 2);
-	t.dn = get(&a, SEQ * DM * 2);
-	t.y = get(&a, SEQ * DM * 2);
-	t.h1s = get(&a, SEQ * DM * 2);
-	t.h1q = get(&a, SEQ * DM);
-	t.attns = get(&a, SEQ * DM * 2);
-	t.attnq = get(&a, SEQ * DM);
-	t.h2s = get(&a, SEQ * DM * 2);
-	t.h2q = get(&a, SEQ * DM);
-	t.mms = get(&a, SEQ * FF * 2);
-	t.mmq = get(&a, SEQ * FF);
-	t.scales = get(&a, NSCALES * 4);
-	t.amax = get(&a, NAMAX * 4);
+	for (int i = 0; i < BLK_NTENSORS; i++)
+		t.b[i] = get(i < BLK_X ? &w : &a, blk_bytes(i));
 	t.ts = get(&a, 8 * (MAX_STEPS + 1));
 
 	/* host -> card: staged copies into device memory */
-	upload(s, t.wqkv16, md.wqkv16);
-	upload(s, t.wo16, md.wo16);
-	upload(s, t.wg16, md.wg16);
-	upload(s, t.wu16, md.wu16);
-	upload(s, t.wd16, md.wd16);
-	upload(s, t.wqkv8, md.wqkv8);
-	upload(s, t.wo8, md.wo8);
-	upload(s, t.wg8, md.wg8);
-	upload(s, t.wu8, md.wu8);
-	upload(s, t.wd8, md.wd8);
-	upload(s, t.g1, md.g1f);
-	upload(s, t.g2, md.g2f);
-	upload(s, t.mask, md.mask16);
-	memcpy(t.x.p, md.x16, sizeof(md.x16));
+	for (int i = 0; i < BLK_X; i++)
+		upload(s, t.b[i], wsrc[i]);
+	memcpy(t.b[BLK_X].p, md.x16, sizeof(md.x16));
 	CHECK(spyre_stream_sync(s, TIMEOUT_NS));
 	printf("demo: weights uploaded to device memory (%" PRIu64 " KiB, "
 	       "fp16 and E4M3), activations in system memory (%" PRIu64
@@ -1102,16 +1046,18 @@ int main(int argc, char **argv)
 	run(dev, s, &t, false, runs, &t16, "fp16");
 
 	/* calibrate the activation scales on the fp16 run */
-	md.scales[S_H1] = (float)(amax16(t.h1.p, SEQ * DM) / E4M3_MAX);
-	md.scales[S_ATTN] = (float)(amax16(t.attn.p, SEQ * DM) / E4M3_MAX);
-	md.scales[S_H2] = (float)(amax16(t.h2.p, SEQ * DM) / E4M3_MAX);
-	md.scales[S_MM] = (float)(amax16(t.mm.p, SEQ * FF) / E4M3_MAX);
-	memcpy(t.scales.p, md.scales, sizeof(md.scales));
+	for (int j = BLK_S_H1; j < BLK_NSCALES; j++) {
+		int id = blk_act_scale[j];
+
+		md.scales[j] = (float)(amax16(t.b[id].p, blk_tensors[id].n) /
+				       BLK_E4M3_MAX);
+	}
+	memcpy(t.b[BLK_SCALES].p, md.scales, sizeof(md.scales));
 	printf("demo: fp8 scales (amax / 448): weights %.3g %.3g %.3g %.3g "
 	       "%.3g, activations %.3g %.3g %.3g %.3g\n",
-	       md.scales[S_WQKV], md.scales[S_WO], md.scales[S_WG],
-	       md.scales[S_WU], md.scales[S_WD], md.scales[S_H1],
-	       md.scales[S_ATTN], md.scales[S_H2], md.scales[S_MM]);
+	       md.scales[BLK_S_WQKV], md.scales[BLK_S_WO], md.scales[BLK_S_WG],
+	       md.scales[BLK_S_WU], md.scales[BLK_S_WD], md.scales[BLK_S_H1],
+	       md.scales[BLK_S_ATTN], md.scales[BLK_S_H2], md.scales[BLK_S_MM]);
 
 	/* scaled fp8 */
 	run(dev, s, &t, true, runs, &t8, "fp8");

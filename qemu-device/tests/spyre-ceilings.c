@@ -23,12 +23,30 @@
  *                            spyre_reduce() or spyre_rowop() call on N fp16
  *                            elements (N = 4Ki, 64Ki, 1Mi; rows of 1024)
  *   elt-add-4096-call        ns per spyre_eltwise() ADD call of 4Ki fp16
+ *   block-fp16, block-fp8    us per block of spyre-demo's transformer block
+ *                            (libspyre/tools/spyre-block.h: the same
+ *                            parameters, tensors, dtypes, steps and scales
+ *                            as the card runs it, the activation scales
+ *                            calibrated on this fp16 run as spyre-demo
+ *                            does on the card's), every operation through
+ *                            the card's math code on host buffers
+ *
+ * The block runs on one thread whatever --threads, with one BLAS thread:
+ * the card runs a job's commands one after the other, and it splits a GEMM
+ * across its workers only from 2^27 multiply-adds (spyre-gemm.c) while the
+ * block's largest has 1.6 M, so on the card too the whole block is one
+ * host thread's work at a time.  What the card adds to it (operand
+ * translation and DMA, command decoding, job dispatch) is what its ratio
+ * to this ceiling measures.  The native result is not compared with the
+ * card's; it must be finite, and the fp8 block's update y - x must stay
+ * within 0.16 (normwise) of the fp16 block's.
  *
  * Timings are printed, never judged.  Build: make -f Makefile.math
  * ceilings (see Makefile.math).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,12 +58,15 @@
 #include <cblas.h>
 
 #include "spyre-math.h"
+#include "spyre-block.h"
 
 #define MIB         (1024u * 1024u)
 #define MAX_REPS    32
 #define MAX_THREADS 64
 #define GEMM_N      512u
 #define GEMM_BIG    2048u
+/* fp8 vs fp16 block update: spyre-demo's two tolerances, added */
+#define BLOCK_TOL   0.16
 
 static int nthreads = 1, nreps = 5;
 
@@ -69,6 +90,20 @@ static void report(const char *key, double *v, int n)
     qsort(v, (size_t)n, sizeof(*v), cmp_double);
     printf("ceiling %s %.6g %.6g %.6g\n", key, v[n / 2], v[0], v[n - 1]);
     fflush(stdout);
+}
+
+/* Seconds per call of @fn(@ctx), calls repeated for at least 20 ms. */
+static double time_calls(void (*fn)(void *ctx), void *ctx)
+{
+    double t0 = now(), t;
+    long calls = 0;
+
+    do {
+        fn(ctx);
+        calls++;
+        t = now() - t0;
+    } while (t < 0.02);
+    return t / calls;
 }
 
 static void *xalloc(size_t size)
@@ -358,8 +393,9 @@ struct vec_ctx {
     int err;
 };
 
-static void vec_once(struct vec_ctx *c)
+static void vec_once(void *opaque)
 {
+    struct vec_ctx *c = opaque;
     uint32_t rows = c->n / ROW_COLS;
     int st;
 
@@ -378,16 +414,15 @@ static void vec_once(struct vec_ctx *c)
     }
 }
 
-/* ns per element: calls repeated for at least 20 ms per repetition. */
+/* ns per element (or per call) of one call. */
 static void bench_vec(const char *name, int kind, int op, uint32_t n,
                       bool per_call)
 {
     struct vec_ctx c = { kind, op, n, xalloc(n * 2), xalloc(n * 2),
                          xalloc(n * 2), 0 };
-    double v[MAX_REPS], t0, t;
+    double v[MAX_REPS];
     char key[48];
     uint32_t i;
-    long calls;
     int r;
 
     for (i = 0; i < n; i++) {
@@ -396,14 +431,7 @@ static void bench_vec(const char *name, int kind, int op, uint32_t n,
     }
     vec_once(&c);
     for (r = 0; r < nreps; r++) {
-        calls = 0;
-        t0 = now();
-        do {
-            vec_once(&c);
-            calls++;
-            t = now() - t0;
-        } while (t < 0.02);
-        v[r] = t * 1e9 / calls / (per_call ? 1 : n);
+        v[r] = time_calls(vec_once, &c) * 1e9 / (per_call ? 1 : n);
     }
     if (c.err) {
         fprintf(stderr, "spyre-ceilings: %s failed\n", name);
@@ -446,6 +474,271 @@ static void bench_vecs(void)
     }
 }
 
+/* ---- the transformer block -------------------------------------------- */
+
+/*
+ * spyre-demo's block as spyre-block.h describes it, natively: the
+ * operations of struct blk_ops on host buffers through the card's numeric
+ * core, one after the other on this thread.
+ */
+struct block_ctx {
+    uint8_t *t[BLK_NTENSORS];
+    void *tile;
+    int err;
+};
+
+static void *block_at(struct block_ctx *b, struct blk_ref r)
+{
+    return r.t == BLK_NONE ? NULL : b->t[r.t] + blk_offset(r);
+}
+
+/* Bytes of @r's tensor from @r on (0 for no operand). */
+static size_t block_room(struct blk_ref r)
+{
+    return r.t == BLK_NONE ? 0 : blk_bytes(r.t) - blk_offset(r);
+}
+
+/* The binary32 value at @r, as the card reads a GEMM's scale; 1 without. */
+static float block_f32(struct block_ctx *b, struct blk_ref r)
+{
+    float f = 1.0f;
+
+    if (r.t != BLK_NONE) {
+        memcpy(&f, block_at(b, r), sizeof(f));
+    }
+    return f;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static void block_status(struct block_ctx *b, int st)
+{
+    if (st != SPYRE_STATUS_OK && !b->err) {
+        b->err = st;
+    }
+}
+
+static void block_gemm(void *ctx, const struct blk_gemm *g)
+{
+    struct block_ctx *b = ctx;
+    struct spyre_cmd_gemm cmd = {
+        .hdr = { .opcode = SPYRE_OP_GEMM, .flags = (uint16_t)g->flags,
+                 .size = sizeof(cmd) },
+        .a_dtype = g->a_dtype, .b_dtype = g->b_dtype, .c_dtype = g->c_dtype,
+        .m = g->m, .n = g->n, .k = g->k, .batch = g->batch,
+        .lda = g->lda, .ldb = g->ldb, .ldc = g->ldc,
+        .stride_a = g->stride_a, .stride_b = g->stride_b,
+        .stride_c = g->stride_c,
+        .alpha = f32_bits(g->alpha), .beta = f32_bits(g->beta),
+    };
+    SpyreGemmHostBufs bufs = {
+        .a = block_at(b, g->a), .a_size = block_room(g->a),
+        .b = block_at(b, g->b), .b_size = block_room(g->b),
+        .c = block_at(b, g->c), .c_size = block_room(g->c),
+    };
+    float amax;
+
+    block_status(b, spyre_gemm_host(&cmd, block_f32(b, g->scale_a),
+                                    block_f32(b, g->scale_b), &bufs, b->tile,
+                                    SPYRE_GEMM_TILE_BUF_SIZE, &amax));
+    if (g->amax.t != BLK_NONE) {
+        memcpy(block_at(b, g->amax), &amax, sizeof(amax));
+    }
+}
+
+static void block_eltwise(void *ctx, uint32_t op, uint32_t dtype, uint64_t n,
+                          struct blk_ref out, struct blk_ref a,
+                          struct blk_ref bb, float alpha)
+{
+    struct block_ctx *b = ctx;
+
+    block_status(b, spyre_eltwise(op, dtype, alpha, block_at(b, a),
+                                  block_at(b, bb), block_at(b, out), n));
+}
+
+static void block_rowop(void *ctx, uint32_t op, uint32_t dtype, uint32_t rows,
+                        uint32_t cols, struct blk_ref dst, struct blk_ref src,
+                        struct blk_ref gamma, float eps)
+{
+    struct block_ctx *b = ctx;
+
+    block_status(b, spyre_rowop(op, dtype, block_at(b, src), cols,
+                                block_at(b, dst), cols, rows, cols,
+                                block_at(b, gamma), NULL, eps));
+}
+
+static void block_convert(void *ctx, struct blk_ref dst, uint32_t dst_dtype,
+                          struct blk_ref src, uint32_t src_dtype, uint64_t n)
+{
+    struct block_ctx *b = ctx;
+
+    block_status(b, spyre_convert(block_at(b, dst), dst_dtype,
+                                  block_at(b, src), src_dtype, n, 0));
+}
+
+static const struct blk_ops block_ops = {
+    .gemm = block_gemm,
+    .eltwise = block_eltwise,
+    .rowop = block_rowop,
+    .convert = block_convert,
+};
+
+struct block_run {
+    struct block_ctx *b;
+    bool fp8;
+    float scales[BLK_NSCALES];
+};
+
+static void block_once(void *opaque)
+{
+    struct block_run *r = opaque;
+
+    blk_run(&block_ops, r->b, r->fp8, r->scales);
+}
+
+/* fp64 -> fp16, rounded once (gcc's IEEE _Float16), as spyre-demo's are. */
+static uint16_t f64_to_fp16(double d)
+{
+    _Float16 h = (_Float16)d;
+    uint16_t u;
+
+    memcpy(&u, &h, sizeof(u));
+    return u;
+}
+
+/*
+ * The block's parameters, encoded as spyre-demo uploads them (the E4M3
+ * weights through binary32, which could round twice; spyre-demo rounds
+ * from fp64).
+ */
+static void block_params(struct block_ctx *b, float *scales)
+{
+    static double x[BLK_SEQ * BLK_DM], g1[BLK_DM], g2[BLK_DM];
+    double *w[BLK_NWEIGHTS];
+    uint32_t i;
+    int h, j;
+
+    for (j = 0; j < BLK_NWEIGHTS; j++) {
+        w[j] = xalloc(blk_tensors[blk_weights[j].w16].n * sizeof(double));
+    }
+    blk_params(x, w, g1, g2);
+    for (i = 0; i < BLK_SEQ * BLK_DM; i++) {
+        ((uint16_t *)b->t[BLK_X])[i] = f64_to_fp16(x[i]);
+    }
+    for (j = 0; j < BLK_NWEIGHTS; j++) {
+        const struct blk_weight *bw = &blk_weights[j];
+        double amax = 0;
+
+        for (i = 0; i < blk_tensors[bw->w16].n; i++) {
+            amax = fmax(amax, fabs(w[j][i]));
+        }
+        scales[j] = (float)(amax / BLK_E4M3_MAX);
+        for (i = 0; i < blk_tensors[bw->w16].n; i++) {
+            ((uint16_t *)b->t[bw->w16])[i] = f64_to_fp16(w[j][i]);
+            b->t[bw->w8][i] = spyre_fp32_to_e4m3((float)(w[j][i] / scales[j]),
+                                                 0);
+        }
+        free(w[j]);
+    }
+    for (i = 0; i < BLK_DM; i++) {
+        ((float *)b->t[BLK_G1])[i] = (float)g1[i];
+        ((float *)b->t[BLK_G2])[i] = (float)g2[i];
+    }
+    for (h = 0; h < BLK_NH; h++) {
+        for (i = 0; i < BLK_SEQ * BLK_SEQ; i++) {
+            ((uint16_t *)b->t[BLK_MASK])[h * BLK_SEQ * BLK_SEQ + i] =
+                f64_to_fp16(blk_mask(i / BLK_SEQ, i % BLK_SEQ));
+        }
+    }
+}
+
+/* max |v| of fp16 tensor @t. */
+static double block_amax(struct block_ctx *b, int t)
+{
+    const uint16_t *v = (const uint16_t *)b->t[t];
+    double m = 0;
+    uint32_t i;
+
+    for (i = 0; i < blk_tensors[t].n; i++) {
+        m = fmax(m, fabs(spyre_fp16_to_fp32(v[i])));
+    }
+    return m;
+}
+
+/* The block's update y - x as floats; false if a value is not finite. */
+static bool block_update(struct block_ctx *b, float *dy)
+{
+    const uint16_t *x = (const uint16_t *)b->t[BLK_X];
+    const uint16_t *y = (const uint16_t *)b->t[BLK_Y];
+    uint32_t i;
+
+    for (i = 0; i < BLK_SEQ * BLK_DM; i++) {
+        dy[i] = spyre_fp16_to_fp32(y[i]) - spyre_fp16_to_fp32(x[i]);
+        if (!isfinite(dy[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void bench_block(void)
+{
+    static float dy16[BLK_SEQ * BLK_DM], dy8[BLK_SEQ * BLK_DM];
+    struct block_ctx b = { .tile = xalloc(SPYRE_GEMM_TILE_BUF_SIZE) };
+    struct block_run run = { .b = &b };
+    double v[MAX_REPS], num = 0, den = 0;
+    int i, r, j;
+
+    for (i = 0; i < BLK_NTENSORS; i++) {
+        b.t[i] = xalloc(blk_bytes(i));
+    }
+    block_params(&b, run.scales);
+    spyre_math_set_blas_threads(1);
+    for (i = 0; i < 2; i++) {
+        run.fp8 = i;
+        if (run.fp8) {
+            /* activation scales from the fp16 run, as spyre-demo's */
+            for (j = BLK_S_H1; j < BLK_NSCALES; j++) {
+                run.scales[j] = (float)(block_amax(&b, blk_act_scale[j]) /
+                                        BLK_E4M3_MAX);
+            }
+        }
+        memcpy(b.t[BLK_SCALES], run.scales, sizeof(run.scales));
+        block_once(&run);
+        for (r = 0; r < nreps; r++) {
+            v[r] = time_calls(block_once, &run) * 1e6;
+        }
+        if (b.err || !block_update(&b, run.fp8 ? dy8 : dy16)) {
+            fprintf(stderr, "spyre-ceilings: block-%s failed (status %d, "
+                    "or a value not finite)\n", run.fp8 ? "fp8" : "fp16",
+                    b.err);
+            exit(1);
+        }
+        report(run.fp8 ? "block-fp8" : "block-fp16", v, nreps);
+    }
+    /* sane: fp8 and fp16 compute the same block (see the header) */
+    for (i = 0; i < BLK_SEQ * BLK_DM; i++) {
+        num += (double)(dy8[i] - dy16[i]) * (dy8[i] - dy16[i]);
+        den += (double)dy16[i] * dy16[i];
+    }
+    if (!(sqrt(num / den) <= BLOCK_TOL)) {
+        fprintf(stderr, "spyre-ceilings: the fp8 block's update differs "
+                "from the fp16 one's by %.3g (normwise, above %g)\n",
+                sqrt(num / den), BLOCK_TOL);
+        exit(1);
+    }
+    for (i = 0; i < BLK_NTENSORS; i++) {
+        free(b.t[i]);
+    }
+    free(b.tile);
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static int parse_int(const char *opt, const char *arg, long min, long max)
@@ -485,6 +778,7 @@ int main(int argc, char **argv)
     if (nthreads > 1) {
         bench_memcpy(size, nthreads);
     }
+    bench_block();
     bench_gemm(nthreads);
     bench_vecs();
     return 0;
