@@ -66,12 +66,12 @@ static irqreturn_t spyre_irq_completion(int irq, void *data)
 {
 	struct spyre_irq_vec *vec = data;
 	struct spyre_device *sdev = vec->sdev;
-	unsigned int stride = sdev->nvec - 1;
 	unsigned int i, n = 0;
 
+	/* The queues on this vector: spyre_queue_vector() chose it. */
 	spin_lock(&sdev->hwq_lock);
-	for (i = vec->index - 1; i < sdev->num_queues; i += stride)
-		if (sdev->hwq[i])
+	for (i = 0; i < sdev->num_queues; i++)
+		if (sdev->hwq[i] && sdev->hwq[i]->vector == vec->index)
 			n += spyre_queue_irq(sdev->hwq[i]);
 	spin_unlock(&sdev->hwq_lock);
 	/* A duplicate, or one an earlier interrupt (or the poll) served. */
@@ -155,6 +155,7 @@ static irqreturn_t spyre_irq_error(int irq, void *data)
 
 static int spyre_irq_init(struct spyre_device *sdev)
 {
+	struct irq_affinity affd = { .pre_vectors = SPYRE_ERROR_VECTOR + 1 };
 	struct pci_dev *pdev = sdev->pdev;
 	u32 hw_vecs;
 	int nvec, i, ret;
@@ -167,7 +168,15 @@ static int spyre_irq_init(struct spyre_device *sdev)
 		return -ENODEV;
 	}
 
-	nvec = pci_alloc_irq_vectors(pdev, 2, hw_vecs, PCI_IRQ_MSIX);
+	/*
+	 * The completion vectors are managed and spread over the CPUs (the
+	 * error vector is not): a queue takes one of the CPU it is created
+	 * on, so its completions land where its submitter runs, as NVMe's
+	 * queues do.
+	 */
+	nvec = pci_alloc_irq_vectors_affinity(pdev, 2, hw_vecs,
+					      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
+					      &affd);
 	if (nvec < 0) {
 		drm_err(&sdev->drm, "cannot allocate MSI-X vectors: %d\n",
 			nvec);

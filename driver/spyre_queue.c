@@ -5,10 +5,11 @@
  * A user queue (QUEUE_CREATE) takes one hardware queue of the card for
  * its lifetime: a ring of job descriptors and a completion record in
  * kernel-owned coherent DMA memory, programmed into the queue's register
- * page, and one drm_sched entity on that hardware queue's
- * drm_gpu_scheduler (the backend is in spyre_job.c).  The schedulers, one
- * per hardware queue, live as long as the DRM device: the fences a job
- * hands out (sync_file, syncobj) name their scheduler and may outlive the
+ * page, one drm_sched entity on that hardware queue's drm_gpu_scheduler
+ * (the backend is in spyre_job.c), and a completion MSI-X vector whose
+ * managed affinity holds the creating CPU.  The schedulers, one per
+ * hardware queue, live as long as the DRM device: the fences a job hands
+ * out (sync_file, syncobj) name their scheduler and may outlive the
  * queue.  This file owns the schedulers, the queue's lifetime (create,
  * destroy, the references jobs hold), programming the hardware queue and
  * bringing every queue back after a PCI function reset, and the queue
@@ -20,8 +21,10 @@
  */
 
 #include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
 #include <linux/iopoll.h>
 #include <linux/module.h>
+#include <linux/pci.h>
 #include <linux/slab.h>
 
 #include <drm/drm_drv.h>
@@ -99,6 +102,38 @@ int spyre_hwq_reset(struct spyre_queue *q)
 		drm_err(&sdev->drm, "queue %u: reset timed out (status %u)\n",
 			q->hwq, st);
 	return ret;
+}
+
+/*
+ * The completion vector for hardware queue @hwq: one of those whose
+ * (managed) affinity holds the CPU creating the queue, the queues of a CPU
+ * spread over its vectors by @hwq, so that a completion interrupt lands
+ * on the CPU its submitter most likely runs on.  Without affinity
+ * information (a single vector, or the CPU in none of the masks), any
+ * completion vector by @hwq.  The CPU is a hint: the creator may migrate.
+ */
+static bool spyre_vector_has_cpu(struct spyre_device *sdev, unsigned int v,
+				 unsigned int cpu)
+{
+	const struct cpumask *mask = pci_irq_get_affinity(sdev->pdev, v);
+
+	return mask && cpumask_test_cpu(cpu, mask);
+}
+
+static unsigned int spyre_queue_vector(struct spyre_device *sdev, u32 hwq)
+{
+	unsigned int cpu = raw_smp_processor_id();
+	unsigned int v, n = 0, k;
+
+	for (v = SPYRE_ERROR_VECTOR + 1; v < sdev->nvec; v++)
+		n += spyre_vector_has_cpu(sdev, v, cpu);
+	if (!n)
+		return SPYRE_ERROR_VECTOR + 1 + hwq % (sdev->nvec - 1);
+	k = hwq % n;
+	for (v = SPYRE_ERROR_VECTOR + 1; v < sdev->nvec; v++)
+		if (spyre_vector_has_cpu(sdev, v, cpu) && !k--)
+			break;
+	return v;
 }
 
 static int spyre_hwq_program(struct spyre_queue *q)
@@ -417,7 +452,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 		goto err;
 	}
 	q->hwq = ret;
-	q->vector = 1 + q->hwq % (sdev->nvec - 1);
+	q->vector = spyre_queue_vector(sdev, q->hwq);
 	q->sched = &sdev->hwq_sched[q->hwq].base;
 
 	q->ring = dma_alloc_coherent(dev, q->entries * sizeof(*q->ring),

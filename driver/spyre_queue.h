@@ -29,7 +29,8 @@
  * @sdev: device.
  * @ctx: context the queue runs in (reference held).
  * @hwq: hardware queue index.
- * @vector: MSI-X vector of the queue.
+ * @vector: MSI-X vector of the queue: one whose affinity holds the CPU
+ *	that created it (spyre_queue_vector()).
  * @priority: DRM_SPYRE_PRIORITY_*.
  * @sched: the scheduler of hardware queue @hwq (sdev->hwq_sched).
  * @sched_list: scheduler list for @entity.
