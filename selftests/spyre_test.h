@@ -909,17 +909,13 @@ static inline int st_sysfs_path(unsigned int idx, const char *name,
 	return 0;
 }
 
-/* Read the unsigned sysfs attribute @name of card @idx; -errno if not. */
-static inline int st_sysfs_u64(unsigned int idx, const char *name,
-			       uint64_t *val)
+/* Read the unsigned number in the file at @path; -errno if not. */
+static inline int st_read_u64(const char *path, uint64_t *val)
 {
-	char path[256], buf[64];
+	char buf[64];
 	char *end;
 	int ret;
 
-	ret = st_sysfs_path(idx, name, path, sizeof(path));
-	if (ret)
-		return ret;
 	ret = st_read_line(path, buf, sizeof(buf));
 	if (ret)
 		return ret;
@@ -928,6 +924,17 @@ static inline int st_sysfs_u64(unsigned int idx, const char *name,
 	if (errno || end == buf || (*end && *end != '\n'))
 		return -EINVAL;
 	return 0;
+}
+
+/* Read the unsigned sysfs attribute @name of card @idx; -errno if not. */
+static inline int st_sysfs_u64(unsigned int idx, const char *name,
+			       uint64_t *val)
+{
+	char path[256];
+	int ret;
+
+	ret = st_sysfs_path(idx, name, path, sizeof(path));
+	return ret ? ret : st_read_u64(path, val);
 }
 
 /* Deterministic byte pattern. */
