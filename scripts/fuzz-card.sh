@@ -49,8 +49,7 @@ QEMU_FUZZ_OBJECTS="spyre*" \
 	run generic-fuzz $((secs / 2)) "$SPYRE_CACHE/fuzz-corpus/spyre"
 
 seeds=$out/spyre-cmds-seeds
-rm -rf "$seeds"
-mkdir -p "$seeds"
+rm -rf "$seeds"	# run() makes it again, empty
 QEMU_FUZZ_ARGS="-L $fw" SPYRE_FUZZ_SEEDS=$seeds \
 	run spyre-cmds $((secs - secs / 2)) \
 	"$SPYRE_CACHE/fuzz-corpus/spyre-cmds" "$seeds"
