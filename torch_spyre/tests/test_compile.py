@@ -7,13 +7,13 @@ show how the work ran (command lists launched, ops lowered or left
 eager).  Timings are printed, never asserted.
 
 Budget: at most 45 s of the 4 minutes the torch guest's tests share.  Under
-TCG the first compile pays for importing Dynamo (15-40 s, depending on the
-host's load) and every Dynamo compile costs about 0.5-2 s plus 0.1-0.2 s
-per ATen node (Dynamo's and aot_autograd's traces with fake tensors), so the
-tests make as few compiles as their checks need, with few nodes: the
-native ops are one graph that returns every op's result, the lean path is
-checked on the graph that recompiles, the wrapped path on the graph after
-the graph break.
+TCG the first compile pays for importing Dynamo (15-35 s, depending on the
+host's load; printed) and every Dynamo compile costs about 0.5-2 s plus
+0.1-0.25 s per ATen node (Dynamo's and aot_autograd's traces with fake
+tensors), so the tests make as few compiles as their checks need, with few
+nodes: the native ops are one graph that returns every op's result, the
+lean path is checked on the graph that recompiles, the wrapped path on the
+graph after the graph break.
 """
 
 import copy
