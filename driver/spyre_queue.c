@@ -104,14 +104,6 @@ int spyre_hwq_reset(struct spyre_queue *q)
 	return ret;
 }
 
-/*
- * The completion vector for hardware queue @hwq: one of those whose
- * (managed) affinity holds the CPU creating the queue, the queues of a CPU
- * spread over its vectors by @hwq, so that a completion interrupt lands
- * on the CPU its submitter most likely runs on.  Without affinity
- * information (a single vector, or the CPU in none of the masks), any
- * completion vector by @hwq.  The CPU is a hint: the creator may migrate.
- */
 static bool spyre_vector_has_cpu(struct spyre_device *sdev, unsigned int v,
 				 unsigned int cpu)
 {
@@ -120,6 +112,14 @@ static bool spyre_vector_has_cpu(struct spyre_device *sdev, unsigned int v,
 	return mask && cpumask_test_cpu(cpu, mask);
 }
 
+/*
+ * The completion vector for hardware queue @hwq: one of those whose
+ * (managed) affinity holds the CPU creating the queue, the queues of a CPU
+ * spread over its vectors by @hwq, so that a completion interrupt lands
+ * on the CPU its submitter most likely runs on.  Without affinity
+ * information (a single vector, or the CPU in none of the masks), any
+ * completion vector by @hwq.  The CPU is a hint: the creator may migrate.
+ */
 static unsigned int spyre_queue_vector(struct spyre_device *sdev, u32 hwq)
 {
 	unsigned int cpu = raw_smp_processor_id();
