@@ -6,7 +6,7 @@
  *   spyre-bench [--card N] [--time SEC] [--size MIB] [--iters N]
  *               [--reps N] [--ceilings FILE] [--threads N]
  *               [--host-memcpy GBPS] [--host-sgemm GFLOPS]
- *               [--only mem|exec|scale] [--json]
+ *               [--only mem|exec|vec|scale] [--json]
  *	on a machine with a card (the guest).  Every figure is measured
  *	--reps times (default 5) and printed as median [min-max]; each
  *	ratio is a median over a median, and names its clock: "card"
@@ -50,7 +50,9 @@
  *	      the card model's math code natively (goal >= 75 %, card
  *	      clock), fp32 also against OpenBLAS sgemm (goal >= 50 %, wall),
  *	      and fp32 at 2048^3 against OpenBLAS sgemm (card clock, no goal);
- *	(vi)  1000 ELTWISE ADDs of 4 Ki fp16 values in one command list, per
+ *	(vi)  (also alone with (vii), to profile the card's fixed cost per
+ *	      command: --only vec)
+ *	      1000 ELTWISE ADDs of 4 Ki fp16 values in one command list, per
  *	      command, against one native call of the card's math code on
  *	      the same data (goal <= 3x, card clock);
  *	(vii) per-element cost of every ELTWISE, REDUCE and ROWOP kind at
@@ -2450,7 +2452,7 @@ static void usage(FILE *f)
 		"[--iters N] [--reps N]\n"
 		"                   [--ceilings FILE] [--threads N] "
 		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
-		"                   [--only mem|exec|scale] [--json]\n"
+		"                   [--only mem|exec|vec|scale] [--json]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
 
@@ -2575,9 +2577,12 @@ int main(int argc, char **argv)
 			} else if (!strcmp(optarg, "scale")) {
 				do_mem = 0;
 				do_exec = 2;
+			} else if (!strcmp(optarg, "vec")) {
+				do_mem = 0;
+				do_exec = 3;
 			} else {
 				fprintf(stderr, "spyre-bench: --only: '%s' is "
-					"not mem, exec or scale\n", optarg);
+					"not mem, exec, vec or scale\n", optarg);
 				ok = false;
 			}
 			break;
@@ -2648,6 +2653,8 @@ int main(int argc, char **argv)
 	}
 	if (do_exec == 2)
 		rc |= bench_scale(card, secs, !gemm_probe(card));
+	else if (do_exec == 3)
+		rc |= bench_vec(dev);
 	else if (do_exec)
 		rc |= bench_exec(dev, card, secs, iters);
 	summary_print();
