@@ -304,7 +304,8 @@ static bool spyre_devmem_decodes(struct spyre_device *sdev)
  * the previous owner's bytes in the BO.
  *
  * Return: 0, -EIO (the BAR did not decode: the blocks may hold old data),
- * -ENODEV (unplugged) or -EINTR (fatal signal while a reset was running).
+ * -ENODEV (unplugged) or -EINTR (fatal signal while a reset was running or
+ * between two chunks of the clear: the caller frees the BO).
  */
 static int spyre_devmem_clear(struct spyre_device *sdev, struct spyre_bo *bo)
 {
@@ -331,6 +332,11 @@ static int spyre_devmem_clear(struct spyre_device *sdev, struct spyre_bo *bo)
 		while (left) {
 			u64 n = min_t(u64, left, SPYRE_CLEAR_CHUNK);
 
+			/* a large BO takes seconds: let a dying caller go */
+			if (fatal_signal_pending(current)) {
+				ret = -EINTR;
+				goto out_exit;
+			}
 			memset_io(dm->map + off, 0, n);
 			off += n;
 			left -= n;
