@@ -51,6 +51,14 @@ class Guest:
             return self.cond.wait_for(lambda: pred() or self.gone, timeout) \
                 and pred()
 
+    def wait_seen(self, what, n, timeout):
+        """Wait for "@what @n seen" (or later); say so if it never came."""
+        if self.wait(lambda: self.seen[what] >= n, timeout):
+            return True
+        print(f"qmp-hotplug: the guest did not report {what.decode()} {n}",
+              flush=True)
+        return False
+
 
 class Qmp:
     """A QMP client: commands in order, events kept until asked for."""
@@ -137,19 +145,13 @@ def cycle(a, sock, guest):
             qmp.command("device_del", id=a.device)
             qmp.wait_event("DEVICE_DELETED", a.device, a.step_timeout)
             t1 = time.monotonic()
-            if not guest.wait(lambda: guest.seen[b"unplug"] >= n,
-                              a.step_timeout):
-                print(f"qmp-hotplug: the guest did not report unplug {n}",
-                      flush=True)
+            if not guest.wait_seen(b"unplug", n, a.step_timeout):
                 break
             time.sleep(a.gap)
             qmp.command("device_add", driver="spyre", id=a.device,
                         bus=a.bus)
             t2 = time.monotonic()
-            if not guest.wait(lambda: guest.seen[b"re-plug"] >= n,
-                              a.step_timeout):
-                print(f"qmp-hotplug: the guest did not report re-plug {n}",
-                      flush=True)
+            if not guest.wait_seen(b"re-plug", n, a.step_timeout):
                 break
             done = n
             print(f"qmp-hotplug: cycle {done}: {a.device} unplugged in "
