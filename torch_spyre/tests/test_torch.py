@@ -85,6 +85,31 @@ def torch_registration():
     assert m.weight.device.type == "spyre"
 
 
+@test
+def torch_seed_and_fork():
+    # torch.manual_seed reaches the backend (no "does not take effect"
+    # warning) and makes random spyre tensors reproducible
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        torch.manual_seed(11)
+        a = torch.randn(40, device="spyre").cpu()
+    assert not [x for x in w if "seed" in str(x.message).lower()], \
+        [str(x.message) for x in w]
+    torch.spyre.manual_seed_all(11)
+    b = torch.randn(40, device="spyre").cpu()
+    torch.manual_seed(12)
+    c = torch.randn(40, device="spyre").cpu()
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    # a child forked after the card was opened is flagged (it shares the
+    # parent's card contexts); the parent is not
+    assert not torch.spyre._is_in_bad_fork()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if torch.spyre._is_in_bad_fork() else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 # ---- copies ----------------------------------------------------------------
 
 @test

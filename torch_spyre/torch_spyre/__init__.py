@@ -26,7 +26,8 @@ __all__ = [
     "device_count", "empty_cache", "is_available", "is_initialized",
     "compile_stats", "max_memory_allocated", "mem_get_info",
     "memory_allocated", "reset_compile_stats",
-    "memory_reserved", "op_counts", "reset_op_counts",
+    "manual_seed", "manual_seed_all", "memory_reserved", "op_counts",
+    "reset_op_counts",
     "reset_peak_memory_stats", "set_device", "set_strict", "strict",
     "stream", "synchronize",
 ]
@@ -198,6 +199,50 @@ def mem_get_info(device=None):
 def empty_cache():
     """Return the allocator's cached (unused) blocks to the card."""
     _ops().empty_cache()
+
+
+# ---- random numbers and fork ---------------------------------------------------
+
+def manual_seed(seed):
+    """Seed the random numbers of spyre tensors.  The cards have no
+    generator of their own: a random op on a spyre tensor draws from the
+    CPU's default generator (the backend's default generator is the CPU's),
+    so this seeds that one, as ``torch.manual_seed(seed)`` does.  ``seed``
+    is an int (taken modulo 2**64 like torch.manual_seed)."""
+    torch.default_generator.manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    """Seed the random numbers of every card: the same as
+    :func:`manual_seed` (one generator, the CPU's, serves all cards).
+    ``torch.manual_seed`` calls this."""
+    manual_seed(seed)
+
+
+_fork_had_cards = False
+_bad_fork = False
+
+
+def _before_fork():
+    global _fork_had_cards
+    _fork_had_cards = _loaded and any(is_initialized(i)
+                                      for i in range(device_count()))
+
+
+def _after_fork_child():
+    global _bad_fork
+    _bad_fork = _fork_had_cards
+
+
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_child)
+
+
+def _is_in_bad_fork():
+    """True in a child process forked after its parent opened a card: the
+    child shares the parent's card contexts (file descriptors and mappings)
+    and must not use them.  PyTorch's fork checks (e.g. torch.manual_seed)
+    call this."""
+    return _bad_fork
 
 
 # ---- op accounting -------------------------------------------------------------
