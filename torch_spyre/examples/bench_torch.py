@@ -7,8 +7,9 @@ scripts/bench-torch.sh), each next to its reference in the same run:
   each one's median per-token time (the compile excluded);
 * the framework's cost on top of the command lists: one decode step of the
   compiled program called from Python (token in with tensor.to(), logits
-  out with tensor.cpu()) vs the same copies, staging and launch from C++
-  through libspyre (tiny_decoder.framework_cost(), graph_bench);
+  out with tensor.cpu()), and each of those three parts, vs the same
+  copies, staging and launch from C++ through libspyre
+  (tiny_decoder.framework_cost(), graph_bench), per-step medians;
 * the floor under that cost: a call of the same model compiled by Dynamo
   with a backend that does nothing (Dynamo's frame, guards and call), and
   the token's tensor.to() and the logits' cpu() on their own
@@ -85,11 +86,16 @@ def main():
     step = torch.compile(m, backend="spyre", dynamic=False)
     td.generate(step, m, [1], 1, "spyre")               # compile
     eager = statistics.median(decode_ms(m, m, a.tokens) for _ in range(3))
+    s0 = C.compile_stats()
     comp = statistics.median(decode_ms(step, m, a.tokens) for _ in range(3))
+    st = C.compile_stats()
+    # launches per compiled call of these generations only (the counters
+    # also count framework_cost's C++ launches below)
+    per_call = ((st["launches"] - s0["launches"]) /
+                max(st["runs"] - s0["runs"], 1))
 
     fc = td.framework_cost(m)
-    fw_py, fw_c = fc if fc else (None, None)
-    st = C.compile_stats()
+    fw_py, fw_c = (fc["python"], fc["c"]) if fc else (None, None)
 
     d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
     d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
@@ -109,7 +115,10 @@ def main():
               f"out) from C++ through libspyre: {fw_c:.2f} ms; compiled "
               f"per-token time {comp / fw_c:.2f}x that (the compiled "
               f"program called directly: {fw_py:.2f} ms, "
-              f"{fw_py / fw_c:.2f}x)")
+              f"{fw_py / fw_c:.2f}x: token to() {fc['to']:.2f} ms, the "
+              f"call (staging, launch, staging: queued) {fc['call']:.2f} "
+              f"ms, logits cpu() with the wait for the card and argmax "
+              f"{fc['cpu']:.2f} ms)")
         least = fw_c + fl["dynamo_call"]
         print(f"floor: a Dynamo-compiled call of the same model with a "
               f"backend that does nothing {fl['dynamo_call']:.2f} ms "
@@ -120,8 +129,8 @@ def main():
               f"time {comp / least:.2f}x that")
     print(f"compiled calls: {st['lean_graphs']} lean graph(s) (no "
           f"aot_autograd wrappers), {st['wrapped_graphs']} wrapped; "
-          f"{st['launches'] / max(st['runs'], 1):.1f} command-list "
-          "launch(es) per call, staging included (one submit ioctl each)")
+          f"{per_call:.1f} command-list launch(es) per call while "
+          "decoding, staging included (one submit ioctl each)")
     print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
           f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
     print(f"host->card copy of {a.copy_mib} MiB: tensor.to() {to:.2f} GB/s, "
@@ -132,6 +141,8 @@ def main():
     if fw_py is not None:
         print(f"torch-step-program-ms {fw_py:.3f}")
         print(f"torch-step-libspyre-ms {fw_c:.3f}")
+        for k in ("to", "call", "cpu"):
+            print(f"torch-step-{k}-ms {fc[k]:.3f}")
         print(f"torch-compiled-vs-libspyre {comp / fw_c:.3f}")
     print(f"torch-decode-speedup {eager / comp:.3f}")
     print(f"torch-floor-dynamo-call-ms {fl['dynamo_call']:.3f}")

@@ -110,11 +110,11 @@ def main(argv=None):
     fc = td.framework_cost(ms)
     if fc:
         print(f"the same token step from C++ through libspyre (token in, "
-              f"staging, launch, staging, logits out, wait): {fc[1]:.2f} ms; "
-              f"compiled per-token time is {c_ms / fc[1]:.2f}x that "
+              f"staging, launch, staging, logits out, wait): {fc['c']:.2f} "
+              f"ms; compiled per-token time is {c_ms / fc['c']:.2f}x that "
               f"(the backend's callable called directly, without "
-              f"Dynamo's frame and guards: {fc[0]:.2f} ms, "
-              f"{fc[0] / fc[1]:.2f}x)")
+              f"Dynamo's frame and guards: {fc['python']:.2f} ms, "
+              f"{fc['python'] / fc['c']:.2f}x)")
     print(f"graphs Dynamo compiled: {st['lean_graphs']} lean (called "
           f"without aot_autograd's runtime wrappers), "
           f"{st['wrapped_graphs']} wrapped")

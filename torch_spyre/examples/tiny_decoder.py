@@ -140,17 +140,21 @@ def generate(step, m, prompt, n_new, device, timings=None):
 def framework_cost(m, n=20, rounds=3):
     """The framework's cost per decode step, for a model compiled with
     torch.compile(backend="spyre") after torch_spyre.compiler.
-    keep_last_inputs(True) and at least one generate() call: returns
-    (python_ms, c_ms), medians over ``rounds`` of ``n`` steps each of
+    keep_last_inputs(True) and at least one generate() call.  Returns a
+    dict of per-step times in ms, each the median over ``rounds`` of the
+    median of ``n`` steps (a median, so a garbage-collector pause in one
+    step does not count):
 
-    * python_ms: one token step as generate() does it (the one-hot token
+    * ``python``: one token step as generate() does it (the one-hot token
       copied to the card with tensor.to(), the compiled program's staging,
-      launch and staging, the logits read back with tensor.cpu()), calling
-      the callable the backend gave Dynamo directly (without Dynamo's
-      frame and guards);
-    * c_ms: the same copies and command lists from C++ through libspyre
+      launch and staging, the logits read back with tensor.cpu(), the
+      argmax), calling the callable the backend gave Dynamo directly
+      (without Dynamo's frame and guards); ``to``, ``call`` and ``cpu``:
+      its three parts (the token's to(), the call, the logits' cpu() with
+      the wait for the card and the argmax);
+    * ``c``: the same copies and command lists from C++ through libspyre
       (torch.ops.spyre.graph_bench with the token input copied from host
-      memory and the logits output copied back);
+      memory and the logits output copied back, one step per call);
 
     or None when the last program is not one command list."""
     import statistics
@@ -173,19 +177,28 @@ def framework_cost(m, n=20, rounds=3):
     res = call(*args)
     log_o = [i for i, t in enumerate(res) if tuple(t.shape) == (1, m.vocab)]
     eye = torch.eye(m.vocab)
-    py, cc = [], []
+    pc = time.perf_counter
+    fig = {"python": [], "to": [], "call": [], "cpu": [], "c": []}
     with torch.no_grad():
         for _ in range(rounds):
             torch.spyre.synchronize()
-            t = time.perf_counter()
+            ph = [[], [], [], []]
             for k in range(n):
+                t0 = pc()
                 args[tok_a] = eye[k % m.vocab].view(1, m.vocab).to("spyre")
+                t1 = pc()
                 out = call(*args)
+                t2 = pc()
                 int(out[log_o[0]].cpu().argmax())
-            py.append((time.perf_counter() - t) / n * 1e3)
-            cc.append(torch.ops.spyre.graph_bench(h, ins, n, tok_i[0],
-                                                  log_i[0]) / 1e6)
-    return statistics.median(py), statistics.median(cc)
+                t3 = pc()
+                for i, d in enumerate((t3 - t0, t1 - t0, t2 - t1, t3 - t2)):
+                    ph[i].append(d * 1e3)
+            for key, v in zip(("python", "to", "call", "cpu"), ph):
+                fig[key].append(statistics.median(v))
+            fig["c"].append(statistics.median(
+                torch.ops.spyre.graph_bench(h, ins, 1, tok_i[0], log_i[0])
+                / 1e6 for _k in range(n)))
+    return {k: statistics.median(v) for k, v in fig.items()}
 
 
 def _nothing_backend(gm, example_inputs):
@@ -203,8 +216,8 @@ def _nothing_backend(gm, example_inputs):
 
 def dynamo_floor(m, n=20, rounds=3):
     """The floor under a compiled decode step, in ms, medians over
-    ``rounds`` of ``n`` calls each (model ``m`` on the card, at least one
-    compiled generate() done): returns a dict of
+    ``rounds`` of the median of ``n`` calls each (model ``m`` on the card,
+    at least one compiled generate() done): returns a dict of
 
     * ``dynamo_call``: one call of ``m`` compiled by Dynamo with a backend
       that does nothing (:func:`_nothing_backend`), same inputs as a decode
@@ -221,22 +234,26 @@ def dynamo_floor(m, n=20, rounds=3):
     tok = eye[5].view(1, m.vocab).to("spyre")
     logits = torch.zeros(1, m.vocab, device="spyre")
     fig = {"dynamo_call": [], "to": [], "cpu": []}
+    pc = time.perf_counter
+
+    def per_call_ms(fn):
+        ts = []
+        for k in range(n):
+            t = pc()
+            fn(k)
+            ts.append((pc() - t) * 1e3)
+        return statistics.median(ts)
+
     with torch.no_grad():
         step(tok, pos, mask, *caches)
         for _ in range(rounds):
             torch.spyre.synchronize()
-            t = time.perf_counter()
-            for _k in range(n):
-                step(tok, pos, mask, *caches)
-            fig["dynamo_call"].append((time.perf_counter() - t) / n * 1e3)
-            t = time.perf_counter()
-            for k in range(n):
-                eye[k % m.vocab].view(1, m.vocab).to("spyre")
-            fig["to"].append((time.perf_counter() - t) / n * 1e3)
+            fig["dynamo_call"].append(per_call_ms(
+                lambda k: step(tok, pos, mask, *caches)))
+            fig["to"].append(per_call_ms(
+                lambda k: eye[k % m.vocab].view(1, m.vocab).to("spyre")))
             torch.spyre.synchronize()
-            t = time.perf_counter()
-            for _k in range(n):
-                int(logits.cpu().argmax())
-            fig["cpu"].append((time.perf_counter() - t) / n * 1e3)
+            fig["cpu"].append(per_call_ms(
+                lambda k: int(logits.cpu().argmax())))
     torch._dynamo.reset()
     return {k: statistics.median(v) for k, v in fig.items()}
