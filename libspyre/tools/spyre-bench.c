@@ -6,7 +6,7 @@
  *   spyre-bench [--card N] [--time SEC] [--size MIB] [--iters N]
  *               [--reps N] [--ceilings FILE] [--threads N]
  *               [--host-memcpy GBPS] [--host-sgemm GFLOPS]
- *               [--only mem|exec|vec|scale] [--json]
+ *               [--only mem|exec|vec|gemm|scale] [--json]
  *	on a machine with a card (the guest).  Every figure is measured
  *	--reps times (default 5) and printed as median [min-max]; each
  *	ratio is a median over a median, and names its clock: "card"
@@ -49,7 +49,8 @@
  *	      (max(--iters, --reps) jobs each) against the same GEMM through
  *	      the card model's math code natively (goal >= 75 %, card
  *	      clock), fp32 also against OpenBLAS sgemm (goal >= 50 %, wall),
- *	      and fp32 at 2048^3 against OpenBLAS sgemm (card clock, no goal);
+ *	      and fp32 at 2048^3 against OpenBLAS sgemm (card clock, no goal)
+ *	      (also alone, to profile the card's GEMM: --only gemm);
  *	(vi)  (also alone with (vii), to profile the card's fixed cost per
  *	      command: --only vec)
  *	      1000 ELTWISE ADDs of 4 Ki fp16 values in one command list, per
@@ -2452,7 +2453,7 @@ static void usage(FILE *f)
 		"[--iters N] [--reps N]\n"
 		"                   [--ceilings FILE] [--threads N] "
 		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
-		"                   [--only mem|exec|vec|scale] [--json]\n"
+		"                   [--only mem|exec|vec|gemm|scale] [--json]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
 
@@ -2580,9 +2581,13 @@ int main(int argc, char **argv)
 			} else if (!strcmp(optarg, "vec")) {
 				do_mem = 0;
 				do_exec = 3;
+			} else if (!strcmp(optarg, "gemm")) {
+				do_mem = 0;
+				do_exec = 4;
 			} else {
 				fprintf(stderr, "spyre-bench: --only: '%s' is "
-					"not mem, exec, vec or scale\n", optarg);
+					"not mem, exec, vec, gemm or scale\n",
+					optarg);
 				ok = false;
 			}
 			break;
@@ -2655,6 +2660,8 @@ int main(int argc, char **argv)
 		rc |= bench_scale(card, secs, !gemm_probe(card));
 	else if (do_exec == 3)
 		rc |= bench_vec(dev);
+	else if (do_exec == 4)
+		rc |= bench_gemm(card, iters, !gemm_probe(card));
 	else if (do_exec)
 		rc |= bench_exec(dev, card, secs, iters);
 	summary_print();
