@@ -208,20 +208,28 @@ static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
 }
 
 /*
- * Segments (pages or parts of pages) spyre_part_rows() translates per hold
- * of the BQL, checked between rows: a batch may end with one more row.
+ * Per hold of the BQL, spyre_part_rows() translates at most about this
+ * many bytes, in at most this many segments (runs of pages contiguous in
+ * device memory, or parts of them), checked between ranges of rows: a
+ * batch may end with one more range.  A whole 512 x 512 fp32 tile is one
+ * batch when its pages are contiguous, as device-memory BOs mostly are.
  */
-#define SPYRE_ROWS_BATCH_SEGS   32
+#define SPYRE_ROWS_BATCH_BYTES  (1u << 20)
+#define SPYRE_ROWS_BATCH_SEGS   128
 
 /*
  * Operand I/O of a GEMM part (SpyreGemmIO): @nrows segments of @len
  * bytes, @stride bytes apart from @off, to or from @buf where they are
  * packed.  Called by spyre_gemm_step() with the BQL released.  Rows are
- * translated under the BQL in batches of about SPYRE_ROWS_BATCH_SEGS
- * pages; a batch that lies wholly in device memory is then copied with
- * the BQL released, counted in s->ncopying for spyre_drain_copies().  Rows
- * in system memory go one by one through spyre_part_io(), which holds the
- * BQL for each (DMA through a vIOMMU may fault).
+ * translated under the BQL in batches (SPYRE_ROWS_BATCH_*): rows that lie
+ * back to back (@stride == @len) as one range, each range as runs of
+ * pages through the worker's leaf-table cache (spyre_e_translate_run()),
+ * and a run that continues the previous one in device memory joins its
+ * segment.  A batch that lies wholly in device memory is then copied
+ * (and marked dirty) segment by segment with the BQL released, counted in
+ * s->ncopying for spyre_drain_copies().  Rows in system memory go one by
+ * one through spyre_part_io(), which holds the BQL for each (DMA through
+ * a vIOMMU may fault).
  */
 static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
                            uint64_t stride, uint32_t nrows, void *buf,
@@ -230,8 +238,9 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
     SpyreExec *e = io->e;
     SpyreState *s = e->s;
     uint8_t *p = buf;
-    uint32_t st = SPYRE_STATUS_OK, r = 0, r1;
+    uint32_t st = SPYRE_STATUS_OK, r = 0, r1, n;
     size_t nsegs, i;
+    uint64_t bytes;
     bool devmem = true;
 
     assert(!bql_locked());
@@ -242,39 +251,56 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
     }
     while (r < nrows) {
         nsegs = 0;
+        bytes = 0;
         st = spyre_part_lock(e);
         for (r1 = r; st == SPYRE_STATUS_OK && devmem && r1 < nrows &&
-             nsegs < SPYRE_ROWS_BATCH_SEGS; r1++) {
+             nsegs < SPYRE_ROWS_BATCH_SEGS &&
+             bytes < SPYRE_ROWS_BATCH_BYTES; r1 += n) {
             uint64_t va = io->base[opnd] + off + r1 * stride;
-            size_t left = len;
+            uint64_t left, run;
 
+            n = 1;
+            if (stride == len && len) {
+                n = MIN(nrows - r1,
+                        MAX(1, (SPYRE_ROWS_BATCH_BYTES - bytes) / len));
+            }
+            left = (uint64_t)n * len;
             while (left) {
-                uint32_t c = MIN(left,
-                                 SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
                 SpyreTarget t;
 
-                st = spyre_e_translate(e, va, write, &t);
+                st = spyre_e_translate_run(e, va, left, write, &t, &run);
                 if (st != SPYRE_STATUS_OK || !t.devmem) {
                     devmem = st != SPYRE_STATUS_OK;
                     break;
                 }
-                if (nsegs == io->nsegs_max) {
-                    io->nsegs_max = MAX(64, io->nsegs_max * 2);
-                    io->segs = g_renew(SpyreSeg, io->segs, io->nsegs_max);
+                if (nsegs &&
+                    io->segs[nsegs - 1].addr + io->segs[nsegs - 1].len ==
+                    t.addr) {
+                    io->segs[nsegs - 1].len += run;
+                } else {
+                    if (nsegs == io->nsegs_max) {
+                        io->nsegs_max = MAX(64, io->nsegs_max * 2);
+                        io->segs = g_renew(SpyreSeg, io->segs,
+                                           io->nsegs_max);
+                    }
+                    io->segs[nsegs].addr = t.addr;
+                    io->segs[nsegs].len = run;
+                    nsegs++;
                 }
-                io->segs[nsegs].addr = t.addr;
-                io->segs[nsegs].len = c;
-                nsegs++;
-                va += c;
-                left -= c;
+                va += run;
+                left -= run;
             }
+            if (left) {
+                break;
+            }
+            bytes += (uint64_t)n * len;
         }
         if (st != SPYRE_STATUS_OK || !devmem) {
             bql_unlock();
             break;
         }
         e->q->job.writes += write ? nsegs : 0;
-        s->tel[SPYRE_TEL_BYTES] += (uint64_t)(r1 - r) * len;
+        s->tel[SPYRE_TEL_BYTES] += bytes;
         qatomic_inc(&s->ncopying);
         bql_unlock();
         for (i = 0; i < nsegs; i++) {
@@ -332,6 +358,9 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
     struct spyre_cmd_gemm sub;
     uint32_t st;
     float amax;
+    bool traced = trace_event_get_state_backends(TRACE_SPYRE_GEMM_PART_DONE);
+    int64_t wall0 = traced ? spyre_now() : 0;
+    int64_t cpu0 = traced ? spyre_thread_cpu_ns() : 0;
 
     assert(bql_locked());
     spyre_gang_part_cmd(g, idx, &sub);
@@ -382,6 +411,10 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
     amax = spyre_gemm_amax(&e->gemm);
     if (!isnan(g->amax) && (isnan(amax) || amax > g->amax)) {
         g->amax = amax;
+    }
+    if (traced) {
+        trace_spyre_gemm_part_done(g->q->id, idx, spyre_now() - wall0,
+                                   spyre_thread_cpu_ns() - cpu0);
     }
     return SPYRE_STATUS_OK;
 }

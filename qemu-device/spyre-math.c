@@ -693,7 +693,10 @@ static size_t align_up(size_t v)
     return (v + GEMM_ALIGN - 1) & ~(size_t)(GEMM_ALIGN - 1);
 }
 
-/* Staging bytes: SPYRE_GEMM_STAGE, and at least one row of @r elements. */
+/*
+ * Staging bytes at least: SPYRE_GEMM_STAGE, and at least one row of @r
+ * elements (spyre_gemm_init() gives the stage what the tiles leave).
+ */
 static size_t gemm_stage(size_t r)
 {
     return align_up(r * 4 > SPYRE_GEMM_STAGE ? r * 4 : SPYRE_GEMM_STAGE);
@@ -712,7 +715,7 @@ static size_t gemm_footprint(uint32_t tm, uint32_t tn, uint32_t tk,
     return GEMM_ALIGN + align_up((size_t)tm * tk * 4) +
            align_up((size_t)tk * tn * 4) +
            (is_int ? 2 : 1) * align_up((size_t)tm * tn * 4) +
-           align_up(r * 4) + gemm_stage(r) + align_up((size_t)tn * 4);
+           align_up(r * 4) + align_up((size_t)tn * 4) + gemm_stage(r);
 }
 
 static uint32_t halve(uint32_t v)
@@ -788,10 +791,16 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
     }
     g->row = p;
     p += align_up(r * 4);
-    g->raw = p;
-    g->stage = gemm_stage(r);
-    p += g->stage;
     g->bias_row = (float *)p;
+    p += align_up((size_t)tn * 4);
+    /*
+     * The rest of the buffer (at least gemm_stage(r), as the footprint
+     * says) stages raw rows: with SPYRE_GEMM_TILE_BUF_SIZE, a whole tile
+     * of a narrow dtype, so that it moves in one I/O batch.
+     */
+    g->raw = p;
+    g->stage = (tile_buf_size - (size_t)(p - (uint8_t *)tile_buf)) &
+               ~(size_t)(GEMM_ALIGN - 1);
 
     g->a_cached = NO_TILE;
     g->bias_cached = NO_TILE;
@@ -809,7 +818,8 @@ int spyre_gemm_init(SpyreGemm *g, const struct spyre_cmd_gemm *cmd,
  * the first at element offset @base, @ld apart, into @tile as native
  * floats (INT8 values too: they are exact in binary32), laid out as
  * stored: @nrows x @ncols.  fp32 rows go straight into the tile in one
- * batch; other dtypes are staged at g->raw, as many rows as fit.
+ * batch; other dtypes are staged at g->raw, as many rows as fit (with
+ * SPYRE_GEMM_TILE_BUF_SIZE, all of them) and widened once, row by row.
  */
 static int gemm_fetch(SpyreGemm *g, int opnd, int dtype, size_t es,
                       uint64_t base, uint64_t ld, uint32_t nrows,

@@ -153,7 +153,11 @@ int spyre_copy_check(const struct spyre_cmd_copy *cmd, uint64_t *src_bytes,
 /* Tile buffer the GEMM engine needs: SIZE gives full 512^3 tiles. */
 #define SPYRE_GEMM_TILE_BUF_SIZE    (4u << 20)
 #define SPYRE_GEMM_TILE_BUF_MIN     (64u << 10)
-/* Bytes of converted-dtype rows staged per I/O batch (in the tile buffer). */
+/*
+ * Bytes of converted-dtype rows staged per I/O batch, at least: the stage
+ * gets what the tiles leave of the tile buffer (with
+ * SPYRE_GEMM_TILE_BUF_SIZE, a whole tile of any dtype but fp32).
+ */
 #define SPYRE_GEMM_STAGE            (16u << 10)
 
 /* Operand ids passed to the I/O callbacks. */
@@ -177,10 +181,11 @@ typedef struct SpyreGemmSpan {
  * one before, to or from @dst / @src where they lie packed, @len bytes
  * apart.  Every segment is contiguous in the device VA space and lies
  * within the span that spyre_gemm_check() reported.  A batch holds whole
- * tile rows of an fp32 operand, or as many as fit SPYRE_GEMM_STAGE bytes
- * of other dtypes, so an implementation can take its locks once per batch
- * rather than once per row.  Return SPYRE_STATUS_OK, or an error status
- * (MMU_FAULT, DMA_ERROR, ...) that ends the GEMM with that status; the
+ * tile rows of an fp32 operand, or as many as fit the stage (at least
+ * SPYRE_GEMM_STAGE bytes) of other dtypes, so an implementation can take
+ * its locks once per batch rather than once per row.  Return
+ * SPYRE_STATUS_OK, or an error status (MMU_FAULT, DMA_ERROR, ...) that
+ * ends the GEMM with that status; the
  * segments before the failing one may have been moved.  C is read (when
  * beta != 0) and then written batch by batch, tile by tile.
  */

@@ -368,7 +368,7 @@ uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
 /*
  * BQL held.  Wait for the device-memory copies that workers run with the
  * BQL released (spyre_part_rows()): each is a memcpy of at most about
- * SPYRE_ROWS_BATCH_SEGS pages that needs nothing else, and none can start
+ * SPYRE_ROWS_BATCH_BYTES (1 MiB) that needs nothing else, and none can start
  * meanwhile, as each one is set up under the BQL.  Sleeps rather than
  * spins, so that on a small host the copier gets the CPU.
  */

@@ -459,6 +459,17 @@ static inline int64_t spyre_now(void)
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 }
 
+/* CPU time of the calling thread (for trace-events), 0 if unknown. */
+static inline int64_t spyre_thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) {
+        return 0;
+    }
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static inline float spyre_f32(uint32_t bits)
 {
     float f;
