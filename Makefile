@@ -43,6 +43,18 @@ test: build
 bench: build
 	scripts/run-bench.sh
 
+# `make bench` BENCH_RUNS times (default 3), then each ratio's median over
+# those runs (scripts/bench-report.py --median): the figures to report,
+# since one run's ratios move with what else the host does.
+BENCH_RUNS ?= 3
+.PHONY: bench-median
+bench-median: build
+	d=$$(bash -c '. scripts/lib.sh && echo "$$SPYRE_BUILD"')/bench; \
+	runs=(); for i in $$(seq $(BENCH_RUNS)); do \
+		scripts/run-bench.sh || exit; \
+		runs+=("$$(readlink -f "$$d/latest")/bench.json"); \
+	done; python3 scripts/bench-report.py --median "$${runs[@]}"
+
 # A traced run on 2 cards (CMD, default spyre-demo) as a Perfetto timeline:
 # $(SPYRE_BUILD)/timeline/timeline.json and .png (docs/spyre-tracing.rst).
 .PHONY: timeline

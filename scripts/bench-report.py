@@ -4,6 +4,7 @@
 
   bench-report.py OUTDIR --bench BENCH.json [--torch TORCH.txt]
                   [--block BLOCK.txt] [--load-before S] [--load-after S]
+  bench-report.py --median RUN/bench.json...
 
 BENCH.json is what `spyre-bench --json` printed (docs/spyre-bench.schema.json);
 TORCH.txt the "key value" lines of torch_spyre/examples/bench_torch.py;
@@ -16,8 +17,13 @@ Writes OUTDIR/bench.json, the three merged with those ratios and the
 host load around the run, and OUTDIR/bench.png, every ratio that has a goal
 as a bar against its goal line (green met, red not; log scale), with
 gnuplot.  BENCH.json is checked against docs/spyre-bench.schema.json
-first.  Prints the paths, and the transformer block's ratios.  Exit status
-1 on unreadable or invalid input.
+first.  Prints the paths, and the transformer block's ratios.
+
+--median reads the OUTDIR/bench.json of several runs (`make bench-median`
+gives three) and prints, per ratio that has a goal or is marked "(info)",
+each run's ratio, their median and whether the median meets the goal: the
+figures a closing note reports, since one run's ratios move with the
+host.  Exit status 1 on unreadable or invalid input.
 """
 import argparse
 import json
@@ -130,7 +136,55 @@ def chart(figs, path):
     subprocess.run([gp], input=script, text=True, check=True)
 
 
+def all_figures(report):
+    """Every figure of one merged report (OUTDIR/bench.json), in order."""
+    return (report['spyre_bench'].get('figures', []) +
+            report.get('torch_figures', []) + report.get('block_figures', []))
+
+
+def medians(paths):
+    """Print each ratio of several runs, their median and the goal's state."""
+    runs = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                runs.append(all_figures(json.load(f)))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print('bench-report: %s: %s' % (p, e), file=sys.stderr)
+            return 1
+    rows = {}
+    for figs in runs:
+        for f in figs:
+            if f.get('ratio') is None:
+                continue
+            c = f.get('ceiling') or {}
+            key = '%s [%s clock / %s]' % (f['figure'], f['clock'],
+                                           c.get('name', '-'))
+            rows.setdefault(key, (f.get('goal'), []))[1].append(f['ratio'])
+    print('median of %d run(s): %s' % (len(runs), ' '.join(paths)))
+    met = total = 0
+    for key, (goal, rs) in rows.items():
+        rs_sorted = sorted(rs)
+        n = len(rs_sorted)
+        med = (rs_sorted[n // 2] if n % 2 else
+               (rs_sorted[n // 2 - 1] + rs_sorted[n // 2]) / 2)
+        verdict = '(info)'
+        if goal:
+            ok = (med <= goal['ratio'] if goal['op'] == '<='
+                  else med >= goal['ratio'])
+            verdict = '%s %gx%s' % (goal['op'], goal['ratio'],
+                                    '' if ok else ' !')
+            total += 1
+            met += ok
+        print('%-78s %-20s %6.2fx  %s' % (
+            key, ' '.join('%.2f' % r for r in rs), med, verdict))
+    print('%d medians with a goal, %d met' % (total, met))
+    return 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == '--median':
+        return medians(sys.argv[2:]) if len(sys.argv) > 2 else 1
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('outdir')
     ap.add_argument('--bench', required=True)
