@@ -234,7 +234,8 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
     SpyreCopySplit *c = &e->split;
     SpyreRamRange rd = { 0, 0 }, wr = { 0, 0 };
     int64_t t0 = spyre_now();
-    uint64_t done = 0;
+    uint64_t done = 0, srun = 0, drun = 0;
+    SpyreTarget ts = { 0 }, td = { 0 };
     uint32_t st;
 
     c->npieces = 0;
@@ -242,14 +243,22 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
     *batch = 0;
     while (done < len && done < SPYRE_COPY_BATCH) {
         uint64_t left = MIN(len - done, SPYRE_COPY_BATCH - done);
-        uint64_t srun, drun, n;
-        SpyreTarget ts, td;
+        uint64_t n;
         SpyreCopyPiece *p;
         bool smap = false, dmap = false;
         void *sp, *dp;
 
-        st = spyre_e_translate_run(e, src + done, left, false, &ts, &srun);
-        if (st == SPYRE_STATUS_OK) {
+        /*
+         * A side's run outlives the pieces cut from it: a contiguous
+         * operand is translated once per run, not once per page of a
+         * scattered other side (which rescanned its leaf table each time).
+         */
+        st = SPYRE_STATUS_OK;
+        if (!srun) {
+            st = spyre_e_translate_run(e, src + done, left, false, &ts,
+                                       &srun);
+        }
+        if (st == SPYRE_STATUS_OK && !drun) {
             st = spyre_e_translate_run(e, dst + done, left, true, &td, &drun);
         }
         if (st != SPYRE_STATUS_OK) {
@@ -298,6 +307,10 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
         p->dst_map = dmap;
         p->src_map = smap;
         done += n;
+        srun -= n;
+        ts.addr += n;
+        drun -= n;
+        td.addr += n;
         /* Keep the hold of the BQL short; pages map by the thousand. */
         if (spyre_now() - t0 >= SPYRE_BQL_SLICE_NS) {
             break;
