@@ -63,8 +63,10 @@
  *	      each its own context and queue, for --time seconds doing NOP
  *	      jobs (16 per SUBMIT, every 256th waited for), 256^3 fp32 GEMMs
  *	      or 1 MiB system->device COPYs, one job at a time; aggregate
- *	      throughput against N = 1 (goal >= 0.9x) and the CPU use of
- *	      N = 1 (wall clock; min(--reps, 3) runs each).
+ *	      throughput against N = 1 (goal >= 0.9x) and the processes'
+ *	      CPU use at each N, both over the common window only (set-up
+ *	      before it, teardown after; wall clock; min(--reps, 3) runs
+ *	      each).
  *	A card whose engine refuses GEMM (-EIO) gets "n/a" for (iv) and (v).
  *	The run ends with a summary table of figure, ceiling, ratio, clock
  *	and goal.  --json: that table and the ceilings as one JSON object on
@@ -2207,95 +2209,198 @@ static const char *const scale_name[SCALE_KINDS] = {
 };
 
 /* NOP jobs, 16 per SUBMIT, the last of every 256 waited for. */
-static int scale_nops(struct spyre_device *dev, int64_t t_end, uint64_t *ops)
-{
-	struct xenv x = { .dev = dev, .fd = spyre_device_fd(dev) };
-	struct drm_spyre_sync out = { 0 };
+/* What one scaling process works with: set up before the common start. */
+struct scale_ctx {
+	struct spyre_device *dev;
+	int kind;
+	int fd;
+	uint32_t queue;			/* SCALE_NOP: raw DRM queue... */
+	bool has_queue;			/* ... if created */
+	uint32_t syncobj;
 	struct drm_spyre_job jobs[16];
-	uint32_t queue = 0;
-	int ret;
+	struct drm_spyre_sync out;
+	struct spyre_bo *nop;
+	struct spyre_queue *q;		/* GEMM, COPY: libspyre queue */
+	struct spyre_cmdbuf *cb;
+	struct spyre_bo *bos[3];
+};
 
-	ret = xqueue_create(x.fd, DRM_SPYRE_PRIORITY_NORMAL, &queue);
-	if (!ret)
-		ret = upload_nops(dev, 1, &x.nop);
-	if (!ret)
-		ret = xsyncobj_create(x.fd, &x.syncobj);
-	out.handle = x.syncobj;
-	for (int i = 0; i < 16; i++)
-		make_job(&jobs[i], queue, x.nop, 8, NULL);
-	while (!ret && mono_ns() < t_end) {
-		for (int k = 0; !ret && k < 16; k++) {
-			jobs[15].out_syncs = k == 15 ? (uintptr_t)&out : 0;
-			jobs[15].out_sync_count = k == 15;
-			ret = xsubmit(x.fd, jobs, 16);
-		}
-		if (!ret)
-			ret = xwait(x.fd, x.syncobj, 60);
-		if (!ret)
-			*ops += 256;
-	}
-	xqueue_destroy(x.fd, queue);
-	xsyncobj_destroy(x.fd, x.syncobj);
-	spyre_bo_free(x.nop);
-	return ret;
+static void scale_teardown(struct scale_ctx *c)
+{
+	if (c->has_queue)
+		xqueue_destroy(c->fd, c->queue);
+	if (c->syncobj)
+		xsyncobj_destroy(c->fd, c->syncobj);
+	spyre_bo_free(c->nop);
+	spyre_cmdbuf_destroy(c->cb);
+	for (int i = 0; i < 3; i++)
+		spyre_bo_free(c->bos[i]);
+	spyre_queue_destroy(c->q);
 }
 
-/* One @kind command per job (GEMM or COPY), each waited for. */
-static int scale_jobs(struct spyre_device *dev, int kind, int64_t t_end,
-		      uint64_t *ops)
+/*
+ * Queue, buffers and commands of one scaling process: NOP jobs through
+ * raw DRM ioctls (16 per SUBMIT, the last signalling a syncobj), or one
+ * GEMM 256^3 / 1 MiB system->device COPY per job through libspyre.
+ */
+static int scale_setup(struct scale_ctx *c, struct spyre_device *dev,
+		       int kind)
 {
 	const uint64_t sz = (uint64_t)SCALE_GEMM_DIM * SCALE_GEMM_DIM * 4;
-	struct spyre_bo *bos[3] = { NULL };
-	struct spyre_cmdbuf *cb = NULL;
-	struct spyre_queue *q = NULL;
-	struct spyre_fence fe;
-	int ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &q);
+	int ret;
 
+	memset(c, 0, sizeof(*c));
+	c->dev = dev;
+	c->kind = kind;
+	c->fd = spyre_device_fd(dev);
+	if (kind == SCALE_NOP) {
+		ret = xqueue_create(c->fd, DRM_SPYRE_PRIORITY_NORMAL,
+				    &c->queue);
+		c->has_queue = !ret;
+		if (!ret)
+			ret = upload_nops(dev, 1, &c->nop);
+		if (!ret)
+			ret = xsyncobj_create(c->fd, &c->syncobj);
+		c->out.handle = c->syncobj;
+		for (int i = 0; !ret && i < 16; i++)
+			make_job(&c->jobs[i], c->queue, c->nop, 8, NULL);
+		return ret;
+	}
+	ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &c->q);
 	for (int i = 0; !ret && i < 3; i++)
 		ret = spyre_bo_alloc(dev, kind == SCALE_GEMM ? sz : SCALE_COPY,
 				     kind == SCALE_COPY_KIND && i == 0 ? 0 :
-				     SPYRE_BO_DEVICE, &bos[i]);
+				     SPYRE_BO_DEVICE, &c->bos[i]);
 	if (!ret)
-		ret = spyre_cmdbuf_create(&cb);
+		ret = spyre_cmdbuf_create(&c->cb);
 	if (!ret && kind == SCALE_GEMM)
-		ret = cmd_gemm_dim(cb, &gemm_dtypes[0], SCALE_GEMM_DIM,
-				   spyre_bo_va(bos[0]), spyre_bo_va(bos[1]),
-				   spyre_bo_va(bos[2]));
+		ret = cmd_gemm_dim(c->cb, &gemm_dtypes[0], SCALE_GEMM_DIM,
+				   spyre_bo_va(c->bos[0]),
+				   spyre_bo_va(c->bos[1]),
+				   spyre_bo_va(c->bos[2]));
 	else if (!ret)
-		ret = spyre_cmdbuf_copy(cb, spyre_bo_va(bos[1]),
-					spyre_bo_va(bos[0]), SCALE_COPY);
-	while (!ret && mono_ns() < t_end) {
-		ret = spyre_submit(q, cb, bos, 3, NULL, 0, &fe);
-		if (!ret)
-			ret = spyre_fence_wait(&fe, 60ull * NSEC);
-		if (!ret)
-			*ops += 1;
-	}
-	spyre_cmdbuf_destroy(cb);
-	for (int i = 0; i < 3; i++)
-		spyre_bo_free(bos[i]);
-	spyre_queue_destroy(q);
+		ret = spyre_cmdbuf_copy(c->cb, spyre_bo_va(c->bos[1]),
+					spyre_bo_va(c->bos[0]), SCALE_COPY);
 	return ret;
 }
 
 /*
+ * Work until @t_end (CLOCK_MONOTONIC ns): 16 SUBMITs of 16 NOP jobs then
+ * a wait, or one job and its wait; *@ops counts the jobs completed.
+ */
+static int scale_loop(struct scale_ctx *c, int64_t t_end, uint64_t *ops)
+{
+	struct spyre_fence fe;
+	int ret = 0;
+
+	while (!ret && mono_ns() < t_end) {
+		if (c->kind != SCALE_NOP) {
+			ret = spyre_submit(c->q, c->cb, c->bos, 3, NULL, 0,
+					   &fe);
+			if (!ret)
+				ret = spyre_fence_wait(&fe, 60ull * NSEC);
+			if (!ret)
+				*ops += 1;
+			continue;
+		}
+		for (int k = 0; !ret && k < 16; k++) {
+			c->jobs[15].out_syncs = k == 15 ? (uintptr_t)&c->out : 0;
+			c->jobs[15].out_sync_count = k == 15;
+			ret = xsubmit(c->fd, c->jobs, 16);
+		}
+		if (!ret)
+			ret = xwait(c->fd, c->syncobj, 60);
+		if (!ret)
+			*ops += 256;
+	}
+	return ret;
+}
+
+static int64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+/* What a scaling process reports (one pipe write: atomic). */
+struct scale_res {
+	uint64_t ops;		/* jobs completed in the window */
+	int64_t t_done;		/* CLOCK_MONOTONIC ns its last one completed */
+	int64_t cpu;		/* its CPU time in the window, ns */
+	int32_t ret;
+};
+
+/* The child side of scale_run(); never returns. */
+static void scale_child(unsigned int card, int kind, int ready, int go,
+			int res)
+{
+	struct scale_res r = { 0 };
+	struct spyre_device *dev = NULL;
+	struct scale_ctx c;
+	int64_t t_end, c0;
+
+	r.ret = spyre_device_open(card, &dev);
+	if (!r.ret)
+		r.ret = scale_setup(&c, dev, kind);
+	/*
+	 * Set up, then start together: one read of one record (pipe writes
+	 * this small are atomic), bounded in case the parent died.
+	 */
+	if (write(ready, &r.ret, sizeof(r.ret)) != sizeof(r.ret) ||
+	    read(go, &t_end, sizeof(t_end)) != sizeof(t_end))
+		_exit(1);
+	if (t_end > mono_ns() + 120 * NSEC)
+		t_end = mono_ns() + 120 * NSEC;
+	c0 = cpu_ns();
+	if (!r.ret)
+		r.ret = scale_loop(&c, t_end, &r.ops);
+	r.t_done = mono_ns();
+	r.cpu = cpu_ns() - c0;
+	if (r.ret)
+		r.ops = 0;
+	if (write(res, &r, sizeof(r)) != sizeof(r))
+		_exit(1);
+	if (dev) {
+		scale_teardown(&c);
+		spyre_device_close(dev);
+	}
+	_exit(r.ret ? 1 : 0);
+}
+
+/*
  * Run @kind in @n processes (each its own device file: its own context
- * and queue) for @secs seconds after a common start; *@rate gets the
- * aggregate operations per second, *@cpu the CPU time of the processes
- * per second of wall time (1.0: one CPU).
+ * and queue), each set up first, then all working for @secs seconds
+ * from a common start; *@rate gets the aggregate operations per second
+ * of that window (from the start to the last process's last completion:
+ * set-up, teardown and process exit are not in it), *@cpu the CPU time
+ * of the processes in the window per second of it (1.0: one CPU).
  */
 static int scale_run(unsigned int card, int kind, int n, double secs,
 		     double *rate, double *cpu)
 {
-	int go[2], res[2], ret = 0;
+	int ready[2], go[2], res[2], ret = 0;
 	pid_t pid[SCALE_MAX_PROCS];
-	struct rusage ru0, ru1;
+	int64_t t0, t1, t_last, cpu_total = 0;
 	uint64_t total = 0;
-	int64_t t0, t1;
 
-	if (pipe(go) || pipe(res))
+	if (pipe(ready))
 		return -errno;
-	getrusage(RUSAGE_CHILDREN, &ru0);
+	if (pipe(go)) {
+		ret = -errno;
+		close(ready[0]);
+		close(ready[1]);
+		return ret;
+	}
+	if (pipe(res)) {
+		ret = -errno;
+		close(ready[0]);
+		close(ready[1]);
+		close(go[0]);
+		close(go[1]);
+		return ret;
+	}
 	for (int i = 0; i < n; i++) {
 		pid[i] = fork();
 		if (pid[i] < 0) {
@@ -2304,69 +2409,64 @@ static int scale_run(unsigned int card, int kind, int n, double secs,
 			break;
 		}
 		if (!pid[i]) {
-			struct spyre_device *dev;
-			uint64_t ops = 0;
-			int64_t t_end;
-
+			close(ready[0]);
 			close(go[1]);
 			close(res[0]);
-			ret = spyre_device_open(card, &dev);
-			/*
-			 * Everyone set up: start together, end together.  One
-			 * read of one record (pipe writes this small are
-			 * atomic), bounded in case the parent died.
-			 */
-			if (read(go[0], &t_end, sizeof(t_end)) != sizeof(t_end))
-				_exit(1);
-			if (t_end > mono_ns() + 120 * NSEC)
-				t_end = mono_ns() + 120 * NSEC;
-			if (!ret && kind == SCALE_NOP)
-				ret = scale_nops(dev, t_end, &ops);
-			else if (!ret)
-				ret = scale_jobs(dev, kind, t_end, &ops);
-			if (ret)
-				ops = 0;
-			if (write(res[1], &ops, sizeof(ops)) != sizeof(ops))
-				_exit(1);
-			_exit(ret ? 1 : 0);
+			scale_child(card, kind, ready[1], go[0], res[1]);
 		}
 	}
+	close(ready[1]);
 	close(go[0]);
 	close(res[1]);
+	for (int i = 0; i < n; i++) {
+		int32_t r;
+
+		if (read(ready[0], &r, sizeof(r)) != sizeof(r))
+			ret = ret ? ret : -EIO;
+		else if (r)
+			ret = ret ? ret : r;
+	}
 	t0 = mono_ns();
 	t1 = t0 + (int64_t)(secs * 1e9);
+	t_last = t0;
 	for (int i = 0; i < n; i++)
 		if (write(go[1], &t1, sizeof(t1)) != sizeof(t1))
 			ret = -EIO;
 	for (int i = 0; i < n; i++) {
-		uint64_t ops;
+		struct scale_res r;
+
+		if (read(res[0], &r, sizeof(r)) == sizeof(r)) {
+			total += r.ops;
+			cpu_total += r.cpu;
+			if (r.t_done > t_last)
+				t_last = r.t_done;
+			if (r.ret)
+				ret = ret ? ret : r.ret;
+		} else {
+			ret = ret ? ret : -EIO;
+		}
+	}
+	for (int i = 0; i < n; i++) {
 		int st;
 
-		if (read(res[0], &ops, sizeof(ops)) == sizeof(ops))
-			total += ops;
-		else
-			ret = -EIO;
 		if (waitpid(pid[i], &st, 0) < 0 || !WIFEXITED(st) ||
 		    WEXITSTATUS(st))
 			ret = ret ? ret : -EIO;
 	}
-	t1 = mono_ns();
-	getrusage(RUSAGE_CHILDREN, &ru1);
+	close(ready[0]);
 	close(go[1]);
 	close(res[0]);
-	*rate = (double)total / ((double)(t1 - t0) / 1e9);
-	*cpu = ((double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
-		(double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-		(double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
-		(double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6) /
-	       ((double)(t1 - t0) / 1e9);
+	if (t_last <= t0)
+		return ret ? ret : -EIO;
+	*rate = (double)total / ((double)(t_last - t0) / 1e9);
+	*cpu = (double)cpu_total / (double)(t_last - t0);
 	return ret;
 }
 
 /*
  * (viii) scaling: N = 1, 2, 4, 8 processes for about @secs each doing NOP
  * jobs, 256^3 GEMMs or 1 MiB copies; aggregate throughput against N = 1
- * (goal >= 0.9x at every N), and the CPU use of N = 1.
+ * (goal >= 0.9x at every N), and the processes' CPU use at each N.
  */
 static int bench_scale(unsigned int card, double secs, int gemm_ok)
 {
@@ -2385,7 +2485,7 @@ static int bench_scale(unsigned int card, double secs, int gemm_ok)
 	       "%.1f s each, aggregate throughput (wall clock; median "
 	       "[min-max] of %d runs)\n", secs, nrep);
 	for (int k = 0; k < SCALE_KINDS; k++) {
-		struct fig f[4] = { 0 }, cpu = { 0 };
+		struct fig f[4] = { 0 }, cpu[4] = { 0 };
 
 		if (k == SCALE_GEMM && !gemm_ok)
 			continue;
@@ -2403,18 +2503,15 @@ static int bench_scale(unsigned int card, double secs, int gemm_ok)
 					break;
 				}
 				fig_add(&f[i], rate * unit[k]);
-				if (!i)
-					fig_add(&cpu, c);
+				fig_add(&cpu[i], c);
 			}
 			if (!f[i].n)
 				continue;
 			printf("       N=%d: %-26s -> %.2fx N=1", procs[i],
 			       fig_str(b1, sizeof(b1), &f[i], 1, 2),
 			       f[0].n ? fig_med(&f[i]) / fig_med(&f[0]) : 0);
-			if (!i)
-				printf(" (CPU use %s %% of one CPU)",
-				       fig_str(b2, sizeof(b2), &cpu, 100, 0));
-			printf("\n");
+			printf(" (CPU use %s %% of one CPU)\n",
+			       fig_str(b2, sizeof(b2), &cpu[i], 100, 0));
 			if (i) {
 				snprintf(name, sizeof(name),
 					 "(viii) %s, N=%d", k == SCALE_NOP ?
