@@ -9,7 +9,10 @@ scripts/bench-torch.sh), each next to its reference in the same run:
   compiled program called from Python (token in with tensor.to(), logits
   out with tensor.cpu()), and each of those three parts, vs the same
   copies, staging and launch from C++ through libspyre
-  (tiny_decoder.framework_cost(), graph_bench), per-step medians;
+  (tiny_decoder.framework_cost(), graph_bench), per-step medians, and
+  the card's busy time per step in each (DRM fdinfo): what is left is
+  the guest's CPU, which TCG runs about 10x slower than the host (the
+  card's work runs at the host's speed);
 * the floor under that cost: a call of the same model compiled by Dynamo
   with a backend that does nothing (Dynamo's frame, guards and call), and
   the token's tensor.to() and the logits' cpu() on their own
@@ -119,6 +122,17 @@ def main():
               f"call (staging, launch, staging: queued) {fc['call']:.2f} "
               f"ms, logits cpu() with the wait for the card and argmax "
               f"{fc['cpu']:.2f} ms)")
+        cc, cp = fc["card_c"], fc["card_python"]
+        if cc > 0:
+            # (busy is a mean over the steps, the step time a median: a
+            # card-bound step can show a busy time above its own time)
+            print(f"card busy per step (fdinfo drm-engine-compute, card "
+                  f"clock, a mean): the C++ step {cc:.2f} ms of its "
+                  f"{fw_c:.2f} ms, the compiled program {cp:.2f} ms of its "
+                  f"{fw_py:.2f} ms: the rest, {max(fw_py - cp, 0):.2f} ms, "
+                  f"is the guest's CPU (Python, PyTorch, libspyre, the "
+                  f"driver: under TCG about 10x the host's time) and its "
+                  f"waits")
         least = fw_c + fl["dynamo_call"]
         print(f"floor: a Dynamo-compiled call of the same model with a "
               f"backend that does nothing {fl['dynamo_call']:.2f} ms "
@@ -143,6 +157,8 @@ def main():
         print(f"torch-step-libspyre-ms {fw_c:.3f}")
         for k in ("to", "call", "cpu"):
             print(f"torch-step-{k}-ms {fc[k]:.3f}")
+        print(f"torch-step-card-libspyre-ms {fc['card_c']:.3f}")
+        print(f"torch-step-card-program-ms {fc['card_python']:.3f}")
         print(f"torch-compiled-vs-libspyre {comp / fw_c:.3f}")
     print(f"torch-decode-speedup {eager / comp:.3f}")
     print(f"torch-floor-dynamo-call-ms {fl['dynamo_call']:.3f}")

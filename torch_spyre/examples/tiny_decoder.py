@@ -14,6 +14,7 @@ and attention masks the positions after p with an additive ``mask``
 ops, layer norms and a softmax.
 """
 
+import os
 import time
 
 import torch
@@ -100,6 +101,13 @@ def make_model(seed=0, **kw):
     return m.eval()
 
 
+def one_hot_rows(m):
+    """The token one-hots: row t is a [1, vocab] CPU view of an identity
+    matrix, made once (indexing a tensor per token is a dispatcher call,
+    about 0.2 ms in the TCG guest)."""
+    return list(torch.eye(m.vocab).view(m.vocab, 1, m.vocab))
+
+
 def step_inputs(m, device):
     """Per position p: (pos [L, 1], mask [1, L]) on ``device``, made once."""
     out = []
@@ -122,12 +130,12 @@ def generate(step, m, prompt, n_new, device, timings=None):
     caches = [torch.zeros(m.L, m.d, device=device)
               for _ in range(2 * m.n)]
     ins = step_inputs(m, device)
-    eye = torch.eye(m.vocab)
+    rows = one_hot_rows(m)
     tokens = list(prompt)
     with torch.no_grad():
         for p in range(len(prompt) + n_new - 1):
             t0 = time.perf_counter()
-            tok = eye[tokens[p]].view(1, m.vocab).to(device)
+            tok = rows[tokens[p]].to(device)
             logits, *caches = step(tok, ins[p][0], ins[p][1], *caches)
             nxt = int(logits.cpu().argmax())
             if timings is not None:
@@ -135,6 +143,25 @@ def generate(step, m, prompt, n_new, device, timings=None):
             if p + 1 >= len(prompt):
                 tokens.append(nxt)
     return tokens
+
+
+def card_busy_ns():
+    """Card time (ns, the card's clock) this process's queues were busy so
+    far: the sum of the ``drm-engine-compute`` DRM fdinfo key over its open
+    /dev/accel files (0 if none is open)."""
+    total = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if not os.readlink(f"/proc/self/fd/{fd}").startswith(
+                    "/dev/accel/"):
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("drm-engine-compute:"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def framework_cost(m, n=20, rounds=3):
@@ -155,6 +182,10 @@ def framework_cost(m, n=20, rounds=3):
     * ``c``: the same copies and command lists from C++ through libspyre
       (torch.ops.spyre.graph_bench with the token input copied from host
       memory and the logits output copied back, one step per call);
+    * ``card_python``, ``card_c``: the card's busy time per step in each
+      (:func:`card_busy_ns` over the ``n`` steps / ``n``): what is left of
+      a step is the guest's CPU (Python, PyTorch, libspyre, the driver)
+      and waits;
 
     or None when the last program is not one command list."""
     import statistics
@@ -176,16 +207,18 @@ def framework_cost(m, n=20, rounds=3):
     call = p.entry if p.entry is not None else (lambda *a: p(list(a)))
     res = call(*args)
     log_o = [i for i, t in enumerate(res) if tuple(t.shape) == (1, m.vocab)]
-    eye = torch.eye(m.vocab)
+    rows = one_hot_rows(m)
     pc = time.perf_counter
-    fig = {"python": [], "to": [], "call": [], "cpu": [], "c": []}
+    fig = {"python": [], "to": [], "call": [], "cpu": [], "c": [],
+           "card_python": [], "card_c": []}
     with torch.no_grad():
         for _ in range(rounds):
             torch.spyre.synchronize()
             ph = [[], [], [], []]
+            b0 = card_busy_ns()
             for k in range(n):
                 t0 = pc()
-                args[tok_a] = eye[k % m.vocab].view(1, m.vocab).to("spyre")
+                args[tok_a] = rows[k % m.vocab].to("spyre")
                 t1 = pc()
                 out = call(*args)
                 t2 = pc()
@@ -193,11 +226,15 @@ def framework_cost(m, n=20, rounds=3):
                 t3 = pc()
                 for i, d in enumerate((t3 - t0, t1 - t0, t2 - t1, t3 - t2)):
                     ph[i].append(d * 1e3)
+            b1 = card_busy_ns()
             for key, v in zip(("python", "to", "call", "cpu"), ph):
                 fig[key].append(statistics.median(v))
             fig["c"].append(statistics.median(
                 torch.ops.spyre.graph_bench(h, ins, 1, tok_i[0], log_i[0])
                 / 1e6 for _k in range(n)))
+            b2 = card_busy_ns()
+            fig["card_python"].append((b1 - b0) / n / 1e6)
+            fig["card_c"].append((b2 - b1) / n / 1e6)
     return {k: statistics.median(v) for k, v in fig.items()}
 
 
@@ -230,8 +267,8 @@ def dynamo_floor(m, n=20, rounds=3):
     step = torch.compile(m, backend=_nothing_backend, dynamic=False)
     caches = [torch.zeros(m.L, m.d, device="spyre") for _ in range(2 * m.n)]
     pos, mask = step_inputs(m, "spyre")[3]
-    eye = torch.eye(m.vocab)
-    tok = eye[5].view(1, m.vocab).to("spyre")
+    rows = one_hot_rows(m)
+    tok = rows[5].to("spyre")
     logits = torch.zeros(1, m.vocab, device="spyre")
     fig = {"dynamo_call": [], "to": [], "cpu": []}
     pc = time.perf_counter
@@ -251,7 +288,7 @@ def dynamo_floor(m, n=20, rounds=3):
             fig["dynamo_call"].append(per_call_ms(
                 lambda k: step(tok, pos, mask, *caches)))
             fig["to"].append(per_call_ms(
-                lambda k: eye[k % m.vocab].view(1, m.vocab).to("spyre")))
+                lambda k: rows[k % m.vocab].to("spyre")))
             torch.spyre.synchronize()
             fig["cpu"].append(per_call_ms(
                 lambda k: int(logits.cpu().argmax())))
