@@ -124,8 +124,7 @@ def main():
               f"{fc['cpu']:.2f} ms)")
         cc, cp = fc["card_c"], fc["card_python"]
         if cc > 0:
-            # (busy is a mean over the steps, the step time a median: a
-            # card-bound step can show a busy time above its own time)
+            # (busy is a mean over the steps, the step time a median)
             print(f"card busy per step (fdinfo drm-engine-compute, card "
                   f"clock, a mean): the C++ step {cc:.2f} ms of its "
                   f"{fw_c:.2f} ms, the compiled program {cp:.2f} ms of its "
