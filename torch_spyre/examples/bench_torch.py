@@ -18,6 +18,12 @@ scripts/bench-torch.sh), each next to its reference in the same run:
   the token's tensor.to() and the logits' cpu() on their own
   (tiny_decoder.dynamo_floor(), measured last: it compiles the model
   again);
+* the same compiled-vs-C++ step for a wider model (``--wide-d-model``,
+  512 by default, 2 layers: about 16x the card work per token, the same
+  number of commands and framework calls), measured after the demo
+  model's: the framework's cost per step (compiled per-token time less
+  the C++ step) is a fixed cost, so its ratio shrinks as the card's share
+  grows;
 * per-op dispatch cost of a small eager op (an 8x8 add) on ``spyre`` vs the
   same op on a CPU tensor in the guest;
 * host -> card copy bandwidth of ``tensor.to("spyre")`` vs libspyre's own
@@ -82,6 +88,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=8)
     ap.add_argument("--copy-mib", type=int, default=16)
+    ap.add_argument("--wide-d-model", type=int, default=512,
+                    help="d_model of the wider model (0: skip it)")
     a = ap.parse_args()
     import torch_spyre.compiler as C
     C.keep_last_inputs(True)
@@ -99,6 +107,18 @@ def main():
 
     fc = td.framework_cost(m)
     fw_py, fw_c = (fc["python"], fc["c"]) if fc else (None, None)
+
+    wide = None
+    if a.wide_d_model and fc:
+        w = td.make_model(0, d_model=a.wide_d_model).to("spyre")
+        wstep = torch.compile(w, backend="spyre", dynamic=False)
+        td.generate(wstep, w, [1], 1, "spyre")          # compile
+        wcomp = statistics.median(decode_ms(wstep, w, a.tokens)
+                                  for _ in range(3))
+        wfc = td.framework_cost(w)
+        if wfc:
+            wide = (wcomp, wfc["c"], wfc["card_c"], wfc["card_python"])
+        del wstep, w
 
     d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
     d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
@@ -140,6 +160,15 @@ def main():
               f"{least:.2f} ms = {least / fw_c:.2f}x the C++ step: the "
               f"least a compiled step can cost here; compiled per-token "
               f"time {comp / least:.2f}x that")
+    if wide:
+        wc, wl, wk, wp = wide
+        print(f"wider model (d_model {a.wide_d_model}, 2 layers): compiled "
+              f"per token {wc:.2f} ms, the C++ step {wl:.2f} ms: "
+              f"{wc / wl:.2f}x; the framework's cost per step (compiled "
+              f"less C++) {wc - wl:.2f} ms here, {comp - fw_c:.2f} ms with "
+              f"d_model 128; card busy per step {wk:.2f} ms under the C++ "
+              f"step, {wp:.2f} ms under the compiled program (the card's "
+              f"work runs on the host's CPUs, which the guest shares)")
     print(f"compiled calls: {st['lean_graphs']} lean graph(s) (no "
           f"aot_autograd wrappers), {st['wrapped_graphs']} wrapped; "
           f"{per_call:.1f} command-list launch(es) per call while "
@@ -159,6 +188,11 @@ def main():
         print(f"torch-step-card-libspyre-ms {fc['card_c']:.3f}")
         print(f"torch-step-card-program-ms {fc['card_python']:.3f}")
         print(f"torch-compiled-vs-libspyre {comp / fw_c:.3f}")
+    if wide:
+        print(f"torch-wide-decode-compiled-ms {wide[0]:.3f}")
+        print(f"torch-wide-step-libspyre-ms {wide[1]:.3f}")
+        print(f"torch-wide-step-card-libspyre-ms {wide[2]:.3f}")
+        print(f"torch-wide-step-card-program-ms {wide[3]:.3f}")
     print(f"torch-decode-speedup {eager / comp:.3f}")
     print(f"torch-floor-dynamo-call-ms {fl['dynamo_call']:.3f}")
     print(f"torch-floor-to-ms {fl['to']:.3f}")
