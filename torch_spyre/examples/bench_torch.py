@@ -19,11 +19,12 @@ scripts/bench-torch.sh), each next to its reference in the same run:
   (tiny_decoder.dynamo_floor(), measured last: it compiles the model
   again);
 * the same compiled-vs-C++ step for a wider model (``--wide-d-model``,
-  512 by default, 2 layers: about 16x the card work per token, the same
-  number of commands and framework calls), measured after the demo
-  model's: the framework's cost per step (compiled per-token time less
-  the C++ step) is a fixed cost, so its ratio shrinks as the card's share
-  grows;
+  512 by default, 2 layers: 16x the GEMM work, about 6x the card's busy
+  time per token, the same commands and framework calls), measured after
+  the demo model's, with the card's busy time under each: how much of
+  the framework's cost per step (compiled per-token time less the C++
+  step) stays fixed as the card's share grows, and how much more the
+  card takes while the guest's CPU competes with it for the host's;
 * per-op dispatch cost of a small eager op (an 8x8 add) on ``spyre`` vs the
   same op on a CPU tensor in the guest;
 * host -> card copy bandwidth of ``tensor.to("spyre")`` vs libspyre's own
