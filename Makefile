@@ -118,6 +118,13 @@ soak-fuzz: build
 soak-fuzz-card: setup
 	scripts/fuzz-card.sh $${SPYRE_FUZZ_SECONDS:-300}
 
+# The card model's qtest on a ThreadSanitizer build of QEMU (clang-14, a
+# cached build of its own: the first run builds it, about 15 minutes):
+# data races and lock-order inversions fail it.
+.PHONY: qtest-tsan
+qtest-tsan: setup
+	scripts/build-qemu.sh --tsan
+
 check: setup
 	scripts/check.sh
 

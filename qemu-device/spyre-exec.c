@@ -9,11 +9,12 @@
  * record, LAST_SEQNO, HEAD, interrupts); and every command but GEMM
  * (spyre-gemm.c) and the data path of byte copies (spyre-copy.c).
  *
- * Locks: every function here runs with the BQL held (spyre_copy_bytes()
- * releases it around its copies).  Commands call
- * spyre_e_boundary() between chunks, which may give the BQL up for a
- * moment and run other jobs nested on the same thread; after it, a
- * command re-reads nothing it cached from guest memory.
+ * Locks: everything here runs with the device lock held (the doorbell
+ * executor: and the BQL), and takes memory phases (spyre_e_mem_begin)
+ * for guest memory; commands compute their tiles with no lock held.
+ * Between tiles they call spyre_e_boundary(), which may give the device
+ * lock up for a moment and run other jobs nested on the same thread;
+ * after it, a command re-reads nothing it cached from guest memory.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -43,6 +44,25 @@ static const uint32_t spyre_cmd_size[SPYRE_OP_COUNT] = {
 };
 
 /* ---- Commands ----------------------------------------------------------- */
+
+/*
+ * Commands run with the device lock held (the doorbell executor: the BQL
+ * too), take memory phases for their accesses and compute their tiles
+ * with no lock held (spyre_e_map_tile .. spyre_e_end_tile).
+ */
+
+/* Write @len bytes of the @esz-byte pattern, starting at phase @ph. */
+static void spyre_fill_piece(SpyreExec *e, uint8_t *dst, uint64_t len,
+                             unsigned int ph)
+{
+    while (len) {
+        uint64_t n = MIN(len, SPYRE_PAGE_SIZE);
+
+        memcpy(dst, e->pattern + ph, n);
+        dst += n;
+        len -= n;
+    }
+}
 
 static uint32_t spyre_cmd_fill(SpyreExec *e)
 {
@@ -74,16 +94,21 @@ static uint32_t spyre_cmd_fill(SpyreExec *e)
     }
 
     for (done = 0; done < bytes;) {
-        uint64_t va = dst + done;
-        uint32_t n = MIN(bytes - done,
-                         SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
-        uint32_t st;
+        SpyreOpnd o = { dst + done, MIN(bytes - done, SPYRE_TILE_BYTES), true };
+        SpyreSpan *sp = &e->span[0];
+        uint64_t off = done;
+        uint32_t k, st;
 
-        st = spyre_e_rw(e, va, e->pattern + done % esz, n, true);
+        st = spyre_e_map_tile(e, &o, 1);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
-        done += n;
+        for (k = 0; k < sp->nmaps; k++) {
+            spyre_fill_piece(e, sp->map[k].host, sp->map[k].len, off % esz);
+            off += sp->map[k].len;
+        }
+        spyre_e_end_tile(e, 1);
+        done += o.len;
         if (done < bytes) {
             st = spyre_e_boundary(e, true);
             if (st != SPYRE_STATUS_OK) {
@@ -124,10 +149,10 @@ static uint32_t spyre_cmd_copy(SpyreExec *e)
     }
     ses = spyre_math_dtype_size(c.src_dtype);
     des = spyre_math_dtype_size(c.dst_dtype);
-    chunk = SPYRE_PAGE_SIZE / MAX(ses, des);
+    chunk = SPYRE_TILE_BYTES / MAX(ses, des);
 
     if (c.src_dtype == c.dst_dtype) {
-        /* Bytes as they are: in batches, without the BQL (spyre-copy.c). */
+        /* Bytes as they are: in batches, by several workers (spyre-copy.c). */
         for (r = 0; r < c.height; r++) {
             st = spyre_copy_bytes(e, c.dst + r * c.dst_pitch,
                                   c.src + r * c.src_pitch, c.width * ses);
@@ -144,23 +169,21 @@ static uint32_t spyre_cmd_copy(SpyreExec *e)
     for (r = 0; r < c.height; r++) {
         for (done = 0; done < c.width;) {
             uint64_t n = MIN(c.width - done, chunk);
-            uint8_t *out = e->buf[0];
+            SpyreOpnd o[2] = {
+                { c.src + r * c.src_pitch + done * ses, n * ses, false },
+                { c.dst + r * c.dst_pitch + done * des, n * des, true },
+            };
+            void *out;
 
-            st = spyre_e_rw(e, c.src + r * c.src_pitch + done * ses,
-                            e->buf[0], n * ses, false);
+            st = spyre_e_map_tile(e, o, 2);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
-            if (c.src_dtype != c.dst_dtype) {
-                out = e->buf[1];
-                spyre_convert(out, c.dst_dtype, e->buf[0], c.src_dtype, n,
-                              c.hdr.flags & SPYRE_CMD_F_NOSAT);
-            }
-            st = spyre_e_rw(e, c.dst + r * c.dst_pitch + done * des, out,
-                            n * des, true);
-            if (st != SPYRE_STATUS_OK) {
-                return st;
-            }
+            out = spyre_tile_dst(e, 1);
+            spyre_convert(out, c.dst_dtype, spyre_tile_src(e, 0),
+                          c.src_dtype, n, c.hdr.flags & SPYRE_CMD_F_NOSAT);
+            spyre_tile_dst_done(e, 1, out);
+            spyre_e_end_tile(e, 2);
             done += n;
             if (done < c.width || r + 1 < c.height) {
                 st = spyre_e_boundary(e, true);
@@ -188,6 +211,7 @@ static uint32_t spyre_cmd_eltwise(SpyreExec *e)
         .pad = le32_to_cpu(g->pad),
     };
     bool binary = c.op == SPYRE_ELT_ADD || c.op == SPYRE_ELT_MUL;
+    unsigned int no = binary ? 2 : 1;
     uint64_t bytes, done, chunk;
     size_t es;
     uint32_t st;
@@ -201,22 +225,30 @@ static uint32_t spyre_cmd_eltwise(SpyreExec *e)
         return SPYRE_STATUS_INVALID_OPERAND;
     }
     es = spyre_math_dtype_size(c.dtype);
-    chunk = SPYRE_PAGE_SIZE / es;
+    chunk = SPYRE_TILE_BYTES / es;
 
     for (done = 0; done < c.count;) {
         uint64_t n = MIN(c.count - done, chunk);
+        SpyreOpnd o[3] = {
+            { c.a + done * es, n * es, false },
+            { c.b + done * es, n * es, false },
+            { c.out + done * es, n * es, true },
+        };
+        void *out;
 
-        st = spyre_e_rw(e, c.a + done * es, e->buf[0], n * es, false);
-        if (st == SPYRE_STATUS_OK && binary) {
-            st = spyre_e_rw(e, c.b + done * es, e->buf[1], n * es, false);
+        if (!binary) {
+            o[1] = o[2];
         }
-        if (st == SPYRE_STATUS_OK) {
-            st = spyre_eltwise(c.op, c.dtype, spyre_f32(c.alpha), e->buf[0],
-                               binary ? e->buf[1] : NULL, e->buf[2], n);
+        st = spyre_e_map_tile(e, o, no + 1);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
         }
-        if (st == SPYRE_STATUS_OK) {
-            st = spyre_e_rw(e, c.out + done * es, e->buf[2], n * es, true);
-        }
+        out = spyre_tile_dst(e, no);
+        st = spyre_eltwise(c.op, c.dtype, spyre_f32(c.alpha),
+                           spyre_tile_src(e, 0),
+                           binary ? spyre_tile_src(e, 1) : NULL, out, n);
+        spyre_tile_dst_done(e, no, out);
+        spyre_e_end_tile(e, no + 1);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
@@ -232,45 +264,69 @@ static uint32_t spyre_cmd_eltwise(SpyreExec *e)
 }
 
 /*
- * Feed row @r (at VA @row, @cols elements of @es bytes) to the passes of
- * @rs.  A row that fits in one chunk is read once, into e->buf[0].
+ * Rows of a REDUCE or ROWOP: a row whose binary32 image fits a tile is
+ * computed whole in one tile, with as many following rows as fit the
+ * tile too (spyre_rows_per_tile); a longer row goes pass by pass, chunk
+ * by chunk, a tile each (spyre_row_chunked).
  */
-static uint32_t spyre_row_passes_run(SpyreExec *e, SpyreRow *rs,
-                                     uint64_t row, uint64_t cols, int dtype,
-                                     size_t es, bool *cached)
+#define SPYRE_ROW_CHUNK         (SPYRE_TILE_BYTES / sizeof(float))
+
+/* Rows from @r that one tile takes: each of @nld strided operands fits. */
+static uint32_t spyre_rows_per_tile(uint32_t r, uint32_t rows, uint64_t cols,
+                                    size_t es, const uint64_t *ld,
+                                    unsigned int nld)
 {
-    uint64_t chunk = SPYRE_PAGE_SIZE / sizeof(float), done;
+    uint64_t k = rows - r;
+    unsigned int i;
+
+    for (i = 0; i < nld; i++) {
+        k = MIN(k, 1 + (SPYRE_TILE_BYTES - cols * es) / (ld[i] * es));
+    }
+    return k;
+}
+
+/* Tile compute: feed one whole row at @src to the passes of @rs. */
+static uint32_t spyre_row_whole(SpyreRow *rs, const uint8_t *src,
+                                uint64_t cols, int dtype)
+{
+    unsigned int p;
+    uint32_t st = SPYRE_STATUS_OK;
+
+    for (p = 0; p < spyre_row_passes(rs) && st == SPYRE_STATUS_OK; p++) {
+        st = spyre_row_feed(rs, src, dtype, cols);
+        if (st == SPYRE_STATUS_OK) {
+            st = spyre_row_end_pass(rs);
+        }
+    }
+    return st;
+}
+
+/* Feed the row at VA @row to the passes of @rs, a tile per chunk. */
+static uint32_t spyre_row_chunked(SpyreExec *e, SpyreRow *rs, uint64_t row,
+                                  uint64_t cols, int dtype, size_t es)
+{
+    uint64_t done;
     unsigned int p;
     uint32_t st;
 
-    *cached = cols <= chunk;
-    if (*cached) {
-        st = spyre_e_rw(e, row, e->buf[0], cols * es, false);
-        if (st != SPYRE_STATUS_OK) {
-            return st;
-        }
-    }
     for (p = 0; p < spyre_row_passes(rs); p++) {
         for (done = 0; done < cols;) {
-            uint64_t n = MIN(cols - done, chunk);
+            uint64_t n = MIN(cols - done, SPYRE_ROW_CHUNK);
+            SpyreOpnd o = { row + done * es, n * es, false };
 
-            if (!*cached) {
-                st = spyre_e_rw(e, row + done * es, e->buf[0], n * es, false);
-                if (st != SPYRE_STATUS_OK) {
-                    return st;
-                }
+            st = spyre_e_map_tile(e, &o, 1);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
             }
-            st = spyre_row_feed(rs, e->buf[0], dtype, n);
+            st = spyre_row_feed(rs, spyre_tile_src(e, 0), dtype, n);
+            spyre_e_end_tile(e, 1);
+            if (st == SPYRE_STATUS_OK) {
+                st = spyre_e_boundary(e, true);
+            }
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
             done += n;
-            if (done < cols) {
-                st = spyre_e_boundary(e, true);
-                if (st != SPYRE_STATUS_OK) {
-                    return st;
-                }
-            }
         }
         st = spyre_row_end_pass(rs);
         if (st != SPYRE_STATUS_OK) {
@@ -293,9 +349,8 @@ static uint32_t spyre_cmd_reduce(SpyreExec *e)
         .dst = le64_to_cpu(g->dst),
         .ld = le64_to_cpu(g->ld),
     };
-    uint64_t sbytes, dbytes, out_chunk;
-    uint32_t r, nout = 0, st;
-    bool cached;
+    uint64_t sbytes, dbytes;
+    uint32_t r, k, i, st;
     size_t es;
 
     st = spyre_reduce_check(&c, &sbytes, &dbytes);
@@ -306,38 +361,107 @@ static uint32_t spyre_cmd_reduce(SpyreExec *e)
         return SPYRE_STATUS_INVALID_OPERAND;
     }
     es = spyre_math_dtype_size(c.dtype);
-    out_chunk = SPYRE_PAGE_SIZE / es;
 
-    for (r = 0; r < c.rows; r++) {
+    for (r = 0; r < c.rows; r += k) {
         SpyreRow rs;
         float v;
 
-        st = spyre_row_init(&rs, SPYRE_OP_REDUCE, c.op, c.cols, 0.0f);
-        if (st == SPYRE_STATUS_OK) {
-            st = spyre_row_passes_run(e, &rs, c.src + (uint64_t)r * c.ld * es,
-                                      c.cols, c.dtype, es, &cached);
+        if (c.cols > SPYRE_ROW_CHUNK) {
+            /* A long row: chunk by chunk, its result through a phase. */
+            k = 1;
+            st = spyre_row_init(&rs, SPYRE_OP_REDUCE, c.op, c.cols, 0.0f);
+            if (st == SPYRE_STATUS_OK) {
+                st = spyre_row_chunked(e, &rs, c.src + (uint64_t)r * c.ld * es,
+                                       c.cols, c.dtype, es);
+            }
+            if (st == SPYRE_STATUS_OK) {
+                v = spyre_row_result(&rs);
+                spyre_store_fp32(e->buf[0], c.dtype, &v, 1, 0);
+                st = spyre_e_rw_phase(e, c.dst + (uint64_t)r * es, e->buf[0],
+                                      es, true);
+            }
+        } else {
+            uint64_t ld = c.ld;
+            uint8_t *out;
+            const uint8_t *src;
+            SpyreOpnd o[2];
+
+            k = spyre_rows_per_tile(r, c.rows, c.cols, es, &ld, 1);
+            o[0] = (SpyreOpnd){ c.src + (uint64_t)r * c.ld * es,
+                                ((uint64_t)(k - 1) * c.ld + c.cols) * es,
+                                false };
+            o[1] = (SpyreOpnd){ c.dst + (uint64_t)r * es, (uint64_t)k * es,
+                                true };
+            st = spyre_e_map_tile(e, o, 2);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            src = spyre_tile_src(e, 0);
+            out = spyre_tile_dst(e, 1);
+            for (i = 0; i < k && st == SPYRE_STATUS_OK; i++) {
+                st = spyre_row_init(&rs, SPYRE_OP_REDUCE, c.op, c.cols, 0.0f);
+                if (st == SPYRE_STATUS_OK) {
+                    st = spyre_row_whole(&rs, src + (uint64_t)i * c.ld * es,
+                                         c.cols, c.dtype);
+                }
+                v = spyre_row_result(&rs);
+                spyre_store_fp32(out + i * es, c.dtype, &v, 1, 0);
+            }
+            if (st == SPYRE_STATUS_OK) {
+                spyre_tile_dst_done(e, 1, out);
+            }
+            spyre_e_end_tile(e, 2);
+        }
+        if (st == SPYRE_STATUS_OK && r + k < c.rows) {
+            st = spyre_e_boundary(e, true);
         }
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
-        v = spyre_row_result(&rs);
-        spyre_store_fp32(e->buf[2] + nout * es, c.dtype, &v, 1, 0);
-        if (++nout == out_chunk || r + 1 == c.rows) {
-            st = spyre_e_rw(e, c.dst + (uint64_t)(r + 1 - nout) * es,
-                            e->buf[2], nout * es, true);
-            if (st != SPYRE_STATUS_OK) {
-                return st;
-            }
-            nout = 0;
-        }
-        if (r + 1 < c.rows) {
-            st = spyre_e_boundary(e, true);
-            if (st != SPYRE_STATUS_OK) {
-                return st;
-            }
-        }
     }
     return SPYRE_STATUS_OK;
+}
+
+/* A long ROWOP row: the passes, then the output chunk by chunk. */
+static uint32_t spyre_rowop_chunked(SpyreExec *e, SpyreRow *rs,
+                                    const struct spyre_cmd_rowop *c,
+                                    uint64_t src, uint64_t dst,
+                                    uint64_t gamma, uint64_t beta, size_t es)
+{
+    uint64_t done;
+    uint32_t st;
+
+    st = spyre_row_chunked(e, rs, src, c->cols, c->dtype, es);
+    for (done = 0; st == SPYRE_STATUS_OK && done < c->cols;) {
+        uint64_t n = MIN(c->cols - done, SPYRE_ROW_CHUNK);
+        SpyreOpnd o[4] = {
+            { src + done * es, n * es, false },
+            { dst + done * es, n * es, true },
+            { gamma + done * sizeof(float), gamma ? n * sizeof(float) : 0,
+              false },
+            { beta + done * sizeof(float), beta ? n * sizeof(float) : 0,
+              false },
+        };
+        void *out;
+
+        st = spyre_e_map_tile(e, o, 4);
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        out = spyre_tile_dst(e, 1);
+        st = spyre_row_apply(rs, out, c->dtype, spyre_tile_src(e, 0), n,
+                             gamma ? spyre_tile_src(e, 2) : NULL,
+                             beta ? spyre_tile_src(e, 3) : NULL);
+        if (st == SPYRE_STATUS_OK) {
+            spyre_tile_dst_done(e, 1, out);
+        }
+        spyre_e_end_tile(e, 4);
+        done += n;
+        if (st == SPYRE_STATUS_OK && done < c->cols) {
+            st = spyre_e_boundary(e, true);
+        }
+    }
+    return st;
 }
 
 static uint32_t spyre_cmd_rowop(SpyreExec *e)
@@ -358,10 +482,10 @@ static uint32_t spyre_cmd_rowop(SpyreExec *e)
         .eps = le32_to_cpu(g->eps),
         .pad = le32_to_cpu(g->pad),
     };
-    uint64_t sbytes, dbytes, vbytes, chunk = SPYRE_PAGE_SIZE / sizeof(float);
+    uint64_t sbytes, dbytes, vbytes;
     uint64_t gamma = 0, beta = 0;
     float eps = spyre_f32(c.eps);
-    uint32_t r, st;
+    uint32_t r, k, i, st;
     size_t es;
 
     st = spyre_rowop_check(&c, &sbytes, &dbytes);
@@ -385,60 +509,70 @@ static uint32_t spyre_cmd_rowop(SpyreExec *e)
     }
     es = spyre_math_dtype_size(c.dtype);
 
-    for (r = 0; r < c.rows; r++) {
+    for (r = 0; r < c.rows; r += k) {
         uint64_t src = c.src + (uint64_t)r * c.ld_src * es;
         uint64_t dst = c.dst + (uint64_t)r * c.ld_dst * es;
-        uint64_t done;
-        bool cached;
         SpyreRow rs;
 
-        st = spyre_row_init(&rs, SPYRE_OP_ROWOP, c.op, c.cols, eps);
-        if (st == SPYRE_STATUS_OK) {
-            st = spyre_row_passes_run(e, &rs, src, c.cols, c.dtype, es,
-                                      &cached);
-        }
-        if (st != SPYRE_STATUS_OK) {
-            return st;
-        }
-        for (done = 0; done < c.cols;) {
-            uint64_t n = MIN(c.cols - done, chunk);
-
-            if (!cached) {
-                st = spyre_e_rw(e, src + done * es, e->buf[0], n * es, false);
-                if (st != SPYRE_STATUS_OK) {
-                    return st;
-                }
-            }
-            if (gamma) {
-                st = spyre_e_rw(e, gamma + done * sizeof(float), e->buf[1],
-                                n * sizeof(float), false);
-                if (st != SPYRE_STATUS_OK) {
-                    return st;
-                }
-            }
-            if (beta) {
-                st = spyre_e_rw(e, beta + done * sizeof(float), e->buf[3],
-                                n * sizeof(float), false);
-                if (st != SPYRE_STATUS_OK) {
-                    return st;
-                }
-            }
-            st = spyre_row_apply(&rs, e->buf[2], c.dtype, e->buf[0], n,
-                                 gamma ? e->buf[1] : NULL,
-                                 beta ? e->buf[3] : NULL);
+        if (c.cols > SPYRE_ROW_CHUNK) {
+            k = 1;
+            st = spyre_row_init(&rs, SPYRE_OP_ROWOP, c.op, c.cols, eps);
             if (st == SPYRE_STATUS_OK) {
-                st = spyre_e_rw(e, dst + done * es, e->buf[2], n * es, true);
+                st = spyre_rowop_chunked(e, &rs, &c, src, dst, gamma, beta,
+                                         es);
             }
+        } else {
+            uint64_t ld[2] = { c.ld_src, c.ld_dst };
+            const uint8_t *in, *gv = NULL, *bv = NULL;
+            uint8_t *out;
+            SpyreOpnd o[4];
+
+            k = spyre_rows_per_tile(r, c.rows, c.cols, es, ld, 2);
+            o[0] = (SpyreOpnd){ src, ((uint64_t)(k - 1) * c.ld_src + c.cols) *
+                                     es, false };
+            o[1] = (SpyreOpnd){ dst, ((uint64_t)(k - 1) * c.ld_dst + c.cols) *
+                                     es, true };
+            o[2] = (SpyreOpnd){ gamma, gamma ? vbytes : 0, false };
+            o[3] = (SpyreOpnd){ beta, beta ? vbytes : 0, false };
+            st = spyre_e_map_tile(e, o, 4);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
-            done += n;
-            if (done < c.cols || r + 1 < c.rows) {
-                st = spyre_e_boundary(e, true);
-                if (st != SPYRE_STATUS_OK) {
-                    return st;
+            in = spyre_tile_src(e, 0);
+            out = spyre_tile_dst(e, 1);
+            if (k > 1 && c.ld_dst > c.cols && e->span[1].nmaps != 1) {
+                /* Gathered strided rows: keep what lies between them. */
+                spyre_tile_src(e, 1);
+            }
+            if (gamma) {
+                gv = spyre_tile_src(e, 2);
+            }
+            if (beta) {
+                bv = spyre_tile_src(e, 3);
+            }
+            for (i = 0; i < k && st == SPYRE_STATUS_OK; i++) {
+                const uint8_t *x = in + (uint64_t)i * c.ld_src * es;
+
+                st = spyre_row_init(&rs, SPYRE_OP_ROWOP, c.op, c.cols, eps);
+                if (st == SPYRE_STATUS_OK) {
+                    st = spyre_row_whole(&rs, x, c.cols, c.dtype);
+                }
+                if (st == SPYRE_STATUS_OK) {
+                    st = spyre_row_apply(&rs,
+                                         out + (uint64_t)i * c.ld_dst * es,
+                                         c.dtype, x, c.cols, gv, bv);
                 }
             }
+            if (st == SPYRE_STATUS_OK) {
+                spyre_tile_dst_done(e, 1, out);
+            }
+            spyre_e_end_tile(e, 4);
+        }
+        if (st == SPYRE_STATUS_OK && r + k < c.rows) {
+            st = spyre_e_boundary(e, true);
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
         }
     }
     return SPYRE_STATUS_OK;
@@ -456,7 +590,7 @@ static uint32_t spyre_cmd_timestamp(SpyreExec *e)
     if (dst & 7) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
-    return spyre_e_rw(e, dst, &now, sizeof(now), true);
+    return spyre_e_rw_phase(e, dst, &now, sizeof(now), true);
 }
 
 static uint32_t spyre_cmd_sem(SpyreExec *e, bool signal)
@@ -476,29 +610,32 @@ static uint32_t spyre_cmd_sem(SpyreExec *e, bool signal)
     if (addr & 7) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
-    st = spyre_e_translate(e, addr, signal, &t);
+    st = spyre_e_mem_begin(e);
     if (st != SPYRE_STATUS_OK) {
         return st;
     }
-    if (!signal || (flags & SPYRE_SEM_F_ADD)) {
+    st = spyre_e_translate(e, addr, signal, &t);
+    if (st == SPYRE_STATUS_OK && (!signal || (flags & SPYRE_SEM_F_ADD))) {
         st = spyre_e_access(e, &t, addr, &cur, sizeof(cur), false);
-        if (st != SPYRE_STATUS_OK) {
-            return st;
-        }
         cur = le64_to_cpu(cur);
     }
+    if (st != SPYRE_STATUS_OK) {
+        spyre_e_mem_end(e);
+        return st;
+    }
     if (!signal) {
+        spyre_e_mem_end(e);
         trace_spyre_sem_wait(e->q->id, addr, cur, value);
         return cur >= value ? SPYRE_STATUS_OK : SPYRE_EXEC_PARK;
     }
     /*
-     * The read-modify-write runs under the BQL: atomic with respect to
+     * The read-modify-write is one memory phase: atomic with respect to
      * every other SEM command of this card, not to CPUs writing the same
-     * word nor to a GEMM result written over it (spyre_part_rows() copies
-     * device memory without the BQL).
+     * word nor to a tile written over it.
      */
     cur = cpu_to_le64(flags & SPYRE_SEM_F_ADD ? cur + value : value);
     st = spyre_e_access(e, &t, addr, &cur, sizeof(cur), true);
+    spyre_e_mem_end(e);
     if (st == SPYRE_STATUS_OK) {
         s->sem_epoch++;
         s->sched_seq++;
@@ -522,17 +659,16 @@ static uint32_t spyre_stream_read(SpyreExec *e, uint64_t va, void *dst,
     uint64_t end = job->cmd_va + job->cmd_size;
     uint32_t n, st;
 
-    assert(bql_locked());
     if (e->sbuf_epoch != e->s->mmu_epoch || e->sbuf_writes != job->writes ||
         va < e->sbuf_va || va + len > e->sbuf_va + e->sbuf_len) {
         n = MIN(end - va, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
         if (len > n) {
             /* Crosses a page: read it as is. */
             e->sbuf_len = 0;
-            return spyre_e_rw(e, va, dst, len, false);
+            return spyre_e_rw_phase(e, va, dst, len, false);
         }
         e->sbuf_len = 0;
-        st = spyre_e_rw(e, va, e->sbuf, n, false);
+        st = spyre_e_rw_phase(e, va, e->sbuf, n, false);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
@@ -553,7 +689,6 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
     unsigned int op;
     uint32_t size, st;
 
-    assert(bql_locked());
     e->err_va = 0;
     e->fault_reason = 0;
     st = spyre_stream_read(e, va, &e->cmd.hdr, sizeof(e->cmd.hdr));
@@ -672,8 +807,8 @@ static const uint32_t spyre_inject_compl[] = {
 };
 
 /*
- * Start the job at HEAD of @q.  Returns false if there is nothing to run
- * (the job failed at once, or hangs by injection).
+ * Memory phase.  Start the job at HEAD of @q.  Returns false if there is
+ * nothing to run (the job failed at once, or hangs by injection).
  */
 static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
 {
@@ -732,10 +867,12 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
 }
 
 /*
- * End the current job of @q: write the completion record (all fields,
- * then seqno), update LAST_SEQNO and HEAD, raise interrupts.
+ * BQL and device lock held.  End the current job of @q: write the
+ * completion record (all fields, then seqno), update LAST_SEQNO and
+ * HEAD, raise interrupts.
  * @halt: the job failed, halt the queue in SPYRE_QS_ERROR.
- * @direct: called by a worker (see spyre_notify).
+ * @direct: called by a worker or the doorbell executor, which send the
+ * message themselves (see spyre_notify).
  */
 void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
                    uint64_t err_va, bool halt, bool direct)
@@ -813,12 +950,44 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
 }
 
 /*
+ * Memory phase.  A worker sends the messages of the job it ended (the
+ * doorbell executor leaves them to the end of its MMIO write).
+ */
+static void spyre_e_irq_flush(SpyreExec *e)
+{
+    if (!e->w->doorbell) {
+        spyre_irq_flush(e->s);
+    }
+}
+
+/*
+ * Device lock held.  Read the descriptor at HEAD of @q and start its job
+ * (spyre_job_start) in a memory phase; returns false if there is nothing
+ * to run, also when the queue changed (another worker took it, a reset)
+ * while this one waited for the BQL.
+ */
+static bool spyre_e_job_start(SpyreExec *e, SpyreQueue *q)
+{
+    SpyreState *s = e->s;
+    bool ok;
+
+    if (spyre_e_mem_begin(e) != SPYRE_STATUS_OK) {
+        return false;
+    }
+    ok = q->job_state == SPYRE_JOB_NONE && q->status == SPYRE_QS_IDLE &&
+         q->head != q->tail && !s->fatal &&
+         (s->control & SPYRE_CONTROL_ENABLE) && spyre_job_start(s, q);
+    spyre_e_irq_flush(e);
+    spyre_e_mem_end(e);
+    return ok;
+}
+
+/*
  * The doorbell executor leaves the job of @q, begun, to the workers
  * (spyre_db_run() wakes one).
  */
 static void spyre_job_handoff(SpyreState *s, SpyreQueue *q)
 {
-    assert(bql_locked());
     spyre_set_job_state(s, q, SPYRE_JOB_READY);
     q->ready_ns = spyre_now();
     s->sched_seq++;
@@ -835,7 +1004,6 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
     SpyreJob *job = &q->job;
     uint32_t st = SPYRE_STATUS_OK;
 
-    assert(bql_locked());
     e->q = q;
     e->gen = q->gen;
     e->prio = SPYRE_Q_CONTROL_PRIO_GET(q->control);
@@ -846,7 +1014,7 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
         q->job_state == SPYRE_JOB_READY) {
         spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
         q->status = SPYRE_QS_BUSY;
-    } else if (!spyre_job_start(s, q)) {
+    } else if (!spyre_e_job_start(e, q)) {
         return;
     }
     e->ctx = job->ctx;
@@ -887,11 +1055,16 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
             }
         }
     }
+    if (spyre_e_mem_begin(e) != SPYRE_STATUS_OK) {
+        return;                 /* reset meanwhile: it ended the job */
+    }
     if (st == SPYRE_STATUS_MMU_FAULT && e->fault_reason) {
         spyre_record_fault(s, e->ctx, q->id, e->err_va, e->fault_write,
                            e->fault_reason, true);
     }
     spyre_end_job(s, q, st, e->err_va, st != SPYRE_STATUS_OK, true);
+    spyre_e_irq_flush(e);
+    spyre_e_mem_end(e);
     /*
      * A worker at level 0 picks the next job itself; one running this job
      * nested goes back to the job it preempted, so let an idle one in.

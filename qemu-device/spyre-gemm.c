@@ -7,12 +7,12 @@
  * at a time by spyre-math.c, and the operand I/O callbacks of those steps.
  *
  * Locks: spyre_cmd_gemm(), spyre_gang_help(), spyre_gemm_part() and the
- * gang bookkeeping run with the BQL held; spyre_gemm_part() releases it
- * around each spyre_gemm_step().  The SpyreGemmIO callbacks
- * (spyre_part_read/write -> spyre_part_rows, spyre_part_io,
- * spyre_part_lock) are called without the BQL and take it to translate;
- * device-memory batches are then copied without it, counted in
- * SpyreState.ncopying (see spyre_drain_copies()).
+ * gang bookkeeping run with the device lock held; spyre_gemm_part()
+ * releases it around each spyre_gemm_step(), which computes on private
+ * buffers.  The SpyreGemmIO callbacks (spyre_part_read/write ->
+ * spyre_part_rows) are called with no lock held: each batch of operand
+ * rows is mapped in a memory phase and copied as a tile with no lock
+ * held.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -159,77 +159,58 @@ static void spyre_gang_part_cmd(const SpyreGang *g, uint32_t idx,
 }
 
 /*
- * BQL not held.  Take the BQL for operand I/O of the GEMM part @e runs:
- * once the VM runs, SPYRE_STATUS_OK, or SPYRE_EXEC_DROPPED (queue reset)
- * or SPYRE_EXEC_STOP (the part is no longer needed).  The BQL is held on
- * return either way.
+ * No lock held.  Enter a memory phase for operand I/O of the GEMM part @e
+ * runs: SPYRE_STATUS_OK with both locks held, or (with the device lock
+ * only) SPYRE_EXEC_DROPPED (queue reset) or SPYRE_EXEC_STOP (the part is
+ * no longer needed).
  */
-static uint32_t spyre_part_lock(SpyreExec *e)
+static uint32_t spyre_part_phase(SpyreExec *e)
 {
     SpyreGang *g = e->part_gang;
+    uint32_t st;
 
-    assert(!bql_locked());
-    bql_lock();
-    spyre_e_wait_running(e);
-    if (!spyre_e_alive(e)) {
-        return SPYRE_EXEC_DROPPED;
+    spyre_lock(e->s);
+    st = spyre_e_mem_begin(e);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
     }
     if (g->stop || g->err_part < e->part_idx) {
+        spyre_e_mem_end(e);
         return SPYRE_EXEC_STOP;
     }
     return SPYRE_STATUS_OK;
 }
 
 /*
- * BQL not held.  One operand row segment of a GEMM part, with the BQL
- * taken for it: spyre_part_rows() moves segments outside device memory
- * this way.
- */
-static int spyre_part_io(SpyrePartIO *io, int opnd, uint64_t off, void *buf,
-                         size_t len, bool write)
-{
-    SpyreExec *e = io->e;
-    SpyreWorker *w = e->w;
-    int64_t now;
-    uint32_t st;
-
-    assert(!bql_locked());
-    st = spyre_part_lock(e);
-    if (st == SPYRE_STATUS_OK) {
-        st = spyre_e_rw(e, io->base[opnd] + off, buf, len, write);
-    }
-    bql_unlock();
-    now = spyre_now();
-    if (now - w->bql_ns >= SPYRE_BQL_SLICE_NS) {
-        g_thread_yield();
-        w->bql_ns = now;
-    }
-    return st;
-}
-
-/*
- * Per hold of the BQL, spyre_part_rows() translates at most about this
- * many bytes, in at most this many segments (runs of pages contiguous in
- * device memory, or parts of them), checked between ranges of rows: a
+ * Per memory phase, spyre_part_rows() maps at most about this many
+ * bytes, in at most this many pieces (runs of pages contiguous in device
+ * memory, or system-memory mappings), checked between ranges of rows: a
  * batch may end with one more range.  A whole 512 x 512 fp32 tile is one
  * batch when its pages are contiguous, as device-memory BOs mostly are.
  */
 #define SPYRE_ROWS_BATCH_BYTES  (1u << 20)
 #define SPYRE_ROWS_BATCH_SEGS   128
 
+/* Memory phase.  A free piece slot of @io (grown on demand). */
+static SpyreMap *spyre_part_seg(SpyrePartIO *io, size_t nsegs)
+{
+    if (nsegs == io->nsegs_max) {
+        io->nsegs_max = MAX(64, io->nsegs_max * 2);
+        io->segs = g_renew(SpyreMap, io->segs, io->nsegs_max);
+    }
+    return &io->segs[nsegs];
+}
+
 /*
  * Operand I/O of a GEMM part (SpyreGemmIO): @nrows segments of @len
  * bytes, @stride bytes apart from @off, to or from @buf where they are
- * packed.  Called by spyre_gemm_step() with the BQL released.  Rows are
- * translated under the BQL in batches (SPYRE_ROWS_BATCH_*): rows that lie
- * back to back (@stride == @len) as one range, each range as runs of
+ * packed.  Called by spyre_gemm_step() with no lock held.  Rows are
+ * mapped in memory phases, a batch (SPYRE_ROWS_BATCH_*) each: rows that
+ * lie back to back (@stride == @len) as one range, each range as runs of
  * pages through the worker's leaf-table cache (spyre_e_translate_run()),
- * and a run that continues the previous one in device memory joins its
- * segment.  A batch that lies wholly in device memory is then copied
- * (and marked dirty) segment by segment with the BQL released, counted in
- * s->ncopying for spyre_drain_copies().  Rows in system memory go one by
- * one through spyre_part_io(), which holds the BQL for each (DMA through
- * a vIOMMU may fault).
+ * device memory as pointers into the BAR (a run that continues the
+ * previous piece joins it), system memory mapped with spyre_map_sys().
+ * The batch is then copied as one tile with no lock held, and released.
  */
 static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
                            uint64_t stride, uint32_t nrows, void *buf,
@@ -241,10 +222,8 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
     uint32_t st = SPYRE_STATUS_OK, r = 0, r1, n;
     size_t nsegs, i;
     uint64_t bytes;
-    bool devmem = true;
 
-    assert(!bql_locked());
-    /* The doorbell executor hands GEMMs over: it never drops the BQL. */
+    /* The doorbell executor hands GEMMs over: it never drops its locks. */
     assert(!e->w->doorbell);
     if (opnd < 0 || opnd > SPYRE_GEMM_OPND_BIAS) {
         return SPYRE_STATUS_INTERNAL;
@@ -252,8 +231,12 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
     while (r < nrows) {
         nsegs = 0;
         bytes = 0;
-        st = spyre_part_lock(e);
-        for (r1 = r; st == SPYRE_STATUS_OK && devmem && r1 < nrows &&
+        st = spyre_part_phase(e);
+        if (st != SPYRE_STATUS_OK) {
+            spyre_unlock(s);
+            return st;
+        }
+        for (r1 = r; st == SPYRE_STATUS_OK && r1 < nrows &&
              nsegs < SPYRE_ROWS_BATCH_SEGS &&
              bytes < SPYRE_ROWS_BATCH_BYTES; r1 += n) {
             uint64_t va = io->base[opnd] + off + r1 * stride;
@@ -265,64 +248,66 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
                         MAX(1, (SPYRE_ROWS_BATCH_BYTES - bytes) / len));
             }
             left = (uint64_t)n * len;
-            while (left) {
+            while (left && st == SPYRE_STATUS_OK) {
                 SpyreTarget t;
 
                 st = spyre_e_translate_run(e, va, left, write, &t, &run);
-                if (st != SPYRE_STATUS_OK || !t.devmem) {
-                    devmem = st != SPYRE_STATUS_OK;
-                    break;
-                }
-                if (nsegs &&
-                    io->segs[nsegs - 1].addr + io->segs[nsegs - 1].len ==
-                    t.addr) {
-                    io->segs[nsegs - 1].len += run;
-                } else {
-                    if (nsegs == io->nsegs_max) {
-                        io->nsegs_max = MAX(64, io->nsegs_max * 2);
-                        io->segs = g_renew(SpyreSeg, io->segs,
-                                           io->nsegs_max);
+                while (st == SPYRE_STATUS_OK && run) {
+                    SpyreMap *prev = nsegs ? &io->segs[nsegs - 1] : NULL;
+                    SpyreMap *m;
+                    uint64_t piece = run;
+
+                    if (t.devmem && prev && !prev->sys &&
+                        prev->dev_off + prev->len == t.addr) {
+                        prev->len += piece;
+                    } else if (t.devmem) {
+                        m = spyre_part_seg(io, nsegs++);
+                        m->host = s->devmem_ptr + t.addr;
+                        m->len = piece;
+                        m->dev_off = t.addr;
+                        m->sys = false;
+                    } else if (spyre_map_sys(s, t.addr, &piece, write,
+                                             spyre_part_seg(io, nsegs))) {
+                        nsegs++;
+                    } else {
+                        e->err_va = va;
+                        st = SPYRE_STATUS_DMA_ERROR;
+                        break;
                     }
-                    io->segs[nsegs].addr = t.addr;
-                    io->segs[nsegs].len = run;
-                    nsegs++;
+                    va += piece;
+                    left -= piece;
+                    run -= piece;
+                    t.addr += piece;
                 }
-                va += run;
-                left -= run;
-            }
-            if (left) {
-                break;
             }
             bytes += (uint64_t)n * len;
         }
-        if (st != SPYRE_STATUS_OK || !devmem) {
-            bql_unlock();
-            break;
+        if (st != SPYRE_STATUS_OK) {
+            for (i = 0; i < nsegs; i++) {
+                spyre_map_release(s, &io->segs[i], false);
+            }
+            spyre_e_mem_end(e);
+            spyre_unlock(s);
+            return st;
         }
         e->q->job.writes += write ? nsegs : 0;
         s->tel[SPYRE_TEL_BYTES] += bytes;
-        qatomic_inc(&s->ncopying);
-        bql_unlock();
+        s->ntiles++;
+        spyre_e_mem_end(e);
+        spyre_unlock(s);
         for (i = 0; i < nsegs; i++) {
             if (write) {
-                memcpy(s->devmem_ptr + io->segs[i].addr, p, io->segs[i].len);
-                memory_region_set_dirty(&s->devmem, io->segs[i].addr,
-                                        io->segs[i].len);
+                memcpy(io->segs[i].host, p, io->segs[i].len);
             } else {
-                memcpy(p, s->devmem_ptr + io->segs[i].addr,
-                       io->segs[i].len);
+                memcpy(p, io->segs[i].host, io->segs[i].len);
             }
+            spyre_map_release(s, &io->segs[i], write);
             p += io->segs[i].len;
         }
-        if (qatomic_fetch_dec(&s->ncopying) == 1) {
-            qemu_event_set(&s->copy_done);
-        }
+        spyre_lock(s);
+        spyre_tile_put(s);
+        spyre_unlock(s);
         r = r1;
-    }
-    /* System memory from row r on: one row at a time under the BQL. */
-    for (; st == SPYRE_STATUS_OK && r < nrows; r++) {
-        st = spyre_part_io(io, opnd, off + r * stride, p, len, write);
-        p += len;
     }
     return st;
 }
@@ -362,7 +347,6 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
     int64_t wall0 = traced ? spyre_now() : 0;
     int64_t cpu0 = traced ? spyre_thread_cpu_ns() : 0;
 
-    assert(bql_locked());
     spyre_gang_part_cmd(g, idx, &sub);
     e->part_gang = g;
     e->part_idx = idx;
@@ -381,10 +365,10 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
     st = spyre_gemm_init(&e->gemm, &sub, g->sa, g->sb, &io, e->tile_buf,
                          SPYRE_GEMM_TILE_BUF_SIZE);
     while (st == SPYRE_STATUS_OK && !spyre_gemm_done(&e->gemm)) {
-        bql_unlock();
+        spyre_unlock(e->s);
         st = spyre_gemm_step(&e->gemm);
-        bql_lock();
-        e->w->bql_ns = spyre_now();
+        spyre_lock(e->s);
+        e->w->lock_ns = spyre_now();
         spyre_e_wait_running(e);
         if (!spyre_e_alive(e)) {
             return SPYRE_EXEC_DROPPED;
@@ -421,7 +405,6 @@ static uint32_t spyre_gemm_part(SpyreExec *e, SpyreGang *g, uint32_t idx)
 
 static bool spyre_gang_claim(SpyreGang *g, uint32_t *idx)
 {
-    assert(bql_locked());
     if (!spyre_gang_open(g)) {
         return false;
     }
@@ -438,7 +421,6 @@ static bool spyre_gang_claim(SpyreGang *g, uint32_t *idx)
 static void spyre_gang_part_done(SpyreExec *e, SpyreGang *g, uint32_t idx,
                                  uint32_t st)
 {
-    assert(bql_locked());
     g->active--;
     switch (st) {
     case SPYRE_STATUS_OK:
@@ -469,7 +451,6 @@ void spyre_gang_help(SpyreExec *e, SpyreGang *g, int floor)
 {
     uint32_t idx, st;
 
-    assert(bql_locked());
     if (!spyre_gang_claim(g, &idx)) {
         return;
     }
@@ -494,7 +475,6 @@ uint32_t spyre_cmd_gemm(SpyreExec *e)
     SpyreGemmSpan span;
     uint32_t st, idx, v;
 
-    assert(bql_locked());
     spyre_gemm_to_host(&g->cmd, &e->cmd.gemm);
     st = spyre_gemm_check(c, &span);
     if (st != SPYRE_STATUS_OK) {
@@ -508,14 +488,14 @@ uint32_t spyre_cmd_gemm(SpyreExec *e)
     g->sa = g->sb = 1.0f;
     if (c->a_dtype != SPYRE_DTYPE_INT8) {
         if (c->scale_a) {
-            st = spyre_e_rw(e, c->scale_a, &v, sizeof(v), false);
+            st = spyre_e_rw_phase(e, c->scale_a, &v, sizeof(v), false);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
             g->sa = spyre_f32(le32_to_cpu(v));
         }
         if (c->scale_b) {
-            st = spyre_e_rw(e, c->scale_b, &v, sizeof(v), false);
+            st = spyre_e_rw_phase(e, c->scale_b, &v, sizeof(v), false);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
@@ -555,8 +535,8 @@ uint32_t spyre_cmd_gemm(SpyreExec *e)
             break;
         }
         /* Helpers run the last parts; they stop soon after a reset. */
-        qemu_cond_timedwait_bql(&s->gang_cond, 10);
-        e->w->bql_ns = spyre_now();
+        qemu_cond_timedwait(&s->gang_cond, &s->lock, 10);
+        e->w->lock_ns = spyre_now();
         spyre_e_wait_running(e);
         if (!spyre_e_alive(e)) {
             g->stop = true;
@@ -583,7 +563,7 @@ uint32_t spyre_cmd_gemm(SpyreExec *e)
     }
     if (c->amax) {
         v = cpu_to_le32(spyre_f32_bits(g->amax));
-        return spyre_e_rw(e, c->amax, &v, sizeof(v), true);
+        return spyre_e_rw_phase(e, c->amax, &v, sizeof(v), true);
     }
     return SPYRE_STATUS_OK;
 }

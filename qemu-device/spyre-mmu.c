@@ -1,16 +1,20 @@
 /*
- * Spyre card model: DMA and the device MMU
+ * Spyre card model: DMA, the device MMU and tiles
  *
- * Owns DMA to system memory (spyre_dma_rw: RAM only, never the card's own
- * BARs), the page walk of a context, the per-worker TLB and leaf-table
- * cache (valid while their epoch is SpyreState.mmu_epoch), fault records,
+ * Owns DMA to system memory (spyre_map_sys, spyre_dma_rw: RAM only,
+ * never the card's own BARs, always through dma_memory_map()), the page
+ * walk of a context, the per-worker TLB and leaf-table cache (valid
+ * while their epoch is SpyreState.mmu_epoch), fault records, memory
+ * phases (spyre_e_mem_begin/end: the one place a worker takes the BQL),
  * the accesses of a running job to its device VAs (spyre_e_translate,
  * spyre_e_translate_run for runs of pages, spyre_e_access, spyre_e_rw),
- * and spyre_drain_copies(), which waits for the copies spyre-gemm.c and
- * spyre-copy.c run without the BQL.
+ * tiles (operands mapped to host memory in a memory phase, computed with
+ * no lock held: spyre_e_map_tile, spyre_e_end_tile) and
+ * spyre_drain_tiles(), which waits for the tiles in flight.
  *
- * Locks: every function here runs with the BQL held (a vIOMMU fault takes
- * it; translations and resets are ordered by it).
+ * Locks: the functions that translate or map run in a memory phase (BQL
+ * and device lock held); spyre_map_release(), spyre_span_release() and
+ * the spyre_tile_* accessors need no lock; the rest say what they need.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -30,52 +34,99 @@
 static const MemTxAttrs spyre_dma_attrs = { .memory = 1 };
 
 /*
- * DMA to or from system memory through the device's PCI address space
- * (and thus through a vIOMMU if there is one).  Only RAM is reachable
- * (MemTxAttrs.memory), and never the device's own BARs.
+ * BQL held.  Map up to *@len bytes of system memory at DMA address
+ * @addr (through the device's PCI address space, so through a vIOMMU if
+ * there is one) into @m, shortening *@len to what maps as one piece.
+ * Only RAM is reachable, and never the card's own BARs: what
+ * dma_memory_map() can only bounce (MMIO, unassigned addresses) or what
+ * belongs to this card is refused with nothing read or written.
+ * Returns false if nothing could be mapped.
+ */
+bool spyre_map_sys(SpyreState *s, dma_addr_t addr, uint64_t *len, bool write,
+                   SpyreMap *m)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    DMADirection dir = write ? DMA_DIRECTION_FROM_DEVICE :
+                               DMA_DIRECTION_TO_DEVICE;
+    dma_addr_t n = *len;
+    MemoryRegion *mr = NULL;
+    ram_addr_t off;
+    void *p;
+
+    assert(bql_locked());
+    if (!n || addr + n < addr) {
+        return false;
+    }
+    p = dma_memory_map(as, addr, &n, dir, spyre_dma_attrs);
+    if (!p) {
+        trace_spyre_dma_error(addr, *len, write, MEMTX_DECODE_ERROR);
+        return false;
+    }
+    if (n) {
+        mr = memory_region_from_host(p, &off);
+    }
+    if (!mr || memory_region_owner(mr) == OBJECT(s)) {
+        if (mr) {
+            trace_spyre_dma_self(addr, *len);
+        } else {
+            trace_spyre_dma_error(addr, *len, write, MEMTX_DECODE_ERROR);
+        }
+        dma_memory_unmap(as, p, n, dir, 0);
+        return false;
+    }
+    m->host = p;
+    m->len = n;
+    m->dev_off = 0;
+    m->sys = true;
+    *len = n;
+    return true;
+}
+
+/* No lock needed.  Unmap @m (marking it dirty if @write). */
+void spyre_map_release(SpyreState *s, const SpyreMap *m, bool write)
+{
+    if (m->sys) {
+        dma_memory_unmap(pci_get_address_space(PCI_DEVICE(s)), m->host,
+                         m->len, write ? DMA_DIRECTION_FROM_DEVICE :
+                                         DMA_DIRECTION_TO_DEVICE,
+                         write ? m->len : 0);
+    } else if (write) {
+        memory_region_set_dirty(&s->devmem, m->dev_off, m->len);
+    }
+}
+
+/*
+ * BQL held.  DMA to or from system memory as spyre_map_sys() maps it
+ * (one translation per piece).
  */
 MemTxResult spyre_dma_rw(SpyreState *s, dma_addr_t addr, void *buf,
                          dma_addr_t len, DMADirection dir)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
-    AddressSpace *as = pci_get_address_space(pdev);
-    bool is_write = dir == DMA_DIRECTION_FROM_DEVICE;
-    dma_addr_t a = addr, left = len;
-    MemTxResult r;
+    bool write = dir == DMA_DIRECTION_FROM_DEVICE;
+    uint8_t *p = buf;
 
     assert(bql_locked());
-    if (len == 0) {
-        return MEMTX_OK;
-    }
     if (addr + len < addr) {
         return MEMTX_DECODE_ERROR;
     }
+    while (len) {
+        uint64_t n = len;
+        SpyreMap m;
 
-    WITH_RCU_READ_LOCK_GUARD() {
-        while (left) {
-            hwaddr xlat, plen = left;
-            MemoryRegion *mr;
-
-            mr = address_space_translate(as, a, &xlat, &plen, is_write,
-                                         spyre_dma_attrs);
-            if (memory_region_owner(mr) == OBJECT(s)) {
-                trace_spyre_dma_self(a, len);
-                return MEMTX_ACCESS_ERROR;
-            }
-            if (!memory_region_is_ram(mr) || plen == 0) {
-                trace_spyre_dma_error(a, len, is_write, MEMTX_DECODE_ERROR);
-                return MEMTX_DECODE_ERROR;
-            }
-            a += plen;
-            left -= plen;
+        if (!spyre_map_sys(s, addr, &n, write, &m)) {
+            return MEMTX_DECODE_ERROR;
         }
+        if (write) {
+            memcpy(m.host, p, n);
+        } else {
+            memcpy(p, m.host, n);
+        }
+        spyre_map_release(s, &m, write);
+        addr += n;
+        p += n;
+        len -= n;
     }
-
-    r = pci_dma_rw(pdev, addr, buf, len, dir, spyre_dma_attrs);
-    if (r != MEMTX_OK) {
-        trace_spyre_dma_error(addr, len, is_write, r);
-    }
-    return r;
+    return MEMTX_OK;
 }
 
 /*
@@ -138,7 +189,7 @@ static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
     return 0;
 }
 
-/* BQL held.  Queue a fault record and signal it. */
+/* BQL and device lock held.  Queue a fault record and signal it. */
 void spyre_record_fault(SpyreState *s, unsigned int ctx,
                         unsigned int queue, uint64_t va, bool write,
                         unsigned int reason, bool direct)
@@ -163,7 +214,7 @@ void spyre_record_fault(SpyreState *s, unsigned int ctx,
 }
 
 /*
- * BQL held.  Translate @va in the context of @e's job, through the
+ * Memory phase.  Translate @va in the context of @e's job, through the
  * worker's TLB and leaf-table cache.  A fault is noted in @e (the job
  * records it when the command ends).  Returns a SPYRE_STATUS_*.
  */
@@ -214,7 +265,7 @@ uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
 }
 
 /*
- * BQL held.  The contents of the leaf table at DMA address @table from the
+ * Memory phase.  The contents of the leaf table at DMA address @table from the
  * worker's cache, read whole on a miss into the least recently used
  * entry; NULL if it cannot be read (the page walk reports that).
  */
@@ -246,7 +297,7 @@ static SpyreLeaf *spyre_leaf_get(SpyreWorker *w, uint64_t table)
 }
 
 /*
- * BQL held.  Translate @va as spyre_e_translate() does, and find how many
+ * Memory phase.  Translate @va as spyre_e_translate() does, and find how many
  * of the @len bytes from @va on map to one contiguous run of the same
  * target (device memory or DMA addresses) with the access allowed.  The
  * leaf table of @va is read whole, once, into the worker's leaf cache
@@ -313,7 +364,7 @@ uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
     return SPYRE_STATUS_OK;
 }
 
-/* BQL held.  Access a translated target; @len stays within one page. */
+/* Memory phase.  Access a translated target; @len stays within one page. */
 uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t,
                         uint64_t va, void *buf, uint32_t len,
                         bool write)
@@ -339,7 +390,7 @@ uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t,
     return SPYRE_STATUS_OK;
 }
 
-/* BQL held.  Read or write @len bytes at @va, any alignment. */
+/* Memory phase.  Read or write @len bytes at @va, any alignment. */
 uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
                     uint64_t len, bool write)
 {
@@ -365,31 +416,282 @@ uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
     return SPYRE_STATUS_OK;
 }
 
+/* ---- Memory phases ------------------------------------------------------ */
+
 /*
- * BQL held.  Wait for the device-memory copies that workers run with the
- * BQL released (spyre_part_rows()): each is a memcpy of at most about
- * SPYRE_ROWS_BATCH_BYTES (1 MiB) that needs nothing else, and none can start
- * meanwhile, as each one is set up under the BQL.  Sleeps rather than
- * spins, so that on a small host the copier gets the CPU.
+ * Device lock held.  Enter a memory phase for @e: take the BQL (giving
+ * the device lock up meanwhile, as the lock order requires) once the VM
+ * runs.  Returns SPYRE_STATUS_OK with both locks held, or
+ * SPYRE_EXEC_DROPPED (the job's queue was reset, or the card is going
+ * away) with the device lock only.  The doorbell executor already holds
+ * both.
  */
-void spyre_drain_copies(SpyreState *s)
+uint32_t spyre_e_mem_begin(SpyreExec *e)
 {
-    assert(bql_locked());
-    while (qatomic_load_acquire(&s->ncopying)) {
-        qemu_event_reset(&s->copy_done);
-        /* Reset before the re-check, or a set in between would be lost. */
-        smp_mb();
-        if (!qatomic_load_acquire(&s->ncopying)) {
-            break;
+    SpyreState *s = e->s;
+
+    if (e->w->doorbell) {
+        assert(bql_locked());
+        return spyre_e_alive(e) ? SPYRE_STATUS_OK : SPYRE_EXEC_DROPPED;
+    }
+    for (;;) {
+        spyre_e_wait_running(e);
+        if (!spyre_e_alive(e)) {
+            return SPYRE_EXEC_DROPPED;
         }
-        qemu_event_wait(&s->copy_done);
+        spyre_unlock(s);
+        /* Translation, DMA and MSI-X need the BQL (see spyre.h). */
+        bql_lock();
+        spyre_lock(s);
+        e->w->lock_ns = spyre_now();
+        if (!spyre_e_alive(e)) {
+            bql_unlock();
+            return SPYRE_EXEC_DROPPED;
+        }
+        if (s->vm_running) {
+            return SPYRE_STATUS_OK;
+        }
+        bql_unlock();
     }
 }
 
-/* BQL held.  Translations changed: invalidate cached ones, drain copies. */
+/* Leave a memory phase: the device lock stays held. */
+void spyre_e_mem_end(SpyreExec *e)
+{
+    if (!e->w->doorbell) {
+        bql_unlock();
+    }
+}
+
+/*
+ * Device lock held.  spyre_e_rw() in a memory phase of its own.  Returns
+ * a SPYRE_STATUS_* or SPYRE_EXEC_DROPPED; the device lock is held on
+ * return.
+ */
+uint32_t spyre_e_rw_phase(SpyreExec *e, uint64_t va, void *buf, uint64_t len,
+                          bool write)
+{
+    uint32_t st = spyre_e_mem_begin(e);
+
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    st = spyre_e_rw(e, va, buf, len, write);
+    spyre_e_mem_end(e);
+    return st;
+}
+
+/* ---- Tiles -------------------------------------------------------------- */
+
+/* No lock needed.  Unmap every piece of @sp. */
+void spyre_span_release(SpyreState *s, SpyreSpan *sp)
+{
+    uint32_t i;
+
+    for (i = 0; i < sp->nmaps; i++) {
+        spyre_map_release(s, &sp->map[i], sp->write);
+    }
+    sp->nmaps = 0;
+}
+
+/*
+ * Memory phase.  Map [@va, @va + @len) of @e's context into @sp as
+ * pieces of host memory: runs of pages from the leaf-table cache, device
+ * memory as pointers into the BAR, system memory mapped with
+ * spyre_map_sys().  At most SPYRE_TILE_BYTES.  Returns a SPYRE_STATUS_*
+ * (a fault is noted in @e as by spyre_e_translate()); nothing stays
+ * mapped on failure.
+ */
+uint32_t spyre_e_map_span(SpyreExec *e, SpyreSpan *sp, uint64_t va,
+                          uint64_t len, bool write)
+{
+    SpyreState *s = e->s;
+    uint32_t st;
+
+    assert(bql_locked());
+    assert(len <= SPYRE_TILE_BYTES);
+    sp->nmaps = 0;
+    sp->len = len;
+    sp->write = write;
+    if (len && spyre_span_wraps(va, len)) {
+        return SPYRE_STATUS_INVALID_OPERAND;
+    }
+    while (len) {
+        SpyreTarget t;
+        uint64_t run;
+
+        st = spyre_e_translate_run(e, va, len, write, &t, &run);
+        if (st != SPYRE_STATUS_OK) {
+            spyre_span_release(s, sp);
+            return st;
+        }
+        while (run) {
+            SpyreMap *m = &sp->map[sp->nmaps];
+            uint64_t n = run;
+
+            if (sp->nmaps == SPYRE_TILE_MAPS) {
+                /* Pieces smaller than pages: not memory a tile can use. */
+                e->err_va = va;
+                spyre_span_release(s, sp);
+                return SPYRE_STATUS_DMA_ERROR;
+            }
+            if (t.devmem) {
+                m->host = s->devmem_ptr + t.addr;
+                m->len = n;
+                m->dev_off = t.addr;
+                m->sys = false;
+            } else if (!spyre_map_sys(s, t.addr, &n, write, m)) {
+                e->err_va = va;
+                spyre_span_release(s, sp);
+                return SPYRE_STATUS_DMA_ERROR;
+            }
+            sp->nmaps++;
+            va += n;
+            len -= n;
+            run -= n;
+            t.addr += n;
+        }
+    }
+    s->tel[SPYRE_TEL_BYTES] += sp->len;
+    e->q->job.writes += write;
+    return SPYRE_STATUS_OK;
+}
+
+/*
+ * Device lock held, not in a memory phase.  Map the @n operands @o of a
+ * tile into e->span[0..n) in one memory phase and count the tile in
+ * flight.  Returns SPYRE_STATUS_OK with *no lock held*: the caller
+ * computes the tile, then calls spyre_e_end_tile().  Else returns a
+ * SPYRE_STATUS_* or SPYRE_EXEC_DROPPED with the device lock held and
+ * nothing mapped.
+ */
+uint32_t spyre_e_map_tile(SpyreExec *e, const SpyreOpnd *o, unsigned int n)
+{
+    SpyreState *s = e->s;
+    unsigned int i;
+    uint32_t st;
+
+    assert(!e->w->doorbell && n <= SPYRE_TILE_OPNDS);
+    st = spyre_e_mem_begin(e);
+    if (st != SPYRE_STATUS_OK) {
+        return st;
+    }
+    for (i = 0; i < n; i++) {
+        st = spyre_e_map_span(e, &e->span[i], o[i].va, o[i].len, o[i].write);
+        if (st != SPYRE_STATUS_OK) {
+            while (i--) {
+                spyre_span_release(s, &e->span[i]);
+            }
+            spyre_e_mem_end(e);
+            return st;
+        }
+    }
+    s->ntiles++;
+    spyre_e_mem_end(e);
+    spyre_unlock(s);
+    return SPYRE_STATUS_OK;
+}
+
+/* No lock held.  The tile is computed: unmap it, take the device lock. */
+void spyre_e_end_tile(SpyreExec *e, unsigned int n)
+{
+    SpyreState *s = e->s;
+    unsigned int i;
+
+    for (i = 0; i < n; i++) {
+        spyre_span_release(s, &e->span[i]);
+    }
+    spyre_lock(s);
+    e->w->lock_ns = spyre_now();
+    spyre_tile_put(s);
+}
+
+static uint8_t *spyre_tbuf(SpyreExec *e, unsigned int i)
+{
+    if (!e->tbuf[i]) {
+        e->tbuf[i] = g_malloc(SPYRE_TILE_BYTES);
+    }
+    return e->tbuf[i];
+}
+
+/*
+ * Tile compute.  The bytes of operand @i: in place when it is one piece
+ * of host memory, else gathered into a tile buffer.
+ */
+const void *spyre_tile_src(SpyreExec *e, unsigned int i)
+{
+    SpyreSpan *sp = &e->span[i];
+    uint8_t *p, *b;
+    uint32_t k;
+
+    if (sp->nmaps == 1) {
+        return sp->map[0].host;
+    }
+    b = p = spyre_tbuf(e, i);
+    for (k = 0; k < sp->nmaps; k++) {
+        memcpy(p, sp->map[k].host, sp->map[k].len);
+        p += sp->map[k].len;
+    }
+    return b;
+}
+
+/*
+ * Tile compute.  Where to write operand @i: in place when it is one
+ * piece of host memory, else a tile buffer that spyre_tile_dst_done()
+ * scatters.
+ */
+void *spyre_tile_dst(SpyreExec *e, unsigned int i)
+{
+    SpyreSpan *sp = &e->span[i];
+
+    return sp->nmaps == 1 ? sp->map[0].host : spyre_tbuf(e, i);
+}
+
+void spyre_tile_dst_done(SpyreExec *e, unsigned int i, void *dst)
+{
+    SpyreSpan *sp = &e->span[i];
+    const uint8_t *p = dst;
+    uint32_t k;
+
+    if (sp->nmaps == 1) {
+        return;
+    }
+    for (k = 0; k < sp->nmaps; k++) {
+        memcpy(sp->map[k].host, p, sp->map[k].len);
+        p += sp->map[k].len;
+    }
+}
+
+/* Device lock held.  A tile counted in ntiles is released. */
+void spyre_tile_put(SpyreState *s)
+{
+    assert(s->ntiles);
+    if (!--s->ntiles) {
+        qemu_cond_broadcast(&s->tiles_cond);
+    }
+}
+
+/*
+ * BQL and device lock held.  Wait until no tile is in flight: none can
+ * start meanwhile, since mapping one takes the BQL, and each ends after
+ * its own bounded work (see spyre.h).  The device lock is given up while
+ * waiting.
+ */
+void spyre_drain_tiles(SpyreState *s)
+{
+    assert(bql_locked());
+    while (s->ntiles) {
+        qemu_cond_wait(&s->tiles_cond, &s->lock);
+    }
+}
+
+/*
+ * BQL and device lock held.  Translations changed: invalidate cached
+ * ones, drain the tiles mapped through them.
+ */
 void spyre_mmu_changed(SpyreState *s)
 {
     assert(bql_locked());
     s->mmu_epoch++;
-    spyre_drain_copies(s);
+    spyre_drain_tiles(s);
 }

@@ -8,9 +8,11 @@
  * the FATAL stop of the card) and the queue pages (configuration,
  * CONTROL, DOORBELL, RESET).
  *
- * Locks: every function here runs with the BQL held (MMIO dispatch takes
- * it; so does QOM for the dbg-inject property).  A DOORBELL write runs
- * the doorbell executor (spyre_db_run) in the writing vCPU.
+ * Locks: every function here runs with the BQL (MMIO dispatch takes it;
+ * so does QOM for the dbg-inject property) and the device lock held.  A
+ * DOORBELL write runs the doorbell executor (spyre_db_run) in the
+ * writing vCPU; the messages of the jobs it ends are sent when the
+ * access is done (spyre_irq_flush).
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -56,7 +58,7 @@ static void spyre_queue_reset(SpyreState *s, SpyreQueue *q)
 {
     assert(bql_locked());
     trace_spyre_queue_reset(q->id, q->job_state);
-    spyre_drain_copies(s);
+    spyre_drain_tiles(s);
     /* Disarmed first: the ABORTED record is written as it is. */
     q->inject = 0;
     q->inject_count = 0;
@@ -220,10 +222,10 @@ static void spyre_mmu_inval(SpyreState *s, uint64_t val)
 {
     assert(bql_locked());
     /*
-     * Workers translate and access memory with the BQL held, one page at
-     * a time, and check their TLB against mmu_epoch before each use: once
-     * this write returns, no access uses a translation read before it.
-     * Acknowledge at once.
+     * Workers translate in memory phases (the BQL held) and check their
+     * TLB against mmu_epoch at each; spyre_mmu_changed() drains the tiles
+     * mapped before: once this write returns, no access uses a
+     * translation read before it.  Acknowledge at once.
      */
     spyre_mmu_changed(s);
     s->inval_req++;
@@ -358,7 +360,7 @@ static void spyre_fatal(SpyreState *s)
         return;
     }
     s->fatal = true;
-    spyre_drain_copies(s);
+    spyre_drain_tiles(s);
     for (i = 0; i < s->nqueues; i++) {
         SpyreQueue *q = &s->queues[i];
 
@@ -505,6 +507,7 @@ static uint64_t spyre_mmio_read(void *opaque, hwaddr addr, unsigned size)
     uint64_t val;
 
     assert(bql_locked());
+    spyre_lock(s);
     if (spyre_reg_is_64(s, reg)) {
         if (size == 8) {
             val = spyre_reg_read(s, reg);
@@ -527,6 +530,7 @@ static uint64_t spyre_mmio_read(void *opaque, hwaddr addr, unsigned size)
         val = (uint32_t)spyre_reg_read(s, addr);
     }
     trace_spyre_mmio_read(addr, size, val);
+    spyre_unlock(s);
     return val;
 }
 
@@ -537,12 +541,15 @@ static void spyre_mmio_write(void *opaque, hwaddr addr, uint64_t val,
 
     assert(bql_locked());
     trace_spyre_mmio_write(addr, size, val);
+    spyre_lock(s);
     if (size == 8 && !spyre_reg_is_64(s, addr)) {
         spyre_reg_write(s, addr, (uint32_t)val, 4);
         spyre_reg_write(s, addr + 4, val >> 32, 4);
     } else {
         spyre_reg_write(s, addr, val, size);
     }
+    spyre_irq_flush(s);
+    spyre_unlock(s);
 }
 
 const MemoryRegionOps spyre_mmio_ops = {

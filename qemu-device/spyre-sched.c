@@ -4,13 +4,17 @@
  * Owns the interrupts (MSI-X moderation, the bottom half, the timer of
  * DBG_DUP_IRQ's second messages), queue
  * readiness, priorities and aging, picking work for a free worker, the
- * worker threads, what a running job does at a tile or chunk boundary
- * (share the BQL, wait while the VM is stopped, preemption by nesting:
- * spyre_e_boundary), the doorbell executor, and the VM run state.
+ * worker threads and their end, what a running job does at a tile or
+ * chunk boundary (share the device lock, wait while the VM is stopped,
+ * preemption by nesting: spyre_e_boundary), the doorbell executor, and
+ * the VM run state.
  *
- * Locks: everything here runs with the BQL held, except the start of
- * spyre_worker_thread(), which takes it; spyre_e_yield() gives it up for
- * a moment, and qemu_cond_*_bql() waits release it while they sleep.
+ * Locks: the scheduler runs under the device lock (workers wait on their
+ * conditions with it); msix_notify() needs the BQL *without* the device
+ * lock (a message the guest aims at this card's own registers comes
+ * back into its MMIO handler), so interrupts are raised by
+ * spyre_irq_flush(), the bottom half and the DUP_IRQ timer, which let
+ * the device lock go first.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -43,28 +47,64 @@ QEMU_BUILD_BUG_ON(SPYRE_MAX_VECTORS > 64);     /* SpyreState.dup_pending */
 
 /* ---- Interrupts --------------------------------------------------------- */
 
-void spyre_irq_bh(void *opaque)
+/* Vectors in @bits, with the BQL and without the device lock. */
+static void spyre_irq_send(SpyreState *s, uint64_t bits, bool dup)
 {
-    SpyreState *s = opaque;
     PCIDevice *pdev = PCI_DEVICE(s);
     unsigned int v;
 
     assert(bql_locked());
-    for (v = 0; v < s->nvectors; v++) {
-        if (test_and_clear_bit(v, s->irq_pending)) {
-            trace_spyre_irq(v);
+    for (v = 0; bits; v++, bits >>= 1) {
+        if (bits & 1) {
+            if (dup) {
+                trace_spyre_irq_dup(v);
+            } else {
+                trace_spyre_irq(v);
+            }
             msix_notify(pdev, v);
         }
     }
 }
 
+/* The irq bottom half (main loop, BQL held): the moderated messages. */
+void spyre_irq_bh(void *opaque)
+{
+    SpyreState *s = opaque;
+    uint64_t bits;
+
+    spyre_lock(s);
+    bits = s->irq_pending;
+    s->irq_pending = 0;
+    spyre_unlock(s);
+    spyre_irq_send(s, bits, false);
+}
+
 /*
- * BQL held.  Raise MSI-X vector @v: at once from a worker thread (@direct,
- * as hw/misc/edu does), else (MMIO handlers) from the bottom half.  A
- * vector raised directly less than SPYRE_IRQ_MODERATE_NS ago goes through
- * the bottom half too, where completions that follow in a burst merge
- * into one message (the driver reads the completion record, which covers
- * every job up to its seqno).
+ * BQL and device lock held.  Send the messages spyre_notify() left for
+ * the caller (@direct ones), letting the device lock go meanwhile.
+ */
+void spyre_irq_flush(SpyreState *s)
+{
+    uint64_t bits = s->irq_now;
+
+    assert(bql_locked());
+    if (!bits) {
+        return;
+    }
+    s->irq_now = 0;
+    spyre_unlock(s);
+    spyre_irq_send(s, bits, false);
+    spyre_lock(s);
+}
+
+/*
+ * BQL and device lock held.  Raise MSI-X vector @v: at once, by the
+ * caller's spyre_irq_flush() (@direct: a worker ending a job, as
+ * hw/misc/edu does), else from the bottom half.  A vector raised
+ * directly less than SPYRE_IRQ_MODERATE_NS ago goes through the bottom
+ * half too, where completions that follow in a burst merge into one
+ * message (the driver reads the completion record, which covers every
+ * job up to its seqno).
  */
 void spyre_notify(SpyreState *s, unsigned int v, bool direct)
 {
@@ -74,28 +114,26 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
     if (v >= s->nvectors) {
         return;
     }
-    if (direct && !test_bit(v, s->irq_pending)) {
+    if (direct && !(s->irq_pending & BIT_ULL(v))) {
         now = spyre_now();
         if (now - s->irq_direct_ns[v] >= SPYRE_IRQ_MODERATE_NS) {
             s->irq_direct_ns[v] = now;
-            trace_spyre_irq(v);
-            msix_notify(PCI_DEVICE(s), v);
+            s->irq_now |= BIT_ULL(v);
             return;
         }
     }
-    set_bit(v, s->irq_pending);
+    s->irq_pending |= BIT_ULL(v);
     qemu_bh_schedule(s->irq_bh);
 }
 
 /*
- * BQL held.  DBG_DUP_IRQ: raise completion vector @v once more,
+ * Device lock held.  DBG_DUP_IRQ: raise completion vector @v once more,
  * SPYRE_DUP_IRQ_NS of virtual time from now (so not while the VM is
  * stopped), as a message of its own that no moderation merges with the
  * one spyre_notify() just sent or queued.
  */
 void spyre_notify_again(SpyreState *s, unsigned int v)
 {
-    assert(bql_locked());
     if (v >= s->nvectors) {
         return;
     }
@@ -109,20 +147,19 @@ void spyre_notify_again(SpyreState *s, unsigned int v)
 void spyre_dup_irq_timer(void *opaque)
 {
     SpyreState *s = opaque;
-    PCIDevice *pdev = PCI_DEVICE(s);
-    unsigned int v;
+    uint64_t bits;
 
-    assert(bql_locked());
-    for (v = 0; v < s->nvectors; v++) {
-        if (s->dup_pending & (1ULL << v)) {
-            s->dup_pending &= ~(1ULL << v);
-            trace_spyre_irq_dup(v);
-            msix_notify(pdev, v);
-        }
-    }
+    spyre_lock(s);
+    bits = s->dup_pending;
+    s->dup_pending = 0;
+    spyre_unlock(s);
+    spyre_irq_send(s, bits, true);
 }
 
-/* BQL held.  Latch @bits in IRQ_STATUS and raise the error vector. */
+/*
+ * BQL and device lock held.  Latch @bits in IRQ_STATUS, raise the error
+ * vector.
+ */
 void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
 {
     assert(bql_locked());
@@ -134,10 +171,12 @@ void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
 
 /* ---- Queues: readiness, priorities and aging ---------------------------- */
 
-/* Wake everyone: for rare events (enable, reset, VM state, unplug). */
+/*
+ * Device lock held (as for everything below unless it says otherwise).
+ * Wake everyone: for rare events (enable, reset, VM state, unplug).
+ */
 void spyre_kick(SpyreState *s)
 {
-    assert(bql_locked());
     s->sched_seq++;
     qemu_cond_broadcast(&s->work_cond);
     qemu_cond_broadcast(&s->gang_cond);
@@ -147,7 +186,6 @@ void spyre_kick(SpyreState *s)
 /* Wake up to @n idle workers. */
 void spyre_wake(SpyreState *s, uint32_t n)
 {
-    assert(bql_locked());
     if (!s->idle_workers || !n) {
         return;
     }
@@ -162,7 +200,6 @@ void spyre_wake(SpyreState *s, uint32_t n)
 
 void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
 {
-    assert(bql_locked());
     if (q->job_state == SPYRE_JOB_SEM_WAIT) {
         s->nparked--;
     }
@@ -228,7 +265,6 @@ static SpyreQueue *spyre_pick_queue(SpyreState *s, int floor, bool aged,
     int best_eff = -1;
     uint32_t i, qi = s->rr_next;
 
-    assert(bql_locked());
     if (!(s->control & SPYRE_CONTROL_ENABLE)) {
         return NULL;
     }
@@ -263,7 +299,6 @@ static SpyreGang *spyre_pick_gang(SpyreState *s, int floor)
 {
     SpyreGang *g, *best = NULL;
 
-    assert(bql_locked());
     QLIST_FOREACH(g, &s->gangs, link) {
         if (spyre_gang_open(g) && (int)g->prio > floor &&
             (!best || g->prio > best->prio)) {
@@ -296,29 +331,28 @@ void spyre_e_wait_running(SpyreExec *e)
     SpyreState *s = e->s;
     int64_t t0;
 
-    assert(bql_locked());
     if (s->vm_running || !spyre_e_alive(e)) {
         return;
     }
     t0 = spyre_now();
     while (spyre_e_alive(e) && !s->vm_running) {
-        qemu_cond_wait_bql(&s->run_cond);
+        qemu_cond_wait(&s->run_cond, &s->lock);
     }
-    e->w->bql_ns = spyre_now();
-    spyre_e_extend(e, e->w->bql_ns - t0);
+    e->w->lock_ns = spyre_now();
+    spyre_e_extend(e, e->w->lock_ns - t0);
 }
 
 /*
- * Give the BQL up for a moment and come back.  Returns false if the job
- * must be dropped (its queue was reset, or the device is going away).
+ * Give the device lock up for a moment and come back.  Returns false if
+ * the job must be dropped (its queue was reset, or the device is going
+ * away).
  */
 static bool spyre_e_yield(SpyreExec *e)
 {
-    assert(bql_locked());
-    bql_unlock();
+    spyre_unlock(e->s);
     g_thread_yield();       /* a plain unlock+lock can starve vCPUs */
-    bql_lock();
-    e->w->bql_ns = spyre_now();
+    spyre_lock(e->s);
+    e->w->lock_ns = spyre_now();
     spyre_e_wait_running(e);
     return spyre_e_alive(e);
 }
@@ -340,7 +374,6 @@ static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
     SpyreGang *g;
     int eff = -1;
 
-    assert(bql_locked());
     if (s->stopping || !s->vm_running || s->fatal) {
         return false;
     }
@@ -384,7 +417,6 @@ void spyre_e_preempt(SpyreExec *e)
     SpyreState *s = e->s;
     int64_t now, t0;
 
-    assert(bql_locked());
     /* An idle worker takes the work, unless it is the last (see above). */
     if (e->level + 1 >= SPYRE_MAX_NEST ||
         s->idle_workers > (s->nworkers > 1)) {
@@ -404,14 +436,15 @@ void spyre_e_preempt(SpyreExec *e)
 }
 
 /*
- * A tile or chunk boundary: share the BQL, honour pauses and preemption.
- * @in_cmd: enforce the command's time budget.  Returns SPYRE_STATUS_OK,
- * SPYRE_STATUS_LIMIT or SPYRE_EXEC_DROPPED.
+ * A tile or chunk boundary: share the device lock, honour pauses and
+ * preemption.  @in_cmd: enforce the command's time budget.  Returns
+ * SPYRE_STATUS_OK, SPYRE_STATUS_LIMIT or SPYRE_EXEC_DROPPED.
  */
 uint32_t spyre_e_boundary(SpyreExec *e, bool in_cmd)
 {
-    assert(bql_locked());
-    if (spyre_now() - e->w->bql_ns >= SPYRE_BQL_SLICE_NS &&
+    spyre_e_wait_running(e);
+    if (!e->w->doorbell &&
+        spyre_now() - e->w->lock_ns >= SPYRE_LOCK_SLICE_NS &&
         !spyre_e_yield(e)) {
         return SPYRE_EXEC_DROPPED;
     }
@@ -428,19 +461,31 @@ uint32_t spyre_e_boundary(SpyreExec *e, bool in_cmd)
 /* ---- Workers, the doorbell executor, VM run state ----------------------- */
 
 /*
- * A worker thread, entered without the BQL.  It holds a reference to the
- * device, which it drops last, with the BQL held, once s->stopping is set
- * (see the lifetime rule in spyre_realize()).
+ * Main loop, BQL held: a worker thread has ended (or is about to return
+ * from spyre_worker_thread()): join it and drop its reference, so that
+ * the device is finalized here if it was the last.
+ */
+static void spyre_worker_reap(void *opaque)
+{
+    SpyreWorker *w = opaque;
+
+    qemu_thread_join(&w->thread);
+    object_unref(OBJECT(w->s));
+}
+
+/*
+ * A worker thread, entered with no lock held.  It holds a reference to
+ * the device, which spyre_worker_reap() drops once the thread has ended
+ * (see the lifetime rule in spyre.h).
  */
 void *spyre_worker_thread(void *opaque)
 {
     SpyreWorker *w = opaque;
     SpyreState *s = w->s;
 
-    assert(!bql_locked());
     rcu_register_thread();
-    bql_lock();
-    w->bql_ns = spyre_now();
+    spyre_lock(s);
+    w->lock_ns = spyre_now();
     while (!s->stopping) {
         bool sem_waiters = false, poller;
         /*
@@ -451,12 +496,12 @@ void *spyre_worker_thread(void *opaque)
                     SPYRE_Q_PRIO_NORMAL : -1;
 
         if (spyre_run_work(w, 0, floor, false, &sem_waiters)) {
-            /* Back-to-back short jobs: share the BQL all the same. */
-            if (spyre_now() - w->bql_ns >= SPYRE_BQL_SLICE_NS) {
-                bql_unlock();
+            /* Back-to-back short jobs: share the device lock all the same. */
+            if (spyre_now() - w->lock_ns >= SPYRE_LOCK_SLICE_NS) {
+                spyre_unlock(s);
                 g_thread_yield();
-                bql_lock();
-                w->bql_ns = spyre_now();
+                spyre_lock(s);
+                w->lock_ns = spyre_now();
             }
             continue;
         }
@@ -465,18 +510,18 @@ void *spyre_worker_thread(void *opaque)
         s->idle_workers++;
         if (poller) {
             s->sem_poller = true;
-            qemu_cond_timedwait_bql(&s->work_cond, SPYRE_SEM_POLL_MS);
+            qemu_cond_timedwait(&s->work_cond, &s->lock, SPYRE_SEM_POLL_MS);
             s->sem_poller = false;
         } else {
-            qemu_cond_wait_bql(&s->work_cond);
+            qemu_cond_wait(&s->work_cond, &s->lock);
         }
         s->idle_workers--;
-        w->bql_ns = spyre_now();
+        w->lock_ns = spyre_now();
     }
-    /* The device is gone (spyre_exit); the last worker may finalize it. */
-    object_unref(OBJECT(s));
-    bql_unlock();
+    spyre_unlock(s);
     rcu_unregister_thread();
+    /* Last: the bottom half may finalize the device, @w with it. */
+    aio_bh_schedule_oneshot(qemu_get_aio_context(), spyre_worker_reap, w);
     return NULL;
 }
 
@@ -487,8 +532,9 @@ void *spyre_worker_thread(void *opaque)
  * that reaches any other command, or the end of the budget, goes on on a
  * worker from that command (SPYRE_JOB_READY).  A submit -> completion
  * round trip of such jobs then costs no host thread wake-up.  The
- * executor runs with the BQL held throughout (it never reaches a point
- * where a worker would drop it) and takes no worker from other queues.
+ * executor runs with the BQL and the device lock held throughout (its
+ * memory phases are the MMIO handler's) and takes no worker from other
+ * queues.
  */
 void spyre_db_run(SpyreState *s, SpyreQueue *q)
 {
@@ -501,7 +547,7 @@ void spyre_db_run(SpyreState *s, SpyreQueue *q)
            (s->control & SPYRE_CONTROL_ENABLE) &&
            q->job_state == SPYRE_JOB_NONE &&
            spyre_queue_ready(s, q, 0, &dummy) && w->db_budget) {
-        w->bql_ns = spyre_now();
+        w->lock_ns = spyre_now();
         spyre_run_queue(&w->exec[0], q, -1);
     }
     if (q->job_state != SPYRE_JOB_NONE ||
@@ -510,15 +556,27 @@ void spyre_db_run(SpyreState *s, SpyreQueue *q)
     }
 }
 
+/*
+ * BQL held.  On a stop, the tiles in flight end first (no guest memory
+ * is written after it) and the moderated interrupts are sent now rather
+ * than left to the bottom half (so none is lost to migration); workers
+ * wait at their next memory phase or boundary.
+ */
 void spyre_vm_state_change(void *opaque, bool running, RunState state)
 {
     SpyreState *s = opaque;
+    uint64_t bits = 0;
 
     assert(bql_locked());
+    spyre_lock(s);
     s->vm_running = running;
     if (running) {
         spyre_kick(s);
     } else {
-        spyre_drain_copies(s);  /* no guest memory write after the stop */
+        spyre_drain_tiles(s);
+        bits = s->irq_pending;
+        s->irq_pending = 0;
     }
+    spyre_unlock(s);
+    spyre_irq_send(s, bits, false);
 }

@@ -2,14 +2,14 @@
  * Spyre AI-accelerator PCIe card model
  *
  * The device: QOM type and properties, realize (BARs, MSI-X, the worker
- * threads), exit and finalize, device reset, migration (VMState, with
- * pre_save refusing while a job is in progress and post_load validating
- * everything).  The execution model and the map of the other files are
- * in spyre.h.
+ * threads), exit and finalize, device reset, migration (VMState: parked
+ * jobs migrate and resume, pre_save refuses a job mid-command, post_load
+ * validates everything).  The execution model and the map of the other
+ * files are in spyre.h.
  *
  * Locks: everything here runs with the BQL held (qdev and QOM callbacks,
- * migration).  spyre_instance_finalize() may run on the last worker
- * thread to leave, which also holds the BQL then.
+ * migration, the main loop for finalize) and takes the device lock for
+ * the card's state.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -46,7 +46,10 @@ QEMU_BUILD_BUG_ON(SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS) > SPYRE_REG_TEL_JOBS);
 
 /* ---- Reset -------------------------------------------------------------- */
 
-/* Device reset: drop all work, return every register to its reset value. */
+/*
+ * BQL and device lock held.  Device reset: drop all work, return every
+ * register to its reset value.
+ */
 void spyre_reset(SpyreState *s)
 {
     uint32_t i;
@@ -83,7 +86,8 @@ void spyre_reset(SpyreState *s)
     s->rr_next = 0;
     s->fatal = false;
     spyre_mmu_changed(s);
-    bitmap_zero(s->irq_pending, SPYRE_MAX_VECTORS);
+    s->irq_pending = 0;
+    s->irq_now = 0;
     s->dup_pending = 0;
     timer_del(s->dup_timer);
     spyre_kick(s);
@@ -177,13 +181,16 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     s->irq_bh = qemu_bh_new_guarded(spyre_irq_bh, s,
                                     &DEVICE(pdev)->mem_reentrancy_guard);
     s->dup_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, spyre_dup_irq_timer, s);
+    qemu_mutex_init(&s->lock);
+    qemu_cond_init(&s->tiles_cond);
     qemu_cond_init(&s->work_cond);
     qemu_cond_init(&s->gang_cond);
     qemu_cond_init(&s->run_cond);
-    qemu_event_init(&s->copy_done, true);
     QLIST_INIT(&s->gangs);
     QLIST_INIT(&s->copies);
+    spyre_lock(s);
     spyre_reset(s);
+    spyre_unlock(s);
 
     /*
      * GEMM parts run in parallel on the workers, each with a
@@ -199,18 +206,8 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
                               SPYRE_MAX_WORKERS));
     /*
      * The workers, and last the doorbell executor (no thread of its own).
-     *
-     * Lifetime of a worker thread: it is detached and holds a reference to
-     * the device, taken here and dropped by the thread itself, with the
-     * BQL held, as the last thing it does (spyre_worker_thread()).  So the
-     * SpyreState, its device memory and s->workers outlive every thread,
-     * and the last thread to leave may finalize the device.  A worker
-     * leaves once it sees s->stopping, which spyre_exit() sets under the
-     * BQL before it wakes everyone; a worker running without the BQL (a
-     * GEMM step, a device-memory copy) sees it when it takes the BQL
-     * back.  The threads are not joined: leaving their wait needs the
-     * BQL, which unrealize holds, so a join in spyre_exit() would
-     * deadlock.
+     * Each worker holds a reference to the device until it is joined
+     * (see the lifetime rule in spyre.h).
      */
     s->workers = g_new0(SpyreWorker, s->nworkers + 1);
     for (i = 0; i <= s->nworkers; i++) {
@@ -232,7 +229,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
         }
         object_ref(OBJECT(s));
         qemu_thread_create(&w->thread, name, spyre_worker_thread, w,
-                           QEMU_THREAD_DETACHED);
+                           QEMU_THREAD_JOINABLE);
     }
     return;
 
@@ -249,16 +246,17 @@ static void spyre_exit(PCIDevice *pdev)
     assert(bql_locked());
 
     /*
-     * Workers only touch the device with the BQL held (a GEMM operand
-     * copy in progress outside it ends on its own; the worker's reference
-     * keeps device memory alive), and check s->stopping each time they
-     * take it: from here on they do nothing but leave.  They need the BQL
-     * for that, which our caller holds, so they are not joined; each
-     * holds a reference to the device, and the last one to leave lets it
-     * be finalized.
+     * From here on no worker touches guest memory: each checks
+     * s->stopping whenever it takes a lock (and stops), and the tiles
+     * in flight end before this returns.  A worker may be waiting for
+     * the BQL, which our caller holds, so the workers are joined later,
+     * from the main loop (spyre_worker_reap).
      */
+    spyre_lock(s);
     s->stopping = true;
     spyre_kick(s);
+    spyre_drain_tiles(s);
+    spyre_unlock(s);
 
     qemu_del_vm_change_state_handler(s->vmse);
     qemu_bh_delete(s->irq_bh);
@@ -270,21 +268,28 @@ static void spyre_exit(PCIDevice *pdev)
     pcie_cap_exit(pdev);
 }
 
+/* Main loop, BQL held: the last reference is gone, every worker joined. */
 static void spyre_instance_finalize(Object *obj)
 {
     SpyreState *s = SPYRE(obj);
-    unsigned int i, l;
+    unsigned int i, l, k;
 
     if (s->workers) {
         qemu_cond_destroy(&s->work_cond);
         qemu_cond_destroy(&s->gang_cond);
         qemu_cond_destroy(&s->run_cond);
-        qemu_event_destroy(&s->copy_done);
+        qemu_cond_destroy(&s->tiles_cond);
+        qemu_mutex_destroy(&s->lock);
         for (i = 0; i <= s->nworkers; i++) {
             for (l = 0; l < SPYRE_MAX_NEST; l++) {
-                g_free(s->workers[i].exec[l].tile_buf);
-                g_free(s->workers[i].exec[l].pieces);
-                g_free(s->workers[i].exec[l].io.segs);
+                SpyreExec *e = &s->workers[i].exec[l];
+
+                g_free(e->tile_buf);
+                g_free(e->pieces);
+                g_free(e->io.segs);
+                for (k = 0; k < SPYRE_TILE_OPNDS; k++) {
+                    g_free(e->tbuf[k]);
+                }
             }
         }
     }
@@ -294,102 +299,192 @@ static void spyre_instance_finalize(Object *obj)
 
 static void spyre_qdev_reset(DeviceState *dev)
 {
-    spyre_reset(SPYRE(dev));
+    SpyreState *s = SPYRE(dev);
+
+    spyre_lock(s);
+    spyre_reset(s);
+    spyre_unlock(s);
 }
 
 /* ---- Migration ---------------------------------------------------------- */
 
+/*
+ * The VM is stopped: the tiles in flight have ended and the workers wait
+ * at their next memory phase or boundary.  A job parked in SEM_WAIT,
+ * READY or HUNG is migrated with its queue and resumes after load; one a
+ * worker holds in the middle of its command cannot be, so migration is
+ * refused then (the VM goes on).
+ */
 static int spyre_pre_save(void *opaque)
 {
     SpyreState *s = opaque;
+    int ret = 0;
     uint32_t i;
 
-    /* A job in progress lives in a worker; refuse rather than lose it. */
+    spyre_lock(s);
     for (i = 0; i < s->nqueues; i++) {
-        if (s->queues[i].job_state != SPYRE_JOB_NONE) {
-            error_report("spyre: cannot migrate while queue %u has a job "
-                         "in progress", i);
-            return -EBUSY;
+        if (s->queues[i].job_state == SPYRE_JOB_RUNNING) {
+            error_report("spyre: cannot migrate while queue %u is in the "
+                         "middle of a command", i);
+            ret = -EBUSY;
+            break;
         }
     }
+    spyre_unlock(s);
+    return ret;
+}
+
+/* The job of a queue before a load, if the stream brings none. */
+static int spyre_queue_pre_load(void *opaque)
+{
+    SpyreQueue *q = opaque;
+
+    q->job_state = SPYRE_JOB_NONE;
+    memset(&q->job, 0, sizeof(q->job));
     return 0;
+}
+
+/* Is @q's loaded state (registers and parked job) consistent? */
+static bool spyre_queue_loaded_valid(SpyreState *s, SpyreQueue *q)
+{
+    const SpyreJob *job = &q->job;
+
+    if (q->control & ~SPYRE_Q_CONTROL_MASK) {
+        return false;
+    }
+    /* Armed: a valid kind but FATAL (never armed), 1..256 times. */
+    if (q->inject ? !spyre_dbg_inject_valid(s, q->id, q->inject) ||
+                    q->inject == SPYRE_DBG_FATAL ||
+                    q->inject_count < 1 ||
+                    q->inject_count > SPYRE_DBG_INJECT_COUNT(~0U) :
+                    q->inject_count) {
+        return false;
+    }
+    switch (q->job_state) {
+    case SPYRE_JOB_NONE:
+        if (q->status == SPYRE_QS_DISABLED) {
+            return !(q->control & SPYRE_Q_CONTROL_ENABLE);
+        }
+        if (q->status != SPYRE_QS_IDLE && q->status != SPYRE_QS_ERROR) {
+            return false;       /* BUSY and SEM_WAIT come with a job */
+        }
+        break;
+    case SPYRE_JOB_SEM_WAIT:
+    case SPYRE_JOB_READY:
+        if (q->status != (q->job_state == SPYRE_JOB_SEM_WAIT ?
+                          SPYRE_QS_SEM_WAIT : SPYRE_QS_BUSY) ||
+            job->ctx >= s->ncontexts || job->cmd_va % 8 ||
+            job->cmd_va >= SPYRE_VA_LIMIT || job->cmd_size % 8 ||
+            job->cmd_size < sizeof(struct spyre_cmd_header) ||
+            job->cmd_size > SPYRE_MAX_CMD_STREAM ||
+            job->cmd_size > SPYRE_VA_LIMIT - job->cmd_va ||
+            job->cmd_offset % 8 || job->cmd_offset >= job->cmd_size ||
+            job->flags & ~SPYRE_JOB_F_ALL) {
+            return false;
+        }
+        break;
+    case SPYRE_JOB_HUNG:
+        /* Never run again (until a reset): only its seqno is reported. */
+        if (q->status != SPYRE_QS_BUSY) {
+            return false;
+        }
+        break;
+    default:
+        return false;           /* RUNNING is never saved */
+    }
+    if (!spyre_queue_config_valid(s, q, q->control) ||
+        q->head >= q->entries || q->tail >= q->entries) {
+        return false;
+    }
+    return true;
 }
 
 static int spyre_post_load(void *opaque, int version_id)
 {
     SpyreState *s = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int ret = 0;
     uint32_t i;
 
+    spyre_lock(s);
     if (s->fault_count > SPYRE_FAULT_FIFO_DEPTH ||
         s->fault_head >= SPYRE_FAULT_FIFO_DEPTH ||
         s->irq_status & ~SPYRE_IRQ_ALL || s->irq_mask & ~SPYRE_IRQ_ALL ||
         s->control & ~SPYRE_CONTROL_ENABLE ||
         s->dup_pending & ~MAKE_64BIT_MASK(0, s->nvectors)) {
-        return -EINVAL;
+        ret = -EINVAL;
     }
     for (i = s->ncontexts; i < SPYRE_MAX_CONTEXTS; i++) {
         if (s->ctx_root[i]) {
-            return -EINVAL;
+            ret = -EINVAL;
         }
     }
-    for (i = 0; i < s->nqueues; i++) {
+    s->nparked = 0;
+    s->njobs = 0;
+    for (i = 0; i < s->nqueues && !ret; i++) {
         SpyreQueue *q = &s->queues[i];
+        uint32_t st = q->job_state;
 
-        if (q->control & ~SPYRE_Q_CONTROL_MASK) {
-            return -EINVAL;
-        }
-        /* Armed: a valid kind but FATAL (never armed), 1..256 times. */
-        if (q->inject ? !spyre_dbg_inject_valid(s, i, q->inject) ||
-                        q->inject == SPYRE_DBG_FATAL ||
-                        q->inject_count < 1 ||
-                        q->inject_count > SPYRE_DBG_INJECT_COUNT(~0U) :
-                        q->inject_count) {
-            return -EINVAL;
-        }
-        switch (q->status) {
-        case SPYRE_QS_DISABLED:
-            if (q->control & SPYRE_Q_CONTROL_ENABLE) {
-                return -EINVAL;
-            }
-            break;
-        case SPYRE_QS_IDLE:
-        case SPYRE_QS_ERROR:
-            if (!spyre_queue_config_valid(s, q, q->control)) {
-                return -EINVAL;
-            }
-            break;
-        default:
-            /* BUSY and SEM_WAIT are never saved (spyre_pre_save). */
-            return -EINVAL;
-        }
-        if (q->status != SPYRE_QS_DISABLED &&
-            (q->head >= q->entries || q->tail >= q->entries)) {
-            return -EINVAL;
-        }
         q->id = i;
+        if (!spyre_queue_loaded_valid(s, q)) {
+            ret = -EINVAL;
+            break;
+        }
         q->gen++;
         q->job_state = SPYRE_JOB_NONE;
-        q->ready_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        spyre_set_job_state(s, q, st);
+        q->job.writes = 0;
+        q->job.end_ns = 0;
+        q->ready_ns = now;
+        q->sem_poll_ns = 0;     /* a parked SEM_WAIT looks again at once */
         q->vector = SPYRE_Q_CONTROL_VECTOR_GET(q->control);
         if (q->vector >= s->nvectors) {
             q->vector = SPYRE_ERROR_VECTOR;     /* i.e. none */
         }
     }
-    s->read_latch_addr = UINT64_MAX;
-    s->nparked = 0;
-    s->njobs = 0;
-    spyre_mmu_changed(s);
-    if (s->dup_pending) {
-        timer_mod(s->dup_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    if (!ret) {
+        s->read_latch_addr = UINT64_MAX;
+        spyre_mmu_changed(s);
+        if (s->dup_pending) {
+            timer_mod(s->dup_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+        }
+        spyre_kick(s);
     }
-    spyre_kick(s);
-    return 0;
+    spyre_unlock(s);
+    return ret;
 }
+
+static bool spyre_queue_job_needed(void *opaque)
+{
+    SpyreQueue *q = opaque;
+
+    return q->job_state != SPYRE_JOB_NONE;
+}
+
+/* A parked job (SEM_WAIT, READY or HUNG): where it resumes. */
+static const VMStateDescription vmstate_spyre_queue_job = {
+    .name = "spyre-queue/job",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = spyre_queue_job_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(job_state, SpyreQueue),
+        VMSTATE_UINT64(job.seqno, SpyreQueue),
+        VMSTATE_UINT64(job.cmd_va, SpyreQueue),
+        VMSTATE_UINT32(job.cmd_size, SpyreQueue),
+        VMSTATE_UINT16(job.ctx, SpyreQueue),
+        VMSTATE_UINT16(job.flags, SpyreQueue),
+        VMSTATE_UINT32(job.cmd_offset, SpyreQueue),
+        VMSTATE_UINT64(job.start_ns, SpyreQueue),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 static const VMStateDescription vmstate_spyre_queue = {
     .name = "spyre-queue",
     .version_id = 3,
     .minimum_version_id = 3,
+    .pre_load = spyre_queue_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT64(ring_base, SpyreQueue),
         VMSTATE_UINT64(compl_addr, SpyreQueue),
@@ -403,6 +498,10 @@ static const VMStateDescription vmstate_spyre_queue = {
         VMSTATE_UINT32(inject, SpyreQueue),
         VMSTATE_UINT32(inject_count, SpyreQueue),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_spyre_queue_job,
+        NULL
     },
 };
 
@@ -484,7 +583,9 @@ static void spyre_set_dbg_inject(Object *obj, Visitor *v, const char *name,
         error_setg(errp, "spyre: dbg-inject: bad queue or kind");
         return;
     }
+    spyre_lock(s);
     spyre_dbg_inject(s, value);
+    spyre_unlock(s);
 }
 
 static void spyre_instance_init(Object *obj)

@@ -15,55 +15,60 @@
  *                 reset, VMState;
  *  spyre-regs.c   BAR0 MMIO: global registers, queue pages, the 64-bit
  *                 read latch;
- *  spyre-mmu.c    DMA, page walk, TLB, fault records, guest-memory access
- *                 of a job, the drain of unlocked device-memory copies;
+ *  spyre-mmu.c    DMA, page walk, TLB, fault records, memory phases and
+ *                 tiles (guest memory of a job mapped for compute), the
+ *                 drain of tiles in flight;
  *  spyre-sched.c  interrupts, queue readiness, priorities and aging, the
- *                 worker threads, time slices, pauses and preemption, the
- *                 doorbell executor, VM run state;
+ *                 worker threads and their end, pauses and preemption,
+ *                 the doorbell executor, VM run state;
  *  spyre-exec.c   job descriptors (start, end, completion), command-stream
  *                 fetch, the commands other than GEMM;
  *  spyre-gemm.c   GEMM: splitting into parts, parts run by several
  *                 workers, operand I/O;
  *  spyre-copy.c   bulk byte copies (COPY without conversion): batches of
- *                 pages translated at once into host-memory pieces,
- *                 copied without the BQL by several workers;
+ *                 pages mapped at once into host-memory pieces, copied
+ *                 with no lock held by several workers;
  *  spyre-math.c   the numeric core (no QEMU dependency, no locks).
  *
- * Execution model
- * ---------------
- * Every piece of state shared between the register file and the execution
- * engine is protected by the BQL: MMIO handlers, the interrupt bottom half
- * and the worker threads all hold it while they touch it.  Workers are a
- * pool of host threads that pick ready queues by priority.  Every guest
- * memory access (translate through the device MMU, then DMA) runs with the
- * BQL held, one page at a time (but see GEMM operands below), so that
- *  - DMA through a vIOMMU may fault (which takes the BQL) safely;
- *  - a translation cached by a worker (TLB, leaf tables) is checked against
- *    the MMU epoch, which MMU_INVAL, CTX_ROOT writes and resets bump under
- *    the BQL: an MMU invalidation is complete as soon as its MMIO write
- *    is, and is acknowledged at once;
- *  - a queue or device reset, which runs under the BQL, takes effect
- *    immediately: each queue carries a generation number, and a worker
- *    re-checks it every time it re-acquires the BQL, dropping a job whose
- *    queue was reset without touching guest memory or queue state again.
- * Compute runs with the BQL released: a GEMM drops it for each K-block
- * step (spyre_gemm_step) and takes it back to translate each batch of
- * operand rows (or each row segment); a batch that lies wholly in device
- * memory is then copied with the BQL released (spyre_part_rows), counted
- * in SpyreState.ncopying, and everything that changes translations, resets
- * a queue or stops the VM waits for such copies to end
- * (spyre_drain_copies), so the rules above still hold when its MMIO write
- * returns.  A byte COPY works the same way (spyre-copy.c): a batch of
- * pages is translated under the BQL (device MMU runs read a leaf table
- * at once; system memory is mapped with dma_memory_map(), which is where
- * a vIOMMU may fault), then its pieces are copied with the BQL released
- * by the job's worker and idle ones that help (SpyreCopySplit), each
- * counted in ncopying while it copies and marks what it wrote dirty.
- * Workers give the BQL up at least every SPYRE_BQL_SLICE_NS.
+ * Execution model and locks
+ * -------------------------
+ * Two locks, always taken in this order: the BQL, then the device lock
+ * (SpyreState.lock).  A thread that holds the device lock never waits
+ * for the BQL.
+ *  - The device lock protects the card's state: registers, queues and
+ *    their jobs, the scheduler, GEMM gangs and copy batches, the MMU
+ *    epoch, the fault FIFO, telemetry, the tile count.  MMIO handlers
+ *    (which QEMU runs under the BQL) take it for every access; workers
+ *    hold it to pick and account work.  Fields that resets and
+ *    invalidations change (SpyreQueue.gen, mmu_epoch, ctx_root, stopping,
+ *    vm_running) are written with both locks held, so either lock is
+ *    enough to read them.
+ *  - A worker takes the BQL only for a *memory phase*
+ *    (spyre_e_mem_begin/end, the one place it does): translating through
+ *    the device MMU (its page walk is DMA), mapping guest memory for a
+ *    tile with dma_memory_map() (a vIOMMU translates, and may fault,
+ *    under the BQL), small DMA (descriptors, command stream, completion
+ *    records, semaphores) and MSI-X notification, which QEMU requires.
+ *  - Compute holds no lock.  A command works in tiles: a memory phase
+ *    maps the tile's operands (host pointers into device memory, system
+ *    memory mapped with dma_memory_map()) and counts the tile in
+ *    SpyreState.ntiles; the tile is computed with no lock held, unmapped
+ *    (marking what it wrote dirty), and uncounted under the device lock.
+ *    GEMM steps compute on private buffers, their operand I/O is tiles.
+ *  - Resets, MMU invalidation, CTX_ROOT writes, VM stop and unplug run
+ *    under the BQL and wait (spyre_drain_tiles) until no tile is in
+ *    flight: no new tile can be mapped while they hold the BQL, so the
+ *    wait is bounded by one tile's work per worker (SPYRE_TILE_BYTES of
+ *    element-wise work, a GEMM operand batch, a COPY batch), and when
+ *    their MMIO write returns no access uses an old translation or
+ *    touches memory of a reset queue.  A worker re-checks its queue's
+ *    generation whenever it re-takes a lock and drops a job whose queue
+ *    was reset without touching guest memory or queue state again.
  *
- * A doorbell write itself runs the queue's jobs on the writing vCPU for as
- * long as they hold only short commands, within a budget (spyre_db_run);
- * a job that goes further is left to the workers at that command.
+ * A doorbell write itself runs the queue's jobs on the writing vCPU (BQL
+ * and device lock held) for as long as they hold only short commands,
+ * within a budget (spyre_db_run); a job that goes further is left to the
+ * workers at that command.
  *
  * Scheduling: a free worker takes the ready queue of highest effective
  * priority (its own plus one level per "age-ms" waited), round-robin
@@ -77,6 +82,14 @@
  * into parts of bounded size, up to min(cores, workers, host CPUs) of
  * them running at once, that free workers help with.
  *
+ * Lifetime: workers are joinable threads holding a reference to the
+ * device.  spyre_exit() stops them (SpyreState.stopping) and drains the
+ * tiles in flight, so no guest memory is touched once it returns; it
+ * does not join them, since a worker may be waiting for the BQL that
+ * unrealize holds.  Each worker, as its last act, hands itself to a
+ * main-loop bottom half that joins it and drops its reference there, so
+ * the device is always finalized in the main loop, never by a worker.
+ *
  * Copyright (c) 2025 The Spyre open stack authors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -89,6 +102,7 @@
 #include "qemu/queue.h"
 #include "qemu/thread.h"
 #include "qemu/timer.h"
+#include "qemu/units.h"
 #include "exec/memory.h"
 #include "hw/pci/pci_device.h"
 #include "system/dma.h"
@@ -107,8 +121,18 @@ OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
 #define SPYRE_RING_ENTRY_SIZE   64
 #define SPYRE_COMPL_ALIGN       64
 
-/* Longest a worker keeps the BQL before letting vCPUs have it. */
-#define SPYRE_BQL_SLICE_NS      (50 * SCALE_US)
+/* Longest a worker keeps the device lock before letting others have it. */
+#define SPYRE_LOCK_SLICE_NS     (50 * SCALE_US)
+/*
+ * Bytes of one operand of an element-wise, conversion, fill, reduction
+ * or row tile: mapped in one memory phase, computed with no lock held.
+ * The work of one tile bounds how long a reset or VM stop waits.
+ */
+#define SPYRE_TILE_BYTES        (64 * KiB)
+/* Host-memory pieces of one operand of a tile (pages, plus a split). */
+#define SPYRE_TILE_MAPS         (2 * (SPYRE_TILE_BYTES / SPYRE_PAGE_SIZE) + 2)
+/* Operands of one tile. */
+#define SPYRE_TILE_OPNDS        4
 /* Host-time interval at which blocked SEM_WAIT queues are re-polled. */
 #define SPYRE_SEM_POLL_MS       1
 /*
@@ -180,7 +204,7 @@ typedef struct SpyreQueue {
     uint32_t inject;            /* SPYRE_DBG_* armed (never FATAL), or 0 */
     uint32_t inject_count;      /* applications of it left (0 if none) */
 
-    /* Execution state (not migrated: see spyre_pre_save). */
+    /* Execution state (a parked job is migrated: spyre_pre_save). */
     uint32_t id;
     uint32_t vector;            /* completion vector checked at enable */
     uint32_t gen;               /* bumped by every reset of the queue */
@@ -198,7 +222,7 @@ typedef struct SpyreExec SpyreExec;
  * A GEMM split into parts: tiles of (batch, M, N) that workers run in
  * parallel, each as a GEMM of its own.  Lives in its owner's SpyreExec;
  * registered in SpyreState.gangs while other workers may help.  All
- * fields are protected by the BQL.
+ * fields are protected by the device lock.
  */
 typedef struct SpyreGang {
     QLIST_ENTRY(SpyreGang) link;
@@ -227,27 +251,47 @@ typedef struct SpyreGang {
 } SpyreGang;
 
 /*
- * A piece of a byte copy (spyre-copy.c): @len bytes from @src to @dst,
- * host pointers into device memory (@dst_dev: marked dirty at @dst_off)
- * or into system memory, mapped with dma_memory_map() (@dst_map,
- * @src_map: unmapped by whoever copies the piece) or, for reads, inside
- * RAM the batch holds a reference to.
+ * A piece of guest memory mapped for a tile: @len bytes at @host, in
+ * device memory (at offset @dev_off, marked dirty when written) or, with
+ * @sys, in system memory mapped with dma_memory_map() (unmapped, and
+ * marked dirty when written, by spyre_map_release()).
+ */
+typedef struct SpyreMap {
+    uint8_t *host;
+    uint64_t len;
+    uint64_t dev_off;
+    bool sys;
+} SpyreMap;
+
+/* One operand of a tile: [va, va + len) as pieces of host memory. */
+typedef struct SpyreSpan {
+    SpyreMap map[SPYRE_TILE_MAPS];
+    uint32_t nmaps;
+    uint64_t len;
+    bool write;
+} SpyreSpan;
+
+/* An operand range a tile maps (spyre_e_map_tile). */
+typedef struct SpyreOpnd {
+    uint64_t va;
+    uint64_t len;
+    bool write;
+} SpyreOpnd;
+
+/*
+ * A piece of a byte copy (spyre-copy.c): @dst.len bytes from @src to
+ * @dst (whose lengths are equal), released by whoever copies it.
  */
 typedef struct SpyreCopyPiece {
-    uint8_t *dst;
-    const uint8_t *src;
-    uint64_t len;
-    uint64_t dst_off;
-    bool dst_dev;
-    bool dst_map;
-    bool src_map;
+    SpyreMap dst;
+    SpyreMap src;
 } SpyreCopyPiece;
 
 /*
  * A batch of copy pieces that idle workers may help with, registered in
- * SpyreState.copies (BQL) while @next < @npieces.  Pieces are claimed
- * with an atomic increment of @next, without the BQL; @active (BQL)
- * counts the workers that joined, the owner included.
+ * SpyreState.copies (device lock) while @next < @npieces.  Pieces are
+ * claimed with an atomic increment of @next, with no lock held; @active
+ * (device lock) counts the workers that joined, the owner included.
  */
 typedef struct SpyreCopySplit {
     QLIST_ENTRY(SpyreCopySplit) link;
@@ -259,17 +303,11 @@ typedef struct SpyreCopySplit {
     uint32_t prio;
 } SpyreCopySplit;
 
-/* A translated piece of a device-memory operand batch (spyre_part_rows). */
-typedef struct SpyreSeg {
-    uint64_t addr;              /* offset in device memory */
-    uint32_t len;
-} SpyreSeg;
-
 /* Operand base VAs of the GEMM part an exec runs. */
 typedef struct SpyrePartIO {
     SpyreExec *e;
     uint64_t base[SPYRE_GEMM_OPND_BIAS + 1];
-    SpyreSeg *segs;             /* spyre_part_rows() segment list */
+    SpyreMap *segs;             /* spyre_part_rows() pieces */
     size_t nsegs_max;
 } SpyrePartIO;
 
@@ -305,9 +343,11 @@ typedef struct SpyrePwcEntry {
  * One job (or one GEMM part) being executed by a worker.  A worker has
  * SPYRE_MAX_NEST of them: level 0 for the work it picked when idle, the
  * others for jobs that preempted it at a tile boundary.
- * The buffers are the only temporary storage the engine uses: data moves
- * through them a page at a time, and GEMM tiles through @tile_buf (a
- * fixed SPYRE_GEMM_TILE_BUF_SIZE, allocated on first use).
+ * The buffers are the only temporary storage the engine uses: small
+ * accesses go through @buf, a tile's operands that are not one piece of
+ * host memory through @tbuf (SPYRE_TILE_BYTES each), GEMM tiles through
+ * @tile_buf (SPYRE_GEMM_TILE_BUF_SIZE); the big ones are allocated on
+ * first use.
  */
 struct SpyreExec {
     SpyreState *s;
@@ -328,8 +368,8 @@ struct SpyreExec {
     SpyreCopySplit split;       /* the copy batch we own */
     SpyreCopyPiece *pieces;     /* its pieces (grown on demand) */
     uint32_t npieces_max;
-    MemoryRegion *refs[8];      /* RAM its reads point into */
-    uint32_t nrefs;
+    SpyreSpan span[SPYRE_TILE_OPNDS];   /* the tile being computed */
+    uint8_t *tbuf[SPYRE_TILE_OPNDS];
     SpyreGemm gemm;
     SpyrePartIO io;
     void *tile_buf;
@@ -345,7 +385,7 @@ struct SpyreExec {
         struct spyre_cmd_sem sem;
         uint8_t raw[256];
     } cmd;
-    uint8_t buf[4][SPYRE_PAGE_SIZE];
+    uint8_t buf[2][SPYRE_PAGE_SIZE];
     uint8_t pattern[SPYRE_PAGE_SIZE + 8];
     /*
      * Command-stream prefetch: the rest of the page of the current
@@ -364,7 +404,7 @@ struct SpyreWorker {
     unsigned int index;
     bool doorbell;              /* the doorbell executor: see spyre_db_run */
     uint32_t db_budget;         /* doorbell executor: commands left */
-    int64_t bql_ns;             /* when it last took (or yielded) the BQL */
+    int64_t lock_ns;            /* when it last took the device lock */
     uint64_t sched_seen;        /* sched_seq at its last preemption scan */
     int64_t scan_ns;            /* and when that was */
     SpyreTlbEntry tlb[SPYRE_TLB_SIZE];
@@ -418,10 +458,11 @@ struct SpyreState {
     SpyreQueue *queues;
 
     /* Engine. */
+    QemuMutex lock;             /* the device lock: see the top */
     SpyreWorker *workers;       /* nworkers threads, then db_worker */
     SpyreWorker *db_worker;     /* the doorbell executor (spyre_db_run) */
-    uint32_t ncopying;          /* spyre_part_rows() copies without the BQL */
-    QemuEvent copy_done;        /* set when ncopying drops to 0 */
+    uint32_t ntiles;            /* tiles mapped and not yet released */
+    QemuCond tiles_cond;        /* broadcast when ntiles drops to 0 */
     QemuCond work_cond;         /* idle workers wait here */
     QemuCond gang_cond;         /* GEMM owners wait for their helpers */
     QemuCond run_cond;          /* workers wait here while the VM is stopped */
@@ -442,7 +483,8 @@ struct SpyreState {
 
     /* MSI-X vectors to raise from the bottom half. */
     QEMUBH *irq_bh;
-    unsigned long irq_pending[BITS_TO_LONGS(SPYRE_MAX_VECTORS)];
+    uint64_t irq_pending;       /* bit v: vector v (flushed at VM stop) */
+    uint64_t irq_now;           /* for the caller's spyre_irq_flush() */
     int64_t irq_direct_ns[SPYRE_MAX_VECTORS];   /* last direct message */
     /* Completion vectors to raise once more (DBG_DUP_IRQ), from a timer. */
     QEMUTimer *dup_timer;
@@ -453,6 +495,16 @@ typedef struct SpyreTarget {
     bool devmem;
     uint64_t addr;      /* DMA address, or offset into device memory */
 } SpyreTarget;
+
+static inline void spyre_lock(SpyreState *s)
+{
+    qemu_mutex_lock(&s->lock);
+}
+
+static inline void spyre_unlock(SpyreState *s)
+{
+    qemu_mutex_unlock(&s->lock);
+}
 
 static inline int64_t spyre_now(void)
 {
@@ -508,24 +560,41 @@ bool spyre_dbg_inject_valid(SpyreState *s, unsigned int qid,
 void spyre_dbg_inject(SpyreState *s, uint32_t val);
 
 /* spyre-mmu.c */
+bool spyre_map_sys(SpyreState *s, dma_addr_t addr, uint64_t *len, bool write,
+                   SpyreMap *m);
+void spyre_map_release(SpyreState *s, const SpyreMap *m, bool write);
 MemTxResult spyre_dma_rw(SpyreState *s, dma_addr_t addr, void *buf,
                          dma_addr_t len, DMADirection dir);
 void spyre_record_fault(SpyreState *s, unsigned int ctx, unsigned int queue,
                         uint64_t va, bool write, unsigned int reason,
                         bool direct);
+uint32_t spyre_e_mem_begin(SpyreExec *e);
+void spyre_e_mem_end(SpyreExec *e);
 uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
                            SpyreTarget *t);
 uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
                                bool write, SpyreTarget *t, uint64_t *run);
 uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t, uint64_t va,
                         void *buf, uint32_t len, bool write);
+uint32_t spyre_e_rw_phase(SpyreExec *e, uint64_t va, void *buf, uint64_t len,
+                          bool write);
 uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf, uint64_t len,
                     bool write);
-void spyre_drain_copies(SpyreState *s);
+uint32_t spyre_e_map_span(SpyreExec *e, SpyreSpan *sp, uint64_t va,
+                          uint64_t len, bool write);
+void spyre_span_release(SpyreState *s, SpyreSpan *sp);
+uint32_t spyre_e_map_tile(SpyreExec *e, const SpyreOpnd *o, unsigned int n);
+void spyre_e_end_tile(SpyreExec *e, unsigned int n);
+const void *spyre_tile_src(SpyreExec *e, unsigned int i);
+void *spyre_tile_dst(SpyreExec *e, unsigned int i);
+void spyre_tile_dst_done(SpyreExec *e, unsigned int i, void *p);
+void spyre_tile_put(SpyreState *s);
+void spyre_drain_tiles(SpyreState *s);
 void spyre_mmu_changed(SpyreState *s);
 
 /* spyre-sched.c */
 void spyre_irq_bh(void *opaque);
+void spyre_irq_flush(SpyreState *s);
 void spyre_notify(SpyreState *s, unsigned int v, bool direct);
 void spyre_notify_again(SpyreState *s, unsigned int v);
 void spyre_dup_irq_timer(void *opaque);

@@ -11,6 +11,10 @@
 #                                   libFuzzer, ASan, UBSan): its own cached
 #                                   build directory; last stdout line:
 #                                   qemu-fuzz-x86_64 (scripts/fuzz-card.sh)
+#   scripts/build-qemu.sh --tsan    ThreadSanitizer build (clang-14, its own
+#                                   cached build directory), then the spyre
+#                                   qtest on it: data races and lock-order
+#                                   inversions fail it (make qtest-tsan)
 #
 # Layout (CACHE = $SPYRE_CACHE, see scripts/lib.sh):
 #   CACHE/qemu-src/src                 pristine QEMU source (input, untouched)
@@ -46,11 +50,13 @@ usage() {
 
 run_qtest=0
 fuzz=0
+tsan=0
 jobs=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--qtest) run_qtest=1 ;;
 	--fuzz) fuzz=1 ;;
+	--tsan) tsan=1; run_qtest=1 ;;
 	-j) shift; [ $# -gt 0 ] || usage; jobs="$1" ;;
 	-j*) jobs="${1#-j}" ;;
 	-h|--help) usage ;;
@@ -62,7 +68,7 @@ done
 log() { echo "build-qemu: $*" >&2; }
 
 [ "$fuzz" = 1 ] && [ "$run_qtest" = 1 ] && usage
-if [ "$fuzz" = 1 ]; then
+if [ "$fuzz" = 1 ] || [ "$tsan" = 1 ]; then
 	# libFuzzer's runtime is in libclang-rt-14-dev
 	if ! command -v clang-14 >/dev/null ||
 	   ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
@@ -72,8 +78,12 @@ if [ "$fuzz" = 1 ]; then
 			clang-14 libclang-rt-14-dev >&2 ||
 			die "cannot install clang-14 libclang-rt-14-dev"
 	fi
+fi
+if [ "$fuzz" = 1 ]; then
 	CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --enable-fuzzing
 			 --enable-asan --enable-ubsan)
+elif [ "$tsan" = 1 ]; then
+	CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --enable-tsan)
 fi
 
 repo="$SPYRE_ROOT"
@@ -98,6 +108,7 @@ src_id() {
 	cat "$qemu_src/.pc/applied-patches" 2>/dev/null || true
 	echo "recipe $RECIPE_VERSION ${CONFIGURE_ARGS[*]}"
 	[ "$fuzz" = 0 ] || echo fuzz
+	[ "$tsan" = 0 ] || echo tsan
 	[ ${#patches[@]} = 0 ] || sha256sum "${patches[@]}" | cut -c1-64
 }
 key="$(src_id | sha256sum | cut -c1-16)"
@@ -261,6 +272,7 @@ log "firmware: $fw (also linked into $bundle)"
 # binary); qemu-bundle makes the copy find the firmware as the build
 # tree's binary does.
 out="$SPYRE_BUILD/qemu"
+[ "$tsan" = 1 ] && out="$SPYRE_BUILD/qemu-tsan"
 mkdir -p "$out"
 for f in qemu-system-x86_64 tests/qtest/spyre-test; do
 	cp "$build/$f" "$out/.$(basename "$f").tmp"
@@ -272,10 +284,22 @@ qemu="$out/qemu-system-x86_64"
 
 # ---- qtest ------------------------------------------------------------------
 rc=0
+if [ "$tsan" = 1 ]; then
+	# Every QEMU the qtest starts reports to $out/tsan.log.<pid> and exits
+	# with status 66 if it saw a race, which fails the qtest too.
+	rm -f "$out"/tsan.log.*
+	export TSAN_OPTIONS="exitcode=66 halt_on_error=0 second_deadlock_stack=1 log_path=$out/tsan.log suppressions=$src/tests/tsan/suppressions.tsan"
+fi
 if [ "$run_qtest" = 1 ]; then
 	log "running spyre qtest"
 	QTEST_QEMU_BINARY="$qemu" SPYRE_FIRMWARE_DIR="$fw" \
-		timeout 120 "$out/spyre-test" --tap -k || rc=$?
+		timeout $(( tsan ? 1800 : 120 )) "$out/spyre-test" --tap -k ||
+		rc=$?
+	if [ "$tsan" = 1 ]; then
+		n=$(cat "$out"/tsan.log.* 2>/dev/null | grep -c "^WARNING: ThreadSanitizer" || true)
+		log "ThreadSanitizer: $n report(s) (in $out/tsan.log.*)"
+		[ "$n" = 0 ] || rc=1
+	fi
 	if [ "$rc" != 0 ]; then
 		log "spyre qtest FAILED (exit $rc)"
 	else

@@ -1591,20 +1591,26 @@ static void test_migration(void)
                                            g_get_tmp_dir(), getpid());
     Spyre *src = spyre_start(NULL), *dst;
     struct spyre_hw_completion c;
-    TestQueue tq[2];
-    Stream st = { 0 };
-    uint64_t root, pa;
+    TestQueue tq[3];
+    Stream st = { 0 }, st2 = { 0 };
+    uint64_t root, pa, pa2, pa_sem, pa_out;
     g_autofree char *status = NULL;
 
     wr32(src, SPYRE_REG_SCRATCH, 0xfeedbeef);
     wr32(src, SPYRE_REG_IRQ_MASK, SPYRE_IRQ_FAULT);
     root = ctx_create(src, 7);
     pa = map_sys(src, root, 0x1000, 1, false);
-    map_sys(src, root, 0x10000, 1, true);
+    pa2 = map_sys(src, root, 0x3000, 1, false);
+    pa_out = map_sys(src, root, 0x10000, 1, true);
+    pa_sem = map_sys(src, root, 0x20000, 1, true);
     emit_fill(&st, 0x10000, 16, 0x42, 1);
     stream_put(src, pa, &st);
+    emit_sem(&st2, SPYRE_OP_SEM_WAIT, 0, 0x20000, 1);
+    emit_fill(&st2, 0x10000, 16, 0x77, 1);
+    stream_put(src, pa2, &st2);
     queue_init(src, &tq[0], 0, 4, 1);
     queue_init(src, &tq[1], 1, 8, 2);
+    queue_init(src, &tq[2], 2, 4, 3);
     submit(src, &tq[0], 1, 7, 0x1000, st.len, 0);
     wait_compl(src, &tq[0], 1, &c);
     submit(src, &tq[1], 1, 7, 0x9000, 8, 0);      /* faults */
@@ -1612,24 +1618,15 @@ static void test_migration(void)
     g_assert_cmpuint(c.status, ==, SPYRE_STATUS_MMU_FAULT);
     wait_qstatus(src, 1, SPYRE_QS_ERROR);
 
-    /* A job in progress (here: hung) refuses migration; the VM goes on. */
+    /*
+     * Parked jobs migrate: one hung (by injection) and one waiting on a
+     * semaphore, which resumes on the destination once it is signalled.
+     */
     wr32(src, SPYRE_REG_DBG_INJECT, 0 | SPYRE_DBG_HANG << 16);
     submit(src, &tq[0], 2, 7, 0x1000, st.len, 0);
     wait_qstatus(src, 0, SPYRE_QS_BUSY);
-    dst = spyre_start_vm(NULL, NULL, false, uri);
-    status = migrate(src, uri);
-    g_assert_cmpstr(status, ==, "failed");
-    g_free(status);
-    status = migration_wait(dst->qts);
-    g_assert_cmpstr(status, ==, "failed");
-    qtest_quit(dst->qts);
-    qpci_free_pc(dst->bus);
-    g_free(dst);
-    g_free(status);
-    qwr32(src, 0, SPYRE_Q_RESET, 1);
-    wait_compl(src, &tq[0], 2, &c);
-    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
-    queue_init(src, &tq[0], 0, 4, 1);
+    submit(src, &tq[2], 1, 7, 0x3000, st2.len, 0);
+    wait_qstatus(src, 2, SPYRE_QS_SEM_WAIT);
 
     dst = spyre_start_vm(NULL, NULL, false, uri);
     status = migrate(src, uri);
@@ -1646,7 +1643,18 @@ static void test_migration(void)
                     SPYRE_IRQ_FAULT | SPYRE_IRQ_QUEUE_ERROR);
     g_assert_cmpuint(rd32(dst, SPYRE_REG_FAULT_COUNT), ==, 1);
     g_assert_cmphex(rd64(dst, SPYRE_REG_FAULT_VA), ==, 0x9000);
-    g_assert_cmpuint(rd64(dst, SPYRE_REG_TEL_JOBS), ==, 3);
+    g_assert_cmpuint(rd64(dst, SPYRE_REG_TEL_JOBS), ==, 2);
+    g_assert_cmpuint(qrd32(dst, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_BUSY);
+    g_assert_cmpuint(qrd32(dst, 2, SPYRE_Q_STATUS), ==, SPYRE_QS_SEM_WAIT);
+    g_assert_cmphex(qtest_readb(dst->qts, pa_out), ==, 0x42);
+    qtest_writeq(dst->qts, pa_sem, 1);
+    wait_compl(dst, &tq[2], 1, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
+    g_assert_cmphex(qtest_readb(dst->qts, pa_out + 15), ==, 0x77);
+    qwr32(dst, 0, SPYRE_Q_RESET, 1);
+    wait_compl(dst, &tq[0], 2, &c);
+    g_assert_cmpuint(c.status, ==, SPYRE_STATUS_ABORTED);
+    queue_init(dst, &tq[0], 0, 4, 1);
     g_assert_cmpuint(qrd32(dst, 0, SPYRE_Q_STATUS), ==, SPYRE_QS_IDLE);
     g_assert_cmpuint(qrd32(dst, 1, SPYRE_Q_STATUS), ==, SPYRE_QS_ERROR);
     g_assert_cmpuint(qrd32(dst, 1, SPYRE_Q_RING_ENTRIES), ==, 8);
@@ -1658,6 +1666,7 @@ static void test_migration(void)
     wait_compl(dst, &tq[0], 3, &c);
     g_assert_cmpuint(c.status, ==, SPYRE_STATUS_OK);
     g_assert_cmpuint(qrd32(dst, 0, SPYRE_Q_HEAD), ==, 1);
+    g_assert_cmphex(qtest_readb(dst->qts, pa_out), ==, 0x42);
 
     spyre_stop(dst);
     spyre_stop(src);
