@@ -144,6 +144,7 @@ static uint32_t spyre_cmd_copy(SpyreExec *e)
     if (spyre_span_wraps(c.src, sspan) || spyre_span_wraps(c.dst, dspan)) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
+    e->q->job.restartable = !spyre_spans_meet(c.src, sspan, c.dst, dspan);
     if (c.height == 1) {
         c.src_pitch = c.dst_pitch = 0;
     }
@@ -224,6 +225,8 @@ static uint32_t spyre_cmd_eltwise(SpyreExec *e)
         (binary && spyre_span_wraps(c.b, bytes))) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
+    e->q->job.restartable = !spyre_spans_meet(c.out, bytes, c.a, bytes) &&
+        !(binary && spyre_spans_meet(c.out, bytes, c.b, bytes));
     es = spyre_math_dtype_size(c.dtype);
     chunk = SPYRE_TILE_BYTES / es;
 
@@ -360,6 +363,7 @@ static uint32_t spyre_cmd_reduce(SpyreExec *e)
     if (spyre_span_wraps(c.src, sbytes) || spyre_span_wraps(c.dst, dbytes)) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
+    e->q->job.restartable = !spyre_spans_meet(c.dst, dbytes, c.src, sbytes);
     es = spyre_math_dtype_size(c.dtype);
 
     for (r = 0; r < c.rows; r += k) {
@@ -507,6 +511,9 @@ static uint32_t spyre_cmd_rowop(SpyreExec *e)
         (beta && spyre_span_wraps(beta, vbytes))) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
+    e->q->job.restartable = !spyre_spans_meet(c.dst, dbytes, c.src, sbytes) &&
+        !(gamma && spyre_spans_meet(c.dst, dbytes, gamma, vbytes)) &&
+        !(beta && spyre_spans_meet(c.dst, dbytes, beta, vbytes));
     es = spyre_math_dtype_size(c.dtype);
 
     for (r = 0; r < c.rows; r += k) {
@@ -719,6 +726,8 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
     }
 
     e->deadline = spyre_now() + SPYRE_CMD_MAX_NS;
+    /* Until the command says it reads what it writes. */
+    job->restartable = true;
     switch (op) {
     case SPYRE_OP_NOP:
         return e->cmd.hdr.flags ? SPYRE_STATUS_INVALID_COMMAND :
@@ -816,7 +825,7 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
     SpyreJob *job = &q->job;
     uint32_t st, inject;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     memset(job, 0, sizeof(*job));
     job->start_ns = spyre_clock(s);
     spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
@@ -884,7 +893,7 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
     uint64_t seqno = cpu_to_le64(job->seqno);
     bool ok, irq;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     trace_spyre_job_end(pci_get_bdf(PCI_DEVICE(s)), q->id, job->seqno, end,
                         status, job->cmd_offset, err_va);
 

@@ -485,6 +485,13 @@ uint32_t spyre_cmd_gemm(SpyreExec *e)
         spyre_span_wraps(c->bias, span.bias)) {
         return SPYRE_STATUS_INVALID_OPERAND;
     }
+    /* C read (beta), or written over an input: not restartable. */
+    e->q->job.restartable = spyre_f32(c->beta) == 0.0f &&
+        !spyre_spans_meet(c->c, span.c, c->a, span.a) &&
+        !spyre_spans_meet(c->c, span.c, c->b, span.b) &&
+        !spyre_spans_meet(c->c, span.c, c->bias, span.bias) &&
+        !(c->scale_a && spyre_spans_meet(c->c, span.c, c->scale_a, 4)) &&
+        !(c->scale_b && spyre_spans_meet(c->c, span.c, c->scale_b, 4));
     g->sa = g->sb = 1.0f;
     if (c->a_dtype != SPYRE_DTYPE_INT8) {
         if (c->scale_a) {

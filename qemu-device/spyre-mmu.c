@@ -5,16 +5,17 @@
  * never the card's own BARs, always through dma_memory_map()), the page
  * walk of a context, the per-worker TLB and leaf-table cache (valid
  * while their epoch is SpyreState.mmu_epoch), fault records, memory
- * phases (spyre_e_mem_begin/end: the one place a worker takes the BQL),
+ * phases (spyre_e_mem_begin/end: behind a vIOMMU, with the BQL),
  * the accesses of a running job to its device VAs (spyre_e_translate,
  * spyre_e_translate_run for runs of pages, spyre_e_access, spyre_e_rw),
  * tiles (operands mapped to host memory in a memory phase, computed with
  * no lock held: spyre_e_map_tile, spyre_e_end_tile) and
  * spyre_drain_tiles(), which waits for the tiles in flight.
  *
- * Locks: the functions that translate or map run in a memory phase (BQL
- * and device lock held); spyre_map_release(), spyre_span_release() and
- * the spyre_tile_* accessors need no lock; the rest say what they need.
+ * Locks: the functions that translate or map run in a memory phase (the
+ * device lock held, and the BQL behind a vIOMMU); spyre_map_release(),
+ * spyre_span_release() and the spyre_tile_* accessors need no lock; the
+ * rest say what they need.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -34,7 +35,7 @@
 static const MemTxAttrs spyre_dma_attrs = { .memory = 1 };
 
 /*
- * BQL held.  Map up to *@len bytes of system memory at DMA address
+ * Memory phase.  Map up to *@len bytes of system memory at DMA address
  * @addr (through the device's PCI address space, so through a vIOMMU if
  * there is one) into @m, shortening *@len to what maps as one piece.
  * Only RAM is reachable, and never the card's own BARs: what
@@ -53,7 +54,7 @@ bool spyre_map_sys(SpyreState *s, dma_addr_t addr, uint64_t *len, bool write,
     ram_addr_t off;
     void *p;
 
-    assert(bql_locked());
+    assert(!s->dma_bql || bql_locked());
     if (!n || addr + n < addr) {
         return false;
     }
@@ -96,7 +97,7 @@ void spyre_map_release(SpyreState *s, const SpyreMap *m, bool write)
 }
 
 /*
- * BQL held.  DMA to or from system memory as spyre_map_sys() maps it
+ * Memory phase.  DMA to or from system memory as spyre_map_sys() maps it
  * (one translation per piece).
  */
 MemTxResult spyre_dma_rw(SpyreState *s, dma_addr_t addr, void *buf,
@@ -105,7 +106,6 @@ MemTxResult spyre_dma_rw(SpyreState *s, dma_addr_t addr, void *buf,
     bool write = dir == DMA_DIRECTION_FROM_DEVICE;
     uint8_t *p = buf;
 
-    assert(bql_locked());
     if (addr + len < addr) {
         return MEMTX_DECODE_ERROR;
     }
@@ -142,7 +142,7 @@ static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
     uint64_t root, table, pte = 0;
     int lvl = 0;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     if (va >= SPYRE_VA_LIMIT) {
         return SPYRE_FAULT_UNMAPPED;
     }
@@ -189,12 +189,12 @@ static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
     return 0;
 }
 
-/* BQL and device lock held.  Queue a fault record and signal it. */
+/* Device lock held.  Queue a fault record and signal it. */
 void spyre_record_fault(SpyreState *s, unsigned int ctx,
                         unsigned int queue, uint64_t va, bool write,
                         unsigned int reason, bool direct)
 {
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     trace_spyre_fault(ctx, queue, va, write, reason);
     s->tel[SPYRE_TEL_FAULTS]++;
     if (s->fault_count < SPYRE_FAULT_FIFO_DEPTH) {
@@ -232,7 +232,7 @@ uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
     bool writable = false;
     int reason;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     if (te->epoch == s->mmu_epoch && te->vpn == vpn && te->ctx == e->ctx &&
         (te->writable || !write)) {
         t->devmem = te->devmem;
@@ -319,7 +319,7 @@ uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
     SpyreLeaf *lf;
     uint32_t st;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     if (pe->epoch != s->mmu_epoch || pe->tag != tag || pe->ctx != e->ctx) {
         /* Walk it (and fill the leaf-table cache entry), or fault. */
         st = spyre_e_translate(e, va, write, t);
@@ -371,7 +371,7 @@ uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t,
 {
     SpyreState *s = e->s;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     e->q->job.writes += write;
     if (t->devmem) {
         if (write) {
@@ -396,7 +396,7 @@ uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
 {
     uint8_t *p = buf;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(e->s);
     while (len) {
         uint32_t n = MIN(len, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
         SpyreTarget t;
@@ -419,12 +419,12 @@ uint32_t spyre_e_rw(SpyreExec *e, uint64_t va, void *buf,
 /* ---- Memory phases ------------------------------------------------------ */
 
 /*
- * Device lock held.  Enter a memory phase for @e: take the BQL (giving
- * the device lock up meanwhile, as the lock order requires) once the VM
- * runs.  Returns SPYRE_STATUS_OK with both locks held, or
- * SPYRE_EXEC_DROPPED (the job's queue was reset, or the card is going
- * away) with the device lock only.  The doorbell executor already holds
- * both.
+ * Device lock held.  Enter a memory phase for @e once the VM runs and no
+ * drain is in progress; behind a vIOMMU, take the BQL too (giving the
+ * device lock up meanwhile, as the lock order requires).  Returns
+ * SPYRE_STATUS_OK, or SPYRE_EXEC_DROPPED (the job's queue was reset, or
+ * the card is going away) with the device lock only.  The doorbell
+ * executor already holds both locks.
  */
 uint32_t spyre_e_mem_begin(SpyreExec *e)
 {
@@ -435,30 +435,37 @@ uint32_t spyre_e_mem_begin(SpyreExec *e)
         return spyre_e_alive(e) ? SPYRE_STATUS_OK : SPYRE_EXEC_DROPPED;
     }
     for (;;) {
-        spyre_e_wait_running(e);
         if (!spyre_e_alive(e)) {
             return SPYRE_EXEC_DROPPED;
         }
-        spyre_unlock(s);
-        /* Translation, DMA and MSI-X need the BQL (see spyre.h). */
-        bql_lock();
-        spyre_lock(s);
-        e->w->lock_ns = spyre_now();
-        if (!spyre_e_alive(e)) {
-            bql_unlock();
-            return SPYRE_EXEC_DROPPED;
+        if (!s->vm_running) {
+            spyre_e_wait_running(e);
+            continue;
         }
-        if (s->vm_running) {
+        if (s->draining) {
+            qemu_cond_wait(&s->tiles_cond, &s->lock);
+            continue;
+        }
+        if (!s->dma_bql) {
             return SPYRE_STATUS_OK;
         }
-        bql_unlock();
+        spyre_unlock(s);
+        bql_lock();     /* a vIOMMU translates and faults under it */
+        spyre_lock(s);
+        e->w->lock_ns = spyre_now();
+        /* Drains and VM stops hold the BQL: neither is in progress. */
+        if (!spyre_e_alive(e) || !s->vm_running) {
+            bql_unlock();
+            continue;
+        }
+        return SPYRE_STATUS_OK;
     }
 }
 
 /* Leave a memory phase: the device lock stays held. */
 void spyre_e_mem_end(SpyreExec *e)
 {
-    if (!e->w->doorbell) {
+    if (!e->w->doorbell && e->s->dma_bql) {
         bql_unlock();
     }
 }
@@ -508,7 +515,7 @@ uint32_t spyre_e_map_span(SpyreExec *e, SpyreSpan *sp, uint64_t va,
     SpyreState *s = e->s;
     uint32_t st;
 
-    assert(bql_locked());
+    SPYRE_ASSERT_PHASE(s);
     assert(len <= SPYRE_TILE_BYTES);
     sp->nmaps = 0;
     sp->len = len;
@@ -672,17 +679,24 @@ void spyre_tile_put(SpyreState *s)
 }
 
 /*
- * BQL and device lock held.  Wait until no tile is in flight: none can
- * start meanwhile, since mapping one takes the BQL, and each ends after
- * its own bounded work (see spyre.h).  The device lock is given up while
- * waiting.
+ * BQL and device lock held.  Wait until no tile is in flight: no memory
+ * phase starts meanwhile (s->draining), and each tile ends after its own
+ * bounded work (see spyre.h).  The device lock is given up while waiting;
+ * the caller keeps it from the return on, so no tile starts before it
+ * has changed what it drained for.
  */
 void spyre_drain_tiles(SpyreState *s)
 {
     assert(bql_locked());
+    if (!s->ntiles) {
+        return;
+    }
+    s->draining = true;
     while (s->ntiles) {
         qemu_cond_wait(&s->tiles_cond, &s->lock);
     }
+    s->draining = false;
+    qemu_cond_broadcast(&s->tiles_cond);
 }
 
 /*

@@ -80,25 +80,32 @@ void spyre_irq_bh(void *opaque)
 }
 
 /*
- * BQL and device lock held.  Send the messages spyre_notify() left for
- * the caller (@direct ones), letting the device lock go meanwhile.
+ * Device lock held.  Send the messages spyre_notify() left for the
+ * caller (@direct ones), letting the device lock go meanwhile and taking
+ * the BQL if the caller does not hold it.
  */
 void spyre_irq_flush(SpyreState *s)
 {
     uint64_t bits = s->irq_now;
+    bool bql = bql_locked();
 
-    assert(bql_locked());
     if (!bits) {
         return;
     }
     s->irq_now = 0;
     spyre_unlock(s);
+    if (!bql) {
+        bql_lock();     /* msix_notify() needs it */
+    }
     spyre_irq_send(s, bits, false);
+    if (!bql) {
+        bql_unlock();
+    }
     spyre_lock(s);
 }
 
 /*
- * BQL and device lock held.  Raise MSI-X vector @v: at once, by the
+ * Device lock held.  Raise MSI-X vector @v: at once, by the
  * caller's spyre_irq_flush() (@direct: a worker ending a job, as
  * hw/misc/edu does), else from the bottom half.  A vector raised
  * directly less than SPYRE_IRQ_MODERATE_NS ago goes through the bottom
@@ -110,7 +117,6 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
 {
     int64_t now;
 
-    assert(bql_locked());
     if (v >= s->nvectors) {
         return;
     }
@@ -156,13 +162,9 @@ void spyre_dup_irq_timer(void *opaque)
     spyre_irq_send(s, bits, true);
 }
 
-/*
- * BQL and device lock held.  Latch @bits in IRQ_STATUS, raise the error
- * vector.
- */
+/* Device lock held.  Latch @bits in IRQ_STATUS, raise the error vector. */
 void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
 {
-    assert(bql_locked());
     s->irq_status |= bits;
     if (bits & s->irq_mask) {
         spyre_notify(s, SPYRE_ERROR_VECTOR, direct);

@@ -23,6 +23,7 @@
 #include "qemu/error-report.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
+#include "exec/address-spaces.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
@@ -198,6 +199,8 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
      */
     spyre_math_set_blas_threads(1);
 
+    s->dma_bql = pci_device_iommu_address_space(pdev) !=
+                 &address_space_memory;
     s->vm_running = runstate_is_running();
     s->vmse = qemu_add_vm_change_state_handler(spyre_vm_state_change, s);
 
@@ -311,9 +314,14 @@ static void spyre_qdev_reset(DeviceState *dev)
 /*
  * The VM is stopped: the tiles in flight have ended and the workers wait
  * at their next memory phase or boundary.  A job parked in SEM_WAIT,
- * READY or HUNG is migrated with its queue and resumes after load; one a
- * worker holds in the middle of its command cannot be, so migration is
- * refused then (the VM goes on).
+ * READY or HUNG is migrated with its queue and resumes after load.  A job
+ * a worker holds in the middle of a command is parked READY at that
+ * command, which runs again from its start, when the command is
+ * restartable (it reads nothing it writes: SpyreJob.restartable); its
+ * worker lets it go (a new generation), and should the migration fail,
+ * the command runs again here.  Migration is refused (the VM goes on) only
+ * for a command that reads what it writes, such as a GEMM with beta or
+ * an in-place element-wise operation.
  */
 static int spyre_pre_save(void *opaque)
 {
@@ -322,14 +330,25 @@ static int spyre_pre_save(void *opaque)
     uint32_t i;
 
     spyre_lock(s);
-    for (i = 0; i < s->nqueues; i++) {
-        if (s->queues[i].job_state == SPYRE_JOB_RUNNING) {
+    for (i = 0; i < s->nqueues && !ret; i++) {
+        SpyreQueue *q = &s->queues[i];
+
+        if (q->job_state != SPYRE_JOB_RUNNING) {
+            continue;
+        }
+        if (!q->job.restartable) {
             error_report("spyre: cannot migrate while queue %u is in the "
-                         "middle of a command", i);
+                         "middle of a command that reads what it writes "
+                         "(offset %u of its job)", i, q->job.cmd_offset);
             ret = -EBUSY;
             break;
         }
+        trace_spyre_job_park(q->id, q->job.seqno, q->job.cmd_offset);
+        q->gen++;
+        spyre_set_job_state(s, q, SPYRE_JOB_READY);
+        q->ready_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     }
+    spyre_kick(s);
     spyre_unlock(s);
     return ret;
 }

@@ -43,12 +43,15 @@
  *    invalidations change (SpyreQueue.gen, mmu_epoch, ctx_root, stopping,
  *    vm_running) are written with both locks held, so either lock is
  *    enough to read them.
- *  - A worker takes the BQL only for a *memory phase*
- *    (spyre_e_mem_begin/end, the one place it does): translating through
- *    the device MMU (its page walk is DMA), mapping guest memory for a
- *    tile with dma_memory_map() (a vIOMMU translates, and may fault,
- *    under the BQL), small DMA (descriptors, command stream, completion
- *    records, semaphores) and MSI-X notification, which QEMU requires.
+ *  - Guest memory is reached in *memory phases* (spyre_e_mem_begin/end):
+ *    translating through the device MMU (its page walk is DMA), mapping
+ *    guest memory for a tile with dma_memory_map(), small DMA
+ *    (descriptors, command stream, completion records, semaphores).  A
+ *    memory phase holds the device lock; behind a vIOMMU (dma_bql) it
+ *    holds the BQL too, since a vIOMMU translates, and may fault, under
+ *    the BQL.  Without one, dma_memory_map() needs only RCU, as for
+ *    QEMU's I/O threads.  The other place a worker takes the BQL is to
+ *    send MSI-X messages (spyre_irq_flush), which QEMU requires.
  *  - Compute holds no lock.  A command works in tiles: a memory phase
  *    maps the tile's operands (host pointers into device memory, system
  *    memory mapped with dma_memory_map()) and counts the tile in
@@ -57,9 +60,10 @@
  *    GEMM steps compute on private buffers, their operand I/O is tiles.
  *  - Resets, MMU invalidation, CTX_ROOT writes, VM stop and unplug run
  *    under the BQL and wait (spyre_drain_tiles) until no tile is in
- *    flight: no new tile can be mapped while they hold the BQL, so the
- *    wait is bounded by one tile's work per worker (SPYRE_TILE_BYTES of
- *    element-wise work, a GEMM operand batch, a COPY batch), and when
+ *    flight: no memory phase starts while one drains
+ *    (SpyreState.draining), so the wait is bounded by one tile's work per
+ *    worker (SPYRE_TILE_BYTES of element-wise work, a GEMM operand batch,
+ *    a COPY batch), and when
  *    their MMIO write returns no access uses an old translation or
  *    touches memory of a reset queue.  A worker re-checks its queue's
  *    generation whenever it re-takes a lock and drops a job whose queue
@@ -188,6 +192,7 @@ typedef struct SpyreJob {
     uint64_t start_ns;          /* device clock at job start */
     uint64_t end_ns;            /* ... at its end (its record), or 0 */
     uint64_t writes;            /* memory writes: semaphores may change */
+    bool restartable;           /* its command may run again from its start */
 } SpyreJob;
 
 typedef struct SpyreQueue {
@@ -459,6 +464,8 @@ struct SpyreState {
 
     /* Engine. */
     QemuMutex lock;             /* the device lock: see the top */
+    bool dma_bql;               /* DMA goes through a vIOMMU: see the top */
+    bool draining;              /* spyre_drain_tiles() waits: no new tile */
     SpyreWorker *workers;       /* nworkers threads, then db_worker */
     SpyreWorker *db_worker;     /* the doorbell executor (spyre_db_run) */
     uint32_t ntiles;            /* tiles mapped and not yet released */
@@ -495,6 +502,9 @@ typedef struct SpyreTarget {
     bool devmem;
     uint64_t addr;      /* DMA address, or offset into device memory */
 } SpyreTarget;
+
+/* In a memory phase (see the top): the BQL too behind a vIOMMU. */
+#define SPYRE_ASSERT_PHASE(s)   assert(!(s)->dma_bql || bql_locked())
 
 static inline void spyre_lock(SpyreState *s)
 {
@@ -536,6 +546,13 @@ static inline uint32_t spyre_f32_bits(float f)
 
     memcpy(&bits, &f, sizeof(bits));
     return bits;
+}
+
+/* Do [a, a + alen) and [b, b + blen) (neither wrapping) share a byte? */
+static inline bool spyre_spans_meet(uint64_t a, uint64_t alen, uint64_t b,
+                                    uint64_t blen)
+{
+    return alen && blen && a < b + blen && b < a + alen;
 }
 
 /* Does [base, base + span) run past the end of the 64-bit space? */

@@ -3,7 +3,8 @@
 """The machine-readable report of `make bench` (scripts/run-bench.sh).
 
   bench-report.py OUTDIR --bench BENCH.json [--torch TORCH.txt]
-                  [--block BLOCK.txt] [--load-before S] [--load-after S]
+                  [--block BLOCK.txt] [--bql BQL.json] [--load-before S]
+                  [--load-after S]
   bench-report.py --median RUN/bench.json...
 
 BENCH.json is what `spyre-bench --json` printed (docs/spyre-bench.schema.json);
@@ -13,6 +14,10 @@ MAX N": microseconds per transformer block of the graph launched 20 times,
 card or wall clock), whose ratios to the native ceilings block-PREC in
 BENCH.json (spyre-ceilings: the same block, natively) are computed here:
 the card clock's with the goal <= 2x, the wall clock's for information.
+BQL.json is what scripts/bql-profile.py --json wrote: how long vCPUs, the
+card's workers and the device lock's users waited for their locks per
+second of card load, figures without a ratio (--median gives their
+medians too).
 Writes OUTDIR/bench.json, the three merged with those ratios and the
 host load around the run, and OUTDIR/bench.png, every ratio that has a goal
 as a bar against its goal line (green met, red not; log scale), with
@@ -104,6 +109,23 @@ def block_figures(path, ceilings):
     return figs
 
 
+def bql_figures(path):
+    """bql-profile.py's JSON -> value figures (milliseconds per second)."""
+    with open(path) as f:
+        b = json.load(f)
+    figs = []
+    for key, what in (('vcpu', 'vCPUs wait for the BQL'),
+                      ('card', "the card's workers wait for the BQL"),
+                      ('device_lock', 'waits for the device lock')):
+        figs.append({'figure': '%s, per second of card load' % what,
+                     'unit': 'ms/s', 'clock': 'wall',
+                     'value': {'median': b['%s_wait_ms_per_s' % key], 'n': 1},
+                     'acquisitions': b['%s_acquisitions' % key],
+                     'ceiling': None, 'ratio': None, 'goal': None,
+                     'met': None})
+    return figs
+
+
 def chart(figs, path):
     gp = shutil.which('gnuplot')
     if not gp:
@@ -143,7 +165,8 @@ def chart(figs, path):
 def all_figures(report):
     """Every figure of one merged report (OUTDIR/bench.json), in order."""
     return (report['spyre_bench'].get('figures', []) +
-            report.get('torch_figures', []) + report.get('block_figures', []))
+            report.get('torch_figures', []) + report.get('block_figures', []) +
+            report.get('bql_figures', []))
 
 
 def medians(paths):
@@ -156,9 +179,12 @@ def medians(paths):
         except (OSError, ValueError, KeyError, TypeError) as e:
             print('bench-report: %s: %s' % (p, e), file=sys.stderr)
             return 1
-    rows = {}
+    rows, values = {}, {}
     for figs in runs:
         for f in figs:
+            if f.get('unit') == 'ms/s':
+                values.setdefault('%s (%s)' % (f['figure'], f['unit']),
+                                  []).append(f['value']['median'])
             if f.get('ratio') is None:
                 continue
             c = f.get('ceiling') or {}
@@ -182,6 +208,13 @@ def medians(paths):
             met += ok
         print('%-78s %-20s %6.2fx  %s' % (
             key, ' '.join('%.2f' % r for r in rs), med, verdict))
+    for key, vs in values.items():
+        vs_sorted = sorted(vs)
+        n = len(vs_sorted)
+        med = (vs_sorted[n // 2] if n % 2 else
+               (vs_sorted[n // 2 - 1] + vs_sorted[n // 2]) / 2)
+        print('%-78s %-20s %7.2f  (value)' % (
+            key, ' '.join('%.2f' % v for v in vs), med))
     print('%d medians with a goal, %d met' % (total, met))
     return 0
 
@@ -194,6 +227,7 @@ def main():
     ap.add_argument('--bench', required=True)
     ap.add_argument('--torch')
     ap.add_argument('--block')
+    ap.add_argument('--bql')
     ap.add_argument('--load-before', default='')
     ap.add_argument('--load-after', default='')
     o = ap.parse_args()
@@ -222,8 +256,12 @@ def main():
     bfigs = []
     if o.block and os.path.exists(o.block):
         bfigs = block_figures(o.block, bench.get('ceilings', []))
+    qfigs = []
+    if o.bql and os.path.exists(o.bql):
+        qfigs = bql_figures(o.bql)
     report = {'schema_version': 1, 'spyre_bench': bench, 'torch': tvals,
               'torch_figures': tfigs, 'block_figures': bfigs,
+              'bql_figures': qfigs,
               'host_load': {'before': o.load_before, 'after': o.load_after}}
     os.makedirs(o.outdir, exist_ok=True)
     jpath = os.path.join(o.outdir, 'bench.json')
@@ -238,6 +276,9 @@ def main():
             ' (goal <= %gx%s)' % (f['goal']['ratio'],
                                   '' if f['met'] else ', not met')
             if f['goal'] else ''))
+    for f in qfigs:
+        print('bench: %s: %.2f %s (%d acquisitions)' % (
+            f['figure'], f['value']['median'], f['unit'], f['acquisitions']))
     figs = [f for f in bench.get('figures', []) + tfigs + bfigs
             if f.get('goal') and f.get('ratio') is not None and f['ratio'] > 0]
     if figs:

@@ -23,6 +23,10 @@
 #      commands (execution), each figure the median [min-max] of as many
 #      repetitions next to its floor or ceiling; it ends with a summary
 #      table naming each ratio's clock (card or wall) and ceiling;
+#   2b. scripts/bql-profile.py: a guest whose QEMU runs with its lock
+#      profiler on, while the card runs ELTWISE, REDUCE and GEMM work on
+#      four queues (spyre-bench --only load) for 10 s: how long the vCPUs,
+#      the card's workers and the device lock's users waited per second;
 #   3. in the PyTorch guest: scripts/bench-torch.sh (per-token decode
 #      eager vs compiled, framework cost, dispatch, tensor.to());
 #   4. scripts/bench-report.py: $SPYRE_BUILD/bench/<time>/ (and
@@ -95,6 +99,14 @@ echo "$LOAD_AFTER"
 [ "$rc" = 0 ] || exit "$rc"
 sed -n 's/^spyre-bench-json: //p' "$OUT/bench.txt" >"$OUT/spyre-bench.json"
 sed -n 's/^demo: figure //p' "$OUT/bench.txt" >"$OUT/block.txt"
+# 2b. QEMU's lock profile while the card runs element-wise, reduction and
+# GEMM work on four queues (how long vCPUs wait for the BQL)
+msg "guest: lock profile under card load (scripts/bql-profile.py)"
+"$SPYRE_ROOT/scripts/bql-profile.py" --seconds 10 --json "$OUT/bql.json" \
+	-- --no-build "${VMOPTS[@]}" >"$OUT/bql.txt" 2>&1
+rc=$?
+tail -n 1 "$OUT/bql.txt"
+[ "$rc" = 0 ] || exit "$rc"
 # 3. PyTorch: decode per token eager vs torch.compile, the framework's
 # cost over the same command lists from C++, eager dispatch, tensor.to()
 msg "guest: PyTorch (torch_spyre/examples/bench_torch.py)"
@@ -102,5 +114,5 @@ msg "guest: PyTorch (torch_spyre/examples/bench_torch.py)"
 [ "${PIPESTATUS[0]}" = 0 ] || exit 1
 python3 "$SPYRE_ROOT/scripts/bench-report.py" "$OUT" \
 	--bench "$OUT/spyre-bench.json" --torch "$OUT/torch.txt" \
-	--block "$OUT/block.txt" \
+	--block "$OUT/block.txt" --bql "$OUT/bql.json" \
 	--load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER"

@@ -24,6 +24,8 @@
 #   --no-build       use the last build as is
 #   --log FILE       keep the full serial log in FILE
 #   --qemu-arg ARG   one more QEMU argument; repeatable
+#   --qemu BIN       run this QEMU binary instead of the build's (another
+#                    card model, e.g. a before/after comparison)
 #   --trace DIR      trace the run into DIR (made if missing): the driver's
 #                    tracepoints (events/spyre) in DIR/guest-trace.txt and
 #                    the card's trace-events, with host timestamps, in
@@ -45,7 +47,7 @@ usage() { sed -n '3,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 shift
 CARDS=1 MEM=2G SMP=2 CARD_OPTS= COPIES=() ROOT=0 IOMMU=0 QMP= TIMEOUT=300
 NOMOD=0 MODARGS= ALLOW_WARN=0 BUILD=1 LOG= TORCH=0 QEMU_ARGS=() TRACE=
-CARD_TRACE=()
+CARD_TRACE=() QEMU_BIN=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--cards) CARDS=$2; shift ;;
@@ -64,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD=0 ;;
 	--log) LOG=$2; shift ;;
 	--qemu-arg) QEMU_ARGS+=("$2"); shift ;;
+	--qemu) QEMU_BIN=$2; shift ;;
 	--trace) TRACE=$2; shift ;;
 	--card-trace) CARD_TRACE+=("$2"); shift ;;
 	--) shift; break ;;
@@ -89,6 +92,10 @@ fi
 . "$SPYRE_BUILD/paths.env"
 [ -x "${QEMU:-}" ] && [ -f "${INITRAMFS:-}" ] ||
 	die "nothing built yet: run make build (or drop --no-build)"
+if [ -n "$QEMU_BIN" ]; then
+	[ -x "$QEMU_BIN" ] || die "--qemu: $QEMU_BIN is not executable"
+	QEMU=$QEMU_BIN
+fi
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/spyre-vm.XXXXXX")
 trap 'kill "${QPID:-}" "${TPID:-}" 2>/dev/null || true; rm -rf "$RUN"' EXIT

@@ -68,6 +68,13 @@
  *	      before it, teardown after; wall clock; min(--reps, 3) runs
  *	      each).
  *	A card whose engine refuses GEMM (-EIO) gets "n/a" for (iv) and (v).
+ *   spyre-bench --only load [--time SEC]
+ *	a load for the host to profile, not a figure: four threads, each
+ *	with its own stream, run ELTWISE ADDs of 1 Mi fp16 values, REDUCE
+ *	SUMs of 1024 x 1024 fp16 and 256^3 fp32 GEMMs on system-memory
+ *	operands for --time seconds, between the lines "load: start" and
+ *	"load: end SECONDS JOBS" (scripts/bql-profile.py reads QEMU's lock
+ *	profile over that window).
  *	The run ends with a summary table of figure, ceiling, ratio, clock
  *	and goal.  --json: that table and the ceilings as one JSON object on
  *	stdout (numbers, docs/spyre-bench.schema.json), the text report on
@@ -2094,6 +2101,120 @@ static int vec_run(struct spyre_device *dev, struct spyre_queue *q,
  * REDUCE and ROWOP kind at 4 Ki, 64 Ki and 1 Mi fp16 elements, one
  * command per job, against the same call natively.  Card clock.
  */
+/* --only load: one of its four threads. */
+struct load_thread {
+	struct spyre_device *dev;
+	pthread_barrier_t *start;
+	double secs;
+	uint64_t jobs;
+	int ret;
+};
+
+#define LOAD_ELT	(1u << 20)	/* fp16 elements per ELTWISE */
+#define LOAD_ROWS	1024u		/* REDUCE rows (x 1024 columns) */
+#define LOAD_DIM	256u		/* GEMM M = N = K, fp32 */
+#define LOAD_SYNC_NS	(60ull * 1000000000ull)
+
+static void *load_thread_fn(void *arg)
+{
+	struct load_thread *t = arg;
+	const uint64_t vec = (uint64_t)LOAD_ELT * 2;
+	const uint64_t mat = (uint64_t)LOAD_DIM * LOAD_DIM * 4;
+	struct spyre_bo *a = NULL, *b = NULL, *o = NULL;
+	struct spyre_stream *s = NULL;
+	struct spyre_gemm g = { 0 };
+	int64_t deadline;
+	int ret;
+
+	ret = spyre_stream_create(t->dev, SPYRE_PRIORITY_NORMAL, &s);
+	if (!ret)
+		ret = spyre_bo_alloc(t->dev, vec, 0, &a);
+	if (!ret)
+		ret = spyre_bo_alloc(t->dev, vec, 0, &b);
+	if (!ret)
+		ret = spyre_bo_alloc(t->dev, vec, 0, &o);
+	if (!ret)
+		ret = spyre_stream_fill(s, a, 0, LOAD_ELT, 2, 0x3c00);
+	if (!ret)
+		ret = spyre_stream_fill(s, b, 0, LOAD_ELT, 2, 0x3c00);
+	if (!ret)
+		ret = spyre_stream_sync(s, LOAD_SYNC_NS);
+	g.a_dtype = g.b_dtype = g.c_dtype = SPYRE_DTYPE_FP32;
+	g.m = g.n = g.k = LOAD_DIM;
+	g.batch = 1;
+	g.a = SPYRE_MEM(a, 0);
+	g.b = SPYRE_MEM(b, 0);
+	g.c = SPYRE_MEM(o, mat);
+	g.alpha = 1.0f;
+	pthread_barrier_wait(t->start);
+	deadline = mono_ns() + (int64_t)(t->secs * 1e9);
+	while (!ret && mono_ns() < deadline) {
+		ret = spyre_stream_eltwise(s, SPYRE_ELT_ADD, SPYRE_DTYPE_FP16,
+					   LOAD_ELT, SPYRE_MEM(o, 0),
+					   SPYRE_MEM(a, 0), SPYRE_MEM(b, 0), 0);
+		if (!ret)
+			ret = spyre_stream_reduce(s, SPYRE_REDUCE_SUM,
+						  SPYRE_DTYPE_FP16, LOAD_ROWS,
+						  LOAD_ELT / LOAD_ROWS,
+						  SPYRE_MEM(b, 0),
+						  SPYRE_MEM(a, 0), 0);
+		if (!ret)
+			ret = spyre_stream_gemm(s, &g);
+		if (!ret)
+			ret = spyre_stream_sync(s, LOAD_SYNC_NS);
+		if (!ret)
+			t->jobs += 3;
+	}
+	spyre_stream_destroy(s);
+	spyre_bo_free(o);
+	spyre_bo_free(b);
+	spyre_bo_free(a);
+	t->ret = ret;
+	return NULL;
+}
+
+/*
+ * --only load: element-wise, reduction and GEMM work on four queues for
+ * @secs seconds, framed by "load: start" / "load: end" lines.
+ */
+static int bench_load(struct spyre_device *dev, double secs)
+{
+	struct load_thread t[4];
+	pthread_t th[4];
+	pthread_barrier_t start;
+	uint64_t jobs = 0;
+	int64_t t0;
+	int rc = 0, n;
+
+	pthread_barrier_init(&start, NULL, 5);
+	for (n = 0; n < 4; n++) {
+		t[n] = (struct load_thread){ .dev = dev, .start = &start,
+					     .secs = secs };
+		if (pthread_create(&th[n], NULL, load_thread_fn, &t[n]))
+			break;
+	}
+	if (n < 4) {
+		/* Cannot happen short of resources: the rest never start. */
+		fprintf(stderr, "spyre-bench: load: pthread_create failed\n");
+		exit(1);
+	}
+	pthread_barrier_wait(&start);
+	t0 = mono_ns();
+	printf("load: start\n");
+	fflush(stdout);
+	for (n = 0; n < 4; n++) {
+		pthread_join(th[n], NULL);
+		jobs += t[n].jobs;
+		if (t[n].ret)
+			rc |= fail("load", t[n].ret);
+	}
+	printf("load: end %.3f %llu\n", (mono_ns() - t0) / 1e9,
+	       (unsigned long long)jobs);
+	fflush(stdout);
+	pthread_barrier_destroy(&start);
+	return rc;
+}
+
 static int bench_vec(struct spyre_device *dev)
 {
 	static const uint32_t sizes[] = { 4096, 65536, 1048576 };
@@ -2550,7 +2671,8 @@ static void usage(FILE *f)
 		"[--iters N] [--reps N]\n"
 		"                   [--ceilings FILE] [--threads N] "
 		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
-		"                   [--only mem|exec|vec|gemm|scale] [--json]\n"
+		"                   [--only mem|exec|vec|gemm|scale|load] "
+		"[--json]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
 
@@ -2681,10 +2803,13 @@ int main(int argc, char **argv)
 			} else if (!strcmp(optarg, "gemm")) {
 				do_mem = 0;
 				do_exec = 4;
+			} else if (!strcmp(optarg, "load")) {
+				do_mem = 0;
+				do_exec = 5;
 			} else {
 				fprintf(stderr, "spyre-bench: --only: '%s' is "
-					"not mem, exec, vec, gemm or scale\n",
-					optarg);
+					"not mem, exec, vec, gemm, scale or "
+					"load\n", optarg);
 				ok = false;
 			}
 			break;
@@ -2759,6 +2884,8 @@ int main(int argc, char **argv)
 		rc |= bench_vec(dev);
 	else if (do_exec == 4)
 		rc |= bench_gemm(card, iters, !gemm_probe(card));
+	else if (do_exec == 5)
+		rc |= bench_load(dev, secs);
 	else if (do_exec)
 		rc |= bench_exec(dev, card, secs, iters);
 	summary_print();

@@ -31,7 +31,10 @@
 #define PAGE                SPYRE_PAGE_SIZE
 #define GUEST_POOL          0x01000000ULL     /* page pool for tests */
 #define MSI_ADDR            0x00f00000ULL     /* MSI-X writes land here */
-#define WAIT_US             (5 * G_USEC_PER_SEC)
+/* How long a wait may take: SPYRE_QTEST_SLOW times more (sanitizers). */
+#define WAIT_US             (5 * G_USEC_PER_SEC * slow)
+
+static int slow = 1;
 
 typedef struct Spyre {
     QTestState *qts;
@@ -377,10 +380,11 @@ static void stream_put(Spyre *sp, uint64_t pa, const Stream *st)
     qtest_memwrite(sp->qts, pa, st->buf, st->len);
 }
 
-static void wait_compl(Spyre *sp, TestQueue *tq, uint64_t seqno,
-                       struct spyre_hw_completion *c)
+/* Wait up to @us (times SPYRE_QTEST_SLOW) for @seqno's record. */
+static void wait_compl_us(Spyre *sp, TestQueue *tq, uint64_t seqno,
+                          struct spyre_hw_completion *c, gint64 us)
 {
-    gint64 end = g_get_monotonic_time() + WAIT_US;
+    gint64 end = g_get_monotonic_time() + us * slow;
 
     for (;;) {
         qtest_memread(sp->qts, tq->compl, c, sizeof(*c));
@@ -390,6 +394,12 @@ static void wait_compl(Spyre *sp, TestQueue *tq, uint64_t seqno,
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(100);
     }
+}
+
+static void wait_compl(Spyre *sp, TestQueue *tq, uint64_t seqno,
+                       struct spyre_hw_completion *c)
+{
+    wait_compl_us(sp, tq, seqno, c, WAIT_US / slow);
 }
 
 static void wait_qstatus(Spyre *sp, unsigned int q, uint32_t status)
@@ -2735,7 +2745,7 @@ static void test_preempt(void)
 static void spin_compl(Spyre *sp, TestQueue *tq, uint64_t seqno,
                        unsigned int poll_us)
 {
-    gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC * slow;
 
     while (qtest_readq(sp->qts, tq->compl) != seqno) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
@@ -3408,9 +3418,92 @@ static void test_inject_migration(void)
     spyre_stop(src);
 }
 
+/*
+ * A job in the middle of a command migrates when the command reads nothing
+ * it writes: parked at that command, which runs again on the destination.
+ * One whose command reads what it writes (a GEMM with beta 1) refuses
+ * migration, and the source goes on.  Each job is two GEMMs of 64 x 1024^3
+ * fp32 (several seconds here), so the migration finds it running.
+ */
+static void test_migration_running(void)
+{
+    g_autofree char *uri = g_strdup_printf("unix:%s/spyre-mig2-%d.sock",
+                                           g_get_tmp_dir(), getpid());
+    const uint32_t n = 1024;
+    Spyre *src = spyre_start(NULL), *dst;
+    struct spyre_hw_completion comp;
+    Stream st = { 0 };
+    Card cd;
+    Buf a, b, c, cmd;
+    float v;
+    int beta;
+
+    card_init(&cd, src, 3, 0);
+    a = buf_new(&cd, (uint64_t)n * n * 4);
+    b = buf_new(&cd, (uint64_t)n * n * 4);
+    c = buf_new(&cd, (uint64_t)n * n * 4);
+    emit_fill(&st, a.va, (uint64_t)n * n, f32_bits(1.0f), 4);
+    emit_fill(&st, b.va, (uint64_t)n * n, f32_bits(1.0f), 4);
+    g_assert_cmpuint(card_run(&cd, &st, NULL), ==, SPYRE_STATUS_OK);
+    cmd = buf_new(&cd, PAGE);
+
+    for (beta = 1; beta >= 0; beta--) {
+        g_autofree char *status = NULL;
+        int i;
+
+        st.len = 0;
+        for (i = 0; i < 2; i++) {
+            emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, n, n, n, 64,
+                      a.va, b.va, c.va)->beta = f32_bits(beta);
+        }
+        stream_put(src, cmd.pa, &st);
+        submit(src, &cd.tq, ++cd.seq, cd.ctx, cmd.va, st.len, 0);
+        wait_qstatus(src, cd.tq.id, SPYRE_QS_BUSY);
+        dst = spyre_start_vm(NULL, NULL, false, uri);
+        status = migrate(src, uri);
+        if (beta) {
+            /* Refused at the end of precopy; the job finishes here. */
+            g_assert_cmpstr(status, ==, "failed");
+            g_free(status);
+            status = migration_wait(dst->qts);
+            g_assert_cmpstr(status, ==, "failed");
+            qtest_quit(dst->qts);
+            qpci_free_pc(dst->bus);
+            g_free(dst);
+            wait_compl_us(src, &cd.tq, cd.seq, &comp, 120 * G_USEC_PER_SEC);
+            g_assert_cmpuint(comp.status, ==, SPYRE_STATUS_OK);
+            continue;
+        }
+        g_assert_cmpstr(status, ==, "completed");
+        qtest_qmp_eventwait(dst->qts, "RESUME");
+        dst->dev = qpci_device_find(dst->bus, SPYRE_DEVFN);
+        dst->bar0 = src->bar0;
+        dst->bar2 = src->bar2;
+        dst->next_page = src->next_page;
+        /* Parked at its command, on the destination it runs again. */
+        g_assert_cmpuint(qrd32(dst, cd.tq.id, SPYRE_Q_STATUS), ==,
+                         SPYRE_QS_BUSY);
+        wait_compl_us(dst, &cd.tq, cd.seq, &comp, 120 * G_USEC_PER_SEC);
+        g_assert_cmpuint(comp.status, ==, SPYRE_STATUS_OK);
+        v = 0;
+        qtest_memread(dst->qts, c.pa, &v, sizeof(v));
+        g_assert_cmpfloat(v, ==, (float)n);
+        qtest_memread(dst->qts, c.pa + (uint64_t)n * n * 4 - 4, &v,
+                      sizeof(v));
+        g_assert_cmpfloat(v, ==, (float)n);
+        spyre_stop(dst);
+    }
+    spyre_stop(src);
+}
+
 int main(int argc, char **argv)
 {
+    const char *s = getenv("SPYRE_QTEST_SLOW");
+
     g_test_init(&argc, &argv, NULL);
+    if (s && atoi(s) > 1) {
+        slow = atoi(s);
+    }
 
     qtest_add_func("/spyre/identity", test_identity);
     qtest_add_func("/spyre/scratch-clock", test_scratch_clock);
@@ -3430,6 +3523,7 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/hotplug", test_hotplug);
     qtest_add_func("/spyre/unplug-acpi", test_unplug_acpi);
     qtest_add_func("/spyre/migration", test_migration);
+    qtest_add_func("/spyre/migration-running", test_migration_running);
     qtest_add_func("/spyre/inject-fatal", test_inject_fatal);
     qtest_add_func("/spyre/inject-irq", test_inject_irq);
     qtest_add_func("/spyre/inject-corrupt", test_inject_corrupt);
