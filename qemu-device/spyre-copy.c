@@ -15,8 +15,8 @@
  * reports the error as every other command does.
  *
  * Locks: spyre_copy_bytes(), spyre_pick_copy() and spyre_copy_help() are
- * called with the device lock held; batches are mapped in memory phases
- * and copied with no lock held.
+ * called with the device lock held; batches are mapped in data phases
+ * (spyre_e_data_begin) and copied with no lock held.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -96,7 +96,7 @@ void spyre_copy_help(SpyreState *s, SpyreCopySplit *c)
     qemu_cond_broadcast(&s->gang_cond);
 }
 
-/* Memory phase.  Map one side of a piece; *@n may shrink. */
+/* Data phase.  Map one side of a piece; *@n may shrink. */
 static bool spyre_copy_map(SpyreExec *e, const SpyreTarget *t, uint64_t *n,
                            bool write, SpyreMap *m)
 {
@@ -111,7 +111,7 @@ static bool spyre_copy_map(SpyreExec *e, const SpyreTarget *t, uint64_t *n,
 }
 
 /*
- * Memory phase.  Map the next batch of the copy of @len bytes from @src
+ * Data phase.  Map the next batch of the copy of @len bytes from @src
  * to @dst into e->split's pieces.  Returns SPYRE_STATUS_OK with the batch
  * (possibly empty: then *@slow bytes at the start go through the slow
  * path), or the fault of the first page.
@@ -202,7 +202,7 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
     assert(!e->w->doorbell);    /* it drops the locks: COPY is handed off */
     c->pieces = NULL;
     while (done < len) {
-        st = spyre_e_mem_begin(e);
+        st = spyre_e_data_begin(e);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
@@ -217,11 +217,11 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
             }
             done += slow;
         }
-        if (st != SPYRE_STATUS_OK || slow) {
-            spyre_e_mem_end(e);
-        } else {
-            e->q->job.writes++;
-            s->tel[SPYRE_TEL_BYTES] += 2 * batch;
+        spyre_e_data_unlock(e);
+        if (st == SPYRE_STATUS_OK && !slow) {
+            /* The batch, still counted as the phase's tile, is copied. */
+            e->io_writes++;
+            e->io_bytes += 2 * batch;
             trace_spyre_copy_batch(e->q->id, dst + done, src + done, batch,
                                    c->npieces);
             c->pieces = e->pieces;
@@ -233,16 +233,14 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
                 c->max_active = 1;
             }
             if (c->max_active > 1) {
+                spyre_lock(s);
                 QLIST_INSERT_HEAD(&s->copies, c, link);
                 s->sched_seq++;
                 spyre_wake(s, c->max_active - 1);
+                spyre_unlock(s);
             }
-            s->ntiles++;
-            spyre_e_mem_end(e);
-            spyre_unlock(s);
             spyre_copy_claim_all(s, c);
             spyre_lock(s);
-            e->w->lock_ns = spyre_now();
             if (c->max_active > 1) {
                 QLIST_REMOVE(c, link);
             }
@@ -250,9 +248,10 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
             while (c->active) {
                 qemu_cond_wait(&s->gang_cond, &s->lock);
             }
-            spyre_tile_put(s);
+            spyre_unlock(s);
             done += batch;
         }
+        spyre_e_data_end(e);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }

@@ -159,30 +159,24 @@ static void spyre_gang_part_cmd(const SpyreGang *g, uint32_t idx,
 }
 
 /*
- * No lock held.  Enter a memory phase for operand I/O of the GEMM part @e
- * runs: SPYRE_STATUS_OK with both locks held, or (with the device lock
- * only) SPYRE_EXEC_DROPPED (queue reset) or SPYRE_EXEC_STOP (the part is
- * no longer needed).
+ * No lock held.  Enter a data phase for operand I/O of the GEMM part @e
+ * runs: SPYRE_STATUS_OK holding the phase's locks, or (with the device
+ * lock only) SPYRE_EXEC_DROPPED (queue reset) or SPYRE_EXEC_STOP (the
+ * part is no longer needed).
  */
 static uint32_t spyre_part_phase(SpyreExec *e)
 {
     SpyreGang *g = e->part_gang;
-    uint32_t st;
 
     spyre_lock(e->s);
-    st = spyre_e_mem_begin(e);
-    if (st != SPYRE_STATUS_OK) {
-        return st;
-    }
     if (g->stop || g->err_part < e->part_idx) {
-        spyre_e_mem_end(e);
         return SPYRE_EXEC_STOP;
     }
-    return SPYRE_STATUS_OK;
+    return spyre_e_data_begin(e);
 }
 
 /*
- * Per memory phase, spyre_part_rows() maps at most about this many
+ * Per data phase, spyre_part_rows() maps at most about this many
  * bytes, in at most this many pieces (runs of pages contiguous in device
  * memory, or system-memory mappings), checked between ranges of rows: a
  * batch may end with one more range.  A whole 512 x 512 fp32 tile is one
@@ -191,7 +185,7 @@ static uint32_t spyre_part_phase(SpyreExec *e)
 #define SPYRE_ROWS_BATCH_BYTES  (1u << 20)
 #define SPYRE_ROWS_BATCH_SEGS   128
 
-/* Memory phase.  A free piece slot of @io (grown on demand). */
+/* Data phase.  A free piece slot of @io (grown on demand). */
 static SpyreMap *spyre_part_seg(SpyrePartIO *io, size_t nsegs)
 {
     if (nsegs == io->nsegs_max) {
@@ -205,12 +199,13 @@ static SpyreMap *spyre_part_seg(SpyrePartIO *io, size_t nsegs)
  * Operand I/O of a GEMM part (SpyreGemmIO): @nrows segments of @len
  * bytes, @stride bytes apart from @off, to or from @buf where they are
  * packed.  Called by spyre_gemm_step() with no lock held.  Rows are
- * mapped in memory phases, a batch (SPYRE_ROWS_BATCH_*) each: rows that
+ * mapped in data phases, a batch (SPYRE_ROWS_BATCH_*) each: rows that
  * lie back to back (@stride == @len) as one range, each range as runs of
  * pages through the worker's leaf-table cache (spyre_e_translate_run()),
  * device memory as pointers into the BAR (a run that continues the
  * previous piece joins it), system memory mapped with spyre_map_sys().
- * The batch is then copied as one tile with no lock held, and released.
+ * The batch is then copied, still counted as the phase's tile, with no
+ * lock held, and released.
  */
 static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
                            uint64_t stride, uint32_t nrows, void *buf,
@@ -282,19 +277,17 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
             }
             bytes += (uint64_t)n * len;
         }
+        spyre_e_data_unlock(e);
         if (st != SPYRE_STATUS_OK) {
             for (i = 0; i < nsegs; i++) {
                 spyre_map_release(s, &io->segs[i], false);
             }
-            spyre_e_mem_end(e);
+            spyre_e_data_end(e);
             spyre_unlock(s);
             return st;
         }
-        e->q->job.writes += write ? nsegs : 0;
-        s->tel[SPYRE_TEL_BYTES] += bytes;
-        s->ntiles++;
-        spyre_e_mem_end(e);
-        spyre_unlock(s);
+        e->io_writes += write ? nsegs : 0;
+        e->io_bytes += bytes;
         for (i = 0; i < nsegs; i++) {
             if (write) {
                 memcpy(io->segs[i].host, p, io->segs[i].len);
@@ -304,8 +297,7 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
             spyre_map_release(s, &io->segs[i], write);
             p += io->segs[i].len;
         }
-        spyre_lock(s);
-        spyre_tile_put(s);
+        spyre_e_data_end(e);
         spyre_unlock(s);
         r = r1;
     }

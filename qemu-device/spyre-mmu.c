@@ -153,7 +153,7 @@ static int spyre_mmu_translate(SpyreState *s, unsigned int ctx, uint64_t va,
         if (ctx >= s->ncontexts) {
             return SPYRE_FAULT_BAD_CONTEXT;
         }
-        root = s->ctx_root[ctx];
+        root = qatomic_read(&s->ctx_root[ctx]);
         if (!(root & SPYRE_PTE_VALID)) {
             return SPYRE_FAULT_BAD_CONTEXT;
         }
@@ -228,23 +228,24 @@ uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
     uint64_t hash = e->ctx * 0x9e3779b1ULL;
     SpyreTlbEntry *te = &w->tlb[(vpn ^ hash) & (SPYRE_TLB_SIZE - 1)];
     SpyrePwcEntry *pe = &w->pwc[(tag ^ hash) & (SPYRE_PWC_SIZE - 1)];
+    uint64_t epoch = qatomic_read(&s->mmu_epoch);
     uint64_t leaf = 0;
     bool writable = false;
     int reason;
 
     SPYRE_ASSERT_PHASE(s);
-    if (te->epoch == s->mmu_epoch && te->vpn == vpn && te->ctx == e->ctx &&
+    if (te->epoch == epoch && te->vpn == vpn && te->ctx == e->ctx &&
         (te->writable || !write)) {
         t->devmem = te->devmem;
         t->addr = te->page | (va & SPYRE_PAGE_MASK);
         return SPYRE_STATUS_OK;
     }
-    if (pe->epoch == s->mmu_epoch && pe->tag == tag && pe->ctx == e->ctx) {
+    if (pe->epoch == epoch && pe->tag == tag && pe->ctx == e->ctx) {
         leaf = pe->table;
     }
     reason = spyre_mmu_translate(s, e->ctx, va, write, t, &writable, &leaf);
     if (leaf && va < SPYRE_VA_LIMIT) {
-        pe->epoch = s->mmu_epoch;
+        pe->epoch = epoch;
         pe->tag = tag;
         pe->ctx = e->ctx;
         pe->table = leaf;
@@ -255,7 +256,7 @@ uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
         e->fault_write = write;
         return SPYRE_STATUS_MMU_FAULT;
     }
-    te->epoch = s->mmu_epoch;
+    te->epoch = epoch;
     te->vpn = vpn;
     te->ctx = e->ctx;
     te->writable = writable;
@@ -273,11 +274,12 @@ static SpyreLeaf *spyre_leaf_get(SpyreWorker *w, uint64_t table)
 {
     SpyreState *s = w->s;
     SpyreLeaf *lf, *old = &w->leaf[0];
+    uint64_t epoch = qatomic_read(&s->mmu_epoch);
     unsigned int i;
 
     for (i = 0; i < SPYRE_LEAF_CACHE; i++) {
         lf = &w->leaf[i];
-        if (lf->epoch == s->mmu_epoch && lf->table == table) {
+        if (lf->epoch == epoch && lf->table == table) {
             lf->used = ++w->leaf_clock;
             return lf;
         }
@@ -291,7 +293,7 @@ static SpyreLeaf *spyre_leaf_get(SpyreWorker *w, uint64_t table)
         return NULL;
     }
     old->table = table;
-    old->epoch = s->mmu_epoch;
+    old->epoch = epoch;
     old->used = ++w->leaf_clock;
     return old;
 }
@@ -315,20 +317,20 @@ uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
     uint64_t hash = e->ctx * 0x9e3779b1ULL;
     SpyrePwcEntry *pe = &w->pwc[(tag ^ hash) & (SPYRE_PWC_SIZE - 1)];
     unsigned int idx = SPYRE_PT_INDEX(va, SPYRE_PT_LEVELS - 1);
+    uint64_t epoch = qatomic_read(&s->mmu_epoch);
     uint64_t n, next, pte;
     SpyreLeaf *lf;
     uint32_t st;
 
     SPYRE_ASSERT_PHASE(s);
-    if (pe->epoch != s->mmu_epoch || pe->tag != tag || pe->ctx != e->ctx) {
+    if (pe->epoch != epoch || pe->tag != tag || pe->ctx != e->ctx) {
         /* Walk it (and fill the leaf-table cache entry), or fault. */
         st = spyre_e_translate(e, va, write, t);
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
         *run = MIN(len, SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK));
-        if (pe->epoch != s->mmu_epoch || pe->tag != tag ||
-            pe->ctx != e->ctx) {
+        if (pe->epoch != epoch || pe->tag != tag || pe->ctx != e->ctx) {
             return SPYRE_STATUS_OK;
         }
     }
@@ -372,7 +374,7 @@ uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t,
     SpyreState *s = e->s;
 
     SPYRE_ASSERT_PHASE(s);
-    e->q->job.writes += write;
+    e->io_writes += write;
     if (t->devmem) {
         if (write) {
             memcpy(s->devmem_ptr + t->addr, buf, len);
@@ -386,7 +388,7 @@ uint32_t spyre_e_access(SpyreExec *e, const SpyreTarget *t,
         e->err_va = va;
         return SPYRE_STATUS_DMA_ERROR;
     }
-    s->tel[SPYRE_TEL_BYTES] += len;
+    e->io_bytes += len;
     return SPYRE_STATUS_OK;
 }
 
@@ -462,29 +464,91 @@ uint32_t spyre_e_mem_begin(SpyreExec *e)
     }
 }
 
-/* Leave a memory phase: the device lock stays held. */
+/* Device lock held.  Add what @e's memory phases counted to the card's. */
+static void spyre_e_fold(SpyreExec *e)
+{
+    e->s->tel[SPYRE_TEL_BYTES] += e->io_bytes;
+    e->q->job.writes += e->io_writes;
+    e->io_bytes = 0;
+    e->io_writes = 0;
+}
+
+/* Leave a state phase: the device lock stays held. */
 void spyre_e_mem_end(SpyreExec *e)
 {
+    spyre_e_fold(e);
     if (!e->w->doorbell && e->s->dma_bql) {
         bql_unlock();
     }
 }
 
 /*
- * Device lock held.  spyre_e_rw() in a memory phase of its own.  Returns
- * a SPYRE_STATUS_* or SPYRE_EXEC_DROPPED; the device lock is held on
+ * Device lock held.  Enter a data phase (see spyre.h): as
+ * spyre_e_mem_begin(), then count it in ntiles and, without a vIOMMU,
+ * let the device lock go.  Returns SPYRE_STATUS_OK holding the locks of
+ * the phase (behind a vIOMMU: the BQL and the device lock; else none),
+ * or SPYRE_EXEC_DROPPED with the device lock only.  The doorbell
+ * executor's phases hold both locks and are not counted (no drain can
+ * run while it holds the BQL).
+ */
+uint32_t spyre_e_data_begin(SpyreExec *e)
+{
+    SpyreState *s = e->s;
+    uint32_t st = spyre_e_mem_begin(e);
+
+    if (st != SPYRE_STATUS_OK || e->w->doorbell) {
+        return st;
+    }
+    s->ntiles++;
+    if (!s->dma_bql) {
+        spyre_unlock(s);
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/* Let the locks of a data phase go (it stays counted): compute follows. */
+void spyre_e_data_unlock(SpyreExec *e)
+{
+    if (!e->w->doorbell && e->s->dma_bql) {
+        bql_unlock();
+        spyre_unlock(e->s);
+    }
+}
+
+/*
+ * After spyre_e_data_unlock(), no lock held: end the data phase.  The
+ * device lock is held on return; the caller re-checks its job.
+ */
+void spyre_e_data_end(SpyreExec *e)
+{
+    SpyreState *s = e->s;
+
+    if (e->w->doorbell) {
+        spyre_e_fold(e);
+        return;
+    }
+    spyre_lock(s);
+    e->w->lock_ns = spyre_now();
+    spyre_e_fold(e);
+    spyre_tile_put(s);
+}
+
+/*
+ * Device lock held.  spyre_e_rw() in a data phase of its own.  Returns a
+ * SPYRE_STATUS_* or SPYRE_EXEC_DROPPED; the device lock is held on
  * return.
  */
 uint32_t spyre_e_rw_phase(SpyreExec *e, uint64_t va, void *buf, uint64_t len,
                           bool write)
 {
-    uint32_t st = spyre_e_mem_begin(e);
+    uint32_t st = spyre_e_data_begin(e);
 
     if (st != SPYRE_STATUS_OK) {
         return st;
     }
     st = spyre_e_rw(e, va, buf, len, write);
-    spyre_e_mem_end(e);
+    spyre_e_data_unlock(e);
+    spyre_e_data_end(e);
     return st;
 }
 
@@ -559,8 +623,8 @@ uint32_t spyre_e_map_span(SpyreExec *e, SpyreSpan *sp, uint64_t va,
             t.addr += n;
         }
     }
-    s->tel[SPYRE_TEL_BYTES] += sp->len;
-    e->q->job.writes += write;
+    e->io_bytes += sp->len;
+    e->io_writes += write;
     return SPYRE_STATUS_OK;
 }
 
@@ -579,7 +643,7 @@ uint32_t spyre_e_map_tile(SpyreExec *e, const SpyreOpnd *o, unsigned int n)
     uint32_t st;
 
     assert(!e->w->doorbell && n <= SPYRE_TILE_OPNDS);
-    st = spyre_e_mem_begin(e);
+    st = spyre_e_data_begin(e);
     if (st != SPYRE_STATUS_OK) {
         return st;
     }
@@ -589,13 +653,12 @@ uint32_t spyre_e_map_tile(SpyreExec *e, const SpyreOpnd *o, unsigned int n)
             while (i--) {
                 spyre_span_release(s, &e->span[i]);
             }
-            spyre_e_mem_end(e);
+            spyre_e_data_unlock(e);
+            spyre_e_data_end(e);
             return st;
         }
     }
-    s->ntiles++;
-    spyre_e_mem_end(e);
-    spyre_unlock(s);
+    spyre_e_data_unlock(e);
     return SPYRE_STATUS_OK;
 }
 
@@ -608,9 +671,7 @@ void spyre_e_end_tile(SpyreExec *e, unsigned int n)
     for (i = 0; i < n; i++) {
         spyre_span_release(s, &e->span[i]);
     }
-    spyre_lock(s);
-    e->w->lock_ns = spyre_now();
-    spyre_tile_put(s);
+    spyre_e_data_end(e);
 }
 
 static uint8_t *spyre_tbuf(SpyreExec *e, unsigned int i)
@@ -706,6 +767,6 @@ void spyre_drain_tiles(SpyreState *s)
 void spyre_mmu_changed(SpyreState *s)
 {
     assert(bql_locked());
-    s->mmu_epoch++;
+    qatomic_set(&s->mmu_epoch, s->mmu_epoch + 1);
     spyre_drain_tiles(s);
 }

@@ -471,7 +471,7 @@ static void spyre_reg_write(SpyreState *s, hwaddr reg, uint64_t val,
     if (reg >= SPYRE_REG_CTX_ROOT(0) &&
         reg < SPYRE_REG_CTX_ROOT(SPYRE_MAX_CONTEXTS)) {
         uint64_t ctx = (reg - SPYRE_REG_CTX_ROOT(0)) / 8;
-        uint64_t *root;
+        uint64_t root;
 
         if (ctx >= s->ncontexts) {
             qemu_log_mask(LOG_GUEST_ERROR,
@@ -479,13 +479,11 @@ static void spyre_reg_write(SpyreState *s, hwaddr reg, uint64_t val,
                           " beyond NUM_CONTEXTS\n", ctx);
             return;
         }
-        root = &s->ctx_root[ctx];
-        if (size == 8) {
-            *root = val;
-        } else {
-            *root = deposit64(*root, reg & 4 ? 32 : 0, 32, val);
-        }
-        *root &= SPYRE_PTE_ADDR_MASK | SPYRE_PTE_VALID;
+        root = size == 8 ? val : deposit64(s->ctx_root[ctx],
+                                           reg & 4 ? 32 : 0, 32, val);
+        /* Page walks of data phases in flight read it (spyre.h). */
+        qatomic_set(&s->ctx_root[ctx],
+                    root & (SPYRE_PTE_ADDR_MASK | SPYRE_PTE_VALID));
         spyre_mmu_changed(s);
         return;
     }

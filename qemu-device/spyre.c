@@ -57,6 +57,8 @@ void spyre_reset(SpyreState *s)
 
     assert(bql_locked());
     trace_spyre_reset();
+    /* Nothing in flight reads what follows (page walks read ctx_root). */
+    spyre_drain_tiles(s);
     for (i = 0; i < s->nqueues; i++) {
         SpyreQueue *q = &s->queues[i];
         uint32_t gen = q->gen + 1;

@@ -43,15 +43,23 @@
  *    invalidations change (SpyreQueue.gen, mmu_epoch, ctx_root, stopping,
  *    vm_running) are written with both locks held, so either lock is
  *    enough to read them.
- *  - Guest memory is reached in *memory phases* (spyre_e_mem_begin/end):
- *    translating through the device MMU (its page walk is DMA), mapping
- *    guest memory for a tile with dma_memory_map(), small DMA
- *    (descriptors, command stream, completion records, semaphores).  A
- *    memory phase holds the device lock; behind a vIOMMU (dma_bql) it
- *    holds the BQL too, since a vIOMMU translates, and may fault, under
- *    the BQL.  Without one, dma_memory_map() needs only RCU, as for
- *    QEMU's I/O threads.  The other place a worker takes the BQL is to
- *    send MSI-X messages (spyre_irq_flush), which QEMU requires.
+ *  - Guest memory is reached in *memory phases*: translating through the
+ *    device MMU (its page walk is DMA), mapping guest memory for a tile
+ *    with dma_memory_map(), small DMA.  A *state phase*
+ *    (spyre_e_mem_begin/end: job start and end, semaphores) holds the
+ *    device lock throughout.  A *data phase* (spyre_e_data_begin/end:
+ *    mapping tiles, copy batches and GEMM operand rows, the command
+ *    stream, TIMESTAMP) changes no card state: it is counted like a tile
+ *    (ntiles) and, without a vIOMMU, lets the device lock go, so that a
+ *    long page walk never holds up MMIO handlers; its byte and write
+ *    counts are added under the lock at its end.  Behind a vIOMMU
+ *    (dma_bql) every memory phase holds the BQL and the device lock,
+ *    since a vIOMMU translates, and may fault, under the BQL.  Without
+ *    one, dma_memory_map() needs only RCU, as for QEMU's I/O threads.
+ *    The other place a worker takes the BQL is to send MSI-X messages
+ *    (spyre_irq_flush), which QEMU requires.  A page walk reads
+ *    mmu_epoch and ctx_root atomically: a data phase in flight when they
+ *    change is drained before the change is acknowledged.
  *  - Compute holds no lock.  A command works in tiles: a memory phase
  *    maps the tile's operands (host pointers into device memory, system
  *    memory mapped with dma_memory_map()) and counts the tile in
@@ -367,6 +375,9 @@ struct SpyreExec {
     uint32_t fault_reason;      /* SPYRE_FAULT_* of err_va, or 0 */
     bool fault_write;
     int64_t deadline;           /* host time budget of the command */
+    /* Counted in memory phases, added under the device lock (fold). */
+    uint64_t io_bytes;          /* to TEL_BYTES */
+    uint64_t io_writes;         /* to the job's writes */
     SpyreGang *part_gang;       /* gang whose part we run, or NULL */
     uint32_t part_idx;
     SpyreGang gang;             /* the GEMM we own */
@@ -506,15 +517,12 @@ typedef struct SpyreTarget {
 /* In a memory phase (see the top): the BQL too behind a vIOMMU. */
 #define SPYRE_ASSERT_PHASE(s)   assert(!(s)->dma_bql || bql_locked())
 
-static inline void spyre_lock(SpyreState *s)
-{
-    qemu_mutex_lock(&s->lock);
-}
-
-static inline void spyre_unlock(SpyreState *s)
-{
-    qemu_mutex_unlock(&s->lock);
-}
+/*
+ * The device lock.  Macros, so that QEMU's lock profiler
+ * (-enable-sync-profile) tells the call sites apart.
+ */
+#define spyre_lock(s)           qemu_mutex_lock(&(s)->lock)
+#define spyre_unlock(s)         qemu_mutex_unlock(&(s)->lock)
 
 static inline int64_t spyre_now(void)
 {
@@ -587,6 +595,9 @@ void spyre_record_fault(SpyreState *s, unsigned int ctx, unsigned int queue,
                         bool direct);
 uint32_t spyre_e_mem_begin(SpyreExec *e);
 void spyre_e_mem_end(SpyreExec *e);
+uint32_t spyre_e_data_begin(SpyreExec *e);
+void spyre_e_data_unlock(SpyreExec *e);
+void spyre_e_data_end(SpyreExec *e);
 uint32_t spyre_e_translate(SpyreExec *e, uint64_t va, bool write,
                            SpyreTarget *t);
 uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,

@@ -116,7 +116,10 @@ def bql_figures(path):
     figs = []
     for key, what in (('vcpu', 'vCPUs wait for the BQL'),
                       ('card', "the card's workers wait for the BQL"),
-                      ('device_lock', 'waits for the device lock')):
+                      ('device_lock_mmio',
+                       "the card's MMIO handlers wait for the device lock"),
+                      ('device_lock',
+                       "the card's workers wait for the device lock")):
         figs.append({'figure': '%s, per second of card load' % what,
                      'unit': 'ms/s', 'clock': 'wall',
                      'value': {'median': b['%s_wait_ms_per_s' % key], 'n': 1},

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """How long vCPUs wait for QEMU's big lock while the card computes.
 
-    scripts/bql-profile.py [--seconds S] [--json FILE] [-- VM.SH-RUN-ARGS...]
+    scripts/bql-profile.py [--seconds S] [--json FILE] [--idle-card]
+                           [-- VM.SH-RUN-ARGS...]
 
 Boots a guest with QEMU's lock profiler on (`vm.sh run --qemu-arg
 -enable-sync-profile --qmp SOCKET`) and runs `spyre-bench --only load`
@@ -12,9 +13,12 @@ there: four queues of ELTWISE, REDUCE and GEMM work on system memory for
 (`info sync-profile -n`), and the waits for the BQL are summed by who
 waited: the card's worker threads (call sites in hw/misc/spyre/), the
 main loop (util/main-loop.c) and the rest, which is the vCPU threads
-(MMIO, interrupts, TCG's own acquisitions).  Prints each as milliseconds
-of waiting per second of the window, with the device lock's waits too,
-and with --json writes them as numbers.  A figure for `make bench`, not a
+(MMIO, interrupts, TCG's own acquisitions); and the waits for the card's
+device lock by its MMIO handlers (vCPUs holding the BQL) and by the rest
+of the card.  Prints each as milliseconds of waiting per second of the
+window, and with --json writes them as numbers.  --idle-card runs a load
+with no card work instead (four busy shell loops, the same markers): the
+floor the guest's own activity sets.  A figure for `make bench`, not a
 test: the exit status says only whether the measurement ran.
 """
 import argparse
@@ -57,7 +61,7 @@ def summarize(rows, window):
     bql = {r[1] for r in rows if r[0] == "BQL mutex"}
     out = {"window_s": window}
     groups = {"vcpu": [0.0, 0], "card": [0.0, 0], "main_loop": [0.0, 0],
-              "device_lock": [0.0, 0]}
+              "device_lock": [0.0, 0], "device_lock_mmio": [0.0, 0]}
     for typ, obj, site, wait, count in rows:
         if obj in bql:
             if site.startswith("hw/misc/spyre/"):
@@ -66,6 +70,9 @@ def summarize(rows, window):
                 g = "main_loop"
             else:
                 g = "vcpu"
+        elif site.startswith("hw/misc/spyre/spyre-regs.c") and \
+                typ == "mutex":
+            g = "device_lock_mmio"      # MMIO handlers: vCPUs, BQL held
         elif site.startswith("hw/misc/spyre/") and typ == "mutex":
             g = "device_lock"
         else:
@@ -83,6 +90,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--idle-card", action="store_true",
+                    help="four busy loops in the guest, no card work")
     ap.add_argument("vm_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     if a.vm_args[:1] == ["--"]:
@@ -112,10 +121,14 @@ def main():
     result = None
     with tempfile.TemporaryDirectory(prefix="spyre-bql.") as tmp:
         sock = os.path.join(tmp, "qmp")
+        load = ["spyre-bench", "--only", "load", "--time", str(a.seconds)]
+        if a.idle_card:
+            load = ["sh", "-c", 'echo "load: start"; for i in 1 2 3 4; do '
+                    'timeout "$0" sh -c "while :; do :; done" & done; wait; '
+                    'echo "load: end $0 0"', str(int(a.seconds))]
         cmd = [os.path.join(HERE, "vm.sh"), "run", "--qmp", sock,
                "--qemu-arg", "-enable-sync-profile"] + a.vm_args + [
-               "--", "spyre-bench", "--only", "load",
-               "--time", str(a.seconds)]
+               "--"] + load
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
         out = threading.Thread(target=forward, args=(proc,))
@@ -146,7 +159,9 @@ def main():
           f"({result['vcpu_acquisitions']} acquisitions), the card's "
           f"workers {result['card_wait_ms_per_s']:.3f} ms/s "
           f"({result['card_acquisitions']}), the main loop "
-          f"{result['main_loop_wait_ms_per_s']:.3f} ms/s; device lock "
+          f"{result['main_loop_wait_ms_per_s']:.3f} ms/s; the device "
+          f"lock: MMIO handlers {result['device_lock_mmio_wait_ms_per_s']:.3f}"
+          f" ms/s ({result['device_lock_mmio_acquisitions']}), workers "
           f"{result['device_lock_wait_ms_per_s']:.3f} ms/s "
           f"({result['device_lock_acquisitions']})", flush=True)
     if a.json:

@@ -3422,14 +3422,17 @@ static void test_inject_migration(void)
  * A job in the middle of a command migrates when the command reads nothing
  * it writes: parked at that command, which runs again on the destination.
  * One whose command reads what it writes (a GEMM with beta 1) refuses
- * migration, and the source goes on.  Each job is two GEMMs of 64 x 1024^3
- * fp32 (several seconds here), so the migration finds it running.
+ * migration, and the source goes on.  The job clears C, then runs GEMMs
+ * of 1024^3 fp32 products (256 parts each); once C shows the first part,
+ * the source VM is stopped, which holds the GEMM at its next tile, and
+ * the stopped VM migrates.  (Under a sanitizer, smaller batches keep each
+ * GEMM within the card's 5 s per command.)
  */
 static void test_migration_running(void)
 {
     g_autofree char *uri = g_strdup_printf("unix:%s/spyre-mig2-%d.sock",
                                            g_get_tmp_dir(), getpid());
-    const uint32_t n = 1024;
+    const uint32_t n = 1024, batch = slow > 1 ? 4 : 64;
     Spyre *src = spyre_start(NULL), *dst;
     struct spyre_hw_completion comp;
     Stream st = { 0 };
@@ -3448,17 +3451,26 @@ static void test_migration_running(void)
     cmd = buf_new(&cd, PAGE);
 
     for (beta = 1; beta >= 0; beta--) {
+        gint64 end = g_get_monotonic_time() + WAIT_US;
         g_autofree char *status = NULL;
         int i;
 
         st.len = 0;
+        emit_fill(&st, c.va, (uint64_t)n * n, 0, 4);
         for (i = 0; i < 2; i++) {
-            emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, n, n, n, 64,
-                      a.va, b.va, c.va)->beta = f32_bits(beta);
+            emit_gemm(&st, SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32, n, n, n,
+                      batch, a.va, b.va, c.va)->beta = f32_bits(beta);
         }
         stream_put(src, cmd.pa, &st);
+        qtest_writel(src->qts, c.pa, 0);
         submit(src, &cd.tq, ++cd.seq, cd.ctx, cmd.va, st.len, 0);
-        wait_qstatus(src, cd.tq.id, SPYRE_QS_BUSY);
+        while (!qtest_readl(src->qts, c.pa)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(100);
+        }
+        qtest_qmp_assert_success(src->qts, "{'execute': 'stop'}");
+        g_assert_cmpuint(qrd32(src, cd.tq.id, SPYRE_Q_STATUS), ==,
+                         SPYRE_QS_BUSY);
         dst = spyre_start_vm(NULL, NULL, false, uri);
         status = migrate(src, uri);
         if (beta) {
@@ -3470,11 +3482,14 @@ static void test_migration_running(void)
             qtest_quit(dst->qts);
             qpci_free_pc(dst->bus);
             g_free(dst);
+            qtest_qmp_assert_success(src->qts, "{'execute': 'cont'}");
             wait_compl_us(src, &cd.tq, cd.seq, &comp, 120 * G_USEC_PER_SEC);
             g_assert_cmpuint(comp.status, ==, SPYRE_STATUS_OK);
             continue;
         }
         g_assert_cmpstr(status, ==, "completed");
+        /* The source was stopped: the destination waits to be resumed. */
+        qtest_qmp_assert_success(dst->qts, "{'execute': 'cont'}");
         qtest_qmp_eventwait(dst->qts, "RESUME");
         dst->dev = qpci_device_find(dst->bus, SPYRE_DEVFN);
         dst->bar0 = src->bar0;
