@@ -351,18 +351,22 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 		goto err_ida;
 	}
 
+	/*
+	 * The slot is allocated before reset_sem is taken: a reset (a fence
+	 * signalling section) takes it for writing, so nothing allocates
+	 * under it.
+	 */
+	ret = xa_reserve(&sdev->ctxs, id, GFP_KERNEL);
+	if (ret)
+		goto err_pt;
 	spyre_hw_read_lock(sdev);
 	if (!drm_dev_enter(&sdev->drm, &idx)) {
 		up_read(&sdev->reset_sem);
+		xa_release(&sdev->ctxs, id);
 		ret = -ENODEV;
 		goto err_pt;
 	}
-	ret = xa_err(xa_store(&sdev->ctxs, id, ctx, GFP_KERNEL));
-	if (ret) {
-		drm_dev_exit(idx);
-		up_read(&sdev->reset_sem);
-		goto err_pt;
-	}
+	xa_store(&sdev->ctxs, id, ctx, GFP_NOWAIT);
 	spyre_write64(sdev, SPYRE_REG_CTX_ROOT(id),
 		      ctx->root->dma | SPYRE_PTE_VALID);
 	drm_dev_exit(idx);

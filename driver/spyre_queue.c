@@ -45,7 +45,6 @@ static_assert(DRM_SPYRE_PRIORITY_NORMAL == SPYRE_Q_PRIO_NORMAL);
 static_assert(DRM_SPYRE_PRIORITY_HIGH == SPYRE_Q_PRIO_HIGH);
 
 #define SPYRE_Q_RESET_TIMEOUT_US	USEC_PER_SEC
-#define SPYRE_DRAIN_TIMEOUT_MS		100
 #define SPYRE_IDLE_TIMEOUT_MS		10000
 
 /*
@@ -157,7 +156,6 @@ static int spyre_hwq_program(struct spyre_queue *q)
 	q->tail = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD)) &
 		  (q->entries - 1);
 	q->db_tail = q->tail;
-	q->deferred = 0;
 	return 0;
 }
 
@@ -198,9 +196,8 @@ void spyre_queues_restore_hw(struct spyre_device *sdev)
 		if (spyre_hwq_program(q))
 			spyre_ctx_set_error(q->ctx, -EIO);
 		spyre_queue_replay(q);
-		if (spyre_job_timeout_ms)
-			drm_sched_resume_timeout(q->sched,
-						 msecs_to_jiffies(spyre_job_timeout_ms));
+		drm_sched_resume_timeout(q->sched,
+					 msecs_to_jiffies(spyre_job_timeout_ms));
 	}
 }
 
@@ -222,15 +219,14 @@ static void spyre_hwq_sched_fini(struct drm_device *drm, void *arg)
  *
  * Each scheduler takes up to SPYRE_RING_ENTRIES - 1 descriptors (credits)
  * at a time and times jobs out after the job_timeout_ms module parameter
- * (never with 0).  They are finalised when the DRM device is released,
+ * (bounded: every job ends).  They are finalised when the DRM device is released,
  * after its last file closed.
  *
  * Return: 0, -ENOMEM, or drm_sched_init()'s error.
  */
 int spyre_hwq_sched_init(struct spyre_device *sdev)
 {
-	long timeout = spyre_job_timeout_ms ?
-		msecs_to_jiffies(spyre_job_timeout_ms) : MAX_SCHEDULE_TIMEOUT;
+	long timeout = msecs_to_jiffies(spyre_job_timeout_ms);
 	struct drm_device *drm = &sdev->drm;
 	unsigned int i;
 	int ret;
@@ -245,7 +241,8 @@ int spyre_hwq_sched_init(struct spyre_device *sdev)
 		snprintf(s->name, sizeof(s->name), "spyre-q%u", i);
 		ret = drm_sched_init(&s->base, &spyre_sched_ops,
 				     sdev->submit_wq, 1, SPYRE_RING_ENTRIES - 1,
-				     0, timeout, NULL, NULL, s->name, drm->dev);
+				     0, timeout, sdev->reset_wq, NULL, s->name,
+				     drm->dev);
 		if (ret) {
 			while (i--)
 				drm_sched_fini(&sdev->hwq_sched[i].base);
@@ -363,9 +360,9 @@ void spyre_queues_free_dma(struct spyre_device *sdev)
 
 /*
  * Destroy a queue that is no longer reachable from its file.  Jobs on the
- * card are aborted, queued jobs are cancelled (-ECANCELED; jobs still
- * waiting for in-fences are killed by the scheduler with -ESRCH once those
- * signal), and every fence signals.  Jobs keep the queue memory alive.
+ * card are aborted (-ECANCELED), jobs the scheduler still holds are killed
+ * by it (-ESRCH, once their in-fences signal), and every fence signals.
+ * Jobs keep the queue memory alive.
  */
 static void spyre_queue_destroy(struct spyre_queue *q)
 {
@@ -384,12 +381,10 @@ static void spyre_queue_destroy(struct spyre_queue *q)
 		mutex_unlock(&q->reset_lock);
 
 		/*
-		 * Let ready jobs pass through run_job, which cancels them;
-		 * jobs still waiting for in-fences after that are killed by
-		 * drm_sched_entity_fini() (-ESRCH once those signal).
+		 * Jobs the scheduler has not handed to run_job yet are killed
+		 * by drm_sched_entity_fini() (-ESRCH, once their in-fences
+		 * signal); run_job cancels any it still sees (-ECANCELED).
 		 */
-		wait_event_timeout(q->idle_wq, !atomic_read(&q->queued),
-				   msecs_to_jiffies(SPYRE_DRAIN_TIMEOUT_MS));
 		drm_sched_entity_fini(&q->entity);
 
 		/*

@@ -193,8 +193,6 @@ static int spyre_job_add_in_syncs(struct spyre_job *job,
 		if (ret)
 			return ret;
 
-		if (!dma_fence_is_signaled(fence))
-			job->deps_ready = false;
 		ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret)
 			return ret;
@@ -406,7 +404,6 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 	atomic_inc(&q->sdev->tel.jobs_in_flight);
 	job->ndesc = n;
 	job->queue = q;		/* the lookup reference is the job's */
-	job->deps_ready = true;	/* until an in-fence says otherwise */
 
 	if (atomic_read(&q->ctx->error)) {
 		ret = -ECANCELED;
@@ -513,10 +510,6 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 					   DMA_RESV_USAGE_WRITE);
 	trace_spyre_submit(q->sdev->drm.dev, q->ctx->id, q->hwq, job->seqno,
 			   job->ndesc, job->bo_count);
-	/* Counted before the push: run_job may run before it returns. */
-	atomic_inc(&q->queued);
-	if (!job->deps_ready)
-		atomic_inc(&q->queued_waiting);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&q->lock);
 	if (locked)

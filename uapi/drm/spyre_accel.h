@@ -49,7 +49,8 @@
  *
  * Errors are sticky per context, and only the guilty context gets one: a
  * job that faults (-EFAULT), runs an invalid command (-EIO) or hangs past
- * the driver's job timeout (-ETIMEDOUT) ends with that error, the
+ * the driver's job timeout (-ETIMEDOUT; a SEM_WAIT never satisfied is such
+ * a hang: every job ends by the timeout) ends with that error, the
  * context's other queued jobs end with -ECANCELED, and every later SUBMIT
  * of the file fails with -ECANCELED until the file is closed and the
  * device opened again (QUERY_CONTEXT reports the error and the first
@@ -453,8 +454,8 @@ struct drm_spyre_queue_create {
 /**
  * struct drm_spyre_queue_destroy - destroy a queue; jobs already
  * submitted are cancelled and their fences signal: -ECANCELED for jobs
- * the card had, -ESRCH for jobs still waiting for their in-fences (they
- * signal once those fences have).
+ * the card had, -ESRCH for jobs not handed to it yet (those waiting for
+ * their in-fences signal once those fences have).
  * @queue_id: from QUEUE_CREATE.
  * @pad: must be zero.
  *
@@ -547,7 +548,8 @@ struct drm_spyre_job {
  * does not read what it writes (no command's output overlaps an input of
  * the same or an earlier command, and no semaphore it waits on is one it
  * changes), so a second run gives the same result.  Without the flag an
- * interrupted job's fence ends with -ECANCELED.
+ * interrupted job's fence ends with -ECANCELED, and so it does with the
+ * flag once resets interrupted it four times (three reruns).
  */
 #define DRM_SPYRE_JOB_RESTARTABLE	(1U << 0)
 
