@@ -120,6 +120,9 @@ static int spyre_debugfs_contexts(struct seq_file *m, void *unused)
 	return 0;
 }
 
+#ifdef CONFIG_DEBUG_FS
+struct spyre_live spyre_live;
+
 /* Module-wide (all cards): see struct spyre_live.  Readable by anyone. */
 static int spyre_debugfs_live_show(struct seq_file *m, void *unused)
 {
@@ -133,6 +136,7 @@ static int spyre_debugfs_live_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(spyre_debugfs_live);
+#endif
 
 #if IS_ENABLED(CONFIG_PROVE_LOCKING)
 /*
@@ -248,8 +252,10 @@ void spyre_debugfs_init(struct spyre_device *sdev)
 	drm_debugfs_add_file(&sdev->drm, "memory", spyre_debugfs_memory, NULL);
 	debugfs_create_file("inject", 0200, sdev->drm.debugfs_root, sdev,
 			    &spyre_debugfs_inject_fops);
+#ifdef CONFIG_DEBUG_FS
 	debugfs_create_file("live", 0444, sdev->drm.debugfs_root, NULL,
 			    &spyre_debugfs_live_fops);
+#endif
 #if IS_ENABLED(CONFIG_PROVE_LOCKING)
 	debugfs_create_file("signalling_alloc", 0200, sdev->drm.debugfs_root,
 			    NULL, &spyre_debugfs_signalling_alloc_fops);

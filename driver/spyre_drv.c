@@ -80,8 +80,6 @@ module_param_named(max_bo_mb, spyre_max_bo_mb, ulong, 0644);
 MODULE_PARM_DESC(max_bo_mb,
 		 "Largest system-memory BO in MiB; 0 = half of RAM (default 0)");
 
-struct spyre_live spyre_live;
-
 #define SPYRE_READY_TIMEOUT_US	USEC_PER_SEC
 
 /* ---- Interrupts -------------------------------------------------------- */

@@ -153,7 +153,24 @@ struct spyre_live {
 	atomic64_t pinned_pages;
 };
 
+/* Counted only where debugfs can show them (defined in spyre_debugfs.c). */
 extern struct spyre_live spyre_live;
+#define spyre_live_inc(what) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic_inc(&spyre_live.what);				\
+} while (0)
+#define spyre_live_dec(what) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic_dec(&spyre_live.what);				\
+} while (0)
+#define spyre_live_add(what, n) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic64_add(n, &spyre_live.what);			\
+} while (0)
+#define spyre_live_sub(what, n) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic64_sub(n, &spyre_live.what);			\
+} while (0)
 
 /*
  * Why the card is reset: the driver's own recoveries (spyre_recover())

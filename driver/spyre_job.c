@@ -77,7 +77,7 @@ static const char *spyre_fence_get_timeline_name(struct dma_fence *fence)
 
 static void spyre_fence_release(struct dma_fence *fence)
 {
-	atomic_dec(&spyre_live.fences);
+	spyre_live_dec(fences);
 	dma_fence_free(fence);
 }
 
@@ -591,7 +591,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	f->job = job;
 	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
 		       job->seqno);
-	atomic_inc(&spyre_live.fences);
+	spyre_live_inc(fences);
 	job->fence_init = true;
 	job->progress = first - 1;
 	dma_fence_get(&f->base);	/* for the pending list */
@@ -760,7 +760,7 @@ void spyre_job_release(struct spyre_job *job)
 		wake_up_all(&q->idle_wq);
 
 	kfree(job);
-	atomic_dec(&spyre_live.jobs);
+	spyre_live_dec(jobs);
 	atomic_dec(&q->sdev->tel.jobs_in_flight);
 	spyre_queue_put(q);
 }

@@ -378,7 +378,7 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 	mutex_lock(&sdev->ctx_list_lock);
 	list_add_tail(&ctx->link, &sdev->ctx_list);
 	mutex_unlock(&sdev->ctx_list_lock);
-	atomic_inc(&spyre_live.contexts);
+	spyre_live_inc(contexts);
 	return ctx;
 
 err_pt:
@@ -498,7 +498,7 @@ static void spyre_ctx_release(struct kref *ref)
 	spyre_ctx_release_hw(ctx);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
-	atomic_dec(&spyre_live.contexts);
+	spyre_live_dec(contexts);
 	drm_dev_put(drm);
 }
 

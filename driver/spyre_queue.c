@@ -262,7 +262,7 @@ static void spyre_queue_release(struct kref *ref)
 	mutex_destroy(&q->lock);
 	mutex_destroy(&q->reset_lock);
 	kfree(q);
-	atomic_dec(&spyre_live.queues);
+	spyre_live_dec(queues);
 	/* Jobs killed after their file closed still call into this module. */
 	module_put(THIS_MODULE);
 }
@@ -423,7 +423,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return ERR_PTR(-ENOMEM);
-	atomic_inc(&spyre_live.queues);
+	spyre_live_inc(queues);
 
 	__module_get(THIS_MODULE);	/* an open file holds one already */
 	kref_init(&q->ref);

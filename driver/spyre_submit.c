@@ -400,7 +400,7 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		spyre_queue_put(q);
 		return -ENOMEM;
 	}
-	atomic_inc(&spyre_live.jobs);
+	spyre_live_inc(jobs);
 	atomic_inc(&q->sdev->tel.jobs_in_flight);
 	job->ndesc = n;
 	job->queue = q;		/* the lookup reference is the job's */
