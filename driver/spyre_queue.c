@@ -20,6 +20,7 @@
  * timeout handler.
  */
 
+#include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 #include <linux/iopoll.h>
@@ -510,6 +511,9 @@ int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
 	if (args->flags || args->pad ||
 	    args->priority > DRM_SPYRE_PRIORITY_HIGH)
 		return -EINVAL;
+	/* The card serves HIGH first: as panthor, only with privilege. */
+	if (args->priority == DRM_SPYRE_PRIORITY_HIGH && !capable(CAP_SYS_NICE))
+		return -EACCES;
 
 	/* Fair sharing: one file holds at most max_queues_per_file. */
 	cap = READ_ONCE(spyre_max_queues_per_file);

@@ -74,6 +74,50 @@ TEST_F(sub, queue_create_destroy)
 	}
 }
 
+/*
+ * HIGH needs CAP_SYS_NICE: a child that dropped it gets -EACCES for HIGH
+ * on the same file and can still create LOW and NORMAL queues.
+ */
+TEST_F(sub, prio_high_needs_cap_sys_nice)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		uint32_t id;
+		int code = 0;
+
+		if (st_drop_cap_sys_nice() || st_has_cap_sys_nice() != 0)
+			_exit(10);
+		if (st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_HIGH, &id) !=
+		    -EACCES)
+			code |= 1;
+		if (st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL, &id))
+			code |= 2;
+		else if (st_queue_del(self->c.fd, id))
+			code |= 4;
+		if (st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_LOW, &id))
+			code |= 8;
+		_exit(code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("bits: 1 HIGH not -EACCES, 2/4 NORMAL, 8 LOW, 10 capset");
+}
+
+/* The runner gives the test user CAP_SYS_NICE: HIGH queues work with it. */
+TEST_F(sub, prio_high_with_cap_sys_nice)
+{
+	uint32_t id;
+
+	if (st_has_cap_sys_nice() != 1)
+		SKIP(return, "no CAP_SYS_NICE (vm.sh's runner grants it)");
+	ASSERT_EQ(0, st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_HIGH, &id));
+	EXPECT_EQ(0, st_queue_del(self->c.fd, id));
+}
+
 TEST_F(sub, queue_bad_args)
 {
 	struct drm_spyre_queue_create c = { .priority = 3 };

@@ -435,14 +435,16 @@ struct drm_spyre_bo_wait {
 /**
  * struct drm_spyre_queue_create - create a command queue on its own
  * hardware queue.
- * @priority: DRM_SPYRE_PRIORITY_*.
+ * @priority: DRM_SPYRE_PRIORITY_*.  DRM_SPYRE_PRIORITY_HIGH needs
+ *	CAP_SYS_NICE (the card serves high-priority queues first, so they
+ *	can starve other users): without it, -EACCES.
  * @flags: must be zero.
  * @queue_id: out: id (> 0) naming the queue in this file.
  * @pad: must be zero.
  *
- * Errors: -EINVAL, -EDQUOT (the file holds max_queues_per_file queues
- * already, a module parameter), -EBUSY (no hardware queue free on the
- * card), -ENOMEM, -ENODEV.
+ * Errors: -EINVAL, -EACCES (HIGH without CAP_SYS_NICE), -EDQUOT (the
+ * file holds max_queues_per_file queues already, a module parameter),
+ * -EBUSY (no hardware queue free on the card), -ENOMEM, -ENODEV.
  */
 struct drm_spyre_queue_create {
 	__u32 priority;

@@ -1148,10 +1148,14 @@ struct spyre_fence {
  * spyre_queue_create() - create a command queue (own hardware queue, own
  * timeline syncobj).
  * @dev: the device (from spyre_device_open()).
- * @priority: enum spyre_priority.
+ * @priority: enum spyre_priority.  SPYRE_PRIORITY_HIGH needs CAP_SYS_NICE
+ *	(the card serves high-priority queues first): an unprivileged caller
+ *	gets -EACCES, and no queue (libspyre does not fall back to a lower
+ *	priority).
  * @out: receives the queue; free with spyre_queue_destroy().
- * Errors: -EINVAL (bad priority), -EBUSY (no free hardware queue),
- * -ENOMEM, -ECHILD, -ENODEV.
+ * Errors: -EINVAL (bad priority), -EACCES (SPYRE_PRIORITY_HIGH without
+ * CAP_SYS_NICE), -EBUSY (no free hardware queue), -ENOMEM, -ECHILD,
+ * -ENODEV.
  */
 SPYRE_API int spyre_queue_create(struct spyre_device *dev, int priority,
 				 struct spyre_queue **out);
