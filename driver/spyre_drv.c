@@ -342,6 +342,7 @@ static int spyre_open(struct drm_device *drm, struct drm_file *file)
 		goto out_pm;
 	}
 	xa_init_flags(&sfile->queues, XA_FLAGS_ALLOC1);
+	mutex_init(&sfile->lock);
 	file->driver_priv = sfile;
 	drm_dev_exit(idx);
 	return 0;
@@ -360,6 +361,7 @@ static void spyre_postclose(struct drm_device *drm, struct drm_file *file)
 	spyre_queues_destroy_all(sfile);
 	spyre_ctx_release_hw(sfile->ctx);
 	spyre_ctx_put(sfile->ctx);
+	mutex_destroy(&sfile->lock);
 	kfree(sfile);
 	spyre_pm_put(sdev);
 }

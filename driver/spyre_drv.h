@@ -22,6 +22,7 @@
  *
  * Lock order (outer first):
  *   bo->vma_lock, ctx->lock,
+ *   sfile->lock (inside the BOs' reservation locks: all-or-nothing SUBMIT),
  *   q->lock (arm and push vs. teardown),
  *   q->reset_lock (timeout handling vs. teardown),
  *   sdev->reset_sem (read: paths that program the card, through
@@ -67,7 +68,7 @@
 #define SPYRE_DRIVER_NAME	"spyre"
 #define SPYRE_DRIVER_DESC	"Spyre AI accelerator (emulated)"
 #define SPYRE_DRIVER_MAJOR	0
-#define SPYRE_DRIVER_MINOR	2
+#define SPYRE_DRIVER_MINOR	3
 
 extern unsigned int spyre_job_timeout_ms;
 extern unsigned long spyre_max_bo_mb;
@@ -338,12 +339,16 @@ struct spyre_device {
  * @ctx: the file's context.
  * @queues: queue id -> struct spyre_queue.
  * @nqueues: entries in @queues, and creations in progress (the cap).
+ * @lock: held by QUEUE_DESTROY while it takes a queue out of @queues, and
+ *	by an all-or-nothing SUBMIT while it queues: a queue still in
+ *	@queues then stays alive until the SUBMIT is done.
  */
 struct spyre_file {
 	struct spyre_device *sdev;
 	struct spyre_ctx *ctx;
 	struct xarray queues;
 	atomic_t nqueues;
+	struct mutex lock;		/* queue removal vs. SUBMIT */
 };
 
 static inline struct spyre_device *to_spyre_device(struct drm_device *drm)

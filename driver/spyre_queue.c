@@ -563,7 +563,9 @@ int spyre_ioctl_queue_destroy(struct drm_device *drm, void *data,
 	if (args->pad)
 		return -EINVAL;
 
+	mutex_lock(&sfile->lock);
 	q = xa_erase(&sfile->queues, args->queue_id);
+	mutex_unlock(&sfile->lock);
 	if (!q)
 		return -ENOENT;
 	atomic_dec(&sfile->nqueues);

@@ -564,11 +564,30 @@ struct drm_spyre_job {
  *	smaller than the kernel's struct means trailing fields are zero
  *	(and @seqno is not written back), larger is accepted only if the
  *	extra bytes are zero.
- * @flags: must be zero.
- * @pad: must be zero.
+ * @flags: 0 or DRM_SPYRE_SUBMIT_ALL_OR_NOTHING; other bits fail with
+ *	-EINVAL.
+ * @error_index: in: must be zero.  Out, with DRM_SPYRE_SUBMIT_ALL_OR_NOTHING
+ *	only, when the call fails: the index of the job the error is about,
+ *	0xffffffff when it is about none in particular (the call's own
+ *	fields, memory for the job array, a context already in error), or
+ *	@job_count when every job was queued and only the write-back of the
+ *	seqnos failed (-EFAULT; see below).
  *
- * Jobs are validated one by one and queued in order; on an error the
- * ioctl returns it and @job_count is set to the number of jobs queued.
+ * Without flags (the ABI before driver minor version 3), jobs are
+ * validated one by one and queued in order; on an error the ioctl
+ * returns it and @job_count is set to the number of jobs queued.
+ *
+ * With DRM_SPYRE_SUBMIT_ALL_OR_NOTHING (driver minor version 3 and later;
+ * older kernels reject the flag with -EINVAL) every job of the batch is
+ * checked and prepared (queue, BOs, syncobjs and timeline points, memory)
+ * before any is queued: on an error nothing is queued, @job_count is left
+ * as it was and @error_index names the job.  An in-sync that an earlier
+ * job of the same batch signals waits for that job, as without the flag.
+ * Once the first job is queued nothing can fail but the write-back of
+ * the seqnos to the job array (a stride that holds @seqno): if that
+ * faults (the array was made read-only or unmapped meanwhile), every job
+ * is still queued and runs, its out-syncs signal, and the call returns
+ * -EFAULT with @error_index == @job_count.
  * A job's fence signals with an error when the job fails on the card
  * (-EIO for invalid commands, -EFAULT for MMU faults, -ETIMEDOUT for a
  * hang, -ECANCELED when the context was already in error).  An error is
@@ -589,8 +608,11 @@ struct drm_spyre_submit {
 	__u32 job_count;
 	__u32 job_stride;
 	__u32 flags;
-	__u32 pad;
+	__u32 error_index;
 };
+
+/* drm_spyre_submit.flags: queue every job or none (driver minor >= 3). */
+#define DRM_SPYRE_SUBMIT_ALL_OR_NOTHING	(1U << 0)
 
 #if defined(__cplusplus)
 }
