@@ -772,8 +772,8 @@ static void spyre_shutdown(struct pci_dev *pdev)
 }
 
 static const struct pci_device_id spyre_pci_ids[] = {
-	{ PCI_DEVICE_SUB(DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
-			 DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID) },
+	{ PCI_DEVICE_SUB(SPYRE_PCI_VENDOR_ID, SPYRE_PCI_DEVICE_ID,
+			 SPYRE_PCI_SUBVENDOR_ID, SPYRE_PCI_SUBDEVICE_ID) },
 	{ }
 };
 MODULE_DEVICE_TABLE(pci, spyre_pci_ids);

@@ -10,6 +10,7 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
+#include "spyre_hw.h"	/* the card's PCI IDs */
 
 #define T_NS ST_TIMEOUT_NS
 
@@ -39,8 +40,8 @@ TEST_F(lib, info_matches_query)
 	ASSERT_EQ(0, st_query_info(spyre_device_fd(self->dev), &di));
 	EXPECT_STREQ("spyre", self->info.driver_name);
 	EXPECT_EQ(0, self->info.desc.index);
-	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, self->info.desc.vendor_id);
-	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, self->info.desc.device_id);
+	EXPECT_EQ(SPYRE_PCI_VENDOR_ID, self->info.desc.vendor_id);
+	EXPECT_EQ(SPYRE_PCI_DEVICE_ID, self->info.desc.device_id);
 	EXPECT_EQ(di.num_cores, self->info.num_cores);
 	EXPECT_EQ(di.num_queues, self->info.num_queues);
 	EXPECT_EQ(di.devmem_size, self->info.devmem_size);

@@ -118,16 +118,6 @@ extern "C" {
 #define DRM_IOCTL_SPYRE_BO_WAIT \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_SPYRE_BO_WAIT, struct drm_spyre_bo_wait)
 
-/*
- * PCI identity of the cards the driver binds and libspyre discovers: all
- * four must match.  The subsystem marks the emulated model, so that real
- * hardware, whose interface differs, is never bound.
- */
-#define DRM_SPYRE_PCI_VENDOR_ID		0x1014	/* IBM */
-#define DRM_SPYRE_PCI_DEVICE_ID		0x06a7	/* Spyre PF */
-#define DRM_SPYRE_PCI_SUBVENDOR_ID	0x1af4	/* emulated model marker */
-#define DRM_SPYRE_PCI_SUBDEVICE_ID	0x1100
-
 /* ---- DRM_IOCTL_SPYRE_QUERY ------------------------------------------- */
 
 #define DRM_SPYRE_QUERY_DEVICE_INFO	1	/* struct drm_spyre_device_info */

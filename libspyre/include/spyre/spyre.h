@@ -162,8 +162,9 @@ struct spyre_device_desc {
  * @descs: array of @max entries to fill (may be NULL when @max is 0).
  * @max: entries available at @descs.
  *
- * Scans /sys/class/accel for Spyre cards (vendor, device and subsystem
- * IDs must match the emulated card), orders them by PCI address and
+ * Scans /sys/class/accel for Spyre cards (those the spyre driver is bound
+ * to: the driver decides which PCI IDs it serves), orders them by PCI
+ * address and
  * applies SPYRE_VISIBLE_DEVICES.  The list is re-read on every call, so
  * hot-plugged cards appear and removed ones vanish.
  *
