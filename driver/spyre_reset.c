@@ -287,6 +287,7 @@ static void spyre_report_work(struct work_struct *work)
 	char reason_env[32];
 	char *envp[3];
 	unsigned int r;
+	int idx;
 
 	/* Bit 0: the buffer is taken; bit 1: it holds a dump. */
 	if (test_bit(1, &sdev->dump_busy)) {
@@ -301,6 +302,9 @@ static void spyre_report_work(struct work_struct *work)
 		clear_bit_unlock(0, &sdev->dump_busy);
 	}
 
+	/* The accel device is gone once the card is unplugged. */
+	if (!pending || !drm_dev_enter(&sdev->drm, &idx))
+		return;
 	for_each_set_bit(r, &pending, SPYRE_RESET_REASONS) {
 		snprintf(reason_env, sizeof(reason_env), "SPYRE_REASON=%s",
 			 spyre_reason_names[r]);
@@ -310,6 +314,7 @@ static void spyre_report_work(struct work_struct *work)
 		kobject_uevent_env(&sdev->drm.accel->kdev->kobj, KOBJ_CHANGE,
 				   envp);
 	}
+	drm_dev_exit(idx);
 }
 
 /* ---- Reset ------------------------------------------------------------- */
