@@ -623,19 +623,19 @@ static void spyre_poll_work(struct work_struct *work)
 	struct spyre_device *sdev = container_of(to_delayed_work(work),
 						 struct spyre_device,
 						 poll_work);
+	bool busy = false, cookie = dma_fence_begin_signalling();
 	unsigned long flags;
-	bool busy = false, cookie;
 	unsigned int i;
 	int idx;
 
+	/* The section first: the resets take reset_sem inside theirs. */
 	if (!drm_dev_enter(&sdev->drm, &idx))
-		return;
+		goto out;
 	/* A reset in progress re-arms the poll when it ends. */
 	if (!spyre_hw_read_trylock(sdev)) {
 		drm_dev_exit(idx);
-		return;
+		goto out;
 	}
-	cookie = dma_fence_begin_signalling();
 	spin_lock_irqsave(&sdev->hwq_lock, flags);
 	for (i = 0; i < sdev->num_queues; i++) {
 		struct spyre_queue *q = sdev->hwq[i];
@@ -654,11 +654,12 @@ static void spyre_poll_work(struct work_struct *work)
 		busy |= !list_empty(&q->pending);
 	}
 	spin_unlock_irqrestore(&sdev->hwq_lock, flags);
-	dma_fence_end_signalling(cookie);
 	up_read(&sdev->reset_sem);
 	if (busy)
 		spyre_poll_arm(sdev);
 	drm_dev_exit(idx);
+out:
+	dma_fence_end_signalling(cookie);
 }
 
 /**
