@@ -518,7 +518,7 @@ static int spyre_group_add_in_syncs(struct spyre_group *g,
 				       dma_fence_context_alloc(1), 1);
 			p->group = prov;
 			g->proxies[g->nproxies++] = p;
-			fence = dma_fence_get(&p->base);
+			fence = &p->base;	/* its reference goes to the job */
 		} else {
 			ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
 						     &fence);
