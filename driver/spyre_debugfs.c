@@ -16,15 +16,19 @@
  *            hang, error, fatal (the whole card), drop_irq, dup_irq,
  *            corrupt_seqno, corrupt_status, mmu_fault; -EAGAIN while
  *            the card is runtime-suspended
+ *  signalling_alloc  (lockdep kernels only) write anything: allocate in
+ *            a fence signalling section, which lockdep must report
  * The files that read the card's registers say so instead while it is
  * runtime-suspended: reading debugfs does not wake it.  Counters and
  * telemetry are in sysfs, for everyone (spyre_telemetry.c).
  */
 
 #include <linux/debugfs.h>
+#include <linux/dma-fence.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
@@ -116,6 +120,9 @@ static int spyre_debugfs_contexts(struct seq_file *m, void *unused)
 	return 0;
 }
 
+#ifdef CONFIG_DEBUG_FS
+struct spyre_live spyre_live;
+
 /* Module-wide (all cards): see struct spyre_live.  Readable by anyone. */
 static int spyre_debugfs_live_show(struct seq_file *m, void *unused)
 {
@@ -129,6 +136,34 @@ static int spyre_debugfs_live_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(spyre_debugfs_live);
+#endif
+
+#if IS_ENABLED(CONFIG_PROVE_LOCKING)
+/*
+ * Proof that the driver's signalling annotations are live: a write
+ * allocates with GFP_KERNEL inside a fence signalling section, the very
+ * thing the driver never does, and lockdep reports it (once per boot:
+ * lockdep turns itself off after its first report).  Lockdep kernels only.
+ */
+static ssize_t spyre_debugfs_signalling_alloc_write(struct file *file,
+						    const char __user *ubuf,
+						    size_t len, loff_t *ppos)
+{
+	bool cookie = dma_fence_begin_signalling();
+	void *p = kmalloc(64, GFP_KERNEL);
+
+	kfree(p);
+	dma_fence_end_signalling(cookie);
+	return len;
+}
+
+static const struct file_operations spyre_debugfs_signalling_alloc_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = spyre_debugfs_signalling_alloc_write,
+	.llseek = noop_llseek,
+};
+#endif
 
 static int spyre_debugfs_memory(struct seq_file *m, void *unused)
 {
@@ -217,6 +252,12 @@ void spyre_debugfs_init(struct spyre_device *sdev)
 	drm_debugfs_add_file(&sdev->drm, "memory", spyre_debugfs_memory, NULL);
 	debugfs_create_file("inject", 0200, sdev->drm.debugfs_root, sdev,
 			    &spyre_debugfs_inject_fops);
+#ifdef CONFIG_DEBUG_FS
 	debugfs_create_file("live", 0444, sdev->drm.debugfs_root, NULL,
 			    &spyre_debugfs_live_fops);
+#endif
+#if IS_ENABLED(CONFIG_PROVE_LOCKING)
+	debugfs_create_file("signalling_alloc", 0200, sdev->drm.debugfs_root,
+			    NULL, &spyre_debugfs_signalling_alloc_fops);
+#endif
 }

@@ -35,12 +35,34 @@
 #include "spyre_telemetry.h"
 #include "spyre_trace.h"
 
-unsigned int spyre_job_timeout_ms = 5000;
-module_param_named(job_timeout_ms, spyre_job_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(job_timeout_ms,
-		 "Job run time in ms after which its queue is reset and its context marked guilty; 0 = never (default 5000)");
+/* Every job ends within this; a wait that never ends is not a fence. */
+#define SPYRE_JOB_TIMEOUT_MAX_MS	60000
 
-struct spyre_live spyre_live;
+unsigned int spyre_job_timeout_ms = 5000;
+
+static int spyre_job_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret;
+
+	ret = kstrtouint(val, 0, &ms);
+	if (ret)
+		return ret;
+	if (!ms || ms > SPYRE_JOB_TIMEOUT_MAX_MS)
+		return -EINVAL;
+	*(unsigned int *)kp->arg = ms;
+	return 0;
+}
+
+static const struct kernel_param_ops spyre_job_timeout_ops = {
+	.set = spyre_job_timeout_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(job_timeout_ms, &spyre_job_timeout_ops, &spyre_job_timeout_ms,
+		0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "Job run time in ms after which its queue is reset and its context marked guilty; 1..60000 (default 5000)");
 
 unsigned int spyre_max_queues_per_file = 16;
 module_param_named(max_queues_per_file, spyre_max_queues_per_file, uint, 0644);
@@ -320,6 +342,7 @@ static int spyre_open(struct drm_device *drm, struct drm_file *file)
 		goto out_pm;
 	}
 	xa_init_flags(&sfile->queues, XA_FLAGS_ALLOC1);
+	mutex_init(&sfile->lock);
 	file->driver_priv = sfile;
 	drm_dev_exit(idx);
 	return 0;
@@ -338,6 +361,7 @@ static void spyre_postclose(struct drm_device *drm, struct drm_file *file)
 	spyre_queues_destroy_all(sfile);
 	spyre_ctx_release_hw(sfile->ctx);
 	spyre_ctx_put(sfile->ctx);
+	mutex_destroy(&sfile->lock);
 	kfree(sfile);
 	spyre_pm_put(sdev);
 }
@@ -616,8 +640,10 @@ static int spyre_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	xa_init(&sdev->ctxs);
 	init_rwsem(&sdev->reset_sem);
 	init_rwsem(&sdev->dma_sem);
-	spyre_reset_init(sdev);
 	ret = drmm_add_action_or_reset(drm, spyre_drm_fini, NULL);
+	if (ret)
+		return ret;
+	ret = spyre_reset_init(sdev);
 	if (ret)
 		return ret;
 	/*
@@ -746,8 +772,8 @@ static void spyre_shutdown(struct pci_dev *pdev)
 }
 
 static const struct pci_device_id spyre_pci_ids[] = {
-	{ PCI_DEVICE_SUB(DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
-			 DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID) },
+	{ PCI_DEVICE_SUB(SPYRE_PCI_VENDOR_ID, SPYRE_PCI_DEVICE_ID,
+			 SPYRE_PCI_SUBVENDOR_ID, SPYRE_PCI_SUBDEVICE_ID) },
 	{ }
 };
 MODULE_DEVICE_TABLE(pci, spyre_pci_ids);

@@ -22,11 +22,13 @@
  *
  * Lock order (outer first):
  *   bo->vma_lock, ctx->lock,
+ *   sfile->lock (inside the BOs' reservation locks: all-or-nothing SUBMIT),
  *   q->lock (arm and push vs. teardown),
  *   q->reset_lock (timeout handling vs. teardown),
  *   sdev->reset_sem (read: paths that program the card, through
  *     spyre_hw_read_lock(), which also waits while the card is blocked;
- *     write: resets, and the start and end of a block),
+ *     write: resets, and the start and end of a block; nothing allocates
+ *     under it, since resets are fence signalling sections),
  *   sdev->dma_sem (read: freeing coherent memory; write: remove()),
  *   sdev->queues_lock, sdev->mmu_lock, sdev->devmem.lock,
  *   sdev->hwq_lock (spinlock, also taken by the completion IRQ),
@@ -66,7 +68,7 @@
 #define SPYRE_DRIVER_NAME	"spyre"
 #define SPYRE_DRIVER_DESC	"Spyre AI accelerator (emulated)"
 #define SPYRE_DRIVER_MAJOR	0
-#define SPYRE_DRIVER_MINOR	2
+#define SPYRE_DRIVER_MINOR	3
 
 extern unsigned int spyre_job_timeout_ms;
 extern unsigned long spyre_max_bo_mb;
@@ -152,13 +154,38 @@ struct spyre_live {
 	atomic64_t pinned_pages;
 };
 
+/* Counted only where debugfs can show them (defined in spyre_debugfs.c). */
 extern struct spyre_live spyre_live;
+#define spyre_live_inc(what) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic_inc(&spyre_live.what);				\
+} while (0)
+#define spyre_live_dec(what) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic_dec(&spyre_live.what);				\
+} while (0)
+#define spyre_live_add(what, n) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic64_add(n, &spyre_live.what);			\
+} while (0)
+#define spyre_live_sub(what, n) do {					\
+	if (IS_ENABLED(CONFIG_DEBUG_FS))				\
+		atomic64_sub(n, &spyre_live.what);			\
+} while (0)
 
-/* Why the driver resets the card itself (spyre_recover()). */
+/*
+ * Why the card is reset: the driver's own recoveries (spyre_recover())
+ * first, then the resets the PCI and PM cores ask for.  The uevent that
+ * announces a reset names it (SPYRE_REASON=).
+ */
 enum spyre_recovery_reason {
 	SPYRE_RECOVER_FATAL = 1,	/* STATUS.FATAL */
 	SPYRE_RECOVER_HANG,		/* a queue would not stop */
 	SPYRE_RECOVER_CORRUPT,		/* untrusted completion record */
+	SPYRE_RESET_FUNCTION,		/* PCI function reset */
+	SPYRE_RESET_AER,		/* PCIe error recovery */
+	SPYRE_RESET_RESUME,		/* system resume */
+	SPYRE_RESET_REASONS
 };
 
 /**
@@ -206,10 +233,13 @@ struct spyre_irq_vec {
  *	device memory through BAR2, hold it for reading
  *	(spyre_hw_read_lock()).  It is never held from one PCI or PM callback
  *	to another (they may run in other tasks): @hw_blocked spans those.
+ *	Nothing allocates while holding it.
  * @hw_blocked: reasons the card is out of service across callbacks (PCI
  *	function reset, PCIe error recovery, system sleep); changed with
- *	@reset_sem held for writing.  spyre_hw_read_lock() waits on @hw_wq
- *	while it is not 0, and the recovery work leaves the card alone.
+ *	@reset_sem held for writing.  The ioctl paths wait on @hw_wq in
+ *	spyre_hw_read_lock() while it is not 0; no fence path waits for it
+ *	(run_job finds its queue parked, the timeout handler, the poll and
+ *	the recovery work leave the card alone).
  * @hw_wq: woken when @hw_blocked drops to 0.
  * @dma_sem: held for reading while coherent DMA memory (page tables,
  *	rings) is freed, for writing by remove() when it frees what is left:
@@ -217,6 +247,9 @@ struct spyre_irq_vec {
  *	IOMMU state is gone).
  * @dma_gone: remove() freed the coherent memory; protected by @dma_sem.
  * @submit_wq: workqueue of every queue's scheduler (run_job, free_job).
+ * @reset_wq: workqueue of the fence paths that are not the scheduler's:
+ *	the job timeouts (drm_sched's timeout_wq), @recovery_work and
+ *	@poll_work; WQ_MEM_RECLAIM, as fences signal through it.
  * @queues_lock: protects @queues.
  * @queues: queues holding coherent memory (struct spyre_queue.dev_link).
  * @health: counters of faults, resets and interrupts.
@@ -230,6 +263,17 @@ struct spyre_irq_vec {
  * @aer_held: AER recovery holds one @hw_blocked reason, from
  *	error_detected() to resume() (or to giving up); only the PCI core's
  *	recovery thread touches it.
+ * @dump_buf: the next devcoredump's buffer (SPYRE_DUMP_SIZE), allocated
+ *	ahead: the timeout handler and the recovery fill it without
+ *	allocating; NULL while none is ready.
+ * @dump_len: bytes of @dump_buf filled.
+ * @dump_busy: bit 0: @dump_buf is taken (being filled, or allocated);
+ *	bit 1: it holds a dump not yet handed over.
+ * @report_work: outside the fence paths, hands a filled @dump_buf to
+ *	dev_coredumpv(), allocates the next one and sends the reset uevents
+ *	(both allocate).
+ * @uevent_pending: BIT(enum spyre_recovery_reason) of resets not yet
+ *	announced.
  */
 struct spyre_device {
 	struct drm_device drm;
@@ -272,6 +316,7 @@ struct spyre_device {
 	struct rw_semaphore dma_sem;
 	bool dma_gone;
 	struct workqueue_struct *submit_wq;
+	struct workqueue_struct *reset_wq;
 	struct mutex queues_lock;	/* protects queues */
 	struct list_head queues;
 
@@ -281,6 +326,11 @@ struct spyre_device {
 	unsigned long recovery_reason;
 	struct delayed_work poll_work;
 	bool aer_held;
+	void *dump_buf;
+	size_t dump_len;
+	unsigned long dump_busy;
+	struct work_struct report_work;
+	unsigned long uevent_pending;
 };
 
 /**
@@ -289,12 +339,16 @@ struct spyre_device {
  * @ctx: the file's context.
  * @queues: queue id -> struct spyre_queue.
  * @nqueues: entries in @queues, and creations in progress (the cap).
+ * @lock: held by QUEUE_DESTROY while it takes a queue out of @queues, and
+ *	by an all-or-nothing SUBMIT while it queues: a queue still in
+ *	@queues then stays alive until the SUBMIT is done.
  */
 struct spyre_file {
 	struct spyre_device *sdev;
 	struct spyre_ctx *ctx;
 	struct xarray queues;
 	atomic_t nqueues;
+	struct mutex lock;		/* queue removal vs. SUBMIT */
 };
 
 static inline struct spyre_device *to_spyre_device(struct drm_device *drm)
@@ -338,7 +392,8 @@ void spyre_hw_disable(struct spyre_device *sdev);
  * is not blocked (PCI function reset, PCIe error recovery, system sleep).
  * @sdev: device.
  *
- * Sleeps (uninterruptibly) until then; release with up_read().
+ * Sleeps (uninterruptibly) until then; release with up_read().  For the
+ * ioctl paths: no fence path may wait for a block.
  */
 static inline void spyre_hw_read_lock(struct spyre_device *sdev)
 {

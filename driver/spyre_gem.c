@@ -57,7 +57,7 @@ static void spyre_bo_init_fields(struct spyre_bo *bo, u32 placement)
 void spyre_bo_init_common(struct spyre_bo *bo, u32 placement)
 {
 	spyre_bo_init_fields(bo, placement);
-	atomic_inc(&spyre_live.bos);
+	spyre_live_inc(bos);
 }
 
 static atomic64_t *spyre_stat(struct spyre_mem_stats *stats, u32 placement)
@@ -102,7 +102,7 @@ void spyre_bo_fini_common(struct spyre_bo *bo)
 	u64 size = bo->gem.size;
 
 	mutex_destroy(&bo->vma_lock);
-	atomic_dec(&spyre_live.bos);
+	spyre_live_dec(bos);
 	if (!owner)
 		return;
 	trace_spyre_bo_destroy(owner->sdev->drm.dev, size, bo->placement);
@@ -227,7 +227,7 @@ spyre_gem_prime_import_sg_table(struct drm_device *drm,
 		return obj;
 
 	bo = to_spyre_bo(obj);
-	atomic_inc(&spyre_live.bos);	/* see spyre_gem_create_object() */
+	spyre_live_inc(bos);	/* see spyre_gem_create_object() */
 	bo->placement = DRM_SPYRE_PLACEMENT_IMPORTED;
 	bo->sgt = sgt;
 	return obj;
@@ -300,7 +300,7 @@ static struct spyre_bo *spyre_shmem_bo_create(struct drm_device *drm,
 	if (IS_ERR(shmem))
 		return ERR_CAST(shmem);
 	bo = to_spyre_bo(&shmem->base);
-	atomic_inc(&spyre_live.bos);	/* see spyre_gem_create_object() */
+	spyre_live_inc(bos);	/* see spyre_gem_create_object() */
 
 	/* Allocates (and charges) the pages in the caller's context. */
 	sgt = drm_gem_shmem_get_pages_sgt(shmem);

@@ -21,11 +21,14 @@
  *    fence (BO_WAIT may thus also wait for later jobs of the same SUBMIT);
  *  - the ring's slots are the scheduler's credits, a job takes one per
  *    descriptor;
- *  - run_job() leaves the doorbell to the next job when the scheduler will
- *    run that one straight away (up to SPYRE_DOORBELL_BATCH descriptors),
- *    as the driver's own counts tell (spyre_next_job_ready());
  *  - the schedulers run on a per-CPU, high-priority workqueue, so run_job()
  *    follows a SUBMIT on the submitting CPU without a cross-CPU wake-up.
+ *
+ * run_job, the timeout handler, the poll and the resets are fence
+ * signalling sections (dma_fence_begin_signalling()): they allocate
+ * nothing and take no lock that is held elsewhere around an allocation.
+ * run_job takes no sleeping lock at all: during a reset its queue is
+ * parked and the job waits on the pending list for the replay.
  *
  * Errors are sticky per context: a failed or hung job marks its context,
  * the context's queued jobs are cancelled (-ECANCELED) and later submits
@@ -40,9 +43,10 @@
  * DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT are waited for before anything of the
  * SUBMIT is queued, outside drm_dev_enter() and with no lock held.
  *
- * The paths that program the card (run_job, queue setup and teardown,
- * timeout handling) hold sdev->reset_sem for reading, so a PCI function
- * reset (spyre_queues_restore_hw()) never races with them.
+ * The paths that program the card (queue setup and teardown, timeout
+ * handling) hold sdev->reset_sem for reading, so a PCI function reset
+ * (spyre_queues_restore_hw()) never races with them; run_job writes the
+ * ring under q->fence_lock, unless the queue is parked.
  */
 
 #include <linux/module.h>
@@ -59,9 +63,6 @@
 #include "spyre_reset.h"
 #include "spyre_trace.h"
 
-/* Descriptors written before the doorbell is rung, at most. */
-#define SPYRE_DOORBELL_BATCH		32
-
 /* ---- Hardware fences ------------------------------------------------- */
 
 static const char *spyre_fence_get_driver_name(struct dma_fence *fence)
@@ -76,7 +77,7 @@ static const char *spyre_fence_get_timeline_name(struct dma_fence *fence)
 
 static void spyre_fence_release(struct dma_fence *fence)
 {
-	atomic_dec(&spyre_live.fences);
+	spyre_live_dec(fences);
 	dma_fence_free(fence);
 }
 
@@ -102,8 +103,6 @@ static void spyre_fence_complete(struct spyre_queue *q, struct spyre_fence *f,
 				     own ? le64_to_cpu(q->compl->end_ns) : 0);
 	}
 	list_del_init(&f->link);
-	/* Before the signal, which lets the scheduler drop its credits. */
-	atomic_sub(f->base.seqno - f->first_seqno + 1, &q->inflight);
 	if (err)
 		dma_fence_set_error(&f->base, err);
 	dma_fence_signal(&f->base);
@@ -354,14 +353,21 @@ unsigned int spyre_queue_irq(struct spyre_queue *q)
  * ended: a queue runs its jobs one after the other.  Descriptors after
  * the last record up to @q->started are treated as interrupted by
  * spyre_queue_replay().
+ *
+ * The queue is parked first: until spyre_queue_replay(), run_job puts its
+ * jobs on the pending list without writing the ring.
  */
 void spyre_queue_snapshot(struct spyre_queue *q, bool mmio)
 {
 	struct spyre_device *sdev = q->sdev;
 	u32 st, head, mask = q->entries - 1;
+	unsigned long flags;
 	u64 started;
 
 	lockdep_assert_held_write(&sdev->reset_sem);
+	spin_lock_irqsave(&q->fence_lock, flags);
+	q->parked = true;
+	spin_unlock_irqrestore(&q->fence_lock, flags);
 	if (!mmio) {
 		started = le64_to_cpu(READ_ONCE(q->compl->seqno));
 		if (started < q->signalled || started > q->written)
@@ -407,21 +413,22 @@ static u32 spyre_ring_fill(struct spyre_queue *q, struct spyre_job *job,
 	return job->ndesc - from;
 }
 
-static bool spyre_ring_doorbell(struct spyre_queue *q);
+static void spyre_ring_doorbell(struct spyre_queue *q);
 
 /**
  * spyre_queue_replay() - put a queue's unfinished jobs back on its ring
- * after a reset.
+ * after a reset, and unpark it.
  * @q: queue, programmed again with an empty ring; the caller holds
  *	sdev->reset_sem for writing and is inside drm_dev_enter(), and has
  *	processed what the record says ended.
  *
  * In seqno order, each pending job runs again from its first descriptor
  * not known to have ended, unless that part was interrupted (up to
- * @q->started) and is not DRM_SPYRE_JOB_RESTARTABLE: then its fence ends
- * with -ECANCELED, and no context is marked.  Jobs of a context already
- * in error are cancelled.  The fences stay the same: waiters see nothing
- * of the reset but the time it took.
+ * @q->started) and is not DRM_SPYRE_JOB_RESTARTABLE, or the job was
+ * already interrupted SPYRE_MAX_REPLAYS times: then its fence ends with
+ * -ECANCELED, and no context is marked.  Jobs of a context already in
+ * error are cancelled.  The fences stay the same: waiters see nothing of
+ * the reset but the time it took.  Nothing here allocates or waits.
  */
 void spyre_queue_replay(struct spyre_queue *q)
 {
@@ -457,6 +464,9 @@ void spyre_queue_replay(struct spyre_queue *q)
 
 		for (s = from; rerun && s <= last; s++)
 			rerun = job->descs[s - f->first_seqno].restartable;
+		/* A job that keeps being interrupted is not rerun forever. */
+		if (rerun && from <= last && ++job->replays > SPYRE_MAX_REPLAYS)
+			rerun = false;
 		if (!rerun) {
 			/* Counted before the signal its waiter may act on. */
 			if (!guilty)
@@ -468,14 +478,18 @@ void spyre_queue_replay(struct spyre_queue *q)
 						     from - f->first_seqno)) &
 			  (q->entries - 1);
 		job->progress = from - 1;
+		/* Jobs run_job left to the replay are written now. */
+		if (f->base.seqno > q->written)
+			WRITE_ONCE(q->written, f->base.seqno);
 		replayed++;
 	}
 	q->started = 0;
+	q->parked = false;
 	WRITE_ONCE(q->corrupt, false);
+	spyre_ring_doorbell(q);
 	spin_unlock_irqrestore(&q->fence_lock, flags);
 
 	atomic64_add(replayed, &sdev->health.jobs_replayed);
-	spyre_ring_doorbell(q);
 }
 
 /**
@@ -504,43 +518,25 @@ void spyre_queues_cancel_all(struct spyre_device *sdev, int err)
 
 /*
  * Hand the descriptors written since the last doorbell to the card.
- * Returns true if the doorbell was written.  Caller: inside
- * drm_dev_enter(), with reset_sem held for reading, from run_job or with
- * the scheduler stopped.
+ * Caller: inside drm_dev_enter(), holding q->fence_lock, with the queue
+ * not parked (run_job) or being unparked (the replay).
  */
-static bool spyre_ring_doorbell(struct spyre_queue *q)
+static void spyre_ring_doorbell(struct spyre_queue *q)
 {
-	lockdep_assert_held(&q->sdev->reset_sem);
+	lockdep_assert_held(&q->fence_lock);
 	if (q->db_tail == q->tail)
-		return false;
+		return;
 	dma_wmb(); /* descriptors before doorbell */
 	spyre_write32(q->sdev, spyre_qreg(q, SPYRE_Q_DOORBELL), q->tail);
 	q->db_tail = q->tail;
-	q->deferred = 0;
-	return true;
 }
 
 /*
- * Will the scheduler run another job of this queue right after the one in
- * run_job?  Then that job's run_job() rings the doorbell for both.  Told
- * from the driver's own counts, never from the scheduler's state: a job
- * was pushed after this one (@queued), every job pushed and not yet run
- * had its in-fences signalled when it was pushed (@queued_waiting; a
- * signalled fence stays so), and the ring has room for the largest group
- * besides what is in flight (@inflight, never below the scheduler's own
- * credit count).  Then the scheduler's next pass runs it at once: it
- * re-queues its run work after each job and is only stopped by this
- * driver, in the timeout handler (which rings the doorbell itself) and in
- * queue teardown (which takes the queue off the card).  So no descriptor
- * waits for a doorbell longer than one pass of the scheduler.
+ * A fence signalling section: no allocation, no sleeping lock.  The job's
+ * fence was allocated at SUBMIT; the ring is written under q->fence_lock,
+ * and not at all while a reset has the queue parked (the replay writes
+ * it then).
  */
-static bool spyre_next_job_ready(struct spyre_queue *q)
-{
-	return atomic_read(&q->queued) > 0 &&
-	       !atomic_read(&q->queued_waiting) &&
-	       atomic_read(&q->inflight) + SPYRE_GROUP_MAX <= q->entries - 1;
-}
-
 static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 {
 	struct spyre_job *job = to_spyre_job(sched_job);
@@ -550,6 +546,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	u64 first = job->seqno - job->ndesc + 1;
 	struct dma_fence *fence;
 	unsigned long flags;
+	bool cookie;
 	int idx;
 
 	/*
@@ -562,42 +559,20 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	if (!job->ran) {
 		job->ran = true;
 		atomic_inc(&q->jobs_ran);
-		if (!job->deps_ready)
-			atomic_dec(&q->queued_waiting);
-		/* Teardown waits for the jobs in the entity to get here. */
-		if (atomic_dec_and_test(&q->queued) && READ_ONCE(q->dead))
-			wake_up_all(&q->idle_wq);
 	}
 
 	/*
-	 * A dead queue was taken off the card with the descriptors it held.
-	 * A context in error runs no more jobs, but the descriptors of
-	 * earlier jobs still waiting for their doorbell get it below.
+	 * A dead queue was taken off the card with the descriptors it held;
+	 * a context in error runs no more jobs.
 	 */
-	if (READ_ONCE(q->dead) ||
-	    (atomic_read(&q->ctx->error) && q->db_tail == q->tail))
+	if (READ_ONCE(q->dead) || atomic_read(&q->ctx->error))
 		return ERR_PTR(-ECANCELED);
 
-	/* A PCI reset in progress reprograms the ring: wait for it. */
-	spyre_hw_read_lock(sdev);
+	cookie = dma_fence_begin_signalling();
 	if (!drm_dev_enter(&sdev->drm, &idx)) {
-		up_read(&sdev->reset_sem);
-		return ERR_PTR(-ENODEV);
+		fence = ERR_PTR(-ENODEV);
+		goto out;
 	}
-
-	if (atomic_read(&q->ctx->error)) {
-		fence = ERR_PTR(-ECANCELED);
-		goto flush;
-	}
-
-	/*
-	 * Written in free slots (the scheduler's credits are ring slots);
-	 * only the doorbell hands them to the card.
-	 */
-	spyre_ring_fill(q, job, 0);
-	if (trace_spyre_job_run_enabled())
-		trace_spyre_job_run(sdev->drm.dev, q->ctx->id, q->hwq,
-				    job->seqno, spyre_read64(sdev, SPYRE_REG_CLOCK));
 
 	/*
 	 * A completion error cancels the pending fences after setting the
@@ -608,7 +583,7 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	if (atomic_read(&q->ctx->error)) {
 		spin_unlock_irqrestore(&q->fence_lock, flags);
 		fence = ERR_PTR(-ECANCELED);
-		goto flush;
+		goto exit;
 	}
 	spin_lock_init(&f->lock);
 	INIT_LIST_HEAD(&f->link);
@@ -616,53 +591,56 @@ static struct dma_fence *spyre_job_run(struct drm_sched_job *sched_job)
 	f->job = job;
 	dma_fence_init(&f->base, &spyre_fence_ops, &f->lock, q->fence_ctx,
 		       job->seqno);
-	atomic_inc(&spyre_live.fences);
+	spyre_live_inc(fences);
 	job->fence_init = true;
 	job->progress = first - 1;
 	dma_fence_get(&f->base);	/* for the pending list */
 	list_add_tail(&f->link, &q->pending);
-	atomic_add(job->ndesc, &q->inflight);
+	if (!q->parked) {
+		/* In free slots: the scheduler's credits are ring slots. */
+		spyre_ring_fill(q, job, 0);
+		q->tail = (q->tail + job->ndesc) & (q->entries - 1);
+		WRITE_ONCE(q->written, job->seqno);
+		spyre_ring_doorbell(q);
+	}
 	spin_unlock_irqrestore(&q->fence_lock, flags);
-
-	q->tail = (q->tail + job->ndesc) & (q->entries - 1);
-	WRITE_ONCE(q->written, job->seqno);
-	fence = dma_fence_get(&f->base);	/* for the scheduler */
-
-	/*
-	 * One doorbell for a run of jobs the scheduler hands over back to
-	 * back (jobs queued while the card was busy, or by several SUBMITs in
-	 * a row): each MMIO write stalls the CPU and wakes the card.  The run
-	 * is capped so that the card starts on long ones early.
-	 */
-	q->deferred += job->ndesc;
-	if (q->deferred < SPYRE_DOORBELL_BATCH && spyre_next_job_ready(q))
-		goto out;
-flush:
-	/* Descriptors of earlier jobs may still wait for their doorbell. */
-	spyre_ring_doorbell(q);
+	if (trace_spyre_job_run_enabled())
+		trace_spyre_job_run(sdev->drm.dev, q->ctx->id, q->hwq,
+				    job->seqno, spyre_read64(sdev, SPYRE_REG_CLOCK));
 	spyre_poll_arm(sdev);
-out:
+	fence = dma_fence_get(&f->base);	/* for the scheduler */
+exit:
 	drm_dev_exit(idx);
-	up_read(&sdev->reset_sem);
+out:
+	dma_fence_end_signalling(cookie);
 	return fence;
 }
 
+/*
+ * The queue's scheduler is stopped (drm_sched_wqueue_stop()) before the
+ * signalling section starts and stopped for good (drm_sched_stop(), which
+ * waits on fences) after it ends: the section covers the decision and the
+ * fences it signals, and neither allocates (the devcoredump buffer was
+ * allocated ahead) nor waits for a reset to end (a card out of service is
+ * not judged: the job gets another period).
+ */
 static enum drm_gpu_sched_stat
 spyre_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct spyre_job *job = to_spyre_job(sched_job);
 	struct spyre_queue *q = job->queue;
 	struct spyre_device *sdev = q->sdev;
-	bool hw = false, kicked = false;
+	bool hw = false, kicked = false, blocked, cookie;
 	int idx;
 
 	trace_spyre_job_timeout(sdev->drm.dev, q->ctx->id, q->hwq, job->seqno);
 	mutex_lock(&q->reset_lock);
 	drm_sched_wqueue_stop(q->sched);
-	/* After the stop: run_job may wait for a reset to finish. */
-	spyre_hw_read_lock(sdev);
 
-	if (drm_dev_enter(&sdev->drm, &idx)) {
+	cookie = dma_fence_begin_signalling();
+	down_read(&sdev->reset_sem);
+	blocked = READ_ONCE(sdev->hw_blocked);
+	if (!blocked && drm_dev_enter(&sdev->drm, &idx)) {
 		hw = true;
 		/*
 		 * A card that stopped on a fatal error is not hung by this
@@ -676,9 +654,6 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 		/* A late or lost interrupt is not a hang. */
 		if (q->hw_active)
 			spyre_queue_irq(q);
-		/* Nor a job whose doorbell run_job left to its successor. */
-		if (q->hw_active && !q->dead && spyre_ring_doorbell(q))
-			kicked = true;
 		/*
 		 * Nor a job of several descriptors that has ended some since
 		 * the last look: each gets its own run time.
@@ -693,11 +668,12 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 		}
 	}
 
-	if (!job->fence_init || kicked ||
+	if (blocked || !job->fence_init || kicked ||
 	    dma_fence_is_signaled(&job->hw_fence->base)) {
 		if (hw)
 			drm_dev_exit(idx);
 		up_read(&sdev->reset_sem);
+		dma_fence_end_signalling(cookie);
 		/*
 		 * Not hung.  The scheduler took the job off its pending list
 		 * before calling here.  drm_sched_stop() puts it back (or, if
@@ -747,6 +723,7 @@ spyre_job_timedout(struct drm_sched_job *sched_job)
 	up_read(&sdev->reset_sem);
 
 	spyre_queue_cancel(q, job->hw_fence, -ETIMEDOUT, -ECANCELED);
+	dma_fence_end_signalling(cookie);
 
 	drm_sched_stop(q->sched, sched_job);
 	drm_sched_start(q->sched);
@@ -783,7 +760,7 @@ void spyre_job_release(struct spyre_job *job)
 		wake_up_all(&q->idle_wq);
 
 	kfree(job);
-	atomic_dec(&spyre_live.jobs);
+	spyre_live_dec(jobs);
 	atomic_dec(&q->sdev->tel.jobs_in_flight);
 	spyre_queue_put(q);
 }

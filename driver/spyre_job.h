@@ -20,6 +20,8 @@ struct spyre_vma;
 
 /* Jobs of one SUBMIT that share a scheduler job (and ring credits). */
 #define SPYRE_GROUP_MAX			64
+/* Reruns of a job that resets interrupted, after which it is cancelled. */
+#define SPYRE_MAX_REPLAYS		3
 
 /**
  * struct spyre_fence - hardware fence of one job.
@@ -75,8 +77,7 @@ struct spyre_job_bo {
  *	it signals when the last descriptor ends.
  * @fence_init: @hw_fence was initialised (else it is plain memory).
  * @ran: run_job was called (counted in queue->jobs_ran).
- * @deps_ready: every in-fence was signalled when the job was pushed (it
- *	is not counted in queue->queued_waiting).
+ * @replays: times a reset interrupted the job and it was rerun.
  * @bos: BOs the job keeps alive, with their mappings.
  * @bo_count: entries in @bos.
  * @seqno: sequence number of the last descriptor on the queue.
@@ -90,7 +91,7 @@ struct spyre_job {
 	struct spyre_fence *hw_fence;
 	bool fence_init;
 	bool ran;
-	bool deps_ready;
+	u32 replays;
 	struct spyre_job_bo *bos;
 	u32 bo_count;
 	u64 seqno;

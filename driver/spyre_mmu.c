@@ -351,18 +351,22 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 		goto err_ida;
 	}
 
+	/*
+	 * The slot is allocated before reset_sem is taken: a reset (a fence
+	 * signalling section) takes it for writing, so nothing allocates
+	 * under it.
+	 */
+	ret = xa_reserve(&sdev->ctxs, id, GFP_KERNEL);
+	if (ret)
+		goto err_pt;
 	spyre_hw_read_lock(sdev);
 	if (!drm_dev_enter(&sdev->drm, &idx)) {
 		up_read(&sdev->reset_sem);
+		xa_release(&sdev->ctxs, id);
 		ret = -ENODEV;
 		goto err_pt;
 	}
-	ret = xa_err(xa_store(&sdev->ctxs, id, ctx, GFP_KERNEL));
-	if (ret) {
-		drm_dev_exit(idx);
-		up_read(&sdev->reset_sem);
-		goto err_pt;
-	}
+	xa_store(&sdev->ctxs, id, ctx, GFP_NOWAIT);
 	spyre_write64(sdev, SPYRE_REG_CTX_ROOT(id),
 		      ctx->root->dma | SPYRE_PTE_VALID);
 	drm_dev_exit(idx);
@@ -374,7 +378,7 @@ struct spyre_ctx *spyre_ctx_create(struct spyre_device *sdev)
 	mutex_lock(&sdev->ctx_list_lock);
 	list_add_tail(&ctx->link, &sdev->ctx_list);
 	mutex_unlock(&sdev->ctx_list_lock);
-	atomic_inc(&spyre_live.contexts);
+	spyre_live_inc(contexts);
 	return ctx;
 
 err_pt:
@@ -494,7 +498,7 @@ static void spyre_ctx_release(struct kref *ref)
 	spyre_ctx_release_hw(ctx);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
-	atomic_dec(&spyre_live.contexts);
+	spyre_live_dec(contexts);
 	drm_dev_put(drm);
 }
 

@@ -25,6 +25,7 @@
  */
 
 #include <linux/delay.h>
+#include <linux/dma-fence.h>
 #include <linux/pci.h>
 #include <linux/pm_runtime.h>
 
@@ -48,6 +49,7 @@ static int spyre_pm_suspend(struct device *dev)
 {
 	struct spyre_device *sdev = pci_get_drvdata(to_pci_dev(dev));
 	unsigned long end = jiffies + msecs_to_jiffies(SPYRE_SUSPEND_DRAIN_MS);
+	bool cookie = dma_fence_begin_signalling();
 	unsigned int i;
 	int idx;
 
@@ -55,6 +57,7 @@ static int spyre_pm_suspend(struct device *dev)
 	spyre_hw_block(sdev);		/* until resume() */
 	if (!drm_dev_enter(&sdev->drm, &idx)) {
 		up_write(&sdev->reset_sem);
+		dma_fence_end_signalling(cookie);
 		return 0;
 	}
 	spyre_write32(sdev, SPYRE_REG_CONTROL, 0);
@@ -67,21 +70,24 @@ static int spyre_pm_suspend(struct device *dev)
 	spyre_reset_begin(sdev, true);
 	drm_dev_exit(idx);
 	up_write(&sdev->reset_sem);
+	dma_fence_end_signalling(cookie);
 	return 0;
 }
 
 static int spyre_pm_resume(struct device *dev)
 {
 	struct spyre_device *sdev = pci_get_drvdata(to_pci_dev(dev));
+	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
 	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
-		spyre_reset_end(sdev, "resume");
+		spyre_reset_end(sdev, SPYRE_RESET_RESUME);
 		drm_dev_exit(idx);
 	}
 	spyre_hw_unblock(sdev);
 	up_write(&sdev->reset_sem);
+	dma_fence_end_signalling(cookie);
 	return 0;
 }
 

@@ -20,6 +20,7 @@
  * timeout handler.
  */
 
+#include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 #include <linux/iopoll.h>
@@ -45,7 +46,6 @@ static_assert(DRM_SPYRE_PRIORITY_NORMAL == SPYRE_Q_PRIO_NORMAL);
 static_assert(DRM_SPYRE_PRIORITY_HIGH == SPYRE_Q_PRIO_HIGH);
 
 #define SPYRE_Q_RESET_TIMEOUT_US	USEC_PER_SEC
-#define SPYRE_DRAIN_TIMEOUT_MS		100
 #define SPYRE_IDLE_TIMEOUT_MS		10000
 
 /*
@@ -157,7 +157,6 @@ static int spyre_hwq_program(struct spyre_queue *q)
 	q->tail = spyre_read32(sdev, spyre_qreg(q, SPYRE_Q_HEAD)) &
 		  (q->entries - 1);
 	q->db_tail = q->tail;
-	q->deferred = 0;
 	return 0;
 }
 
@@ -198,9 +197,8 @@ void spyre_queues_restore_hw(struct spyre_device *sdev)
 		if (spyre_hwq_program(q))
 			spyre_ctx_set_error(q->ctx, -EIO);
 		spyre_queue_replay(q);
-		if (spyre_job_timeout_ms)
-			drm_sched_resume_timeout(q->sched,
-						 msecs_to_jiffies(spyre_job_timeout_ms));
+		drm_sched_resume_timeout(q->sched,
+					 msecs_to_jiffies(spyre_job_timeout_ms));
 	}
 }
 
@@ -222,15 +220,14 @@ static void spyre_hwq_sched_fini(struct drm_device *drm, void *arg)
  *
  * Each scheduler takes up to SPYRE_RING_ENTRIES - 1 descriptors (credits)
  * at a time and times jobs out after the job_timeout_ms module parameter
- * (never with 0).  They are finalised when the DRM device is released,
+ * (bounded: every job ends).  They are finalised when the DRM device is released,
  * after its last file closed.
  *
  * Return: 0, -ENOMEM, or drm_sched_init()'s error.
  */
 int spyre_hwq_sched_init(struct spyre_device *sdev)
 {
-	long timeout = spyre_job_timeout_ms ?
-		msecs_to_jiffies(spyre_job_timeout_ms) : MAX_SCHEDULE_TIMEOUT;
+	long timeout = msecs_to_jiffies(spyre_job_timeout_ms);
 	struct drm_device *drm = &sdev->drm;
 	unsigned int i;
 	int ret;
@@ -245,7 +242,8 @@ int spyre_hwq_sched_init(struct spyre_device *sdev)
 		snprintf(s->name, sizeof(s->name), "spyre-q%u", i);
 		ret = drm_sched_init(&s->base, &spyre_sched_ops,
 				     sdev->submit_wq, 1, SPYRE_RING_ENTRIES - 1,
-				     0, timeout, NULL, NULL, s->name, drm->dev);
+				     0, timeout, sdev->reset_wq, NULL, s->name,
+				     drm->dev);
 		if (ret) {
 			while (i--)
 				drm_sched_fini(&sdev->hwq_sched[i].base);
@@ -265,7 +263,7 @@ static void spyre_queue_release(struct kref *ref)
 	mutex_destroy(&q->lock);
 	mutex_destroy(&q->reset_lock);
 	kfree(q);
-	atomic_dec(&spyre_live.queues);
+	spyre_live_dec(queues);
 	/* Jobs killed after their file closed still call into this module. */
 	module_put(THIS_MODULE);
 }
@@ -363,9 +361,9 @@ void spyre_queues_free_dma(struct spyre_device *sdev)
 
 /*
  * Destroy a queue that is no longer reachable from its file.  Jobs on the
- * card are aborted, queued jobs are cancelled (-ECANCELED; jobs still
- * waiting for in-fences are killed by the scheduler with -ESRCH once those
- * signal), and every fence signals.  Jobs keep the queue memory alive.
+ * card are aborted (-ECANCELED), jobs the scheduler still holds are killed
+ * by it (-ESRCH, once their in-fences signal), and every fence signals.
+ * Jobs keep the queue memory alive.
  */
 static void spyre_queue_destroy(struct spyre_queue *q)
 {
@@ -384,12 +382,10 @@ static void spyre_queue_destroy(struct spyre_queue *q)
 		mutex_unlock(&q->reset_lock);
 
 		/*
-		 * Let ready jobs pass through run_job, which cancels them;
-		 * jobs still waiting for in-fences after that are killed by
-		 * drm_sched_entity_fini() (-ESRCH once those signal).
+		 * Jobs the scheduler has not handed to run_job yet are killed
+		 * by drm_sched_entity_fini() (-ESRCH, once their in-fences
+		 * signal); run_job cancels any it still sees (-ECANCELED).
 		 */
-		wait_event_timeout(q->idle_wq, !atomic_read(&q->queued),
-				   msecs_to_jiffies(SPYRE_DRAIN_TIMEOUT_MS));
 		drm_sched_entity_fini(&q->entity);
 
 		/*
@@ -428,7 +424,7 @@ static struct spyre_queue *spyre_queue_create(struct spyre_file *sfile,
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return ERR_PTR(-ENOMEM);
-	atomic_inc(&spyre_live.queues);
+	spyre_live_inc(queues);
 
 	__module_get(THIS_MODULE);	/* an open file holds one already */
 	kref_init(&q->ref);
@@ -515,6 +511,9 @@ int spyre_ioctl_queue_create(struct drm_device *drm, void *data,
 	if (args->flags || args->pad ||
 	    args->priority > DRM_SPYRE_PRIORITY_HIGH)
 		return -EINVAL;
+	/* The card serves HIGH first: as panthor, only with privilege. */
+	if (args->priority == DRM_SPYRE_PRIORITY_HIGH && !capable(CAP_SYS_NICE))
+		return -EACCES;
 
 	/* Fair sharing: one file holds at most max_queues_per_file. */
 	cap = READ_ONCE(spyre_max_queues_per_file);
@@ -564,7 +563,9 @@ int spyre_ioctl_queue_destroy(struct drm_device *drm, void *data,
 	if (args->pad)
 		return -EINVAL;
 
+	mutex_lock(&sfile->lock);
 	q = xa_erase(&sfile->queues, args->queue_id);
+	mutex_unlock(&sfile->lock);
 	if (!q)
 		return -ENOENT;
 	atomic_dec(&sfile->nqueues);

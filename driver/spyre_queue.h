@@ -45,16 +45,10 @@
  * @ring_dma: bus address of @ring.
  * @entries: ring entries.
  * @tail: next ring slot to write (run_job only).
- * @db_tail: @tail as last written to the doorbell: slots from @db_tail to
- *	@tail are written but not handed to the card yet.
- * @deferred: descriptors written since the last doorbell.
- * @queued: scheduler jobs pushed to @entity that have not been through
- *	run_job yet (the driver's own count: it never reads the entity).
- * @queued_waiting: those of them whose in-fences were not all signalled
- *	when they were pushed.
- * @inflight: descriptors of jobs whose hardware fence is pending; never
- *	below the scheduler's own count of the credits they hold, which it
- *	drops only when their fence signals.
+ * @db_tail: @tail as last written to the doorbell.
+ * @parked: a reset is under way (from spyre_queue_snapshot() to
+ *	spyre_queue_replay()): run_job leaves the ring alone; under
+ *	@fence_lock, as are @tail and @db_tail outside resets.
  * @compl: completion record (coherent DMA).
  * @compl_dma: bus address of @compl.
  * @written: seqno of the last descriptor written to the ring (a record
@@ -75,8 +69,7 @@
  * @fence_lock: protects @pending.
  * @pending: hardware fences of jobs written to the ring, in seqno order.
  * @jobs_ran: jobs that went through run_job and are not freed yet.
- * @idle_wq: woken when @jobs_ran drops, and when @queued drops to 0 on a
- *	dead queue.
+ * @idle_wq: woken when @jobs_ran drops.
  * @hw_active: hardware queue programmed and listed in sdev->hwq.
  * @entity_ready: @entity is initialised.
  * @dev_link: entry in sdev->queues while @ring and @compl are allocated.
@@ -104,10 +97,7 @@ struct spyre_queue {
 	u32 entries;
 	u32 tail;
 	u32 db_tail;
-	u32 deferred;
-	atomic_t queued;
-	atomic_t queued_waiting;
-	atomic_t inflight;
+	bool parked;
 	struct spyre_hw_completion *compl;
 	dma_addr_t compl_dma;
 	u64 written;

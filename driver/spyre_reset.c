@@ -29,11 +29,19 @@
  * handler, and resets through the card's register rather than
  * pci_reset_function(): the latter takes the device lock, which remove()
  * holds while it waits for this work.
+ *
+ * A reset signals fences (it ends lost jobs, and the replayed ones end
+ * later), so it is a fence signalling section (dma_fence_begin_signalling()):
+ * nothing in it allocates memory with a reclaiming GFP or waits for
+ * something that could.  The devcoredump is filled into a buffer allocated
+ * ahead, and handed to dev_coredumpv() by @report_work, which also sends
+ * the uevents and allocates the next buffer, outside any section.
  */
 
 #include <linux/devcoredump.h>
+#include <linux/dma-fence.h>
 #include <linux/dma-resv.h>
-#include <linux/iosys-map.h>
+#include <linux/highmem.h>
 #include <linux/kobject.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
@@ -41,6 +49,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_print.h>
 
 #include <drm/spyre_accel.h>
@@ -58,20 +67,36 @@
 #define SPYRE_DUMP_STREAM_MAX	4096
 #define SPYRE_DUMP_DESCS_MAX	4
 
-static const char *const spyre_reason_names[] = {
+static const char *const spyre_reason_names[SPYRE_RESET_REASONS] = {
 	[SPYRE_RECOVER_FATAL] = "fatal",
 	[SPYRE_RECOVER_HANG] = "hang",
 	[SPYRE_RECOVER_CORRUPT] = "corrupt",
+	[SPYRE_RESET_FUNCTION] = "function",
+	[SPYRE_RESET_AER] = "aer",
+	[SPYRE_RESET_RESUME] = "resume",
 };
 
 /* ---- devcoredump ------------------------------------------------------- */
 
+/* @len bytes at @off of a shmem BO whose pages are pinned, into @dst. */
+static void spyre_dump_copy(struct spyre_bo *bo, u64 off, void *dst, u32 len)
+{
+	while (len) {
+		u32 n = min_t(u32, len, PAGE_SIZE - offset_in_page(off));
+		void *src = kmap_local_page(bo->shmem.pages[off >> PAGE_SHIFT]);
+
+		memcpy(dst, src + offset_in_page(off), n);
+		kunmap_local(src);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+}
+
 static void spyre_dump_stream(struct drm_printer *p, struct spyre_job *job,
 			      u64 va, u32 size)
 {
-	struct iosys_map map;
 	u32 i, off;
-	int ret;
 
 	size = min_t(u32, size, SPYRE_DUMP_STREAM_MAX);
 	for (i = 0; i < job->bo_count; i++) {
@@ -92,22 +117,21 @@ static void spyre_dump_stream(struct drm_printer *p, struct spyre_job *job,
 			drm_printf(p, "    (BO locked, not captured)\n");
 			return;
 		}
-		ret = drm_gem_shmem_vmap(&bo->shmem, &map);
-		if (ret) {
+		/* Pinned pages only: a mapping would allocate. */
+		if (!bo->shmem.pages) {
 			dma_resv_unlock(obj->resv);
-			drm_printf(p, "    (BO not mappable: %d)\n", ret);
+			drm_printf(p, "    (BO pages not pinned, not captured)\n");
 			return;
 		}
 		for (off = 0; off < size; off += 16) {
 			__le32 w[4] = { 0 };
 
-			iosys_map_memcpy_from(w, &map, va - start + off,
-					      min_t(u32, 16, size - off));
+			spyre_dump_copy(bo, va - start + off, w,
+					min_t(u32, 16, size - off));
 			drm_printf(p, "    %04x: %08x %08x %08x %08x\n", off,
 				   le32_to_cpu(w[0]), le32_to_cpu(w[1]),
 				   le32_to_cpu(w[2]), le32_to_cpu(w[3]));
 		}
-		drm_gem_shmem_vunmap(&bo->shmem, &map);
 		dma_resv_unlock(obj->resv);
 		return;
 	}
@@ -201,6 +225,10 @@ static void spyre_dump_queue(struct drm_printer *p, struct spyre_queue *q,
  * placements are named but not captured).  The kernel keeps one dump per
  * device until it is read and deleted (a write to its data file) or times
  * out; a dump made meanwhile is dropped.
+ *
+ * Called in fence signalling sections: it fills the buffer allocated
+ * ahead (none ready: no dump) and leaves dev_coredumpv(), which
+ * allocates, to @report_work.
  */
 void spyre_coredump(struct spyre_device *sdev, const char *reason,
 		    struct spyre_queue *q, struct spyre_job *job)
@@ -209,9 +237,13 @@ void spyre_coredump(struct spyre_device *sdev, const char *reason,
 	struct drm_printer p;
 	unsigned int i;
 
-	iter.data = vzalloc(SPYRE_DUMP_SIZE);
-	if (!iter.data)
+	if (test_and_set_bit(0, &sdev->dump_busy))
 		return;
+	iter.data = sdev->dump_buf;
+	if (!iter.data) {
+		clear_bit(0, &sdev->dump_busy);
+		return;
+	}
 	p = drm_coredump_printer(&iter);
 
 	drm_printf(&p, "spyre devcoredump\nreason: %s\n", reason);
@@ -237,8 +269,52 @@ void spyre_coredump(struct spyre_device *sdev, const char *reason,
 				spyre_dump_queue(&p, sdev->hwq[i], NULL);
 	}
 
-	dev_coredumpv(sdev->drm.dev, iter.data,
-		      SPYRE_DUMP_SIZE - iter.remain, GFP_KERNEL);
+	sdev->dump_len = SPYRE_DUMP_SIZE - iter.remain;
+	set_bit(1, &sdev->dump_busy);
+	queue_work(system_wq, &sdev->report_work);
+}
+
+/*
+ * The work of the fence paths that allocates: a filled dump goes to
+ * dev_coredumpv() (which frees it) and the next buffer is allocated; the
+ * resets since the last run are announced, one uevent per reason.
+ */
+static void spyre_report_work(struct work_struct *work)
+{
+	struct spyre_device *sdev = container_of(work, struct spyre_device,
+						 report_work);
+	unsigned long pending = xchg(&sdev->uevent_pending, 0);
+	char reason_env[32];
+	char *envp[3];
+	unsigned int r;
+	int idx;
+
+	/* Bit 0: the buffer is taken; bit 1: it holds a dump. */
+	if (test_bit(1, &sdev->dump_busy)) {
+		void *buf = sdev->dump_buf;
+
+		sdev->dump_buf = vzalloc(SPYRE_DUMP_SIZE);
+		dev_coredumpv(sdev->drm.dev, buf, sdev->dump_len, GFP_KERNEL);
+		clear_bit(1, &sdev->dump_busy);
+		clear_bit_unlock(0, &sdev->dump_busy);
+	} else if (!sdev->dump_buf && !test_and_set_bit(0, &sdev->dump_busy)) {
+		sdev->dump_buf = vzalloc(SPYRE_DUMP_SIZE);
+		clear_bit_unlock(0, &sdev->dump_busy);
+	}
+
+	/* The accel device is gone once the card is unplugged. */
+	if (!pending || !drm_dev_enter(&sdev->drm, &idx))
+		return;
+	for_each_set_bit(r, &pending, SPYRE_RESET_REASONS) {
+		snprintf(reason_env, sizeof(reason_env), "SPYRE_REASON=%s",
+			 spyre_reason_names[r]);
+		envp[0] = "RESET=1";
+		envp[1] = reason_env;
+		envp[2] = NULL;
+		kobject_uevent_env(&sdev->drm.accel->kdev->kobj, KOBJ_CHANGE,
+				   envp);
+	}
+	drm_dev_exit(idx);
 }
 
 /* ---- Reset ------------------------------------------------------------- */
@@ -250,6 +326,9 @@ void spyre_coredump(struct spyre_device *sdev, const char *reason,
  *	drm_dev_enter().
  * @mmio: the registers can be used; without (a frozen channel) the card
  *	is not touched and the completion records alone tell.
+ *
+ * Every queue is parked (spyre_queue_snapshot()): run_job leaves new jobs
+ * to the replay instead of writing them to the ring.
  */
 void spyre_reset_begin(struct spyre_device *sdev, bool mmio)
 {
@@ -281,15 +360,15 @@ void spyre_reset_begin(struct spyre_device *sdev, bool mmio)
  * register, program it again and replay the unfinished jobs.
  * @sdev: device; the caller holds reset_sem for writing, is inside
  *	drm_dev_enter() and ran spyre_reset_begin().
- * @reason: for the log and the uevent (SPYRE_REASON=).
+ * @why: the reason, for the log and the uevent (SPYRE_REASON=), which
+ *	@report_work sends.
  *
  * Return: 0, or -EIO if the card did not come back (every pending fence
  * then ends with -EIO).
  */
-int spyre_reset_end(struct spyre_device *sdev, const char *reason)
+int spyre_reset_end(struct spyre_device *sdev, enum spyre_recovery_reason why)
 {
-	char reason_env[32];
-	char *envp[3];
+	const char *reason = spyre_reason_names[why];
 
 	lockdep_assert_held_write(&sdev->reset_sem);
 	atomic64_inc(&sdev->health.resets);
@@ -305,11 +384,8 @@ int spyre_reset_end(struct spyre_device *sdev, const char *reason)
 	spyre_queues_restore_hw(sdev);
 	drm_info(&sdev->drm, "card reset (%s), back in service\n", reason);
 
-	snprintf(reason_env, sizeof(reason_env), "SPYRE_REASON=%s", reason);
-	envp[0] = "RESET=1";
-	envp[1] = reason_env;
-	envp[2] = NULL;
-	kobject_uevent_env(&sdev->drm.accel->kdev->kobj, KOBJ_CHANGE, envp);
+	set_bit(why, &sdev->uevent_pending);
+	queue_work(system_wq, &sdev->report_work);
 	spyre_poll_arm(sdev);
 	return 0;
 }
@@ -330,12 +406,14 @@ int spyre_reset_end(struct spyre_device *sdev, const char *reason)
  * @sdev: device; the caller holds reset_sem for writing (and releases it
  *	once it has quiesced the card).
  *
- * Until the matching spyre_hw_unblock(), spyre_hw_read_lock() waits and
- * the recovery work leaves the card alone.  Blocks nest (a function reset
- * inside a PCIe error recovery).  reset_sem itself is never held from one
- * PCI or PM callback to the next: they may run in other tasks (an rwsem
- * is released by its owner only), and the PCI core takes its own locks
- * between them.
+ * Until the matching spyre_hw_unblock(), the ioctl paths that program the
+ * card wait in spyre_hw_read_lock() and the recovery work leaves the card
+ * alone.  No fence path waits for a block: run_job leaves its jobs to the
+ * replay (the queues are parked), the timeout handler and the poll skip
+ * the card.  Blocks nest (a function reset inside a PCIe error recovery).
+ * reset_sem itself is never held from one PCI or PM callback to the next:
+ * they may run in other tasks (an rwsem is released by its owner only),
+ * and the PCI core takes its own locks between them.
  */
 void spyre_hw_block(struct spyre_device *sdev)
 {
@@ -359,12 +437,13 @@ void spyre_hw_unblock(struct spyre_device *sdev)
 		return;
 	wake_up_all(&sdev->hw_wq);
 	if (READ_ONCE(sdev->recovery_reason))
-		queue_work(system_unbound_wq, &sdev->recovery_work);
+		queue_work(sdev->reset_wq, &sdev->recovery_work);
 }
 
 static void spyre_reset_prepare(struct pci_dev *pdev)
 {
 	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
 	down_write(&sdev->reset_sem);
@@ -374,20 +453,23 @@ static void spyre_reset_prepare(struct pci_dev *pdev)
 		drm_dev_exit(idx);
 	}
 	up_write(&sdev->reset_sem);
+	dma_fence_end_signalling(cookie);
 }
 
 static void spyre_reset_done(struct pci_dev *pdev)
 {
 	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
 	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
-		spyre_reset_end(sdev, "function");
+		spyre_reset_end(sdev, SPYRE_RESET_FUNCTION);
 		drm_dev_exit(idx);
 	}
 	spyre_hw_unblock(sdev);
 	up_write(&sdev->reset_sem);
+	dma_fence_end_signalling(cookie);
 }
 
 /*
@@ -414,6 +496,7 @@ static pci_ers_result_t spyre_error_detected(struct pci_dev *pdev,
 					     pci_channel_state_t state)
 {
 	struct spyre_device *sdev = pci_get_drvdata(pdev);
+	bool cookie;
 	int idx;
 
 	atomic64_inc(&sdev->health.aer_errors);
@@ -424,6 +507,7 @@ static pci_ers_result_t spyre_error_detected(struct pci_dev *pdev,
 		spyre_aer_release(sdev);
 		return PCI_ERS_RESULT_DISCONNECT;
 	}
+	cookie = dma_fence_begin_signalling();
 	down_write(&sdev->reset_sem);
 	if (!sdev->aer_held) {
 		spyre_hw_block(sdev);
@@ -434,6 +518,7 @@ static pci_ers_result_t spyre_error_detected(struct pci_dev *pdev,
 		drm_dev_exit(idx);
 	}
 	up_write(&sdev->reset_sem);
+	dma_fence_end_signalling(cookie);
 	return PCI_ERS_RESULT_NEED_RESET;
 }
 
@@ -447,17 +532,20 @@ static pci_ers_result_t spyre_slot_reset(struct pci_dev *pdev)
 {
 	struct spyre_device *sdev = pci_get_drvdata(pdev);
 	pci_ers_result_t res = PCI_ERS_RESULT_DISCONNECT;
+	bool cookie;
 	int idx;
 
 	pci_restore_state(pdev);
 	pci_save_state(pdev);
+	cookie = dma_fence_begin_signalling();
 	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
-		if (!spyre_reset_end(sdev, "aer"))
+		if (!spyre_reset_end(sdev, SPYRE_RESET_AER))
 			res = PCI_ERS_RESULT_RECOVERED;
 		drm_dev_exit(idx);
 	}
 	up_write(&sdev->reset_sem);
+	dma_fence_end_signalling(cookie);
 	if (res == PCI_ERS_RESULT_DISCONNECT)
 		spyre_aer_release(sdev);
 	return res;
@@ -481,15 +569,14 @@ static void spyre_recovery_work(struct work_struct *work)
 {
 	struct spyre_device *sdev = container_of(work, struct spyre_device,
 						 recovery_work);
+	bool cookie = dma_fence_begin_signalling();
 	unsigned long why;
 	int idx;
 
 	down_write(&sdev->reset_sem);
 	/* A blocked card is reset when the block ends; that requeues us. */
-	if (sdev->hw_blocked) {
-		up_write(&sdev->reset_sem);
-		return;
-	}
+	if (sdev->hw_blocked)
+		goto out;
 	why = xchg(&sdev->recovery_reason, 0);
 	if (why && drm_dev_enter(&sdev->drm, &idx)) {
 		unsigned int r = __ffs(why);
@@ -501,10 +588,12 @@ static void spyre_recovery_work(struct work_struct *work)
 			spyre_coredump(sdev, "fatal", NULL, NULL);
 		spyre_reset_begin(sdev, true);
 		atomic64_inc(&sdev->health.recoveries);
-		spyre_reset_end(sdev, spyre_reason_names[r]);
+		spyre_reset_end(sdev, r);
 		drm_dev_exit(idx);
 	}
+out:
 	up_write(&sdev->reset_sem);
+	dma_fence_end_signalling(cookie);
 }
 
 /**
@@ -518,7 +607,7 @@ static void spyre_recovery_work(struct work_struct *work)
 void spyre_recover(struct spyre_device *sdev, enum spyre_recovery_reason why)
 {
 	set_bit(why, &sdev->recovery_reason);
-	queue_work(system_unbound_wq, &sdev->recovery_work);
+	queue_work(sdev->reset_wq, &sdev->recovery_work);
 }
 
 /* ---- Lost interrupts --------------------------------------------------- */
@@ -534,17 +623,18 @@ static void spyre_poll_work(struct work_struct *work)
 	struct spyre_device *sdev = container_of(to_delayed_work(work),
 						 struct spyre_device,
 						 poll_work);
+	bool busy = false, cookie = dma_fence_begin_signalling();
 	unsigned long flags;
-	bool busy = false;
 	unsigned int i;
 	int idx;
 
+	/* The section first: the resets take reset_sem inside theirs. */
 	if (!drm_dev_enter(&sdev->drm, &idx))
-		return;
+		goto out;
 	/* A reset in progress re-arms the poll when it ends. */
 	if (!spyre_hw_read_trylock(sdev)) {
 		drm_dev_exit(idx);
-		return;
+		goto out;
 	}
 	spin_lock_irqsave(&sdev->hwq_lock, flags);
 	for (i = 0; i < sdev->num_queues; i++) {
@@ -568,6 +658,8 @@ static void spyre_poll_work(struct work_struct *work)
 	if (busy)
 		spyre_poll_arm(sdev);
 	drm_dev_exit(idx);
+out:
+	dma_fence_end_signalling(cookie);
 }
 
 /**
@@ -581,24 +673,46 @@ static void spyre_poll_work(struct work_struct *work)
 void spyre_poll_arm(struct spyre_device *sdev)
 {
 	if (!delayed_work_pending(&sdev->poll_work))
-		queue_delayed_work(system_wq, &sdev->poll_work,
+		queue_delayed_work(sdev->reset_wq, &sdev->poll_work,
 				   msecs_to_jiffies(SPYRE_POLL_MS));
 }
 
-/**
- * spyre_reset_init() - set up the recovery work and the poll.
- * @sdev: device, at probe.
- */
-void spyre_reset_init(struct spyre_device *sdev)
+static void spyre_reset_release(struct drm_device *drm, void *arg)
 {
-	INIT_WORK(&sdev->recovery_work, spyre_recovery_work);
-	INIT_DELAYED_WORK(&sdev->poll_work, spyre_poll_work);
-	init_waitqueue_head(&sdev->hw_wq);
+	struct spyre_device *sdev = to_spyre_device(drm);
+
+	destroy_workqueue(sdev->reset_wq);
+	vfree(sdev->dump_buf);
 }
 
 /**
- * spyre_reset_fini() - wait for the recovery work and the poll to end, and
- * end every block.
+ * spyre_reset_init() - set up the recovery work, the poll, their
+ * workqueue and the first devcoredump buffer.
+ * @sdev: device, at probe.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int spyre_reset_init(struct spyre_device *sdev)
+{
+	INIT_WORK(&sdev->recovery_work, spyre_recovery_work);
+	INIT_DELAYED_WORK(&sdev->poll_work, spyre_poll_work);
+	INIT_WORK(&sdev->report_work, spyre_report_work);
+	init_waitqueue_head(&sdev->hw_wq);
+	sdev->reset_wq = alloc_workqueue("spyre-reset",
+					 WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!sdev->reset_wq)
+		return -ENOMEM;
+	sdev->dump_buf = vzalloc(SPYRE_DUMP_SIZE);
+	if (!sdev->dump_buf) {
+		destroy_workqueue(sdev->reset_wq);
+		return -ENOMEM;
+	}
+	return drmm_add_action_or_reset(&sdev->drm, spyre_reset_release, NULL);
+}
+
+/**
+ * spyre_reset_fini() - wait for the recovery work, the poll and the
+ * reports to end, and end every block.
  * @sdev: device, unplugged (neither work re-arms after drm_dev_unplug()).
  *
  * Tasks waiting in spyre_hw_read_lock() for a block that will not end
@@ -609,6 +723,7 @@ void spyre_reset_fini(struct spyre_device *sdev)
 {
 	cancel_work_sync(&sdev->recovery_work);
 	cancel_delayed_work_sync(&sdev->poll_work);
+	flush_work(&sdev->report_work);
 	down_write(&sdev->reset_sem);
 	sdev->hw_blocked = 0;
 	wake_up_all(&sdev->hw_wq);

@@ -193,8 +193,6 @@ static int spyre_job_add_in_syncs(struct spyre_job *job,
 		if (ret)
 			return ret;
 
-		if (!dma_fence_is_signaled(fence))
-			job->deps_ready = false;
 		ret = drm_sched_job_add_dependency(&job->base, fence);
 		if (ret)
 			return ret;
@@ -370,30 +368,197 @@ static int spyre_job_add_bos(struct spyre_job *job, struct drm_file *file,
 	return 0;
 }
 
-/*
- * Queue the @n jobs at @uj (copied from @uptr, @stride apart) as one
- * scheduler job: one ring descriptor per job, one hardware fence (the
- * last descriptor's), the BOs of all of them.  A job that fails stops the
- * group there: the jobs before it are queued anyway and *@queued counts
- * them (an error can still follow when a seqno cannot be written back).
+/**
+ * struct spyre_proxy - in ALL_OR_NOTHING mode, the dependency of a job on
+ * an earlier group of the same SUBMIT: a fence of its own, added to the
+ * job's dependencies when the job is prepared (which may allocate), and
+ * signalled when the earlier group's scheduler fence does, once that
+ * group is armed (which may not allocate).
+ * @base: the fence (first: released with dma_fence_free()).
+ * @lock: its lock.
+ * @cb: callback on the earlier group's fence.
+ * @group: index of the earlier group.
  */
-static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
-			      const struct drm_spyre_job *uj, u32 n, u64 uptr,
-			      u32 stride, u32 *queued)
+struct spyre_proxy {
+	struct dma_fence base;
+	spinlock_t lock;		/* fence lock */
+	struct dma_fence_cb cb;
+	u32 group;
+};
+
+static const char *spyre_proxy_driver_name(struct dma_fence *fence)
 {
-	struct spyre_out_sync stack_outs[SPYRE_OUT_SYNCS_STACK] = {};
-	struct spyre_out_sync *outs = NULL;
+	return SPYRE_DRIVER_NAME;
+}
+
+static const char *spyre_proxy_timeline_name(struct dma_fence *fence)
+{
+	return "spyre-submit";
+}
+
+static const struct dma_fence_ops spyre_proxy_ops = {
+	.get_driver_name = spyre_proxy_driver_name,
+	.get_timeline_name = spyre_proxy_timeline_name,
+};
+
+static void spyre_proxy_signal(struct dma_fence *f, struct dma_fence_cb *cb)
+{
+	struct spyre_proxy *p = container_of(cb, struct spyre_proxy, cb);
+
+	dma_fence_signal(&p->base);
+	dma_fence_put(&p->base);
+}
+
+/**
+ * struct spyre_group - the jobs of one scheduler job while a SUBMIT
+ * prepares and queues them.
+ * @job: the scheduler job (NULL once it belongs to the scheduler).
+ * @stack_outs: out-syncs looked up, when they fit.
+ * @outs: out-syncs of the group's last job (@stack_outs or allocated).
+ * @nouts: entries in @outs.
+ * @first: index in the SUBMIT of the group's first job.
+ * @n: jobs in the group.
+ * @inited: drm_sched_job_init() was called.
+ * @proxies: dependencies on earlier groups (ALL_OR_NOTHING), @nproxies.
+ * @nproxies: see @proxies.
+ * @seqno: seqno of the group's last job, once armed.
+ */
+struct spyre_group {
+	struct spyre_job *job;
+	struct spyre_out_sync stack_outs[SPYRE_OUT_SYNCS_STACK];
+	struct spyre_out_sync *outs;
+	u32 nouts;
+	u32 first;
+	u32 n;
+	bool inited;
+	struct spyre_proxy *proxies[SPYRE_MAX_SYNCS_PER_JOB];
+	u32 nproxies;
+	u64 seqno;
+};
+
+static void spyre_group_release(struct spyre_group *g)
+{
+	spyre_out_syncs_free(g->outs, g->nouts, g->stack_outs);
+	g->outs = NULL;
+	g->nouts = 0;
+	if (!g->job)
+		return;
+	if (g->inited)
+		drm_sched_job_cleanup(&g->job->base);	/* drops the proxies */
+	spyre_job_release(g->job);
+	g->job = NULL;
+}
+
+/*
+ * Which earlier group of an ALL_OR_NOTHING SUBMIT signals in-sync @s of
+ * job @i (as spyre_submit_wait_for_submit() matches them), or -1.
+ */
+static int spyre_provider(const struct drm_spyre_job *uj, u32 i,
+			  const struct drm_spyre_sync *s,
+			  const struct spyre_group *groups, u32 ngroups)
+{
+	int best = -1;
+	u64 best_point = U64_MAX;
+	u32 g, k;
+
+	for (g = 0; g < ngroups && groups[g].first < i; g++) {
+		u32 last = groups[g].first + groups[g].n - 1;
+		struct drm_spyre_sync __user *us =
+			u64_to_user_ptr(uj[last].out_syncs);
+		struct drm_spyre_sync o;
+
+		for (k = 0; k < uj[last].out_sync_count; k++) {
+			if (copy_from_user(&o, &us[k], sizeof(o)))
+				return -1;
+			if (o.handle != s->handle)
+				continue;
+			if (!s->point && !o.point) {
+				best = g;	/* the last binary signal */
+			} else if (s->point && o.point >= s->point &&
+				   o.point < best_point) {
+				best = g;	/* the lowest point past it */
+				best_point = o.point;
+			}
+		}
+	}
+	return best;
+}
+
+/*
+ * In-syncs of an ALL_OR_NOTHING group's first job: those an earlier group
+ * of the SUBMIT signals become proxies, the others scheduler dependencies
+ * as in spyre_job_add_in_syncs().
+ */
+static int spyre_group_add_in_syncs(struct spyre_group *g,
+				    struct drm_file *file,
+				    const struct drm_spyre_job *uj,
+				    const struct spyre_group *groups)
+{
+	const struct drm_spyre_job *j = &uj[g->first];
+	struct drm_spyre_sync __user *usync = u64_to_user_ptr(j->in_syncs);
+	struct drm_spyre_sync s;
 	struct dma_fence *fence;
+	u32 i;
+	int ret, prov;
+
+	for (i = 0; i < j->in_sync_count; i++) {
+		if (copy_from_user(&s, &usync[i], sizeof(s)))
+			return -EFAULT;
+		if (s.flags & ~DRM_SPYRE_SYNC_WAIT_FOR_SUBMIT)
+			return -EINVAL;
+		prov = spyre_provider(uj, g->first, &s, groups,
+				      g - groups);
+		if (prov >= 0) {
+			struct spyre_proxy *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+			if (!p)
+				return -ENOMEM;
+			spin_lock_init(&p->lock);
+			dma_fence_init(&p->base, &spyre_proxy_ops, &p->lock,
+				       dma_fence_context_alloc(1), 1);
+			p->group = prov;
+			g->proxies[g->nproxies++] = p;
+			fence = &p->base;	/* its reference goes to the job */
+		} else {
+			ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
+						     &fence);
+			if (ret)
+				return ret;
+		}
+		ret = drm_sched_job_add_dependency(&g->job->base, fence);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Prepare the @g->n jobs at @uj[@g->first] as one scheduler job: one ring
+ * descriptor per job, one hardware fence (the last descriptor's), the BOs
+ * of all of them, the in-syncs of the first and the out-syncs of the
+ * last; everything that may allocate or fail but arming.  A job that
+ * fails stops the group there: @g->n becomes the number of jobs before it
+ * and the error is returned (with @g->n == 0, @g holds nothing).  With
+ * @groups (ALL_OR_NOTHING: the groups before @g, all prepared), in-syncs
+ * that those signal become proxies.
+ */
+static int spyre_group_prepare(struct spyre_file *sfile, struct drm_file *file,
+			       const struct drm_spyre_job *uj,
+			       struct spyre_group *g,
+			       const struct spyre_group *groups)
+{
+	const struct drm_spyre_job *gj = &uj[g->first];
 	struct spyre_queue *q;
 	struct spyre_job *job;
-	struct drm_exec exec;
-	bool inited = false, locked = false;
-	u32 i, done, nbos = 0, nouts = 0;
-	u64 first;
-	int ret = 0, err;
+	u32 i, done, nbos = 0, n = g->n;
+	int ret = 0;
 
-	*queued = 0;
-	q = spyre_queue_lookup(sfile, uj[0].queue_id);
+	g->outs = NULL;
+	g->nouts = 0;
+	g->inited = false;
+	g->nproxies = 0;
+	g->n = 0;
+	q = spyre_queue_lookup(sfile, gj[0].queue_id);
 	if (!q)
 		return -ENOENT;
 
@@ -402,11 +567,11 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		spyre_queue_put(q);
 		return -ENOMEM;
 	}
-	atomic_inc(&spyre_live.jobs);
+	spyre_live_inc(jobs);
 	atomic_inc(&q->sdev->tel.jobs_in_flight);
 	job->ndesc = n;
 	job->queue = q;		/* the lookup reference is the job's */
-	job->deps_ready = true;	/* until an in-fence says otherwise */
+	g->job = job;
 
 	if (atomic_read(&q->ctx->error)) {
 		ret = -ECANCELED;
@@ -415,7 +580,7 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 
 	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
 	for (i = 0; i < n; i++)
-		nbos += uj[i].bo_count;
+		nbos += gj[i].bo_count;
 	if (nbos)
 		job->bos = kvcalloc(nbos, sizeof(*job->bos), GFP_KERNEL);
 	if (!job->hw_fence || (nbos && !job->bos)) {
@@ -427,39 +592,147 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 	for (done = 0; done < n; done++) {
 		u32 keep = job->bo_count;
 
-		ret = spyre_job_add_bos(job, file, &uj[done]);
+		ret = spyre_job_add_bos(job, file, &gj[done]);
 		if (!ret && !done) {
 			ret = drm_sched_job_init(&job->base, &q->entity, n,
 						 file);
-			inited = !ret;
-			if (!ret)
-				ret = spyre_job_add_in_syncs(job, file, uj);
+			g->inited = !ret;
+			if (!ret && groups)
+				ret = spyre_group_add_in_syncs(g, file, uj,
+							       groups);
+			else if (!ret)
+				ret = spyre_job_add_in_syncs(job, file, gj);
 		}
 		if (!ret && done == n - 1) {
-			ret = spyre_out_syncs_get(file, &uj[done], stack_outs,
-						  &outs);
-			nouts = uj[done].out_sync_count;
+			ret = spyre_out_syncs_get(file, &gj[done],
+						  g->stack_outs, &g->outs);
+			g->nouts = gj[done].out_sync_count;
 		}
 		if (ret) {
 			spyre_job_trim_bos(job, keep);
 			break;
 		}
-		job->descs[done].cmd_va = uj[done].cmd_va;
-		job->descs[done].cmd_size = uj[done].cmd_size;
+		job->descs[done].cmd_va = gj[done].cmd_va;
+		job->descs[done].cmd_size = gj[done].cmd_size;
 		job->descs[done].restartable =
-			!!(uj[done].flags & DRM_SPYRE_JOB_RESTARTABLE);
+			!!(gj[done].flags & DRM_SPYRE_JOB_RESTARTABLE);
 	}
 	if (!done)
 		goto err;
-	err = ret;
-	if (err) {
+	if (ret) {
 		/* The out-syncs belonged to the job that failed. */
-		spyre_out_syncs_free(outs, nouts, stack_outs);
-		outs = NULL;
-		nouts = 0;
+		spyre_out_syncs_free(g->outs, g->nouts, g->stack_outs);
+		g->outs = NULL;
+		g->nouts = 0;
 	}
 	job->ndesc = done;
 	job->base.credits = done;
+	g->n = done;
+	return ret;
+
+err:
+	spyre_group_release(g);
+	return ret;
+}
+
+/*
+ * Arm and push a prepared group (its BOs locked with a fence slot each,
+ * its queue's lock held by the caller), give it its seqnos and put its
+ * fence into its BOs.  Nothing here allocates or fails.
+ */
+static void spyre_group_arm(struct spyre_group *g, struct dma_fence **deps)
+{
+	struct spyre_job *job = g->job;
+	struct spyre_queue *q = job->queue;
+	struct dma_fence *fence;
+	u32 i;
+
+	lockdep_assert_held(&q->lock);
+	drm_sched_job_arm(&job->base);
+	q->next_seqno += job->ndesc;
+	job->seqno = q->next_seqno;
+	fence = &job->base.s_fence->finished;
+	/*
+	 * Readers first: a BO listed more than once, as reader and writer,
+	 * then ends with one writer entry (dma_resv_add_fence() replaces a
+	 * reader of the same context by a writer, not the other way round),
+	 * so the one slot reserved per BO and queue is enough.
+	 */
+	for (i = 0; i < job->bo_count; i++)
+		if (job->bos[i].usage == DMA_RESV_USAGE_READ)
+			dma_resv_add_fence(job->bos[i].obj->resv, fence,
+					   DMA_RESV_USAGE_READ);
+	for (i = 0; i < job->bo_count; i++)
+		if (job->bos[i].usage == DMA_RESV_USAGE_WRITE)
+			dma_resv_add_fence(job->bos[i].obj->resv, fence,
+					   DMA_RESV_USAGE_WRITE);
+	/* Earlier groups of the SUBMIT are armed: hook the proxies up. */
+	for (i = 0; i < g->nproxies; i++) {
+		struct spyre_proxy *p = g->proxies[i];
+		struct dma_fence *dep = deps[p->group];
+
+		dma_fence_get(&p->base);	/* the callback's */
+		if (dma_fence_add_callback(dep, &p->cb, spyre_proxy_signal))
+			spyre_proxy_signal(dep, &p->cb);
+	}
+	trace_spyre_submit(q->sdev->drm.dev, q->ctx->id, q->hwq, job->seqno,
+			   job->ndesc, job->bo_count);
+}
+
+/* After the push: signal the out-syncs with @fence and drop them. */
+static void spyre_group_signal(struct spyre_group *g, struct dma_fence *fence)
+{
+	spyre_out_syncs_signal(g->outs, g->nouts, fence);
+	spyre_out_syncs_free(g->outs, g->nouts, g->stack_outs);
+	g->outs = NULL;
+	g->nouts = 0;
+}
+
+/* Write the seqnos of @g's jobs back to userspace, if the stride has them. */
+static int spyre_group_seqnos(const struct spyre_group *g, u64 uptr,
+			      u32 stride, u64 last)
+{
+	u64 first = last - g->n + 1;
+	u32 i;
+
+	if (stride < offsetofend(struct drm_spyre_job, seqno))
+		return 0;
+	for (i = 0; i < g->n; i++) {
+		struct drm_spyre_job __user *ujob =
+			u64_to_user_ptr(uptr + (u64)(g->first + i) * stride);
+
+		if (put_user(first + i, &ujob->seqno))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * Queue one group (the legacy SUBMIT: groups one after the other, each
+ * queued before the next is prepared).  A job that fails stops the group
+ * there: the jobs before it are queued anyway and *@queued counts them
+ * (an error can still follow when a seqno cannot be written back).
+ */
+static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
+			      const struct drm_spyre_job *uj,
+			      struct spyre_group *g, u64 uptr, u32 stride,
+			      u32 *queued)
+{
+	struct dma_fence *fence;
+	struct spyre_queue *q;
+	struct spyre_job *job;
+	struct drm_exec exec;
+	bool locked = false;
+	int ret, err;
+	u64 last;
+	u32 i;
+
+	*queued = 0;
+	err = spyre_group_prepare(sfile, file, uj, g, NULL);
+	if (!g->n)
+		return err;
+	job = g->job;
+	q = job->queue;
 
 	/* Reserve a fence slot in every listed BO's reservation object. */
 	if (job->bo_count) {
@@ -492,60 +765,166 @@ static int spyre_submit_group(struct spyre_file *sfile, struct drm_file *file,
 		ret = -ECANCELED;
 		goto err;
 	}
-	drm_sched_job_arm(&job->base);
-	first = q->next_seqno + 1;
-	q->next_seqno += done;
-	job->seqno = q->next_seqno;
+	spyre_group_arm(g, NULL);
+	last = job->seqno;
 	fence = dma_fence_get(&job->base.s_fence->finished);
-	/*
-	 * Readers first: a BO listed more than once, as reader and writer,
-	 * then ends with one writer entry (dma_resv_add_fence() replaces a
-	 * reader of the same context by a writer, not the other way round),
-	 * so the one slot reserved per BO is enough.
-	 */
-	for (i = 0; i < job->bo_count; i++)
-		if (job->bos[i].usage == DMA_RESV_USAGE_READ)
-			dma_resv_add_fence(job->bos[i].obj->resv, fence,
-					   DMA_RESV_USAGE_READ);
-	for (i = 0; i < job->bo_count; i++)
-		if (job->bos[i].usage == DMA_RESV_USAGE_WRITE)
-			dma_resv_add_fence(job->bos[i].obj->resv, fence,
-					   DMA_RESV_USAGE_WRITE);
-	trace_spyre_submit(q->sdev->drm.dev, q->ctx->id, q->hwq, job->seqno,
-			   job->ndesc, job->bo_count);
-	/* Counted before the push: run_job may run before it returns. */
-	atomic_inc(&q->queued);
-	if (!job->deps_ready)
-		atomic_inc(&q->queued_waiting);
 	drm_sched_entity_push_job(&job->base);
+	g->job = NULL;		/* the scheduler's now */
 	mutex_unlock(&q->lock);
 	if (locked)
 		drm_exec_fini(&exec);
-	/* The job now belongs to the scheduler. */
-	*queued = done;
+	*queued = g->n;
 
-	spyre_out_syncs_signal(outs, nouts, fence);
-	spyre_out_syncs_free(outs, nouts, stack_outs);
+	spyre_group_signal(g, fence);
 	dma_fence_put(fence);
 
-	if (stride >= offsetofend(struct drm_spyre_job, seqno)) {
-		for (i = 0; i < done; i++) {
-			struct drm_spyre_job __user *ujob =
-				u64_to_user_ptr(uptr + (u64)i * stride);
-
-			if (put_user(first + i, &ujob->seqno))
-				return -EFAULT;
-		}
-	}
-	return err;
+	ret = spyre_group_seqnos(g, uptr, stride, last);
+	return ret ? ret : err;
 
 err:
 	if (locked)
 		drm_exec_fini(&exec);
-	spyre_out_syncs_free(outs, nouts, stack_outs);
-	if (inited)
-		drm_sched_job_cleanup(&job->base);
-	spyre_job_release(job);
+	spyre_group_release(g);
+	return ret;
+}
+
+/* The distinct queues of @groups: each needs its own fence slots per BO. */
+static u32 spyre_groups_queues(const struct spyre_group *groups, u32 ngroups)
+{
+	u32 g, h, nq = 0;
+
+	for (g = 0; g < ngroups; g++) {
+		for (h = 0; h < g; h++)
+			if (groups[h].job->queue == groups[g].job->queue)
+				break;
+		nq += h == g;
+	}
+	return nq;
+}
+
+/*
+ * DRM_SPYRE_SUBMIT_ALL_OR_NOTHING: prepare every group, lock every BO with
+ * its fence slots, check every queue is still the file's, and only then
+ * arm and push them all; nothing after the first arm allocates or fails
+ * but the write-back of the seqnos.  *@bad gets the index of the job an
+ * error is about (U32_MAX: none in particular; @count when every job is
+ * queued and only the write-back failed).
+ */
+static int spyre_submit_all(struct spyre_file *sfile, struct drm_file *file,
+			    const struct drm_spyre_job *uj, u32 count,
+			    u64 uptr, u32 stride, u32 *bad)
+{
+	struct spyre_group *groups;
+	struct dma_fence **fences = NULL;
+	u32 i, n, g, ngroups = 0, nq;
+	struct drm_exec exec;
+	bool locked = false;
+	int ret = 0;
+
+	*bad = U32_MAX;
+	groups = kvcalloc(count, sizeof(*groups), GFP_KERNEL);
+	fences = kvcalloc(count, sizeof(*fences), GFP_KERNEL);
+	if (!groups || !fences) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < count; i += n, ngroups++) {
+		struct spyre_group *gr = &groups[ngroups];
+
+		n = spyre_group_len(&uj[i], count - i);
+		gr->first = i;
+		gr->n = n;
+		ret = spyre_group_prepare(sfile, file, uj, gr, groups);
+		if (ret || gr->n != n) {
+			*bad = i + gr->n;
+			if (gr->n)
+				spyre_group_release(gr);
+			goto out;
+		}
+	}
+
+	nq = spyre_groups_queues(groups, ngroups);
+	drm_exec_init(&exec, DRM_EXEC_INTERRUPTIBLE_WAIT |
+		      DRM_EXEC_IGNORE_DUPLICATES, 0);
+	locked = true;
+	drm_exec_until_all_locked(&exec) {
+		for (g = 0; g < ngroups; g++) {
+			struct spyre_job *job = groups[g].job;
+
+			for (i = 0; i < job->bo_count; i++) {
+				ret = drm_exec_prepare_obj(&exec,
+							   job->bos[i].obj,
+							   2 * nq);
+				drm_exec_retry_on_contention(&exec);
+				if (ret) {
+					*bad = groups[g].first;
+					goto out;
+				}
+			}
+		}
+	}
+
+	/*
+	 * Under the file's lock no queue of it is destroyed: one still in the
+	 * file is alive and stays so until the pushes are done.
+	 */
+	mutex_lock(&sfile->lock);
+	for (g = 0; g < ngroups; g++) {
+		struct spyre_queue *q = groups[g].job->queue;
+
+		if (xa_load(&sfile->queues, uj[groups[g].first].queue_id) != q) {
+			mutex_unlock(&sfile->lock);
+			*bad = groups[g].first;
+			ret = -ENOENT;
+			goto out;
+		}
+	}
+	if (atomic_read(&sfile->ctx->error)) {
+		mutex_unlock(&sfile->lock);
+		ret = -ECANCELED;
+		goto out;
+	}
+	/*
+	 * From here on every job is queued, in order, each armed and pushed
+	 * under its queue's lock as in a plain SUBMIT.  A context error from
+	 * now on ends the jobs it finds with -ECANCELED in their fences
+	 * (run_job).
+	 */
+	for (g = 0; g < ngroups; g++) {
+		struct spyre_job *job = groups[g].job;
+		struct spyre_queue *q = job->queue;
+
+		mutex_lock(&q->lock);
+		spyre_group_arm(&groups[g], fences);
+		groups[g].seqno = job->seqno;
+		fences[g] = dma_fence_get(&job->base.s_fence->finished);
+		drm_sched_entity_push_job(&job->base);
+		groups[g].job = NULL;	/* the scheduler's */
+		mutex_unlock(&q->lock);
+	}
+	mutex_unlock(&sfile->lock);
+	drm_exec_fini(&exec);
+	locked = false;
+
+	for (g = 0; g < ngroups; g++) {
+		spyre_group_signal(&groups[g], fences[g]);
+		if (!ret) {
+			ret = spyre_group_seqnos(&groups[g], uptr, stride,
+						 groups[g].seqno);
+			if (ret)
+				*bad = count;
+		}
+	}
+out:
+	if (locked)
+		drm_exec_fini(&exec);
+	for (g = 0; groups && g < ngroups; g++)
+		spyre_group_release(&groups[g]);
+	for (g = 0; fences && g < count; g++)
+		if (fences[g])
+			dma_fence_put(fences[g]);
+	kvfree(fences);
+	kvfree(groups);
 	return ret;
 }
 
@@ -569,10 +948,13 @@ static int spyre_job_copy(const struct drm_spyre_submit *args, u32 i,
  * @data: struct drm_spyre_submit.
  * @file: caller.
  *
- * Jobs are validated and queued in order; on an error @job_count is set to
- * the number of jobs queued.  Consecutive jobs of one queue are queued as
- * one scheduler job (see spyre_group_len()): they cost one pass through
- * the scheduler, one fence and one interrupt instead of one each.
+ * Without flags, jobs are validated and queued in order; on an error
+ * @job_count is set to the number of jobs queued.  With
+ * DRM_SPYRE_SUBMIT_ALL_OR_NOTHING every job is checked and prepared before
+ * any is queued, and on an error before that nothing is: @error_index
+ * names the job.  Consecutive jobs of one queue are queued as one
+ * scheduler job (see spyre_group_len()): they cost one pass through the
+ * scheduler, one fence and one interrupt instead of one each.
  *
  * Return: 0 or a negative errno (see the uapi header).
  */
@@ -583,22 +965,30 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 	struct spyre_file *sfile = file->driver_priv;
 	struct drm_spyre_job stack_jobs[SPYRE_SUBMIT_STACK_JOBS];
 	struct drm_spyre_job *uj = stack_jobs;
-	u32 i, n, valid, queued = 0;
+	bool all = args->flags & DRM_SPYRE_SUBMIT_ALL_OR_NOTHING;
+	u32 i, valid, queued = 0, bad;
 	int idx, ret = 0, first_err = 0;
 
-	if (args->flags || args->pad ||
+	if ((args->flags & ~DRM_SPYRE_SUBMIT_ALL_OR_NOTHING) ||
+	    args->error_index ||
 	    !args->job_count || args->job_count > SPYRE_MAX_JOBS ||
 	    args->job_stride < SPYRE_JOB_STRIDE_MIN ||
 	    args->job_stride > SPYRE_JOB_STRIDE_MAX ||
 	    !IS_ALIGNED(args->job_stride, 8)) {
-		args->job_count = 0;	/* nothing queued */
+		if (all)
+			args->error_index = U32_MAX;
+		else
+			args->job_count = 0;	/* nothing queued */
 		return -EINVAL;
 	}
 
 	if (args->job_count > ARRAY_SIZE(stack_jobs)) {
 		uj = kvmalloc_array(args->job_count, sizeof(*uj), GFP_KERNEL);
 		if (!uj) {
-			args->job_count = 0;
+			if (all)
+				args->error_index = U32_MAX;
+			else
+				args->job_count = 0;
 			return -ENOMEM;
 		}
 	}
@@ -619,25 +1009,45 @@ int spyre_ioctl_submit(struct drm_device *drm, void *data,
 				break;
 		}
 	}
+	if (all && first_err) {
+		args->error_index = valid;
+		ret = first_err;
+		goto out;
+	}
 
 	ret = spyre_submit_wait_for_submit(sfile, file, uj, valid);
 	if (ret == -ERESTARTSYS)
 		goto out;	/* restarts with @args as they came */
-	for (i = 0; !ret && i < valid; i += n) {
+	if (all) {
+		bad = U32_MAX;
+		if (!ret && !drm_dev_enter(drm, &idx)) {
+			ret = -ENODEV;
+		} else if (!ret) {
+			ret = spyre_submit_all(sfile, file, uj, valid,
+					       args->jobs, args->job_stride,
+					       &bad);
+			drm_dev_exit(idx);
+		}
+		if (ret && ret != -ERESTARTSYS)
+			args->error_index = bad;
+		goto out;
+	}
+	for (i = 0; !ret && i < valid; ) {
+		struct spyre_group g = {
+			.first = i,
+			.n = spyre_group_len(&uj[i], valid - i),
+		};
 		u32 q;
 
-		n = spyre_group_len(&uj[i], valid - i);
 		if (!drm_dev_enter(drm, &idx)) {
 			ret = -ENODEV;
 			break;
 		}
-		ret = spyre_submit_group(sfile, file, &uj[i], n,
-					 args->jobs + (u64)i * args->job_stride,
+		i += g.n;
+		ret = spyre_submit_group(sfile, file, uj, &g, args->jobs,
 					 args->job_stride, &q);
 		drm_dev_exit(idx);
 		queued += q;
-		if (ret)
-			break;
 	}
 	if (!ret)
 		ret = first_err;

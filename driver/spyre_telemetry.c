@@ -15,6 +15,8 @@
  *    AER recovery with a frozen channel, since the last sample, are lost.
  */
 
+#include <linux/dma-resv.h>
+#include <linux/idr.h>
 #include <linux/pci.h>
 #include <linux/sysfs.h>
 
@@ -22,8 +24,10 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_print.h>
+#include <drm/spyre_accel.h>
 
 #include "spyre_drv.h"
+#include "spyre_gem.h"
 #include "spyre_mmu.h"
 #include "spyre_pm.h"
 #include "spyre_queue.h"
@@ -219,27 +223,54 @@ const struct attribute_group *spyre_groups[] = {
 
 /* ---- DRM fdinfo --------------------------------------------------------- */
 
+/*
+ * Memory per region, counted for every file that holds a handle to a BO
+ * (drm-usage-stats.rst): shared when another file or a dma-buf holds it
+ * too, resident always (every placement is pinned or device memory while
+ * the BO lives), active while a job uses it.  Nothing is purgeable.
+ */
+static void spyre_fdinfo_memory(struct drm_printer *p, struct drm_file *file)
+{
+	struct drm_memory_stats st[2] = { { 0 } };	/* system, device */
+	struct drm_gem_object *obj;
+	int id;
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, obj, id) {
+		struct spyre_bo *bo = to_spyre_bo(obj);
+		struct drm_memory_stats *m =
+			&st[bo->placement == DRM_SPYRE_PLACEMENT_DEVICE];
+
+		if (drm_gem_object_is_shared_for_memory_stats(obj))
+			m->shared += obj->size;
+		else
+			m->private += obj->size;
+		m->resident += obj->size;
+		if (!dma_resv_test_signaled(obj->resv, DMA_RESV_USAGE_BOOKKEEP))
+			m->active += obj->size;
+	}
+	spin_unlock(&file->table_lock);
+	drm_print_memory_stats(p, &st[0], DRM_GEM_OBJECT_RESIDENT, "system");
+	drm_print_memory_stats(p, &st[1], DRM_GEM_OBJECT_RESIDENT, "device");
+}
+
 /**
  * spyre_show_fdinfo() - the driver's DRM fdinfo keys, after the core's.
  * @p: printer of /proc/PID/fdinfo/FD.
  * @file: the open card.
  *
  * drm-engine-compute: card time (ns) the file's queues were busy, summed
- * over its queues, destroyed ones and resets included.  Each queue runs
- * one job at a time and a file's queues run in parallel, so
- * drm-engine-capacity-compute gives the file's queues now (when more than
- * one): utilisation is busy / (capacity * wall time).
- * drm-{total,resident}-{system,device}: bytes of the BOs the file created
- * (system: shmem and registered user memory; device: card memory).
+ * over its queues, destroyed ones and resets included.  The card is one
+ * compute engine (no capacity key): a file busy on several queues at once
+ * adds their times.  drm-{total,shared,resident,active}-{system,device}:
+ * the BOs the file holds a handle to (spyre_fdinfo_memory()).
  */
 void spyre_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 {
 	struct spyre_file *sfile = file->driver_priv;
 	struct spyre_device *sdev = sfile->sdev;
 	struct spyre_ctx *ctx = sfile->ctx;
-	struct drm_memory_stats sys = { 0 }, dev = { 0 };
 	u64 busy = atomic64_read(&ctx->busy_ns);
-	unsigned int nq = 0;
 	struct spyre_queue *q;
 	unsigned long id;
 	int idx;
@@ -259,7 +290,6 @@ void spyre_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 				busy += spyre_queue_busy_ns(q);
 			else
 				busy += atomic64_read(&q->busy_base);
-			nq++;
 			spyre_queue_put(q);
 		}
 		if (regs)
@@ -267,14 +297,5 @@ void spyre_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 		drm_dev_exit(idx);
 	}
 	drm_printf(p, "drm-engine-compute:\t%llu ns\n", busy);
-	if (nq > 1)
-		drm_printf(p, "drm-engine-capacity-compute:\t%u\n", nq);
-
-	sys.private = atomic64_read(&ctx->stats.sysmem) +
-		      atomic64_read(&ctx->stats.userptr);
-	sys.resident = sys.private;
-	dev.private = atomic64_read(&ctx->stats.devmem);
-	dev.resident = dev.private;
-	drm_print_memory_stats(p, &sys, DRM_GEM_OBJECT_RESIDENT, "system");
-	drm_print_memory_stats(p, &dev, DRM_GEM_OBJECT_RESIDENT, "device");
+	spyre_fdinfo_memory(p, file);
 }

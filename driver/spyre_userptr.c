@@ -74,7 +74,7 @@ static int spyre_userptr_charge(struct spyre_bo *bo, unsigned long npages)
 	}
 	mmgrab(mm);
 	bo->pinned_mm = mm;
-	atomic64_add(npages, &spyre_live.pinned_pages);
+	spyre_live_add(pinned_pages, npages);
 	return 0;
 }
 
@@ -85,7 +85,7 @@ static void spyre_userptr_uncharge(struct spyre_bo *bo)
 	if (!mm)
 		return;
 	atomic64_sub(bo->gem.size >> PAGE_SHIFT, &mm->pinned_vm);
-	atomic64_sub(bo->gem.size >> PAGE_SHIFT, &spyre_live.pinned_pages);
+	spyre_live_sub(pinned_pages, bo->gem.size >> PAGE_SHIFT);
 	bo->pinned_mm = NULL;
 	mmdrop(mm);
 }

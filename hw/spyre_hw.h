@@ -26,8 +26,15 @@
 
 /*
  * ---- PCI identity ----------------------------------------------------
- * Vendor, device and subsystem IDs: DRM_SPYRE_PCI_* in <drm/spyre_accel.h>.
+ * Vendor, device and subsystem IDs: the driver binds a card only if all
+ * four match.  The subsystem marks the emulated model, so that real
+ * hardware, whose interface differs, is never bound.  Userspace finds
+ * cards by the driver bound to them, not by these.
  */
+#define SPYRE_PCI_VENDOR_ID		0x1014	/* IBM */
+#define SPYRE_PCI_DEVICE_ID		0x06a7	/* Spyre PF */
+#define SPYRE_PCI_SUBVENDOR_ID		0x1af4	/* emulated model marker */
+#define SPYRE_PCI_SUBDEVICE_ID		0x1100
 #define SPYRE_PCI_CLASS			0x1200	/* processing accelerator */
 #define SPYRE_PCI_REVISION		0x01
 

@@ -623,12 +623,12 @@ static void spyre_class_init(ObjectClass *klass, void *data)
     k->realize = spyre_realize;
     k->exit = spyre_exit;
     k->config_write = spyre_write_config;
-    k->vendor_id = DRM_SPYRE_PCI_VENDOR_ID;
-    k->device_id = DRM_SPYRE_PCI_DEVICE_ID;
+    k->vendor_id = SPYRE_PCI_VENDOR_ID;
+    k->device_id = SPYRE_PCI_DEVICE_ID;
     k->revision = SPYRE_PCI_REVISION;
     k->class_id = SPYRE_PCI_CLASS;
-    k->subsystem_vendor_id = DRM_SPYRE_PCI_SUBVENDOR_ID;
-    k->subsystem_id = DRM_SPYRE_PCI_SUBDEVICE_ID;
+    k->subsystem_vendor_id = SPYRE_PCI_SUBVENDOR_ID;
+    k->subsystem_id = SPYRE_PCI_SUBDEVICE_ID;
     dc->desc = "Spyre AI accelerator (emulated)";
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
     device_class_set_props(dc, spyre_props);

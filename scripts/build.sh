@@ -159,6 +159,9 @@ step_initramfs() {
 		cp -a "$TORCH_STAGE"/. "$dir/torch-overlay/"
 	fi
 	install -m 0755 "$SPYRE_ROOT/scripts/guest-init.sh" "$dir/init"
+	mkdir -p "$dir/bin"
+	cc -static -O2 -Wall -Werror -o "$dir/bin/spyre-runas" \
+		"$SPYRE_ROOT/scripts/spyre-runas.c" || die "spyre-runas"
 	printf 'root:x:0:0:root:/root:/bin/sh\nspyre:x:1000:1000:spyre:/work:/bin/sh\n' \
 		>"$dir/etc/passwd"
 	printf 'root:x:0:\naccel:x:1000:spyre\n' >"$dir/etc/group"

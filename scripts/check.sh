@@ -34,7 +34,7 @@ for a in $(sed -n 's/^static DEVICE_ATTR_RO(\([a-z_0-9]*\));$/\1/p; s/^SPYRE_ATT
 		{ echo "sysfs attribute $a is not in docs/ABI/"; rc=1; }
 done
 msg "docs/spyre-driver.rst documents every module parameter and debugfs file"
-for a in $(sed -n 's/^module_param_named(\([a-z_0-9]*\),.*/\1/p; s/.*drm_debugfs_add_file(&sdev->drm, "\([a-z_]*\)".*/\1/p; s/.*debugfs_create_file("\([a-z_]*\)".*/\1/p' \
+for a in $(sed -n 's/^module_param_\(named\|cb\)(\([a-z_0-9]*\),.*/\2/p; s/.*drm_debugfs_add_file(&sdev->drm, "\([a-z_]*\)".*/\1/p; s/.*debugfs_create_file("\([a-z_]*\)".*/\1/p' \
 	"$SPYRE_ROOT"/driver/spyre_*.c); do
 	grep -q "^\`\`$a\`\` (" "$SPYRE_ROOT/docs/spyre-driver.rst" ||
 		{ echo "$a is not in docs/spyre-driver.rst"; rc=1; }

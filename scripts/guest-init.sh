@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # /init of the Spyre test guest (busybox).  Loads spyre.ko, runs the
 # command that scripts/vm.sh put in /etc/spyre-cmd.sh (as the unprivileged
-# user "spyre" in the accel group unless SPYRE_RUN_ROOT=1), then prints the
+# user "spyre" in the accel group, with CAP_SYS_NICE for high-priority
+# queues (scripts/spyre-runas.c), unless SPYRE_RUN_ROOT=1), then prints the
 # exit status and the kernel log between markers that vm.sh parses.
 export PATH=/usr/bin:/bin:/sbin:/work
 mount -t proc proc /proc
@@ -118,7 +119,7 @@ if [ "${SPYRE_TORCH:-0}" = 1 ]; then
 		echo 'spyre:x:1000:1000:spyre:/work:/bin/sh' >>$R/etc/passwd
 	grep -q '^accel:' $R/etc/group || echo 'accel:x:1000:spyre' >>$R/etc/group
 	cp /etc/spyre-cmd.sh $R/etc/spyre-cmd.sh
-	mkdir -p $R/run/spyre && cp /bin/busybox $R/run/spyre/busybox
+	mkdir -p $R/run/spyre && cp /bin/busybox /bin/spyre-runas $R/run/spyre/
 	for d in dev proc sys tmp work; do
 		mkdir -p $R/$d
 		mount --bind /$d $R/$d
@@ -128,6 +129,7 @@ if [ "${SPYRE_TORCH:-0}" = 1 ]; then
 	# torch.distributed's gloo talks over loopback
 	ip link set lo up || finish 1
 	RUN_IN="chroot $R /run/spyre/busybox"
+	RUN_AS="chroot $R /run/spyre/spyre-runas /run/spyre/busybox"
 	export PYTHONDONTWRITEBYTECODE=1 HOME=/work
 fi
 
@@ -140,6 +142,7 @@ echo "SPYRE-START $(cut -d' ' -f1 /proc/uptime)"
 if [ "${SPYRE_RUN_ROOT:-0}" = 1 ]; then
 	$RUN_IN sh /etc/spyre-cmd.sh
 else
-	$RUN_IN su -s /bin/sh spyre -c "sh /etc/spyre-cmd.sh"
+	# the test user, with CAP_SYS_NICE for high-priority queues
+	${RUN_AS:-spyre-runas} sh /etc/spyre-cmd.sh
 fi
 finish $?

@@ -11,6 +11,7 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
+#include "spyre_hw.h"	/* the card's PCI IDs */
 
 #define ACCEL_MAJOR 261
 
@@ -63,15 +64,15 @@ TEST_F(card, node_and_sysfs_ids)
 	EXPECT_EQ(ACCEL_MAJOR, major(st.st_rdev));
 	EXPECT_EQ(minor, minor(st.st_rdev));
 	snprintf(p, sizeof(p), "/sys/class/accel/accel%u/device/vendor", minor);
-	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, read_hex(p));
+	EXPECT_EQ(SPYRE_PCI_VENDOR_ID, read_hex(p));
 	snprintf(p, sizeof(p), "/sys/class/accel/accel%u/device/device", minor);
-	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, read_hex(p));
+	EXPECT_EQ(SPYRE_PCI_DEVICE_ID, read_hex(p));
 	snprintf(p, sizeof(p),
 		 "/sys/class/accel/accel%u/device/subsystem_vendor", minor);
-	EXPECT_EQ(DRM_SPYRE_PCI_SUBVENDOR_ID, read_hex(p));
+	EXPECT_EQ(SPYRE_PCI_SUBVENDOR_ID, read_hex(p));
 	snprintf(p, sizeof(p),
 		 "/sys/class/accel/accel%u/device/subsystem_device", minor);
-	EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, read_hex(p));
+	EXPECT_EQ(SPYRE_PCI_SUBDEVICE_ID, read_hex(p));
 	snprintf(p, sizeof(p), "/sys/class/accel/accel%u/device/class", minor);
 	EXPECT_EQ(0x120000, read_hex(p) & 0xffff00);
 	/* The bound driver is ours. */
@@ -140,10 +141,10 @@ TEST_F(card, query_device_info_values)
 	memset(&di, 0xff, sizeof(di));	/* every byte must be written */
 	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	ASSERT_EQ(sizeof(di), q.size);
-	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, di.vendor_id);
-	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, di.device_id);
-	EXPECT_EQ(DRM_SPYRE_PCI_SUBVENDOR_ID, di.subsystem_vendor_id);
-	EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, di.subsystem_id);
+	EXPECT_EQ(SPYRE_PCI_VENDOR_ID, di.vendor_id);
+	EXPECT_EQ(SPYRE_PCI_DEVICE_ID, di.device_id);
+	EXPECT_EQ(SPYRE_PCI_SUBVENDOR_ID, di.subsystem_vendor_id);
+	EXPECT_EQ(SPYRE_PCI_SUBDEVICE_ID, di.subsystem_id);
 	EXPECT_EQ(1, di.hw_version >> 16);
 	EXPECT_LE(1, di.num_cores);
 	EXPECT_GE(1024, di.num_cores);
@@ -200,8 +201,8 @@ TEST_F(card, query_short_and_long_buffers)
 	memset(buf, 0xa5, sizeof(buf));
 	ASSERT_EQ(0, st_ioctl(self->fd, DRM_IOCTL_SPYRE_QUERY, &q));
 	EXPECT_EQ(16, q.size);
-	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, di->vendor_id);
-	EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, di->subsystem_id);
+	EXPECT_EQ(SPYRE_PCI_VENDOR_ID, di->vendor_id);
+	EXPECT_EQ(SPYRE_PCI_SUBDEVICE_ID, di->subsystem_id);
 	for (size_t i = 16; i < sizeof(buf); i++) {
 		ASSERT_EQ(0xa5, buf[i]) TH_LOG("byte %zu written", i);
 	}

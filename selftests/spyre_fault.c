@@ -232,15 +232,23 @@ static void f_dumps_clear(void)
 	}
 }
 
-/* Read the first devcoredump into @buf (NUL-terminated); bytes or -errno. */
-static ssize_t f_dump_read(char *buf, size_t len)
+/*
+ * Read the first devcoredump into @buf (NUL-terminated); bytes or -errno.
+ * With @wait, give it up to 3 s to appear: the driver hands the dump to
+ * devcoredump from a worker, after the hung job's fence signalled.
+ */
+static ssize_t f_dump_read(char *buf, size_t len, bool wait)
 {
+	double end = st_now() + (wait ? 3 : 0);
 	ssize_t n, total = 0;
 	glob_t g;
 	int fd;
 
-	if (glob("/sys/class/devcoredump/devcd*/data", 0, NULL, &g))
-		return -ENOENT;
+	while (glob("/sys/class/devcoredump/devcd*/data", 0, NULL, &g)) {
+		if (st_now() >= end)
+			return -ENOENT;
+		usleep(10000);
+	}
 	fd = open(g.gl_pathv[0], O_RDONLY | O_CLOEXEC);
 	globfree(&g);
 	if (fd < 0)
@@ -440,7 +448,7 @@ TEST_F_TIMEOUT(fault, coredump_hang_holds_stream, 60)
 	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
 	ASSERT_EQ(-ETIMEDOUT, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
 
-	ASSERT_LT(0, f_dump_read(dump, sizeof(dump)));
+	ASSERT_LT(0, f_dump_read(dump, sizeof(dump), true));
 	ASSERT_NE(NULL, strstr(dump, "reason: hang"));
 	/* The job's descriptor, and its FILL's value in the stream. */
 	snprintf(words, sizeof(words), "cmd_va %#llx cmd_size %u",
@@ -451,7 +459,7 @@ TEST_F_TIMEOUT(fault, coredump_hang_holds_stream, 60)
 	ASSERT_NE(NULL, strstr(dump, words)) TH_LOG("no '%s' in:\n%.3000s",
 						    words, dump);
 	f_dumps_clear();
-	ASSERT_GT(0, f_dump_read(dump, sizeof(dump)));
+	ASSERT_GT(0, f_dump_read(dump, sizeof(dump), false));
 }
 
 /* An injected job error or MMU fault fails A's context only. */
@@ -648,10 +656,10 @@ static void f_reset_three(struct __test_metadata *_metadata,
 	close(ev);
 	/* A fatal error leaves a dump; a function reset does not. */
 	if (fatal) {
-		ASSERT_LT(0, f_dump_read(dump, sizeof(dump)));
+		ASSERT_LT(0, f_dump_read(dump, sizeof(dump), true));
 		ASSERT_NE(NULL, strstr(dump, "reason: fatal"));
 	} else {
-		ASSERT_GT(0, f_dump_read(dump, sizeof(dump)));
+		ASSERT_GT(0, f_dump_read(dump, sizeof(dump), false));
 	}
 	f_dumps_clear();
 }

@@ -514,7 +514,7 @@ static void call_submit(struct fuzz *f)
 		break;
 	}
 	s.flags = chance(f, 90) ? 0 : (uint32_t)rnd(f);
-	s.pad = chance(f, 90) ? 0 : (uint32_t)rnd(f);
+	s.error_index = chance(f, 90) ? 0 : (uint32_t)rnd(f);
 	fz_ioctl(f->fd, DRM_IOCTL_SPYRE_SUBMIT, &s);
 }
 

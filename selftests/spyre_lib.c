@@ -10,6 +10,7 @@
 
 #include "kselftest_harness.h"
 #include "spyre_test.h"
+#include "spyre_hw.h"	/* the card's PCI IDs */
 
 #define T_NS ST_TIMEOUT_NS
 
@@ -39,8 +40,8 @@ TEST_F(lib, info_matches_query)
 	ASSERT_EQ(0, st_query_info(spyre_device_fd(self->dev), &di));
 	EXPECT_STREQ("spyre", self->info.driver_name);
 	EXPECT_EQ(0, self->info.desc.index);
-	EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, self->info.desc.vendor_id);
-	EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, self->info.desc.device_id);
+	EXPECT_EQ(SPYRE_PCI_VENDOR_ID, self->info.desc.vendor_id);
+	EXPECT_EQ(SPYRE_PCI_DEVICE_ID, self->info.desc.device_id);
 	EXPECT_EQ(di.num_cores, self->info.num_cores);
 	EXPECT_EQ(di.num_queues, self->info.num_queues);
 	EXPECT_EQ(di.devmem_size, self->info.devmem_size);
@@ -200,6 +201,43 @@ TEST_F(lib, stream_fill_copy_2d)
 	spyre_bo_free(a);
 	spyre_bo_free(b);
 	spyre_stream_destroy(s);
+}
+
+/*
+ * libspyre reports a high-priority stream asked for without CAP_SYS_NICE
+ * as -EACCES, with a message that names the capability, and creates no
+ * stream (no silent fallback).
+ */
+TEST_F(lib, prio_high_stream_unprivileged)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct spyre_stream *s = NULL;
+		struct spyre_device *dev;
+		int code = 0;
+
+		/* a child opens the card anew (libspyre's fork rule) */
+		if (st_drop_cap_sys_nice() || spyre_device_open(0, &dev))
+			_exit(10);
+		if (spyre_stream_create(dev, SPYRE_PRIORITY_HIGH, &s) !=
+		    -EACCES || s)
+			code |= 1;
+		if (!strstr(spyre_strerror(-EACCES), "CAP_SYS_NICE"))
+			code |= 2;
+		if (spyre_stream_create(dev, SPYRE_PRIORITY_NORMAL, &s))
+			code |= 4;
+		else
+			spyre_stream_destroy(s);
+		spyre_device_close(dev);
+		_exit(code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("bits: 1 HIGH not -EACCES, 2 message, 4 NORMAL");
 }
 
 TEST_F(lib, submit_cmdbuf_with_dependencies)

@@ -24,6 +24,10 @@
  *    afterwards the card serves a new context correctly.  On 2 vCPUs this is the
  *    load under which an unpatched QEMU 10.0 dies
  *    (qemu-device/patches/0001-*).
+ *  - fence_replay_bound: a restartable job stuck in SEM_WAIT is
+ *    interrupted by function resets: rerun after each of the first
+ *    REPLAY_MAX (the driver's SPYRE_MAX_REPLAYS), cancelled (-ECANCELED)
+ *    by the next, with nobody guilty.
  */
 #include <grp.h>
 #include <sys/wait.h>
@@ -43,6 +47,7 @@
 #define CLEAR_BO	(4ull << 20)	/* bytes per BO of the clear race */
 #define OWNER_BYTE	0xa5
 #define GEMM_N		256
+#define REPLAY_MAX	3	/* SPYRE_MAX_REPLAYS, driver/spyre_job.h */
 
 struct race_stats {
 	uint64_t resets, reset_errors;
@@ -410,6 +415,79 @@ TEST_F_TIMEOUT(reset, flr_under_load, 1200)
 	EXPECT_EQ(0, st->gemms_canceled);
 	EXPECT_EQ(0, st->gemms_bad);
 	munmap((void *)stop, sizeof(*stop));
+}
+
+static uint64_t rd64(const void *p)
+{
+	return __atomic_load_n((const uint64_t *)p, __ATOMIC_SEQ_CST);
+}
+
+static int reset_once(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret = fd >= 0 && write(fd, "1", 1) == 1 ? 0 : -errno;
+
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+TEST_F_TIMEOUT(reset, fence_replay_bound, 120)
+{
+	struct st_cs *cs = calloc(1, sizeof(*cs));
+	uint64_t replayed0, replayed, lost0, lost, va;
+	struct drm_spyre_bo_ref refs[ST_MAX_BOS + 1];
+	struct drm_spyre_sync out;
+	struct drm_spyre_job job;
+	struct drm_spyre_submit sub;
+	struct st_buf gate, mark;
+	struct st_ctx x;
+
+	ASSERT_NE(NULL, cs);
+	ASSERT_EQ(0, st_open(&x, 0, DRM_SPYRE_PRIORITY_NORMAL));
+	ASSERT_EQ(0, st_buf_new(&x, 8, &gate));
+	ASSERT_EQ(0, st_buf_new(&x, 8, &mark));
+	ASSERT_EQ(0, st_sysfs_u64(0, "jobs_replayed", &replayed0));
+	ASSERT_EQ(0, st_sysfs_u64(0, "jobs_lost", &lost0));
+
+	/* SEM_WAIT(gate >= 1), then mark = 1: restartable, never satisfied */
+	st_cs_sem(cs, false, 0, gate.va, 1);
+	st_cs_fill(cs, mark.va, 1, 8, 1);
+	ASSERT_EQ(0, st_cs_put(&x, cs, &va));
+	for (unsigned int i = 0; i <= x.nbos; i++)
+		refs[i] = (struct drm_spyre_bo_ref){ x.handles[i],
+			DRM_SPYRE_BO_REF_READ | DRM_SPYRE_BO_REF_WRITE };
+	out = (struct drm_spyre_sync){ .handle = x.sync };
+	job = (struct drm_spyre_job){
+		.queue_id = x.qid, .flags = DRM_SPYRE_JOB_RESTARTABLE,
+		.cmd_va = va, .cmd_size = cs->len,
+		.bo_count = x.nbos + 1, .bos = (uintptr_t)refs,
+		.out_syncs = (uintptr_t)&out, .out_sync_count = 1,
+	};
+	sub = (struct drm_spyre_submit){ .jobs = (uintptr_t)&job,
+		.job_count = 1, .job_stride = sizeof(job) };
+	ASSERT_EQ(0, st_ioctl(x.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+
+	for (int i = 0; i <= REPLAY_MAX; i++) {
+		usleep(200000);		/* the card is on it, waiting */
+		ASSERT_EQ(0, st_sync_status(x.fd, x.sync))
+			TH_LOG("fence ended before reset %d", i + 1);
+		ASSERT_EQ(0, reset_once(self->path));
+	}
+	EXPECT_EQ(-ECANCELED, st_wait_status(x.fd, x.sync, ST_TIMEOUT_NS));
+	ASSERT_EQ(0, st_sysfs_u64(0, "jobs_replayed", &replayed));
+	ASSERT_EQ(0, st_sysfs_u64(0, "jobs_lost", &lost));
+	EXPECT_EQ(REPLAY_MAX, replayed - replayed0);
+	EXPECT_EQ(1, lost - lost0);
+	EXPECT_EQ(0, rd64(mark.p));
+	/* nobody is guilty: the context still runs jobs */
+	EXPECT_EQ(0, st_ctx_error(x.fd));
+	st_cs_reset(cs);
+	st_cs_fill(cs, mark.va, 1, 8, 2);
+	EXPECT_EQ(0, st_run(&x, cs));
+	EXPECT_EQ(2, rd64(mark.p));
+	st_close(&x);
+	free(cs);
 }
 
 TEST_HARNESS_MAIN

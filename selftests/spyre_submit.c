@@ -74,6 +74,50 @@ TEST_F(sub, queue_create_destroy)
 	}
 }
 
+/*
+ * HIGH needs CAP_SYS_NICE: a child that dropped it gets -EACCES for HIGH
+ * on the same file and can still create LOW and NORMAL queues.
+ */
+TEST_F(sub, prio_high_needs_cap_sys_nice)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		uint32_t id;
+		int code = 0;
+
+		if (st_drop_cap_sys_nice() || st_has_cap_sys_nice() != 0)
+			_exit(10);
+		if (st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_HIGH, &id) !=
+		    -EACCES)
+			code |= 1;
+		if (st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL, &id))
+			code |= 2;
+		else if (st_queue_del(self->c.fd, id))
+			code |= 4;
+		if (st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_LOW, &id))
+			code |= 8;
+		_exit(code);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("bits: 1 HIGH not -EACCES, 2/4 NORMAL, 8 LOW, 10 capset");
+}
+
+/* The runner gives the test user CAP_SYS_NICE: HIGH queues work with it. */
+TEST_F(sub, prio_high_with_cap_sys_nice)
+{
+	uint32_t id;
+
+	if (st_has_cap_sys_nice() != 1)
+		SKIP(return, "no CAP_SYS_NICE (vm.sh's runner grants it)");
+	ASSERT_EQ(0, st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_HIGH, &id));
+	EXPECT_EQ(0, st_queue_del(self->c.fd, id));
+}
+
 TEST_F(sub, queue_bad_args)
 {
 	struct drm_spyre_queue_create c = { .priority = 3 };
@@ -227,12 +271,12 @@ TEST_F(sub, bad_submit_struct)
 
 	memset(self->c.cmd.map, 0, 8);
 	self->c.cmd.map[4] = 8;	/* NOP, size 8 */
-	s.flags = 1;
+	s.flags = DRM_SPYRE_SUBMIT_ALL_OR_NOTHING << 1;	/* unknown */
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
 	s.flags = 0;
-	s.pad = 1;
+	s.error_index = 1;
 	EXPECT_EQ(-EINVAL, SUBMIT1(&s));
-	s.pad = 0;
+	s.error_index = 0;
 	s.job_count = 0;
 	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &s));
 	s.job_count = self->c.di.max_jobs + 1;
@@ -552,6 +596,233 @@ TEST_F(sub, in_fence_signalled_from_cpu)
 				  ST_TIMEOUT_NS));
 	EXPECT_EQ(1, st_sync_status(self->c.fd, self->c.sync));
 	EXPECT_EQ(0xabcd, *(volatile uint64_t *)self->pa);
+}
+
+/* ---- SUBMIT, all or nothing -------------------------------------------- */
+
+/* Job @i of @jobs: FILL 8 bytes of a at @i * 8 with @i + 1, on @qid. */
+static void aon_job(struct st_ctx *c, struct drm_spyre_job *job,
+		    struct drm_spyre_bo_ref *refs, uint32_t qid, uint64_t a_va,
+		    int i)
+{
+	struct st_cs cs;
+	uint64_t va = 0;
+
+	st_cs_reset(&cs);
+	st_cs_fill(&cs, a_va + 8 * i, 1, 8, i + 1);
+	st_cs_put(c, &cs, &va);
+	*job = (struct drm_spyre_job){
+		.queue_id = qid, .cmd_va = va, .cmd_size = cs.len,
+		.bo_count = 2, .bos = (uintptr_t)refs,
+	};
+}
+
+/*
+ * One past the seqno of a NOP queued (and waited for) now: the next job's,
+ * and the NOP's own is the one the queue had to give.
+ */
+static uint64_t aon_next_seqno(struct st_ctx *c)
+{
+	uint64_t seqno = 0;
+
+	memset(c->cmd.map + 60000, 0, 8);
+	c->cmd.map[60004] = 8;	/* NOP, size 8 */
+	if (st_submit_job(c->fd, c->qid, c->cmd.va + 60000, 8, &c->cmd.h, 1,
+			  NULL, 0, c->sync, 0, &seqno) ||
+	    st_wait_status(c->fd, c->sync, ST_TIMEOUT_NS))
+		return 0;
+	return seqno + 1;
+}
+
+/*
+ * With DRM_SPYRE_SUBMIT_ALL_OR_NOTHING a batch with one bad job queues
+ * nothing and names the job in error_index, whatever the step that finds
+ * it (the checks of the job array, a BO or a syncobj looked up while the
+ * jobs are prepared, in the batch's first or a later group); without the
+ * flag the jobs before the bad one are queued, as before.
+ */
+TEST_F(sub, submit_all_or_nothing_bad_job_queues_nothing)
+{
+	struct drm_spyre_bo_ref refs[2] = {
+		{ self->c.cmd.h, DRM_SPYRE_BO_REF_READ },
+		{ self->a, DRM_SPYRE_BO_REF_READ | DRM_SPYRE_BO_REF_WRITE } };
+	struct drm_spyre_bo_ref bad_ref = { 0x7ffffff0, DRM_SPYRE_BO_REF_READ };
+	struct drm_spyre_sync bad_in = { .handle = 0x7ffffff0 };
+	struct drm_spyre_sync out = { .handle = self->c.sync };
+	struct drm_spyre_job jobs[3];
+	struct drm_spyre_submit sub = {
+		.jobs = (uintptr_t)jobs, .job_stride = sizeof(jobs[0]),
+		.flags = DRM_SPYRE_SUBMIT_ALL_OR_NOTHING,
+	};
+	static const struct {
+		int bad, kind, err;
+	} cases[] = {
+		{ 1, 0, -ENOENT },	/* a BO handle, in the first group */
+		{ 2, 1, -ENOENT },	/* an in-sync, in the second group */
+		{ 1, 2, -EINVAL },	/* the job array's own checks */
+		{ 0, 0, -ENOENT },
+	};
+	uint64_t next = aon_next_seqno(&self->c);
+
+	ASSERT_LT(1, next);
+	for (unsigned int k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int b = cases[k].bad;
+
+		self->c.cmd_off = 0;
+		for (int i = 0; i < 3; i++)
+			aon_job(&self->c, &jobs[i], refs, self->c.qid,
+				self->a_va, i);
+		jobs[2].out_syncs = (uintptr_t)&out;
+		jobs[2].out_sync_count = 1;
+		if (cases[k].kind == 0) {
+			jobs[b].bos = (uintptr_t)&bad_ref;
+			jobs[b].bo_count = 1;
+		} else if (cases[k].kind == 1) {
+			jobs[b].in_syncs = (uintptr_t)&bad_in;
+			jobs[b].in_sync_count = 1;
+		} else {
+			jobs[b].cmd_size = 12;
+		}
+		memset(self->pa, 0, 24);
+		sub.job_count = 3;
+		sub.error_index = 0;
+		EXPECT_EQ(cases[k].err, st_ioctl(self->c.fd,
+						 DRM_IOCTL_SPYRE_SUBMIT, &sub))
+			TH_LOG("case %u", k);
+		EXPECT_EQ(b, sub.error_index) TH_LOG("case %u", k);
+		EXPECT_EQ(3, sub.job_count) TH_LOG("case %u", k);
+	}
+	/* nothing ran, and the queue's next seqno is the one before */
+	usleep(100000);
+	EXPECT_EQ(1, st_all_bytes(self->pa, 24, 0));
+	EXPECT_EQ(next + 1, aon_next_seqno(&self->c));
+
+	/* without the flag: job 0 is queued and runs, job_count says 1 */
+	self->c.cmd_off = 0;
+	for (int i = 0; i < 3; i++)
+		aon_job(&self->c, &jobs[i], refs, self->c.qid, self->a_va, i);
+	jobs[0].out_syncs = (uintptr_t)&out;
+	jobs[0].out_sync_count = 1;
+	jobs[1].bos = (uintptr_t)&bad_ref;
+	jobs[1].bo_count = 1;
+	sub.flags = 0;
+	sub.job_count = 3;
+	EXPECT_EQ(-ENOENT, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(1, sub.job_count);
+	EXPECT_EQ(0, sub.error_index);	/* not written without the flag */
+	EXPECT_EQ(0, st_wait_status(self->c.fd, self->c.sync, ST_TIMEOUT_NS));
+	EXPECT_EQ(1, ((uint64_t *)self->pa)[0]);
+	EXPECT_EQ(0, ((uint64_t *)self->pa)[1]);
+
+	/* unknown flags */
+	sub.flags = 2;
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	sub.flags = DRM_SPYRE_SUBMIT_ALL_OR_NOTHING | 2;
+	sub.job_count = 3;
+	EXPECT_EQ(-EINVAL, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(0xffffffffu, sub.error_index);
+	EXPECT_EQ(3, sub.job_count);
+}
+
+/*
+ * A good all-or-nothing batch over two queues, where a job of the second
+ * queue waits for an earlier job of the batch on the first: every job
+ * runs, in order, and gets its seqno.
+ */
+TEST_F(sub, submit_all_or_nothing_runs_in_order)
+{
+	struct drm_spyre_bo_ref refs[3] = {
+		{ self->c.cmd.h, DRM_SPYRE_BO_REF_READ },
+		{ self->a, DRM_SPYRE_BO_REF_READ | DRM_SPYRE_BO_REF_WRITE },
+		{ self->b, DRM_SPYRE_BO_REF_READ | DRM_SPYRE_BO_REF_WRITE } };
+	struct drm_spyre_sync mid, o2, out = { .handle = self->c.sync };
+	struct drm_spyre_job jobs[3];
+	struct drm_spyre_submit sub = {
+		.jobs = (uintptr_t)jobs, .job_count = 3,
+		.job_stride = sizeof(jobs[0]),
+		.flags = DRM_SPYRE_SUBMIT_ALL_OR_NOTHING,
+	};
+	uint32_t q2, s1, s2;
+	struct st_cs cs;
+	uint64_t va;
+
+	ASSERT_EQ(0, st_queue_new(self->c.fd, DRM_SPYRE_PRIORITY_NORMAL, &q2));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &s1));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &s2));
+	memset(self->pa, 0, 24);
+	memset(self->pb, 0, 8);
+	self->c.cmd_off = 0;
+	/* job 0 (queue 1): a[0] = 1, signals s1 */
+	aon_job(&self->c, &jobs[0], refs, self->c.qid, self->a_va, 0);
+	mid = (struct drm_spyre_sync){ .handle = s1 };
+	jobs[0].out_syncs = (uintptr_t)&mid;
+	jobs[0].out_sync_count = 1;
+	jobs[0].bo_count = 3;
+	/* job 1 (queue 2): waits for s1, copies a[0] to b[0], signals s2 */
+	st_cs_reset(&cs);
+	st_cs_bytes(&cs, self->b_va, self->a_va, 8);
+	ASSERT_EQ(0, st_cs_put(&self->c, &cs, &va));
+	jobs[1] = (struct drm_spyre_job){
+		.queue_id = q2, .cmd_va = va, .cmd_size = cs.len,
+		.bo_count = 3, .bos = (uintptr_t)refs,
+		.in_syncs = (uintptr_t)&mid, .in_sync_count = 1,
+	};
+	o2 = (struct drm_spyre_sync){ .handle = s2 };
+	jobs[1].out_syncs = (uintptr_t)&o2;
+	jobs[1].out_sync_count = 1;
+	/* job 2 (queue 1): a[2] = 3 */
+	aon_job(&self->c, &jobs[2], refs, self->c.qid, self->a_va, 2);
+	jobs[2].out_syncs = (uintptr_t)&out;
+	jobs[2].out_sync_count = 1;
+
+	ASSERT_EQ(0, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(3, sub.job_count);
+	EXPECT_EQ(0, sub.error_index);
+	EXPECT_EQ(0, st_wait_status(self->c.fd, s2, ST_TIMEOUT_NS));
+	EXPECT_EQ(0, st_wait_status(self->c.fd, self->c.sync, ST_TIMEOUT_NS));
+	EXPECT_EQ(1, ((uint64_t *)self->pa)[0]);
+	EXPECT_EQ(3, ((uint64_t *)self->pa)[2]);
+	EXPECT_EQ(1, ((uint64_t *)self->pb)[0]);	/* after job 0 */
+	EXPECT_LT(0, jobs[0].seqno);
+	EXPECT_EQ(jobs[0].seqno + 1, jobs[2].seqno);
+	EXPECT_LT(0, jobs[1].seqno);
+	EXPECT_EQ(0, st_queue_del(self->c.fd, q2));
+}
+
+/*
+ * The one step after the jobs are queued, the write-back of the seqnos:
+ * with the job array read-only it faults, the call returns -EFAULT with
+ * error_index == job_count, and every job still runs and signals.
+ */
+TEST_F(sub, submit_all_or_nothing_seqno_writeback_fault)
+{
+	struct drm_spyre_bo_ref refs[2] = {
+		{ self->c.cmd.h, DRM_SPYRE_BO_REF_READ },
+		{ self->a, DRM_SPYRE_BO_REF_READ | DRM_SPYRE_BO_REF_WRITE } };
+	struct drm_spyre_sync out = { .handle = self->c.sync };
+	struct drm_spyre_submit sub = {
+		.job_count = 2, .job_stride = sizeof(struct drm_spyre_job),
+		.flags = DRM_SPYRE_SUBMIT_ALL_OR_NOTHING,
+	};
+	struct drm_spyre_job *jobs = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_NE(MAP_FAILED, jobs);
+	memset(self->pa, 0, 16);
+	self->c.cmd_off = 0;
+	for (int i = 0; i < 2; i++)
+		aon_job(&self->c, &jobs[i], refs, self->c.qid, self->a_va, i);
+	jobs[1].out_syncs = (uintptr_t)&out;
+	jobs[1].out_sync_count = 1;
+	ASSERT_EQ(0, mprotect(jobs, 4096, PROT_READ));
+	sub.jobs = (uintptr_t)jobs;
+	EXPECT_EQ(-EFAULT, st_ioctl(self->c.fd, DRM_IOCTL_SPYRE_SUBMIT, &sub));
+	EXPECT_EQ(2, sub.error_index);
+	EXPECT_EQ(2, sub.job_count);
+	EXPECT_EQ(0, st_wait_status(self->c.fd, self->c.sync, ST_TIMEOUT_NS));
+	EXPECT_EQ(1, ((uint64_t *)self->pa)[0]);
+	EXPECT_EQ(2, ((uint64_t *)self->pa)[1]);
+	munmap(jobs, 4096);
 }
 
 TEST_F(sub, device_info_limits_are_enforced)

@@ -33,8 +33,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/sync_file.h>
 
 #include <xf86drm.h>
@@ -935,6 +938,35 @@ static inline int st_sysfs_u64(unsigned int idx, const char *name,
 
 	ret = st_sysfs_path(idx, name, path, sizeof(path));
 	return ret ? ret : st_read_u64(path, val);
+}
+
+/*
+ * CAP_SYS_NICE (high-priority queues) in this thread's effective set: 1, 0,
+ * or -errno.
+ */
+static inline int st_has_cap_sys_nice(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	return !!(d[0].effective & (1u << CAP_SYS_NICE));
+}
+
+/* Drop CAP_SYS_NICE from this thread for good (and its children). */
+static inline int st_drop_cap_sys_nice(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[0].effective &= ~(1u << CAP_SYS_NICE);
+	d[0].permitted &= ~(1u << CAP_SYS_NICE);
+	d[0].inheritable &= ~(1u << CAP_SYS_NICE);
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
 /* Deterministic byte pattern. */

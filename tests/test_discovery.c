@@ -13,6 +13,12 @@
 
 #include "../libspyre/src/internal.h"
 
+/* PCI IDs of the fake cards: discovery goes by the driver bound. */
+#define VID	0x1014
+#define DID	0x06a7
+#define SVID	0x1af4
+#define SDID	0x1100
+
 TEST(strerror_coverage)
 {
 	/* Every error libspyre documents has its own description. */
@@ -134,8 +140,12 @@ static void put_hex(const char *path, unsigned int v)
 	put(path, buf);
 }
 
+/*
+ * A PCI function with its IDs, bound to @driver (NULL: none), and its
+ * accel node.
+ */
 static int add_card(const char *root, unsigned int minor, const char *pci,
-		    unsigned int vendor, unsigned int device,
+		    const char *driver, unsigned int vendor, unsigned int device,
 		    unsigned int svendor, unsigned int sdevice)
 {
 	char p[512], t[512];
@@ -143,6 +153,12 @@ static int add_card(const char *root, unsigned int minor, const char *pci,
 	snprintf(p, sizeof(p), "%s/devices/%s", root, pci);
 	if (mkdir(p, 0755))
 		return -1;
+	if (driver) {
+		snprintf(p, sizeof(p), "%s/devices/%s/driver", root, pci);
+		snprintf(t, sizeof(t), "../../bus/pci/drivers/%s", driver);
+		if (symlink(t, p))
+			return -1;
+	}
 	snprintf(p, sizeof(p), "%s/devices/%s/vendor", root, pci);
 	put_hex(p, vendor);
 	snprintf(p, sizeof(p), "%s/devices/%s/device", root, pci);
@@ -172,22 +188,18 @@ FIXTURE_SETUP(fakesys)
 	snprintf(p, sizeof(p), "%s/devices", self->root);
 	ASSERT_EQ(0, mkdir(p, 0755));
 	/* Minors deliberately not in PCI order. */
-	ASSERT_EQ(0, add_card(self->root, 0, "0000:05:00.0",
-			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
-			      DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID));
-	ASSERT_EQ(0, add_card(self->root, 1, "0000:02:00.0",
-			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
-			      DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID));
-	/* Real hardware (other subsystem): must not be bound. */
-	ASSERT_EQ(0, add_card(self->root, 2, "0000:03:00.0",
-			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
+	ASSERT_EQ(0, add_card(self->root, 0, "0000:05:00.0", "spyre", VID,
+			      DID, SVID, SDID));
+	ASSERT_EQ(0, add_card(self->root, 1, "0000:02:00.0", "spyre", VID,
+			      DID, SVID, SDID));
+	/* Real hardware (other subsystem): no driver bound, not listed. */
+	ASSERT_EQ(0, add_card(self->root, 2, "0000:03:00.0", NULL, VID, DID,
 			      0x1014, 0x0001));
-	/* Another accel driver. */
-	ASSERT_EQ(0, add_card(self->root, 3, "0000:04:00.0", 0x8086,
-			      0x7d1d, 0x8086, 0x0000));
-	ASSERT_EQ(0, add_card(self->root, 4, "0001:00:01.0",
-			      DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
-			      DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID));
+	/* Another accel driver, even with our IDs: not listed. */
+	ASSERT_EQ(0, add_card(self->root, 3, "0000:04:00.0", "ivpu", VID,
+			      DID, SVID, SDID));
+	ASSERT_EQ(0, add_card(self->root, 4, "0001:00:01.0", "spyre", VID,
+			      DID, SVID, SDID));
 }
 
 FIXTURE_TEARDOWN(fakesys)
@@ -215,10 +227,10 @@ TEST_F(fakesys, scan_orders_by_pci_address)
 	for (unsigned int i = 0; i < 3; i++) {
 		EXPECT_EQ(i, d[i].index);
 		EXPECT_EQ(i, d[i].phys_index);
-		EXPECT_EQ(DRM_SPYRE_PCI_VENDOR_ID, d[i].vendor_id);
-		EXPECT_EQ(DRM_SPYRE_PCI_DEVICE_ID, d[i].device_id);
-		EXPECT_EQ(DRM_SPYRE_PCI_SUBVENDOR_ID, d[i].subsystem_vendor_id);
-		EXPECT_EQ(DRM_SPYRE_PCI_SUBDEVICE_ID, d[i].subsystem_id);
+		EXPECT_EQ(VID, d[i].vendor_id);
+		EXPECT_EQ(DID, d[i].device_id);
+		EXPECT_EQ(SVID, d[i].subsystem_vendor_id);
+		EXPECT_EQ(SDID, d[i].subsystem_id);
 	}
 	/* Count only, and a short array. */
 	EXPECT_EQ(3, spyre__scan(self->root, NULL, NULL, 0));

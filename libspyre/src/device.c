@@ -376,7 +376,7 @@ static const struct err_desc err_table[] = {
 	{ ECHILD, "handle used in a child after fork(); reopen the device" },
 	{ EAGAIN, "resource temporarily unavailable, try again" },
 	{ ENOMEM, "out of host memory or device address space" },
-	{ EACCES, "permission denied on the accel device node" },
+	{ EACCES, "permission denied: no access to the accel device node, or a high-priority queue without CAP_SYS_NICE" },
 	{ EFAULT, "bad address: the card hit an MMU fault (unmapped or read-only VA) or a bad user pointer" },
 	{ EBUSY, "busy: no free hardware queue, or the job has not completed" },
 	{ EEXIST, "object already exists" },

@@ -155,7 +155,11 @@ static int cmp_found(const void *a, const void *b)
 	       x->d.accel_minor > y->d.accel_minor;
 }
 
-/* Read one accelN entry; 1 = it is a Spyre card, 0 = not, < 0 error. */
+/*
+ * Read one accelN entry; 1 = it is a Spyre card, 0 = not, < 0 error.  A
+ * Spyre card is one the spyre driver is bound to (the driver alone knows
+ * which PCI IDs it serves); its IDs are read for the descriptor.
+ */
 static int probe_entry(const char *root, unsigned int minor, struct found *f)
 {
 	char path[PATH_MAX], link[PATH_MAX];
@@ -163,19 +167,22 @@ static int probe_entry(const char *root, unsigned int minor, struct found *f)
 	static const char *const names[4] = {
 		"vendor", "device", "subsystem_vendor", "subsystem_device",
 	};
-	static const unsigned int want[4] = {
-		DRM_SPYRE_PCI_VENDOR_ID, DRM_SPYRE_PCI_DEVICE_ID,
-		DRM_SPYRE_PCI_SUBVENDOR_ID, DRM_SPYRE_PCI_SUBDEVICE_ID,
-	};
 	const char *base;
 	ssize_t len;
 
+	snprintf(path, sizeof(path), "%s/class/accel/accel%u/device/driver",
+		 root, minor);
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len < 0)
+		return 0;
+	link[len] = '\0';
+	base = strrchr(link, '/');
+	if (strcmp(base ? base + 1 : link, "spyre"))
+		return 0;
 	for (int i = 0; i < 4; i++) {
 		snprintf(path, sizeof(path), "%s/class/accel/accel%u/device/%s",
 			 root, minor, names[i]);
 		if (read_hex_file(path, &ids[i]))
-			return 0;
-		if (ids[i] != want[i])
 			return 0;
 	}
 	snprintf(path, sizeof(path), "%s/class/accel/accel%u/device", root,

@@ -433,17 +433,17 @@ static void test_identity(void)
     uint8_t cap;
 
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_VENDOR_ID), ==,
-                    DRM_SPYRE_PCI_VENDOR_ID);
+                    SPYRE_PCI_VENDOR_ID);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_DEVICE_ID), ==,
-                    DRM_SPYRE_PCI_DEVICE_ID);
+                    SPYRE_PCI_DEVICE_ID);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_CLASS_DEVICE), ==,
                     SPYRE_PCI_CLASS);
     g_assert_cmphex(qpci_config_readb(sp->dev, PCI_REVISION_ID), ==,
                     SPYRE_PCI_REVISION);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_SUBSYSTEM_VENDOR_ID), ==,
-                    DRM_SPYRE_PCI_SUBVENDOR_ID);
+                    SPYRE_PCI_SUBVENDOR_ID);
     g_assert_cmphex(qpci_config_readw(sp->dev, PCI_SUBSYSTEM_ID), ==,
-                    DRM_SPYRE_PCI_SUBDEVICE_ID);
+                    SPYRE_PCI_SUBDEVICE_ID);
 
     /* PCIe endpoint with FLR, and MSI-X with our vector count. */
     cap = qpci_find_capability(sp->dev, PCI_CAP_ID_EXP, 0);

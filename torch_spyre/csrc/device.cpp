@@ -187,9 +187,13 @@ c10::Stream new_stream(int index, int priority)
 	int &next = high ? c.next_high : c.next_normal;
 	if (ids.size() < kPoolSize) {
 		struct spyre_stream *s = nullptr;
-		check(spyre_stream_create(c.dev, high ? SPYRE_PRIORITY_HIGH :
-					  SPYRE_PRIORITY_NORMAL, &s),
-		      "creating a stream", index);
+		int rc = spyre_stream_create(c.dev, high ? SPYRE_PRIORITY_HIGH :
+					     SPYRE_PRIORITY_NORMAL, &s);
+		TORCH_CHECK(!(high && rc == -EACCES), where(index),
+			    "a high-priority stream (priority < 0) needs the "
+			    "CAP_SYS_NICE capability, which this process "
+			    "lacks; ask for priority 0 instead");
+		check(rc, "creating a stream", index);
 		c.streams.push_back(s);
 		ids.push_back(static_cast<int>(c.streams.size() - 1));
 	}

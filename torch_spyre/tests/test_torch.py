@@ -574,6 +574,34 @@ def torch_streams_events():
     torch.accelerator.synchronize()
 
 
+def _drop_cap_sys_nice():
+    """Drop CAP_SYS_NICE from this thread (the runner grants it)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(47, 4, 0, 0, 0)          # PR_CAP_AMBIENT_CLEAR_ALL
+    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # version 3, this thread
+    data = (ctypes.c_uint32 * 6)()
+    assert libc.syscall(125, hdr, data) == 0     # capget
+    for i in range(3):                  # effective, permitted, inheritable
+        data[i] &= ~(1 << 23)           # CAP_SYS_NICE
+    assert libc.syscall(126, hdr, data) == 0     # capset
+
+
+@test
+def torch_high_priority_unprivileged():
+    # no high-priority stream was made before (none of the tests asks)
+    _drop_cap_sys_nice()
+    try:
+        torch.spyre.Stream(priority=-1)
+    except RuntimeError as e:
+        assert "CAP_SYS_NICE" in str(e), e
+    else:
+        raise AssertionError("high-priority stream without CAP_SYS_NICE")
+    s = torch.spyre.Stream(priority=0)     # a normal one still works
+    with torch.spyre.stream(s):
+        close(sp(torch.ones(3)) + 1, torch.full((3,), 2.0))
+
+
 @test
 def torch_memory_stats():
     torch.spyre.synchronize()

@@ -114,8 +114,9 @@ def synchronize(device=None):
 class Stream(torch.Stream):
     """An in-order queue of work on one card (a libspyre stream on its own
     hardware queue).  ``Stream()`` is on the current card; ``priority`` < 0
-    asks for a high-priority queue.  Streams come from a small pool per
-    card and priority (as CUDA's do)."""
+    asks for a high-priority queue, which needs CAP_SYS_NICE (else
+    RuntimeError naming it; no fallback to a normal queue).  Streams come
+    from a small pool per card and priority (as CUDA's do)."""
 
     def __new__(cls, device=None, priority=0):
         if device is None:

@@ -49,7 +49,8 @@
  *
  * Errors are sticky per context, and only the guilty context gets one: a
  * job that faults (-EFAULT), runs an invalid command (-EIO) or hangs past
- * the driver's job timeout (-ETIMEDOUT) ends with that error, the
+ * the driver's job timeout (-ETIMEDOUT; a SEM_WAIT never satisfied is such
+ * a hang: every job ends by the timeout) ends with that error, the
  * context's other queued jobs end with -ECANCELED, and every later SUBMIT
  * of the file fails with -ECANCELED until the file is closed and the
  * device opened again (QUERY_CONTEXT reports the error and the first
@@ -116,16 +117,6 @@ extern "C" {
 		 struct drm_spyre_bo_userptr)
 #define DRM_IOCTL_SPYRE_BO_WAIT \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_SPYRE_BO_WAIT, struct drm_spyre_bo_wait)
-
-/*
- * PCI identity of the cards the driver binds and libspyre discovers: all
- * four must match.  The subsystem marks the emulated model, so that real
- * hardware, whose interface differs, is never bound.
- */
-#define DRM_SPYRE_PCI_VENDOR_ID		0x1014	/* IBM */
-#define DRM_SPYRE_PCI_DEVICE_ID		0x06a7	/* Spyre PF */
-#define DRM_SPYRE_PCI_SUBVENDOR_ID	0x1af4	/* emulated model marker */
-#define DRM_SPYRE_PCI_SUBDEVICE_ID	0x1100
 
 /* ---- DRM_IOCTL_SPYRE_QUERY ------------------------------------------- */
 
@@ -434,14 +425,16 @@ struct drm_spyre_bo_wait {
 /**
  * struct drm_spyre_queue_create - create a command queue on its own
  * hardware queue.
- * @priority: DRM_SPYRE_PRIORITY_*.
+ * @priority: DRM_SPYRE_PRIORITY_*.  DRM_SPYRE_PRIORITY_HIGH needs
+ *	CAP_SYS_NICE (the card serves high-priority queues first, so they
+ *	can starve other users): without it, -EACCES.
  * @flags: must be zero.
  * @queue_id: out: id (> 0) naming the queue in this file.
  * @pad: must be zero.
  *
- * Errors: -EINVAL, -EDQUOT (the file holds max_queues_per_file queues
- * already, a module parameter), -EBUSY (no hardware queue free on the
- * card), -ENOMEM, -ENODEV.
+ * Errors: -EINVAL, -EACCES (HIGH without CAP_SYS_NICE), -EDQUOT (the
+ * file holds max_queues_per_file queues already, a module parameter),
+ * -EBUSY (no hardware queue free on the card), -ENOMEM, -ENODEV.
  */
 struct drm_spyre_queue_create {
 	__u32 priority;
@@ -453,8 +446,8 @@ struct drm_spyre_queue_create {
 /**
  * struct drm_spyre_queue_destroy - destroy a queue; jobs already
  * submitted are cancelled and their fences signal: -ECANCELED for jobs
- * the card had, -ESRCH for jobs still waiting for their in-fences (they
- * signal once those fences have).
+ * the card had, -ESRCH for jobs not handed to it yet (those waiting for
+ * their in-fences signal once those fences have).
  * @queue_id: from QUEUE_CREATE.
  * @pad: must be zero.
  *
@@ -547,7 +540,8 @@ struct drm_spyre_job {
  * does not read what it writes (no command's output overlaps an input of
  * the same or an earlier command, and no semaphore it waits on is one it
  * changes), so a second run gives the same result.  Without the flag an
- * interrupted job's fence ends with -ECANCELED.
+ * interrupted job's fence ends with -ECANCELED, and so it does with the
+ * flag once resets interrupted it four times (three reruns).
  */
 #define DRM_SPYRE_JOB_RESTARTABLE	(1U << 0)
 
@@ -560,11 +554,30 @@ struct drm_spyre_job {
  *	smaller than the kernel's struct means trailing fields are zero
  *	(and @seqno is not written back), larger is accepted only if the
  *	extra bytes are zero.
- * @flags: must be zero.
- * @pad: must be zero.
+ * @flags: 0 or DRM_SPYRE_SUBMIT_ALL_OR_NOTHING; other bits fail with
+ *	-EINVAL.
+ * @error_index: in: must be zero.  Out, with DRM_SPYRE_SUBMIT_ALL_OR_NOTHING
+ *	only, when the call fails: the index of the job the error is about,
+ *	0xffffffff when it is about none in particular (the call's own
+ *	fields, memory for the job array, a context already in error), or
+ *	@job_count when every job was queued and only the write-back of the
+ *	seqnos failed (-EFAULT; see below).
  *
- * Jobs are validated one by one and queued in order; on an error the
- * ioctl returns it and @job_count is set to the number of jobs queued.
+ * Without flags (the ABI before driver minor version 3), jobs are
+ * validated one by one and queued in order; on an error the ioctl
+ * returns it and @job_count is set to the number of jobs queued.
+ *
+ * With DRM_SPYRE_SUBMIT_ALL_OR_NOTHING (driver minor version 3 and later;
+ * older kernels reject the flag with -EINVAL) every job of the batch is
+ * checked and prepared (queue, BOs, syncobjs and timeline points, memory)
+ * before any is queued: on an error nothing is queued, @job_count is left
+ * as it was and @error_index names the job.  An in-sync that an earlier
+ * job of the same batch signals waits for that job, as without the flag.
+ * Once the first job is queued nothing can fail but the write-back of
+ * the seqnos to the job array (a stride that holds @seqno): if that
+ * faults (the array was made read-only or unmapped meanwhile), every job
+ * is still queued and runs, its out-syncs signal, and the call returns
+ * -EFAULT with @error_index == @job_count.
  * A job's fence signals with an error when the job fails on the card
  * (-EIO for invalid commands, -EFAULT for MMU faults, -ETIMEDOUT for a
  * hang, -ECANCELED when the context was already in error).  An error is
@@ -585,8 +598,11 @@ struct drm_spyre_submit {
 	__u32 job_count;
 	__u32 job_stride;
 	__u32 flags;
-	__u32 pad;
+	__u32 error_index;
 };
+
+/* drm_spyre_submit.flags: queue every job or none (driver minor >= 3). */
+#define DRM_SPYRE_SUBMIT_ALL_OR_NOTHING	(1U << 0)
 
 #if defined(__cplusplus)
 }

@@ -162,8 +162,9 @@ struct spyre_device_desc {
  * @descs: array of @max entries to fill (may be NULL when @max is 0).
  * @max: entries available at @descs.
  *
- * Scans /sys/class/accel for Spyre cards (vendor, device and subsystem
- * IDs must match the emulated card), orders them by PCI address and
+ * Scans /sys/class/accel for Spyre cards (those the spyre driver is bound
+ * to: the driver decides which PCI IDs it serves), orders them by PCI
+ * address and
  * applies SPYRE_VISIBLE_DEVICES.  The list is re-read on every call, so
  * hot-plugged cards appear and removed ones vanish.
  *
@@ -1148,10 +1149,14 @@ struct spyre_fence {
  * spyre_queue_create() - create a command queue (own hardware queue, own
  * timeline syncobj).
  * @dev: the device (from spyre_device_open()).
- * @priority: enum spyre_priority.
+ * @priority: enum spyre_priority.  SPYRE_PRIORITY_HIGH needs CAP_SYS_NICE
+ *	(the card serves high-priority queues first): an unprivileged caller
+ *	gets -EACCES, and no queue (libspyre does not fall back to a lower
+ *	priority).
  * @out: receives the queue; free with spyre_queue_destroy().
- * Errors: -EINVAL (bad priority), -EBUSY (no free hardware queue),
- * -ENOMEM, -ECHILD, -ENODEV.
+ * Errors: -EINVAL (bad priority), -EACCES (SPYRE_PRIORITY_HIGH without
+ * CAP_SYS_NICE), -EBUSY (no free hardware queue), -ENOMEM, -ECHILD,
+ * -ENODEV.
  */
 SPYRE_API int spyre_queue_create(struct spyre_device *dev, int priority,
 				 struct spyre_queue **out);
