@@ -34,8 +34,9 @@
 #      bench.json (spyre-bench --json, the PyTorch figures, the block's
 #      ratios to its native ceilings, goal <= 2x on the card clock, and the
 #      host load, as numbers) and bench.png (every ratio against its goal).
-# The guest part runs as the unprivileged user "spyre" with RLIMIT_MEMLOCK
-# raised (the copy benchmark registers 2 x --size MiB of host memory,
+# The guest part runs as the unprivileged user "spyre" (with CAP_SYS_NICE,
+# through spyre-runas, for the high-priority queue of (iv)) with
+# RLIMIT_MEMLOCK raised (the copy benchmark registers 2 x --size MiB of host memory,
 # which the driver charges to that limit).
 # Usage: scripts/run-bench.sh [vm.sh options, e.g. --iommu] [-- spyre-bench
 #        options, e.g. --only exec]
@@ -82,15 +83,16 @@ awk '$1 == "ceiling" { printf "  %-24s %10.3f [%.3f-%.3f]\n", $2, $3, $4, $5 }' 
 	"$TMP/ceilings"
 
 msg "guest: spyre-demo -b $REPS, spyre-bench"
-# both as "spyre"; root raises the memlock limit for the benchmark
+# both as "spyre" with CAP_SYS_NICE (spyre-runas: (iv) makes a
+# high-priority queue); root raises the memlock limit for the benchmark
 # (--json: the report on stderr, the JSON on stdout, kept in the guest's
 # /tmp and printed on one line after "spyre-bench-json: ")
 cmd=$(printf '%q ' spyre-bench --json --reps "$REPS" --ceilings /work/ceilings "$@")
 # shellcheck disable=SC2016 # $0, $1 are expanded by the guest's shell
 "$SPYRE_ROOT/scripts/vm.sh" run --no-build --cards 2 --timeout 900 \
 	--copy "$TMP/ceilings" "${VMOPTS[@]}" --root -- sh -c \
-	'su -s /bin/sh spyre -c "$1" || exit
-	 ulimit -l unlimited && su -s /bin/sh spyre -c "$0 >/tmp/bench.json"
+	'spyre-runas sh -c "$1" || exit
+	 ulimit -l unlimited && spyre-runas sh -c "$0 >/tmp/bench.json"
 	 rc=$?; printf "spyre-bench-json: "; cat /tmp/bench.json; exit $rc' \
 	"$cmd" "spyre-demo -b $REPS" | tee "$OUT/bench.txt"
 rc=${PIPESTATUS[0]}
