@@ -96,20 +96,6 @@ void spyre_copy_help(SpyreState *s, SpyreCopySplit *c)
     qemu_cond_broadcast(&s->gang_cond);
 }
 
-/* Data phase.  Map one side of a piece; *@n may shrink. */
-static bool spyre_copy_map(SpyreExec *e, const SpyreTarget *t, uint64_t *n,
-                           bool write, SpyreMap *m)
-{
-    if (t->devmem) {
-        m->host = e->s->devmem_ptr + t->addr;
-        m->len = *n;
-        m->dev_off = t->addr;
-        m->sys = false;
-        return true;
-    }
-    return spyre_map_sys(e->s, t->addr, n, write, m);
-}
-
 /*
  * Data phase.  Map the next batch of the copy of @len bytes from @src
  * to @dst into e->split's pieces.  Returns SPYRE_STATUS_OK with the batch
@@ -160,12 +146,12 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
         }
         p = &e->pieces[c->npieces];
         n = MIN(MIN(srun, drun), SPYRE_COPY_PIECE);
-        if (!spyre_copy_map(e, &ts, &n, false, &p->src)) {
+        if (!spyre_map_target(s, &ts, &n, false, &p->src)) {
             *slow = done ? 0 : n;
             break;
         }
         /* A shorter destination shortens the piece: the source's too. */
-        if (!spyre_copy_map(e, &td, &n, true, &p->dst)) {
+        if (!spyre_map_target(s, &td, &n, true, &p->dst)) {
             spyre_map_release(s, &p->src, false);
             *slow = done ? 0 : n;
             break;
@@ -210,10 +196,10 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
                               &slow);
         if (st == SPYRE_STATUS_OK && slow) {
             /* One page through the bounce buffer: reports its error. */
-            slow = MIN(slow, sizeof(e->buf[0]));
-            st = spyre_e_rw(e, src + done, e->buf[0], slow, false);
+            slow = MIN(slow, sizeof(e->buf));
+            st = spyre_e_rw(e, src + done, e->buf, slow, false);
             if (st == SPYRE_STATUS_OK) {
-                st = spyre_e_rw(e, dst + done, e->buf[0], slow, true);
+                st = spyre_e_rw(e, dst + done, e->buf, slow, true);
             }
             done += slow;
         }

@@ -380,8 +380,8 @@ static uint32_t spyre_cmd_reduce(SpyreExec *e)
             }
             if (st == SPYRE_STATUS_OK) {
                 v = spyre_row_result(&rs);
-                spyre_store_fp32(e->buf[0], c.dtype, &v, 1, 0);
-                st = spyre_e_rw_phase(e, c.dst + (uint64_t)r * es, e->buf[0],
+                spyre_store_fp32(e->buf, c.dtype, &v, 1, 0);
+                st = spyre_e_rw_phase(e, c.dst + (uint64_t)r * es, e->buf,
                                       es, true);
             }
         } else {

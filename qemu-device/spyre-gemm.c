@@ -249,20 +249,13 @@ static int spyre_part_rows(SpyrePartIO *io, int opnd, uint64_t off,
                 st = spyre_e_translate_run(e, va, left, write, &t, &run);
                 while (st == SPYRE_STATUS_OK && run) {
                     SpyreMap *prev = nsegs ? &io->segs[nsegs - 1] : NULL;
-                    SpyreMap *m;
                     uint64_t piece = run;
 
                     if (t.devmem && prev && !prev->sys &&
                         prev->dev_off + prev->len == t.addr) {
                         prev->len += piece;
-                    } else if (t.devmem) {
-                        m = spyre_part_seg(io, nsegs++);
-                        m->host = s->devmem_ptr + t.addr;
-                        m->len = piece;
-                        m->dev_off = t.addr;
-                        m->sys = false;
-                    } else if (spyre_map_sys(s, t.addr, &piece, write,
-                                             spyre_part_seg(io, nsegs))) {
+                    } else if (spyre_map_target(s, &t, &piece, write,
+                                                spyre_part_seg(io, nsegs))) {
                         nsegs++;
                     } else {
                         e->err_va = va;

@@ -2,7 +2,8 @@
  * Spyre card model: DMA, the device MMU and tiles
  *
  * Owns DMA to system memory (spyre_map_sys, spyre_dma_rw: RAM only,
- * never the card's own BARs, always through dma_memory_map()), the page
+ * never the card's own BARs, always through dma_memory_map()), mapping a
+ * translated target of either memory (spyre_map_target), the page
  * walk of a context, the per-worker TLB and leaf-table cache (valid
  * while their epoch is SpyreState.mmu_epoch), fault records, memory
  * phases (spyre_e_mem_begin/end: behind a vIOMMU, with the BQL),
@@ -81,6 +82,24 @@ bool spyre_map_sys(SpyreState *s, dma_addr_t addr, uint64_t *len, bool write,
     m->sys = true;
     *len = n;
     return true;
+}
+
+/*
+ * Memory phase.  Map up to *@len bytes at translated target @t into @m:
+ * device memory as a pointer into the BAR, system memory with
+ * spyre_map_sys() (*@len may shrink).  Returns false as spyre_map_sys().
+ */
+bool spyre_map_target(SpyreState *s, const SpyreTarget *t, uint64_t *len,
+                      bool write, SpyreMap *m)
+{
+    if (t->devmem) {
+        m->host = s->devmem_ptr + t->addr;
+        m->len = *len;
+        m->dev_off = t->addr;
+        m->sys = false;
+        return true;
+    }
+    return spyre_map_sys(s, t->addr, len, write, m);
 }
 
 /* No lock needed.  Unmap @m (marking it dirty if @write). */
@@ -606,12 +625,7 @@ uint32_t spyre_e_map_span(SpyreExec *e, SpyreSpan *sp, uint64_t va,
                 spyre_span_release(s, sp);
                 return SPYRE_STATUS_DMA_ERROR;
             }
-            if (t.devmem) {
-                m->host = s->devmem_ptr + t.addr;
-                m->len = n;
-                m->dev_off = t.addr;
-                m->sys = false;
-            } else if (!spyre_map_sys(s, t.addr, &n, write, m)) {
+            if (!spyre_map_target(s, &t, &n, write, m)) {
                 e->err_va = va;
                 spyre_span_release(s, sp);
                 return SPYRE_STATUS_DMA_ERROR;

@@ -66,17 +66,28 @@ static void spyre_irq_send(SpyreState *s, uint64_t bits, bool dup)
     }
 }
 
+/*
+ * BQL held, device lock not: send the vectors in *@pending (a field of
+ * @s the device lock protects) and clear them.
+ */
+static void spyre_irq_send_pending(SpyreState *s, uint64_t *pending,
+                                   bool dup)
+{
+    uint64_t bits;
+
+    spyre_lock(s);
+    bits = *pending;
+    *pending = 0;
+    spyre_unlock(s);
+    spyre_irq_send(s, bits, dup);
+}
+
 /* The irq bottom half (main loop, BQL held): the moderated messages. */
 void spyre_irq_bh(void *opaque)
 {
     SpyreState *s = opaque;
-    uint64_t bits;
 
-    spyre_lock(s);
-    bits = s->irq_pending;
-    s->irq_pending = 0;
-    spyre_unlock(s);
-    spyre_irq_send(s, bits, false);
+    spyre_irq_send_pending(s, &s->irq_pending, false);
 }
 
 /*
@@ -153,13 +164,8 @@ void spyre_notify_again(SpyreState *s, unsigned int v)
 void spyre_dup_irq_timer(void *opaque)
 {
     SpyreState *s = opaque;
-    uint64_t bits;
 
-    spyre_lock(s);
-    bits = s->dup_pending;
-    s->dup_pending = 0;
-    spyre_unlock(s);
-    spyre_irq_send(s, bits, true);
+    spyre_irq_send_pending(s, &s->dup_pending, true);
 }
 
 /* Device lock held.  Latch @bits in IRQ_STATUS, raise the error vector. */
@@ -567,7 +573,6 @@ void spyre_db_run(SpyreState *s, SpyreQueue *q)
 void spyre_vm_state_change(void *opaque, bool running, RunState state)
 {
     SpyreState *s = opaque;
-    uint64_t bits = 0;
 
     assert(bql_locked());
     spyre_lock(s);
@@ -576,9 +581,9 @@ void spyre_vm_state_change(void *opaque, bool running, RunState state)
         spyre_kick(s);
     } else {
         spyre_drain_tiles(s);
-        bits = s->irq_pending;
-        s->irq_pending = 0;
     }
     spyre_unlock(s);
-    spyre_irq_send(s, bits, false);
+    if (!running) {
+        spyre_irq_send_pending(s, &s->irq_pending, false);
+    }
 }

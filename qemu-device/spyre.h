@@ -401,7 +401,7 @@ struct SpyreExec {
         struct spyre_cmd_sem sem;
         uint8_t raw[256];
     } cmd;
-    uint8_t buf[2][SPYRE_PAGE_SIZE];
+    uint8_t buf[SPYRE_PAGE_SIZE];
     uint8_t pattern[SPYRE_PAGE_SIZE + 8];
     /*
      * Command-stream prefetch: the rest of the page of the current
@@ -587,6 +587,8 @@ void spyre_dbg_inject(SpyreState *s, uint32_t val);
 /* spyre-mmu.c */
 bool spyre_map_sys(SpyreState *s, dma_addr_t addr, uint64_t *len, bool write,
                    SpyreMap *m);
+bool spyre_map_target(SpyreState *s, const SpyreTarget *t, uint64_t *len,
+                      bool write, SpyreMap *m);
 void spyre_map_release(SpyreState *s, const SpyreMap *m, bool write);
 MemTxResult spyre_dma_rw(SpyreState *s, dma_addr_t addr, void *buf,
                          dma_addr_t len, DMADirection dir);
