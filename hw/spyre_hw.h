@@ -69,6 +69,7 @@
 #define   SPYRE_CAP_INT8		(1ULL << 3)
 #define   SPYRE_CAP_MMU			(1ULL << 4)
 #define   SPYRE_CAP_SEM			(1ULL << 5)
+#define   SPYRE_CAP_KERNEL		(1ULL << 6)	/* KERNEL command */
 #define SPYRE_REG_NUM_QUEUES		0x0010	/* RO32 */
 #define SPYRE_REG_NUM_CORES		0x0014	/* RO32 */
 #define SPYRE_REG_NUM_CONTEXTS		0x0018	/* RO32 */
@@ -211,6 +212,8 @@ struct spyre_hw_job {
  * @error_va: faulting device VA for SPYRE_STATUS_MMU_FAULT, else 0.
  * @start_ns: device clock when the job started.
  * @end_ns: device clock when the job ended.
+ * @detail: @detail2: status details (kernel statuses: uapi/drm/spyre_cmd.h,
+ *	SPYRE_KERR_* and following), else zero.
  * @reserved: written as zero.
  *
  * Lives in kernel-owned memory; the card writes every field, then @seqno,
@@ -223,7 +226,9 @@ struct spyre_hw_completion {
 	__le64 error_va;
 	__le64 start_ns;
 	__le64 end_ns;
-	__le64 reserved[3];
+	__le64 detail;
+	__le64 detail2;
+	__le64 reserved;
 };
 
 /* ---- Page tables --------------------------------------------------------- */

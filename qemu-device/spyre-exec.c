@@ -705,7 +705,7 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
     op = le16_to_cpu(e->cmd.hdr.opcode);
     size = le32_to_cpu(e->cmd.hdr.size);
     trace_spyre_cmd(e->q->id, job->cmd_offset, op, size);
-    if (op >= SPYRE_OP_COUNT) {
+    if (op >= SPYRE_OP_COUNT || !spyre_cmd_size[op]) {
         return SPYRE_STATUS_INVALID_OPCODE;
     }
     if (size != spyre_cmd_size[op] ||

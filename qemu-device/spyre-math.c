@@ -397,6 +397,10 @@ float spyre_int32_to_fp32(int32_t i)
 
 size_t spyre_math_dtype_size(int dtype)
 {
+    /* The fixed commands take the dtypes of VERSION 1.0 only. */
+    if (dtype > SPYRE_DTYPE_INT32) {
+        return 0;
+    }
     return spyre_cmd_dtype_size((uint32_t)dtype);
 }
 

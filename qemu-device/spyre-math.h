@@ -63,7 +63,7 @@
  * ------------------------------------------------------------------------
  */
 
-/* Element size in bytes of @dtype, or 0 if it is not a SPYRE_DTYPE_*. */
+/* Element size in bytes of @dtype, or 0 if the fixed commands refuse it. */
 size_t spyre_math_dtype_size(int dtype);
 
 float spyre_fp16_to_fp32(uint16_t h);

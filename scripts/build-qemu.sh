@@ -189,6 +189,9 @@ for h in drm.h drm_mode.h; do
 	[ "$(readlink "$spyre_dir/spyre-include/uapi/drm/$h")" = "/usr/include/libdrm/$h" ] ||
 		ln -sfn "/usr/include/libdrm/$h" "$spyre_dir/spyre-include/uapi/drm/$h"
 done
+# the command encoders libspyre installs, for the qtest and the fuzzer
+sync_dir --include=/spyre/ --include=/spyre/spyre_encode.h --exclude='*' \
+	"$repo/libspyre/include/" "$spyre_dir/spyre-include/lib/"
 if [ -f "$repo/qemu-device/tests/spyre-test.c" ]; then
 	rsync -c --no-times "$repo/qemu-device/tests/spyre-test.c" \
 		"$src/tests/qtest/spyre-test.c"

@@ -11,7 +11,7 @@
  * st_open() with a 1 MiB one for the execution suites, which also place
  * data buffers at the very end of their own BO (so an operand that runs
  * one byte too far hits the guard page) and encode command streams with
- * the <drm/spyre_cmd.h> fillers (st_cs_*, no libspyre encoder is used).
+ * the <spyre/spyre_encode.h> encoders (st_cs_*, no libspyre call is used).
  * Then a seeded generator of element values per dtype, and the capability
  * gate of the compute engine.
  *
@@ -43,6 +43,7 @@
 #include <xf86drm.h>
 #include "drm/spyre_accel.h"
 #include <spyre/spyre.h>
+#include <spyre/spyre_encode.h>
 #include <spyre/spyre_ref.h>
 
 #define ST_TIMEOUT_NS	(20ull * 1000000000ull)

@@ -34,7 +34,8 @@ expect_files() {
 	local f missing=0
 	for f in usr/lib/libspyre.so.0 usr/lib/libspyre.so usr/lib/libspyre.a \
 		usr/lib/pkgconfig/spyre.pc usr/include/spyre/spyre.h \
-		usr/include/spyre/spyre_ref.h usr/include/spyre/drm/spyre_accel.h \
+		usr/include/spyre/spyre_ref.h usr/include/spyre/spyre_encode.h \
+		usr/include/spyre/drm/spyre_accel.h \
 		usr/include/spyre/drm/spyre_cmd.h usr/bin/spyre-smi \
 		usr/bin/spyre-demo usr/bin/spyre-bench \
 		usr/lib/udev/rules.d/70-spyre.rules \

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Host-side command encoding (<drm/spyre_cmd.h>).  No device access. */
 #include "internal.h"
+#include <spyre/spyre_encode.h>
 #include <spyre/spyre_ref.h>
 
 #include <stdlib.h>

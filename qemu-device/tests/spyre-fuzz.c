@@ -31,7 +31,7 @@
 
 #include "spyre_hw.h"
 #include "drm/spyre_accel.h"
-#include "drm/spyre_cmd.h"
+#include "spyre/spyre_encode.h"
 
 #define PAGE            SPYRE_PAGE_SIZE
 #define NQUEUES         4

@@ -21,7 +21,7 @@
 
 #include "spyre_hw.h"
 #include "drm/spyre_accel.h"
-#include "drm/spyre_cmd.h"
+#include "spyre/spyre_encode.h"
 
 #define SPYRE_DEVFN         QPCI_DEVFN(4, 0)
 #define RP_DEVFN            QPCI_DEVFN(3, 0)
@@ -550,7 +550,7 @@ static void do_jobs(Spyre *sp)
     g_assert_cmpuint(c.cmd_offset, ==, 0);
     g_assert_cmpuint(c.error_va, ==, 0);
     g_assert_cmpuint(c.start_ns, <=, c.end_ns);
-    g_assert_cmpuint(c.reserved[0] | c.reserved[1] | c.reserved[2], ==, 0);
+    g_assert_cmpuint(c.detail | c.detail2 | c.reserved, ==, 0);
     g_assert_cmpuint(rd64(sp, SPYRE_QUEUE_REG(2, SPYRE_Q_LAST_SEQNO)), ==,
                      41);
     g_assert_cmpuint(qrd32(sp, 2, SPYRE_Q_HEAD), ==, 1);

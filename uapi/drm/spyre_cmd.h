@@ -8,9 +8,9 @@
  *
  * Userspace writes command streams into buffer objects; a job names the
  * stream by device VA and size, and the card executes it in order.  This
- * header is the one definition shared by libspyre (which encodes), the card
- * model (which decodes) and the tests.  docs/spyre-hw.rst describes the
- * semantics in prose.
+ * header is the one definition shared by libspyre (which encodes, with the
+ * encoders of its <spyre/spyre_encode.h>), the card model (which decodes)
+ * and the tests.  docs/spyre-hw.rst describes the semantics in prose.
  *
  * Encoding rules:
  *  - every field is little-endian, whatever the host's byte order: the
@@ -47,7 +47,8 @@
 #define SPYRE_OP_TIMESTAMP	0x07
 #define SPYRE_OP_SEM_WAIT	0x08
 #define SPYRE_OP_SEM_SIGNAL	0x09
-#define SPYRE_OP_COUNT		0x0a
+#define SPYRE_OP_KERNEL		0x0a	/* VERSION 1.1, SPYRE_CAP_KERNEL */
+#define SPYRE_OP_COUNT		0x0b
 
 /* Data types.  0 is invalid on purpose. */
 #define SPYRE_DTYPE_U8		1	/* raw bytes (COPY without conversion) */
@@ -58,7 +59,11 @@
 #define SPYRE_DTYPE_FP8_E5M2	6	/* OCP OFP8 E5M2 (IEEE-like) */
 #define SPYRE_DTYPE_INT8	7
 #define SPYRE_DTYPE_INT32	8
-#define SPYRE_DTYPE_COUNT	9
+/* Kernels only (KERNEL operands); the other commands refuse these. */
+#define SPYRE_DTYPE_INT64	9
+#define SPYRE_DTYPE_INT16	10
+#define SPYRE_DTYPE_BOOL	11	/* one byte: 0 or 1 */
+#define SPYRE_DTYPE_COUNT	12
 
 /*
  * Completion status of a job (struct spyre_hw_completion.status, and
@@ -74,6 +79,9 @@
 #define SPYRE_STATUS_LIMIT		7	/* command exceeds card limits */
 #define SPYRE_STATUS_INVALID_JOB	8	/* bad descriptor or context */
 #define SPYRE_STATUS_INTERNAL		9	/* injected or internal error */
+#define SPYRE_STATUS_BAD_PROGRAM	10	/* kernel failed verification */
+#define SPYRE_STATUS_OUT_OF_BOUNDS	11	/* kernel access past an extent */
+#define SPYRE_STATUS_ASSERT		12	/* kernel CHECK failed */
 
 /*
  * Per-command limits: a command beyond them ends with SPYRE_STATUS_LIMIT.
@@ -354,22 +362,270 @@ struct spyre_cmd_sem {
 #define SPYRE_SEM_F_ADD		(1U << 1)
 
 /**
- * DOC: Spyre command encoders
+ * struct spyre_cmd_kernel - run a program over an iteration space (KERNEL).
+ * @hdr: opcode SPYRE_OP_KERNEL, flags 0, size
+ *	SPYRE_CMD_KERNEL_SIZE(@noperands, @nparams).
+ * @prog: device VA of the program (struct spyre_kprog_header, then the
+ *	instructions), 8-byte aligned.
+ * @prog_size: bytes of the program: 64 + 16 * ninsts.
+ * @noperands: operand entries following this struct, 0..32.
+ * @nparams: u64 parameters following the operands, 0..64.
+ * @npdims: pointwise dimensions, 0..6 (0: one point).
+ * @nrdims: reduction dimensions, 0..3.
+ * @pad: must be zero.
+ * @size: sizes of p0..p5 (@size[0..5]) and r0..r2 (@size[6..8]), outermost
+ *	first, unused entries zero; SPYRE_KSIZE_PARAM(i) takes a size from
+ *	parameter i.
  *
- * The spyre_cmd_*_init() functions below are the one encoder of every
- * command: each writes the whole struct it is given (header, fields, zero
- * pads and reserved fields) and nothing else.  They allocate nothing and
- * check nothing: the caller provides storage of sizeof(struct) bytes at an
- * 8-byte aligned offset of its stream, and the card checks what it runs.
- * Addresses are device VAs; float scalars are binary32 bit patterns
- * (SPYRE_CMD_F32_ONE is 1.0).
+ * Followed by @noperands struct spyre_kernel_operand and @nparams __u64
+ * parameters.  docs/spyre-hw.rst, "The KERNEL command", is the reference.
  */
+struct spyre_cmd_kernel {
+	struct spyre_cmd_header hdr;
+	__u64 prog;
+	__u32 prog_size;
+	__u16 noperands;
+	__u16 nparams;
+	__u16 npdims;
+	__u16 nrdims;
+	__u32 pad;
+	__u64 size[9];
+};
+
+/**
+ * struct spyre_kernel_operand - one operand of a KERNEL (24 bytes).
+ * @va: device VA of element 0, aligned to the element size.
+ * @extent: elements; offsets 0..@extent-1 are valid.
+ * @dtype: SPYRE_DTYPE_*, equal to the program's declaration.
+ * @pad: must be zero.
+ */
+struct spyre_kernel_operand {
+	__u64 va;
+	__u64 extent;
+	__u32 dtype;
+	__u32 pad;
+};
+
+#define SPYRE_CMD_KERNEL_SIZE(nops, nparams) \
+	(sizeof(struct spyre_cmd_kernel) + \
+	 (nops) * sizeof(struct spyre_kernel_operand) + (nparams) * 8)
+#define SPYRE_KSIZE_PARAM(i)		((1ULL << 63) | (__u64)(i))
+
+/* Kernel limits (a program or command beyond them is refused). */
+#define SPYRE_KERNEL_MAX_OPERANDS	32
+#define SPYRE_KERNEL_MAX_PARAMS		64
+#define SPYRE_KERNEL_MAX_PDIMS		6
+#define SPYRE_KERNEL_MAX_RDIMS		3
+#define SPYRE_KERNEL_MAX_INSTS		4096
+#define SPYRE_KERNEL_MAX_VALUES		4096
+#define SPYRE_KERNEL_MAX_REDUCE		32
+#define SPYRE_KERNEL_MAX_PASSES		8
+#define SPYRE_KERNEL_MAX_ITERS		(1ULL << 36)	/* P * max(R, 1) */
+
+/**
+ * struct spyre_kprog_header - the first 64 bytes of a kernel program.
+ * @magic: SPYRE_KPROG_MAGIC.
+ * @version: SPYRE_KPROG_VERSION.
+ * @flags: must be zero.
+ * @ninsts: instructions following the header, 0..4096.
+ * @nvalues: values the program defines, 0..4096.
+ * @noperands: @npdims: @nrdims: @nparams: as the command (the signature).
+ * @npasses: PASS instructions: 0 when @nrdims is 0, else 1..8.
+ * @pad: must be zero.
+ * @dtype: operand i's SPYRE_DTYPE_* for i < @noperands, zero beyond.
+ * @reserved: must be zero.
+ */
+struct spyre_kprog_header {
+	__u32 magic;
+	__u16 version;
+	__u16 flags;
+	__u32 ninsts;
+	__u32 nvalues;
+	__u8 noperands;
+	__u8 nparams;
+	__u8 npdims;
+	__u8 nrdims;
+	__u8 npasses;
+	__u8 pad[3];
+	__u8 dtype[32];
+	__u64 reserved;
+};
+
+#define SPYRE_KPROG_MAGIC		0x504b5053	/* "SPKP" */
+#define SPYRE_KPROG_VERSION		1
+
+/**
+ * struct spyre_kinst - one kernel instruction (16 bytes).
+ * @op: SPYRE_KOP_*.
+ * @type: SPYRE_KTYPE_* of the result.
+ * @mod: per opcode: SPYRE_KCMP_*, SPYRE_KRED_*, a dtype, SPYRE_KMOD_* flags,
+ *	AFFINE's dimension mask; undefined bits zero.
+ * @dst: the value defined (the next value number), or SPYRE_KVAL_NONE.
+ * @a: @b: @c: source values or SPYRE_KVAL_NONE.
+ * @imm: operand, parameter or dimension index; REDUCE's mask value.
+ *
+ * CONST reads bytes 8..15 (@b, @c, @imm) as one little-endian u64.
+ */
+struct spyre_kinst {
+	__u8 op;
+	__u8 type;
+	__u16 mod;
+	__u16 dst;
+	__u16 a;
+	__u16 b;
+	__u16 c;
+	__u32 imm;
+};
+
+#define SPYRE_KVAL_NONE			0xffff
+
+/* Value types. */
+#define SPYRE_KTYPE_NONE		0
+#define SPYRE_KTYPE_BOOL		1
+#define SPYRE_KTYPE_I32			2
+#define SPYRE_KTYPE_I64			3
+#define SPYRE_KTYPE_F32			4
+
+/* Dimensions for IDX, SIZE and AFFINE: 0-5 p0..p5, 6-8 r0..r2, and: */
+#define SPYRE_KDIM_R0			6
+#define SPYRE_KDIM_POINT		14	/* linear point index; SIZE: P */
+#define SPYRE_KDIM_RINDEX		15	/* linear reduction index; R */
+
+/* Opcodes: structure, sources and indices. */
+#define SPYRE_KOP_PASS			0x01
+#define SPYRE_KOP_ENDPASS		0x02
+#define SPYRE_KOP_CONST			0x03
+#define SPYRE_KOP_PARAM			0x04
+#define SPYRE_KOP_IDX			0x05
+#define SPYRE_KOP_SIZE			0x06
+#define SPYRE_KOP_AFFINE		0x07
+#define SPYRE_KOP_CHECK			0x08
+/* Memory. */
+#define SPYRE_KOP_LOAD			0x10
+#define SPYRE_KOP_STORE			0x11
+/* Arithmetic. */
+#define SPYRE_KOP_ADD			0x20
+#define SPYRE_KOP_SUB			0x21
+#define SPYRE_KOP_MUL			0x22
+#define SPYRE_KOP_DIV			0x23
+#define SPYRE_KOP_TRUNCDIV		0x24
+#define SPYRE_KOP_FLOORDIV		0x25
+#define SPYRE_KOP_FMOD			0x26
+#define SPYRE_KOP_REM			0x27
+#define SPYRE_KOP_FMA			0x28
+#define SPYRE_KOP_NEG			0x29
+#define SPYRE_KOP_ABS			0x2a
+#define SPYRE_KOP_MIN			0x2b
+#define SPYRE_KOP_MAX			0x2c
+#define SPYRE_KOP_CLAMP			0x2d
+#define SPYRE_KOP_POW			0x2e
+/* Comparison, logic and selection. */
+#define SPYRE_KOP_CMP			0x30
+#define SPYRE_KOP_AND			0x31
+#define SPYRE_KOP_OR			0x32
+#define SPYRE_KOP_XOR			0x33
+#define SPYRE_KOP_NOT			0x34
+#define SPYRE_KOP_SHL			0x35
+#define SPYRE_KOP_SHR			0x36
+#define SPYRE_KOP_SELECT		0x37
+/* Conversions. */
+#define SPYRE_KOP_CVT			0x38
+#define SPYRE_KOP_BITCAST		0x39
+/* Math (f32).  0x48..0x64 is the full library; part 1 has the marked ones. */
+#define SPYRE_KOP_EXP			0x40
+#define SPYRE_KOP_LOG			0x41
+#define SPYRE_KOP_SQRT			0x42
+#define SPYRE_KOP_RSQRT			0x43
+#define SPYRE_KOP_RECIP			0x44
+#define SPYRE_KOP_TANH			0x45
+#define SPYRE_KOP_SIGMOID		0x46
+#define SPYRE_KOP_ERF			0x47
+#define SPYRE_KOP_EXP2			0x48
+#define SPYRE_KOP_EXPM1			0x49
+#define SPYRE_KOP_LOG2			0x4a
+#define SPYRE_KOP_LOG10			0x4b
+#define SPYRE_KOP_LOG1P			0x4c
+#define SPYRE_KOP_SIN			0x4d
+#define SPYRE_KOP_COS			0x4e
+#define SPYRE_KOP_TAN			0x4f
+#define SPYRE_KOP_ASIN			0x50
+#define SPYRE_KOP_ACOS			0x51
+#define SPYRE_KOP_ATAN			0x52
+#define SPYRE_KOP_ATAN2			0x53
+#define SPYRE_KOP_SINH			0x54
+#define SPYRE_KOP_COSH			0x55
+#define SPYRE_KOP_ASINH			0x56
+#define SPYRE_KOP_ACOSH			0x57
+#define SPYRE_KOP_ATANH			0x58
+#define SPYRE_KOP_ERFC			0x59
+#define SPYRE_KOP_ERFINV		0x5a
+#define SPYRE_KOP_FLOOR			0x5b	/* part 1 */
+#define SPYRE_KOP_CEIL			0x5c	/* part 1 */
+#define SPYRE_KOP_ROUND			0x5d	/* part 1: half to even */
+#define SPYRE_KOP_TRUNC			0x5e	/* part 1 */
+#define SPYRE_KOP_SIGN			0x5f
+#define SPYRE_KOP_ISNAN			0x60	/* part 1: bool */
+#define SPYRE_KOP_ISINF			0x61	/* part 1: bool */
+#define SPYRE_KOP_COPYSIGN		0x62
+#define SPYRE_KOP_HYPOT			0x63
+#define SPYRE_KOP_LGAMMA		0x64
+/* Reductions (in a pass only). */
+#define SPYRE_KOP_REDUCE		0x80
+
+/* CMP's mod. */
+#define SPYRE_KCMP_EQ			0
+#define SPYRE_KCMP_NE			1
+#define SPYRE_KCMP_LT			2
+#define SPYRE_KCMP_LE			3
+#define SPYRE_KCMP_GT			4
+#define SPYRE_KCMP_GE			5
+
+/* REDUCE's mod bits 7:0. */
+#define SPYRE_KRED_SUM			1
+#define SPYRE_KRED_PROD			2
+#define SPYRE_KRED_MAX			3
+#define SPYRE_KRED_MIN			4
+#define SPYRE_KRED_ARGMAX		5
+#define SPYRE_KRED_ARGMIN		6
+#define SPYRE_KRED_ANY			7
+#define SPYRE_KRED_ALL			8
+#define SPYRE_KRED_XOR_SUM		9
+#define SPYRE_KRED_WELFORD		10
+#define SPYRE_KRED_WELFORD_COMBINE	11
+
+/* mod flags. */
+#define SPYRE_KMOD_IGNORE_NAN		(1U << 0)	/* MIN, MAX */
+#define SPYRE_KMOD_SAT			(1U << 8)	/* STORE, CVT: fp8 */
+
+/*
+ * The completion record's detail fields for kernel statuses
+ * (struct spyre_hw_completion in hw/spyre_hw.h):
+ *  - BAD_PROGRAM: detail bits 31:0 the instruction (SPYRE_KINST_HEADER for
+ *    the header or signature), bits 39:32 SPYRE_KERR_*; detail2 0;
+ *  - OUT_OF_BOUNDS, MMU_FAULT, DMA_ERROR of a kernel: detail bits 7:0 the
+ *    operand (SPYRE_KOPERAND_PROGRAM: the program read), bit 8 a write,
+ *    bits 63:32 the instruction; detail2 the element offset (signed);
+ *  - ASSERT: detail bits 63:32 the CHECK instruction.
+ */
+#define SPYRE_KINST_HEADER		0xffffffffU
+#define SPYRE_KOPERAND_PROGRAM		0xff
+#define SPYRE_KDETAIL_WRITE		(1ULL << 8)
+#define SPYRE_KERR_HEADER		1
+#define SPYRE_KERR_SIGNATURE		2
+#define SPYRE_KERR_OPCODE		3
+#define SPYRE_KERR_TYPE			4
+#define SPYRE_KERR_VALUE		5
+#define SPYRE_KERR_INDEX		6
+#define SPYRE_KERR_STRUCTURE		7
+#define SPYRE_KERR_FIELD		8
+
+/* Properties of the data types, for encoders and decoders alike. */
 
 /**
  * spyre_cmd_dtype_size() - bytes of one element of a data type.
  * @dtype: SPYRE_DTYPE_*.
  *
- * Return: 1, 2 or 4; 0 for an invalid @dtype.
+ * Return: 1, 2, 4 or 8; 0 for an invalid @dtype.
  */
 static inline __u32 spyre_cmd_dtype_size(__u32 dtype)
 {
@@ -378,13 +634,17 @@ static inline __u32 spyre_cmd_dtype_size(__u32 dtype)
 	case SPYRE_DTYPE_FP8_E4M3:
 	case SPYRE_DTYPE_FP8_E5M2:
 	case SPYRE_DTYPE_INT8:
+	case SPYRE_DTYPE_BOOL:
 		return 1;
 	case SPYRE_DTYPE_FP16:
 	case SPYRE_DTYPE_BF16:
+	case SPYRE_DTYPE_INT16:
 		return 2;
 	case SPYRE_DTYPE_FP32:
 	case SPYRE_DTYPE_INT32:
 		return 4;
+	case SPYRE_DTYPE_INT64:
+		return 8;
 	default:
 		return 0;
 	}
@@ -410,303 +670,6 @@ static inline int spyre_cmd_dtype_convertible(__u32 dtype)
 	default:
 		return 0;
 	}
-}
-
-/**
- * spyre_cmd_hdr_init() - encode a command header.
- * @h: the header.
- * @opcode: SPYRE_OP_*.
- * @flags: the opcode's flag bits.
- * @size: bytes of the whole command (sizeof its struct).
- */
-static inline void spyre_cmd_hdr_init(struct spyre_cmd_header *h,
-				      __u16 opcode, __u16 flags, __u32 size)
-{
-	h->opcode = opcode;
-	h->flags = flags;
-	h->size = size;
-}
-
-/**
- * spyre_cmd_nop_init() - encode a NOP.
- * @c: the command (8 bytes).
- */
-static inline void spyre_cmd_nop_init(struct spyre_cmd_nop *c)
-{
-	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_NOP, 0, sizeof(*c));
-}
-
-/**
- * spyre_cmd_fill_init() - encode a FILL.
- * @c: the command (40 bytes).
- * @dst: device VA of the first element.
- * @count: elements to write.
- * @elem_size: bytes per element: 1, 2, 4 or 8.
- * @value: pattern; its low @elem_size bytes are stored (little-endian).
- */
-static inline void spyre_cmd_fill_init(struct spyre_cmd_fill *c, __u64 dst,
-				       __u64 count, __u32 elem_size,
-				       __u64 value)
-{
-	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_FILL, 0, sizeof(*c));
-	c->dst = dst;
-	c->count = count;
-	c->value = value;
-	c->elem_size = elem_size;
-	c->pad = 0;
-}
-
-/**
- * spyre_cmd_copy_init() - encode a COPY (2-D, converting).
- * @c: the command (64 bytes).
- * @flags: 0 or SPYRE_CMD_F_NOSAT.
- * @dst: device VA of the first destination element.
- * @dst_pitch: bytes between destination rows.
- * @dst_dtype: SPYRE_DTYPE_* of the destination.
- * @src: device VA of the first source element.
- * @src_pitch: bytes between source rows.
- * @src_dtype: SPYRE_DTYPE_* of the source.
- * @width: elements per row.
- * @height: rows.
- *
- * A byte copy of n bytes is width n, height 1, both dtypes SPYRE_DTYPE_U8.
- */
-static inline void spyre_cmd_copy_init(struct spyre_cmd_copy *c, __u16 flags,
-				       __u64 dst, __u64 dst_pitch,
-				       __u32 dst_dtype, __u64 src,
-				       __u64 src_pitch, __u32 src_dtype,
-				       __u64 width, __u64 height)
-{
-	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_COPY, flags, sizeof(*c));
-	c->src = src;
-	c->dst = dst;
-	c->width = width;
-	c->height = height;
-	c->src_pitch = src_pitch;
-	c->dst_pitch = dst_pitch;
-	c->src_dtype = src_dtype;
-	c->dst_dtype = dst_dtype;
-}
-
-/**
- * spyre_cmd_gemm_init() - encode a single GEMM C = op(A) op(B).
- * @g: the command (152 bytes).
- * @flags: SPYRE_GEMM_F_* bits.
- * @a_dtype: SPYRE_DTYPE_* of A.
- * @b_dtype: SPYRE_DTYPE_* of B.
- * @c_dtype: SPYRE_DTYPE_* of C.
- * @m: rows of op(A) and C.
- * @n: columns of op(B) and C.
- * @k: columns of op(A), rows of op(B).
- * @a: device VA of A.
- * @lda: leading dimension of A, in elements.
- * @b: device VA of B.
- * @ldb: leading dimension of B, in elements.
- * @c: device VA of C.
- * @ldc: leading dimension of C, in elements.
- *
- * The rest is the plain case: batch 1, alpha 1.0, beta 0 (C not read), no
- * bias, scales or amax; spyre_cmd_gemm_batch(), spyre_cmd_gemm_epilogue()
- * and spyre_cmd_gemm_scales() change it.
- */
-static inline void spyre_cmd_gemm_init(struct spyre_cmd_gemm *g, __u16 flags,
-				       __u32 a_dtype, __u32 b_dtype,
-				       __u32 c_dtype, __u32 m, __u32 n,
-				       __u32 k, __u64 a, __u64 lda, __u64 b,
-				       __u64 ldb, __u64 c, __u64 ldc)
-{
-	spyre_cmd_hdr_init(&g->hdr, SPYRE_OP_GEMM, flags, sizeof(*g));
-	g->a_dtype = a_dtype;
-	g->b_dtype = b_dtype;
-	g->c_dtype = c_dtype;
-	g->m = m;
-	g->n = n;
-	g->k = k;
-	g->batch = 1;
-	g->a = a;
-	g->b = b;
-	g->c = c;
-	g->lda = lda;
-	g->ldb = ldb;
-	g->ldc = ldc;
-	g->alpha = SPYRE_CMD_F32_ONE;
-	g->bias_dtype = 0;
-	g->stride_a = 0;
-	g->stride_b = 0;
-	g->stride_c = 0;
-	g->beta = 0;
-	g->scale_a = 0;
-	g->scale_b = 0;
-	g->bias = 0;
-	g->amax = 0;
-}
-
-/**
- * spyre_cmd_gemm_batch() - make a GEMM strided-batched.
- * @g: a command set up by spyre_cmd_gemm_init().
- * @batch: number of matrices.
- * @stride_a: elements between consecutive A matrices.
- * @stride_b: elements between consecutive B matrices.
- * @stride_c: elements between consecutive C matrices.
- */
-static inline void spyre_cmd_gemm_batch(struct spyre_cmd_gemm *g, __u32 batch,
-					__u64 stride_a, __u64 stride_b,
-					__u64 stride_c)
-{
-	g->batch = batch;
-	g->stride_a = stride_a;
-	g->stride_b = stride_b;
-	g->stride_c = stride_c;
-}
-
-/**
- * spyre_cmd_gemm_epilogue() - set a GEMM's alpha, beta and bias.
- * @g: a command set up by spyre_cmd_gemm_init().
- * @alpha: binary32 bit pattern of the product's multiplier.
- * @beta: binary32 bit pattern of C's multiplier (0: C is not read).
- * @bias_dtype: 0 (no bias) or the SPYRE_DTYPE_* of the bias N-vector.
- * @bias: device VA of the bias (0 without one).
- */
-static inline void spyre_cmd_gemm_epilogue(struct spyre_cmd_gemm *g,
-					   __u32 alpha, __u32 beta,
-					   __u32 bias_dtype, __u64 bias)
-{
-	g->alpha = alpha;
-	g->beta = beta;
-	g->bias_dtype = bias_dtype;
-	g->bias = bias;
-}
-
-/**
- * spyre_cmd_gemm_scales() - set a GEMM's per-tensor scales and amax output.
- * @g: a command set up by spyre_cmd_gemm_init().
- * @scale_a: device VA of A's binary32 scale (0: 1.0).
- * @scale_b: device VA of B's binary32 scale (0: 1.0).
- * @amax: device VA of the binary32 max |result| output (0: none).
- */
-static inline void spyre_cmd_gemm_scales(struct spyre_cmd_gemm *g,
-					 __u64 scale_a, __u64 scale_b,
-					 __u64 amax)
-{
-	g->scale_a = scale_a;
-	g->scale_b = scale_b;
-	g->amax = amax;
-}
-
-/**
- * spyre_cmd_eltwise_init() - encode an ELTWISE.
- * @c: the command (56 bytes).
- * @op: SPYRE_ELT_*.
- * @dtype: SPYRE_DTYPE_* of @a, @b and @out.
- * @count: elements.
- * @out: device VA of the result.
- * @a: device VA of the first operand.
- * @b: device VA of the second operand (ADD, MUL; else 0).
- * @alpha: binary32 bit pattern used by SCALE.
- */
-static inline void spyre_cmd_eltwise_init(struct spyre_cmd_eltwise *c,
-					  __u32 op, __u32 dtype, __u64 count,
-					  __u64 out, __u64 a, __u64 b,
-					  __u32 alpha)
-{
-	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_ELTWISE, 0, sizeof(*c));
-	c->op = op;
-	c->dtype = dtype;
-	c->count = count;
-	c->a = a;
-	c->b = b;
-	c->out = out;
-	c->alpha = alpha;
-	c->pad = 0;
-}
-
-/**
- * spyre_cmd_reduce_init() - encode a REDUCE.
- * @c: the command (48 bytes).
- * @op: SPYRE_REDUCE_*.
- * @dtype: SPYRE_DTYPE_* of @src and @dst.
- * @rows: rows of the matrix (and results).
- * @cols: columns of the matrix.
- * @dst: device VA of the @rows results.
- * @src: device VA of the matrix.
- * @ld: leading dimension of @src, in elements.
- */
-static inline void spyre_cmd_reduce_init(struct spyre_cmd_reduce *c, __u32 op,
-					 __u32 dtype, __u32 rows, __u32 cols,
-					 __u64 dst, __u64 src, __u64 ld)
-{
-	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_REDUCE, 0, sizeof(*c));
-	c->op = op;
-	c->dtype = dtype;
-	c->rows = rows;
-	c->cols = cols;
-	c->src = src;
-	c->dst = dst;
-	c->ld = ld;
-}
-
-/**
- * spyre_cmd_rowop_init() - encode a ROWOP.
- * @c: the command (80 bytes).
- * @op: SPYRE_ROW_*.
- * @dtype: SPYRE_DTYPE_* of @src and @dst.
- * @rows: rows.
- * @cols: columns.
- * @dst: device VA of the output matrix.
- * @ld_dst: leading dimension of @dst, in elements.
- * @src: device VA of the input matrix.
- * @ld_src: leading dimension of @src, in elements.
- * @gamma: device VA of the binary32 scale vector (0: 1.0).
- * @beta: device VA of the binary32 shift vector (0: 0.0).
- * @eps: binary32 bit pattern of epsilon.
- */
-static inline void spyre_cmd_rowop_init(struct spyre_cmd_rowop *c, __u32 op,
-					__u32 dtype, __u32 rows, __u32 cols,
-					__u64 dst, __u64 ld_dst, __u64 src,
-					__u64 ld_src, __u64 gamma, __u64 beta,
-					__u32 eps)
-{
-	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_ROWOP, 0, sizeof(*c));
-	c->op = op;
-	c->dtype = dtype;
-	c->rows = rows;
-	c->cols = cols;
-	c->src = src;
-	c->dst = dst;
-	c->ld_src = ld_src;
-	c->ld_dst = ld_dst;
-	c->gamma = gamma;
-	c->beta = beta;
-	c->eps = eps;
-	c->pad = 0;
-}
-
-/**
- * spyre_cmd_timestamp_init() - encode a TIMESTAMP.
- * @c: the command (16 bytes).
- * @dst: device VA of the 64-bit result, 8-byte aligned.
- */
-static inline void spyre_cmd_timestamp_init(struct spyre_cmd_timestamp *c,
-					    __u64 dst)
-{
-	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_TIMESTAMP, 0, sizeof(*c));
-	c->dst = dst;
-}
-
-/**
- * spyre_cmd_sem_init() - encode a SEM_WAIT or a SEM_SIGNAL.
- * @c: the command (24 bytes).
- * @opcode: SPYRE_OP_SEM_WAIT or SPYRE_OP_SEM_SIGNAL.
- * @flags: 0, or SPYRE_SEM_F_ADD for SEM_SIGNAL.
- * @addr: device VA of the 64-bit semaphore, 8-byte aligned.
- * @value: value to wait for (>=), or to store or add.
- */
-static inline void spyre_cmd_sem_init(struct spyre_cmd_sem *c, __u16 opcode,
-				      __u16 flags, __u64 addr, __u64 value)
-{
-	spyre_cmd_hdr_init(&c->hdr, opcode, flags, sizeof(*c));
-	c->addr = addr;
-	c->value = value;
 }
 
 #endif /* SPYRE_CMD_H */
