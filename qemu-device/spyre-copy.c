@@ -2,21 +2,22 @@
  * Spyre card model: bulk byte copies
  *
  * Owns spyre_copy_bytes(), the data path of a COPY without conversion:
- * a batch of pages of both operands is mapped in one memory phase (runs
- * of device-MMU pages from one leaf-table read; device memory as
- * pointers into the BAR, system memory with dma_memory_map(), through a
- * vIOMMU if there is one) into pieces of host memory, which are then
- * copied with no lock held by the job's worker and, for large batches,
- * by idle workers that help (spyre_pick_copy, spyre_copy_help); whoever
- * copies a piece releases its mappings, marking what it wrote dirty.
+ * a batch of both operands is translated in one memory phase (runs of
+ * device-MMU pages from one leaf-table read) into pieces, which are then
+ * mapped (device memory as pointers into the BAR, system memory with
+ * dma_memory_map()) and copied with no lock held by the job's worker
+ * and, for large batches, by idle workers that help (spyre_pick_copy,
+ * spyre_copy_help); whoever copies a piece maps it and releases its
+ * mappings, marking what it wrote dirty.  Behind a vIOMMU, which
+ * translates under the BQL, the memory phase maps the pieces instead.
  * The batch counts as one tile in flight until its last piece is copied.
  * What cannot be mapped that way (not plain RAM, the card's own BARs, a
  * failed translation) goes a page at a time through spyre_e_rw(), which
  * reports the error as every other command does.
  *
  * Locks: spyre_copy_bytes(), spyre_pick_copy() and spyre_copy_help() are
- * called with the device lock held; batches are mapped in data phases
- * (spyre_e_data_begin) and copied with no lock held.
+ * called with the device lock held; batches are translated in data
+ * phases (spyre_e_data_begin) and copied with no lock held.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -43,13 +44,44 @@
 /* Longest a memory phase maps pages for (then the batch is cut). */
 #define SPYRE_COPY_MAP_NS       (50 * SCALE_US)
 
-/* Copy piece @p and release its mappings.  No lock held. */
-static void spyre_copy_piece(SpyreState *s, const SpyreCopyPiece *p)
+/*
+ * No lock held.  Copy piece @p: map it first unless its memory phase did
+ * (without a vIOMMU mapping needs only RCU, so the copiers share that
+ * work too), then release the mappings.  A piece that cannot be mapped
+ * stops at p->copied < p->len; the batch's owner takes it from there.
+ */
+static void spyre_copy_piece(SpyreState *s, SpyreCopyPiece *p)
 {
-    /* Overlapping operands are undefined; memmove keeps that harmless. */
-    memmove(p->dst.host, p->src.host, p->dst.len);
-    spyre_map_release(s, &p->dst, true);
-    spyre_map_release(s, &p->src, false);
+    SpyreTarget ts = p->ts, td = p->td;
+    uint64_t left = p->len;
+
+    if (p->mapped) {
+        /* Overlapping operands are undefined; memmove keeps that harmless. */
+        memmove(p->dst.host, p->src.host, p->dst.len);
+        spyre_map_release(s, &p->dst, true);
+        spyre_map_release(s, &p->src, false);
+        p->copied = p->len;
+        return;
+    }
+    while (left) {
+        uint64_t n = left;
+        SpyreMap src, dst;
+
+        if (!spyre_map_target(s, &ts, &n, false, &src)) {
+            break;
+        }
+        if (!spyre_map_target(s, &td, &n, true, &dst)) {
+            spyre_map_release(s, &src, false);
+            break;
+        }
+        memmove(dst.host, src.host, n);
+        spyre_map_release(s, &dst, true);
+        spyre_map_release(s, &src, false);
+        ts.addr += n;
+        td.addr += n;
+        left -= n;
+    }
+    p->copied = p->len - left;
 }
 
 /* No lock held: copy the pieces of @c nobody has claimed yet. */
@@ -97,10 +129,11 @@ void spyre_copy_help(SpyreState *s, SpyreCopySplit *c)
 }
 
 /*
- * Data phase.  Map the next batch of the copy of @len bytes from @src
- * to @dst into e->split's pieces.  Returns SPYRE_STATUS_OK with the batch
- * (possibly empty: then *@slow bytes at the start go through the slow
- * path), or the fault of the first page.
+ * Data phase.  Translate the next batch of the copy of @len bytes from
+ * @src to @dst into e->split's pieces, mapping them behind a vIOMMU (its
+ * translations need the BQL the phase holds).  Returns SPYRE_STATUS_OK
+ * with the batch (possibly empty: then *@slow bytes at the start go
+ * through the slow path), or the fault of the first page.
  */
 static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
                                  uint64_t len, uint64_t *batch,
@@ -146,30 +179,54 @@ static uint32_t spyre_copy_batch(SpyreExec *e, uint64_t dst, uint64_t src,
         }
         p = &e->pieces[c->npieces];
         n = MIN(MIN(srun, drun), SPYRE_COPY_PIECE);
-        if (!spyre_map_target(s, &ts, &n, false, &p->src)) {
-            *slow = done ? 0 : n;
-            break;
+        p->ts = ts;
+        p->td = td;
+        p->mapped = s->dma_bql;
+        if (p->mapped) {
+            if (!spyre_map_target(s, &ts, &n, false, &p->src)) {
+                *slow = done ? 0 : n;
+                break;
+            }
+            /* A shorter destination shortens the piece: the source's too. */
+            if (!spyre_map_target(s, &td, &n, true, &p->dst)) {
+                spyre_map_release(s, &p->src, false);
+                *slow = done ? 0 : n;
+                break;
+            }
+            p->src.len = n;
         }
-        /* A shorter destination shortens the piece: the source's too. */
-        if (!spyre_map_target(s, &td, &n, true, &p->dst)) {
-            spyre_map_release(s, &p->src, false);
-            *slow = done ? 0 : n;
-            break;
-        }
-        p->src.len = n;
+        p->len = n;
         c->npieces++;
         done += n;
         srun -= n;
         ts.addr += n;
         drun -= n;
         td.addr += n;
-        /* Keep the memory phase short; pages map by the thousand. */
-        if (spyre_now() - t0 >= SPYRE_COPY_MAP_NS) {
+        /* Keep a mapping memory phase short; pages map by the thousand. */
+        if (p->mapped && spyre_now() - t0 >= SPYRE_COPY_MAP_NS) {
             break;
         }
     }
     *batch = done;
     return SPYRE_STATUS_OK;
+}
+
+/*
+ * The bytes of the first @npieces pieces of @c copied before the first
+ * that stopped short (all of them if none did).
+ */
+static uint64_t spyre_copy_done(const SpyreCopySplit *c)
+{
+    uint64_t done = 0;
+    uint32_t i;
+
+    for (i = 0; i < c->npieces; i++) {
+        done += c->pieces[i].copied;
+        if (c->pieces[i].copied < c->pieces[i].len) {
+            break;
+        }
+    }
+    return done;
 }
 
 /*
@@ -182,7 +239,8 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
 {
     SpyreState *s = e->s;
     SpyreCopySplit *c = &e->split;
-    uint64_t done = 0, batch, slow;
+    uint64_t done = 0, batch, slow, copied;
+    bool stopped = false;
     uint32_t st;
 
     assert(!e->w->doorbell);    /* it drops the locks: COPY is handed off */
@@ -192,8 +250,15 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
         if (st != SPYRE_STATUS_OK) {
             return st;
         }
-        st = spyre_copy_batch(e, dst + done, src + done, len - done, &batch,
-                              &slow);
+        if (stopped) {
+            /* Where a copier's mapping failed: the slow path reports. */
+            st = SPYRE_STATUS_OK;
+            slow = len - done;
+            stopped = false;
+        } else {
+            st = spyre_copy_batch(e, dst + done, src + done, len - done,
+                                  &batch, &slow);
+        }
         if (st == SPYRE_STATUS_OK && slow) {
             /* One page through the bounce buffer: reports its error. */
             slow = MIN(slow, sizeof(e->buf));
@@ -235,7 +300,13 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
                 qemu_cond_wait(&s->gang_cond, &s->lock);
             }
             spyre_unlock(s);
-            done += batch;
+            /*
+             * A piece a copier could not map is not plain RAM (or is the
+             * card's own BAR): the slow path takes it next, and reports.
+             */
+            copied = spyre_copy_done(c);
+            stopped = copied < batch;
+            done += copied;
         }
         spyre_e_data_end(e);
         if (st != SPYRE_STATUS_OK) {

@@ -291,11 +291,24 @@ typedef struct SpyreOpnd {
     bool write;
 } SpyreOpnd;
 
+/* A translated device VA: where its bytes are. */
+typedef struct SpyreTarget {
+    bool devmem;
+    uint64_t addr;      /* DMA address, or offset into device memory */
+} SpyreTarget;
+
 /*
- * A piece of a byte copy (spyre-copy.c): @dst.len bytes from @src to
- * @dst (whose lengths are equal), released by whoever copies it.
+ * A piece of a byte copy (spyre-copy.c): @len bytes from target @ts to
+ * @td.  Behind a vIOMMU the batch's memory phase maps it (@mapped: @src
+ * and @dst, released by whoever copies it); else whoever copies it maps
+ * it, and sets @copied to the bytes it copied before a mapping failed.
  */
 typedef struct SpyreCopyPiece {
+    SpyreTarget ts;
+    SpyreTarget td;
+    uint64_t len;
+    uint64_t copied;
+    bool mapped;
     SpyreMap dst;
     SpyreMap src;
 } SpyreCopyPiece;
@@ -508,11 +521,6 @@ struct SpyreState {
     QEMUTimer *dup_timer;
     uint64_t dup_pending;       /* bit v: vector v (migrated) */
 };
-
-typedef struct SpyreTarget {
-    bool devmem;
-    uint64_t addr;      /* DMA address, or offset into device memory */
-} SpyreTarget;
 
 /* In a memory phase (see the top): the BQL too behind a vIOMMU. */
 #define SPYRE_ASSERT_PHASE(s)   assert(!(s)->dma_bql || bql_locked())

@@ -1115,6 +1115,13 @@ static void test_bad_input(void)
     g_assert_cmphex(c.error_va, ==, 0x30000);
     emit_fill(&st, 0x31000, 1, 0x77, 4);
     EXPECT_STATUS(SPYRE_STATUS_DMA_ERROR);
+    /* So is a byte COPY's piece, to or from them, whoever maps it. */
+    emit_copy(&st, 0x10000, 0x30000, 8, 1, 0, 0);
+    EXPECT_STATUS(SPYRE_STATUS_DMA_ERROR);
+    g_assert_cmphex(c.error_va, ==, 0x30000);
+    emit_copy(&st, 0x31000, 0x10000, 8, 1, 0, 0);
+    EXPECT_STATUS(SPYRE_STATUS_DMA_ERROR);
+    g_assert_cmphex(c.error_va, ==, 0x31000);
     g_assert_cmphex(qpci_io_readl(sp->dev, sp->bar2, 0), ==, 0);
     g_assert_cmphex(rd32(sp, SPYRE_REG_SCRATCH), ==, 0);
 
