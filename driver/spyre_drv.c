@@ -449,6 +449,13 @@ static void spyre_fill_context_info(struct spyre_ctx *ctx,
 	info->faults = atomic64_read(&ctx->faults);
 	smp_rmb(); /* the VA is stored before the count */
 	info->fault_va = atomic64_read(&ctx->fault_va);
+	if (info->error && atomic_read(&ctx->job_err_noted)) {
+		smp_rmb(); /* the fields are stored before the flag */
+		info->job_status = ctx->job_status;
+		info->job_cmd_offset = ctx->job_cmd_offset;
+		info->job_detail = ctx->job_detail;
+		info->job_detail2 = ctx->job_detail2;
+	}
 }
 
 static void spyre_fill_health_info(struct spyre_device *sdev,

@@ -118,6 +118,12 @@ static int spyre_status_to_errno(u32 status)
 		return -EFAULT;
 	case SPYRE_STATUS_ABORTED:
 		return -ECANCELED;
+	case SPYRE_STATUS_BAD_PROGRAM:
+		return -ENOEXEC;
+	case SPYRE_STATUS_OUT_OF_BOUNDS:
+		return -ERANGE;
+	case SPYRE_STATUS_ASSERT:
+		return -EDOM;
 	default:
 		return -EIO;
 	}
@@ -224,6 +230,9 @@ static bool spyre_status_known(u32 status)
 	case SPYRE_STATUS_LIMIT:
 	case SPYRE_STATUS_INVALID_JOB:
 	case SPYRE_STATUS_INTERNAL:
+	case SPYRE_STATUS_BAD_PROGRAM:
+	case SPYRE_STATUS_OUT_OF_BOUNDS:
+	case SPYRE_STATUS_ASSERT:
 		return true;
 	default:
 		return false;
@@ -323,16 +332,22 @@ unsigned int spyre_queue_irq(struct spyre_queue *q)
 		return 0;
 	err = spyre_status_to_errno(status);
 	va = le64_to_cpu(READ_ONCE(q->compl->error_va));
+	if (err && err != -ECANCELED && done > READ_ONCE(q->signalled))
+		spyre_ctx_note_job_error(q->ctx, status,
+					 le32_to_cpu(READ_ONCE(q->compl->cmd_offset)),
+					 le64_to_cpu(READ_ONCE(q->compl->detail)),
+					 le64_to_cpu(READ_ONCE(q->compl->detail2)));
 	n = spyre_queue_signal(q, done, err,
 			       status == SPYRE_STATUS_MMU_FAULT ? &va : NULL);
 	if (n)
 		spyre_queue_remember(q, done);
 	if (n && err && err != -ECANCELED) {
 		dev_warn_ratelimited(sdev->drm.dev,
-				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx\n",
+				     "queue %u (ctx %u): job %llu failed, status %u at offset %u, va %#llx, detail %#llx %#llx\n",
 				     q->hwq, q->ctx->id, done, status,
 				     le32_to_cpu(READ_ONCE(q->compl->cmd_offset)),
-				     va);
+				     va, le64_to_cpu(READ_ONCE(q->compl->detail)),
+				     le64_to_cpu(READ_ONCE(q->compl->detail2)));
 	}
 	return n;
 }

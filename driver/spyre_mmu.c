@@ -532,6 +532,28 @@ void spyre_ctx_set_error(struct spyre_ctx *ctx, int err)
 }
 
 /**
+ * spyre_ctx_note_job_error() - keep what the card said of the first job of
+ * @ctx that failed (QUERY_CONTEXT).
+ * @ctx: context.
+ * @status: SPYRE_STATUS_* of its completion record.
+ * @cmd_offset: @detail: @detail2: the record's fields.
+ *
+ * Only the first call stores; the fields are complete before the context's
+ * error is set (the caller sets it after this).  Safe in interrupt context.
+ */
+void spyre_ctx_note_job_error(struct spyre_ctx *ctx, u32 status,
+			      u32 cmd_offset, u64 detail, u64 detail2)
+{
+	if (atomic_cmpxchg(&ctx->job_err_noted, 0, 1))
+		return;
+	ctx->job_status = status;
+	ctx->job_cmd_offset = cmd_offset;
+	ctx->job_detail = detail;
+	ctx->job_detail2 = detail2;
+	smp_wmb(); /* the fields before the error the caller sets */
+}
+
+/**
  * spyre_ctx_note_fault() - count an MMU fault that ended a job of @ctx.
  * @ctx: context.
  * @va: faulting device VA; the first one is kept.

@@ -44,6 +44,10 @@ struct spyre_pt {
  * @error: 0, or the first error that made the context unusable (sticky).
  * @faults: MMU faults that ended jobs of this context.
  * @fault_va: device VA of the first such fault, 0 if none.
+ * @job_err_noted: @job_status and the fields after it are set.
+ * @job_status: SPYRE_STATUS_* of the first job of this context that failed
+ *	on the card, with its record's @job_cmd_offset, @job_detail and
+ *	@job_detail2 (spyre_ctx_note_job_error()).
  * @stats: memory held by BOs this context's file created.
  * @busy_ns: card time (ns) its destroyed queues were busy (fdinfo).
  * @lock: protects @mm, @root, @vmas and @active.
@@ -60,6 +64,11 @@ struct spyre_ctx {
 	atomic_t error;
 	atomic64_t faults;
 	atomic64_t fault_va;
+	atomic_t job_err_noted;
+	u32 job_status;
+	u32 job_cmd_offset;
+	u64 job_detail;
+	u64 job_detail2;
 	struct spyre_mem_stats stats;
 	atomic64_t busy_ns;
 	struct mutex lock;		/* mm, root, vmas, active */
@@ -97,6 +106,8 @@ void spyre_ctx_put(struct spyre_ctx *ctx);
 void spyre_ctx_release_hw(struct spyre_ctx *ctx);
 void spyre_ctx_set_error(struct spyre_ctx *ctx, int err);
 void spyre_ctx_note_fault(struct spyre_ctx *ctx, u64 va);
+void spyre_ctx_note_job_error(struct spyre_ctx *ctx, u32 status,
+			      u32 cmd_offset, u64 detail, u64 detail2);
 void spyre_ctxs_restore_hw(struct spyre_device *sdev);
 void spyre_ctxs_release_all(struct spyre_device *sdev);
 int spyre_vma_open(struct spyre_bo *bo, struct spyre_ctx *ctx);

@@ -41,6 +41,7 @@ static const uint32_t spyre_cmd_size[SPYRE_OP_COUNT] = {
     [SPYRE_OP_TIMESTAMP] = sizeof(struct spyre_cmd_timestamp),
     [SPYRE_OP_SEM_WAIT] = sizeof(struct spyre_cmd_sem),
     [SPYRE_OP_SEM_SIGNAL] = sizeof(struct spyre_cmd_sem),
+    [SPYRE_OP_KERNEL] = sizeof(struct spyre_cmd_kernel),    /* at least */
 };
 
 /* ---- Commands ----------------------------------------------------------- */
@@ -708,7 +709,9 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
     if (op >= SPYRE_OP_COUNT || !spyre_cmd_size[op]) {
         return SPYRE_STATUS_INVALID_OPCODE;
     }
-    if (size != spyre_cmd_size[op] ||
+    if ((op == SPYRE_OP_KERNEL ?
+         size < spyre_cmd_size[op] || size > SPYRE_KCMD_MAX || size % 8 :
+         size != spyre_cmd_size[op]) ||
         size > job->cmd_size - job->cmd_offset) {
         return SPYRE_STATUS_INVALID_COMMAND;
     }
@@ -748,6 +751,8 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
         return spyre_cmd_timestamp(e);
     case SPYRE_OP_SEM_WAIT:
         return spyre_cmd_sem(e, false);
+    case SPYRE_OP_KERNEL:
+        return spyre_cmd_kernel(e);
     default:
         return spyre_cmd_sem(e, true);
     }
@@ -909,6 +914,10 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
                                job->cmd_offset);
     c.error_va = cpu_to_le64(status == SPYRE_STATUS_MMU_FAULT ||
                              status == SPYRE_STATUS_DMA_ERROR ? err_va : 0);
+    if (status != SPYRE_STATUS_OK) {
+        c.detail = cpu_to_le64(job->detail);
+        c.detail2 = cpu_to_le64(job->detail2);
+    }
     c.start_ns = cpu_to_le64(job->start_ns);
     c.end_ns = cpu_to_le64(end);
     ok = spyre_dma_rw(s, q->compl_addr + 8, (uint8_t *)&c + 8,

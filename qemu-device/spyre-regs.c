@@ -124,7 +124,7 @@ static SpyreQueue *spyre_reg_queue(SpyreState *s, hwaddr reg, hwaddr *off)
 static uint64_t spyre_caps(void)
 {
     return SPYRE_CAP_FP16 | SPYRE_CAP_BF16 | SPYRE_CAP_FP8 | SPYRE_CAP_INT8 |
-           SPYRE_CAP_MMU | SPYRE_CAP_SEM;
+           SPYRE_CAP_MMU | SPYRE_CAP_SEM | SPYRE_CAP_KERNEL;
 }
 
 /* Read the register at @reg (8-aligned for 64-bit ones). */

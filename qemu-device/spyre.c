@@ -290,6 +290,7 @@ static void spyre_instance_finalize(Object *obj)
                 SpyreExec *e = &s->workers[i].exec[l];
 
                 g_free(e->tile_buf);
+                spyre_kernel_exec_free(e);
                 g_free(e->pieces);
                 g_free(e->io.segs);
                 for (k = 0; k < SPYRE_TILE_OPNDS; k++) {

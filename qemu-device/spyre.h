@@ -25,6 +25,10 @@
  *                 fetch, the commands other than GEMM;
  *  spyre-gemm.c   GEMM: splitting into parts, parts run by several
  *                 workers, operand I/O;
+ *  spyre-kexec.c  KERNEL: decode, the program read at command start, the
+ *                 run tile by tile (memory per LOAD/STORE in data phases);
+ *  spyre-kernel.c the kernel verifier and interpreter (no QEMU dependency,
+ *                 no locks, built with -ffp-contract=off);
  *  spyre-copy.c   bulk byte copies (COPY without conversion): batches of
  *                 pages mapped at once into host-memory pieces, copied
  *                 with no lock held by several workers;
@@ -124,6 +128,7 @@
 #include "spyre_hw.h"
 #include "drm/spyre_cmd.h"
 #include "spyre-math.h"
+#include "spyre-kernel.h"
 
 #define TYPE_SPYRE "spyre"
 OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
@@ -201,6 +206,8 @@ typedef struct SpyreJob {
     uint64_t end_ns;            /* ... at its end (its record), or 0 */
     uint64_t writes;            /* memory writes: semaphores may change */
     bool restartable;           /* its command may run again from its start */
+    uint64_t detail;            /* the completion record's, if it failed */
+    uint64_t detail2;
 } SpyreJob;
 
 typedef struct SpyreQueue {
@@ -230,6 +237,7 @@ typedef struct SpyreQueue {
 
 typedef struct SpyreWorker SpyreWorker;
 typedef struct SpyreExec SpyreExec;
+typedef struct SpyreKernel SpyreKernel;
 
 /*
  * A GEMM split into parts: tiles of (batch, M, N) that workers run in
@@ -402,6 +410,7 @@ struct SpyreExec {
     SpyreGemm gemm;
     SpyrePartIO io;
     void *tile_buf;
+    SpyreKernel *kernel;        /* KERNEL's state, allocated on first use */
     union {
         struct spyre_cmd_header hdr;
         struct spyre_cmd_fill fill;
@@ -412,7 +421,7 @@ struct SpyreExec {
         struct spyre_cmd_rowop rowop;
         struct spyre_cmd_timestamp timestamp;
         struct spyre_cmd_sem sem;
-        uint8_t raw[256];
+        uint8_t raw[SPYRE_KCMD_MAX];
     } cmd;
     uint8_t buf[SPYRE_PAGE_SIZE];
     uint8_t pattern[SPYRE_PAGE_SIZE + 8];
@@ -659,6 +668,10 @@ SpyreCopySplit *spyre_pick_copy(SpyreState *s, int floor);
 void spyre_copy_help(SpyreState *s, SpyreCopySplit *c);
 uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
                           uint64_t len);
+
+/* spyre-kexec.c */
+uint32_t spyre_cmd_kernel(SpyreExec *e);
+void spyre_kernel_exec_free(SpyreExec *e);
 
 /* spyre-gemm.c */
 bool spyre_gang_open(const SpyreGang *g);

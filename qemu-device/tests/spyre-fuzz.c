@@ -13,7 +13,8 @@
  * Built only by scripts/build-qemu.sh --fuzz (copied into
  * tests/qtest/fuzz/); run by scripts/fuzz-card.sh.  With SPYRE_FUZZ_SEEDS
  * set to a directory, the target writes seed inputs there when it starts
- * (one valid job per command kind, a fault, a queue reset under a GEMM),
+ * (one valid job per command kind, two kernels, a fault, a queue reset
+ * under a GEMM),
  * before libFuzzer reads its corpus directories.
  *
  * Copyright (c) 2026 The Spyre open stack authors
@@ -347,6 +348,119 @@ static void seed_write(const char *dir, const char *name, Seed *sd)
     }
 }
 
+/*
+ * A kernel program written into context 1's data pages at DATA_VA + @off
+ * (a REC_MEM record: at most 11 instructions), then a job running it:
+ * libFuzzer mutates both, so the verifier and the engine see random and
+ * mutated programs.
+ */
+static void seed_kernel(Seed *sd, uint32_t off,
+                        const struct spyre_kprog_header *h,
+                        const struct spyre_kinst *in,
+                        const struct spyre_kernel_operand *ops,
+                        const uint64_t *params, const uint64_t *size)
+{
+    uint32_t psize = 64 + 16 * h->ninsts;
+    uint32_t len = SPYRE_CMD_KERNEL_SIZE(h->noperands, h->nparams);
+    struct spyre_cmd_kernel *k;
+    uint8_t *r;
+
+    seed_flush(sd);
+    g_assert(psize <= 255 && sd->len + 5 + psize <= sizeof(sd->buf));
+    r = sd->buf + sd->len;
+    r[0] = REC_MEM;
+    r[1] = off;
+    r[2] = off >> 8;
+    r[3] = off >> 16;
+    r[4] = psize;
+    memcpy(r + 5, h, 64);
+    memcpy(r + 5 + 64, in, 16 * h->ninsts);
+    sd->len += 5 + psize;
+    k = seed_job(sd, 1, 1, len);
+    k->hdr.opcode = cpu_to_le16(SPYRE_OP_KERNEL);
+    k->hdr.size = cpu_to_le32(len);
+    k->prog = cpu_to_le64(DATA_VA + off);
+    k->prog_size = cpu_to_le32(psize);
+    k->noperands = cpu_to_le16(h->noperands);
+    k->nparams = cpu_to_le16(h->nparams);
+    k->npdims = cpu_to_le16(h->npdims);
+    k->nrdims = cpu_to_le16(h->nrdims);
+    memcpy(k->size, size, sizeof(k->size));
+    memcpy(k + 1, ops, h->noperands * sizeof(*ops));
+    memcpy((uint8_t *)(k + 1) + h->noperands * sizeof(*ops), params,
+           h->nparams * 8);
+}
+
+#define KI(op_, t_, mod_, dst_, a_, b_, c_, imm_) \
+    { .op = (op_), .type = (t_), .mod = (mod_), .dst = (dst_), .a = (a_), \
+      .b = (b_), .c = (c_), .imm = (imm_) }
+#define KN SPYRE_KVAL_NONE
+
+static void write_kernel_seeds(const char *dir, uint64_t a, uint64_t o)
+{
+    static const struct spyre_kinst pw[] = {
+        KI(SPYRE_KOP_IDX, SPYRE_KTYPE_I64, 0, 0, KN, KN, KN, 0),
+        KI(SPYRE_KOP_LOAD, SPYRE_KTYPE_F32, 0, 1, 0, KN, KN, 0),
+        KI(SPYRE_KOP_EXP, SPYRE_KTYPE_F32, 0, 2, 1, KN, KN, 0),
+        KI(SPYRE_KOP_TANH, SPYRE_KTYPE_F32, 0, 3, 2, KN, KN, 0),
+        KI(SPYRE_KOP_CVT, SPYRE_KTYPE_I32, SPYRE_DTYPE_INT8, 4, 3, KN, KN, 0),
+        KI(SPYRE_KOP_CVT, SPYRE_KTYPE_F32, 0, 5, 4, KN, KN, 0),
+        KI(SPYRE_KOP_FMA, SPYRE_KTYPE_F32, 0, 6, 5, 1, 3, 0),
+        KI(SPYRE_KOP_STORE, 0, SPYRE_KMOD_SAT, KN, 0, KN, 6, 1),
+    };
+    static const struct spyre_kinst red[] = {
+        KI(SPYRE_KOP_AFFINE, SPYRE_KTYPE_I64, 1, 0, KN, KN, KN, 0),
+        KI(SPYRE_KOP_PASS, 0, 0, KN, KN, KN, KN, 0),
+        KI(SPYRE_KOP_AFFINE, SPYRE_KTYPE_I64, 1 << 6, 1, 0, KN, KN, 1),
+        KI(SPYRE_KOP_LOAD, SPYRE_KTYPE_F32, 0, 2, 1, KN, KN, 0),
+        KI(SPYRE_KOP_REDUCE, SPYRE_KTYPE_F32, SPYRE_KRED_WELFORD, 3, 2, KN,
+           KN, KN),
+        KI(SPYRE_KOP_REDUCE, SPYRE_KTYPE_I64, SPYRE_KRED_ARGMAX, 6, 2, KN,
+           KN, KN),
+        KI(SPYRE_KOP_ENDPASS, 0, 0, KN, KN, KN, KN, 0),
+        KI(SPYRE_KOP_IDX, SPYRE_KTYPE_I64, 0, 7, KN, KN, KN, 0),
+        KI(SPYRE_KOP_STORE, 0, 0, KN, 7, KN, 4, 1),
+    };
+    struct spyre_kprog_header h = {
+        .magic = cpu_to_le32(SPYRE_KPROG_MAGIC),
+        .version = cpu_to_le16(SPYRE_KPROG_VERSION),
+        .noperands = 2,
+    };
+    struct spyre_kernel_operand ops[2] = {
+        { .va = cpu_to_le64(a), .extent = cpu_to_le64(4096),
+          .dtype = cpu_to_le32(SPYRE_DTYPE_FP16) },
+        { .va = cpu_to_le64(o), .extent = cpu_to_le64(4096),
+          .dtype = cpu_to_le32(SPYRE_DTYPE_FP8_E4M3) },
+    };
+    uint64_t params[2] = { cpu_to_le64(64), cpu_to_le64(1) };
+    uint64_t size[9] = { cpu_to_le64(2048) };
+    Seed sd;
+
+    sd = (Seed){ 0 };
+    h.ninsts = cpu_to_le32(ARRAY_SIZE(pw));
+    h.nvalues = cpu_to_le32(7);
+    h.npdims = 1;
+    h.dtype[0] = SPYRE_DTYPE_FP16;
+    h.dtype[1] = SPYRE_DTYPE_FP8_E4M3;
+    seed_kernel(&sd, 0x18000, &h, pw, ops, params, size);
+    seed_write(dir, "kernel", &sd);
+
+    sd = (Seed){ 0 };
+    h.ninsts = cpu_to_le32(ARRAY_SIZE(red));
+    h.nvalues = cpu_to_le32(8);
+    h.nparams = 2;
+    h.nrdims = 1;
+    h.npasses = 1;
+    h.dtype[0] = SPYRE_DTYPE_FP32;
+    h.dtype[1] = SPYRE_DTYPE_FP32;
+    ops[0].dtype = cpu_to_le32(SPYRE_DTYPE_FP32);
+    ops[1].dtype = cpu_to_le32(SPYRE_DTYPE_FP32);
+    size[0] = cpu_to_le64(16);
+    size[6] = cpu_to_le64(64);
+    seed_kernel(&sd, 0x18000, &h, red, ops, params, size);
+    seed_write(dir, "kernel-reduce", &sd);
+}
+
 static void write_seeds(const char *dir)
 {
     const uint64_t a = DATA_VA, b = DATA_VA + 0x8000, o = DATA_VA + 0x10000;
@@ -460,6 +574,8 @@ static void write_seeds(const char *dir)
     sd.len += 12;
     spyre_cmd_nop_init(seed_job(&sd, 2, 1, sizeof(struct spyre_cmd_nop)));
     seed_write(dir, "reset", &sd);
+
+    write_kernel_seeds(dir, a, o);
 }
 
 /* ---- registration --------------------------------------------------- */

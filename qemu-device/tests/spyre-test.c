@@ -457,7 +457,8 @@ static void test_identity(void)
                     SPYRE_HW_VERSION_MAJOR << 16 | SPYRE_HW_VERSION_MINOR);
     g_assert_cmphex(rd64(sp, SPYRE_REG_CAPS), ==,
                     SPYRE_CAP_FP16 | SPYRE_CAP_BF16 | SPYRE_CAP_FP8 |
-                    SPYRE_CAP_INT8 | SPYRE_CAP_MMU | SPYRE_CAP_SEM);
+                    SPYRE_CAP_INT8 | SPYRE_CAP_MMU | SPYRE_CAP_SEM |
+                    SPYRE_CAP_KERNEL);
     g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_QUEUES), ==, 8);
     g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_CORES), ==, 32);
     g_assert_cmpuint(rd32(sp, SPYRE_REG_NUM_CONTEXTS), ==, 16);
@@ -3518,6 +3519,531 @@ static void test_migration_running(void)
     spyre_stop(src);
 }
 
+/* ---- KERNEL ------------------------------------------------------------ */
+
+/* A kernel program assembled by hand (the qtest does not use libspyre). */
+typedef struct KProg {
+    struct spyre_kprog_header h;
+    struct spyre_kinst in[64];
+    uint32_t n;
+} KProg;
+
+#define KN          SPYRE_KVAL_NONE
+#define KT_B        SPYRE_KTYPE_BOOL
+#define KT_I32      SPYRE_KTYPE_I32
+#define KT_I64      SPYRE_KTYPE_I64
+#define KT_F32      SPYRE_KTYPE_F32
+
+static void kp_init(KProg *p, const uint8_t *dtypes, unsigned int nops,
+                    unsigned int nparams, unsigned int npd, unsigned int nrd,
+                    unsigned int npasses)
+{
+    memset(p, 0, sizeof(*p));
+    p->h.magic = SPYRE_KPROG_MAGIC;
+    p->h.version = SPYRE_KPROG_VERSION;
+    p->h.noperands = nops;
+    p->h.nparams = nparams;
+    p->h.npdims = npd;
+    p->h.nrdims = nrd;
+    p->h.npasses = npasses;
+    memcpy(p->h.dtype, dtypes, nops);
+}
+
+/* Append an instruction; returns the (first) value it defines, or KN. */
+static uint16_t kp(KProg *p, uint8_t op, uint8_t type, uint16_t mod,
+                   uint16_t a, uint16_t b, uint16_t c, uint32_t imm)
+{
+    struct spyre_kinst *in;
+    unsigned int kind = mod & 0xff;
+    unsigned int ndef = type == SPYRE_KTYPE_NONE ? 0 :
+        op == SPYRE_KOP_REDUCE && (kind == SPYRE_KRED_WELFORD ||
+                                   kind == SPYRE_KRED_WELFORD_COMBINE) ? 3 : 1;
+
+    g_assert_cmpuint(p->n, <, ARRAY_SIZE(p->in));
+    in = &p->in[p->n++];
+    in->op = op;
+    in->type = type;
+    in->mod = mod;
+    in->dst = ndef ? p->h.nvalues : KN;
+    in->a = a;
+    in->b = b;
+    in->c = c;
+    in->imm = imm;
+    p->h.ninsts = p->n;
+    p->h.nvalues += ndef;
+    return in->dst;
+}
+
+static uint16_t kp_const(KProg *p, uint8_t type, uint64_t v)
+{
+    uint16_t d = kp(p, SPYRE_KOP_CONST, type, 0, KN, 0, 0, 0);
+    struct spyre_kinst *in = &p->in[p->n - 1];
+
+    in->b = v;
+    in->c = v >> 16;
+    in->imm = v >> 32;
+    return d;
+}
+
+static uint16_t kp2(KProg *p, uint8_t op, uint8_t type, uint16_t a,
+                    uint16_t b)
+{
+    return kp(p, op, type, 0, a, b, KN, 0);
+}
+
+static uint32_t kp_size(const KProg *p)
+{
+    return 64 + 16 * p->n;
+}
+
+static void emit_kernel(Stream *st, uint64_t prog, uint32_t prog_size,
+                        const struct spyre_kernel_operand *ops,
+                        unsigned int nops, const uint64_t *params,
+                        unsigned int nparams, const uint64_t *size,
+                        unsigned int npd, unsigned int nrd)
+{
+    uint32_t len = SPYRE_CMD_KERNEL_SIZE(nops, nparams);
+    struct spyre_cmd_kernel *k = emit(st, SPYRE_OP_KERNEL, len);
+
+    k->prog = prog;
+    k->prog_size = prog_size;
+    k->noperands = nops;
+    k->nparams = nparams;
+    k->npdims = npd;
+    k->nrdims = nrd;
+    memcpy(k->size, size, sizeof(k->size));
+    memcpy(k + 1, ops, nops * sizeof(*ops));
+    memcpy((uint8_t *)(k + 1) + nops * sizeof(*ops), params, nparams * 8);
+}
+
+/* Run program @p (put at a fresh VA) as one job. */
+static uint32_t kernel_run(Card *cd, const KProg *p,
+                           const struct spyre_kernel_operand *ops,
+                           unsigned int nops, const uint64_t *params,
+                           unsigned int nparams, const uint64_t *size,
+                           struct spyre_hw_completion *c)
+{
+    Buf pb = buf_put(cd, p, kp_size(p));
+    Stream st = { .len = 0 };
+
+    emit_kernel(&st, pb.va, kp_size(p), ops, nops, params, nparams, size,
+                p->h.npdims, p->h.nrdims);
+    return card_run(cd, &st, c);
+}
+
+static struct spyre_kernel_operand kopnd(Buf b, uint64_t extent,
+                                         uint32_t dtype)
+{
+    return (struct spyre_kernel_operand){ .va = b.va, .extent = extent,
+                                          .dtype = dtype };
+}
+
+/*
+ * One kernel over [N, C]: out = (x + b[col]) * s (fp32 in, fp16 out,
+ * b broadcast over rows) and, in place, v = floordiv(v, 3) + rem(v, -4)
+ * (int32).
+ */
+static void do_kernel_pointwise(Card *cd)
+{
+    enum { N = 37, C = 50 };
+    static const uint8_t dt[4] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32,
+                                   SPYRE_DTYPE_FP16, SPYRE_DTYPE_INT32 };
+    g_autofree float *x = g_new(float, N * C);
+    g_autofree int32_t *v = g_new(int32_t, N * C);
+    g_autofree uint16_t *out = g_new(uint16_t, N * C);
+    g_autofree int32_t *q = g_new(int32_t, N * C);
+    float b[C], s = 0.75f;
+    struct spyre_kernel_operand ops[4];
+    struct spyre_hw_completion c;
+    uint64_t params[4] = { C, 1, 1, f32_bits(s) };
+    uint64_t size[9] = { N, C };
+    uint16_t o, ob, vx, vb, t, m, vv, r1, r2;
+    Buf bo, bv;
+    KProg p;
+    int i;
+
+    for (i = 0; i < N * C; i++) {
+        x[i] = (i % 97) * 0.37f - 11.0f;
+        v[i] = i * 7919 % 2001 - 1000;
+    }
+    for (i = 0; i < C; i++) {
+        b[i] = i * 0.125f - 2.0f;
+    }
+    kp_init(&p, dt, 4, 4, 2, 0, 0);
+    o = kp(&p, SPYRE_KOP_AFFINE, KT_I64, 3, KN, KN, KN, 0);
+    ob = kp(&p, SPYRE_KOP_AFFINE, KT_I32, 2, KN, KN, KN, 2);
+    vx = kp(&p, SPYRE_KOP_LOAD, KT_F32, 0, o, KN, KN, 0);
+    vb = kp(&p, SPYRE_KOP_LOAD, KT_F32, 0, ob, KN, KN, 1);
+    t = kp2(&p, SPYRE_KOP_ADD, KT_F32, vx, vb);
+    m = kp(&p, SPYRE_KOP_PARAM, KT_F32, 0, KN, KN, KN, 3);
+    t = kp2(&p, SPYRE_KOP_MUL, KT_F32, t, m);
+    kp(&p, SPYRE_KOP_STORE, 0, 0, o, KN, t, 2);
+    vv = kp(&p, SPYRE_KOP_LOAD, KT_I32, 0, o, KN, KN, 3);
+    r1 = kp2(&p, SPYRE_KOP_FLOORDIV, KT_I32, vv, kp_const(&p, KT_I32, 3));
+    r2 = kp2(&p, SPYRE_KOP_REM, KT_I32, vv,
+             kp_const(&p, KT_I32, (uint32_t)-4));
+    kp(&p, SPYRE_KOP_STORE, 0, 0, o, KN, kp2(&p, SPYRE_KOP_ADD, KT_I32, r1,
+                                             r2), 3);
+
+    bo = buf_new(cd, N * C * 2);
+    bv = buf_put(cd, v, N * C * 4);
+    ops[0] = kopnd(buf_f32(cd, x, N * C), N * C, SPYRE_DTYPE_FP32);
+    ops[1] = kopnd(buf_f32(cd, b, C), C, SPYRE_DTYPE_FP32);
+    ops[2] = kopnd(bo, N * C, SPYRE_DTYPE_FP16);
+    ops[3] = kopnd(bv, N * C, SPYRE_DTYPE_INT32);
+    g_assert_cmpuint(kernel_run(cd, &p, ops, 4, params, 4, size, &c), ==,
+                     SPYRE_STATUS_OK);
+    buf_get(cd, bo, out, N * C * 2);
+    buf_get(cd, bv, q, N * C * 4);
+    for (i = 0; i < N * C; i++) {
+        _Float16 want = (_Float16)((x[i] + b[i % C]) * s);
+        int32_t fd = v[i] / 3, rm = v[i] % -4;
+        uint16_t wb;
+
+        fd -= v[i] % 3 && v[i] < 0;
+        rm += rm > 0 ? -4 : 0;
+        memcpy(&wb, &want, 2);
+        g_assert_cmphex(out[i], ==, wb);
+        g_assert_cmpint(q[i], ==, fd + rm);
+    }
+}
+
+/*
+ * Softmax over the last dimension of x [N, R] (fp32) in 3 passes, the
+ * docs' example; returns the output in @y.
+ */
+static void kernel_softmax(Card *cd, const float *x, float *y, uint64_t n,
+                           uint64_t r)
+{
+    static const uint8_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
+    struct spyre_kernel_operand ops[2];
+    uint64_t params[2] = { r, 1 };
+    uint64_t size[9] = { n, 0, 0, 0, 0, 0, r };
+    struct spyre_hw_completion c;
+    uint16_t row, o, v, mx, sm, e;
+    Buf by = buf_new(cd, n * r * 4);
+    KProg p;
+
+    kp_init(&p, dt, 2, 2, 1, 1, 3);
+    row = kp(&p, SPYRE_KOP_AFFINE, KT_I64, 1, KN, KN, KN, 0);
+    kp(&p, SPYRE_KOP_PASS, 0, 0, KN, KN, KN, 0);
+    o = kp(&p, SPYRE_KOP_AFFINE, KT_I64, 1 << 6, row, KN, KN, 1);
+    v = kp(&p, SPYRE_KOP_LOAD, KT_F32, 0, o, KN, KN, 0);
+    mx = kp(&p, SPYRE_KOP_REDUCE, KT_F32, SPYRE_KRED_MAX, v, KN, KN, KN);
+    kp(&p, SPYRE_KOP_ENDPASS, 0, 0, KN, KN, KN, 0);
+    kp(&p, SPYRE_KOP_PASS, 0, 0, KN, KN, KN, 0);
+    o = kp(&p, SPYRE_KOP_AFFINE, KT_I64, 1 << 6, row, KN, KN, 1);
+    v = kp(&p, SPYRE_KOP_LOAD, KT_F32, 0, o, KN, KN, 0);
+    e = kp(&p, SPYRE_KOP_EXP, KT_F32, 0,
+           kp2(&p, SPYRE_KOP_SUB, KT_F32, v, mx), KN, KN, 0);
+    sm = kp(&p, SPYRE_KOP_REDUCE, KT_F32, SPYRE_KRED_SUM, e, KN, KN, KN);
+    kp(&p, SPYRE_KOP_ENDPASS, 0, 0, KN, KN, KN, 0);
+    kp(&p, SPYRE_KOP_PASS, 0, 0, KN, KN, KN, 0);
+    o = kp(&p, SPYRE_KOP_AFFINE, KT_I64, 1 << 6, row, KN, KN, 1);
+    v = kp(&p, SPYRE_KOP_LOAD, KT_F32, 0, o, KN, KN, 0);
+    e = kp(&p, SPYRE_KOP_EXP, KT_F32, 0,
+           kp2(&p, SPYRE_KOP_SUB, KT_F32, v, mx), KN, KN, 0);
+    kp(&p, SPYRE_KOP_STORE, 0, 0, o, KN,
+       kp2(&p, SPYRE_KOP_DIV, KT_F32, e, sm), 1);
+    kp(&p, SPYRE_KOP_ENDPASS, 0, 0, KN, KN, KN, 0);
+
+    ops[0] = kopnd(buf_f32(cd, x, n * r), n * r, SPYRE_DTYPE_FP32);
+    ops[1] = kopnd(by, n * r, SPYRE_DTYPE_FP32);
+    g_assert_cmpuint(kernel_run(cd, &p, ops, 2, params, 2, size, &c), ==,
+                     SPYRE_STATUS_OK);
+    buf_get(cd, by, y, n * r * 4);
+}
+
+static float *softmax_input(uint64_t n, uint64_t r)
+{
+    float *x = g_new(float, n * r);
+    uint64_t i;
+
+    for (i = 0; i < n * r; i++) {
+        x[i] = (float)((i * 2654435761u) % 1000) / 125.0f - 4.0f;
+    }
+    return x;
+}
+
+/* Softmax, short rows (many per vector) and long ones (several blocks). */
+static void do_kernel_softmax(Card *cd)
+{
+    static const uint64_t shape[2][2] = { { 40, 37 }, { 3, 2500 } };
+    unsigned int s;
+
+    for (s = 0; s < 2; s++) {
+        uint64_t n = shape[s][0], r = shape[s][1], i, j;
+        g_autofree float *x = softmax_input(n, r);
+        g_autofree float *y = g_new(float, n * r);
+
+        kernel_softmax(cd, x, y, n, r);
+        for (i = 0; i < n; i++) {
+            double mx = -INFINITY, sum = 0;
+
+            for (j = 0; j < r; j++) {
+                mx = MAX(mx, x[i * r + j]);
+            }
+            for (j = 0; j < r; j++) {
+                sum += exp(x[i * r + j] - mx);
+            }
+            for (j = 0; j < r; j++) {
+                double want = exp(x[i * r + j] - mx) / sum;
+
+                g_assert_cmpfloat(fabs(y[i * r + j] - want), <=,
+                                  2e-6 * want + 1e-30);
+            }
+        }
+    }
+}
+
+/*
+ * y[i] = x[i + P0] for i < 8, masked by i < P1: an active lane out of x's
+ * extent ends the job OUT_OF_BOUNDS naming operand, instruction and
+ * offset; the same offset in an inactive lane is not accessed.  Then a
+ * failed CHECK (ASSERT).
+ */
+static void do_kernel_bounds(Card *cd)
+{
+    static const uint8_t dt[2] = { SPYRE_DTYPE_INT32, SPYRE_DTYPE_INT32 };
+    static const int32_t x[8] = { 10, 11, 12, 13, 14, 15, 16, 17 };
+    struct spyre_kernel_operand ops[2];
+    struct spyre_hw_completion c;
+    uint64_t size[9] = { 8 };
+    uint64_t params[2];
+    uint16_t i, o, m, v;
+    int32_t y[8];
+    Buf by = buf_new(cd, sizeof(y));
+    KProg p;
+    int k;
+
+    kp_init(&p, dt, 2, 2, 1, 0, 0);
+    i = kp(&p, SPYRE_KOP_IDX, KT_I64, 0, KN, KN, KN, 0);
+    o = kp2(&p, SPYRE_KOP_ADD, KT_I64, i,
+            kp(&p, SPYRE_KOP_PARAM, KT_I64, 0, KN, KN, KN, 0));
+    m = kp(&p, SPYRE_KOP_CMP, KT_B, SPYRE_KCMP_LT, i,
+           kp(&p, SPYRE_KOP_PARAM, KT_I64, 0, KN, KN, KN, 1), KN, 0);
+    v = kp(&p, SPYRE_KOP_LOAD, KT_I32, 0, o, m, KN, 0);   /* instruction 5 */
+    kp(&p, SPYRE_KOP_STORE, 0, 0, i, KN, v, 1);
+    ops[0] = kopnd(buf_put(cd, x, sizeof(x)), 8, SPYRE_DTYPE_INT32);
+    ops[1] = kopnd(by, 8, SPYRE_DTYPE_INT32);
+
+    params[0] = 5;
+    params[1] = 8;
+    g_assert_cmpuint(kernel_run(cd, &p, ops, 2, params, 2, size, &c), ==,
+                     SPYRE_STATUS_OUT_OF_BOUNDS);
+    g_assert_cmphex(c.detail, ==, 5ULL << 32 | 0);
+    g_assert_cmpint(c.detail2, ==, 8);
+
+    params[1] = 3;
+    g_assert_cmpuint(kernel_run(cd, &p, ops, 2, params, 2, size, &c), ==,
+                     SPYRE_STATUS_OK);
+    g_assert_cmphex(c.detail, ==, 0);
+    buf_get(cd, by, y, sizeof(y));
+    for (k = 0; k < 8; k++) {
+        g_assert_cmpint(y[k], ==, k < 3 ? x[k + 5] : 0);
+    }
+
+    /* CHECK i < 6: fails first at point 6. */
+    p.n = 5;
+    p.h.nvalues = 5;
+    m = kp(&p, SPYRE_KOP_CMP, KT_B, SPYRE_KCMP_LT, i, kp_const(&p, KT_I64, 6),
+           KN, 0);
+    kp(&p, SPYRE_KOP_CHECK, 0, 0, m, KN, KN, 0);      /* instruction 7 */
+    params[0] = 0;
+    g_assert_cmpuint(kernel_run(cd, &p, ops, 2, params, 2, size, &c), ==,
+                     SPYRE_STATUS_ASSERT);
+    g_assert_cmphex(c.detail, ==, 7ULL << 32);
+}
+
+/*
+ * The program that runs is the one read at command start: every point
+ * writes 9 over its own CONST 7 (the program is also operand 1), and
+ * every point still stores 7.
+ */
+static void do_kernel_rewrite(Card *cd)
+{
+    enum { NP = 5000 };
+    static const uint8_t dt[2] = { SPYRE_DTYPE_INT32, SPYRE_DTYPE_INT32 };
+    g_autofree int32_t *y = g_new(int32_t, NP);
+    struct spyre_kernel_operand ops[2];
+    struct spyre_hw_completion c;
+    uint64_t size[9] = { NP };
+    uint16_t i, seven, nine, w;
+    Buf by = buf_new(cd, NP * 4), pb;
+    Stream st = { .len = 0 };
+    uint32_t word;
+    KProg p;
+    int k;
+
+    kp_init(&p, dt, 2, 0, 1, 0, 0);
+    i = kp(&p, SPYRE_KOP_IDX, KT_I64, 0, KN, KN, KN, 0);
+    seven = kp_const(&p, KT_I32, 7);                  /* instruction 1 */
+    kp(&p, SPYRE_KOP_STORE, 0, 0, i, KN, seven, 0);
+    nine = kp_const(&p, KT_I32, 9);
+    w = kp_const(&p, KT_I64, (64 + 16 + 8) / 4);      /* CONST 7's value */
+    kp(&p, SPYRE_KOP_STORE, 0, 0, w, KN, nine, 1);
+    pb = buf_put(cd, &p, kp_size(&p));
+    ops[0] = kopnd(by, NP, SPYRE_DTYPE_INT32);
+    ops[1] = kopnd(pb, kp_size(&p) / 4, SPYRE_DTYPE_INT32);
+    emit_kernel(&st, pb.va, kp_size(&p), ops, 2, size, 0, size, 1, 0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_OK);
+    buf_get(cd, by, y, NP * 4);
+    for (k = 0; k < NP; k++) {
+        g_assert_cmpint(y[k], ==, 7);
+    }
+    word = qtest_readl(cd->sp->qts, pb.pa + 64 + 16 + 8);
+    g_assert_cmpuint(word, ==, 9);
+}
+
+/* One refusal per verifier reason, and the command's own checks. */
+static void do_kernel_refusals(Card *cd)
+{
+    static const uint8_t dt[1] = { SPYRE_DTYPE_FP32 };
+    struct spyre_kernel_operand op;
+    struct spyre_hw_completion c;
+    uint64_t size[9] = { 4 };
+    uint64_t param = 1;
+    Buf bx = buf_new(cd, 16), pb;
+    Stream st = { .len = 0 };
+    KProg p, good;
+    unsigned int i;
+    struct {
+        unsigned int inst, reason;
+    } want[8] = {
+        { SPYRE_KINST_HEADER, SPYRE_KERR_HEADER },
+        { SPYRE_KINST_HEADER, SPYRE_KERR_SIGNATURE },
+        { 1, SPYRE_KERR_OPCODE },
+        { 1, SPYRE_KERR_TYPE },
+        { 1, SPYRE_KERR_VALUE },
+        { 1, SPYRE_KERR_INDEX },
+        { 1, SPYRE_KERR_STRUCTURE },
+        { 1, SPYRE_KERR_FIELD },
+    };
+
+    op = kopnd(bx, 4, SPYRE_DTYPE_FP32);
+    /* %0 = idx p0; <instruction 1>; store o0[%0] = const */
+    kp_init(&good, dt, 1, 1, 1, 0, 0);
+    kp(&good, SPYRE_KOP_IDX, KT_I64, 0, KN, KN, KN, 0);
+    kp(&good, SPYRE_KOP_PARAM, KT_F32, 0, KN, KN, KN, 0);
+    kp(&good, SPYRE_KOP_STORE, 0, 0, 0, KN, 1, 0);
+    g_assert_cmpuint(kernel_run(cd, &good, &op, 1, &param, 1, size, &c), ==,
+                     SPYRE_STATUS_OK);
+
+    for (i = 0; i < ARRAY_SIZE(want); i++) {
+        p = good;
+        switch (want[i].reason) {
+        case SPYRE_KERR_HEADER:
+            p.h.magic ^= 1;
+            break;
+        case SPYRE_KERR_SIGNATURE:
+            p.h.dtype[0] = SPYRE_DTYPE_FP16;
+            break;
+        case SPYRE_KERR_OPCODE:
+            p.in[1].op = 0x09;
+            break;
+        case SPYRE_KERR_TYPE:
+            p.in[1].type = 7;
+            break;
+        case SPYRE_KERR_VALUE:
+            p.in[1].dst = 5;
+            break;
+        case SPYRE_KERR_INDEX:
+            p.in[1].imm = 1;
+            break;
+        case SPYRE_KERR_STRUCTURE:
+            p.in[1] = (struct spyre_kinst){ .op = SPYRE_KOP_ENDPASS,
+                                            .dst = KN, .a = KN, .b = KN,
+                                            .c = KN };
+            break;
+        default:
+            p.in[1].mod = 1;
+            break;
+        }
+        g_assert_cmpuint(kernel_run(cd, &p, &op, 1, &param, 1, size, &c), ==,
+                         SPYRE_STATUS_BAD_PROGRAM);
+        g_assert_cmphex(c.detail, ==,
+                        (uint64_t)want[i].reason << 32 | want[i].inst);
+        g_assert_cmphex(c.detail2, ==, 0);
+    }
+
+    /* The program's place and size (step 4). */
+    pb = buf_put(cd, &good, kp_size(&good));
+    emit_kernel(&st, pb.va + 4, kp_size(&good), &op, 1, &param, 1, size, 1,
+                0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_BAD_PROGRAM);
+    g_assert_cmphex(c.detail, ==, (uint64_t)SPYRE_KERR_HEADER << 32 |
+                    SPYRE_KINST_HEADER);
+    emit_kernel(&st, pb.va, kp_size(&good) - 8, &op, 1, &param, 1, size, 1,
+                0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_BAD_PROGRAM);
+    /* An unmapped program: MMU_FAULT naming the program read. */
+    emit_kernel(&st, pb.va + PAGE, kp_size(&good), &op, 1, &param, 1,
+                size, 1, 0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_MMU_FAULT);
+    g_assert_cmphex(c.detail, ==, (uint64_t)SPYRE_KINST_HEADER << 32 |
+                    SPYRE_KOPERAND_PROGRAM);
+    g_assert_cmphex(c.error_va, ==, pb.va + PAGE);
+    while (rd32(cd->sp, SPYRE_REG_FAULT_COUNT)) {
+        wr32(cd->sp, SPYRE_REG_FAULT_POP, 1);
+    }
+
+    /* Command checks: flags, dtype, iteration count. */
+    emit_kernel(&st, pb.va, kp_size(&good), &op, 1, &param, 1, size, 1, 0);
+    ((struct spyre_cmd_kernel *)st.buf)->hdr.flags = 1;
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_INVALID_COMMAND);
+    size[7] = 3;        /* a reduction size with no reduction dimension */
+    emit_kernel(&st, pb.va, kp_size(&good), &op, 1, &param, 1, size, 1, 0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_INVALID_COMMAND);
+    size[7] = 0;
+    op.dtype = SPYRE_DTYPE_COUNT;
+    emit_kernel(&st, pb.va, kp_size(&good), &op, 1, &param, 1, size, 1, 0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_INVALID_OPERAND);
+    op.dtype = SPYRE_DTYPE_FP32;
+    size[0] = SPYRE_KSIZE_PARAM(0);
+    param = 1ULL << 37;
+    emit_kernel(&st, pb.va, kp_size(&good), &op, 1, &param, 1, size, 1, 0);
+    g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_LIMIT);
+}
+
+/* Bit-identical results whatever the card's cores and workers. */
+static void kernel_cores_run(const char *props, float *y, uint64_t n,
+                             uint64_t r)
+{
+    Spyre *sp = spyre_start(props);
+    g_autofree float *x = softmax_input(n, r);
+    Card cd;
+
+    card_init(&cd, sp, 1, 0);
+    kernel_softmax(&cd, x, y, n, r);
+    spyre_stop(sp);
+}
+
+static void test_kernel_cores(void)
+{
+    enum { N = 4, R = 3000 };
+    g_autofree float *a = g_new(float, N * R);
+    g_autofree float *b = g_new(float, N * R);
+
+    kernel_cores_run(",cores=1,workers=1", a, N, R);
+    kernel_cores_run(",cores=32,workers=4", b, N, R);
+    g_assert_cmpmem(a, N * R * 4, b, N * R * 4);
+}
+
+static void test_kernel(void)
+{
+    Spyre *sp = spyre_start(NULL);
+    Card cd;
+
+    g_assert_true(rd64(sp, SPYRE_REG_CAPS) & SPYRE_CAP_KERNEL);
+    card_init(&cd, sp, 3, 1);
+    do_kernel_refusals(&cd);
+    do_kernel_pointwise(&cd);
+    do_kernel_softmax(&cd);
+    do_kernel_bounds(&cd);
+    do_kernel_rewrite(&cd);
+    spyre_stop(sp);
+}
+
 int main(int argc, char **argv)
 {
     const char *s = getenv("SPYRE_QTEST_SLOW");
@@ -3540,6 +4066,8 @@ int main(int argc, char **argv)
     qtest_add_func("/spyre/semaphores", test_semaphores);
     qtest_add_func("/spyre/compute", test_compute);
     qtest_add_func("/spyre/preempt", test_preempt);
+    qtest_add_func("/spyre/kernel-run", test_kernel);
+    qtest_add_func("/spyre/kernel-cores", test_kernel_cores);
     qtest_add_func("/spyre/global-reset", test_global_reset);
     qtest_add_func("/spyre/flr", test_flr);
     qtest_add_func("/spyre/hotplug", test_hotplug);

@@ -48,7 +48,8 @@
  * 0 or with the job's error.
  *
  * Errors are sticky per context, and only the guilty context gets one: a
- * job that faults (-EFAULT), runs an invalid command (-EIO) or hangs past
+ * job that faults (-EFAULT), runs an invalid command (-EIO; a kernel:
+ * -ENOEXEC, -ERANGE, -EDOM, see QUERY_CONTEXT) or hangs past
  * the driver's job timeout (-ETIMEDOUT; a SEM_WAIT never satisfied is such
  * a hang: every job ends by the timeout) ends with that error, the
  * context's other queued jobs end with -ECANCELED, and every later SUBMIT
@@ -242,11 +243,19 @@ struct drm_spyre_memory_info {
  * of the calling file's context.
  * @error: 0, or the sticky negative errno of the first job that failed
  *	(-EFAULT MMU fault, -EIO invalid command, -ETIMEDOUT hang,
- *	-ECANCELED work lost to a device reset).  Once set, SUBMIT fails
+ *	-ECANCELED work lost to a device reset; kernels: -ENOEXEC program
+ *	refused, -ERANGE access out of an operand's extent, -EDOM failed
+ *	CHECK).  Once set, SUBMIT fails
  *	with -ECANCELED until the file is closed.
  * @context_id: the card's address-space id of this file.
  * @faults: MMU faults taken by this context.
  * @fault_va: device VA of the first fault, 0 if none.
+ * @job_status: when @error came from a job the card ended with an error,
+ *	that job's SPYRE_STATUS_* (drm/spyre_cmd.h), else 0; with it
+ *	@job_cmd_offset, @job_detail and @job_detail2, its completion
+ *	record's command offset and details (for a kernel: the failing
+ *	instruction, operand and offset; docs/spyre-hw.rst).  Added in the
+ *	former reserved[0..2]: older kernels write them as zero.
  * @reserved: written as zero.
  */
 struct drm_spyre_context_info {
@@ -254,7 +263,11 @@ struct drm_spyre_context_info {
 	__u32 context_id;
 	__u64 faults;
 	__u64 fault_va;
-	__u64 reserved[5];
+	__u32 job_status;
+	__u32 job_cmd_offset;
+	__u64 job_detail;
+	__u64 job_detail2;
+	__u64 reserved[2];
 };
 
 /**

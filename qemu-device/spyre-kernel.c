@@ -1,0 +1,2015 @@
+/*
+ * Spyre card model: the KERNEL engine's core
+ *
+ * Owns the kernel program verifier (spyre_kernel_verify), the interpreter
+ * that runs a verified program over a tile of points one instruction at
+ * a time over a vector of lanes (spyre_kernel_tile), the reductions in
+ * their fixed order, and the card's own math functions.  No QEMU
+ * dependency and no locks: guest memory is reached through SpyreKIO
+ * (spyre-kexec.c).  Built with -ffp-contract=off (meson.build).
+ *
+ * Copyright (c) 2025 The Spyre open stack authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spyre-math.h"
+#include "spyre-kernel.h"
+
+#define KNONE       SPYRE_KVAL_NONE
+#define KB          SPYRE_KTYPE_BOOL
+#define KI32        SPYRE_KTYPE_I32
+#define KI64        SPYRE_KTYPE_I64
+#define KF32        SPYRE_KTYPE_F32
+#define CANON_NAN   0x7fc00000u
+#define KMIN(a, b)  ((a) < (b) ? (a) : (b))
+#define KMAX(a, b)  ((a) > (b) ? (a) : (b))
+
+static inline uint16_t ld16(const uint8_t *p)
+{
+    return p[0] | (uint16_t)p[1] << 8;
+}
+
+static inline uint32_t ld32(const uint8_t *p)
+{
+    return ld16(p) | (uint32_t)ld16(p + 2) << 16;
+}
+
+static inline uint64_t ld64(const uint8_t *p)
+{
+    return ld32(p) | (uint64_t)ld32(p + 4) << 32;
+}
+
+static inline float u2f(uint32_t u)
+{
+    float f;
+
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t f2u(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float canon(float f)
+{
+    return f != f ? u2f(CANON_NAN) : f;
+}
+
+/* Value type of a dtype's loads and stores, 0 if invalid. */
+static unsigned int kvtype(uint32_t dt)
+{
+    switch (dt) {
+    case SPYRE_DTYPE_FP32:
+    case SPYRE_DTYPE_FP16:
+    case SPYRE_DTYPE_BF16:
+    case SPYRE_DTYPE_FP8_E4M3:
+    case SPYRE_DTYPE_FP8_E5M2:
+        return KF32;
+    case SPYRE_DTYPE_U8:
+    case SPYRE_DTYPE_INT8:
+    case SPYRE_DTYPE_INT16:
+    case SPYRE_DTYPE_INT32:
+        return KI32;
+    case SPYRE_DTYPE_INT64:
+        return KI64;
+    case SPYRE_DTYPE_BOOL:
+        return KB;
+    default:
+        return 0;
+    }
+}
+
+static bool is_fp8(uint32_t dt)
+{
+    return dt == SPYRE_DTYPE_FP8_E4M3 || dt == SPYRE_DTYPE_FP8_E5M2;
+}
+
+/* ---- Math: the card's own code (double precision, then one rounding) -- */
+
+#define LN2_HI      0x1.62e42fee00000p-1
+#define LN2_LO      0x1.a39ef35793c76p-33
+
+static double pow2i(int k)
+{
+    uint64_t b = (uint64_t)(k + 1023) << 52;
+    double d;
+
+    memcpy(&d, &b, 8);
+    return d;
+}
+
+/* e^x for finite x, relative error about 1e-16; clamps far outside. */
+static double kexp_d(double x)
+{
+    double kd, r, p;
+    int k;
+
+    if (x > 800.0) {
+        return HUGE_VAL;
+    }
+    if (x < -800.0) {
+        return 0.0;
+    }
+    kd = x * 1.4426950408889634 + 0x1.8p52;
+    kd -= 0x1.8p52;
+    k = (int)kd;
+    r = x - kd * LN2_HI - kd * LN2_LO;
+    p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return p * pow2i(k / 2) * pow2i(k - k / 2);
+}
+
+/* Natural log of a positive, finite, normal double. */
+static double klog_d(double x)
+{
+    uint64_t b;
+    double m, s, s2, t;
+    int e, i;
+
+    memcpy(&b, &x, 8);
+    e = (int)((b >> 52) & 0x7ff) - 1023;
+    b = (b & ((1ULL << 52) - 1)) | (1023ULL << 52);
+    memcpy(&m, &b, 8);
+    if (m > 1.4142135623730951) {
+        m *= 0.5;
+        e++;
+    }
+    s = (m - 1.0) / (m + 1.0);
+    s2 = s * s;
+    t = 0.0;
+    for (i = 23; i >= 3; i -= 2) {
+        t = (t + 1.0 / i) * s2;
+    }
+    return e * LN2_HI + (e * LN2_LO + 2.0 * s * (1.0 + t));
+}
+
+float spyre_kmath_exp(float x)
+{
+    if (x != x) {
+        return u2f(CANON_NAN);
+    }
+    return (float)kexp_d(x);
+}
+
+float spyre_kmath_log(float x)
+{
+    if (x != x || x < 0.0f) {
+        return u2f(CANON_NAN);
+    }
+    if (x == 0.0f) {
+        return -INFINITY;
+    }
+    if (isinf(x)) {
+        return x;
+    }
+    return (float)klog_d(x);
+}
+
+float spyre_kmath_tanh(float x)
+{
+    double d = x, d2, e;
+
+    if (x != x) {
+        return u2f(CANON_NAN);
+    }
+    if (fabsf(x) >= 10.0f) {
+        return x > 0 ? 1.0f : -1.0f;
+    }
+    if (fabsf(x) < 0.0625f) {
+        d2 = d * d;
+        return (float)(d + d * d2 * (-1.0 / 3 + d2 * (2.0 / 15 +
+                       d2 * (-17.0 / 315 + d2 * (62.0 / 2835 +
+                       d2 * (-1382.0 / 155925))))));
+    }
+    e = kexp_d(2.0 * fabs(d));
+    e = (e - 1.0) / (e + 1.0);
+    return (float)(x < 0 ? -e : e);
+}
+
+float spyre_kmath_erf(float x)
+{
+    double d = fabs((double)x), t, sum, x2;
+    int n;
+
+    if (x != x) {
+        return u2f(CANON_NAN);
+    }
+    if (d >= 4.0) {
+        return x > 0 ? 1.0f : -1.0f;
+    }
+    /* erf x = 2/sqrt(pi) e^-x^2 sum x^(2n+1) 2^n / (2n+1)!! */
+    x2 = 2.0 * d * d;
+    t = d;
+    sum = d;
+    for (n = 0; n < 200 && t > sum * 1e-18; n++) {
+        t = t * x2 / (2 * n + 3);
+        sum += t;
+    }
+    sum = sum * kexp_d(-d * d) * 1.1283791670955126;
+    return (float)(x < 0 ? -sum : sum);
+}
+
+float spyre_kmath_pow(float x, float y)
+{
+    bool yint, yodd;
+    double r;
+
+    if (y == 0.0f || x == 1.0f) {
+        return 1.0f;
+    }
+    if (x != x || y != y) {
+        return u2f(CANON_NAN);
+    }
+    if (isinf(y)) {
+        if (fabsf(x) == 1.0f) {
+            return 1.0f;
+        }
+        return (fabsf(x) < 1.0f) == (y > 0) ? 0.0f : INFINITY;
+    }
+    yint = floorf(y) == y;
+    yodd = yint && fabsf(y) < 16777216.0f && ((int32_t)y & 1);
+    if (x == 0.0f) {
+        if (y < 0) {
+            return yodd ? copysignf(INFINITY, x) : INFINITY;
+        }
+        return yodd ? x : 0.0f;
+    }
+    if (isinf(x)) {
+        if (x > 0) {
+            return y < 0 ? 0.0f : INFINITY;
+        }
+        if (y < 0) {
+            return yodd ? -0.0f : 0.0f;
+        }
+        return yodd ? -INFINITY : INFINITY;
+    }
+    if (x < 0 && !yint) {
+        return u2f(CANON_NAN);
+    }
+    r = kexp_d((double)y * klog_d(fabs((double)x)));
+    return (float)(x < 0 && yodd ? -r : r);
+}
+
+/* ---- Verifier ----------------------------------------------------------- */
+
+/* Source requirements. */
+enum {
+    S_NONE,     /* must be NONE */
+    S_T,        /* required, of type T */
+    S_TOPT,     /* NONE, or of type T */
+    S_BOOL,     /* required bool */
+    S_BOOLOPT,  /* NONE, or bool */
+    S_INT,      /* required i32 or i64 */
+    S_INTOPT,   /* NONE, or int of type T */
+    S_ANY,      /* required, any type */
+    S_SAMEA,    /* required, the type of a */
+    S_NUM,      /* required i32, i64 or f32 */
+    S_F32,      /* required f32 */
+    S_BITS,     /* required f32 or i32 */
+};
+
+#define TM(t)       (1u << (t))
+#define TM_NUM      (TM(KI32) | TM(KI64) | TM(KF32))
+#define TM_INT      (TM(KI32) | TM(KI64))
+#define TM_ANY      (TM(KB) | TM_NUM)
+
+static uint32_t kbad(uint64_t *detail, uint32_t idx, unsigned int reason)
+{
+    *detail = (uint64_t)reason << 32 | idx;
+    return SPYRE_STATUS_BAD_PROGRAM;
+}
+
+/* Does a source meet its requirement's type (given T and type of a)? */
+static bool src_type_ok(int req, unsigned int t, unsigned int T,
+                        unsigned int ta)
+{
+    switch (req) {
+    case S_T:
+    case S_TOPT:
+    case S_INTOPT:
+        return t == T;
+    case S_BOOL:
+    case S_BOOLOPT:
+        return t == KB;
+    case S_INT:
+        return t == KI32 || t == KI64;
+    case S_SAMEA:
+        return t == ta;
+    case S_NUM:
+        return t == KI32 || t == KI64 || t == KF32;
+    case S_F32:
+        return t == KF32;
+    case S_BITS:
+        return t == KF32 || t == KI32;
+    default:
+        return true;
+    }
+}
+
+/* Is value @v (defined) visible in the current section? */
+static bool kvisible(const SpyreKProg *p, uint16_t v, bool in_pass,
+                     uint32_t pass, uint32_t closed)
+{
+    if (p->vpass[v] & 0x80) {
+        return (p->vpass[v] & 0x7f) < closed;
+    }
+    return !p->vpass[v] || (in_pass && p->vpass[v] == pass);
+}
+
+/* Is dimension @d valid for IDX/SIZE (@idx: IDX) in or out of a pass? */
+static bool dim_ok(const SpyreKLaunch *l, uint32_t d, bool idx, bool in_pass)
+{
+    if (d < l->npdims || d == SPYRE_KDIM_POINT) {
+        return true;
+    }
+    if ((d >= SPYRE_KDIM_R0 && d < SPYRE_KDIM_R0 + l->nrdims) ||
+        (d == SPYRE_KDIM_RINDEX && l->nrdims)) {
+        return !idx || in_pass;
+    }
+    return false;
+}
+
+uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
+                             uint32_t size, const SpyreKLaunch *l,
+                             uint64_t *detail)
+{
+    uint32_t ninsts, nvalues, i, nval = 0, closed = 0, pass = 0;
+    unsigned int npasses, nred = 0, nsecs = 1, j;
+    bool in_pass = false;
+
+    *detail = 0;
+    if (size < 64) {
+        return kbad(detail, SPYRE_KINST_HEADER, SPYRE_KERR_HEADER);
+    }
+    ninsts = ld32(bytes + 8);
+    nvalues = ld32(bytes + 12);
+    npasses = bytes[20];
+    if (ld32(bytes) != SPYRE_KPROG_MAGIC ||
+        ld16(bytes + 4) != SPYRE_KPROG_VERSION || ld16(bytes + 6) ||
+        ninsts > SPYRE_KERNEL_MAX_INSTS || size != 64 + 16 * ninsts ||
+        nvalues > SPYRE_KERNEL_MAX_VALUES ||
+        bytes[16] > SPYRE_KERNEL_MAX_OPERANDS ||
+        bytes[17] > SPYRE_KERNEL_MAX_PARAMS ||
+        bytes[18] > SPYRE_KERNEL_MAX_PDIMS ||
+        bytes[19] > SPYRE_KERNEL_MAX_RDIMS ||
+        (bytes[19] ? npasses < 1 || npasses > SPYRE_KERNEL_MAX_PASSES :
+                     npasses != 0) ||
+        bytes[21] || bytes[22] || bytes[23] || ld64(bytes + 56)) {
+        return kbad(detail, SPYRE_KINST_HEADER, SPYRE_KERR_HEADER);
+    }
+    for (j = 0; j < SPYRE_KERNEL_MAX_OPERANDS; j++) {
+        if (j < bytes[16] ? !kvtype(bytes[24 + j]) : bytes[24 + j] != 0) {
+            return kbad(detail, SPYRE_KINST_HEADER, SPYRE_KERR_HEADER);
+        }
+    }
+    if (bytes[16] != l->noperands || bytes[17] != l->nparams ||
+        bytes[18] != l->npdims || bytes[19] != l->nrdims) {
+        return kbad(detail, SPYRE_KINST_HEADER, SPYRE_KERR_SIGNATURE);
+    }
+    for (j = 0; j < l->noperands; j++) {
+        if (bytes[24 + j] != l->dtype[j]) {
+            return kbad(detail, SPYRE_KINST_HEADER, SPYRE_KERR_SIGNATURE);
+        }
+    }
+
+    p->ninsts = ninsts;
+    p->nvalues = nvalues;
+    p->npasses = npasses;
+    p->loaded = p->stored = 0;
+    p->sec_start[0] = 0;
+    p->sec_pass[0] = false;
+    for (i = 0; i < ninsts; i++) {
+        const uint8_t *b = bytes + 64 + 16 * i;
+        SpyreKInst *in = &p->inst[i];
+        unsigned int tmask = 0, ndef = 1, T, ta = 0;
+        int req[3] = { S_NONE, S_NONE, S_NONE };
+        uint16_t src[3];
+        bool imm_used = false, mod_ok;
+        uint32_t d;
+
+        in->op = b[0];
+        in->type = T = b[1];
+        in->mod = ld16(b + 2);
+        in->dst = ld16(b + 4);
+        in->a = src[0] = ld16(b + 6);
+        in->b = src[1] = ld16(b + 8);
+        in->c = src[2] = ld16(b + 10);
+        in->imm = ld32(b + 12);
+        in->k = ld64(b + 8);
+        in->bcast = 0;
+        in->red = 0;
+
+        /* Opcode, result types and sources. */
+        switch (in->op) {
+        case SPYRE_KOP_PASS:
+        case SPYRE_KOP_ENDPASS:
+            tmask = TM(0);
+            ndef = 0;
+            break;
+        case SPYRE_KOP_CONST:
+            tmask = TM_ANY;
+            src[1] = src[2] = KNONE;
+            break;
+        case SPYRE_KOP_PARAM:
+        case SPYRE_KOP_IDX:
+        case SPYRE_KOP_SIZE:
+            tmask = in->op == SPYRE_KOP_PARAM ? TM_ANY : TM_INT;
+            imm_used = true;
+            break;
+        case SPYRE_KOP_AFFINE:
+            tmask = TM_INT;
+            req[0] = S_INTOPT;
+            imm_used = true;
+            break;
+        case SPYRE_KOP_CHECK:
+            tmask = TM(0);
+            ndef = 0;
+            req[0] = S_BOOL;
+            req[1] = S_BOOLOPT;
+            break;
+        case SPYRE_KOP_LOAD:
+            tmask = TM_ANY;
+            req[0] = S_INT;
+            req[1] = S_BOOLOPT;
+            req[2] = S_TOPT;
+            imm_used = true;
+            break;
+        case SPYRE_KOP_STORE:
+            tmask = TM(0);
+            ndef = 0;
+            req[0] = S_INT;
+            req[1] = S_BOOLOPT;
+            req[2] = S_ANY;
+            imm_used = true;
+            break;
+        case SPYRE_KOP_ADD:
+        case SPYRE_KOP_SUB:
+        case SPYRE_KOP_MUL:
+        case SPYRE_KOP_TRUNCDIV:
+        case SPYRE_KOP_FLOORDIV:
+        case SPYRE_KOP_FMOD:
+        case SPYRE_KOP_REM:
+        case SPYRE_KOP_MIN:
+        case SPYRE_KOP_MAX:
+        case SPYRE_KOP_POW:
+            tmask = TM_NUM;
+            req[0] = req[1] = S_T;
+            break;
+        case SPYRE_KOP_DIV:
+            tmask = TM(KF32);
+            req[0] = req[1] = S_T;
+            break;
+        case SPYRE_KOP_FMA:
+        case SPYRE_KOP_CLAMP:
+            tmask = TM_NUM;
+            req[0] = req[1] = req[2] = S_T;
+            break;
+        case SPYRE_KOP_NEG:
+        case SPYRE_KOP_ABS:
+            tmask = TM_NUM;
+            req[0] = S_T;
+            break;
+        case SPYRE_KOP_CMP:
+            tmask = TM(KB);
+            req[0] = S_ANY;
+            req[1] = S_SAMEA;
+            break;
+        case SPYRE_KOP_AND:
+        case SPYRE_KOP_OR:
+        case SPYRE_KOP_XOR:
+            tmask = TM(KB) | TM_INT;
+            req[0] = req[1] = S_T;
+            break;
+        case SPYRE_KOP_NOT:
+            tmask = TM(KB) | TM_INT;
+            req[0] = S_T;
+            break;
+        case SPYRE_KOP_SHL:
+        case SPYRE_KOP_SHR:
+            tmask = TM_INT;
+            req[0] = req[1] = S_T;
+            break;
+        case SPYRE_KOP_SELECT:
+            tmask = TM_ANY;
+            req[0] = S_BOOL;
+            req[1] = req[2] = S_T;
+            break;
+        case SPYRE_KOP_CVT:
+            tmask = TM_ANY;
+            req[0] = S_ANY;
+            break;
+        case SPYRE_KOP_BITCAST:
+            tmask = TM(KI32) | TM(KF32);
+            req[0] = S_BITS;
+            break;
+        case SPYRE_KOP_EXP ... SPYRE_KOP_ERF:
+        case SPYRE_KOP_FLOOR ... SPYRE_KOP_TRUNC:
+            tmask = TM(KF32);
+            req[0] = S_F32;
+            break;
+        case SPYRE_KOP_ISNAN:
+        case SPYRE_KOP_ISINF:
+            tmask = TM(KB);
+            req[0] = S_F32;
+            break;
+        case SPYRE_KOP_REDUCE:
+            switch (in->mod & 0xff) {
+            case SPYRE_KRED_SUM:
+            case SPYRE_KRED_PROD:
+            case SPYRE_KRED_MAX:
+            case SPYRE_KRED_MIN:
+                tmask = TM_NUM;
+                req[0] = S_T;
+                break;
+            case SPYRE_KRED_ARGMAX:
+            case SPYRE_KRED_ARGMIN:
+                tmask = TM(KI64);
+                req[0] = S_NUM;
+                break;
+            case SPYRE_KRED_ANY:
+            case SPYRE_KRED_ALL:
+                tmask = TM(KB);
+                req[0] = S_T;
+                break;
+            case SPYRE_KRED_XOR_SUM:
+                tmask = TM_INT;
+                req[0] = S_T;
+                break;
+            case SPYRE_KRED_WELFORD:
+                tmask = TM(KF32);
+                req[0] = S_T;
+                ndef = 3;
+                break;
+            case SPYRE_KRED_WELFORD_COMBINE:
+                tmask = TM(KF32);
+                req[0] = req[1] = req[2] = S_T;
+                ndef = 3;
+                break;
+            default:
+                return kbad(detail, i, SPYRE_KERR_FIELD);
+            }
+            imm_used = true;
+            break;
+        default:
+            return kbad(detail, i, SPYRE_KERR_OPCODE);
+        }
+        if (T > KF32 || !(tmask & TM(T))) {
+            return kbad(detail, i, SPYRE_KERR_TYPE);
+        }
+
+        /* Values: dst, then sources defined, visible, present. */
+        if (ndef ? in->dst != nval || nval + ndef > nvalues :
+                   in->dst != KNONE) {
+            return kbad(detail, i, SPYRE_KERR_VALUE);
+        }
+        for (j = 0; j < 3; j++) {
+            uint16_t v = src[j];
+
+            if (v == KNONE) {
+                if (req[j] != S_NONE && req[j] != S_TOPT &&
+                    req[j] != S_BOOLOPT && req[j] != S_INTOPT) {
+                    return kbad(detail, i, SPYRE_KERR_VALUE);
+                }
+                continue;
+            }
+            if (req[j] == S_NONE) {
+                return kbad(detail, i, SPYRE_KERR_FIELD);
+            }
+            if (v >= nval) {
+                return kbad(detail, i, SPYRE_KERR_VALUE);
+            }
+            if (!kvisible(p, v, in_pass, pass, closed)) {
+                return kbad(detail, i, SPYRE_KERR_VALUE);
+            }
+            if (in_pass && (!p->vpass[v] || (p->vpass[v] & 0x80))) {
+                in->bcast |= 1 << j;
+            }
+        }
+        if (in->op == SPYRE_KOP_REDUCE && in->imm != KNONE) {
+            uint16_t v = in->imm;
+
+            if (in->imm > KNONE || v >= nval ||
+                !kvisible(p, v, in_pass, pass, closed)) {
+                return kbad(detail, i, SPYRE_KERR_VALUE);
+            }
+            if (p->vtype[v] != KB) {
+                return kbad(detail, i, SPYRE_KERR_TYPE);
+            }
+            if (in_pass && (!p->vpass[v] || (p->vpass[v] & 0x80))) {
+                in->bcast |= 1 << 3;
+            }
+        }
+        /* Source types. */
+        ta = src[0] != KNONE ? p->vtype[src[0]] : 0;
+        in->stype = ta;
+        for (j = 0; j < 3; j++) {
+            if (src[j] != KNONE &&
+                !src_type_ok(req[j], p->vtype[src[j]], T, ta)) {
+                return kbad(detail, i, SPYRE_KERR_TYPE);
+            }
+        }
+
+        /* Indices. */
+        d = in->imm;
+        switch (in->op) {
+        case SPYRE_KOP_PARAM:
+            if (d >= l->nparams) {
+                return kbad(detail, i, SPYRE_KERR_INDEX);
+            }
+            break;
+        case SPYRE_KOP_IDX:
+        case SPYRE_KOP_SIZE:
+            if (!dim_ok(l, d, in->op == SPYRE_KOP_IDX, in_pass)) {
+                return kbad(detail, i, SPYRE_KERR_INDEX);
+            }
+            break;
+        case SPYRE_KOP_AFFINE: {
+            unsigned int nb = __builtin_popcount(in->mod & 0x1ff);
+
+            if (in->mod & ~0x1ffu) {
+                return kbad(detail, i, SPYRE_KERR_FIELD);
+            }
+            for (j = 0; j < 9; j++) {
+                if ((in->mod & (1u << j)) &&
+                    !(j < 6 ? j < l->npdims :
+                      j - 6 < l->nrdims && in_pass)) {
+                    return kbad(detail, i, SPYRE_KERR_INDEX);
+                }
+            }
+            if (nb ? (uint64_t)d + nb > l->nparams : d != 0) {
+                return kbad(detail, i, nb ? SPYRE_KERR_INDEX :
+                                            SPYRE_KERR_FIELD);
+            }
+            break;
+        }
+        case SPYRE_KOP_LOAD:
+        case SPYRE_KOP_STORE:
+            if (d >= l->noperands) {
+                return kbad(detail, i, SPYRE_KERR_INDEX);
+            }
+            if (in->op == SPYRE_KOP_LOAD ? T != kvtype(l->dtype[d]) :
+                p->vtype[src[2]] != kvtype(l->dtype[d])) {
+                return kbad(detail, i, SPYRE_KERR_TYPE);
+            }
+            if (in->op == SPYRE_KOP_LOAD) {
+                p->loaded |= 1u << d;
+            } else {
+                p->stored |= 1u << d;
+            }
+            break;
+        default:
+            if (!imm_used && in->op != SPYRE_KOP_CONST && d) {
+                return kbad(detail, i, SPYRE_KERR_FIELD);
+            }
+            break;
+        }
+
+        /* mod and the other fields. */
+        switch (in->op) {
+        case SPYRE_KOP_CONST:
+            mod_ok = !in->mod && src[0] == KNONE &&
+                     (T == KI64 || (T == KB ? in->k <= 1 : !(in->k >> 32)));
+            break;
+        case SPYRE_KOP_AFFINE:
+            mod_ok = true;
+            break;
+        case SPYRE_KOP_STORE:
+            mod_ok = !in->mod || (in->mod == SPYRE_KMOD_SAT &&
+                                  is_fp8(l->dtype[in->imm]));
+            break;
+        case SPYRE_KOP_MIN:
+        case SPYRE_KOP_MAX:
+            mod_ok = !(in->mod & ~SPYRE_KMOD_IGNORE_NAN);
+            break;
+        case SPYRE_KOP_CMP:
+            mod_ok = in->mod <= SPYRE_KCMP_GE &&
+                     (ta != KB || in->mod <= SPYRE_KCMP_NE);
+            break;
+        case SPYRE_KOP_CVT: {
+            unsigned int dt = in->mod & 0xff;
+
+            mod_ok = !(in->mod & ~(0xffu | SPYRE_KMOD_SAT)) &&
+                     (!dt || (dt < SPYRE_DTYPE_COUNT && kvtype(dt) == T)) &&
+                     (!(in->mod & SPYRE_KMOD_SAT) || is_fp8(dt));
+            break;
+        }
+        case SPYRE_KOP_REDUCE:
+            mod_ok = !(in->mod & ~0xffu);
+            break;
+        default:
+            mod_ok = !in->mod;
+            break;
+        }
+        if (!mod_ok) {
+            return kbad(detail, i, SPYRE_KERR_FIELD);
+        }
+
+        /* Structure. */
+        switch (in->op) {
+        case SPYRE_KOP_PASS:
+            if (!l->nrdims || in_pass || pass >= npasses) {
+                return kbad(detail, i, SPYRE_KERR_STRUCTURE);
+            }
+            in_pass = true;
+            pass++;
+            p->sec_start[nsecs] = i + 1;
+            p->sec_pass[nsecs++] = true;
+            break;
+        case SPYRE_KOP_ENDPASS:
+            if (!in_pass) {
+                return kbad(detail, i, SPYRE_KERR_STRUCTURE);
+            }
+            in_pass = false;
+            closed++;
+            p->sec_start[nsecs] = i + 1;
+            p->sec_pass[nsecs++] = false;
+            break;
+        case SPYRE_KOP_REDUCE:
+            if (!in_pass || nred >= SPYRE_KERNEL_MAX_REDUCE) {
+                return kbad(detail, i, SPYRE_KERR_STRUCTURE);
+            }
+            in->red = nred++;
+            break;
+        default:
+            break;
+        }
+        in->sec = nsecs - 1;
+        for (j = 0; j < ndef; j++) {
+            p->vtype[nval + j] = T;
+            p->vpass[nval + j] = !in_pass ? 0 :
+                in->op == SPYRE_KOP_REDUCE ? 0x80 | (pass - 1) : pass;
+        }
+        nval += ndef;
+    }
+    if (in_pass || pass != npasses) {
+        return kbad(detail, ninsts, SPYRE_KERR_STRUCTURE);
+    }
+    if (nval != nvalues) {
+        return kbad(detail, ninsts, SPYRE_KERR_VALUE);
+    }
+    p->nreduce = nred;
+    p->nsecs = nsecs;
+    p->sec_start[nsecs] = ninsts + 1;
+    return SPYRE_STATUS_OK;
+}
+
+/* ---- Interpreter -------------------------------------------------------- */
+
+#define VS(r, v)    ((r)->vals + (size_t)(v) * (r)->vl)
+
+bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
+                          const SpyreKLaunch *l, const SpyreKIO *io)
+{
+    uint32_t vl = SPYRE_KVL_MAX, tile;
+    size_t need, nv = p->nvalues;
+    uint8_t *m;
+
+    while (vl > SPYRE_KVL_MIN && nv * vl * 8 > (4u << 20)) {
+        vl /= 2;
+    }
+    tile = vl;
+    if (p->nreduce) {
+        tile = KMIN(vl, KMAX(1, 2048 / p->nreduce));
+    }
+    need = nv * vl * 8 + 5 * (size_t)vl * 8 + vl + vl * 4 + vl * 8 +
+           (size_t)p->nreduce * tile * sizeof(SpyreKRed) + 64;
+    if (need > r->bytes) {
+        free(r->mem);
+        r->mem = malloc(need);
+        r->bytes = r->mem ? need : 0;
+        if (!r->mem) {
+            return false;
+        }
+    }
+    m = r->mem;
+    r->vals = (uint64_t *)m;
+    m += nv * vl * 8;
+    r->tmp = (uint64_t *)m;
+    m += 5 * (size_t)vl * 8;
+    r->lr = (uint64_t *)m;
+    m += (size_t)vl * 8;
+    r->red = (SpyreKRed *)m;
+    m += (size_t)p->nreduce * tile * sizeof(SpyreKRed);
+    r->lpt = (uint32_t *)m;
+    m += (size_t)vl * 4;
+    r->act = m;
+    r->p = p;
+    r->l = l;
+    r->io = io;
+    r->vl = vl;
+    r->tile = tile;
+    r->status = 0;
+    r->detail = r->detail2 = 0;
+    return true;
+}
+
+void spyre_kernel_free(SpyreKRun *r)
+{
+    free(r->mem);
+    r->mem = NULL;
+    r->bytes = 0;
+}
+
+/* Record an error at lane @j of instruction @idx if it comes first. */
+static void kerr(SpyreKRun *r, uint32_t idx, uint32_t j, uint32_t st,
+                 uint64_t detail, uint64_t detail2, bool fault)
+{
+    uint64_t key[4] = {
+        r->pt0 + (r->in_pass ? r->lpt[j] : j), r->p->inst[idx].sec,
+        r->in_pass ? r->lr[j] : 0, idx
+    };
+    int i;
+
+    if (r->status) {
+        for (i = 0; i < 4 && key[i] == r->ekey[i]; i++) {
+            continue;
+        }
+        if (i == 4 || key[i] > r->ekey[i]) {
+            return;
+        }
+    }
+    memcpy(r->ekey, key, sizeof(key));
+    r->status = st;
+    r->detail = detail;
+    r->detail2 = detail2;
+    if (fault) {
+        r->io->keep_fault(r->io->opaque);
+    }
+}
+
+/* Point index (in the launch) and reduction index of lane @j. */
+static inline uint64_t lane_pt(const SpyreKRun *r, uint32_t j)
+{
+    return r->pt0 + (r->in_pass ? r->lpt[j] : j);
+}
+
+/* Source @i of @in, broadcast to pass lanes if it is a point value. */
+static const void *ksrc(SpyreKRun *r, const SpyreKInst *in, int i,
+                        uint16_t v)
+{
+    const uint64_t *s = VS(r, v);
+    uint64_t *d = r->tmp + (size_t)i * r->vl;
+    uint32_t j, n = r->nl;
+
+    if (!(in->bcast & (1 << i))) {
+        return s;
+    }
+    switch (r->p->vtype[v]) {
+    case KB:
+        for (j = 0; j < n; j++) {
+            ((uint8_t *)d)[j] = ((const uint8_t *)s)[r->lpt[j]];
+        }
+        break;
+    case KI64:
+        for (j = 0; j < n; j++) {
+            d[j] = s[r->lpt[j]];
+        }
+        break;
+    default:
+        for (j = 0; j < n; j++) {
+            ((uint32_t *)d)[j] = ((const uint32_t *)s)[r->lpt[j]];
+        }
+        break;
+    }
+    return d;
+}
+
+static inline int64_t geti(const void *s, unsigned int t, uint32_t j)
+{
+    switch (t) {
+    case KB:
+        return ((const uint8_t *)s)[j];
+    case KI32:
+        return ((const int32_t *)s)[j];
+    default:
+        return ((const int64_t *)s)[j];
+    }
+}
+
+static inline float getf(const void *s, unsigned int t, uint32_t j)
+{
+    return t == KF32 ? ((const float *)s)[j] : (float)geti(s, t, j);
+}
+
+static inline void puti(void *d, unsigned int t, uint32_t j, int64_t v)
+{
+    switch (t) {
+    case KB:
+        ((uint8_t *)d)[j] = v != 0;
+        break;
+    case KI32:
+        ((int32_t *)d)[j] = (int32_t)v;
+        break;
+    default:
+        ((int64_t *)d)[j] = v;
+        break;
+    }
+}
+
+/* f32 to an integer type: truncation; NaN and out of range give MIN. */
+static inline int64_t f2i(float f, unsigned int t)
+{
+    if (t == KI32) {
+        return f >= -2147483648.0f && f < 2147483648.0f ? (int32_t)f :
+               INT32_MIN;
+    }
+    return f >= -9223372036854775808.0f && f < 9223372036854775808.0f ?
+           (int64_t)f : INT64_MIN;
+}
+
+/* Per-lane index along dimension @d (0-8, 14, 15); SIZE if @size. */
+static uint64_t kdim(const SpyreKRun *r, uint32_t d, uint32_t j)
+{
+    const SpyreKLaunch *l = r->l;
+    uint64_t lin, stride = 1;
+    uint32_t k, end;
+
+    if (d == SPYRE_KDIM_POINT) {
+        return lane_pt(r, j);
+    }
+    if (d == SPYRE_KDIM_RINDEX) {
+        return r->lr[j];
+    }
+    if (d < SPYRE_KDIM_R0) {
+        lin = lane_pt(r, j);
+        end = l->npdims;
+    } else {
+        lin = r->lr[j];
+        end = SPYRE_KDIM_R0 + l->nrdims;
+    }
+    for (k = d + 1; k < end; k++) {
+        stride *= l->size[k];
+    }
+    return lin / stride % l->size[d];
+}
+
+static float fminmax(float a, float b, bool max, bool ign)
+{
+    if (a != a || b != b) {
+        if (ign) {
+            return a != a ? canon(b) : a;
+        }
+        return u2f(CANON_NAN);
+    }
+    if (a == b) {
+        return (signbit(a) != 0) == max ? b : a;
+    }
+    return (a < b) == max ? b : a;
+}
+
+static float ffloordiv(float a, float b)
+{
+    float m, d, q;
+
+    if (b == 0.0f) {
+        return a / b;
+    }
+    m = fmodf(a, b);
+    d = (a - m) / b;
+    if (m != 0.0f && (b < 0) != (m < 0)) {
+        d -= 1.0f;
+    }
+    if (d == 0.0f) {
+        return copysignf(0.0f, a / b);
+    }
+    q = floorf(d);
+    if (d - q > 0.5f) {
+        q += 1.0f;
+    }
+    return q;
+}
+
+static float frem(float a, float b)
+{
+    float m = fmodf(a, b);
+
+    if (m != 0.0f && (b < 0) != (m < 0)) {
+        m += b;
+    }
+    return m;
+}
+
+/* Integer binary operations in width @bits (32 or 64), wrapping. */
+static int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
+                    unsigned int bits)
+{
+    int64_t mn = bits == 32 ? INT32_MIN : INT64_MIN;
+    uint64_t ua = a, ub = b, res;
+    int64_t q, m;
+
+    switch (op) {
+    case SPYRE_KOP_ADD:
+        return ua + ub;
+    case SPYRE_KOP_SUB:
+        return ua - ub;
+    case SPYRE_KOP_MUL:
+        return ua * ub;
+    case SPYRE_KOP_FMA:
+        return ua * ub + (uint64_t)c;
+    case SPYRE_KOP_TRUNCDIV:
+    case SPYRE_KOP_FLOORDIV:
+        if (b == 0) {
+            return -1;
+        }
+        if (a == mn && b == -1) {
+            return mn;
+        }
+        q = a / b;
+        if (op == SPYRE_KOP_FLOORDIV && a % b && ((a < 0) != (b < 0))) {
+            q--;
+        }
+        return q;
+    case SPYRE_KOP_FMOD:
+    case SPYRE_KOP_REM:
+        if (b == 0) {
+            return a;
+        }
+        if (b == -1) {
+            return 0;
+        }
+        m = a % b;
+        if (op == SPYRE_KOP_REM && m && ((m < 0) != (b < 0))) {
+            m += b;
+        }
+        return m;
+    case SPYRE_KOP_POW:
+        if (b < 0) {
+            return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+        }
+        res = 1;
+        while (b) {
+            if (b & 1) {
+                res *= ua;
+            }
+            ua *= ua;
+            b >>= 1;
+        }
+        return res;
+    case SPYRE_KOP_MIN:
+        return a < b ? a : b;
+    case SPYRE_KOP_MAX:
+        return a > b ? a : b;
+    case SPYRE_KOP_CLAMP:
+        a = a > b ? a : b;
+        return a < c ? a : c;
+    case SPYRE_KOP_NEG:
+        return 0 - ua;
+    case SPYRE_KOP_ABS:
+        return a < 0 ? 0 - ua : ua;
+    case SPYRE_KOP_AND:
+        return a & b;
+    case SPYRE_KOP_OR:
+        return a | b;
+    case SPYRE_KOP_XOR:
+        return a ^ b;
+    case SPYRE_KOP_NOT:
+        return ~a;
+    case SPYRE_KOP_SHL:
+        return b < 0 || b >= bits ? 0 : (int64_t)(ua << b);
+    case SPYRE_KOP_SHR:
+        return b < 0 || b >= bits ? a >> (bits - 1) : a >> b;
+    default:
+        return 0;
+    }
+}
+
+static float kfop(unsigned int op, float a, float b, float c, uint16_t mod)
+{
+    switch (op) {
+    case SPYRE_KOP_TRUNCDIV:
+        return truncf(a / b);
+    case SPYRE_KOP_FLOORDIV:
+        return ffloordiv(a, b);
+    case SPYRE_KOP_FMOD:
+        return fmodf(a, b);
+    case SPYRE_KOP_REM:
+        return frem(a, b);
+    case SPYRE_KOP_FMA:
+        return fmaf(a, b, c);
+    case SPYRE_KOP_MIN:
+        return fminmax(a, b, false, mod & SPYRE_KMOD_IGNORE_NAN);
+    case SPYRE_KOP_MAX:
+        return fminmax(a, b, true, mod & SPYRE_KMOD_IGNORE_NAN);
+    case SPYRE_KOP_CLAMP:
+        return fminmax(fminmax(a, b, true, false), c, false, false);
+    case SPYRE_KOP_POW:
+        return spyre_kmath_pow(a, b);
+    case SPYRE_KOP_EXP:
+        return spyre_kmath_exp(a);
+    case SPYRE_KOP_LOG:
+        return spyre_kmath_log(a);
+    case SPYRE_KOP_SQRT:
+        return sqrtf(a);
+    case SPYRE_KOP_RSQRT:
+        return 1.0f / sqrtf(a);
+    case SPYRE_KOP_TANH:
+        return spyre_kmath_tanh(a);
+    case SPYRE_KOP_SIGMOID:
+        return 1.0f / (1.0f + spyre_kmath_exp(-a));
+    case SPYRE_KOP_ERF:
+        return spyre_kmath_erf(a);
+    case SPYRE_KOP_FLOOR:
+        return floorf(a);
+    case SPYRE_KOP_CEIL:
+        return ceilf(a);
+    case SPYRE_KOP_ROUND:
+        return rintf(a);
+    case SPYRE_KOP_TRUNC:
+        return truncf(a);
+    default:
+        return 0.0f;
+    }
+}
+
+static void kcanon(float *d, uint32_t n)
+{
+    uint32_t *u = (uint32_t *)d, j;
+
+    for (j = 0; j < n; j++) {
+        u[j] = d[j] != d[j] ? CANON_NAN : u[j];
+    }
+}
+
+/* Elementwise instructions: everything but memory, CHECK and REDUCE. */
+static void kalu(SpyreKRun *r, const SpyreKInst *in)
+{
+    const SpyreKLaunch *l = r->l;
+    uint32_t j, n = r->nl;
+    unsigned int T = in->type, ta = in->stype;
+    void *dv = VS(r, in->dst);
+    float *df = dv;
+    const void *a = NULL, *b = NULL, *c = NULL;
+    const float *af, *bf;
+
+    if (in->a != KNONE) {
+        a = ksrc(r, in, 0, in->a);
+    }
+    if (in->b != KNONE && in->op != SPYRE_KOP_CONST) {
+        b = ksrc(r, in, 1, in->b);
+    }
+    if (in->c != KNONE && in->op != SPYRE_KOP_CONST) {
+        c = ksrc(r, in, 2, in->c);
+    }
+    af = a;
+    bf = b;
+
+    switch (in->op) {
+    case SPYRE_KOP_CONST:
+        for (j = 0; j < n; j++) {
+            if (T == KF32) {
+                ((uint32_t *)dv)[j] = (uint32_t)in->k;
+            } else {
+                puti(dv, T, j, T == KI64 ? (int64_t)in->k : (int32_t)in->k);
+            }
+        }
+        return;
+    case SPYRE_KOP_PARAM: {
+        uint64_t v = l->param[in->imm];
+
+        for (j = 0; j < n; j++) {
+            if (T == KF32) {
+                ((uint32_t *)dv)[j] = (uint32_t)v;
+            } else {
+                puti(dv, T, j, T == KI64 ? (int64_t)v : T == KB ? v != 0 :
+                               (int32_t)v);
+            }
+        }
+        return;
+    }
+    case SPYRE_KOP_IDX:
+        for (j = 0; j < n; j++) {
+            puti(dv, T, j, kdim(r, in->imm, j));
+        }
+        return;
+    case SPYRE_KOP_SIZE: {
+        uint64_t v = in->imm == SPYRE_KDIM_POINT ? l->P :
+                     in->imm == SPYRE_KDIM_RINDEX ? l->R : l->size[in->imm];
+
+        for (j = 0; j < n; j++) {
+            puti(dv, T, j, v);
+        }
+        return;
+    }
+    case SPYRE_KOP_AFFINE: {
+        uint64_t *acc = r->tmp + 3 * (size_t)r->vl;
+        uint32_t d, pi = in->imm;
+
+        for (j = 0; j < n; j++) {
+            acc[j] = a ? (uint64_t)geti(a, T, j) : 0;
+        }
+        for (d = 0; d < 9; d++) {
+            uint64_t s;
+
+            if (!(in->mod & (1u << d))) {
+                continue;
+            }
+            s = l->param[pi++];
+            for (j = 0; j < n; j++) {
+                acc[j] += kdim(r, d, j) * s;
+            }
+        }
+        for (j = 0; j < n; j++) {
+            puti(dv, T, j, acc[j]);
+        }
+        return;
+    }
+    case SPYRE_KOP_ADD:
+    case SPYRE_KOP_SUB:
+    case SPYRE_KOP_MUL:
+    case SPYRE_KOP_DIV:
+        if (T == KF32) {
+            switch (in->op) {
+            case SPYRE_KOP_ADD:
+                for (j = 0; j < n; j++) {
+                    df[j] = af[j] + bf[j];
+                }
+                break;
+            case SPYRE_KOP_SUB:
+                for (j = 0; j < n; j++) {
+                    df[j] = af[j] - bf[j];
+                }
+                break;
+            case SPYRE_KOP_MUL:
+                for (j = 0; j < n; j++) {
+                    df[j] = af[j] * bf[j];
+                }
+                break;
+            default:
+                for (j = 0; j < n; j++) {
+                    df[j] = af[j] / bf[j];
+                }
+                break;
+            }
+            kcanon(df, n);
+            return;
+        }
+        break;
+    case SPYRE_KOP_NEG:
+    case SPYRE_KOP_ABS:
+        if (T == KF32) {
+            const uint32_t *au = a;
+            uint32_t *du = dv;
+
+            for (j = 0; j < n; j++) {
+                du[j] = in->op == SPYRE_KOP_NEG ? au[j] ^ 0x80000000u :
+                                                  au[j] & 0x7fffffffu;
+            }
+            return;
+        }
+        break;
+    case SPYRE_KOP_CMP:
+        for (j = 0; j < n; j++) {
+            bool res;
+
+            if (ta == KF32) {
+                float x = af[j], y = bf[j];
+
+                switch (in->mod) {
+                case SPYRE_KCMP_EQ:
+                    res = x == y;
+                    break;
+                case SPYRE_KCMP_NE:
+                    res = x != y;
+                    break;
+                case SPYRE_KCMP_LT:
+                    res = x < y;
+                    break;
+                case SPYRE_KCMP_LE:
+                    res = x <= y;
+                    break;
+                case SPYRE_KCMP_GT:
+                    res = x > y;
+                    break;
+                default:
+                    res = x >= y;
+                    break;
+                }
+            } else {
+                int64_t x = geti(a, ta, j), y = geti(b, ta, j);
+
+                switch (in->mod) {
+                case SPYRE_KCMP_EQ:
+                    res = x == y;
+                    break;
+                case SPYRE_KCMP_NE:
+                    res = x != y;
+                    break;
+                case SPYRE_KCMP_LT:
+                    res = x < y;
+                    break;
+                case SPYRE_KCMP_LE:
+                    res = x <= y;
+                    break;
+                case SPYRE_KCMP_GT:
+                    res = x > y;
+                    break;
+                default:
+                    res = x >= y;
+                    break;
+                }
+            }
+            ((uint8_t *)dv)[j] = res;
+        }
+        return;
+    case SPYRE_KOP_AND:
+    case SPYRE_KOP_OR:
+    case SPYRE_KOP_XOR:
+    case SPYRE_KOP_NOT:
+        if (T == KB) {
+            const uint8_t *x = a, *y = b;
+            uint8_t *d = dv;
+
+            for (j = 0; j < n; j++) {
+                d[j] = in->op == SPYRE_KOP_AND ? x[j] & y[j] :
+                       in->op == SPYRE_KOP_OR ? x[j] | y[j] :
+                       in->op == SPYRE_KOP_XOR ? x[j] ^ y[j] : !x[j];
+            }
+            return;
+        }
+        break;
+    case SPYRE_KOP_SELECT: {
+        const uint8_t *m = a;
+
+        switch (T) {
+        case KB:
+            for (j = 0; j < n; j++) {
+                ((uint8_t *)dv)[j] = m[j] ? ((const uint8_t *)b)[j] :
+                                            ((const uint8_t *)c)[j];
+            }
+            break;
+        case KI64:
+            for (j = 0; j < n; j++) {
+                ((uint64_t *)dv)[j] = m[j] ? ((const uint64_t *)b)[j] :
+                                             ((const uint64_t *)c)[j];
+            }
+            break;
+        default:
+            for (j = 0; j < n; j++) {
+                ((uint32_t *)dv)[j] = m[j] ? ((const uint32_t *)b)[j] :
+                                             ((const uint32_t *)c)[j];
+            }
+            break;
+        }
+        return;
+    }
+    case SPYRE_KOP_CVT: {
+        unsigned int dt = in->mod & 0xff;
+
+        for (j = 0; j < n; j++) {
+            if (T == KF32) {
+                df[j] = getf(a, ta, j);
+            } else if (T == KB) {
+                ((uint8_t *)dv)[j] = ta == KF32 ? af[j] != 0.0f :
+                                     geti(a, ta, j) != 0;
+            } else if (ta == KF32) {
+                puti(dv, T, j, f2i(af[j], T));
+            } else {
+                puti(dv, T, j, geti(a, ta, j));
+            }
+        }
+        if (T == KF32 && dt && dt != SPYRE_DTYPE_FP32) {
+            uint8_t *raw = (uint8_t *)(r->tmp + 4 * (size_t)r->vl);
+
+            spyre_store_fp32(raw, dt, df, n, (in->mod & SPYRE_KMOD_SAT) ? 0 :
+                             SPYRE_CMD_F_NOSAT);
+            spyre_load_fp32(df, raw, dt, n);
+        } else if (T == KI32 && dt) {
+            int32_t *d = dv;
+
+            for (j = 0; j < n; j++) {
+                d[j] = dt == SPYRE_DTYPE_INT8 ? (int8_t)d[j] :
+                       dt == SPYRE_DTYPE_U8 ? (uint8_t)d[j] :
+                       dt == SPYRE_DTYPE_INT16 ? (int16_t)d[j] : d[j];
+            }
+        }
+        if (T == KF32) {
+            kcanon(df, n);
+        }
+        return;
+    }
+    case SPYRE_KOP_BITCAST:
+        memcpy(dv, a, (size_t)n * 4);
+        return;
+    case SPYRE_KOP_ISNAN:
+    case SPYRE_KOP_ISINF:
+        for (j = 0; j < n; j++) {
+            ((uint8_t *)dv)[j] = in->op == SPYRE_KOP_ISNAN ?
+                                 af[j] != af[j] : isinf(af[j]) != 0;
+        }
+        return;
+    default:
+        break;
+    }
+
+    /* The rest, lane by lane. */
+    if (T == KF32) {
+        const float *cf = c;
+
+        for (j = 0; j < n; j++) {
+            df[j] = kfop(in->op, af[j], bf ? bf[j] : 0.0f,
+                         cf ? cf[j] : 0.0f, in->mod);
+        }
+        kcanon(df, n);
+    } else if (T == KI32) {
+        const int32_t *x = a, *y = b, *z = c;
+        int32_t *d = dv;
+
+        for (j = 0; j < n; j++) {
+            d[j] = (int32_t)kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0,
+                                 32);
+        }
+    } else {
+        const int64_t *x = a, *y = b, *z = c;
+        int64_t *d = dv;
+
+        for (j = 0; j < n; j++) {
+            d[j] = kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0, 64);
+        }
+    }
+}
+
+/* LOAD and STORE. */
+static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+{
+    const SpyreKLaunch *l = r->l;
+    unsigned int opnd = in->imm, dt = l->dtype[opnd];
+    unsigned int T = in->op == SPYRE_KOP_LOAD ? in->type :
+                     r->p->vtype[in->c];
+    size_t es = spyre_cmd_dtype_size(dt);
+    bool write = in->op == SPYRE_KOP_STORE;
+    const void *ov = ksrc(r, in, 0, in->a);
+    const uint8_t *mask = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
+    int64_t *off = (int64_t *)(r->tmp + 3 * (size_t)r->vl);
+    uint8_t *raw = (uint8_t *)(r->tmp + 4 * (size_t)r->vl);
+    uint8_t *act = r->act;
+    uint32_t j, n = r->nl, bad = n, lane = n, st = SPYRE_STATUS_OK;
+    uint64_t ext = l->extent[opnd];
+    bool any = false;
+
+    for (j = 0; j < n; j++) {
+        off[j] = geti(ov, in->stype, j);
+        act[j] = mask ? mask[j] : 1;
+        any |= act[j];
+    }
+    for (j = 0; j < n; j++) {
+        if (act[j] && (uint64_t)off[j] >= ext) {
+            bad = j;
+            break;
+        }
+    }
+    if (write) {
+        const void *v = ksrc(r, in, 2, in->c);
+
+        switch (dt) {
+        case SPYRE_DTYPE_FP32:
+        case SPYRE_DTYPE_FP16:
+        case SPYRE_DTYPE_BF16:
+        case SPYRE_DTYPE_FP8_E4M3:
+        case SPYRE_DTYPE_FP8_E5M2:
+            spyre_store_fp32(raw, dt, v, n, (in->mod & SPYRE_KMOD_SAT) ? 0 :
+                             SPYRE_CMD_F_NOSAT);
+            break;
+        default:
+            for (j = 0; j < n; j++) {
+                uint64_t x = geti(v, T, j);
+                unsigned int k;
+
+                for (k = 0; k < es; k++) {
+                    raw[j * es + k] = x >> (8 * k);
+                }
+            }
+            break;
+        }
+    }
+    if (any && bad) {
+        st = r->io->access(r->io->opaque, opnd, write, off, act, bad, raw,
+                           &lane);
+        if (st != SPYRE_STATUS_OK && st != SPYRE_STATUS_MMU_FAULT &&
+            st != SPYRE_STATUS_DMA_ERROR) {
+            return st;
+        }
+    }
+    if (lane < bad) {
+        kerr(r, idx, lane, st, (uint64_t)idx << 32 | opnd |
+             (write ? SPYRE_KDETAIL_WRITE : 0), off[lane], true);
+    } else if (bad < n) {
+        kerr(r, idx, bad, SPYRE_STATUS_OUT_OF_BOUNDS, (uint64_t)idx << 32 |
+             opnd | (write ? SPYRE_KDETAIL_WRITE : 0), off[bad], false);
+    }
+    if (write) {
+        return SPYRE_STATUS_OK;
+    }
+
+    /* Widen, then give inactive lanes their value. */
+    switch (dt) {
+    case SPYRE_DTYPE_FP32:
+    case SPYRE_DTYPE_FP16:
+    case SPYRE_DTYPE_BF16:
+    case SPYRE_DTYPE_FP8_E4M3:
+    case SPYRE_DTYPE_FP8_E5M2:
+        spyre_load_fp32((float *)VS(r, in->dst), raw, dt, n);
+        break;
+    default: {
+        void *d = VS(r, in->dst);
+
+        for (j = 0; j < n; j++) {
+            const uint8_t *q = raw + j * es;
+
+            switch (dt) {
+            case SPYRE_DTYPE_U8:
+                puti(d, T, j, q[0]);
+                break;
+            case SPYRE_DTYPE_INT8:
+                puti(d, T, j, (int8_t)q[0]);
+                break;
+            case SPYRE_DTYPE_BOOL:
+                puti(d, T, j, q[0] != 0);
+                break;
+            case SPYRE_DTYPE_INT16:
+                puti(d, T, j, (int16_t)ld16(q));
+                break;
+            case SPYRE_DTYPE_INT32:
+                puti(d, T, j, (int32_t)ld32(q));
+                break;
+            default:
+                puti(d, T, j, (int64_t)ld64(q));
+                break;
+            }
+        }
+        break;
+    }
+    }
+    if (mask) {
+        void *d = VS(r, in->dst);
+        const void *c = in->c != KNONE ? ksrc(r, in, 2, in->c) : NULL;
+        size_t vs = T == KB ? 1 : T == KI64 ? 8 : 4;
+
+        for (j = 0; j < n; j++) {
+            if (!act[j]) {
+                if (c) {
+                    memcpy((uint8_t *)d + j * vs, (const uint8_t *)c + j * vs,
+                           vs);
+                } else {
+                    memset((uint8_t *)d + j * vs, 0, vs);
+                }
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+static void kcheck(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+{
+    const uint8_t *a = ksrc(r, in, 0, in->a);
+    const uint8_t *m = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
+    uint32_t j;
+
+    for (j = 0; j < r->nl; j++) {
+        if ((!m || m[j]) && !a[j]) {
+            kerr(r, idx, j, SPYRE_STATUS_ASSERT, (uint64_t)idx << 32, 0,
+                 false);
+            return;
+        }
+    }
+}
+
+/* ---- Reductions --------------------------------------------------------- */
+
+static void acc_init(SpyreKAcc *x, unsigned int kind, unsigned int T)
+{
+    memset(x, 0, sizeof(*x));
+    x->idx = -1;
+    switch (kind) {
+    case SPYRE_KRED_PROD:
+        if (T == KF32) {
+            x->v.f = 1.0f;
+        } else {
+            x->v.i = 1;
+        }
+        break;
+    case SPYRE_KRED_MAX:
+        if (T == KF32) {
+            x->v.f = -INFINITY;
+        } else {
+            x->v.i = T == KI32 ? INT32_MIN : INT64_MIN;
+        }
+        break;
+    case SPYRE_KRED_MIN:
+        if (T == KF32) {
+            x->v.f = INFINITY;
+        } else {
+            x->v.i = T == KI32 ? INT32_MAX : INT64_MAX;
+        }
+        break;
+    case SPYRE_KRED_ALL:
+        x->v.i = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Does (value, index) @x win over @y in ARGMAX (@max) or ARGMIN? */
+static bool arg_wins(const SpyreKAcc *x, const SpyreKAcc *y, bool max,
+                     bool flt)
+{
+    if (y->idx < 0) {
+        return x->idx >= 0;
+    }
+    if (x->idx < 0) {
+        return false;
+    }
+    if (flt) {
+        bool xn = x->v.f != x->v.f, yn = y->v.f != y->v.f;
+
+        if (xn || yn) {
+            return xn && (!yn || x->idx < y->idx);
+        }
+        if (x->v.f == y->v.f) {
+            return x->idx < y->idx;
+        }
+        return (x->v.f > y->v.f) == max;
+    }
+    if (x->v.i == y->v.i) {
+        return x->idx < y->idx;
+    }
+    return (x->v.i > y->v.i) == max;
+}
+
+static void welford_combine(SpyreKAcc *a, const SpyreKAcc *b)
+{
+    float w, d, f;
+
+    if (b->w == 0.0f) {
+        return;
+    }
+    if (a->w == 0.0f) {
+        *a = *b;
+        return;
+    }
+    w = a->w + b->w;
+    d = b->v.f - a->v.f;
+    f = b->w / w;
+    a->v.f = a->v.f + d * f;
+    a->m2 = a->m2 + b->m2 + d * d * a->w * f;
+    a->w = w;
+}
+
+/* @a = @a op @b (partials, in that order). */
+static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
+                        unsigned int T, unsigned int ta)
+{
+    switch (kind) {
+    case SPYRE_KRED_SUM:
+        if (T == KF32) {
+            a->v.f = a->v.f + b->v.f;
+        } else {
+            a->v.i = (uint64_t)a->v.i + (uint64_t)b->v.i;
+        }
+        break;
+    case SPYRE_KRED_PROD:
+        if (T == KF32) {
+            a->v.f = a->v.f * b->v.f;
+        } else {
+            a->v.i = (uint64_t)a->v.i * (uint64_t)b->v.i;
+        }
+        break;
+    case SPYRE_KRED_MAX:
+    case SPYRE_KRED_MIN:
+        if (T == KF32) {
+            a->v.f = fminmax(a->v.f, b->v.f, kind == SPYRE_KRED_MAX, false);
+        } else if ((b->v.i > a->v.i) == (kind == SPYRE_KRED_MAX)) {
+            a->v.i = b->v.i;
+        }
+        break;
+    case SPYRE_KRED_ARGMAX:
+    case SPYRE_KRED_ARGMIN:
+        if (arg_wins(b, a, kind == SPYRE_KRED_ARGMAX, ta == KF32)) {
+            *a = *b;
+        }
+        break;
+    case SPYRE_KRED_ANY:
+        a->v.i |= b->v.i;
+        break;
+    case SPYRE_KRED_ALL:
+        a->v.i &= b->v.i;
+        break;
+    case SPYRE_KRED_XOR_SUM:
+        a->v.i ^= b->v.i;
+        break;
+    default:
+        welford_combine(a, b);
+        break;
+    }
+}
+
+/* Feed lanes [@j0, @j1) of REDUCE @in (one point's) to @rd's stripes. */
+static void kfeed(SpyreKRun *r, const SpyreKInst *in, SpyreKRed *rd,
+                  const void *a, const void *b, const void *c,
+                  const uint8_t *m, uint32_t j0, uint32_t j1)
+{
+    unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
+    uint32_t j;
+
+    for (j = j0; j < j1; j++) {
+        SpyreKAcc *s = &rd->stripe[r->lr[j] & 15], x = { .idx = -1 };
+
+        if (m && !m[j]) {
+            continue;
+        }
+        switch (kind) {
+        case SPYRE_KRED_WELFORD: {
+            float v = ((const float *)a)[j], d;
+
+            s->w = s->w + 1.0f;
+            d = v - s->v.f;
+            s->v.f = s->v.f + d / s->w;
+            s->m2 = s->m2 + d * (v - s->v.f);
+            continue;
+        }
+        case SPYRE_KRED_WELFORD_COMBINE:
+            x.v.f = ((const float *)a)[j];
+            x.m2 = ((const float *)b)[j];
+            x.w = ((const float *)c)[j];
+            break;
+        case SPYRE_KRED_ARGMAX:
+        case SPYRE_KRED_ARGMIN:
+            if (ta == KF32) {
+                x.v.f = ((const float *)a)[j];
+            } else {
+                x.v.i = geti(a, ta, j);
+            }
+            x.idx = r->lr[j];
+            break;
+        default:
+            if (T == KF32) {
+                x.v.f = ((const float *)a)[j];
+            } else {
+                x.v.i = geti(a, T, j);
+            }
+            break;
+        }
+        acc_combine(s, &x, kind, T, ta);
+    }
+}
+
+/* A block of @rd ended: its stripes by the pairwise tree, onto the stack. */
+static void kblock(SpyreKRed *rd, unsigned int kind, unsigned int T,
+                   unsigned int ta)
+{
+    unsigned int w, i;
+
+    for (w = 16; w > 1; w /= 2) {
+        for (i = 0; i < w / 2; i++) {
+            acc_combine(&rd->stripe[2 * i], &rd->stripe[2 * i + 1], kind, T,
+                        ta);
+            if (i) {
+                rd->stripe[i] = rd->stripe[2 * i];
+            }
+        }
+    }
+    rd->stack[rd->n] = rd->stripe[0];
+    rd->level[rd->n++] = 0;
+    while (rd->n >= 2 && rd->level[rd->n - 1] == rd->level[rd->n - 2]) {
+        acc_combine(&rd->stack[rd->n - 2], &rd->stack[rd->n - 1], kind, T,
+                    ta);
+        rd->level[rd->n - 2]++;
+        rd->n--;
+    }
+    for (i = 0; i < 16; i++) {
+        acc_init(&rd->stripe[i], kind, T);
+    }
+}
+
+/* The result of @rd: the stack's partials from the last back. */
+static SpyreKAcc kresult(SpyreKRed *rd, unsigned int kind, unsigned int T,
+                         unsigned int ta)
+{
+    SpyreKAcc res;
+    int i;
+
+    if (!rd->n) {
+        acc_init(&res, kind, T);
+        return res;
+    }
+    res = rd->stack[rd->n - 1];
+    for (i = (int)rd->n - 2; i >= 0; i--) {
+        SpyreKAcc t = rd->stack[i];
+
+        acc_combine(&t, &res, kind, T, ta);
+        res = t;
+    }
+    return res;
+}
+
+/* ---- Sections ----------------------------------------------------------- */
+
+static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
+                           uint32_t g)
+{
+    const SpyreKProg *p = r->p;
+    uint32_t i, st;
+
+    for (i = from; i < to; i++) {
+        const SpyreKInst *in = &p->inst[i];
+
+        switch (in->op) {
+        case SPYRE_KOP_LOAD:
+        case SPYRE_KOP_STORE:
+            st = kmem(r, in, i);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            break;
+        case SPYRE_KOP_CHECK:
+            kcheck(r, in, i);
+            break;
+        case SPYRE_KOP_REDUCE: {
+            uint32_t R = r->l->R, per = R <= r->vl ? R : r->nl, q;
+            const void *a = ksrc(r, in, 0, in->a);
+            const void *b = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
+            const void *c = in->c != KNONE ? ksrc(r, in, 2, in->c) : NULL;
+            const uint8_t *m = NULL;
+
+            if (in->imm != KNONE) {
+                m = ksrc(r, in, 3, in->imm);
+            }
+            for (q = 0; q * per < r->nl; q++) {
+                kfeed(r, in, &r->red[(size_t)in->red * r->tile + g + q],
+                      a, b, c, m, q * per, (q + 1) * per);
+            }
+            break;
+        }
+        default:
+            kalu(r, in);
+            break;
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+/* Run pass section @s over the points of the tile. */
+static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
+{
+    const SpyreKProg *p = r->p;
+    uint64_t R = r->l->R, rb;
+    uint32_t i, j, g, q, ppv, st;
+
+    for (i = from; i < to; i++) {
+        const SpyreKInst *in = &p->inst[i];
+
+        if (in->op == SPYRE_KOP_REDUCE) {
+            for (g = 0; g < r->np; g++) {
+                SpyreKRed *rd = &r->red[(size_t)in->red * r->tile + g];
+
+                rd->n = 0;
+                for (j = 0; j < 16; j++) {
+                    acc_init(&rd->stripe[j], in->mod & 0xff, in->type);
+                }
+            }
+        }
+    }
+    r->in_pass = true;
+    if (R && R <= r->vl) {
+        ppv = r->vl / R;
+        for (g = 0; g < r->np; g += ppv) {
+            uint32_t m = KMIN(ppv, r->np - g);
+
+            r->nl = m * R;
+            for (j = 0; j < r->nl; j++) {
+                r->lpt[j] = g + j / R;
+                r->lr[j] = j % R;
+            }
+            st = krun_insts(r, from, to, g);
+            for (i = from; i < to; i++) {
+                const SpyreKInst *in = &p->inst[i];
+
+                if (in->op != SPYRE_KOP_REDUCE) {
+                    continue;
+                }
+                for (q = 0; q < m; q++) {
+                    kblock(&r->red[(size_t)in->red * r->tile + g + q],
+                           in->mod & 0xff, in->type, in->stype);
+                }
+            }
+            if (st == SPYRE_STATUS_OK) {
+                st = r->io->boundary(r->io->opaque);
+            }
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+    } else if (R) {
+        for (g = 0; g < r->np; g++) {
+            for (rb = 0; rb < R; rb += r->nl) {
+                r->nl = KMIN(r->vl, R - rb);
+                for (j = 0; j < r->nl; j++) {
+                    r->lpt[j] = g;
+                    r->lr[j] = rb + j;
+                }
+                st = krun_insts(r, from, to, g);
+                if ((rb + r->nl) % 1024 == 0 || rb + r->nl == R) {
+                    for (i = from; i < to; i++) {
+                        const SpyreKInst *in = &p->inst[i];
+
+                        if (in->op == SPYRE_KOP_REDUCE) {
+                            kblock(&r->red[(size_t)in->red * r->tile + g],
+                                   in->mod & 0xff, in->type, in->stype);
+                        }
+                    }
+                }
+                if (st == SPYRE_STATUS_OK) {
+                    st = r->io->boundary(r->io->opaque);
+                }
+                if (st != SPYRE_STATUS_OK) {
+                    return st;
+                }
+            }
+        }
+    }
+    r->in_pass = false;
+
+    /* The results, as point values. */
+    for (i = from; i < to; i++) {
+        const SpyreKInst *in = &p->inst[i];
+        unsigned int kind = in->mod & 0xff;
+
+        if (in->op != SPYRE_KOP_REDUCE) {
+            continue;
+        }
+        for (g = 0; g < r->np; g++) {
+            SpyreKAcc res = kresult(&r->red[(size_t)in->red * r->tile + g],
+                                    kind, in->type, in->stype);
+
+            switch (kind) {
+            case SPYRE_KRED_ARGMAX:
+            case SPYRE_KRED_ARGMIN:
+                ((int64_t *)VS(r, in->dst))[g] = res.idx < 0 ? 0 : res.idx;
+                break;
+            case SPYRE_KRED_WELFORD:
+            case SPYRE_KRED_WELFORD_COMBINE:
+                ((float *)VS(r, in->dst))[g] = canon(res.v.f);
+                ((float *)VS(r, in->dst + 1))[g] = canon(res.m2);
+                ((float *)VS(r, in->dst + 2))[g] = canon(res.w);
+                break;
+            default:
+                if (in->type == KF32) {
+                    ((float *)VS(r, in->dst))[g] = canon(res.v.f);
+                } else {
+                    puti(VS(r, in->dst), in->type, g, res.v.i);
+                }
+                break;
+            }
+        }
+    }
+    return SPYRE_STATUS_OK;
+}
+
+uint32_t spyre_kernel_tile(SpyreKRun *r, uint64_t pt0)
+{
+    const SpyreKProg *p = r->p;
+    uint32_t s, st, from, to;
+
+    r->pt0 = pt0;
+    r->np = KMIN((uint64_t)r->tile, r->l->P - pt0);
+    for (s = 0; s < p->nsecs; s++) {
+        from = p->sec_start[s];
+        to = p->sec_start[s + 1] - 1;
+        if (p->sec_pass[s]) {
+            st = krun_pass(r, from, to);
+        } else {
+            r->in_pass = false;
+            r->nl = r->np;
+            st = krun_insts(r, from, to, 0);
+            if (st == SPYRE_STATUS_OK && s + 1 < p->nsecs) {
+                st = r->io->boundary(r->io->opaque);
+            }
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+    }
+    return SPYRE_STATUS_OK;
+}

@@ -1,0 +1,163 @@
+/*
+ * Spyre card model: the KERNEL engine's core (verifier and interpreter)
+ *
+ * Plain C with no QEMU dependency, like spyre-math.c; built with
+ * -ffp-contract=off so that no a * b + c is fused.  spyre-kexec.c runs it
+ * for the KERNEL command: it decodes the command into a SpyreKLaunch,
+ * reads the program, verifies it into a SpyreKProg and runs it tile by
+ * tile with a SpyreKRun, whose SpyreKIO callbacks reach guest memory.
+ * docs/spyre-hw.rst, "The KERNEL command", is the contract.
+ *
+ * Copyright (c) 2025 The Spyre open stack authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_MISC_SPYRE_KERNEL_H
+#define HW_MISC_SPYRE_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drm/spyre_cmd.h"
+
+/* Largest command: 104 + 24 * 32 + 8 * 64 bytes. */
+#define SPYRE_KCMD_MAX          SPYRE_CMD_KERNEL_SIZE(32, 64)
+#define SPYRE_KPROG_MAX         (64 + 16 * SPYRE_KERNEL_MAX_INSTS)
+/* Lanes of one vector (a power of two dividing 1024). */
+#define SPYRE_KVL_MAX           1024
+#define SPYRE_KVL_MIN           16
+
+/* A decoded, checked launch (host byte order). */
+typedef struct SpyreKLaunch {
+    uint32_t noperands, nparams, npdims, nrdims;
+    uint64_t size[9];           /* resolved from parameters */
+    uint64_t P, R;
+    uint64_t va[SPYRE_KERNEL_MAX_OPERANDS];
+    uint64_t extent[SPYRE_KERNEL_MAX_OPERANDS];
+    uint32_t dtype[SPYRE_KERNEL_MAX_OPERANDS];
+    uint64_t param[SPYRE_KERNEL_MAX_PARAMS];
+} SpyreKLaunch;
+
+/* A verified instruction. */
+typedef struct SpyreKInst {
+    uint8_t op, type;
+    uint16_t mod;
+    uint16_t dst, a, b, c;
+    uint32_t imm;
+    uint64_t k;                 /* CONST: the immediate */
+    uint8_t sec;                /* section number (program order) */
+    uint8_t bcast;              /* bit i: source i is point-level, in a pass */
+    uint8_t red;                /* REDUCE: its accumulator slot */
+    uint8_t stype;              /* type of source a */
+} SpyreKInst;
+
+typedef struct SpyreKProg {
+    uint32_t ninsts, nvalues, npasses, nreduce, nsecs;
+    uint32_t loaded, stored;    /* operand bit masks */
+    uint8_t vtype[SPYRE_KERNEL_MAX_VALUES];
+    uint8_t vpass[SPYRE_KERNEL_MAX_VALUES]; /* 1 + pass of a pass value */
+    uint16_t sec_start[2 * SPYRE_KERNEL_MAX_PASSES + 2];
+    bool sec_pass[2 * SPYRE_KERNEL_MAX_PASSES + 2];
+    SpyreKInst inst[SPYRE_KERNEL_MAX_INSTS];
+} SpyreKProg;
+
+/*
+ * Verify the program @bytes (@size bytes, little-endian) for launch @l.
+ * Returns SPYRE_STATUS_OK, or SPYRE_STATUS_BAD_PROGRAM with the
+ * completion record's detail in *@detail.
+ */
+uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
+                             uint32_t size, const SpyreKLaunch *l,
+                             uint64_t *detail);
+
+/* Guest memory for a run (spyre-kexec.c). */
+typedef struct SpyreKIO {
+    void *opaque;
+    /*
+     * Access operand @opnd at element offsets @off[i] (in its extent) of
+     * the lanes i < @n with @act[i] set, in lane order: elements packed
+     * in @buf.  Returns SPYRE_STATUS_OK, MMU_FAULT or DMA_ERROR with
+     * *@lane the lane that failed (the lanes before it done), or another
+     * status, which ends the run.
+     */
+    uint32_t (*access)(void *opaque, unsigned int opnd, bool write,
+                       const int64_t *off, const uint8_t *act, uint32_t n,
+                       void *buf, uint32_t *lane);
+    /* The last failed access is the one reported: keep its details. */
+    void (*keep_fault)(void *opaque);
+    /* Between vectors: SPYRE_STATUS_OK, or a status that ends the run. */
+    uint32_t (*boundary)(void *opaque);
+} SpyreKIO;
+
+/* Reduction accumulator (one stripe, partial or result). */
+typedef struct SpyreKAcc {
+    union {
+        float f;
+        int64_t i;
+    } v;
+    float m2, w;                /* WELFORD: v.f is the mean */
+    int64_t idx;                /* ARGMAX/ARGMIN: -1 while empty */
+} SpyreKAcc;
+
+#define SPYRE_KSTACK            40
+
+typedef struct SpyreKRed {
+    SpyreKAcc stripe[16];
+    SpyreKAcc stack[SPYRE_KSTACK];
+    uint8_t level[SPYRE_KSTACK];
+    uint32_t n;
+} SpyreKRed;
+
+typedef struct SpyreKRun {
+    const SpyreKProg *p;
+    const SpyreKLaunch *l;
+    const SpyreKIO *io;
+    uint32_t vl;                /* lanes per vector */
+    uint32_t tile;              /* points per tile */
+    uint64_t *vals;             /* nvalues slots of vl 8-byte lanes */
+    uint64_t *tmp;              /* 3 broadcast slots, offsets, raw bytes */
+    uint8_t *act;
+    uint32_t *lpt;              /* pass lane: its point in the tile */
+    uint64_t *lr;               /* pass lane: its reduction index */
+    SpyreKRed *red;             /* nreduce * tile */
+    size_t bytes;               /* allocated: vals, tmp, act, lpt, lr, red */
+    void *mem;
+    /* Current vector. */
+    uint64_t pt0;               /* first point of the tile */
+    uint32_t np;                /* points in the tile */
+    uint32_t nl;                /* lanes */
+    bool in_pass;
+    /* The first error in sequential order (status 0: none). */
+    uint32_t status;
+    uint64_t ekey[4];           /* point, section, reduction index, inst */
+    uint64_t detail, detail2;
+    uint64_t bytes_io;          /* bytes of active lanes accessed */
+} SpyreKRun;
+
+/*
+ * Set @r up for program @p and launch @l (memory from malloc, kept in
+ * @r across runs and grown as needed: at most about 8 MiB).  Returns
+ * false if memory is short.
+ */
+bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
+                          const SpyreKLaunch *l, const SpyreKIO *io);
+void spyre_kernel_free(SpyreKRun *r);
+
+/*
+ * Run points [@pt0, @pt0 + r->tile) (clipped to P).  Returns
+ * SPYRE_STATUS_OK (r->status then says whether an access or CHECK
+ * failed: the first in sequential order, with r->detail and r->detail2)
+ * or a status from the IO callbacks that ended the run.
+ */
+uint32_t spyre_kernel_tile(SpyreKRun *r, uint64_t pt0);
+
+/* Numeric helpers shared with the tests (f32 with canonical NaN). */
+float spyre_kmath_exp(float x);
+float spyre_kmath_log(float x);
+float spyre_kmath_tanh(float x);
+float spyre_kmath_erf(float x);
+float spyre_kmath_pow(float x, float y);
+
+#endif
