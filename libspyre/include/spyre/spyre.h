@@ -2234,6 +2234,7 @@ struct spyre_kernel_arg {
  * @nparams: entries at @params, 0..64.
  * @npdims: pointwise dimensions, 0..6.
  * @nrdims: reduction dimensions, 0..3.
+ * @pad: must be zero.
  * @operands: the operands (may be NULL when @noperands is 0).
  * @params: the 64-bit parameters (binary32 values in bits 31:0).
  * @size: p0..p5 in @size[0..@npdims-1], r0..r2 in @size[6..6+@nrdims-1],
