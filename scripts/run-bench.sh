@@ -19,8 +19,13 @@
 #      (--ceilings), measures the BO life cycle against memfd and the
 #      card's COPY bandwidth (memory), then job dispatch against a no-op
 #      ioctl and an eventfd ping-pong, the latency of a high-priority job
-#      under GEMM load, GEMM throughput per dtype and the cost of small
-#      commands (execution), each figure the median [min-max] of as many
+#      under GEMM load, GEMM throughput per dtype, the cost of small
+#      commands (execution) and kernels (KERNEL: a fused 8-op pointwise
+#      expression over 4 Mi fp32, a 1024 x 4096 fp16 row sum and softmax,
+#      each against the host's memcpy of its bytes on 2 threads from the
+#      ceilings above, and an empty KERNEL against a NOP in a 1000-command
+#      list; "n/a" on a card without KERNEL), each figure the median
+#      [min-max] of as many
 #      repetitions next to its floor or ceiling; it ends with a summary
 #      table naming each ratio's clock (card or wall) and ceiling;
 #   2b. scripts/bql-profile.py: a guest whose QEMU runs with its lock

@@ -24,6 +24,8 @@
  *  - lost_irq_*, duplicate_irq_*: a completion whose interrupt is lost is
  *    found by the driver's poll (no reset, no guilty context); a
  *    duplicate interrupt changes nothing;
+ *  - kernel_inject_*: an injected hang, MMU fault or job error in a KERNEL
+ *    fails its context only (skipped on a card without KERNEL);
  *  - corrupt_*: a completion record with a seqno or status out of range
  *    is not trusted: the card is reset and the job reruns (restartable)
  *    or ends with -ECANCELED, and nobody is guilty.
@@ -797,6 +799,108 @@ TEST_F_TIMEOUT(fault, corrupt_status_not_trusted, 60)
 {
 	NEED_FAULTS();
 	f_corrupt(_metadata, self, "corrupt_status");
+}
+
+/* ---- kernels: an injected hang and fault mid-kernel ---------------------- */
+
+#define F_KPROG_PAGE	15	/* the data page holding the program */
+
+/*
+ * A KERNEL filling data page @page with the int32 @v (1024 points, the
+ * value a parameter), its program written to page F_KPROG_PAGE.
+ */
+static int f_kernel_cs(struct fctx *c, struct st_cs *cs, unsigned int page,
+		       uint32_t v)
+{
+	const uint32_t dt = SPYRE_DTYPE_INT32;
+	const uint64_t size[9] = { F_PAGE / 4 };
+	struct spyre_cmd_kernel *k;
+	struct spyre_kernel *b;
+	const void *prog;
+	size_t psize;
+	int ret;
+
+	ret = spyre_kernel_create(&dt, 1, 1, 1, 0, &b);
+	if (ret)
+		return ret;
+	spyre_kernel_store(b, 0, spyre_kernel_idx(b, SPYRE_KTYPE_I32, 0),
+			   spyre_kernel_param(b, SPYRE_KTYPE_I32, 0),
+			   SPYRE_KERNEL_NONE, 0);
+	ret = spyre_kernel_finalize(b, &prog, &psize);
+	if (!ret)
+		memcpy(c->data.p + F_KPROG_PAGE * F_PAGE, prog, psize);
+	st_cs_reset(cs);
+	k = st_cs_add(cs, SPYRE_OP_KERNEL, 0, SPYRE_CMD_KERNEL_SIZE(1, 1));
+	spyre_cmd_kernel_init(k, c->data.va + F_KPROG_PAGE * F_PAGE,
+			      (uint32_t)psize, 1, 1, 1, 0, size);
+	spyre_cmd_kernel_operand(k, 0, c->data.va + page * F_PAGE, F_PAGE / 4,
+				 dt);
+	spyre_cmd_kernel_param(k, 0, v);
+	spyre_kernel_destroy(b);
+	return ret;
+}
+
+#define NEED_KERNEL(c)							\
+	do {								\
+		if (!((c)->x.di.caps & SPYRE_DEV_CAP_KERNEL))		\
+			SKIP(return, "card without KERNEL");		\
+	} while (0)
+
+/* A hangs in a kernel; B's kernels run before and after A's timeout. */
+TEST_F_TIMEOUT(fault, kernel_inject_hang_innocent_continues, 60)
+{
+	uint32_t a1, b1, b2;
+
+	NEED_FAULTS();
+	NEED_KERNEL(&self->a);
+	ASSERT_EQ(0, f_inject(&self->a, "hang", 1));
+	ASSERT_EQ(0, f_kernel_cs(&self->a, &self->cs, 0, 0x71));
+	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
+	ASSERT_EQ(0, f_kernel_cs(&self->b, &self->cs, 0, 0x72));
+	ASSERT_EQ(0, f_submit(&self->b, &self->cs, 0, &b1));
+	ASSERT_EQ(0, st_wait_status(self->b.x.fd, b1, F_WAIT_NS));
+	ASSERT_TRUE(f_page_is(&self->b, 0, 0x72));
+	ASSERT_EQ(-ETIMEDOUT, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(-ETIMEDOUT, st_ctx_error(self->a.x.fd));
+	ASSERT_EQ(0, f_kernel_cs(&self->b, &self->cs, 1, 0x73));
+	ASSERT_EQ(0, f_submit(&self->b, &self->cs, 0, &b2));
+	ASSERT_EQ(0, st_wait_status(self->b.x.fd, b2, F_WAIT_NS));
+	ASSERT_TRUE(f_page_is(&self->b, 1, 0x73));
+	ASSERT_EQ(0, st_ctx_error(self->b.x.fd));
+	f_dumps_clear();
+}
+
+/* An injected MMU fault or job error in a kernel fails A's context only. */
+static void f_kernel_guilty_only(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(fault) *self, const char *kind,
+				 int err)
+{
+	uint32_t a1, b1;
+
+	ASSERT_EQ(0, f_inject(&self->a, kind, 1));
+	ASSERT_EQ(0, f_kernel_cs(&self->a, &self->cs, 0, 0x81));
+	ASSERT_EQ(0, f_submit(&self->a, &self->cs, 0, &a1));
+	ASSERT_EQ(0, f_kernel_cs(&self->b, &self->cs, 0, 0x82));
+	ASSERT_EQ(0, f_submit(&self->b, &self->cs, 0, &b1));
+	ASSERT_EQ(err, st_wait_status(self->a.x.fd, a1, F_WAIT_NS));
+	ASSERT_EQ(0, st_wait_status(self->b.x.fd, b1, F_WAIT_NS));
+	ASSERT_TRUE(f_page_is(&self->b, 0, 0x82));
+	ASSERT_EQ(err, st_ctx_error(self->a.x.fd));
+	ASSERT_EQ(0, st_ctx_error(self->b.x.fd));
+}
+
+TEST_F(fault, kernel_inject_fault_guilty_only)
+{
+	NEED_FAULTS();
+	NEED_KERNEL(&self->a);
+	f_kernel_guilty_only(_metadata, self, "mmu_fault", -EFAULT);
+}
+
+TEST_F(fault, kernel_inject_error_guilty_only)
+{
+	NEED_FAULTS();
+	NEED_KERNEL(&self->a);
+	f_kernel_guilty_only(_metadata, self, "error", -EIO);
 }
 
 TEST_HARNESS_MAIN

@@ -82,7 +82,7 @@ static void check_node(struct __test_metadata *_metadata, void *h,
 {
 	static const char *const all[] = {
 		"LIBSPYRE_0", "LIBSPYRE_0.2", "LIBSPYRE_0.3", "LIBSPYRE_0.4",
-		"LIBSPYRE_0.5", "LIBSPYRE_0.6", "LIBSPYRE_0.7",
+		"LIBSPYRE_0.5", "LIBSPYRE_0.6", "LIBSPYRE_0.7", "LIBSPYRE_0.8",
 	};
 
 	for (size_t i = 0; i < n; i++) {
@@ -161,6 +161,26 @@ TEST_F(so, symbol_versions_0_7)
 		   sizeof(v07_syms) / sizeof(v07_syms[0]), "LIBSPYRE_0.7");
 }
 
+TEST_F(so, symbol_versions_0_8)
+{
+	static const char *const v08_syms[] = {
+		"spyre_cmdbuf_kernel", "spyre_kernel_affine",
+		"spyre_kernel_bitcast", "spyre_kernel_check",
+		"spyre_kernel_const", "spyre_kernel_const_f32",
+		"spyre_kernel_create", "spyre_kernel_cvt",
+		"spyre_kernel_destroy", "spyre_kernel_disasm",
+		"spyre_kernel_endpass", "spyre_kernel_error",
+		"spyre_kernel_finalize", "spyre_kernel_idx", "spyre_kernel_load",
+		"spyre_kernel_op", "spyre_kernel_param", "spyre_kernel_pass",
+		"spyre_kernel_reduce", "spyre_kernel_size", "spyre_kernel_store",
+		"spyre_kernel_type", "spyre_kernel_upload", "spyre_ref_kernel",
+		"spyre_stream_kernel",
+	};
+
+	check_node(_metadata, self->h, v08_syms,
+		   sizeof(v08_syms) / sizeof(v08_syms[0]), "LIBSPYRE_0.8");
+}
+
 TEST_F(so, internals_hidden)
 {
 	static const char *const hidden[] = {
@@ -171,6 +191,8 @@ TEST_F(so, internals_hidden)
 		"spyre__stream_begin", "spyre__stream_submit_locked",
 		"spyre__queue_retire", "spyre__sync_file_status",
 		"spyre__cmdbuf_fini", "spyre__refresh_error",
+		"spyre__kverify_program", "spyre__kverify_inst", "spyre__kop",
+		"spyre__cmdbuf_kernel", "spyre__kernel_dump",
 	};
 
 	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
@@ -185,9 +207,9 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.7.0", ver());
+	EXPECT_STREQ("0.8.0", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
-	EXPECT_EQ(7, SPYRE_VERSION_MINOR);
+	EXPECT_EQ(8, SPYRE_VERSION_MINOR);
 }
 
 TEST(constants_match_uapi)

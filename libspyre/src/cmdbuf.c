@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Host-side command encoding (<drm/spyre_cmd.h>).  No device access. */
 #include "internal.h"
+#include "kprog.h"
 #include <spyre/spyre_encode.h>
 #include <spyre/spyre_ref.h>
 
@@ -17,6 +18,10 @@ _Static_assert(sizeof(struct spyre_cmd_gemm) == 152, "gemm");
 _Static_assert(sizeof(struct spyre_cmd_eltwise) == 56, "eltwise");
 _Static_assert(sizeof(struct spyre_cmd_reduce) == 48, "reduce");
 _Static_assert(sizeof(struct spyre_cmd_rowop) == 80, "rowop");
+_Static_assert(sizeof(struct spyre_cmd_kernel) == 104, "kernel");
+_Static_assert(sizeof(struct spyre_kernel_operand) == 24, "kernel operand");
+_Static_assert(sizeof(struct spyre_kprog_header) == 64, "kernel program");
+_Static_assert(sizeof(struct spyre_kinst) == 16, "kernel instruction");
 _Static_assert(sizeof(float) == 4, "binary32");
 
 SPYRE_API int spyre_cmdbuf_create(struct spyre_cmdbuf **out)
@@ -721,4 +726,167 @@ SPYRE_API int spyre_cmdbuf_copy_mem(struct spyre_cmdbuf *cb,
 	cmd_commit(cb, sizeof(*c), (const struct spyre_mem[]){ dst, src }, 2,
 		   1u << 0);	/* dst */
 	return 0;
+}
+
+/* ---- kernels (0.8) ------------------------------------------------------ */
+
+SPYRE_API int spyre_kernel_upload(struct spyre_device *dev, const void *prog,
+				  size_t size, uint32_t bo_flags,
+				  struct spyre_bo **out)
+{
+	struct spyre_bo *bo;
+	void *map;
+	int ret;
+
+	if (!dev || !prog || !out || size < sizeof(struct spyre_kprog_header) ||
+	    (size - sizeof(struct spyre_kprog_header)) % 16 ||
+	    size > sizeof(struct spyre_kprog_header) +
+		   16 * (size_t)SPYRE_KERNEL_MAX_INSTS)
+		return -EINVAL;
+	ret = spyre_bo_alloc(dev, size, bo_flags, &bo);
+	if (ret)
+		return ret;
+	ret = spyre_bo_map(bo, &map);
+	if (ret) {
+		spyre_bo_free(bo);
+		return ret;
+	}
+	memcpy(map, prog, size);
+	*out = bo;
+	return 0;
+}
+
+/*
+ * The program of @l through its BO's CPU mapping, or NULL (a raw VA, a
+ * mapping that fails, a range outside the BO).
+ */
+static const void *kernel_prog_bytes(const struct spyre_kernel_launch *l)
+{
+	void *map;
+
+	if (!l->prog.bo || l->prog.offset > l->prog.bo->size ||
+	    l->prog_size > l->prog.bo->size - l->prog.offset ||
+	    spyre_bo_map(l->prog.bo, &map))
+		return NULL;
+	return (const uint8_t *)map + l->prog.offset;
+}
+
+/*
+ * Check a launch on the host; with the program's bytes @prog, also its
+ * signature, and set bit i of *@written for each operand it stores to.
+ */
+static int kernel_check(const struct spyre_kernel_launch *l, const void *prog,
+			uint32_t *written)
+{
+	uint32_t ninsts;
+
+	*written = l->noperands < 32 ? (1u << l->noperands) - 1 : ~0u;
+	if (l->noperands > SPYRE_KERNEL_MAX_OPERANDS ||
+	    l->nparams > SPYRE_KERNEL_MAX_PARAMS ||
+	    l->npdims > SPYRE_KERNEL_MAX_PDIMS ||
+	    l->nrdims > SPYRE_KERNEL_MAX_RDIMS || l->pad ||
+	    (l->noperands && !l->operands) || (l->nparams && !l->params) ||
+	    mem_absent(l->prog) || (mem_va(l->prog) & 7) ||
+	    l->prog_size < sizeof(struct spyre_kprog_header) ||
+	    (l->prog_size - sizeof(struct spyre_kprog_header)) % 16 ||
+	    (l->prog_size - sizeof(struct spyre_kprog_header)) / 16 >
+		    SPYRE_KERNEL_MAX_INSTS)
+		return -EINVAL;
+	for (unsigned int i = 0; i < 4; i++)
+		if (l->reserved[i])
+			return -EINVAL;
+	for (unsigned int i = 0; i < 9; i++) {
+		uint64_t v = l->size[i];
+		bool used = i < SPYRE_KDIM_R0 ? i < l->npdims :
+			    i - SPYRE_KDIM_R0 < l->nrdims;
+
+		if ((!used && v) ||
+		    ((v >> 63) && (v & ~(1ull << 63)) >= l->nparams))
+			return -EINVAL;
+	}
+	for (unsigned int i = 0; i < l->noperands; i++) {
+		const struct spyre_kernel_arg *a = &l->operands[i];
+		size_t es = spyre_cmd_dtype_size(a->dtype);
+		int ret;
+
+		if (!es || a->dtype >= SPYRE_DTYPE_COUNT || a->pad ||
+		    (mem_va(a->mem) & (es - 1)))
+			return -EINVAL;
+		ret = mem_check(a->mem, a->extent, es);
+		if (ret)
+			return ret;
+	}
+	if (mem_check(l->prog, l->prog_size, 1))
+		return -ERANGE;
+	if (!prog)
+		return 0;
+	{
+		const struct spyre_kprog_header *h = prog;
+
+		if (h->magic != SPYRE_KPROG_MAGIC || h->noperands != l->noperands ||
+		    h->nparams != l->nparams || h->npdims != l->npdims ||
+		    h->nrdims != l->nrdims)
+			return -EINVAL;
+		for (unsigned int i = 0; i < l->noperands; i++)
+			if (h->dtype[i] != l->operands[i].dtype)
+				return -EINVAL;
+		ninsts = (l->prog_size - sizeof(*h)) / 16;
+		*written = 0;
+		for (uint32_t i = 0; i < ninsts; i++) {
+			const struct spyre_kinst *in =
+				(const struct spyre_kinst *)(h + 1) + i;
+
+			if (in->op == SPYRE_KOP_STORE && in->imm < 32)
+				*written |= 1u << in->imm;
+		}
+	}
+	return 0;
+}
+
+/* Encode @l into @cb; *@written as kernel_check(). */
+int spyre__cmdbuf_kernel(struct spyre_cmdbuf *cb,
+			 const struct spyre_kernel_launch *l,
+			 uint32_t *written)
+{
+	struct spyre_mem mems[SPYRE_KERNEL_MAX_OPERANDS];
+	struct spyre_cmd_kernel *c;
+	const void *prog;
+	size_t size;
+	int ret;
+
+	if (!cb || !l)
+		return -EINVAL;
+	prog = kernel_prog_bytes(l);
+	ret = kernel_check(l, prog, written);
+	if (ret)
+		return ret;
+	size = SPYRE_CMD_KERNEL_SIZE(l->noperands, l->nparams);
+	c = reserve_cmd(cb, size, l->noperands + 1);
+	if (!c)
+		return -ENOMEM;
+	spyre_cmd_kernel_init(c, mem_va(l->prog), l->prog_size,
+			      (uint16_t)l->noperands, (uint16_t)l->nparams,
+			      (uint16_t)l->npdims, (uint16_t)l->nrdims, l->size);
+	for (unsigned int i = 0; i < l->noperands; i++) {
+		spyre_cmd_kernel_operand(c, i, mem_va(l->operands[i].mem),
+					 l->operands[i].extent,
+					 l->operands[i].dtype);
+		mems[i] = l->operands[i].mem;
+	}
+	for (unsigned int i = 0; i < l->nparams; i++)
+		spyre_cmd_kernel_param(c, i, l->params[i]);
+	bos_add(cb, mems, l->noperands, *written);
+	bos_add(cb, &l->prog, 1, 0);
+	cmdbuf_commit(cb, size, 1);
+	spyre__kernel_dump(prog, l->prog_size, mem_va(l->prog), l->size,
+			   l->npdims, l->nrdims);
+	return 0;
+}
+
+SPYRE_API int spyre_cmdbuf_kernel(struct spyre_cmdbuf *cb,
+				  const struct spyre_kernel_launch *l)
+{
+	uint32_t written;
+
+	return spyre__cmdbuf_kernel(cb, l, &written);
 }

@@ -170,6 +170,11 @@ struct spyre__sub {
 /* cmdbuf.c: does a command of @cb write its BO number @i? */
 SPYRE_HIDDEN bool spyre__cmdbuf_bo_written(const struct spyre_cmdbuf *cb,
 					   size_t i);
+/* cmdbuf.c: spyre_cmdbuf_kernel(), also giving the mask of the operands
+ * the program stores to (all of them when its bytes are not readable). */
+SPYRE_HIDDEN int spyre__cmdbuf_kernel(struct spyre_cmdbuf *cb,
+				      const struct spyre_kernel_launch *l,
+				      uint32_t *written);
 
 /* device.c */
 SPYRE_HIDDEN void spyre__device_get(struct spyre_device *dev);

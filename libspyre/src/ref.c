@@ -256,6 +256,12 @@ SPYRE_API const char *spyre_dtype_name(uint32_t dtype)
 		return "int8";
 	case SPYRE_DTYPE_INT32:
 		return "int32";
+	case SPYRE_DTYPE_INT64:
+		return "int64";
+	case SPYRE_DTYPE_INT16:
+		return "int16";
+	case SPYRE_DTYPE_BOOL:
+		return "bool";
 	default:
 		return "invalid";
 	}

@@ -537,6 +537,49 @@ SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
 			  stream_disjoint(g->amax, in, 5));
 }
 
+/*
+ * A kernel job may rerun from its start when no operand it stores to
+ * shares a BO with another operand (or is a raw VA).
+ */
+static bool kernel_restartable(const struct spyre_kernel_launch *l,
+			       uint32_t written)
+{
+	for (unsigned int i = 0; i < l->noperands; i++) {
+		const struct spyre_mem *m = &l->operands[i].mem;
+
+		if (!(written & (1u << i)))
+			continue;
+		if (!m->bo && m->offset)
+			return false;
+		for (unsigned int j = 0; j < l->noperands; j++)
+			if (j != i && m->bo && l->operands[j].mem.bo == m->bo)
+				return false;
+	}
+	return true;
+}
+
+SPYRE_API int spyre_stream_kernel(struct spyre_stream *s,
+				  const struct spyre_kernel_launch *l)
+{
+	uint32_t written = 0;
+	int ret;
+
+	if (!s || !l)
+		return -EINVAL;
+	if (l->prog.bo && l->prog.bo->dev != s->q->dev)
+		return -EXDEV;
+	for (unsigned int i = 0; l->operands && i < l->noperands &&
+			 i < SPYRE_KERNEL_MAX_OPERANDS; i++)
+		if (l->operands[i].mem.bo &&
+		    l->operands[i].mem.bo->dev != s->q->dev)
+			return -EXDEV;
+	ret = spyre__stream_begin(s);
+	if (ret)
+		return ret;
+	ret = spyre__cmdbuf_kernel(&s->cb, l, &written);
+	return stream_end(s, ret, NULL, 0, kernel_restartable(l, written));
+}
+
 SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
 				   uint32_t dtype, uint64_t count,
 				   struct spyre_mem out, struct spyre_mem a,

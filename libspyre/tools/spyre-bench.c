@@ -6,7 +6,7 @@
  *   spyre-bench [--card N] [--time SEC] [--size MIB] [--iters N]
  *               [--reps N] [--ceilings FILE] [--threads N]
  *               [--host-memcpy GBPS] [--host-sgemm GFLOPS]
- *               [--only mem|exec|vec|gemm|scale] [--json]
+ *               [--only mem|exec|vec|gemm|scale|kernel] [--json]
  *	on a machine with a card (the guest).  Every figure is measured
  *	--reps times (default 5) and printed as median [min-max]; each
  *	ratio is a median over a median, and names its clock: "card"
@@ -67,6 +67,14 @@
  *	      CPU use at each N, both over the common window only (set-up
  *	      before it, teardown after; wall clock; min(--reps, 3) runs
  *	      each).
+ *	(ix)-(xii) kernels (also alone: --only kernel), card clock: (ix) a
+ *	      fused pointwise expression of 8 operations over 4 Mi fp32
+ *	      elements, (x) a row sum of 1024 x 4096 fp16 (fp32 out), (xi) a
+ *	      one-kernel softmax of the same, each against the host's memcpy
+ *	      on 2 threads (memcpy-2t, this run) of its bytes, inputs read
+ *	      once plus outputs written (goal <= 4x); (xii) an empty KERNEL
+ *	      in a 1000-command list against a NOP in the same list, per
+ *	      command (goal <= 2x); "n/a" on a card without KERNEL.
  *	A card whose engine refuses GEMM (-EIO) gets "n/a" for (iv) and (v).
  *   spyre-bench --only load [--time SEC]
  *	a load for the host to profile, not a figure: four threads, each
@@ -92,6 +100,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -111,6 +120,7 @@
 #include <drm/spyre_accel.h>
 #include <json-c/json.h>
 #include <spyre/spyre.h>
+#include <spyre/spyre_ref.h>
 
 #define MiB (1024ull * 1024ull)
 #define PAGE 4096ull
@@ -2317,6 +2327,416 @@ out:
 	return rc;
 }
 
+/* ---- kernels (KERNEL) ---- */
+
+/* Pointwise elements of (ix), and the rows x columns of (x) and (xi). */
+#define K_ELEMS		(4u << 20)
+#define K_ROWS		1024u
+#define K_COLS		4096u
+
+/*
+ * Card-clock ns per command of @cmds copies of the command @l (a KERNEL),
+ * or of NOPs when @l is NULL, in one command list between two
+ * TIMESTAMPs; one figure per repetition.
+ */
+static int kernel_list_run(struct spyre_queue *q, struct spyre_bo *ts_bo,
+			   const struct spyre_kernel_launch *l,
+			   unsigned int cmds, struct fig *f)
+{
+	volatile uint64_t *ts;
+	struct spyre_bo *const *bos;
+	struct spyre_cmdbuf *cb;
+	struct spyre_fence fe;
+	size_t nbos;
+	int ret = spyre_cmdbuf_create(&cb);
+
+	if (!ret)
+		ret = spyre_bo_map(ts_bo, (void **)&ts);
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(ts_bo));
+	for (unsigned int i = 0; !ret && i < cmds; i++)
+		ret = l ? spyre_cmdbuf_kernel(cb, l) : spyre_cmdbuf_nop(cb);
+	if (!ret)
+		ret = spyre_cmdbuf_timestamp(cb, spyre_bo_va(ts_bo) + 8);
+	nbos = spyre_cmdbuf_bos(cb, &bos);
+	for (int r = 0; !ret && r <= reps; r++) {
+		struct spyre_bo *list[40];
+
+		for (size_t i = 0; i < nbos && i < 39; i++)
+			list[i] = bos[i];
+		list[nbos < 39 ? nbos : 39] = ts_bo;
+		ret = spyre_submit(q, cb, list, (unsigned int)(nbos + 1), NULL,
+				   0, &fe);
+		if (!ret)
+			ret = spyre_fence_wait(&fe, 60ull * NSEC);
+		if (!ret && r)		/* the first one warms up */
+			fig_add(f, (double)(ts[1] - ts[0]) / cmds);
+	}
+	spyre_cmdbuf_destroy(cb);
+	return ret;
+}
+
+/*
+ * The ceiling of a memory-bound kernel: ns the host's memcpy on 2
+ * threads (memcpy-2t, GB/s, this run) takes for @bytes, as a figure
+ * (its spread from the memcpy's); NULL when the run has no memcpy-2t.
+ */
+static struct fig *kernel_ceiling(struct fig *out, uint64_t bytes)
+{
+	struct fig *m = ceil_get("memcpy-2t");
+
+	if (!m)		/* a host whose card uses another thread count */
+		m = ceil_get("memcpy-%dt", ceil_threads);
+	if (!m)
+		return NULL;
+	out->n = 0;
+	fig_add(out, bytes / fig_max(m));
+	fig_add(out, bytes / fig_med(m));
+	fig_add(out, bytes / fig_min(m));
+	return out;
+}
+
+/* The fused pointwise expression of (ix): 8 operations per element. */
+static int kernel_fused8(struct spyre_kernel **out)
+{
+	const uint32_t dt[3] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32,
+				 SPYRE_DTYPE_FP32 };
+	struct spyre_kernel *k;
+	int ret = spyre_kernel_create(dt, 3, 1, 1, 0, &k), i, x, y, t, s;
+
+	if (ret)
+		return ret;
+	i = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+	x = spyre_kernel_load(k, 0, i, SPYRE_KERNEL_NONE, SPYRE_KERNEL_NONE);
+	y = spyre_kernel_load(k, 1, i, SPYRE_KERNEL_NONE, SPYRE_KERNEL_NONE);
+	s = spyre_kernel_param(k, SPYRE_KTYPE_F32, 0);
+	t = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, x, y, SPYRE_KERNEL_NONE);
+	t = spyre_kernel_op(k, SPYRE_KOP_MUL, 0, t, x, SPYRE_KERNEL_NONE);
+	t = spyre_kernel_op(k, SPYRE_KOP_SUB, 0, t, y, SPYRE_KERNEL_NONE);
+	t = spyre_kernel_op(k, SPYRE_KOP_MAX, 0, t, y, SPYRE_KERNEL_NONE);
+	t = spyre_kernel_op(k, SPYRE_KOP_MUL, 0, t, s, SPYRE_KERNEL_NONE);
+	t = spyre_kernel_op(k, SPYRE_KOP_FMA, 0, t, x, y);
+	t = spyre_kernel_op(k, SPYRE_KOP_SIGMOID, 0, t, SPYRE_KERNEL_NONE,
+			    SPYRE_KERNEL_NONE);
+	t = spyre_kernel_op(k, SPYRE_KOP_MUL, 0, t, x, SPYRE_KERNEL_NONE);
+	spyre_kernel_store(k, 2, i, t, SPYRE_KERNEL_NONE, 0);
+	ret = spyre_kernel_error(k);
+	if (ret)
+		spyre_kernel_destroy(k);
+	else
+		*out = k;
+	return ret;
+}
+
+/* (x) a row sum, fp16 in, fp32 out, or (xi) a softmax, fp16 in and out. */
+static int kernel_rows(bool softmax, struct spyre_kernel **out)
+{
+	const uint32_t dt[2] = { SPYRE_DTYPE_FP16,
+				 softmax ? SPYRE_DTYPE_FP16 : SPYRE_DTYPE_FP32 };
+	const int N = SPYRE_KERNEL_NONE;
+	struct spyre_kernel *k;
+	int ret = spyre_kernel_create(dt, 2, 1, 1, 1, &k), row, o, x, m, e, s;
+
+	if (ret)
+		return ret;
+	row = spyre_kernel_affine(k, SPYRE_KTYPE_I64, N, 1, 0);
+	spyre_kernel_pass(k);
+	/* o = row * P0 + r0 (contiguous rows of P0 elements) */
+	o = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, row,
+			    spyre_kernel_idx(k, SPYRE_KTYPE_I64, SPYRE_KDIM_R0),
+			    N);
+	x = spyre_kernel_load(k, 0, o, N, N);
+	m = spyre_kernel_reduce(k, softmax ? SPYRE_KRED_MAX : SPYRE_KRED_SUM,
+				x, N, N, N);
+	spyre_kernel_endpass(k);
+	if (!softmax) {
+		spyre_kernel_store(k, 1, spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0),
+				   m, N, 0);
+	} else {
+		spyre_kernel_pass(k);
+		o = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, row,
+				    spyre_kernel_idx(k, SPYRE_KTYPE_I64,
+						     SPYRE_KDIM_R0), N);
+		x = spyre_kernel_load(k, 0, o, N, N);
+		e = spyre_kernel_op(k, SPYRE_KOP_EXP, 0,
+				    spyre_kernel_op(k, SPYRE_KOP_SUB, 0, x, m, N),
+				    N, N);
+		s = spyre_kernel_reduce(k, SPYRE_KRED_SUM, e, N, N, N);
+		spyre_kernel_endpass(k);
+		spyre_kernel_pass(k);
+		o = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, row,
+				    spyre_kernel_idx(k, SPYRE_KTYPE_I64,
+						     SPYRE_KDIM_R0), N);
+		x = spyre_kernel_load(k, 0, o, N, N);
+		e = spyre_kernel_op(k, SPYRE_KOP_EXP, 0,
+				    spyre_kernel_op(k, SPYRE_KOP_SUB, 0, x, m, N),
+				    N, N);
+		spyre_kernel_store(k, 1, o,
+				   spyre_kernel_op(k, SPYRE_KOP_DIV, 0, e, s, N),
+				   N, 0);
+		spyre_kernel_endpass(k);
+	}
+	ret = spyre_kernel_error(k);
+	if (ret)
+		spyre_kernel_destroy(k);
+	else
+		*out = k;
+	return ret;
+}
+
+/*
+ * One kernel figure: @k launched with @l (its program uploaded here) in
+ * lists of one command, card ns, against the memcpy time of @bytes.
+ */
+static int kernel_figure(struct spyre_device *dev, struct spyre_queue *q,
+			 struct spyre_bo *ts, struct spyre_kernel *k,
+			 struct spyre_kernel_launch *l, uint64_t bytes,
+			 const char *name, struct fig *f)
+{
+	struct spyre_bo *pbo = NULL;
+	const void *prog;
+	size_t psize;
+	struct fig c;
+	char b1[48], b2[48];
+	int ret = spyre_kernel_finalize(k, &prog, &psize);
+
+	if (!ret)
+		ret = spyre_kernel_upload(dev, prog, psize, 0, &pbo);
+	if (ret)
+		return ret;
+	l->prog = SPYRE_MEM(pbo, 0);
+	l->prog_size = (uint32_t)psize;
+	f->n = 0;
+	ret = kernel_list_run(q, ts, l, 1, f);
+	spyre_bo_free(pbo);
+	if (ret)
+		return ret;
+	printf("   %-36s %s us; memcpy of %.1f MiB, 2 thr: %s us -> %.2fx "
+	       "(goal <= 4x)\n", name, fig_str(b1, sizeof(b1), f, 1e-3, 1),
+	       bytes / (double)MiB,
+	       kernel_ceiling(&c, bytes) ? fig_str(b2, sizeof(b2), &c, 1e-3, 1) :
+	       "-", kernel_ceiling(&c, bytes) ? fig_med(f) / fig_med(&c) : 0);
+	summary_add(name, f, 1e-3, 1, "us", "memcpy of its bytes, 2 thr",
+		    kernel_ceiling(&c, bytes), "card", 4, 1);
+	return 0;
+}
+
+/* |got - want| within 2 ulp-ish of a binary32 @want (the card's exp). */
+static bool kernel_close(double got, double want)
+{
+	return fabs(got - want) <= 2.5e-7 * fabs(want) + 1e-30;
+}
+
+/* Fill @count elements of @elem bytes of @bo with @value on @q. */
+static int kernel_fill(struct spyre_queue *q, struct spyre_bo *bo,
+		       uint64_t count, uint32_t elem, uint64_t value)
+{
+	struct spyre_cmdbuf *cb;
+	struct spyre_fence fe;
+	int ret = spyre_cmdbuf_create(&cb);
+
+	if (!ret)
+		ret = spyre_cmdbuf_fill(cb, spyre_bo_va(bo), count, elem, value);
+	if (!ret)
+		ret = spyre_submit(q, cb, &bo, 1, NULL, 0, &fe);
+	if (!ret)
+		ret = spyre_fence_wait(&fe, 60ull * NSEC);
+	spyre_cmdbuf_destroy(cb);
+	return ret;
+}
+
+/*
+ * (ix) a fused pointwise expression of 8 operations over 4 Mi fp32
+ * elements, (x) a row sum of 1024 x 4096 fp16 (fp32 accumulation and
+ * output), (xi) a one-kernel softmax of the same, each against the host's
+ * memcpy (2 threads, this run) of its bytes (inputs read once plus
+ * outputs written); (xii) an empty KERNEL in a 1000-command list against
+ * a NOP in the same list, per command.  Card clock.  A card without
+ * KERNEL gets "n/a".  The results are checked (a wrong one fails).
+ */
+static int bench_kernel(struct spyre_device *dev)
+{
+	struct spyre_device_info info;
+	struct spyre_kernel *k = NULL;
+	struct spyre_bo *bos[4] = { NULL }, *ts = NULL, *pbo = NULL;
+	struct spyre_queue *q = NULL;
+	struct spyre_kernel_arg args[3];
+	struct spyre_kernel_launch l;
+	const uint64_t scale = 0x3fc00000;	/* 1.5f */
+	const uint64_t rstride = K_COLS;
+	struct fig f = { 0 }, fn = { 0 };
+	const char *placement = "device";
+	const void *prog;
+	size_t psize;
+	char b1[48], b2[48];
+	void *m;
+	int ret, rc = 0;
+
+	printf("\n== kernels (KERNEL): card clock, median [min-max] of %d "
+	       "runs, against the host's memcpy (2 threads) of the kernel's "
+	       "bytes\n", reps);
+	if (spyre_device_get_info(dev, &info) ||
+	    !(info.caps & SPYRE_DEV_CAP_KERNEL)) {
+		printf("   n/a: the card does not run KERNEL\n");
+		return 0;
+	}
+	ret = spyre_queue_create(dev, SPYRE_PRIORITY_NORMAL, &q);
+	for (int i = 0; !ret && i < 4; i++)
+		ret = alloc_operand(dev, (uint64_t)K_ELEMS * 4, &bos[i],
+				    &placement);
+	if (!ret)
+		ret = spyre_bo_alloc(dev, PAGE, 0, &ts);
+	if (!ret)
+		ret = kernel_fill(q, bos[0], K_ELEMS, 4, 0x3f800000); /* 1.0 */
+	if (!ret)
+		ret = kernel_fill(q, bos[1], K_ELEMS, 4, 0x3f000000); /* 0.5 */
+	if (!ret)	/* fp16 1.0 */
+		ret = kernel_fill(q, bos[3], (uint64_t)K_ROWS * K_COLS, 2,
+				  0x3c00);
+	if (ret) {
+		rc = fail("kernel set-up", ret);
+		goto out;
+	}
+
+	/* (ix) */
+	memset(&l, 0, sizeof(l));
+	for (int i = 0; i < 3; i++)
+		args[i] = (struct spyre_kernel_arg){ SPYRE_MEM(bos[i], 0),
+						     K_ELEMS, SPYRE_DTYPE_FP32,
+						     0 };
+	l.noperands = 3;
+	l.operands = args;
+	l.nparams = 1;
+	l.params = &scale;
+	l.npdims = 1;
+	l.size[0] = K_ELEMS;
+	ret = kernel_fused8(&k);
+	if (!ret)
+		ret = kernel_figure(dev, q, ts, k, &l, 3ull * K_ELEMS * 4,
+				    "(ix) fused 8-op pointwise 4Mi fp32", &f);
+	if (!ret)
+		ret = spyre_bo_map(bos[2], &m);
+	if (!ret) {
+		/* the reference on one element of the same inputs */
+		float x = 1.0f, y = 0.5f, want = 0;
+		struct spyre_ref_kernel_operand ro[3] = {
+			{ &x, 1, SPYRE_DTYPE_FP32, 0 },
+			{ &y, 1, SPYRE_DTYPE_FP32, 0 },
+			{ &want, 1, SPYRE_DTYPE_FP32, 0 } };
+		struct spyre_ref_kernel_launch rl = { 0 };
+		struct spyre_ref_kernel_result res;
+		const float *got = m;
+
+		spyre_kernel_finalize(k, &rl.prog, &psize);
+		rl.prog_size = psize;
+		rl.noperands = 3;
+		rl.operands = ro;
+		rl.nparams = 1;
+		rl.params = &scale;
+		rl.npdims = 1;
+		rl.size[0] = 1;
+		ret = spyre_ref_kernel(&rl, &res);
+		if (!ret && (res.status || !kernel_close(got[0], want) ||
+			     !kernel_close(got[K_ELEMS - 1], want))) {
+			fprintf(stderr, "(ix): card %.9g, %.9g; reference "
+				"%.9g\n", got[0], got[K_ELEMS - 1], want);
+			ret = -EIO;
+		}
+	}
+	spyre_kernel_destroy(k);
+	k = NULL;
+	if (ret)
+		rc |= fail("(ix) fused pointwise", ret);
+
+	/* (x) and (xi) */
+	for (int sm = 0; sm < 2; sm++) {
+		const char *name = sm ? "(xi) softmax 1024x4096 fp16" :
+				   "(x) row sum 1024x4096 fp16->fp32";
+		uint64_t out_bytes = sm ? (uint64_t)K_ROWS * K_COLS * 2 :
+				     K_ROWS * 4;
+
+		memset(&l, 0, sizeof(l));
+		args[0] = (struct spyre_kernel_arg){ SPYRE_MEM(bos[3], 0),
+			(uint64_t)K_ROWS * K_COLS, SPYRE_DTYPE_FP16, 0 };
+		args[1] = (struct spyre_kernel_arg){ SPYRE_MEM(bos[2], 0),
+			sm ? (uint64_t)K_ROWS * K_COLS : K_ROWS,
+			sm ? SPYRE_DTYPE_FP16 : SPYRE_DTYPE_FP32, 0 };
+		l.noperands = 2;
+		l.operands = args;
+		l.nparams = 1;
+		l.params = &rstride;
+		l.npdims = 1;
+		l.nrdims = 1;
+		l.size[0] = K_ROWS;
+		l.size[SPYRE_KDIM_R0] = K_COLS;
+		ret = kernel_rows(sm, &k);
+		if (!ret)
+			ret = kernel_figure(dev, q, ts, k, &l,
+					    (uint64_t)K_ROWS * K_COLS * 2 +
+					    out_bytes, name, &f);
+		if (!ret)
+			ret = spyre_bo_map(bos[2], &m);
+		if (!ret) {
+			/* rows of ones: sums 4096, softmax 1/4096 (fp16) */
+			double want = sm ? 1.0 / K_COLS : K_COLS;
+			double g0 = sm ? spyre_ref_fp16_to_f64(*(uint16_t *)m) :
+				    *(float *)m;
+			double g1 = sm ? spyre_ref_fp16_to_f64(((uint16_t *)m)
+					[(uint64_t)K_ROWS * K_COLS - 1]) :
+				    ((float *)m)[K_ROWS - 1];
+
+			if (g0 != want || g1 != want) {
+				fprintf(stderr, "%s: card %g, %g; want %g\n",
+					name, g0, g1, want);
+				ret = -EIO;
+			}
+		}
+		spyre_kernel_destroy(k);
+		k = NULL;
+		if (ret) {
+			rc |= fail(name, ret);
+			ret = 0;
+		}
+	}
+
+	/* (xii) an empty KERNEL (no instructions, one point) vs a NOP */
+	ret = spyre_kernel_create(NULL, 0, 0, 0, 0, &k);
+	if (!ret)
+		ret = spyre_kernel_finalize(k, &prog, &psize);
+	if (!ret)
+		ret = spyre_kernel_upload(dev, prog, psize, 0, &pbo);
+	if (!ret) {
+		memset(&l, 0, sizeof(l));
+		l.prog = SPYRE_MEM(pbo, 0);
+		l.prog_size = (uint32_t)psize;
+		f.n = 0;
+		fn.n = 0;
+		ret = kernel_list_run(q, ts, &l, 1000, &f);
+	}
+	if (!ret)
+		ret = kernel_list_run(q, ts, NULL, 1000, &fn);
+	if (!ret) {
+		printf("   %-36s %s us per command; NOP in the same list: %s "
+		       "us -> %.2fx (goal <= 2x)\n",
+		       "(xii) empty KERNEL in a 1000-list",
+		       fig_str(b1, sizeof(b1), &f, 1e-3, 3),
+		       fig_str(b2, sizeof(b2), &fn, 1e-3, 3),
+		       fig_med(&f) / fig_med(&fn));
+		summary_add("(xii) empty KERNEL in a 1000-list", &f, 1e-3, 3,
+			    "us", "NOP in the same list", &fn, "card", 2, 1);
+	} else {
+		rc |= fail("(xii) empty KERNEL list", ret);
+	}
+out:
+	spyre_kernel_destroy(k);
+	spyre_bo_free(pbo);
+	for (int i = 0; i < 4; i++)
+		spyre_bo_free(bos[i]);
+	spyre_bo_free(ts);
+	spyre_queue_destroy(q);
+	return rc;
+}
+
 /* ---- scaling ---- */
 
 #define SCALE_GEMM_DIM	256u
@@ -2660,6 +3080,7 @@ static int bench_exec(struct spyre_device *dev, unsigned int card,
 	rc |= bench_priority(card, secs, gemm_ok);
 	rc |= bench_gemm(card, iters, gemm_ok);
 	rc |= bench_vec(dev);
+	rc |= bench_kernel(dev);
 	rc |= bench_scale(card, secs, gemm_ok);
 	return rc;
 }
@@ -2671,7 +3092,7 @@ static void usage(FILE *f)
 		"[--iters N] [--reps N]\n"
 		"                   [--ceilings FILE] [--threads N] "
 		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
-		"                   [--only mem|exec|vec|gemm|scale|load] "
+		"                   [--only mem|exec|vec|gemm|scale|load|kernel] "
 		"[--json]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
@@ -2806,10 +3227,13 @@ int main(int argc, char **argv)
 			} else if (!strcmp(optarg, "load")) {
 				do_mem = 0;
 				do_exec = 5;
+			} else if (!strcmp(optarg, "kernel")) {
+				do_mem = 0;
+				do_exec = 6;
 			} else {
 				fprintf(stderr, "spyre-bench: --only: '%s' is "
-					"not mem, exec, vec, gemm, scale or "
-					"load\n", optarg);
+					"not mem, exec, vec, gemm, scale, load "
+					"or kernel\n", optarg);
 				ok = false;
 			}
 			break;
@@ -2886,6 +3310,8 @@ int main(int argc, char **argv)
 		rc |= bench_gemm(card, iters, !gemm_probe(card));
 	else if (do_exec == 5)
 		rc |= bench_load(dev, secs);
+	else if (do_exec == 6)
+		rc |= bench_kernel(dev);
 	else if (do_exec)
 		rc |= bench_exec(dev, card, secs, iters);
 	summary_print();

@@ -78,7 +78,7 @@ extern "C" {
 #endif
 
 #define SPYRE_VERSION_MAJOR 0
-#define SPYRE_VERSION_MINOR 7
+#define SPYRE_VERSION_MINOR 8
 #define SPYRE_VERSION_PATCH 0
 
 /** Infinite timeout for the *_wait / *_sync functions. */
@@ -94,6 +94,7 @@ extern "C" {
 #define SPYRE_DEV_CAP_INT8	(1ull << 3)
 #define SPYRE_DEV_CAP_MMU	(1ull << 4)
 #define SPYRE_DEV_CAP_SEM	(1ull << 5)
+#define SPYRE_DEV_CAP_KERNEL	(1ull << 6)	/* KERNEL command (0.8) */
 
 struct spyre_device;
 struct spyre_bo;
@@ -1852,6 +1853,441 @@ SPYRE_API int spyre_graph_launch_staged(struct spyre_graph *g,
  * @g: the graph.
  */
 SPYRE_API size_t spyre_graph_size(const struct spyre_graph *g);
+
+/* ------------------------------------------------------------------ */
+/* Kernels (0.8): programs for the KERNEL command                     */
+/* ------------------------------------------------------------------ */
+
+/**
+ * DOC: Kernels
+ *
+ * A KERNEL command runs a verified program over an iteration space of up
+ * to 6 pointwise and 3 reduction dimensions, reading and writing up to 32
+ * strided operands (docs/spyre-hw.rst, "The KERNEL command", is the
+ * contract; <drm/spyre_cmd.h> has its codes).  libspyre gives:
+ *
+ *  - a builder (struct spyre_kernel, spyre_kernel_*()) that emits the
+ *    program of one signature (operand dtypes, parameter count, pointwise
+ *    and reduction dimension counts) instruction by instruction, checking
+ *    each one as the card's verifier would, so that a finalized program is
+ *    always valid.  Values are typed SSA values named by their number
+ *    (an int >= 0); SPYRE_KERNEL_NONE stands for an absent optional
+ *    source.  Programs are shape-generic: take sizes, strides and scalars
+ *    from parameters (spyre_kernel_param(), spyre_kernel_affine(),
+ *    SPYRE_KSIZE_PARAM()), so one program serves every shape;
+ *  - spyre_kernel_disasm(): program bytes to text;
+ *  - spyre_kernel_upload(), spyre_cmdbuf_kernel() and
+ *    spyre_stream_kernel(): put a program in a BO and launch it;
+ *  - spyre_ref_kernel() (spyre_ref.h): the host reference interpreter.
+ *
+ * Errors of the builder are sticky: the first failing call returns a
+ * negative errno (-EINVAL: misuse, such as a source of the wrong type, a
+ * value not visible where it is used, an index out of range, a pass not
+ * opened or left open; -E2BIG: beyond the limits of SPYRE_KERNEL_MAX_*;
+ * -ENOMEM), and every later call, spyre_kernel_finalize() included,
+ * returns the same error.  A source that is itself a negative errno (the
+ * result of an earlier failed call) fails with that errno, so a generator
+ * may chain calls and check once, at spyre_kernel_finalize().
+ *
+ * Environment: SPYRE_KERNEL_DUMP=1 (or "stderr") prints, to stderr, the
+ * disassembly of every program when a KERNEL is encoded
+ * (spyre_cmdbuf_kernel(), spyre_stream_kernel()); any other non-empty
+ * value is a file the listings are appended to.
+ */
+
+/** An absent optional source value (a mask, a LOAD's other value, ...). */
+#define SPYRE_KERNEL_NONE	((int)SPYRE_KVAL_NONE)
+
+struct spyre_kernel;
+
+/**
+ * spyre_kernel_create() - start a program of one signature.
+ * @dtypes: @noperands SPYRE_DTYPE_* (any data type but 0), operand i's
+ *	dtype; may be NULL when @noperands is 0.
+ * @noperands: operands, 0..32.
+ * @nparams: parameters, 0..64.
+ * @npdims: pointwise dimensions, 0..6 (0: a single point).
+ * @nrdims: reduction dimensions, 0..3; a program with reduction dimensions
+ *	has 1..8 passes (spyre_kernel_pass()).
+ * @out: receives the builder; free it with spyre_kernel_destroy().
+ *
+ * Returns 0, -EINVAL (a count beyond its limit, an invalid dtype, NULL
+ * @out) or -ENOMEM.
+ */
+SPYRE_API int spyre_kernel_create(const uint32_t *dtypes,
+				  unsigned int noperands, unsigned int nparams,
+				  unsigned int npdims, unsigned int nrdims,
+				  struct spyre_kernel **out);
+
+/**
+ * spyre_kernel_destroy() - free a builder and the program bytes it owns.
+ * @k: the builder (NULL is a no-op).
+ */
+SPYRE_API void spyre_kernel_destroy(struct spyre_kernel *k);
+
+/**
+ * spyre_kernel_error() - the builder's sticky error: 0 or a negative errno.
+ * @k: the builder (NULL gives -EINVAL).
+ */
+SPYRE_API int spyre_kernel_error(const struct spyre_kernel *k);
+
+/**
+ * spyre_kernel_type() - the SPYRE_KTYPE_* of value @v.
+ * @k: the builder.
+ * @v: a value defined so far.
+ *
+ * Returns SPYRE_KTYPE_BOOL, _I32, _I64 or _F32, or -EINVAL (no such
+ * value).  Does not touch the sticky error.
+ */
+SPYRE_API int spyre_kernel_type(const struct spyre_kernel *k, int v);
+
+/**
+ * spyre_kernel_const() - a constant (CONST).
+ * @k: the builder.
+ * @type: SPYRE_KTYPE_BOOL, _I32, _I64 or _F32.
+ * @bits: the value: an i64, an i32 (sign or zero bits 63:32 are ignored),
+ *	0 or non-zero for a bool; for F32 use spyre_kernel_const_f32().
+ *
+ * Returns the new value's number, or a negative errno (see DOC: Kernels).
+ */
+SPYRE_API int spyre_kernel_const(struct spyre_kernel *k, uint32_t type,
+				 int64_t bits);
+
+/**
+ * spyre_kernel_const_f32() - an f32 constant (CONST), bit-exact (NaN
+ *	payloads and -0 kept).
+ * @k: the builder.
+ * @x: the value.
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_const_f32(struct spyre_kernel *k, float x);
+
+/**
+ * spyre_kernel_param() - parameter @index read as @type (PARAM): I64 all
+ * 64 bits, I32 and F32 bits 31:0 (two's complement, binary32), BOOL
+ * non-zero.
+ * @k: the builder.
+ * @type: SPYRE_KTYPE_*, not NONE.
+ * @index: the parameter, below the signature's count.
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_param(struct spyre_kernel *k, uint32_t type,
+				 unsigned int index);
+
+/**
+ * spyre_kernel_idx() - the loop index along dimension @dim (IDX).
+ * @k: the builder.
+ * @type: SPYRE_KTYPE_I32 (bits 31:0) or _I64.
+ * @dim: 0..npdims-1 for p0..p5, SPYRE_KDIM_R0 + 0..nrdims-1 for r0..r2
+ *	(inside a pass only), SPYRE_KDIM_POINT (the linear point index) or
+ *	SPYRE_KDIM_RINDEX (the linear reduction index, inside a pass only).
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_idx(struct spyre_kernel *k, uint32_t type,
+			       unsigned int dim);
+
+/**
+ * spyre_kernel_size() - the size of dimension @dim (SIZE): as
+ * spyre_kernel_idx(), SPYRE_KDIM_POINT giving P and SPYRE_KDIM_RINDEX R;
+ * allowed anywhere.
+ * @k: the builder.
+ * @type: SPYRE_KTYPE_I32 or _I64.
+ * @dim: as spyre_kernel_idx().
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_size(struct spyre_kernel *k, uint32_t type,
+				unsigned int dim);
+
+/**
+ * spyre_kernel_affine() - an element offset (AFFINE): @base + sum over the
+ * dimensions d set in @dims, in increasing d, of IDX(d) * P[@param + j]
+ * (j counting them), computed in i64 (wrapping) and narrowed to @type.
+ * @k: the builder.
+ * @type: SPYRE_KTYPE_I32 or _I64.
+ * @base: an int value of @type, or SPYRE_KERNEL_NONE (0).
+ * @dims: bit d for dimension d: bits 0..npdims-1 (p0..), bits
+ *	6..6+nrdims-1 (r0.., inside a pass only).
+ * @param: the first of popcount(@dims) consecutive parameters (strides, in
+ *	elements); must be 0 when @dims is 0.
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_affine(struct spyre_kernel *k, uint32_t type,
+				  int base, uint32_t dims, unsigned int param);
+
+/**
+ * spyre_kernel_load() - load operand @operand at element offset @offset
+ * (LOAD); the value has the operand dtype's value type (I32 for U8, INT8,
+ * INT16, INT32; I64 for INT64; BOOL for BOOL; F32 for the float types).
+ * @k: the builder.
+ * @operand: the operand, below the signature's count.
+ * @offset: an int value (an i32 offset is sign-extended).
+ * @mask: a bool value, or SPYRE_KERNEL_NONE (every lane active); inactive
+ *	lanes neither access nor check their offset.
+ * @other: the value of inactive lanes (of the load's type), or
+ *	SPYRE_KERNEL_NONE (zero / false).
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_load(struct spyre_kernel *k, unsigned int operand,
+				int offset, int mask, int other);
+
+/**
+ * spyre_kernel_store() - store @value to operand @operand at element
+ * offset @offset (STORE), converting it to the operand's dtype.
+ * @k: the builder.
+ * @operand: the operand.
+ * @offset: an int value.
+ * @value: a value of the operand dtype's value type.
+ * @mask: a bool value, or SPYRE_KERNEL_NONE.
+ * @flags: 0, or SPYRE_KMOD_SAT (fp8 operands only): overflow saturates to
+ *	the largest finite value instead of giving NaN (E4M3) or infinity.
+ *
+ * Returns 0, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_store(struct spyre_kernel *k, unsigned int operand,
+				 int offset, int value, int mask,
+				 uint32_t flags);
+
+/**
+ * spyre_kernel_op() - an arithmetic, comparison, logic, selection or math
+ * instruction.
+ * @k: the builder.
+ * @op: SPYRE_KOP_ADD .. _POW (sources of one num type T; DIV f32 only;
+ *	NEG and ABS take @a only, FMA and CLAMP @a, @b, @c), _CMP (@mod a
+ *	SPYRE_KCMP_*, @a and @b of one type, bool only EQ/NE; the result is
+ *	BOOL), _AND, _OR, _XOR (bool or int), _NOT (@a), _SHL, _SHR (int),
+ *	_SELECT (@a bool, @b and @c of one type, the result's), the f32 math
+ *	functions _EXP, _LOG, _SQRT, _RSQRT, _RECIP, _TANH, _SIGMOID, _ERF,
+ *	_FLOOR, _CEIL, _ROUND, _TRUNC (@a), and _ISNAN, _ISINF (f32 @a, BOOL
+ *	result).
+ * @mod: SPYRE_KCMP_* for CMP; 0 or SPYRE_KMOD_IGNORE_NAN for MIN and MAX
+ *	(f32: a NaN source gives the other); 0 otherwise.
+ * @a: first source.
+ * @b: second source, or SPYRE_KERNEL_NONE when the opcode has one source.
+ * @c: third source, or SPYRE_KERNEL_NONE.
+ *
+ * The result type is @a's (@b's for SELECT; BOOL for CMP, ISNAN, ISINF).
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_op(struct spyre_kernel *k, uint32_t op,
+			      uint32_t mod, int a, int b, int c);
+
+/**
+ * spyre_kernel_cvt() - convert @a to @type (CVT), optionally through a
+ * data type: with @via_dtype non-zero the converted value is then stored
+ * to that dtype and loaded back (to_dtype to a narrow type: FP16 rounds,
+ * INT8 wraps, ...).
+ * @k: the builder.
+ * @type: SPYRE_KTYPE_BOOL, _I32, _I64 or _F32.
+ * @a: any value.
+ * @via_dtype: 0, or a SPYRE_DTYPE_* whose value type is @type.
+ * @flags: 0, or SPYRE_KMOD_SAT with an fp8 @via_dtype.
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_cvt(struct spyre_kernel *k, uint32_t type, int a,
+			       uint32_t via_dtype, uint32_t flags);
+
+/**
+ * spyre_kernel_bitcast() - the bits of @a (f32 or i32) as @type (BITCAST).
+ * @k: the builder.
+ * @type: SPYRE_KTYPE_I32 or _F32.
+ * @a: an f32 or i32 value.
+ *
+ * Returns the new value's number, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_bitcast(struct spyre_kernel *k, uint32_t type,
+				   int a);
+
+/**
+ * spyre_kernel_check() - a device-side assertion (CHECK): an active lane
+ * whose @cond is false ends the job with SPYRE_STATUS_ASSERT.
+ * @k: the builder.
+ * @cond: a bool value.
+ * @mask: a bool value, or SPYRE_KERNEL_NONE (every lane checks).
+ *
+ * Returns 0, or a negative errno.
+ */
+SPYRE_API int spyre_kernel_check(struct spyre_kernel *k, int cond, int mask);
+
+/**
+ * spyre_kernel_pass() - begin the next pass (PASS): the instructions until
+ * spyre_kernel_endpass() run for every reduction index of a point.
+ * @k: the builder; its signature has reduction dimensions.
+ *
+ * Returns 0, or -EINVAL (no reduction dimensions, a pass already open),
+ * -E2BIG (a ninth pass).
+ */
+SPYRE_API int spyre_kernel_pass(struct spyre_kernel *k);
+
+/**
+ * spyre_kernel_endpass() - end the open pass (ENDPASS); its reductions'
+ * results become visible to the code that follows.
+ * @k: the builder.
+ *
+ * Returns 0, or -EINVAL (no pass open).
+ */
+SPYRE_API int spyre_kernel_endpass(struct spyre_kernel *k);
+
+/**
+ * spyre_kernel_reduce() - a reduction over the open pass's reduction
+ * indices (REDUCE), in the contract's fixed order.
+ * @k: the builder; a pass is open.
+ * @kind: SPYRE_KRED_SUM, _PROD, _MAX, _MIN (@a num; the result is @a's
+ *	type), _ARGMAX, _ARGMIN (@a num; I64 result), _ANY, _ALL (@a bool),
+ *	_XOR_SUM (@a int), _WELFORD (@a f32: three f32 values mean, m2,
+ *	weight), _WELFORD_COMBINE (@a, @b, @c f32 partials: three values).
+ * @a: the contribution of a reduction index.
+ * @b: WELFORD_COMBINE's m2, else SPYRE_KERNEL_NONE.
+ * @c: WELFORD_COMBINE's weight, else SPYRE_KERNEL_NONE.
+ * @mask: a bool value (inactive indices contribute nothing), or
+ *	SPYRE_KERNEL_NONE.
+ *
+ * The result is visible after spyre_kernel_endpass().  Returns the
+ * (first) result's number (WELFORD's are it, +1 and +2), or a negative
+ * errno (-E2BIG: a 33rd REDUCE).
+ */
+SPYRE_API int spyre_kernel_reduce(struct spyre_kernel *k, uint32_t kind,
+				  int a, int b, int c, int mask);
+
+/**
+ * spyre_kernel_finalize() - the program's bytes (header and instructions).
+ * @k: the builder; no pass open, and one pass at least when the signature
+ *	has reduction dimensions.
+ * @prog: receives a pointer to the bytes, owned by @k: valid until
+ *	spyre_kernel_destroy() or the next call that adds to @k (which may
+ *	add instructions and finalize again).
+ * @size: receives their size in bytes, 64 + 16 * instructions (the
+ *	KERNEL's prog_size).
+ *
+ * Returns 0, the sticky error, or -EINVAL (a pass open, or none in a
+ * reduction kernel).
+ */
+SPYRE_API int spyre_kernel_finalize(struct spyre_kernel *k, const void **prog,
+				    size_t *size);
+
+/**
+ * spyre_kernel_disasm() - a program as text, one instruction a line
+ * (docs/spyre-hw.rst, "Examples": "%4 = add.f32 %2, %3", operands oN,
+ * parameters PN, dimensions p0..p5 and r0..r2), after a first line
+ * naming the operand dtypes and the counts.
+ * @prog: the program bytes.
+ * @size: their size.
+ * @buf: receives the NUL-terminated text, truncated to @len bytes (as
+ *	snprintf()); may be NULL when @len is 0.
+ * @len: bytes at @buf.
+ *
+ * Decodes any bytes without judging them (a malformed instruction is
+ * printed as raw fields; the card's verifier judges).  Returns the length
+ * the whole text needs (without the NUL), or -EINVAL (NULL @prog, @size
+ * not 64 + 16 * n, a bad magic or version).
+ */
+SPYRE_API int spyre_kernel_disasm(const void *prog, size_t size, char *buf,
+				  size_t len);
+
+/**
+ * spyre_kernel_upload() - copy a program into a new BO of @dev, ready to
+ * launch.
+ * @dev: the device.
+ * @prog: the program bytes (e.g. from spyre_kernel_finalize()).
+ * @size: their size, 64 + 16 * n.
+ * @bo_flags: SPYRE_BO_FLAGS_NONE (system memory) or SPYRE_BO_DEVICE.
+ * @out: receives the BO (its start is the program); the caller owns it
+ *	and frees it with spyre_bo_free() once no job uses it.
+ *
+ * Returns 0, -EINVAL (NULL argument, bad @size), or as spyre_bo_alloc()
+ * and spyre_bo_map().
+ */
+SPYRE_API int spyre_kernel_upload(struct spyre_device *dev, const void *prog,
+				  size_t size, uint32_t bo_flags,
+				  struct spyre_bo **out);
+
+/**
+ * struct spyre_kernel_arg - one operand of a kernel launch.
+ * @mem: element 0 (aligned to the element size); with a BO the @extent
+ *	elements must lie in it (-ERANGE) and the BO is listed for the job.
+ *	An operand no active lane touches may be SPYRE_MEM_NONE with @extent 0.
+ * @extent: elements the program may access (offsets 0..@extent-1).
+ * @dtype: SPYRE_DTYPE_*, as the program declares.
+ * @pad: must be zero.
+ */
+struct spyre_kernel_arg {
+	struct spyre_mem mem;
+	uint64_t extent;
+	uint32_t dtype;
+	uint32_t pad;
+};
+
+/**
+ * struct spyre_kernel_launch - one KERNEL command.
+ * @prog: the program (e.g. the BO of spyre_kernel_upload() at offset 0),
+ *	8-byte aligned; with a BO, libspyre reads the program through the
+ *	BO's CPU mapping to check the launch against its signature, to find
+ *	the operands it stores to and for SPYRE_KERNEL_DUMP.
+ * @prog_size: bytes of the program.
+ * @noperands: entries at @operands, 0..32.
+ * @nparams: entries at @params, 0..64.
+ * @npdims: pointwise dimensions, 0..6.
+ * @nrdims: reduction dimensions, 0..3.
+ * @pad: must be zero.
+ * @operands: the operands (may be NULL when @noperands is 0).
+ * @params: the 64-bit parameters (binary32 values in bits 31:0).
+ * @size: p0..p5 in @size[0..@npdims-1], r0..r2 in @size[6..6+@nrdims-1],
+ *	other entries zero; SPYRE_KSIZE_PARAM(i) takes a size from
+ *	parameter i.
+ * @reserved: must be zero.
+ *
+ * Zero-initialise it and set what you need.
+ */
+struct spyre_kernel_launch {
+	struct spyre_mem prog;
+	uint32_t prog_size;
+	uint32_t noperands;
+	uint32_t nparams;
+	uint32_t npdims;
+	uint32_t nrdims;
+	uint32_t pad;
+	const struct spyre_kernel_arg *operands;
+	const uint64_t *params;
+	uint64_t size[9];
+	uint64_t reserved[4];
+};
+
+/**
+ * spyre_cmdbuf_kernel() - append a KERNEL command (104 + 24 * noperands +
+ * 8 * nparams bytes) launching @l.
+ * @cb: the command buffer.
+ * @l: the launch.
+ *
+ * Checks what the host can: counts, dtypes, sizes (a SPYRE_KSIZE_PARAM
+ * naming a parameter that exists), the program size and alignment, every
+ * operand's extent against its BO (-ERANGE), and, when @l->prog has a BO,
+ * the program's header against the launch (signature).  The BOs of the
+ * program and of the operands are recorded (those the program stores to
+ * as written).  Returns 0, or -EINVAL, -ERANGE, -ENOMEM; @cb is unchanged
+ * on error.
+ */
+SPYRE_API int spyre_cmdbuf_kernel(struct spyre_cmdbuf *cb,
+				  const struct spyre_kernel_launch *l);
+
+/**
+ * spyre_stream_kernel() - run one KERNEL on @s (a job of one command).
+ * @s: the stream.
+ * @l: the launch, as spyre_cmdbuf_kernel().
+ *
+ * The job is restartable when no operand it stores to shares a BO with
+ * another operand.  A job that fails (BAD_PROGRAM, OUT_OF_BOUNDS, ASSERT,
+ * a fault) sets the stream's and the context's error as any job error.
+ * Returns 0 or a negative errno (as spyre_cmdbuf_kernel(), -EXDEV for a BO
+ * of another device, the stream's sticky error, submission errors).
+ */
+SPYRE_API int spyre_stream_kernel(struct spyre_stream *s,
+				  const struct spyre_kernel_launch *l);
 
 #ifdef __cplusplus
 }

@@ -321,4 +321,157 @@ static inline void spyre_cmd_sem_init(struct spyre_cmd_sem *c, uint16_t opcode,
 	c->value = value;
 }
 
+/**
+ * spyre_cmd_kernel_init() - encode the fixed part of a KERNEL (104 bytes).
+ * @c: the command; the caller provides SPYRE_CMD_KERNEL_SIZE(@noperands,
+ *	@nparams) bytes, and fills the operand and parameter tables that
+ *	follow with spyre_cmd_kernel_operand() and spyre_cmd_kernel_param().
+ * @prog: device VA of the program, 8-byte aligned.
+ * @prog_size: bytes of the program, 64 + 16 * instructions.
+ * @noperands: operand entries, 0..32.
+ * @nparams: parameters, 0..64.
+ * @npdims: pointwise dimensions, 0..6.
+ * @nrdims: reduction dimensions, 0..3.
+ * @size: the 9 sizes (p0..p5, r0..r2, unused entries zero; an entry may be
+ *	SPYRE_KSIZE_PARAM(i)), or NULL for all zero.
+ */
+static inline void spyre_cmd_kernel_init(struct spyre_cmd_kernel *c,
+					 uint64_t prog, uint32_t prog_size,
+					 uint16_t noperands, uint16_t nparams,
+					 uint16_t npdims, uint16_t nrdims,
+					 const uint64_t *size)
+{
+	spyre_cmd_hdr_init(&c->hdr, SPYRE_OP_KERNEL, 0,
+			   (uint32_t)SPYRE_CMD_KERNEL_SIZE(noperands, nparams));
+	c->prog = prog;
+	c->prog_size = prog_size;
+	c->noperands = noperands;
+	c->nparams = nparams;
+	c->npdims = npdims;
+	c->nrdims = nrdims;
+	c->pad = 0;
+	for (int i = 0; i < 9; i++)
+		c->size[i] = size ? size[i] : 0;
+}
+
+/**
+ * spyre_cmd_kernel_operand() - encode operand entry @i of a KERNEL.
+ * @c: a command set up by spyre_cmd_kernel_init(), @i < its noperands.
+ * @i: the operand's index.
+ * @va: device VA of element 0, aligned to the element size.
+ * @extent: elements; offsets 0..@extent-1 are valid.
+ * @dtype: SPYRE_DTYPE_*, as the program declares it.
+ */
+static inline void spyre_cmd_kernel_operand(struct spyre_cmd_kernel *c,
+					    unsigned int i, uint64_t va,
+					    uint64_t extent, uint32_t dtype)
+{
+	struct spyre_kernel_operand *o =
+		(struct spyre_kernel_operand *)(c + 1) + i;
+
+	o->va = va;
+	o->extent = extent;
+	o->dtype = dtype;
+	o->pad = 0;
+}
+
+/**
+ * spyre_cmd_kernel_param() - encode parameter @i of a KERNEL.
+ * @c: a command set up by spyre_cmd_kernel_init(), @i < its nparams (its
+ *	noperands already set: the parameters follow the operand table).
+ * @i: the parameter's index.
+ * @value: the 64 bits (an integer, or a binary32 pattern in bits 31:0).
+ */
+static inline void spyre_cmd_kernel_param(struct spyre_cmd_kernel *c,
+					  unsigned int i, uint64_t value)
+{
+	uint64_t *p = (uint64_t *)((struct spyre_kernel_operand *)(c + 1) +
+				   c->noperands);
+
+	p[i] = value;
+}
+
+/**
+ * spyre_kprog_header_init() - encode a kernel program's 64-byte header.
+ * @h: the header.
+ * @ninsts: instructions following it.
+ * @nvalues: values they define.
+ * @noperands: operands (0..32); @dtype gives their SPYRE_DTYPE_*.
+ * @dtype: @noperands dtypes (NULL when @noperands is 0).
+ * @nparams: parameters.
+ * @npdims: pointwise dimensions.
+ * @nrdims: reduction dimensions.
+ * @npasses: PASS instructions.
+ */
+static inline void spyre_kprog_header_init(struct spyre_kprog_header *h,
+					   uint32_t ninsts, uint32_t nvalues,
+					   uint8_t noperands,
+					   const uint32_t *dtype,
+					   uint8_t nparams, uint8_t npdims,
+					   uint8_t nrdims, uint8_t npasses)
+{
+	h->magic = SPYRE_KPROG_MAGIC;
+	h->version = SPYRE_KPROG_VERSION;
+	h->flags = 0;
+	h->ninsts = ninsts;
+	h->nvalues = nvalues;
+	h->noperands = noperands;
+	h->nparams = nparams;
+	h->npdims = npdims;
+	h->nrdims = nrdims;
+	h->npasses = npasses;
+	h->pad[0] = h->pad[1] = h->pad[2] = 0;
+	for (int i = 0; i < 32; i++)
+		h->dtype[i] = i < noperands ? (uint8_t)dtype[i] : 0;
+	h->reserved = 0;
+}
+
+/**
+ * spyre_kinst_init() - encode one kernel instruction (16 bytes).
+ * @k: the instruction.
+ * @op: SPYRE_KOP_*.
+ * @type: SPYRE_KTYPE_* of the result (SPYRE_KTYPE_NONE for PASS, ENDPASS,
+ *	STORE, CHECK).
+ * @mod: the opcode's modifier (predicate, reduction kind, dtype, flags,
+ *	AFFINE's dimension mask), 0 when it has none.
+ * @dst: the value defined, or SPYRE_KVAL_NONE.
+ * @a: first source, or SPYRE_KVAL_NONE.
+ * @b: second source, or SPYRE_KVAL_NONE.
+ * @c: third source, or SPYRE_KVAL_NONE.
+ * @imm: operand, parameter or dimension index, REDUCE's mask value, or 0.
+ *
+ * CONST's 64-bit immediate goes in @b, @c and @imm: use
+ * spyre_kinst_const_init().
+ */
+static inline void spyre_kinst_init(struct spyre_kinst *k, uint8_t op,
+				    uint8_t type, uint16_t mod, uint16_t dst,
+				    uint16_t a, uint16_t b, uint16_t c,
+				    uint32_t imm)
+{
+	k->op = op;
+	k->type = type;
+	k->mod = mod;
+	k->dst = dst;
+	k->a = a;
+	k->b = b;
+	k->c = c;
+	k->imm = imm;
+}
+
+/**
+ * spyre_kinst_const_init() - encode a CONST.
+ * @k: the instruction.
+ * @type: SPYRE_KTYPE_* of the value.
+ * @dst: the value defined.
+ * @bits: the immediate: an i64, an i32 or binary32 pattern in bits 31:0
+ *	(bits 63:32 zero), or 0 / 1 for a bool.
+ */
+static inline void spyre_kinst_const_init(struct spyre_kinst *k, uint8_t type,
+					  uint16_t dst, uint64_t bits)
+{
+	spyre_kinst_init(k, SPYRE_KOP_CONST, type, 0, dst, SPYRE_KVAL_NONE,
+			 (uint16_t)bits, (uint16_t)(bits >> 16),
+			 (uint32_t)(bits >> 32));
+}
+
 #endif /* SPYRE_ENCODE_H */

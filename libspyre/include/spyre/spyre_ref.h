@@ -69,14 +69,14 @@ extern "C" {
  * spyre_dtype_size() - bytes per element of @dtype (SPYRE_DTYPE_*).
  * @dtype: an element type, SPYRE_DTYPE_*.
  *
- * Returns 1, 2 or 4, or 0 for an invalid dtype.
+ * Returns 1, 2, 4 or 8 (INT64), or 0 for an invalid dtype.
  */
 SPYRE_API size_t spyre_dtype_size(uint32_t dtype);
 
 /**
  * spyre_dtype_name() - short lower-case name of @dtype: "u8", "fp32", "fp16",
- * "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int32"; "invalid" for anything
- * else.
+ * "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int32", and the kernels' "int64",
+ * "int16", "bool"; "invalid" for anything else.
  * @dtype: an element type, SPYRE_DTYPE_*.
  *
  * Never NULL; a static string.
@@ -538,6 +538,99 @@ SPYRE_API int spyre_ref_rowop(uint32_t op, uint32_t dtype, uint32_t rows,
 			      uint32_t cols, uint64_t ld_src, const void *src,
 			      const float *gamma, const float *beta, float eps,
 			      double *out, double *err);
+
+/* ------------------------------------------------------------------ */
+/* Kernel programs (0.8)                                               */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct spyre_ref_kernel_operand - one operand of a reference kernel run.
+ * @data: host buffer of @extent packed little-endian elements of @dtype
+ *	(the card's layout); may be NULL when @extent is 0.
+ * @extent: elements; offsets 0..@extent-1 are valid.
+ * @dtype: SPYRE_DTYPE_* (any data type, INT64/INT16/BOOL included).
+ * @pad: must be zero.
+ */
+struct spyre_ref_kernel_operand {
+	void *data;
+	uint64_t extent;
+	uint32_t dtype;
+	uint32_t pad;
+};
+
+/**
+ * struct spyre_ref_kernel_launch - a KERNEL command on host buffers (the
+ *	fields of struct spyre_cmd_kernel).
+ * @prog: the program bytes.
+ * @prog_size: their size.
+ * @noperands: entries at @operands.
+ * @nparams: entries at @params.
+ * @npdims: pointwise dimensions.
+ * @nrdims: reduction dimensions.
+ * @operands: the operands.
+ * @params: the parameters.
+ * @size: p0..p5 in @size[0..5], r0..r2 in @size[6..8] (unused entries
+ *	zero); SPYRE_KSIZE_PARAM(i) takes a size from parameter i.
+ */
+struct spyre_ref_kernel_launch {
+	const void *prog;
+	uint64_t prog_size;
+	uint32_t noperands;
+	uint32_t nparams;
+	uint32_t npdims;
+	uint32_t nrdims;
+	const struct spyre_ref_kernel_operand *operands;
+	const uint64_t *params;
+	uint64_t size[9];
+};
+
+/**
+ * struct spyre_ref_kernel_result - how the launch ended, as the card's
+ *	completion record says it.
+ * @status: SPYRE_STATUS_OK, _INVALID_COMMAND, _INVALID_OPERAND, _LIMIT,
+ *	_BAD_PROGRAM, _OUT_OF_BOUNDS or _ASSERT.
+ * @pad: zero.
+ * @detail: the record's detail (BAD_PROGRAM: instruction | reason << 32;
+ *	OUT_OF_BOUNDS: operand | SPYRE_KDETAIL_WRITE | instruction << 32;
+ *	ASSERT: instruction << 32), else 0.
+ * @detail2: OUT_OF_BOUNDS: the element offset (signed), else 0.
+ */
+struct spyre_ref_kernel_result {
+	uint32_t status;
+	uint32_t pad;
+	uint64_t detail;
+	uint64_t detail2;
+};
+
+/**
+ * spyre_ref_kernel() - run a KERNEL launch on host buffers: the reference
+ * the tests judge the card's kernels with.
+ * @l: the launch.
+ * @res: receives the status and details.
+ *
+ * Checks the command, the operands, the iteration space and the program
+ * in the contract's order (docs/spyre-hw.rst, "Verification and
+ * errors"), then runs the points in increasing linear order, each
+ * section in program order and each pass reduction index by reduction
+ * index, stopping at the first failing access or CHECK (the failure the
+ * card reports).  f32 operations are computed in double and rounded once
+ * (bit-exact for ADD, SUB, MUL, DIV, FMA, SQRT, RECIP, RSQRT, the
+ * divisions and remainders, conversions, FLOOR .. TRUNC); EXP, LOG, TANH,
+ * ERF, POW and SIGMOID are the correctly rounded value (almost always):
+ * compare the card's with the contract's bound (1 ulp) beside it.
+ * Integers are exact (two's complement, the contract's values for
+ * division by zero and the like); reductions follow the fixed order, so
+ * SUM, PROD and WELFORD are bit-exact too.  Outputs are written in place
+ * in the operands' buffers (what a failed run wrote is as undefined as
+ * on the card).  Cost: about (P * max(R, 1) * instructions) steps, single
+ * threaded.
+ *
+ * Returns 0 when the launch was judged (the outcome in @res), -EINVAL (NULL
+ * @l or @res, a NULL array with a non-zero count, an operand with an
+ * extent and no data), -ENOMEM.
+ */
+SPYRE_API int spyre_ref_kernel(const struct spyre_ref_kernel_launch *l,
+			       struct spyre_ref_kernel_result *res);
 
 #ifdef __cplusplus
 }
