@@ -386,6 +386,7 @@ u64 spyre_uapi_caps(u64 hw)
 		{ SPYRE_CAP_INT8, DRM_SPYRE_CAP_INT8 },
 		{ SPYRE_CAP_MMU, DRM_SPYRE_CAP_MMU },
 		{ SPYRE_CAP_SEM, DRM_SPYRE_CAP_SEM },
+		{ SPYRE_CAP_KERNEL, DRM_SPYRE_CAP_KERNEL },
 	};
 	u64 caps = 0;
 	unsigned int i;

@@ -198,9 +198,13 @@ TEST_F(mem, query_context_values)
 	EXPECT_GT(self->c.di.num_contexts, ci.context_id);
 	EXPECT_EQ(0, ci.faults);
 	EXPECT_EQ(0, ci.fault_va);
-	for (int i = 0; i < 5; i++) {
+	/* no job failed: no job details */
+	EXPECT_EQ(0, ci.job_status);
+	EXPECT_EQ(0, ci.job_cmd_offset);
+	EXPECT_EQ(0, ci.job_detail);
+	EXPECT_EQ(0, ci.job_detail2);
+	for (size_t i = 0; i < sizeof(ci.reserved) / sizeof(ci.reserved[0]); i++)
 		EXPECT_EQ(0, ci.reserved[i]);
-	}
 	/* another file is another card context */
 	ASSERT_EQ(0, st_ctx_init(&other, 0));
 	ASSERT_EQ(0, st_query_context(other.fd, &ci2));

@@ -829,7 +829,8 @@ TEST_F(sub, device_info_limits_are_enforced)
 {
 	const uint64_t known = DRM_SPYRE_CAP_FP16 | DRM_SPYRE_CAP_BF16 |
 			       DRM_SPYRE_CAP_FP8 | DRM_SPYRE_CAP_INT8 |
-			       DRM_SPYRE_CAP_MMU | DRM_SPYRE_CAP_SEM;
+			       DRM_SPYRE_CAP_MMU | DRM_SPYRE_CAP_SEM |
+			       DRM_SPYRE_CAP_KERNEL;
 	struct drm_spyre_device_info *di = &self->c.di;
 	uint32_t njobs = di->max_jobs, nrefs = di->max_bos_per_job;
 	uint32_t nsyncs = di->max_syncs_per_job;

@@ -222,6 +222,7 @@ TEST(constants_match_uapi)
 	EXPECT_EQ(DRM_SPYRE_PLACEMENT_IMPORTED, SPYRE_PLACEMENT_IMPORTED);
 	EXPECT_EQ(DRM_SPYRE_CAP_FP16, SPYRE_DEV_CAP_FP16);
 	EXPECT_EQ(DRM_SPYRE_CAP_SEM, SPYRE_DEV_CAP_SEM);
+	EXPECT_EQ(DRM_SPYRE_CAP_KERNEL, SPYRE_DEV_CAP_KERNEL);
 	/* public structs keep room to grow */
 	EXPECT_LE(sizeof(struct drm_spyre_memory_info),
 		  sizeof(struct spyre_memory_info));

@@ -23,6 +23,7 @@ _Static_assert(SPYRE_DEV_CAP_FP8 == DRM_SPYRE_CAP_FP8, "caps");
 _Static_assert(SPYRE_DEV_CAP_INT8 == DRM_SPYRE_CAP_INT8, "caps");
 _Static_assert(SPYRE_DEV_CAP_MMU == DRM_SPYRE_CAP_MMU, "caps");
 _Static_assert(SPYRE_DEV_CAP_SEM == DRM_SPYRE_CAP_SEM, "caps");
+_Static_assert(SPYRE_DEV_CAP_KERNEL == DRM_SPYRE_CAP_KERNEL, "caps");
 
 SPYRE_API const char *spyre_version(void)
 {

@@ -454,6 +454,7 @@ static const struct {
 	{ SPYRE_DEV_CAP_FP16, "fp16" }, { SPYRE_DEV_CAP_BF16, "bf16" },
 	{ SPYRE_DEV_CAP_FP8, "fp8" }, { SPYRE_DEV_CAP_INT8, "int8" },
 	{ SPYRE_DEV_CAP_MMU, "mmu" }, { SPYRE_DEV_CAP_SEM, "sem" },
+	{ SPYRE_DEV_CAP_KERNEL, "kernel" },
 };
 
 static int open_arg(const char *arg, struct spyre_device **dev)

@@ -159,6 +159,7 @@ struct drm_spyre_query {
 #define DRM_SPYRE_CAP_INT8		(1ULL << 3)
 #define DRM_SPYRE_CAP_MMU		(1ULL << 4)
 #define DRM_SPYRE_CAP_SEM		(1ULL << 5)
+#define DRM_SPYRE_CAP_KERNEL		(1ULL << 6)	/* KERNEL command */
 
 /**
  * struct drm_spyre_device_info - DRM_SPYRE_QUERY_DEVICE_INFO block.

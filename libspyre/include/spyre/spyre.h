@@ -324,7 +324,8 @@ SPYRE_API void spyre_device_close(struct spyre_device *dev);
  * @num_queues: hardware queues on the card.
  * @num_contexts: address spaces the card MMU supports.
  * @devmem_size: device memory in bytes.
- * @caps: SPYRE_DEV_CAP_* bits (fp16, bf16, fp8, int8, mmu, semaphores).
+ * @caps: SPYRE_DEV_CAP_* bits (fp16, bf16, fp8, int8, mmu, semaphores,
+ *	kernels).
  * @va_start: first device VA handed to BOs, bytes.
  * @va_end: end of the device VA range handed to BOs (exclusive), bytes.
  * @max_cmd_size: largest command stream one job may name, bytes.
