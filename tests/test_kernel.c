@@ -11,7 +11,10 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <spyre/spyre.h>
 #include <spyre/spyre_ref.h>
@@ -1162,6 +1165,28 @@ TEST(cmdbuf_kernel_encoding)
 		EXPECT_EQ(-EINVAL, spyre_cmdbuf_kernel(cb, &l));
 	}
 	EXPECT_EQ(1, spyre_cmdbuf_count(cb));	/* unchanged on error */
+	/* SPYRE_KERNEL_DUMP to a file: the launch, and a raw-VA program
+	 * that the host cannot read */
+	{
+		char path[] = "/tmp/spyre-kdump-XXXXXX", text[512] = "";
+		int fd = mkstemp(path);
+		FILE *f;
+
+		ASSERT_LE(0, fd);
+		close(fd);
+		setenv("SPYRE_KERNEL_DUMP", path, 1);
+		l.operands = ops;
+		EXPECT_EQ(0, spyre_cmdbuf_kernel(cb, &l));
+		unsetenv("SPYRE_KERNEL_DUMP");
+		f = fopen(path, "r");
+		ASSERT_NE(NULL, f);
+		EXPECT_LT(0, (int)fread(text, 1, sizeof(text) - 1, f));
+		fclose(f);
+		unlink(path);
+		EXPECT_NE(NULL, strstr(text, "; KERNEL prog 0x30000 (112 bytes)"
+					     " size [10 P1] x [4]\n"));
+		EXPECT_NE(NULL, strstr(text, "; (program not readable)"));
+	}
 	EXPECT_EQ(-EINVAL, spyre_cmdbuf_kernel(NULL, &l));
 	EXPECT_EQ(-EINVAL, spyre_cmdbuf_kernel(cb, NULL));
 	EXPECT_EQ(-EINVAL, spyre_stream_kernel(NULL, &l));

@@ -303,16 +303,19 @@ void spyre__kernel_dump(const void *prog, size_t size, uint64_t prog_va,
 	}
 	fprintf(f, "; KERNEL prog 0x%" PRIx64 " (%zu bytes) size [", prog_va,
 		size);
-	for (unsigned int i = 0; i < npdims; i++)
-		fprintf(f, "%s%" PRIu64, i ? " " : "", sizes[i]);
-	fprintf(f, "]");
-	if (nrdims) {
-		fprintf(f, " x [");
-		for (unsigned int i = 0; i < nrdims; i++)
-			fprintf(f, "%s%" PRIu64, i ? " " : "",
-				sizes[SPYRE_KDIM_R0 + i]);
-		fprintf(f, "]");
+	for (unsigned int i = 0; i < npdims + nrdims; i++) {
+		uint64_t s = sizes[i < npdims ? i : SPYRE_KDIM_R0 + i - npdims];
+
+		if (i == npdims)
+			fprintf(f, "] x [");
+		else if (i)
+			fprintf(f, " ");
+		if (s >> 63)	/* from a parameter */
+			fprintf(f, "P%" PRIu64, s & ~(UINT64_C(1) << 63));
+		else
+			fprintf(f, "%" PRIu64, s);
 	}
+	fprintf(f, "]");
 	fprintf(f, "\n%s", text ? text : "; (program not readable)\n");
 	if (!to_stderr)
 		fclose(f);

@@ -1859,10 +1859,8 @@ SPYRE_API size_t spyre_graph_size(const struct spyre_graph *g);
 /* Kernels (0.8): programs for the KERNEL command                     */
 /* ------------------------------------------------------------------ */
 
-/**
- * DOC: Kernels
- *
- * A KERNEL command runs a verified program over an iteration space of up
+/*
+ * Kernels.  A KERNEL command runs a verified program over an iteration space of up
  * to 6 pointwise and 3 reduction dimensions, reading and writing up to 32
  * strided operands (docs/spyre-hw.rst, "The KERNEL command", is the
  * contract; <drm/spyre_cmd.h> has its codes).  libspyre gives:
@@ -1949,7 +1947,8 @@ SPYRE_API int spyre_kernel_type(const struct spyre_kernel *k, int v);
  * @bits: the value: an i64, an i32 (sign or zero bits 63:32 are ignored),
  *	0 or non-zero for a bool; for F32 use spyre_kernel_const_f32().
  *
- * Returns the new value's number, or a negative errno (see DOC: Kernels).
+ * Returns the new value's number, or a negative errno (see "Kernels"
+ * above spyre_kernel_create()).
  */
 SPYRE_API int spyre_kernel_const(struct spyre_kernel *k, uint32_t type,
 				 int64_t bits);
