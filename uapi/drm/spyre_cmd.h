@@ -429,7 +429,10 @@ struct spyre_kernel_operand {
  * @flags: must be zero.
  * @ninsts: instructions following the header, 0..4096.
  * @nvalues: values the program defines, 0..4096.
- * @noperands: @npdims: @nrdims: @nparams: as the command (the signature).
+ * @noperands: as the command (the header is the program's signature).
+ * @nparams: as the command.
+ * @npdims: as the command.
+ * @nrdims: as the command.
  * @npasses: PASS instructions: 0 when @nrdims is 0, else 1..8.
  * @pad: must be zero.
  * @dtype: operand i's SPYRE_DTYPE_* for i < @noperands, zero beyond.
@@ -461,7 +464,9 @@ struct spyre_kprog_header {
  * @mod: per opcode: SPYRE_KCMP_*, SPYRE_KRED_*, a dtype, SPYRE_KMOD_* flags,
  *	AFFINE's dimension mask; undefined bits zero.
  * @dst: the value defined (the next value number), or SPYRE_KVAL_NONE.
- * @a: @b: @c: source values or SPYRE_KVAL_NONE.
+ * @a: first source value, or SPYRE_KVAL_NONE.
+ * @b: second source value, or SPYRE_KVAL_NONE.
+ * @c: third source value, or SPYRE_KVAL_NONE.
  * @imm: operand, parameter or dimension index; REDUCE's mask value.
  *
  * CONST reads bytes 8..15 (@b, @c, @imm) as one little-endian u64.
