@@ -96,8 +96,9 @@ static bool is_fp8(uint32_t dt)
 
 /* ---- Math: the card's own code (double precision, then one rounding) -- */
 
-#define LN2_HI      0x1.62e42fee00000p-1
-#define LN2_LO      0x1.a39ef35793c76p-33
+/* ln 2 in two parts (fdlibm's): LN2_HI has 32 trailing zero bits. */
+static const double LN2_HI = 6.93147180369123816490e-01;
+static const double LN2_LO = 1.90821492927058770002e-10;
 
 static double pow2i(int k)
 {
@@ -223,7 +224,7 @@ float spyre_kmath_erf(float x)
     x2 = 2.0 * d * d;
     t = d;
     sum = d;
-    for (n = 0; n < 200 && t > sum * 1e-18; n++) {
+    for (n = 0; n < 200 && t > sum / 1e18; n++) {
         t = t * x2 / (2 * n + 3);
         sum += t;
     }
