@@ -97,8 +97,8 @@ static bool is_fp8(uint32_t dt)
 /* ---- Math: the card's own code (double precision, then one rounding) -- */
 
 /* ln 2 in two parts (fdlibm's): LN2_HI has 32 trailing zero bits. */
-static const double LN2_HI = 6.93147180369123816490e-01;
-static const double LN2_LO = 1.90821492927058770002e-10;
+static const double LN2_HI = 0.693147180369123816490;
+static const double LN2_LO = 0.000000000190821492927058770002;
 
 static double pow2i(int k)
 {
