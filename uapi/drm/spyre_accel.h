@@ -252,24 +252,29 @@ struct drm_spyre_memory_info {
  * @fault_va: device VA of the first fault, 0 if none.
  * @job_status: when @error came from a job the card ended with an error,
  *	that job's SPYRE_STATUS_* (drm/spyre_cmd.h), else 0.  This and the
- *	next three fields took the former reserved[0..2]: older kernels
- *	write them as zero.
+ *	next three fields lie in what was reserved[0..2] (older kernels write
+ *	them as zero); @reserved still names the whole area, whose last two
+ *	words are written as zero.
  * @job_cmd_offset: that job's completion record's command offset.
  * @job_detail: its detail (for a kernel: the failing instruction and
  *	operand, or the verifier's reason; docs/spyre-hw.rst).
  * @job_detail2: its detail2 (for a kernel access: the element offset).
- * @reserved: written as zero.
+ * @reserved: the area of the fields above and two words written as zero.
  */
 struct drm_spyre_context_info {
 	__s32 error;
 	__u32 context_id;
 	__u64 faults;
 	__u64 fault_va;
-	__u32 job_status;
-	__u32 job_cmd_offset;
-	__u64 job_detail;
-	__u64 job_detail2;
-	__u64 reserved[2];
+	union {
+		__u64 reserved[5];
+		struct {
+			__u32 job_status;
+			__u32 job_cmd_offset;
+			__u64 job_detail;
+			__u64 job_detail2;
+		};
+	};
 };
 
 /**
