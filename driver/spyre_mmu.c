@@ -536,7 +536,9 @@ void spyre_ctx_set_error(struct spyre_ctx *ctx, int err)
  * @ctx that failed (QUERY_CONTEXT).
  * @ctx: context.
  * @status: SPYRE_STATUS_* of its completion record.
- * @cmd_offset: @detail: @detail2: the record's fields.
+ * @cmd_offset: the record's command offset.
+ * @detail: the record's detail.
+ * @detail2: the record's detail2.
  *
  * Only the first call stores; the fields are complete before the context's
  * error is set (the caller sets it after this).  Safe in interrupt context.

@@ -46,8 +46,10 @@ struct spyre_pt {
  * @fault_va: device VA of the first such fault, 0 if none.
  * @job_err_noted: @job_status and the fields after it are set.
  * @job_status: SPYRE_STATUS_* of the first job of this context that failed
- *	on the card, with its record's @job_cmd_offset, @job_detail and
- *	@job_detail2 (spyre_ctx_note_job_error()).
+ *	on the card (spyre_ctx_note_job_error()).
+ * @job_cmd_offset: that job's record's command offset.
+ * @job_detail: that job's record's detail.
+ * @job_detail2: that job's record's detail2.
  * @stats: memory held by BOs this context's file created.
  * @busy_ns: card time (ns) its destroyed queues were busy (fdinfo).
  * @lock: protects @mm, @root, @vmas and @active.

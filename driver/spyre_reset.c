@@ -161,11 +161,13 @@ static void spyre_dump_job(struct drm_printer *p, struct spyre_job *job)
 static void spyre_dump_compl(struct drm_printer *p, const char *what,
 			     const struct spyre_hw_completion *c)
 {
-	drm_printf(p, "  %s seqno %llu status %u offset %u va %#llx detail %#llx %#llx start %llu end %llu\n",
+	drm_printf(p, "  %s seqno %llu status %u offset %u va %#llx start %llu end %llu\n",
 		   what, le64_to_cpu(c->seqno), le32_to_cpu(c->status),
 		   le32_to_cpu(c->cmd_offset), le64_to_cpu(c->error_va),
-		   le64_to_cpu(c->detail), le64_to_cpu(c->detail2),
 		   le64_to_cpu(c->start_ns), le64_to_cpu(c->end_ns));
+	if (c->detail || c->detail2)
+		drm_printf(p, "    detail %#llx detail2 %#llx\n",
+			   le64_to_cpu(c->detail), le64_to_cpu(c->detail2));
 }
 
 /*

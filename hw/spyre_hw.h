@@ -212,8 +212,9 @@ struct spyre_hw_job {
  * @error_va: faulting device VA for SPYRE_STATUS_MMU_FAULT, else 0.
  * @start_ns: device clock when the job started.
  * @end_ns: device clock when the job ended.
- * @detail: @detail2: status details (kernel statuses: uapi/drm/spyre_cmd.h,
+ * @detail: status detail (kernel statuses: uapi/drm/spyre_cmd.h,
  *	SPYRE_KERR_* and following), else zero.
+ * @detail2: second status detail (as @detail), else zero.
  * @reserved: written as zero.
  *
  * Lives in kernel-owned memory; the card writes every field, then @seqno,

@@ -96,8 +96,9 @@ static bool is_fp8(uint32_t dt)
 
 /* ---- Math: the card's own code (double precision, then one rounding) -- */
 
-#define LN2_HI      0x1.62e42fee00000p-1
-#define LN2_LO      0x1.a39ef35793c76p-33
+/* ln 2 in two parts (fdlibm's): LN2_HI has 32 trailing zero bits. */
+static const double LN2_HI = 0.693147180369123816490;
+static const double LN2_LO = 0.000000000190821492927058770002;
 
 static double pow2i(int k)
 {
@@ -223,7 +224,7 @@ float spyre_kmath_erf(float x)
     x2 = 2.0 * d * d;
     t = d;
     sum = d;
-    for (n = 0; n < 200 && t > sum * 1e-18; n++) {
+    for (n = 0; n < 200 && t > sum / 1e18; n++) {
         t = t * x2 / (2 * n + 3);
         sum += t;
     }
@@ -1124,6 +1125,8 @@ static float kfop(unsigned int op, float a, float b, float c, uint16_t mod)
         return sqrtf(a);
     case SPYRE_KOP_RSQRT:
         return 1.0f / sqrtf(a);
+    case SPYRE_KOP_RECIP:
+        return 1.0f / a;
     case SPYRE_KOP_TANH:
         return spyre_kmath_tanh(a);
     case SPYRE_KOP_SIGMOID:

@@ -252,11 +252,13 @@ struct drm_spyre_memory_info {
  * @faults: MMU faults taken by this context.
  * @fault_va: device VA of the first fault, 0 if none.
  * @job_status: when @error came from a job the card ended with an error,
- *	that job's SPYRE_STATUS_* (drm/spyre_cmd.h), else 0; with it
- *	@job_cmd_offset, @job_detail and @job_detail2, its completion
- *	record's command offset and details (for a kernel: the failing
- *	instruction, operand and offset; docs/spyre-hw.rst).  Added in the
- *	former reserved[0..2]: older kernels write them as zero.
+ *	that job's SPYRE_STATUS_* (drm/spyre_cmd.h), else 0.  This and the
+ *	next three fields were reserved[0..2] (older kernels write them as
+ *	zero).
+ * @job_cmd_offset: that job's completion record's command offset.
+ * @job_detail: its detail (for a kernel: the failing instruction and
+ *	operand, or the verifier's reason; docs/spyre-hw.rst).
+ * @job_detail2: its detail2 (for a kernel access: the element offset).
  * @reserved: written as zero.
  */
 struct drm_spyre_context_info {
