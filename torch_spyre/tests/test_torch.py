@@ -717,23 +717,6 @@ def torch_host_alias():
             raise AssertionError(f"host_alias accepted {bad.device}")
 
 
-@test
-def torch_sticky_error():
-    # last: after a faulting job the context of card 1 stays in error
-    x = torch.ones(4, device="spyre:1")
-    assert torch.ops.spyre.context_error(1) == 0
-    torch.ops.spyre._inject_fault(1)
-    assert torch.ops.spyre.context_error(1) != 0
-    try:
-        (x + 1).cpu()
-    except RuntimeError as e:
-        assert "in error" in str(e), e
-    else:
-        raise AssertionError("sticky error not reported")
-    # card 0 carries on
-    close(sp(torch.ones(2)) * 2, torch.full((2,), 2.0))
-
-
 # ---- what CUDA users reach for: generators, autocast, device API, memory
 # statistics, save and load -------------------------------------------------
 
@@ -1076,6 +1059,23 @@ def torch_save_load():
     m2.load_state_dict(torch.load(buf, weights_only=True)["model"])
     x = torch.randn(2, 8, generator=g)
     close(m2(sp(x)), lin(x).detach(), **TOL[torch.float32])
+
+
+@test
+def torch_sticky_error():
+    # last: after a faulting job the context of card 1 stays in error
+    x = torch.ones(4, device="spyre:1")
+    assert torch.ops.spyre.context_error(1) == 0
+    torch.ops.spyre._inject_fault(1)
+    assert torch.ops.spyre.context_error(1) != 0
+    try:
+        (x + 1).cpu()
+    except RuntimeError as e:
+        assert "in error" in str(e), e
+    else:
+        raise AssertionError("sticky error not reported")
+    # card 0 carries on
+    close(sp(torch.ones(2)) * 2, torch.full((2,), 2.0))
 
 
 # ---- torch.compile ------------------------------------------------------------
