@@ -4,8 +4,14 @@
 // card and stream and is handed out again for a request of about its size
 // (as CUDA's caching allocator does), so steady-state training and
 // inference allocate nothing from the kernel.  empty_cache() returns the
-// cached BOs.  The DataPtr's address is the BO's device VA (never
-// dereferenced by the CPU); its context is the block, from which the
+// cached BOs.  It keeps CUDA's memory statistics (memory_stats(): bytes
+// and counts of allocations, reserved BOs ("segments"), active blocks, per
+// pool: all, small (blocks up to 1 MiB, 4 KiB pages) and large (2 MiB
+// granules)) and honours a per-process memory fraction.  The DataPtr's
+// address is the BO's device VA with the card's index + 1 in its top byte
+// (never dereferenced by the CPU; tagged so that storages of two cards, whose
+// VAs live in separate address spaces, never share an address: PyTorch keys
+// storages by address, e.g. in torch.save); its context is the block, from which the
 // kernels get the BO for libspyre's range-checked operands.  It also makes
 // host aliases: spyre tensors over registered host memory
 // (torch.ops.spyre.host_alias, for torch_spyre.distributed's staging).
@@ -18,6 +24,9 @@
 #include <cerrno>
 #include <algorithm>
 #include <map>
+#include <string>
+#include <tuple>
+#include <vector>
 
 namespace spyre_torch {
 
@@ -31,6 +40,7 @@ constexpr uint64_t kGranule = 2ull << 20;
 struct Block {
 	struct spyre_bo *bo;
 	uint64_t size;			// bytes, as allocated (rounded)
+	uint64_t requested;		// bytes the live tensor asked for
 	int device;
 	struct spyre_stream *stream;	// stream current at allocation
 	// other streams that used the block (Tensor.record_stream())
@@ -43,6 +53,31 @@ struct HostBlock : Block {
 	c10::Storage host;
 };
 
+// One statistic as CUDA's allocator keeps it: the current value, its peak
+// since the last reset, and the sums of increases and decreases since the
+// last reset of the accumulated statistics.
+struct Stat {
+	int64_t current = 0, peak = 0, allocated = 0, freed = 0;
+	void add(int64_t n)
+	{
+		current += n;
+		if (n > 0)
+			allocated += n;
+		else
+			freed -= n;
+		peak = std::max(peak, current);
+	}
+};
+
+// the statistics of memory_stats(), each for the pools all, small, large
+enum { kAll, kSmall, kLarge3, kPools };
+enum { kAllocBytes, kReservedBytes, kRequestedBytes, kAllocCount,
+       kSegmentCount, kStats };
+const char *const kStatNames[kStats] = {
+	"allocated_bytes", "reserved_bytes", "requested_bytes", "allocation",
+	"segment"};
+const char *const kPoolNames[kPools] = {"all", "small_pool", "large_pool"};
+
 struct Pool {
 	std::mutex mu;
 	// free blocks by (stream, size); a block is reused only on the
@@ -51,9 +86,36 @@ struct Pool {
 	std::multimap<std::pair<struct spyre_stream *, uint64_t>, Block *> free;
 	std::map<uint64_t, Block *> live;	// by VA, for copy_data()
 	int64_t allocated = 0, peak = 0, reserved = 0;
+	Stat stats[kStats][kPools];
+	int64_t alloc_retries = 0, ooms = 0, device_allocs = 0,
+		device_frees = 0;
+	// reserved bytes allowed by set_per_process_memory_fraction (-1: no
+	// cap), and the fraction it came from
+	int64_t cap = -1;
+	double fraction = 1.0;
+
+	// account @n (+/-) bytes in statistic @st for a block of @size
+	void account(int st, uint64_t size, int64_t n)
+	{
+		stats[st][kAll].add(n);
+		stats[st][size <= kLarge ? kSmall : kLarge3].add(n);
+	}
 };
 
 Pool g_pools[kMaxCards];
+
+// DataPtr addresses: device VA | (card + 1) << kCardShift
+constexpr int kCardShift = 56;
+constexpr uint64_t kVaMask = (1ull << kCardShift) - 1;
+
+void *tagged(struct spyre_bo *bo, int card)
+{
+	uint64_t va = spyre_bo_va(bo);
+	TORCH_CHECK(va <= kVaMask, "spyre: device VA ", va, " does not fit "
+		    "the allocator's address tag");
+	return reinterpret_cast<void *>(
+		va | static_cast<uint64_t>(card + 1) << kCardShift);
+}
 
 uint64_t round_size(uint64_t n)
 {
@@ -66,6 +128,10 @@ void free_cached(Pool &p)
 {
 	for (auto &kv : p.free) {
 		p.reserved -= static_cast<int64_t>(kv.second->size);
+		p.account(kReservedBytes, kv.second->size,
+			  -static_cast<int64_t>(kv.second->size));
+		p.account(kSegmentCount, kv.second->size, -1);
+		p.device_frees++;
 		spyre_bo_free(kv.second->bo);
 		delete kv.second;
 	}
@@ -96,7 +162,19 @@ void free_block(void *ctx)
 	std::lock_guard<std::mutex> l(p.mu);
 	p.live.erase(spyre_bo_va(b->bo));
 	p.allocated -= static_cast<int64_t>(b->size);
+	p.account(kAllocBytes, b->size, -static_cast<int64_t>(b->size));
+	p.account(kRequestedBytes, b->size, -static_cast<int64_t>(b->requested));
+	p.account(kAllocCount, b->size, -1);
 	p.free.emplace(std::make_pair(b->stream, b->size), b);
+}
+
+// Whether a new BO of @size would take @p's reserved bytes past the
+// memory-fraction cap.
+bool over_cap(Pool &p, uint64_t size)
+{
+	std::lock_guard<std::mutex> l(p.mu);
+	return p.cap >= 0 &&
+	       p.reserved + static_cast<int64_t>(size) > p.cap;
 }
 
 struct CachingAllocator final : public c10::Allocator {
@@ -124,37 +202,62 @@ struct CachingAllocator final : public c10::Allocator {
 		}
 		if (!b) {
 			struct spyre_bo *bo = nullptr;
-			int rc = spyre_bo_alloc(d, size, SPYRE_BO_DEVICE, &bo);
+			int rc = over_cap(p, size) ? -EDQUOT :
+				spyre_bo_alloc(d, size, SPYRE_BO_DEVICE, &bo);
 			if (rc == -ENOMEM || rc == -EDQUOT || rc == -E2BIG) {
 				// give the cache back and try once more
-				{
-					std::lock_guard<std::mutex> l(p.mu);
-					free_cached(p);
-				}
-				rc = spyre_bo_alloc(d, size, SPYRE_BO_DEVICE, &bo);
+				std::lock_guard<std::mutex> l(p.mu);
+				free_cached(p);
+				p.alloc_retries++;
 			}
+			if (rc < 0 && over_cap(p, size)) {
+				std::lock_guard<std::mutex> l(p.mu);
+				p.ooms++;
+				TORCH_CHECK_WITH(OutOfMemoryError, false,
+					"spyre:", index, ": allocating ", size,
+					" bytes would take the memory this "
+					"process reserves on the card past its "
+					"limit of ", p.cap, " bytes (",
+					p.fraction, " of the card, set by "
+					"torch.spyre.set_per_process_memory_"
+					"fraction; ", p.reserved, " bytes "
+					"reserved, ", p.allocated,
+					" allocated)");
+			}
+			if (rc == -ENOMEM || rc == -EDQUOT || rc == -E2BIG)
+				rc = spyre_bo_alloc(d, size, SPYRE_BO_DEVICE, &bo);
 			if (rc == -E2BIG)
 				rc = -ENOMEM;	// larger than the card's memory
 			if (rc < 0) {
+				{
+					std::lock_guard<std::mutex> l(p.mu);
+					p.ooms++;
+				}
 				std::string what = "allocating " +
 					std::to_string(size) + " bytes (" +
 					std::to_string(p.allocated) +
 					" allocated by this process)";
 				check(rc, what.c_str(), index);
 			}
-			b = new Block{bo, size, index, s, {}};
+			b = new Block{bo, size, 0, index, s, {}};
 			std::lock_guard<std::mutex> l(p.mu);
 			p.reserved += static_cast<int64_t>(size);
+			p.account(kReservedBytes, size,
+				  static_cast<int64_t>(size));
+			p.account(kSegmentCount, size, 1);
+			p.device_allocs++;
 		}
 		b->stream = s;
+		b->requested = n;
 		std::lock_guard<std::mutex> l(p.mu);
 		p.allocated += static_cast<int64_t>(b->size);
+		p.account(kAllocBytes, b->size, static_cast<int64_t>(b->size));
+		p.account(kRequestedBytes, b->size, static_cast<int64_t>(n));
+		p.account(kAllocCount, b->size, 1);
 		if (p.allocated > p.peak)
 			p.peak = p.allocated;
-		uint64_t va = spyre_bo_va(b->bo);
-		p.live[va] = b;
-		return c10::DataPtr(reinterpret_cast<void *>(va), b,
-				    &free_block, dev);
+		p.live[spyre_bo_va(b->bo)] = b;
+		return c10::DataPtr(tagged(b->bo, index), b, &free_block, dev);
 	}
 
 	c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
@@ -168,18 +271,20 @@ struct CachingAllocator final : public c10::Allocator {
 			return;
 		Block *d = nullptr, *s = nullptr;
 		uint64_t doff = 0, soff = 0;
-		auto find = [](uint64_t va, Block **b, uint64_t *off) {
-			for (auto &p : g_pools) {
-				std::lock_guard<std::mutex> l(p.mu);
-				auto it = p.live.upper_bound(va);
-				if (it == p.live.begin())
-					continue;
-				--it;
-				if (va < it->first + it->second->size) {
-					*b = it->second;
-					*off = va - it->first;
-					return;
-				}
+		auto find = [](uint64_t addr, Block **b, uint64_t *off) {
+			uint64_t card = (addr >> kCardShift) - 1;
+			uint64_t va = addr & kVaMask;
+			if (card >= kMaxCards)
+				return;
+			Pool &p = g_pools[card];
+			std::lock_guard<std::mutex> l(p.mu);
+			auto it = p.live.upper_bound(va);
+			if (it == p.live.begin())
+				return;
+			--it;
+			if (va < it->first + it->second->size) {
+				*b = it->second;
+				*off = va - it->first;
 			}
 		};
 		find(reinterpret_cast<uint64_t>(dest), &d, &doff);
@@ -283,13 +388,13 @@ at::Tensor host_alias(const at::Tensor &host, int64_t device_index)
 	auto *b = new HostBlock;
 	b->bo = bo;
 	b->size = n;
+	b->requested = n;
 	b->device = index;
 	b->stream = nullptr;
 	b->host = st;
 	c10::Device dev(c10::DeviceType::PrivateUse1,
 			static_cast<c10::DeviceIndex>(index));
-	c10::DataPtr dp(reinterpret_cast<void *>(spyre_bo_va(bo)), b,
-			&free_host_block, dev);
+	c10::DataPtr dp(tagged(bo, index), b, &free_host_block, dev);
 	c10::Storage alias(c10::Storage::use_byte_size_t(), n, std::move(dp),
 			   nullptr, false);
 	return at::empty({0}, at::TensorOptions().dtype(at::kByte).device(dev))
@@ -303,7 +408,100 @@ void reset_peak(int index)
 	Pool &p = g_pools[index];
 	std::lock_guard<std::mutex> l(p.mu);
 	p.peak = p.allocated;
+	for (auto &st : p.stats)
+		for (auto &x : st)
+			x.peak = x.current;
 }
+
+namespace {
+
+int pool_index(int64_t d)
+{
+	int i = d < 0 ? current_device() : static_cast<int>(d);
+	TORCH_CHECK_INDEX(i >= 0 && i < device_count(), "spyre: device ", i,
+			  " does not exist (", device_count(),
+			  " card(s) visible)");
+	return i;
+}
+
+// torch.ops.spyre.memory_stats_full(device): CUDA's flat memory_stats()
+// keys ("allocated_bytes.all.current", ...) and their values, unsorted.
+// active_* equals allocated_* (a block is active exactly while a tensor
+// holds it: frees are not deferred) and inactive_split_* is 0 (blocks are
+// never split; the rounding slack shows as reserved - requested).
+std::tuple<std::vector<std::string>, std::vector<int64_t>>
+memory_stats_full(int64_t d)
+{
+	Pool &p = g_pools[pool_index(d)];
+	std::lock_guard<std::mutex> l(p.mu);
+	std::vector<std::string> k;
+	std::vector<int64_t> v;
+	auto put = [&](const std::string &name, int64_t x) {
+		k.push_back(name);
+		v.push_back(x);
+	};
+	auto stat = [&](const std::string &name, const Stat &x) {
+		put(name + ".current", x.current);
+		put(name + ".peak", x.peak);
+		put(name + ".allocated", x.allocated);
+		put(name + ".freed", x.freed);
+	};
+	for (int st = 0; st < kStats; st++)
+		for (int pool = 0; pool < kPools; pool++) {
+			std::string suffix = std::string(".") + kPoolNames[pool];
+			stat(kStatNames[st] + suffix, p.stats[st][pool]);
+			if (st == kAllocBytes)
+				stat("active_bytes" + suffix, p.stats[st][pool]);
+			if (st == kAllocCount)
+				stat("active" + suffix, p.stats[st][pool]);
+			if (st == kAllocBytes)
+				stat("inactive_split_bytes" + suffix, Stat{});
+			if (st == kAllocCount)
+				stat("inactive_split" + suffix, Stat{});
+		}
+	stat("oversize_allocations", Stat{});
+	stat("oversize_segments", Stat{});
+	put("num_alloc_retries", p.alloc_retries);
+	put("num_ooms", p.ooms);
+	put("num_sync_all_streams", 0);
+	put("num_device_alloc", p.device_allocs);
+	put("num_device_free", p.device_frees);
+	put("max_split_size", -1);
+	return {k, v};
+}
+
+void reset_accumulated(int64_t d)
+{
+	Pool &p = g_pools[pool_index(d)];
+	std::lock_guard<std::mutex> l(p.mu);
+	for (auto &st : p.stats)
+		for (auto &x : st)
+			x.allocated = x.freed = 0;
+	p.alloc_retries = p.ooms = p.device_allocs = p.device_frees = 0;
+}
+
+// torch.ops.spyre.set_memory_fraction(fraction, device): cap what this
+// process reserves on the card at @fraction (in [0, 1], else ValueError,
+// nothing changed) of its memory; an allocation past it returns the cache
+// and retries once, then raises OutOfMemoryError.  Opens the card (its
+// size is needed).
+void set_memory_fraction(double fraction, int64_t d)
+{
+	TORCH_CHECK_VALUE(fraction >= 0.0 && fraction <= 1.0, "spyre: invalid "
+			  "memory fraction ", fraction, ": allowed range is "
+			  "[0, 1]");
+	int i = pool_index(d);
+	struct spyre_memory_info mi;
+	check(spyre_device_memory_info(device(i), &mi), "reading memory use",
+	      i);
+	Pool &p = g_pools[i];
+	std::lock_guard<std::mutex> l(p.mu);
+	p.fraction = fraction;
+	p.cap = static_cast<int64_t>(fraction *
+				     static_cast<double>(mi.devmem_total));
+}
+
+} // namespace
 
 void empty_cache()
 {
@@ -316,6 +514,17 @@ void empty_cache()
 TORCH_LIBRARY_FRAGMENT(spyre, m)
 {
 	m.def("host_alias(Tensor host, int device) -> Tensor", &host_alias);
+	m.def("memory_stats_full(int device) -> (str[], int[])",
+	      &memory_stats_full);
+	m.def("reset_accumulated_memory_stats(int device) -> ()",
+	      &reset_accumulated);
+	m.def("set_memory_fraction(float fraction, int device) -> ()",
+	      &set_memory_fraction);
+	m.def("get_memory_fraction(int device) -> float", [](int64_t d) {
+		Pool &p = g_pools[pool_index(d)];
+		std::lock_guard<std::mutex> l(p.mu);
+		return p.fraction;
+	});
 }
 
 } // namespace spyre_torch

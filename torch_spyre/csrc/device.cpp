@@ -3,16 +3,17 @@
 // libspyre device per card, the per-thread current device and stream, the
 // DeviceGuardImplInterface PyTorch uses for torch.Stream / torch.Event /
 // torch.accelerator, the PrivateUse1HooksInterface, the error mapping to
-// Python exceptions and the fork() check.
+// Python exceptions, the fork() check and the card's properties
+// (torch.spyre.get_device_properties).
 #include "spyre_torch.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <ATen/core/GeneratorForPrivateuseone.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
+#include <torch/library.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <pthread.h>
@@ -413,12 +414,11 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
 	{
 		return exchangeDevice(index);
 	}
-	// Random numbers for spyre tensors are drawn on the CPU (the card has
-	// no generator; the ops run through the CPU fallback), so the
-	// default generator is the CPU's: torch.manual_seed() governs both.
-	const at::Generator &getDefaultGenerator(c10::DeviceIndex) const override
+	// The card's own default generator (generator.cpp).
+	const at::Generator &getDefaultGenerator(c10::DeviceIndex index)
+		const override
 	{
-		return at::detail::getDefaultCPUGenerator();
+		return default_generator(index);
 	}
 	bool isPinnedPtr(const void *) const override { return false; }
 	at::Allocator *getPinnedMemoryAllocator() const override
@@ -459,6 +459,63 @@ void Hooks::resizePrivateUse1Bytes(const c10::Storage &storage,
 	impl->set_nbytes(newsize);
 }
 
+// torch.ops.spyre.device_properties(device): the properties of card
+// @device (-1: the current one; opens it) as (integer names, their values,
+// string names, their values): CUDA's fields where they apply (name,
+// total_memory, multi_processor_count = cores, pci_bus_id,
+// pci_device_id, pci_domain_id) and the card's own (queues, contexts,
+// hardware, driver and library versions, VA range, largest command).
+// IndexError for a card that does not exist, RuntimeError when it cannot
+// be opened.
+std::tuple<std::vector<std::string>, std::vector<int64_t>,
+	   std::vector<std::string>, std::vector<std::string>>
+device_properties(int64_t d)
+{
+	int i = d < 0 ? t_device : static_cast<int>(d);
+	struct spyre_device_info info;
+	check(spyre_device_get_info(device(i), &info), "reading the card's "
+	      "properties", i);
+	struct spyre_memory_info mi;
+	check(spyre_device_memory_info(device(i), &mi), "reading memory use",
+	      i);
+	std::vector<std::string> ik = {
+		"total_memory", "multi_processor_count", "cores", "queues",
+		"contexts", "hw_version", "pci_domain_id", "pci_bus_id",
+		"pci_device_id", "pci_vendor_id", "pci_device", "driver_major",
+		"driver_minor", "driver_patch", "va_start", "va_end",
+		"max_cmd_size", "caps"};
+	std::vector<int64_t> iv = {
+		static_cast<int64_t>(mi.devmem_total), info.num_cores,
+		info.num_cores, info.num_queues, info.num_contexts,
+		info.hw_version, info.pci_domain, info.pci_bus,
+		info.pci_devfn >> 3, info.desc.vendor_id, info.desc.device_id,
+		info.driver_major, info.driver_minor, info.driver_patch,
+		static_cast<int64_t>(info.va_start),
+		static_cast<int64_t>(info.va_end), info.max_cmd_size,
+		static_cast<int64_t>(info.caps)};
+	char hw[32];
+	std::snprintf(hw, sizeof(hw), "%u.%u", info.hw_version >> 16,
+		      info.hw_version & 0xffff);
+	std::string driver = std::string(info.driver_name) + " " +
+		std::to_string(info.driver_major) + "." +
+		std::to_string(info.driver_minor) + "." +
+		std::to_string(info.driver_patch);
+	std::vector<std::string> sk = {"name", "pci_address", "devnode",
+				       "driver_version", "library_version",
+				       "hw_version_str"};
+	std::vector<std::string> sv = {
+		std::string("IBM Spyre (emulated, hw ") + hw + ")",
+		info.desc.pci_addr, info.desc.devnode, driver, spyre_version(),
+		hw};
+	return {ik, iv, sk, sv};
+}
+
 } // namespace
+
+TORCH_LIBRARY_FRAGMENT(spyre, m)
+{
+	m.def("device_properties(int device) -> (str[], int[], str[], str[])",
+	      &device_properties);
+}
 
 } // namespace spyre_torch

@@ -54,6 +54,7 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 			   "card yet); its tensors are copied to the host and "
 			   "back. Warned once per op; torch.spyre.op_counts() "
 			   "counts every call.");
+	seed_random_op(op, stack);
 	at::native::cpu_fallback(op, stack);
 }
 

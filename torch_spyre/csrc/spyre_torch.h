@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/Stream.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 
 #include <cstdint>
 #include <mutex>
@@ -91,6 +93,44 @@ MemStats mem_stats(int index);
 void reset_peak(int index);
 // Free every cached (unused) BO of every opened card.
 void empty_cache();
+
+// ---- random numbers (generator.cpp) -----------------------------------------
+
+// A counter range of the card's Philox generator: a random op draws the
+// 32-bit Philox outputs at counters [offset, offset + values rounded up to
+// 4) of key @seed.
+struct PhiloxState {
+	uint64_t seed, offset;
+};
+
+// The default generator of card @index (-1: the current card), made on
+// first use, seeded 67280421310721 like CUDA's; owned by the backend for
+// the process's life.  IndexError for a card that does not exist.
+const at::Generator &default_generator(int index);
+
+// The generator a random op on card @index uses: @gen when given (it must
+// be a spyre generator, else RuntimeError naming its device), else the
+// card's default generator.
+at::Generator spyre_generator(const std::optional<at::Generator> &gen,
+			      int index);
+
+// Take the next range for @values outputs from spyre generator @gen (under
+// its mutex): returns the seed and the offset to start at and advances the
+// offset by @values rounded up to a multiple of 4 (at least 4), as CUDA's
+// philox_cuda_state does.  The card's random kernels start from this.
+PhiloxState philox_reserve(const at::Generator &gen, uint64_t values);
+
+// A new CPU generator whose stream is a function of @p alone: the
+// stand-in the CPU path of random ops draws from until card kernels exist.
+at::Generator cpu_stand_in(const PhiloxState &p);
+
+// Called by the boxed CPU fallback before it runs @op: if the op's schema
+// takes a Generator, replace the argument on @stack by cpu_stand_in() of a
+// range reserved from the spyre generator it names (or the default
+// generator of the card of the op's first spyre tensor, else the current
+// card) for as many values as its largest tensor argument holds.  A
+// generator of another device raises RuntimeError (nothing reserved).
+void seed_random_op(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 
 // ---- tensors and op bookkeeping ---------------------------------------------
 

@@ -717,6 +717,350 @@ def torch_host_alias():
             raise AssertionError(f"host_alias accepted {bad.device}")
 
 
+# ---- what CUDA users reach for: generators, autocast, device API, memory
+# statistics, save and load -------------------------------------------------
+
+def _state(dev=0):
+    """(seed, offset) of card ``dev``'s default generator."""
+    st = torch.spyre.get_rng_state(dev)
+    assert st.dtype == torch.uint8 and st.numel() == 16, st
+    return tuple(int.from_bytes(bytes(st[i:i + 8].tolist()), "little")
+                 for i in (0, 8))
+
+
+@test
+def torch_generator_default_seed_and_state():
+    cpu0 = torch.get_rng_state()
+    torch.spyre.manual_seed(5)
+    assert torch.spyre.initial_seed() == 5 and _state() == (5, 0)
+    a = torch.randn(1000, device="spyre").cpu()
+    # the counter advanced by the values drawn (rounded up to 4)
+    assert _state() == (5, 1000), _state()
+    torch.rand(3, device="spyre")
+    assert _state() == (5, 1004), _state()
+    torch.spyre.manual_seed(5)
+    b = torch.randn(1000, device="spyre").cpu()
+    assert torch.equal(a, b)
+    assert abs(a.mean().item()) < 0.15 and abs(a.std().item() - 1) < 0.1
+    # replay from a saved state; card 1 keeps its own generator
+    st = torch.spyre.get_rng_state()
+    s1 = _state(1)
+    c = torch.rand(500, device="spyre").cpu()
+    torch.rand(7, device="spyre:1")
+    assert _state(1) == (s1[0], s1[1] + 8)
+    torch.spyre.set_rng_state(st)
+    assert torch.equal(torch.rand(500, device="spyre").cpu(), c)
+    assert (c >= 0).all() and (c < 1).all()
+    # seeding or drawing on the card never touched the CPU's generator
+    assert torch.equal(torch.get_rng_state(), cpu0)
+    # torch.manual_seed seeds every card (and the CPU); seed() is random
+    torch.manual_seed(77)
+    assert _state(0) == (77, 0) and _state(1) == (77, 0)
+    torch.spyre.seed()
+    assert torch.spyre.initial_seed() != 77
+    torch.spyre.manual_seed(2**64 - 1)
+    assert torch.spyre.initial_seed() == 2**64 - 1
+    # wrong states: an exception naming the cause, the state unchanged
+    st = torch.spyre.get_rng_state()
+    for bad, what in ((torch.zeros(5, dtype=torch.uint8), "16 bytes"),
+                      (torch.get_rng_state(), "16 bytes"),
+                      (torch.zeros(16), "uint8"),
+                      (torch.zeros(16, dtype=torch.uint8, device="spyre"),
+                       "CPU")):
+        try:
+            torch.spyre.set_rng_state(bad)
+        except RuntimeError as e:
+            assert what in str(e), e
+        else:
+            raise AssertionError(f"state {bad.shape} accepted")
+        assert torch.equal(torch.spyre.get_rng_state(), st)
+
+
+@test
+def torch_generator_objects_and_fork_rng():
+    g = torch.Generator(device="spyre")
+    assert g.device == torch.device("spyre:0") and g.initial_seed() == \
+        67280421310721
+    assert torch.Generator(device="spyre:1").device.index == 1
+    dflt = _state()
+    g.manual_seed(7)
+    x = torch.randn(100, device="spyre", generator=g).cpu()
+    assert g.get_state().numel() == 16 and g.get_offset() == 100
+    g.manual_seed(7)
+    assert torch.equal(torch.randn(100, device="spyre", generator=g).cpu(),
+                       x)
+    assert _state() == dflt            # the default generator did not move
+    gs = torch.spyre.default_generators
+    assert len(gs) == 2 and gs[0] is torch.spyre.default_generators[0]
+    assert gs[1].device == torch.device("spyre:1")
+    gs[0].manual_seed(9)
+    assert torch.spyre.initial_seed() == 9
+    # a generator of another device
+    try:
+        torch.randn(4, device="spyre", generator=torch.Generator())
+    except RuntimeError as e:
+        assert "spyre generator" in str(e), e
+    else:
+        raise AssertionError("CPU generator accepted for a spyre op")
+    assert _state() == (9, 0)
+    try:
+        torch.randn(4, generator=torch.Generator(device="spyre"))
+    except RuntimeError as e:
+        assert "cpu" in str(e).lower(), e
+    else:
+        raise AssertionError("spyre generator accepted for a CPU op")
+    try:
+        torch.Generator(device="spyre:5")
+    except (IndexError, RuntimeError) as e:
+        assert "does not exist" in str(e), e
+    else:
+        raise AssertionError("generator of a missing card")
+    # fork_rng restores the card's state (and only touches the card's)
+    before = _state()
+    with torch.random.fork_rng(devices=[0], device_type="spyre"):
+        torch.spyre.manual_seed(123)
+        torch.rand(10, device="spyre")
+        assert _state() == (123, 12)
+    assert _state() == before
+
+
+@test
+def torch_generator_dropout_and_checkpoint():
+    cpu0 = torch.get_rng_state()
+    x = torch.ones(4000, device="spyre")
+    torch.spyre.manual_seed(3)
+    y = F.dropout(x, 0.25, training=True).cpu()
+    vals = y.unique()
+    assert len(vals) == 2 and vals[0] == 0.0, vals
+    torch.testing.assert_close(vals[1], torch.tensor(1 / 0.75))
+    kept = (y != 0).float().mean().item()
+    assert 0.70 < kept < 0.80, kept
+    torch.spyre.manual_seed(3)
+    assert torch.equal(F.dropout(x, 0.25, training=True).cpu(), y)
+    assert torch.equal(torch.get_rng_state(), cpu0)
+    # torch.utils.checkpoint keeps the card's RNG state for the
+    # recomputation: the gradient's mask is the forward's
+    from torch.utils.checkpoint import checkpoint
+    w = torch.randn(64, 64, generator=torch.Generator().manual_seed(4))
+    W = w.to("spyre").requires_grad_()
+    inp = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))
+
+    def block(t):
+        return F.dropout(t @ W, 0.5, training=True)
+
+    out = checkpoint(block, inp.to("spyre"), use_reentrant=False,
+                     preserve_rng_state=True)
+    out.sum().backward()
+    mask = (out.detach().cpu() != 0).float() * 2.0
+    want = inp.t() @ mask                        # d(sum)/dW
+    close(W.grad, want, **TOL[torch.float32])
+
+
+@test
+def torch_autocast_policy():
+    g = torch.Generator().manual_seed(21)
+    a, b = torch.randn(32, 64, generator=g), torch.randn(64, 16, generator=g)
+    A, B = sp(a), sp(b)
+    lin = nn.Linear(64, 16)
+    lin_s = nn.Linear(64, 16).spyre()
+    lin_s.load_state_dict(lin.state_dict())
+    for dt in (torch.float16, torch.bfloat16):
+        with torch.autocast("spyre", dtype=dt):
+            assert torch.is_autocast_enabled("spyre")
+            assert torch.get_autocast_dtype("spyre") == dt
+            C = A @ B                          # lower precision
+            y = lin_s(A)
+            sm = torch.softmax(C, -1)          # float32 ops
+            e = torch.exp(C)
+            cpu_mm = a @ b                     # the CPU is not autocast
+        assert C.dtype == dt and y.dtype == dt, (C.dtype, y.dtype)
+        assert sm.dtype == torch.float32 and e.dtype == torch.float32
+        assert cpu_mm.dtype == torch.float32
+        want = (a.to(dt).float() @ b.to(dt).float()).to(dt)
+        close(C, want, **TOL[dt])
+        close(y, (a.to(dt).float() @ lin.weight.to(dt).float().t()
+                  + lin.bias.to(dt).float()).to(dt), **TOL[dt])
+        close(sm, torch.softmax(want.float(), -1), **TOL[dt])
+    assert not torch.is_autocast_enabled("spyre")
+    assert torch.spyre.get_amp_supported_dtype() == [torch.float16,
+                                                     torch.bfloat16]
+    # a dtype the card's autocast does not take: a warning, autocast off
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with torch.autocast("spyre", dtype=torch.float8_e4m3fn):
+            C = A @ B
+    assert C.dtype == torch.float32
+    assert any("not supported" in str(x.message) for x in w), \
+        [str(x.message) for x in w]
+    # binary_cross_entropy is refused under autocast, as on CUDA
+    p, t = sp(torch.full((4,), 0.5)), sp(torch.ones(4))
+    with torch.autocast("spyre", dtype=torch.float16):
+        try:
+            F.binary_cross_entropy(p, t)
+        except RuntimeError as e:
+            assert "with_logits" in str(e), e
+        else:
+            raise AssertionError("binary_cross_entropy autocast")
+    # a training step under autocast: float32 gradients for float32 params
+    lin_s.zero_grad()
+    with torch.autocast("spyre", dtype=torch.bfloat16):
+        loss = lin_s(A).float().pow(2).mean()
+    loss.backward()
+    assert lin_s.weight.grad.dtype == torch.float32
+
+
+@test
+def torch_props_device_api():
+    for i in range(2):
+        p = torch.spyre.get_device_properties(i)
+        assert p.name.startswith("IBM Spyre") and \
+            torch.spyre.get_device_name(i) == p.name
+        assert p.total_memory == torch.spyre.mem_get_info(i)[1] > 0
+        assert p.multi_processor_count == p.cores > 0 and p.queues > 0
+        sysdev = os.path.realpath(f"/sys/class/accel/accel{i}/device")
+        assert p.pci_address == os.path.basename(sysdev), \
+            (p.pci_address, sysdev)
+        assert p.devnode == f"/dev/accel/accel{i}"
+        assert int(p.pci_address.split(":")[1], 16) == p.pci_bus_id
+        assert p.library_version.startswith("0.") and "spyre" in \
+            p.driver_version
+        assert torch.spyre.get_device_capability(i) == \
+            (p.hw_version >> 16, p.hw_version & 0xFFFF)
+        print(f"# spyre:{i}: {p}")
+    try:
+        torch.spyre.get_device_properties(2)
+    except IndexError as e:
+        assert "does not exist" in str(e), e
+    else:
+        raise AssertionError("properties of a missing card")
+    assert torch.spyre.current_device() == 0
+    with torch.spyre.device(1):
+        assert torch.spyre.current_device() == 1
+        assert torch.ones(1, device="spyre").device == \
+            torch.device("spyre:1")
+        with torch.spyre.device(-1):          # no change
+            assert torch.spyre.current_device() == 1
+        with torch.spyre.device("spyre:0"):
+            assert torch.spyre.current_device() == 0
+        assert torch.spyre.current_device() == 1
+    assert torch.spyre.current_device() == 0
+    torch.spyre.set_device(-1)                 # no change, as on CUDA
+    assert torch.spyre.current_device() == 0
+    with torch.spyre.device_of(torch.ones(1, device="spyre:1")):
+        assert torch.spyre.current_device() == 1
+    assert torch.spyre.current_device() == 0
+    torch.spyre.init()
+    assert torch.spyre.is_initialized() and torch.spyre.is_initialized(1)
+    torch.spyre.synchronize(1)
+    assert torch.spyre.is_bf16_supported()
+
+
+@test
+def torch_memstats_cuda_keys():
+    torch.spyre.synchronize()
+    torch.spyre.empty_cache()
+    torch.spyre.reset_peak_memory_stats()
+    torch.spyre.reset_accumulated_memory_stats()
+    s0 = torch.spyre.memory_stats()
+    for k in ("allocated_bytes.all.current", "reserved_bytes.large_pool.peak",
+              "active_bytes.small_pool.freed", "inactive_split_bytes.all.peak",
+              "requested_bytes.all.allocated", "allocation.all.current",
+              "segment.large_pool.current", "active.all.peak",
+              "inactive_split.all.current", "num_alloc_retries", "num_ooms"):
+        assert k in s0, k
+    assert list(s0) == sorted(s0)
+    assert s0["num_device_alloc"] == 0 and s0["num_ooms"] == 0
+    x = torch.empty(1000, device="spyre")              # 4000 B: small
+    y = torch.empty(3 << 18, device="spyre")           # 3 MiB: large
+    s = torch.spyre.memory_stats()
+
+    def d(k):
+        return s[k] - s0[k]
+    assert d("allocated_bytes.small_pool.current") == 4096
+    assert d("allocated_bytes.large_pool.current") == 4 << 20
+    assert d("allocated_bytes.all.current") == (4 << 20) + 4096
+    assert d("requested_bytes.all.current") == 4000 + (3 << 20)
+    assert d("allocation.all.current") == 2 == d("segment.all.current")
+    assert s["num_device_alloc"] == 2
+    assert s["active_bytes.all.current"] == s["allocated_bytes.all.current"]
+    assert torch.spyre.memory_reserved() == s["reserved_bytes.all.current"]
+    del x, y
+    s = torch.spyre.memory_stats()
+    assert s["allocated_bytes.all.current"] == \
+        s0["allocated_bytes.all.current"]
+    assert s["allocated_bytes.all.freed"] == (4 << 20) + 4096
+    assert s["allocated_bytes.all.peak"] >= \
+        s0["allocated_bytes.all.current"] + (4 << 20) + 4096
+    assert d("reserved_bytes.all.current") == (4 << 20) + 4096   # cached
+    assert torch.spyre.max_memory_reserved() == \
+        s["reserved_bytes.all.peak"]
+    summary = torch.spyre.memory_summary()
+    assert "Allocated memory" in summary and "from large" in summary
+    torch.spyre.reset_max_memory_allocated()
+    assert torch.spyre.max_memory_allocated() == \
+        torch.spyre.memory_allocated()
+    # the memory fraction: bad values refused, a cap enforced
+    for bad in (1.5, -0.1):
+        try:
+            torch.spyre.set_per_process_memory_fraction(bad)
+        except ValueError as e:
+            assert "[0, 1]" in str(e), e
+        else:
+            raise AssertionError(f"fraction {bad} accepted")
+    assert torch.spyre.get_per_process_memory_fraction() == 1.0
+    total = torch.spyre.mem_get_info()[1]
+    frac = (torch.spyre.memory_reserved() + (8 << 20)) / total
+    torch.spyre.set_per_process_memory_fraction(frac)
+    try:
+        try:
+            torch.empty(4 << 20, device="spyre")         # 16 MiB
+        except torch.OutOfMemoryError as e:
+            assert "set_per_process_memory_fraction" in str(e), e
+        else:
+            raise AssertionError("allocation past the memory fraction")
+        s = torch.spyre.memory_stats()
+        assert s["num_ooms"] == 1 and s["num_alloc_retries"] == 1
+        # the cache was returned before giving up
+        assert s["reserved_bytes.all.current"] == \
+            s["allocated_bytes.all.current"]
+        close(sp(torch.ones(3)) + 1, torch.full((3,), 2.0))
+    finally:
+        torch.spyre.set_per_process_memory_fraction(1.0)
+    z = torch.empty(4 << 20, device="spyre")
+    del z
+
+
+@test
+def torch_save_load():
+    import io
+    g = torch.Generator().manual_seed(31)
+    lin = nn.Linear(8, 4)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(4, 8, generator=g))
+    m = nn.Linear(8, 4).spyre()
+    m.load_state_dict(lin.state_dict())
+    t1 = torch.randn(5, 3, generator=g).half()
+    buf = io.BytesIO()
+    torch.save({"model": m.state_dict(), "t1": t1.to("spyre:1")}, buf)
+    for loc, dev in ((None, None), ("spyre", "spyre:0"),
+                     ("spyre:1", "spyre:1"), ("cpu", "cpu"),
+                     (torch.device("spyre:1"), "spyre:1")):
+        buf.seek(0)
+        ck = torch.load(buf, map_location=loc, weights_only=True)
+        w = ck["model"]["weight"]
+        assert w.device == torch.device(dev or "spyre:0"), (loc, w.device)
+        assert ck["t1"].device == torch.device(dev or "spyre:1")
+        assert ck["t1"].dtype == torch.float16
+        assert torch.equal(w.cpu(), lin.weight.detach())
+        assert torch.equal(ck["t1"].cpu(), t1)
+    # load_state_dict into a model on the card
+    buf.seek(0)
+    m2 = nn.Linear(8, 4).spyre()
+    m2.load_state_dict(torch.load(buf, weights_only=True)["model"])
+    x = torch.randn(2, 8, generator=g)
+    close(m2(sp(x)), lin(x).detach(), **TOL[torch.float32])
+
+
 @test
 def torch_sticky_error():
     # last: after a faulting job the context of card 1 stays in error

@@ -23,13 +23,20 @@ import torch
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream",
-    "device_count", "empty_cache", "is_available", "is_initialized",
-    "compile_stats", "max_memory_allocated", "mem_get_info",
-    "memory_allocated", "reset_compile_stats",
+    "device", "device_count", "device_of", "empty_cache",
+    "get_amp_supported_dtype", "get_device_capability", "get_device_name",
+    "get_device_properties", "get_per_process_memory_fraction",
+    "get_rng_state", "get_rng_state_all", "init", "initial_seed",
+    "is_available", "is_bf16_supported", "is_initialized",
+    "compile_stats", "max_memory_allocated", "max_memory_reserved",
+    "mem_get_info", "memory_allocated", "memory_stats",
+    "memory_stats_as_nested_dict", "memory_summary", "reset_compile_stats",
     "manual_seed", "manual_seed_all", "memory_reserved", "op_counts",
-    "reset_op_counts",
-    "reset_peak_memory_stats", "set_device", "set_strict", "strict",
-    "stream", "synchronize",
+    "reset_accumulated_memory_stats", "reset_max_memory_allocated",
+    "reset_max_memory_cached", "reset_op_counts",
+    "reset_peak_memory_stats", "seed", "seed_all", "set_device",
+    "set_per_process_memory_fraction", "set_rng_state",
+    "set_rng_state_all", "set_strict", "strict", "stream", "synchronize",
 ]
 
 _LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -92,14 +99,103 @@ def current_device():
 
 def set_device(device):
     """Make ``device`` (int, "spyre:N" or torch.device) the calling thread's
-    current card.  Raises IndexError for a card that does not exist."""
-    _ops().set_device(_index(device) if _index(device) >= 0 else 0)
+    current card.  A negative index (or "spyre" without one) changes
+    nothing, as on CUDA.  Raises IndexError for a card that does not
+    exist."""
+    i = _index(device)
+    if i >= 0:
+        _ops().set_device(i)
+
+
+class device:
+    """Context manager: make ``device`` (int, "spyre:N", torch.device, or a
+    negative index / None for no change) the current card inside the block
+    and restore the previous one after it."""
+
+    def __init__(self, device):
+        self.idx = _index(device)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = current_device()
+        if self.idx >= 0 and self.idx != self.prev_idx:
+            set_device(self.idx)
+
+    def __exit__(self, *exc):
+        if self.idx >= 0 and self.idx != self.prev_idx:
+            set_device(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """Context manager: make the card of tensor ``obj`` current inside the
+    block (no change for a tensor that is not on a card)."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.is_spyre else -1)
 
 
 def is_initialized(device=None):
     """True once this process opened ``device`` (default: the current
     card)."""
     return _ops().is_initialized(_index(device))
+
+
+def init():
+    """Open the current card now (it is otherwise opened on first use)."""
+    _ops().synchronize(-1)
+
+
+class _SpyreDeviceProperties:
+    """What :func:`get_device_properties` returns: attributes with CUDA's
+    names where they apply (``name``, ``total_memory`` in bytes,
+    ``multi_processor_count`` = ``cores``, ``pci_bus_id``,
+    ``pci_device_id``, ``pci_domain_id``) and the card's own (``queues``,
+    ``contexts``, ``hw_version``, ``driver_version``, ``library_version``,
+    ``pci_address``, ``devnode``, ...)."""
+
+    def __init__(self, ints, strs):
+        self.__dict__.update(ints)
+        self.__dict__.update(strs)
+
+    def __repr__(self):
+        return (f"_SpyreDeviceProperties(name='{self.name}', "
+                f"total_memory={self.total_memory >> 20}MB, "
+                f"cores={self.cores}, queues={self.queues}, "
+                f"pci_address='{self.pci_address}', "
+                f"driver='{self.driver_version}', "
+                f"libspyre='{self.library_version}')")
+
+
+def get_device_properties(device=None):
+    """The properties of ``device`` (default: the current card); opens it.
+    IndexError for a card that does not exist."""
+    ik, iv, sk, sv = _ops().device_properties(_index(device))
+    return _SpyreDeviceProperties(dict(zip(ik, iv)), dict(zip(sk, sv)))
+
+
+def get_device_name(device=None):
+    """The name of ``device`` (default: the current card)."""
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    """The card's register-interface version as (major, minor), the
+    nearest thing to CUDA's compute capability."""
+    v = get_device_properties(device).hw_version
+    return (v >> 16, v & 0xFFFF)
+
+
+def get_amp_supported_dtype():
+    """The dtypes ``torch.autocast("spyre", dtype=...)`` accepts (another
+    dtype: a warning and autocast disabled, as for every device in
+    PyTorch 2.6)."""
+    return [torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported(including_emulation=True):
+    """True: the card computes in bfloat16."""
+    return True
 
 
 def synchronize(device=None):
@@ -202,22 +298,211 @@ def empty_cache():
     _ops().empty_cache()
 
 
+def memory_stats(device=None):
+    """The caching allocator's statistics of ``device`` as CUDA's flat
+    dict, keys sorted: ``{allocated_bytes, reserved_bytes, active_bytes,
+    inactive_split_bytes, requested_bytes}.{all, small_pool,
+    large_pool}.{current, peak, allocated, freed}`` in bytes, the same
+    for the counts ``allocation``, ``segment`` (card BOs), ``active``,
+    ``inactive_split``, and ``num_alloc_retries``, ``num_ooms``,
+    ``num_device_alloc``, ``num_device_free``.  The small pool holds
+    blocks of up to 1 MiB (4 KiB pages), the large pool the rest (2 MiB
+    granules).  Blocks are never split, so ``inactive_split*`` are 0, and
+    frees are not deferred, so ``active*`` equal ``allocated*``."""
+    keys, vals = _ops().memory_stats_full(_index(device))
+    return dict(sorted(zip(keys, vals)))
+
+
+def memory_stats_as_nested_dict(device=None):
+    """:func:`memory_stats` nested at the dots, as CUDA's."""
+    out = {}
+    for k, v in memory_stats(device).items():
+        d = out
+        parts = k.split(".")
+        for p in parts[:-1]:
+            d = d.setdefault(p, {})
+        d[parts[-1]] = v
+    return out
+
+
+def max_memory_reserved(device=None):
+    """Peak of :func:`memory_reserved` since the start or the last
+    :func:`reset_peak_memory_stats`, in bytes."""
+    return memory_stats(device)["reserved_bytes.all.peak"]
+
+
+def reset_max_memory_allocated(device=None):
+    """Restart the peaks (as CUDA's, this resets every peak)."""
+    reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None):
+    """Restart the peaks (CUDA's deprecated name)."""
+    reset_peak_memory_stats(device)
+
+
+def reset_accumulated_memory_stats(device=None):
+    """Zero the ``allocated``/``freed`` sums and the retry, OOM and BO
+    counters of :func:`memory_stats`."""
+    _ops().reset_accumulated_memory_stats(_index(device))
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Cap the card memory this process reserves (live plus cached blocks)
+    on ``device`` at ``fraction`` (a float in [0, 1]) of the card's memory.
+    An allocation past the cap first returns the cache, then raises
+    ``torch.OutOfMemoryError``.  ValueError (nothing changed) outside
+    [0, 1]."""
+    if not isinstance(fraction, (float, int)) or isinstance(fraction, bool):
+        raise TypeError("fraction must be a float in [0, 1]")
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"invalid memory fraction {fraction}: allowed "
+                         "range is [0, 1]")
+    _ops().set_memory_fraction(float(fraction), _index(device))
+
+
+def get_per_process_memory_fraction(device=None):
+    """The fraction :func:`set_per_process_memory_fraction` set (1.0)."""
+    return _ops().get_memory_fraction(_index(device))
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A printable table of :func:`memory_stats` for ``device`` (current,
+    peak, allocated and freed of each statistic per pool)."""
+    st = memory_stats(device)
+    i = _index(device)
+    i = current_device() if i < 0 else i
+
+    def fmt(v, is_bytes):
+        if not is_bytes:
+            return str(v)
+        for unit in ("B", "KiB", "MiB", "GiB"):
+            if abs(v) < 1024 or unit == "GiB":
+                return f"{v:.0f} {unit}" if unit == "B" else \
+                    f"{v:.1f} {unit}"
+            v /= 1024
+    rows = [("allocated_bytes", "Allocated memory", True),
+            ("active_bytes", "Active memory", True),
+            ("requested_bytes", "Requested memory", True),
+            ("reserved_bytes", "Reserved memory", True),
+            ("inactive_split_bytes", "Non-releasable memory", True),
+            ("allocation", "Allocations", False),
+            ("active", "Active allocs", False),
+            ("segment", "Card BOs (segments)", False),
+            ("inactive_split", "Non-releasable allocs", False)]
+    pools = ("all",) if abbreviated else ("all", "large_pool", "small_pool")
+    w = 26
+    line = "|" + "=" * 91 + "|"
+    out = [line,
+           f"|{'spyre memory summary, device ' + str(i):^91}|",
+           f"|{'num_alloc_retries: ' + str(st['num_alloc_retries']) + '  num_ooms: ' + str(st['num_ooms']):^91}|",
+           line,
+           f"| {'Metric':<{w}}| {'Cur Usage':>13} | {'Peak Usage':>13} | "
+           f"{'Tot Alloc':>13} | {'Tot Freed':>13} |",
+           line]
+    for key, title, is_bytes in rows:
+        for p in pools:
+            name = title if p == "all" else "      from " + p.split("_")[0]
+            k = f"{key}.{p}"
+            out.append(f"| {name:<{w}}| "
+                       + " | ".join(f"{fmt(st[k + '.' + f], is_bytes):>13}"
+                                    for f in ("current", "peak", "allocated",
+                                              "freed"))
+                       + " |")
+        out.append("|" + "-" * 91 + "|")
+    out[-1] = line
+    return "\n".join(out) + "\n"
+
+
 # ---- random numbers and fork ---------------------------------------------------
+# Each card has its own generator (a Philox seed and offset, in
+# libtorch_spyre's generator.cpp); none of these touches the CPU's.
+
+def _seed_bits(seed):
+    """``seed`` as the signed int64 that carries its 64 bits through the op
+    schema (Python ints of either sign, taken modulo 2**64 like
+    torch.manual_seed)."""
+    s = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+    return s - (1 << 64) if s >= 1 << 63 else s
+
+
+def _unsigned(v):
+    return v & 0xFFFF_FFFF_FFFF_FFFF
+
 
 def manual_seed(seed):
-    """Seed the random numbers of spyre tensors.  The cards have no
-    generator of their own: a random op on a spyre tensor draws from the
-    CPU's default generator (the backend's default generator is the CPU's),
-    so this seeds that one, as ``torch.manual_seed(seed)`` does.  ``seed``
-    is an int (taken modulo 2**64 like torch.manual_seed)."""
-    torch.default_generator.manual_seed(int(seed))
+    """Seed the current card's default generator (its offset restarts at
+    0).  ``seed`` is an int, taken modulo 2**64.  The CPU's generator is not
+    touched."""
+    _ops().manual_seed(-1, _seed_bits(seed))
 
 
 def manual_seed_all(seed):
-    """Seed the random numbers of every card: the same as
-    :func:`manual_seed` (one generator, the CPU's, serves all cards).
-    ``torch.manual_seed`` calls this."""
-    manual_seed(seed)
+    """Seed the default generator of every card.  ``torch.manual_seed``
+    calls this (besides seeding the CPU)."""
+    for i in range(device_count()):
+        _ops().manual_seed(i, _seed_bits(seed))
+
+
+def seed():
+    """Seed the current card's generator with a non-deterministic number."""
+    _ops().seed(-1)
+
+
+def seed_all():
+    """Seed every card's generator with one non-deterministic number."""
+    if device_count():
+        s = _ops().seed(0)
+        for i in range(1, device_count()):
+            _ops().manual_seed(i, s)
+
+
+def initial_seed():
+    """The current seed of the current card's default generator (an int in
+    [0, 2**64))."""
+    return _unsigned(_ops().initial_seed(-1))
+
+
+def get_rng_state(device="spyre"):
+    """The state of ``device``'s default generator: a 16-byte uint8 CPU
+    tensor (Philox seed and offset, little-endian)."""
+    return _ops().get_rng_state(_index(device))
+
+
+def set_rng_state(new_state, device="spyre"):
+    """Restore ``device``'s default generator from :func:`get_rng_state`'s
+    tensor.  RuntimeError (nothing changed) for a tensor that is not a
+    16-byte uint8 CPU tensor."""
+    if not isinstance(new_state, torch.Tensor):
+        raise TypeError(f"expected an RNG state tensor, got "
+                        f"{type(new_state).__name__}")
+    _ops().set_rng_state(_index(device), new_state)
+
+
+def get_rng_state_all():
+    """The RNG states of all cards, a list indexed by card."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    """Restore every card's RNG state from :func:`get_rng_state_all`'s
+    list."""
+    for i, st in enumerate(new_states):
+        set_rng_state(st, i)
+
+
+def __getattr__(name):
+    # torch.spyre.default_generators: the cards' default generators (the
+    # same torch.Generator objects every time), made on first access
+    if name == "default_generators":
+        return tuple(_ops().default_generator(i)
+                     for i in range(device_count()))
+    # torch.spyre._initialized: whether a card is open (what
+    # torch.utils.checkpoint reads before saving the cards' RNG states)
+    if name == "_initialized":
+        return _loaded and any(is_initialized(i)
+                               for i in range(device_count()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _fork_had_cards = False
