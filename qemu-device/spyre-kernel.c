@@ -966,6 +966,46 @@ static uint64_t kdim(const SpyreKRun *r, uint32_t d, uint32_t j)
     return lin / stride % l->size[d];
 }
 
+/*
+ * kdim() for lanes [0, r->nl) into @out: consecutive linear indices step
+ * the index without a division.
+ */
+static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
+{
+    const SpyreKLaunch *l = r->l;
+    uint64_t stride = 1, size, lin, prev = 0, q = 0, c = 0;
+    uint32_t j, k, end, n = r->nl;
+    bool rdim = d >= SPYRE_KDIM_R0 && d != SPYRE_KDIM_POINT;
+
+    if (d == SPYRE_KDIM_POINT || d == SPYRE_KDIM_RINDEX) {
+        for (j = 0; j < n; j++) {
+            out[j] = kdim(r, d, j);
+        }
+        return;
+    }
+    end = rdim ? SPYRE_KDIM_R0 + l->nrdims : l->npdims;
+    for (k = d + 1; k < end; k++) {
+        stride *= l->size[k];
+    }
+    size = l->size[d];
+    for (j = 0; j < n; j++) {
+        lin = rdim ? r->lr[j] : lane_pt(r, j);
+        if (j && lin == prev + 1) {
+            if (++c == stride) {
+                c = 0;
+                if (++q == size) {
+                    q = 0;
+                }
+            }
+        } else {
+            c = lin % stride;
+            q = lin / stride % size;
+        }
+        prev = lin;
+        out[j] = q;
+    }
+}
+
 static float fminmax(float a, float b, bool max, bool ign)
 {
     if (a != a || b != b) {
@@ -1013,7 +1053,7 @@ static float frem(float a, float b)
 }
 
 /* Integer binary operations in width @bits (32 or 64), wrapping. */
-static int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
+static inline int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
                     unsigned int bits)
 {
     int64_t mn = bits == 32 ? INT32_MIN : INT64_MIN;
@@ -1096,7 +1136,7 @@ static int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
     }
 }
 
-static float kfop(unsigned int op, float a, float b, float c, uint16_t mod)
+static inline float kfop(unsigned int op, float a, float b, float c, uint16_t mod)
 {
     switch (op) {
     case SPYRE_KOP_TRUNCDIV:
@@ -1201,11 +1241,19 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         }
         return;
     }
-    case SPYRE_KOP_IDX:
-        for (j = 0; j < n; j++) {
-            puti(dv, T, j, kdim(r, in->imm, j));
+    case SPYRE_KOP_IDX: {
+        uint64_t *ix = r->tmp + 3 * (size_t)r->vl;
+
+        kdims(r, in->imm, ix);
+        if (T == KI64) {
+            memcpy(dv, ix, (size_t)n * 8);
+        } else {
+            for (j = 0; j < n; j++) {
+                puti(dv, T, j, ix[j]);
+            }
         }
         return;
+    }
     case SPYRE_KOP_SIZE: {
         uint64_t v = in->imm == SPYRE_KDIM_POINT ? l->P :
                      in->imm == SPYRE_KDIM_RINDEX ? l->R : l->size[in->imm];
@@ -1217,6 +1265,7 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
     }
     case SPYRE_KOP_AFFINE: {
         uint64_t *acc = r->tmp + 3 * (size_t)r->vl;
+        uint64_t *ix = r->tmp + 4 * (size_t)r->vl;
         uint32_t d, pi = in->imm;
 
         for (j = 0; j < n; j++) {
@@ -1229,8 +1278,9 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
                 continue;
             }
             s = l->param[pi++];
+            kdims(r, d, ix);
             for (j = 0; j < n; j++) {
-                acc[j] += kdim(r, d, j) * s;
+                acc[j] += ix[j] * s;
             }
         }
         for (j = 0; j < n; j++) {
@@ -1426,19 +1476,68 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         break;
     }
 
-    /* The rest, lane by lane. */
+    /* The rest, lane by lane: one loop per operation and type. */
     if (T == KF32) {
         const float *cf = c;
 
-        for (j = 0; j < n; j++) {
-            df[j] = kfop(in->op, af[j], bf ? bf[j] : 0.0f,
-                         cf ? cf[j] : 0.0f, in->mod);
+#define KF1(OP) case OP: for (j = 0; j < n; j++) { \
+            df[j] = kfop(OP, af[j], 0.0f, 0.0f, in->mod); } break
+#define KF2(OP) case OP: for (j = 0; j < n; j++) { \
+            df[j] = kfop(OP, af[j], bf[j], 0.0f, in->mod); } break
+#define KF3(OP) case OP: for (j = 0; j < n; j++) { \
+            df[j] = kfop(OP, af[j], bf[j], cf[j], in->mod); } break
+        switch (in->op) {
+        KF2(SPYRE_KOP_TRUNCDIV);
+        KF2(SPYRE_KOP_FLOORDIV);
+        KF2(SPYRE_KOP_FMOD);
+        KF2(SPYRE_KOP_REM);
+        KF3(SPYRE_KOP_FMA);
+        KF2(SPYRE_KOP_MIN);
+        KF2(SPYRE_KOP_MAX);
+        KF3(SPYRE_KOP_CLAMP);
+        KF2(SPYRE_KOP_POW);
+        KF1(SPYRE_KOP_EXP);
+        KF1(SPYRE_KOP_LOG);
+        KF1(SPYRE_KOP_SQRT);
+        KF1(SPYRE_KOP_RSQRT);
+        KF1(SPYRE_KOP_RECIP);
+        KF1(SPYRE_KOP_TANH);
+        KF1(SPYRE_KOP_SIGMOID);
+        KF1(SPYRE_KOP_ERF);
+        KF1(SPYRE_KOP_FLOOR);
+        KF1(SPYRE_KOP_CEIL);
+        KF1(SPYRE_KOP_ROUND);
+        KF1(SPYRE_KOP_TRUNC);
+        default:
+            for (j = 0; j < n; j++) {
+                df[j] = kfop(in->op, af[j], bf ? bf[j] : 0.0f,
+                             cf ? cf[j] : 0.0f, in->mod);
+            }
+            break;
         }
+#undef KF1
+#undef KF2
+#undef KF3
         kcanon(df, n);
     } else if (T == KI32) {
         const int32_t *x = a, *y = b, *z = c;
         int32_t *d = dv;
 
+#define KI2(OP) case OP: for (j = 0; j < n; j++) { \
+            d[j] = (int32_t)kiop(OP, x[j], y[j], 0, 32); } return
+        switch (in->op) {
+        KI2(SPYRE_KOP_ADD);
+        KI2(SPYRE_KOP_SUB);
+        KI2(SPYRE_KOP_MUL);
+        KI2(SPYRE_KOP_MIN);
+        KI2(SPYRE_KOP_MAX);
+        KI2(SPYRE_KOP_AND);
+        KI2(SPYRE_KOP_OR);
+        KI2(SPYRE_KOP_XOR);
+        default:
+            break;
+        }
+#undef KI2
         for (j = 0; j < n; j++) {
             d[j] = (int32_t)kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0,
                                  32);
@@ -1447,6 +1546,21 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         const int64_t *x = a, *y = b, *z = c;
         int64_t *d = dv;
 
+#define KI2(OP) case OP: for (j = 0; j < n; j++) { \
+            d[j] = kiop(OP, x[j], y[j], 0, 64); } return
+        switch (in->op) {
+        KI2(SPYRE_KOP_ADD);
+        KI2(SPYRE_KOP_SUB);
+        KI2(SPYRE_KOP_MUL);
+        KI2(SPYRE_KOP_MIN);
+        KI2(SPYRE_KOP_MAX);
+        KI2(SPYRE_KOP_AND);
+        KI2(SPYRE_KOP_OR);
+        KI2(SPYRE_KOP_XOR);
+        default:
+            break;
+        }
+#undef KI2
         for (j = 0; j < n; j++) {
             d[j] = kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0, 64);
         }
@@ -1471,10 +1585,21 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     uint64_t ext = l->extent[opnd];
     bool any = false;
 
-    for (j = 0; j < n; j++) {
-        off[j] = geti(ov, in->stype, j);
-        act[j] = mask ? mask[j] : 1;
-        any |= act[j];
+    if (in->stype == KI64) {
+        memcpy(off, ov, (size_t)n * 8);
+    } else {
+        for (j = 0; j < n; j++) {
+            off[j] = ((const int32_t *)ov)[j];
+        }
+    }
+    if (mask) {
+        for (j = 0; j < n; j++) {
+            act[j] = mask[j];
+            any |= act[j];
+        }
+    } else {
+        memset(act, 1, n);
+        any = n != 0;
     }
     for (j = 0; j < n; j++) {
         if (act[j] && (uint64_t)off[j] >= ext) {
@@ -1493,6 +1618,33 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
         case SPYRE_DTYPE_FP8_E5M2:
             spyre_store_fp32(raw, dt, v, n, (in->mod & SPYRE_KMOD_SAT) ? 0 :
                              SPYRE_CMD_F_NOSAT);
+            break;
+        case SPYRE_DTYPE_BOOL:
+            memcpy(raw, v, n);
+            break;
+        case SPYRE_DTYPE_U8:
+        case SPYRE_DTYPE_INT8:
+            for (j = 0; j < n; j++) {
+                raw[j] = ((const int32_t *)v)[j];
+            }
+            break;
+        case SPYRE_DTYPE_INT16:
+            for (j = 0; j < n; j++) {
+                uint32_t x = ((const int32_t *)v)[j];
+
+                raw[2 * j] = x;
+                raw[2 * j + 1] = x >> 8;
+            }
+            break;
+        case SPYRE_DTYPE_INT32:
+            for (j = 0; j < n; j++) {
+                uint32_t x = ((const int32_t *)v)[j];
+
+                raw[4 * j] = x;
+                raw[4 * j + 1] = x >> 8;
+                raw[4 * j + 2] = x >> 16;
+                raw[4 * j + 3] = x >> 24;
+            }
             break;
         default:
             for (j = 0; j < n; j++) {
@@ -1533,6 +1685,26 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     case SPYRE_DTYPE_FP8_E4M3:
     case SPYRE_DTYPE_FP8_E5M2:
         spyre_load_fp32((float *)VS(r, in->dst), raw, dt, n);
+        break;
+    case SPYRE_DTYPE_U8:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = raw[j];
+        }
+        break;
+    case SPYRE_DTYPE_INT8:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = (int8_t)raw[j];
+        }
+        break;
+    case SPYRE_DTYPE_INT16:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = (int16_t)ld16(raw + 2 * j);
+        }
+        break;
+    case SPYRE_DTYPE_INT32:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = (int32_t)ld32(raw + 4 * j);
+        }
         break;
     default: {
         void *d = VS(r, in->dst);
@@ -1736,6 +1908,19 @@ static void kfeed(SpyreKRun *r, const SpyreKInst *in, SpyreKRed *rd,
     unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
     uint32_t j;
 
+    if (!m && T == KF32 && (kind == SPYRE_KRED_SUM ||
+                            kind == SPYRE_KRED_MAX ||
+                            kind == SPYRE_KRED_MIN)) {
+        const float *af = a;
+
+        for (j = j0; j < j1; j++) {
+            SpyreKAcc *s = &rd->stripe[r->lr[j] & 15];
+
+            s->v.f = kind == SPYRE_KRED_SUM ? s->v.f + af[j] :
+                     fminmax(s->v.f, af[j], kind == SPYRE_KRED_MAX, false);
+        }
+        return;
+    }
     for (j = j0; j < j1; j++) {
         SpyreKAcc *s = &rd->stripe[r->lr[j] & 15], x = { .idx = -1 };
 
