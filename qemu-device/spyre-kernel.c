@@ -1136,7 +1136,8 @@ static inline int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
     }
 }
 
-static inline float kfop(unsigned int op, float a, float b, float c, uint16_t mod)
+static inline float kfop(unsigned int op, float a, float b, float c,
+                         uint16_t mod)
 {
     switch (op) {
     case SPYRE_KOP_TRUNCDIV:
@@ -1480,34 +1481,85 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
     if (T == KF32) {
         const float *cf = c;
 
-#define KF1(OP) case OP: for (j = 0; j < n; j++) { \
-            df[j] = kfop(OP, af[j], 0.0f, 0.0f, in->mod); } break
-#define KF2(OP) case OP: for (j = 0; j < n; j++) { \
-            df[j] = kfop(OP, af[j], bf[j], 0.0f, in->mod); } break
-#define KF3(OP) case OP: for (j = 0; j < n; j++) { \
-            df[j] = kfop(OP, af[j], bf[j], cf[j], in->mod); } break
+#define KF1(OP) do { \
+            for (j = 0; j < n; j++) { \
+                df[j] = kfop(OP, af[j], 0.0f, 0.0f, in->mod); \
+            } \
+        } while (0)
+#define KF2(OP) do { \
+            for (j = 0; j < n; j++) { \
+                df[j] = kfop(OP, af[j], bf[j], 0.0f, in->mod); \
+            } \
+        } while (0)
+#define KF3(OP) do { \
+            for (j = 0; j < n; j++) { \
+                df[j] = kfop(OP, af[j], bf[j], cf[j], in->mod); \
+            } \
+        } while (0)
         switch (in->op) {
-        KF2(SPYRE_KOP_TRUNCDIV);
-        KF2(SPYRE_KOP_FLOORDIV);
-        KF2(SPYRE_KOP_FMOD);
-        KF2(SPYRE_KOP_REM);
-        KF3(SPYRE_KOP_FMA);
-        KF2(SPYRE_KOP_MIN);
-        KF2(SPYRE_KOP_MAX);
-        KF3(SPYRE_KOP_CLAMP);
-        KF2(SPYRE_KOP_POW);
-        KF1(SPYRE_KOP_EXP);
-        KF1(SPYRE_KOP_LOG);
-        KF1(SPYRE_KOP_SQRT);
-        KF1(SPYRE_KOP_RSQRT);
-        KF1(SPYRE_KOP_RECIP);
-        KF1(SPYRE_KOP_TANH);
-        KF1(SPYRE_KOP_SIGMOID);
-        KF1(SPYRE_KOP_ERF);
-        KF1(SPYRE_KOP_FLOOR);
-        KF1(SPYRE_KOP_CEIL);
-        KF1(SPYRE_KOP_ROUND);
-        KF1(SPYRE_KOP_TRUNC);
+        case SPYRE_KOP_TRUNCDIV:
+            KF2(SPYRE_KOP_TRUNCDIV);
+            break;
+        case SPYRE_KOP_FLOORDIV:
+            KF2(SPYRE_KOP_FLOORDIV);
+            break;
+        case SPYRE_KOP_FMOD:
+            KF2(SPYRE_KOP_FMOD);
+            break;
+        case SPYRE_KOP_REM:
+            KF2(SPYRE_KOP_REM);
+            break;
+        case SPYRE_KOP_FMA:
+            KF3(SPYRE_KOP_FMA);
+            break;
+        case SPYRE_KOP_MIN:
+            KF2(SPYRE_KOP_MIN);
+            break;
+        case SPYRE_KOP_MAX:
+            KF2(SPYRE_KOP_MAX);
+            break;
+        case SPYRE_KOP_CLAMP:
+            KF3(SPYRE_KOP_CLAMP);
+            break;
+        case SPYRE_KOP_POW:
+            KF2(SPYRE_KOP_POW);
+            break;
+        case SPYRE_KOP_EXP:
+            KF1(SPYRE_KOP_EXP);
+            break;
+        case SPYRE_KOP_LOG:
+            KF1(SPYRE_KOP_LOG);
+            break;
+        case SPYRE_KOP_SQRT:
+            KF1(SPYRE_KOP_SQRT);
+            break;
+        case SPYRE_KOP_RSQRT:
+            KF1(SPYRE_KOP_RSQRT);
+            break;
+        case SPYRE_KOP_RECIP:
+            KF1(SPYRE_KOP_RECIP);
+            break;
+        case SPYRE_KOP_TANH:
+            KF1(SPYRE_KOP_TANH);
+            break;
+        case SPYRE_KOP_SIGMOID:
+            KF1(SPYRE_KOP_SIGMOID);
+            break;
+        case SPYRE_KOP_ERF:
+            KF1(SPYRE_KOP_ERF);
+            break;
+        case SPYRE_KOP_FLOOR:
+            KF1(SPYRE_KOP_FLOOR);
+            break;
+        case SPYRE_KOP_CEIL:
+            KF1(SPYRE_KOP_CEIL);
+            break;
+        case SPYRE_KOP_ROUND:
+            KF1(SPYRE_KOP_ROUND);
+            break;
+        case SPYRE_KOP_TRUNC:
+            KF1(SPYRE_KOP_TRUNC);
+            break;
         default:
             for (j = 0; j < n; j++) {
                 df[j] = kfop(in->op, af[j], bf ? bf[j] : 0.0f,
@@ -1523,17 +1575,36 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         const int32_t *x = a, *y = b, *z = c;
         int32_t *d = dv;
 
-#define KI2(OP) case OP: for (j = 0; j < n; j++) { \
-            d[j] = (int32_t)kiop(OP, x[j], y[j], 0, 32); } return
+#define KI2(OP) do { \
+            for (j = 0; j < n; j++) { \
+                d[j] = (int32_t)kiop(OP, x[j], y[j], 0, 32); \
+            } \
+        } while (0)
         switch (in->op) {
-        KI2(SPYRE_KOP_ADD);
-        KI2(SPYRE_KOP_SUB);
-        KI2(SPYRE_KOP_MUL);
-        KI2(SPYRE_KOP_MIN);
-        KI2(SPYRE_KOP_MAX);
-        KI2(SPYRE_KOP_AND);
-        KI2(SPYRE_KOP_OR);
-        KI2(SPYRE_KOP_XOR);
+        case SPYRE_KOP_ADD:
+            KI2(SPYRE_KOP_ADD);
+            return;
+        case SPYRE_KOP_SUB:
+            KI2(SPYRE_KOP_SUB);
+            return;
+        case SPYRE_KOP_MUL:
+            KI2(SPYRE_KOP_MUL);
+            return;
+        case SPYRE_KOP_MIN:
+            KI2(SPYRE_KOP_MIN);
+            return;
+        case SPYRE_KOP_MAX:
+            KI2(SPYRE_KOP_MAX);
+            return;
+        case SPYRE_KOP_AND:
+            KI2(SPYRE_KOP_AND);
+            return;
+        case SPYRE_KOP_OR:
+            KI2(SPYRE_KOP_OR);
+            return;
+        case SPYRE_KOP_XOR:
+            KI2(SPYRE_KOP_XOR);
+            return;
         default:
             break;
         }
@@ -1546,17 +1617,36 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         const int64_t *x = a, *y = b, *z = c;
         int64_t *d = dv;
 
-#define KI2(OP) case OP: for (j = 0; j < n; j++) { \
-            d[j] = kiop(OP, x[j], y[j], 0, 64); } return
+#define KI2(OP) do { \
+            for (j = 0; j < n; j++) { \
+                d[j] = kiop(OP, x[j], y[j], 0, 64); \
+            } \
+        } while (0)
         switch (in->op) {
-        KI2(SPYRE_KOP_ADD);
-        KI2(SPYRE_KOP_SUB);
-        KI2(SPYRE_KOP_MUL);
-        KI2(SPYRE_KOP_MIN);
-        KI2(SPYRE_KOP_MAX);
-        KI2(SPYRE_KOP_AND);
-        KI2(SPYRE_KOP_OR);
-        KI2(SPYRE_KOP_XOR);
+        case SPYRE_KOP_ADD:
+            KI2(SPYRE_KOP_ADD);
+            return;
+        case SPYRE_KOP_SUB:
+            KI2(SPYRE_KOP_SUB);
+            return;
+        case SPYRE_KOP_MUL:
+            KI2(SPYRE_KOP_MUL);
+            return;
+        case SPYRE_KOP_MIN:
+            KI2(SPYRE_KOP_MIN);
+            return;
+        case SPYRE_KOP_MAX:
+            KI2(SPYRE_KOP_MAX);
+            return;
+        case SPYRE_KOP_AND:
+            KI2(SPYRE_KOP_AND);
+            return;
+        case SPYRE_KOP_OR:
+            KI2(SPYRE_KOP_OR);
+            return;
+        case SPYRE_KOP_XOR:
+            KI2(SPYRE_KOP_XOR);
+            return;
         default:
             break;
         }

@@ -69,7 +69,7 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
     uint64_t dlo = UINT64_MAX, dhi = 0;
     uint8_t *p = buf;
     SpyreTarget t = { 0 };
-    uint32_t st, j;
+    uint32_t st, j, next;
     bool alive;
 
     spyre_lock(s);
@@ -78,9 +78,11 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
         spyre_unlock(s);
         return st;
     }
-    for (j = 0; j < n; j++) {
-        uint64_t va, addr;
+    for (j = 0; j < n; j = next) {
+        uint64_t va, addr, len;
+        uint32_t i;
 
+        next = j + 1;
         if (!act[j]) {
             continue;
         }
@@ -103,26 +105,48 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
             page = va & ~SPYRE_PAGE_MASK;
         }
         addr = t.addr + (va & SPYRE_PAGE_MASK);
+        /* The active lanes from j at consecutive offsets in this page. */
+        len = es;
+        while (next < n && act[next] &&
+               (uint64_t)off[next] == (uint64_t)off[next - 1] + 1 &&
+               (va & SPYRE_PAGE_MASK) + len + es <= SPYRE_PAGE_SIZE) {
+            len += es;
+            next++;
+        }
         if (t.devmem) {
             if (write) {
-                memcpy(s->devmem_ptr + addr, p + j * es, es);
+                memcpy(s->devmem_ptr + addr, p + j * es, len);
                 dlo = MIN(dlo, addr);
-                dhi = MAX(dhi, addr + es);
+                dhi = MAX(dhi, addr + len);
             } else {
-                memcpy(p + j * es, s->devmem_ptr + addr, es);
+                memcpy(p + j * es, s->devmem_ptr + addr, len);
             }
-        } else if (spyre_dma_rw(s, addr, p + j * es, es,
+        } else if (spyre_dma_rw(s, addr, p + j * es, len,
                                 write ? DMA_DIRECTION_FROM_DEVICE :
                                         DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
-            st = SPYRE_STATUS_DMA_ERROR;
-            e->err_va = va;
-            k->cand_va = va;
-            k->cand_reason = 0;
-            k->cand_write = write;
-            *lane = j;
-            break;
+            /* Lane by lane, to find the one that fails. */
+            for (i = j; i < next; i++) {
+                if (spyre_dma_rw(s, addr + (i - j) * es, p + i * es, es,
+                                 write ? DMA_DIRECTION_FROM_DEVICE :
+                                         DMA_DIRECTION_TO_DEVICE) !=
+                    MEMTX_OK) {
+                    break;
+                }
+            }
+            bytes += (i - j) * es;
+            if (i < next) {
+                va += (i - j) * es;
+                st = SPYRE_STATUS_DMA_ERROR;
+                e->err_va = va;
+                k->cand_va = va;
+                k->cand_reason = 0;
+                k->cand_write = write;
+                *lane = i;
+                break;
+            }
+            continue;
         }
-        bytes += es;
+        bytes += len;
     }
     if (dlo < dhi) {
         memory_region_set_dirty(&s->devmem, dlo, dhi - dlo);
