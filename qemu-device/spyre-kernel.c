@@ -109,18 +109,12 @@ static double pow2i(int k)
     return d;
 }
 
-/* e^x for finite x, relative error about 1e-16; clamps far outside. */
-static double kexp_d(double x)
+/* e^x for |x| <= 800, relative error about 1e-16 (no branch). */
+static inline double kexp_core(double x)
 {
     double kd, r, p;
     int k;
 
-    if (x > 800.0) {
-        return HUGE_VAL;
-    }
-    if (x < -800.0) {
-        return 0.0;
-    }
     kd = x * 1.4426950408889634 + 0x1.8p52;
     kd -= 0x1.8p52;
     k = (int)kd;
@@ -140,6 +134,37 @@ static double kexp_d(double x)
     p = p * r + 1.0;
     p = p * r + 1.0;
     return p * pow2i(k / 2) * pow2i(k - k / 2);
+}
+
+/* e^x for finite x; clamps far outside. */
+static double kexp_d(double x)
+{
+    if (x > 800.0) {
+        return HUGE_VAL;
+    }
+    if (x < -800.0) {
+        return 0.0;
+    }
+    return kexp_core(x);
+}
+
+/*
+ * EXP (@sigmoid false) or SIGMOID of @n lanes: spyre_kmath_exp() and
+ * kfop()'s SIGMOID without a branch per lane (NaN lanes give a NaN, made
+ * canonical by the caller).
+ */
+static void kexp_lanes(float *d, const float *a, uint32_t n, bool sigmoid)
+{
+    uint32_t j;
+
+    for (j = 0; j < n; j++) {
+        float x = sigmoid ? -a[j] : a[j], f;
+        double xc = x > 800.0f ? 800.0 : x < -800.0f ? -800.0 : x;
+
+        f = (float)kexp_core(xc == xc ? xc : 0.0);
+        f = x > 800.0f ? INFINITY : x < -800.0f ? 0.0f : x != x ? x : f;
+        d[j] = sigmoid ? 1.0f / (1.0f + f) : f;
+    }
 }
 
 /* Natural log of a positive, finite, normal double. */
@@ -1525,7 +1550,7 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
             KF2(SPYRE_KOP_POW);
             break;
         case SPYRE_KOP_EXP:
-            KF1(SPYRE_KOP_EXP);
+            kexp_lanes(df, af, n, false);
             break;
         case SPYRE_KOP_LOG:
             KF1(SPYRE_KOP_LOG);
@@ -1543,7 +1568,7 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
             KF1(SPYRE_KOP_TANH);
             break;
         case SPYRE_KOP_SIGMOID:
-            KF1(SPYRE_KOP_SIGMOID);
+            kexp_lanes(df, af, n, true);
             break;
         case SPYRE_KOP_ERF:
             KF1(SPYRE_KOP_ERF);

@@ -58,7 +58,11 @@ static uint32_t h_access(void *opaque, unsigned int opnd, bool write,
     uint8_t *p = buf;
     uint32_t j;
 
-    for (j = 0; j < n; j++) {
+    uint32_t next;
+
+    /* As spyre_kx_access: a run of consecutive offsets in one memcpy. */
+    for (j = 0; j < n; j = next) {
+        next = j + 1;
         if (!act[j]) {
             continue;
         }
@@ -66,10 +70,14 @@ static uint32_t h_access(void *opaque, unsigned int opnd, bool write,
             *lane = j;
             return SPYRE_STATUS_MMU_FAULT;
         }
+        while (next < n && act[next] && off[next] == off[next - 1] + 1 &&
+               (uint64_t)off[next] < b->fault) {
+            next++;
+        }
         if (write) {
-            memcpy(b->data + off[j] * es, p + j * es, es);
+            memcpy(b->data + off[j] * es, p + j * es, (next - j) * es);
         } else {
-            memcpy(p + j * es, b->data + off[j] * es, es);
+            memcpy(p + j * es, b->data + off[j] * es, (next - j) * es);
         }
     }
     return SPYRE_STATUS_OK;
@@ -356,6 +364,10 @@ static void issue_kernels(bool bench, bool base, uint64_t n, uint64_t rows)
         double t0, best = 1e30;
         int rep;
 
+        if (getenv("KB_ONLY") && atoi(getenv("KB_ONLY")) != which) {
+            spyre_kernel_destroy(k);
+            continue;
+        }
         memset(size, 0, sizeof(size));
         if (!which) {
             float s = 0.75f;
