@@ -656,6 +656,54 @@ static void random_one(int it)
     spyre_kernel_destroy(k);
 }
 
+/* EXP, SIGMOID, TANH, LOG of random bit patterns and edge values. */
+static void math_sweep(uint64_t n)
+{
+    static const float edge[] = {
+        0.0f, -0.0f, INFINITY, -INFINITY, NAN, 800.0f, -800.0f,
+        800.00006f, -800.00006f, 88.72f, 88.73f, -103.9f, -87.3f, 1e-30f,
+        -1e-30f, 1.0f, -1.0f, 0.5f, 20.0f, -20.0f, 3.4e38f, -3.4e38f,
+    };
+    const uint32_t dt[5] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32,
+                             SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32,
+                             SPYRE_DTYPE_FP32 };
+    static const uint32_t ops[4] = { SPYRE_KOP_EXP, SPYRE_KOP_SIGMOID,
+                                     SPYRE_KOP_TANH, SPYRE_KOP_LOG };
+    uint64_t size[9] = { n };
+    struct spyre_kernel *k;
+    Launch lk;
+    Buf b[5];
+    int i, x, o;
+    uint64_t e;
+
+    spyre_kernel_create(dt, 5, 0, 1, 0, &k);
+    i = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+    x = spyre_kernel_load(k, 0, i, N_, N_);
+    for (o = 0; o < 4; o++) {
+        spyre_kernel_store(k, 1 + o, i,
+                           spyre_kernel_op(k, ops[o], 0, x, N_, N_), N_, 0);
+    }
+    for (o = 0; o < 5; o++) {
+        b[o] = mkbuf(n, SPYRE_DTYPE_FP32);
+    }
+    for (e = 0; e < n; e++) {
+        uint32_t u = rnd();
+
+        if (e < sizeof(edge) / 4) {
+            memcpy(&u, &edge[e], 4);
+        } else if (e % 3) {     /* the interesting exponents */
+            u = (u & 0x807fffff) | (uint32_t)(0x3c + rnd() % 12) << 24;
+        }
+        memcpy(b[0].data + 4 * e, &u, 4);
+    }
+    mklaunch(&lk, k, b, 5, NULL, 0, 1, 0, size);
+    differ("math sweep", &lk, b, 5);
+    for (o = 0; o < 5; o++) {
+        free(b[o].data);
+    }
+    spyre_kernel_destroy(k);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "check";
@@ -666,6 +714,7 @@ int main(int argc, char **argv)
         return 0;
     }
     issue_kernels(false, false, 1u << 20, 256);
+    math_sweep(1u << 21);
     for (i = 0; i < n; i++) {
         random_one(i);
     }
