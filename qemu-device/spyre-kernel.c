@@ -902,6 +902,27 @@ static const void *ksrc(SpyreKRun *r, const SpyreKInst *in, int i,
     if (!(in->bcast & (1 << i))) {
         return s;
     }
+    if (n && r->lpt[0] == r->lpt[n - 1]) {
+        /* One point's lanes (lpt does not decrease): a fill. */
+        uint32_t p0 = r->lpt[0];
+
+        switch (r->p->vtype[v]) {
+        case KB:
+            memset(d, ((const uint8_t *)s)[p0], n);
+            break;
+        case KI64:
+            for (j = 0; j < n; j++) {
+                d[j] = s[p0];
+            }
+            break;
+        default:
+            for (j = 0; j < n; j++) {
+                ((uint32_t *)d)[j] = ((const uint32_t *)s)[p0];
+            }
+            break;
+        }
+        return d;
+    }
     switch (r->p->vtype[v]) {
     case KB:
         for (j = 0; j < n; j++) {
