@@ -153,17 +153,27 @@ static double kexp_d(double x)
  * kfop()'s SIGMOID without a branch per lane (NaN lanes give a NaN, made
  * canonical by the caller).
  */
+static inline float kexp_lane(float x)
+{
+    double xc = x > 800.0f ? 800.0 : x < -800.0f ? -800.0 : x;
+    float f;
+
+    f = (float)kexp_core(xc == xc ? xc : 0.0);
+    return x > 800.0f ? INFINITY : x < -800.0f ? 0.0f : x != x ? x : f;
+}
+
 static void kexp_lanes(float *d, const float *a, uint32_t n, bool sigmoid)
 {
     uint32_t j;
 
-    for (j = 0; j < n; j++) {
-        float x = sigmoid ? -a[j] : a[j], f;
-        double xc = x > 800.0f ? 800.0 : x < -800.0f ? -800.0 : x;
-
-        f = (float)kexp_core(xc == xc ? xc : 0.0);
-        f = x > 800.0f ? INFINITY : x < -800.0f ? 0.0f : x != x ? x : f;
-        d[j] = sigmoid ? 1.0f / (1.0f + f) : f;
+    if (sigmoid) {
+        for (j = 0; j < n; j++) {
+            d[j] = 1.0f / (1.0f + kexp_lane(-a[j]));
+        }
+    } else {
+        for (j = 0; j < n; j++) {
+            d[j] = kexp_lane(a[j]);
+        }
     }
 }
 
