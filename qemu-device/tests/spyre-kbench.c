@@ -167,7 +167,9 @@ static void mklaunch(Launch *lk, struct spyre_kernel *k, Buf *b,
     lk->l.nparams = np;
     lk->l.npdims = npd;
     lk->l.nrdims = nrd;
-    memcpy(lk->l.param, params, np * 8);
+    if (np) {
+        memcpy(lk->l.param, params, np * 8);
+    }
     memcpy(lk->l.size, size, 9 * 8);
     for (i = 0; i < nb; i++) {
         lk->l.va[i] = 0x100000 * (i + 1);
