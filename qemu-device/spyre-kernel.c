@@ -109,18 +109,12 @@ static double pow2i(int k)
     return d;
 }
 
-/* e^x for finite x, relative error about 1e-16; clamps far outside. */
-static double kexp_d(double x)
+/* e^x for |x| <= 800, relative error about 1e-16 (no branch). */
+static inline double kexp_core(double x)
 {
     double kd, r, p;
     int k;
 
-    if (x > 800.0) {
-        return HUGE_VAL;
-    }
-    if (x < -800.0) {
-        return 0.0;
-    }
     kd = x * 1.4426950408889634 + 0x1.8p52;
     kd -= 0x1.8p52;
     k = (int)kd;
@@ -140,6 +134,47 @@ static double kexp_d(double x)
     p = p * r + 1.0;
     p = p * r + 1.0;
     return p * pow2i(k / 2) * pow2i(k - k / 2);
+}
+
+/* e^x for finite x; clamps far outside. */
+static double kexp_d(double x)
+{
+    if (x > 800.0) {
+        return HUGE_VAL;
+    }
+    if (x < -800.0) {
+        return 0.0;
+    }
+    return kexp_core(x);
+}
+
+/*
+ * EXP (@sigmoid false) or SIGMOID of @n lanes: spyre_kmath_exp() and
+ * kfop()'s SIGMOID without a branch per lane (NaN lanes give a NaN, made
+ * canonical by the caller).
+ */
+static inline float kexp_lane(float x)
+{
+    double xc = x > 800.0f ? 800.0 : x < -800.0f ? -800.0 : x;
+    float f;
+
+    f = (float)kexp_core(xc == xc ? xc : 0.0);
+    return x > 800.0f ? INFINITY : x < -800.0f ? 0.0f : x != x ? x : f;
+}
+
+static void kexp_lanes(float *d, const float *a, uint32_t n, bool sigmoid)
+{
+    uint32_t j;
+
+    if (sigmoid) {
+        for (j = 0; j < n; j++) {
+            d[j] = 1.0f / (1.0f + kexp_lane(-a[j]));
+        }
+    } else {
+        for (j = 0; j < n; j++) {
+            d[j] = kexp_lane(a[j]);
+        }
+    }
 }
 
 /* Natural log of a positive, finite, normal double. */
@@ -877,6 +912,27 @@ static const void *ksrc(SpyreKRun *r, const SpyreKInst *in, int i,
     if (!(in->bcast & (1 << i))) {
         return s;
     }
+    if (n && r->lpt[0] == r->lpt[n - 1]) {
+        /* One point's lanes (lpt does not decrease): a fill. */
+        uint32_t p0 = r->lpt[0];
+
+        switch (r->p->vtype[v]) {
+        case KB:
+            memset(d, ((const uint8_t *)s)[p0], n);
+            break;
+        case KI64:
+            for (j = 0; j < n; j++) {
+                d[j] = s[p0];
+            }
+            break;
+        default:
+            for (j = 0; j < n; j++) {
+                ((uint32_t *)d)[j] = ((const uint32_t *)s)[p0];
+            }
+            break;
+        }
+        return d;
+    }
     switch (r->p->vtype[v]) {
     case KB:
         for (j = 0; j < n; j++) {
@@ -966,6 +1022,46 @@ static uint64_t kdim(const SpyreKRun *r, uint32_t d, uint32_t j)
     return lin / stride % l->size[d];
 }
 
+/*
+ * kdim() for lanes [0, r->nl) into @out: consecutive linear indices step
+ * the index without a division.
+ */
+static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
+{
+    const SpyreKLaunch *l = r->l;
+    uint64_t stride = 1, size, lin, prev = 0, q = 0, c = 0;
+    uint32_t j, k, end, n = r->nl;
+    bool rdim = d >= SPYRE_KDIM_R0 && d != SPYRE_KDIM_POINT;
+
+    if (d == SPYRE_KDIM_POINT || d == SPYRE_KDIM_RINDEX) {
+        for (j = 0; j < n; j++) {
+            out[j] = kdim(r, d, j);
+        }
+        return;
+    }
+    end = rdim ? SPYRE_KDIM_R0 + l->nrdims : l->npdims;
+    for (k = d + 1; k < end; k++) {
+        stride *= l->size[k];
+    }
+    size = l->size[d];
+    for (j = 0; j < n; j++) {
+        lin = rdim ? r->lr[j] : lane_pt(r, j);
+        if (j && lin == prev + 1) {
+            if (++c == stride) {
+                c = 0;
+                if (++q == size) {
+                    q = 0;
+                }
+            }
+        } else {
+            c = lin % stride;
+            q = lin / stride % size;
+        }
+        prev = lin;
+        out[j] = q;
+    }
+}
+
 static float fminmax(float a, float b, bool max, bool ign)
 {
     if (a != a || b != b) {
@@ -1013,7 +1109,7 @@ static float frem(float a, float b)
 }
 
 /* Integer binary operations in width @bits (32 or 64), wrapping. */
-static int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
+static inline int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
                     unsigned int bits)
 {
     int64_t mn = bits == 32 ? INT32_MIN : INT64_MIN;
@@ -1096,7 +1192,8 @@ static int64_t kiop(unsigned int op, int64_t a, int64_t b, int64_t c,
     }
 }
 
-static float kfop(unsigned int op, float a, float b, float c, uint16_t mod)
+static inline float kfop(unsigned int op, float a, float b, float c,
+                         uint16_t mod)
 {
     switch (op) {
     case SPYRE_KOP_TRUNCDIV:
@@ -1201,11 +1298,19 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         }
         return;
     }
-    case SPYRE_KOP_IDX:
-        for (j = 0; j < n; j++) {
-            puti(dv, T, j, kdim(r, in->imm, j));
+    case SPYRE_KOP_IDX: {
+        uint64_t *ix = r->tmp + 3 * (size_t)r->vl;
+
+        kdims(r, in->imm, ix);
+        if (T == KI64) {
+            memcpy(dv, ix, (size_t)n * 8);
+        } else {
+            for (j = 0; j < n; j++) {
+                puti(dv, T, j, ix[j]);
+            }
         }
         return;
+    }
     case SPYRE_KOP_SIZE: {
         uint64_t v = in->imm == SPYRE_KDIM_POINT ? l->P :
                      in->imm == SPYRE_KDIM_RINDEX ? l->R : l->size[in->imm];
@@ -1217,6 +1322,7 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
     }
     case SPYRE_KOP_AFFINE: {
         uint64_t *acc = r->tmp + 3 * (size_t)r->vl;
+        uint64_t *ix = r->tmp + 4 * (size_t)r->vl;
         uint32_t d, pi = in->imm;
 
         for (j = 0; j < n; j++) {
@@ -1229,8 +1335,9 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
                 continue;
             }
             s = l->param[pi++];
+            kdims(r, d, ix);
             for (j = 0; j < n; j++) {
-                acc[j] += kdim(r, d, j) * s;
+                acc[j] += ix[j] * s;
             }
         }
         for (j = 0; j < n; j++) {
@@ -1426,19 +1533,138 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         break;
     }
 
-    /* The rest, lane by lane. */
+    /* The rest, lane by lane: one loop per operation and type. */
     if (T == KF32) {
         const float *cf = c;
 
-        for (j = 0; j < n; j++) {
-            df[j] = kfop(in->op, af[j], bf ? bf[j] : 0.0f,
-                         cf ? cf[j] : 0.0f, in->mod);
+#define KF1(OP) do { \
+            for (j = 0; j < n; j++) { \
+                df[j] = kfop(OP, af[j], 0.0f, 0.0f, in->mod); \
+            } \
+        } while (0)
+#define KF2(OP) do { \
+            for (j = 0; j < n; j++) { \
+                df[j] = kfop(OP, af[j], bf[j], 0.0f, in->mod); \
+            } \
+        } while (0)
+#define KF3(OP) do { \
+            for (j = 0; j < n; j++) { \
+                df[j] = kfop(OP, af[j], bf[j], cf[j], in->mod); \
+            } \
+        } while (0)
+        switch (in->op) {
+        case SPYRE_KOP_TRUNCDIV:
+            KF2(SPYRE_KOP_TRUNCDIV);
+            break;
+        case SPYRE_KOP_FLOORDIV:
+            KF2(SPYRE_KOP_FLOORDIV);
+            break;
+        case SPYRE_KOP_FMOD:
+            KF2(SPYRE_KOP_FMOD);
+            break;
+        case SPYRE_KOP_REM:
+            KF2(SPYRE_KOP_REM);
+            break;
+        case SPYRE_KOP_FMA:
+            KF3(SPYRE_KOP_FMA);
+            break;
+        case SPYRE_KOP_MIN:
+            KF2(SPYRE_KOP_MIN);
+            break;
+        case SPYRE_KOP_MAX:
+            KF2(SPYRE_KOP_MAX);
+            break;
+        case SPYRE_KOP_CLAMP:
+            KF3(SPYRE_KOP_CLAMP);
+            break;
+        case SPYRE_KOP_POW:
+            KF2(SPYRE_KOP_POW);
+            break;
+        case SPYRE_KOP_EXP:
+            kexp_lanes(df, af, n, false);
+            break;
+        case SPYRE_KOP_LOG:
+            KF1(SPYRE_KOP_LOG);
+            break;
+        case SPYRE_KOP_SQRT:
+            KF1(SPYRE_KOP_SQRT);
+            break;
+        case SPYRE_KOP_RSQRT:
+            KF1(SPYRE_KOP_RSQRT);
+            break;
+        case SPYRE_KOP_RECIP:
+            KF1(SPYRE_KOP_RECIP);
+            break;
+        case SPYRE_KOP_TANH:
+            KF1(SPYRE_KOP_TANH);
+            break;
+        case SPYRE_KOP_SIGMOID:
+            kexp_lanes(df, af, n, true);
+            break;
+        case SPYRE_KOP_ERF:
+            KF1(SPYRE_KOP_ERF);
+            break;
+        case SPYRE_KOP_FLOOR:
+            KF1(SPYRE_KOP_FLOOR);
+            break;
+        case SPYRE_KOP_CEIL:
+            KF1(SPYRE_KOP_CEIL);
+            break;
+        case SPYRE_KOP_ROUND:
+            KF1(SPYRE_KOP_ROUND);
+            break;
+        case SPYRE_KOP_TRUNC:
+            KF1(SPYRE_KOP_TRUNC);
+            break;
+        default:
+            for (j = 0; j < n; j++) {
+                df[j] = kfop(in->op, af[j], bf ? bf[j] : 0.0f,
+                             cf ? cf[j] : 0.0f, in->mod);
+            }
+            break;
         }
+#undef KF1
+#undef KF2
+#undef KF3
         kcanon(df, n);
     } else if (T == KI32) {
         const int32_t *x = a, *y = b, *z = c;
         int32_t *d = dv;
 
+#define KI2(OP) do { \
+            for (j = 0; j < n; j++) { \
+                d[j] = (int32_t)kiop(OP, x[j], y[j], 0, 32); \
+            } \
+        } while (0)
+        switch (in->op) {
+        case SPYRE_KOP_ADD:
+            KI2(SPYRE_KOP_ADD);
+            return;
+        case SPYRE_KOP_SUB:
+            KI2(SPYRE_KOP_SUB);
+            return;
+        case SPYRE_KOP_MUL:
+            KI2(SPYRE_KOP_MUL);
+            return;
+        case SPYRE_KOP_MIN:
+            KI2(SPYRE_KOP_MIN);
+            return;
+        case SPYRE_KOP_MAX:
+            KI2(SPYRE_KOP_MAX);
+            return;
+        case SPYRE_KOP_AND:
+            KI2(SPYRE_KOP_AND);
+            return;
+        case SPYRE_KOP_OR:
+            KI2(SPYRE_KOP_OR);
+            return;
+        case SPYRE_KOP_XOR:
+            KI2(SPYRE_KOP_XOR);
+            return;
+        default:
+            break;
+        }
+#undef KI2
         for (j = 0; j < n; j++) {
             d[j] = (int32_t)kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0,
                                  32);
@@ -1447,6 +1673,40 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         const int64_t *x = a, *y = b, *z = c;
         int64_t *d = dv;
 
+#define KI2(OP) do { \
+            for (j = 0; j < n; j++) { \
+                d[j] = kiop(OP, x[j], y[j], 0, 64); \
+            } \
+        } while (0)
+        switch (in->op) {
+        case SPYRE_KOP_ADD:
+            KI2(SPYRE_KOP_ADD);
+            return;
+        case SPYRE_KOP_SUB:
+            KI2(SPYRE_KOP_SUB);
+            return;
+        case SPYRE_KOP_MUL:
+            KI2(SPYRE_KOP_MUL);
+            return;
+        case SPYRE_KOP_MIN:
+            KI2(SPYRE_KOP_MIN);
+            return;
+        case SPYRE_KOP_MAX:
+            KI2(SPYRE_KOP_MAX);
+            return;
+        case SPYRE_KOP_AND:
+            KI2(SPYRE_KOP_AND);
+            return;
+        case SPYRE_KOP_OR:
+            KI2(SPYRE_KOP_OR);
+            return;
+        case SPYRE_KOP_XOR:
+            KI2(SPYRE_KOP_XOR);
+            return;
+        default:
+            break;
+        }
+#undef KI2
         for (j = 0; j < n; j++) {
             d[j] = kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0, 64);
         }
@@ -1471,10 +1731,21 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     uint64_t ext = l->extent[opnd];
     bool any = false;
 
-    for (j = 0; j < n; j++) {
-        off[j] = geti(ov, in->stype, j);
-        act[j] = mask ? mask[j] : 1;
-        any |= act[j];
+    if (in->stype == KI64) {
+        memcpy(off, ov, (size_t)n * 8);
+    } else {
+        for (j = 0; j < n; j++) {
+            off[j] = ((const int32_t *)ov)[j];
+        }
+    }
+    if (mask) {
+        for (j = 0; j < n; j++) {
+            act[j] = mask[j];
+            any |= act[j];
+        }
+    } else {
+        memset(act, 1, n);
+        any = n != 0;
     }
     for (j = 0; j < n; j++) {
         if (act[j] && (uint64_t)off[j] >= ext) {
@@ -1493,6 +1764,33 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
         case SPYRE_DTYPE_FP8_E5M2:
             spyre_store_fp32(raw, dt, v, n, (in->mod & SPYRE_KMOD_SAT) ? 0 :
                              SPYRE_CMD_F_NOSAT);
+            break;
+        case SPYRE_DTYPE_BOOL:
+            memcpy(raw, v, n);
+            break;
+        case SPYRE_DTYPE_U8:
+        case SPYRE_DTYPE_INT8:
+            for (j = 0; j < n; j++) {
+                raw[j] = ((const int32_t *)v)[j];
+            }
+            break;
+        case SPYRE_DTYPE_INT16:
+            for (j = 0; j < n; j++) {
+                uint32_t x = ((const int32_t *)v)[j];
+
+                raw[2 * j] = x;
+                raw[2 * j + 1] = x >> 8;
+            }
+            break;
+        case SPYRE_DTYPE_INT32:
+            for (j = 0; j < n; j++) {
+                uint32_t x = ((const int32_t *)v)[j];
+
+                raw[4 * j] = x;
+                raw[4 * j + 1] = x >> 8;
+                raw[4 * j + 2] = x >> 16;
+                raw[4 * j + 3] = x >> 24;
+            }
             break;
         default:
             for (j = 0; j < n; j++) {
@@ -1533,6 +1831,26 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     case SPYRE_DTYPE_FP8_E4M3:
     case SPYRE_DTYPE_FP8_E5M2:
         spyre_load_fp32((float *)VS(r, in->dst), raw, dt, n);
+        break;
+    case SPYRE_DTYPE_U8:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = raw[j];
+        }
+        break;
+    case SPYRE_DTYPE_INT8:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = (int8_t)raw[j];
+        }
+        break;
+    case SPYRE_DTYPE_INT16:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = (int16_t)ld16(raw + 2 * j);
+        }
+        break;
+    case SPYRE_DTYPE_INT32:
+        for (j = 0; j < n; j++) {
+            ((int32_t *)VS(r, in->dst))[j] = (int32_t)ld32(raw + 4 * j);
+        }
         break;
     default: {
         void *d = VS(r, in->dst);
@@ -1736,6 +2054,19 @@ static void kfeed(SpyreKRun *r, const SpyreKInst *in, SpyreKRed *rd,
     unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
     uint32_t j;
 
+    if (!m && T == KF32 && (kind == SPYRE_KRED_SUM ||
+                            kind == SPYRE_KRED_MAX ||
+                            kind == SPYRE_KRED_MIN)) {
+        const float *af = a;
+
+        for (j = j0; j < j1; j++) {
+            SpyreKAcc *s = &rd->stripe[r->lr[j] & 15];
+
+            s->v.f = kind == SPYRE_KRED_SUM ? s->v.f + af[j] :
+                     fminmax(s->v.f, af[j], kind == SPYRE_KRED_MAX, false);
+        }
+        return;
+    }
     for (j = j0; j < j1; j++) {
         SpyreKAcc *s = &rd->stripe[r->lr[j] & 15], x = { .idx = -1 };
 

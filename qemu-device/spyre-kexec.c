@@ -35,7 +35,39 @@ struct SpyreKernel {
     bool cand_write, win_write;
     uint8_t bytes[SPYRE_KPROG_MAX];
     SpyreKProg prog;
+    /*
+     * The last program verified (a cache keyed by its full bytes and the
+     * launch fields the verifier reads): @vsize 0 when there is none.
+     */
+    uint32_t vsize;
+    uint32_t vsig[4];
+    uint32_t vdtype[SPYRE_KERNEL_MAX_OPERANDS];
+    uint8_t vbytes[SPYRE_KPROG_MAX];
 };
+
+/* Is the program in k->bytes the last one verified, for this launch? */
+static bool spyre_kx_cached(const SpyreKernel *k, uint32_t size)
+{
+    const SpyreKLaunch *l = &k->l;
+    uint32_t sig[4] = { l->noperands, l->nparams, l->npdims, l->nrdims };
+
+    return k->vsize == size && !memcmp(k->vsig, sig, sizeof(sig)) &&
+           !memcmp(k->vdtype, l->dtype, l->noperands * sizeof(l->dtype[0])) &&
+           !memcmp(k->vbytes, k->bytes, size);
+}
+
+static void spyre_kx_cache(SpyreKernel *k, uint32_t size)
+{
+    const SpyreKLaunch *l = &k->l;
+
+    k->vsig[0] = l->noperands;
+    k->vsig[1] = l->nparams;
+    k->vsig[2] = l->npdims;
+    k->vsig[3] = l->nrdims;
+    memcpy(k->vdtype, l->dtype, l->noperands * sizeof(l->dtype[0]));
+    memcpy(k->vbytes, k->bytes, size);
+    k->vsize = size;
+}
 
 static inline uint16_t kld16(const uint8_t *p)
 {
@@ -69,7 +101,7 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
     uint64_t dlo = UINT64_MAX, dhi = 0;
     uint8_t *p = buf;
     SpyreTarget t = { 0 };
-    uint32_t st, j;
+    uint32_t st, j, next;
     bool alive;
 
     spyre_lock(s);
@@ -78,9 +110,11 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
         spyre_unlock(s);
         return st;
     }
-    for (j = 0; j < n; j++) {
-        uint64_t va, addr;
+    for (j = 0; j < n; j = next) {
+        uint64_t va, addr, len;
+        uint32_t i;
 
+        next = j + 1;
         if (!act[j]) {
             continue;
         }
@@ -103,26 +137,48 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
             page = va & ~SPYRE_PAGE_MASK;
         }
         addr = t.addr + (va & SPYRE_PAGE_MASK);
+        /* The active lanes from j at consecutive offsets in this page. */
+        len = es;
+        while (next < n && act[next] &&
+               (uint64_t)off[next] == (uint64_t)off[next - 1] + 1 &&
+               (va & SPYRE_PAGE_MASK) + len + es <= SPYRE_PAGE_SIZE) {
+            len += es;
+            next++;
+        }
         if (t.devmem) {
             if (write) {
-                memcpy(s->devmem_ptr + addr, p + j * es, es);
+                memcpy(s->devmem_ptr + addr, p + j * es, len);
                 dlo = MIN(dlo, addr);
-                dhi = MAX(dhi, addr + es);
+                dhi = MAX(dhi, addr + len);
             } else {
-                memcpy(p + j * es, s->devmem_ptr + addr, es);
+                memcpy(p + j * es, s->devmem_ptr + addr, len);
             }
-        } else if (spyre_dma_rw(s, addr, p + j * es, es,
+        } else if (spyre_dma_rw(s, addr, p + j * es, len,
                                 write ? DMA_DIRECTION_FROM_DEVICE :
                                         DMA_DIRECTION_TO_DEVICE) != MEMTX_OK) {
-            st = SPYRE_STATUS_DMA_ERROR;
-            e->err_va = va;
-            k->cand_va = va;
-            k->cand_reason = 0;
-            k->cand_write = write;
-            *lane = j;
-            break;
+            /* Lane by lane, to find the one that fails. */
+            for (i = j; i < next; i++) {
+                if (spyre_dma_rw(s, addr + (i - j) * es, p + i * es, es,
+                                 write ? DMA_DIRECTION_FROM_DEVICE :
+                                         DMA_DIRECTION_TO_DEVICE) !=
+                    MEMTX_OK) {
+                    break;
+                }
+            }
+            bytes += (i - j) * es;
+            if (i < next) {
+                va += (i - j) * es;
+                st = SPYRE_STATUS_DMA_ERROR;
+                e->err_va = va;
+                k->cand_va = va;
+                k->cand_reason = 0;
+                k->cand_write = write;
+                *lane = i;
+                break;
+            }
+            continue;
         }
-        bytes += es;
+        bytes += len;
     }
     if (dlo < dhi) {
         memory_region_set_dirty(&s->devmem, dlo, dhi - dlo);
@@ -291,19 +347,24 @@ uint32_t spyre_cmd_kernel(SpyreExec *e)
         return st;
     }
 
-    /* 5: verify, with no lock held. */
-    spyre_unlock(s);
-    st = spyre_kernel_verify(&k->prog, k->bytes, prog_size, &k->l, &detail);
-    spyre_lock(s);
-    e->w->lock_ns = spyre_now();
-    if (st != SPYRE_STATUS_OK) {
-        job->detail = detail;
-        return st;
+    /* 5: verify, with no lock held (a program just verified is kept). */
+    if (!spyre_kx_cached(k, prog_size)) {
+        k->vsize = 0;
+        spyre_unlock(s);
+        st = spyre_kernel_verify(&k->prog, k->bytes, prog_size, &k->l,
+                                 &detail);
+        spyre_lock(s);
+        e->w->lock_ns = spyre_now();
+        if (st != SPYRE_STATUS_OK) {
+            job->detail = detail;
+            return st;
+        }
+        spyre_kx_cache(k, prog_size);
     }
     trace_spyre_kernel(e->q->id, k->prog.ninsts, k->l.P, k->l.R);
     job->restartable = spyre_kx_restartable(&k->l, &k->prog);
-    if (!k->l.P) {
-        return SPYRE_STATUS_OK;
+    if (!k->l.P || !k->prog.ninsts) {
+        return SPYRE_STATUS_OK;     /* nothing runs */
     }
     k->io = (SpyreKIO) {
         .opaque = k,

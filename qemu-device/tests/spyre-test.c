@@ -4029,6 +4029,63 @@ static void test_kernel_cores(void)
     g_assert_cmpmem(a, N * R * 4, b, N * R * 4);
 }
 
+/*
+ * The verified-program cache is keyed by the full bytes and the launch's
+ * signature: the same bytes with another operand dtype are verified again
+ * (and refused), a program one byte apart runs as itself, and an empty
+ * program over many points completes.
+ */
+static void do_kernel_cache(Card *cd)
+{
+    enum { N = 300 };
+    static const uint8_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
+    float x[N], y[N];
+    struct spyre_kernel_operand ops[2];
+    struct spyre_hw_completion c;
+    uint64_t size[9] = { N };
+    uint16_t i, v;
+    Buf bx, by;
+    KProg p, e;
+    int k, run;
+
+    for (k = 0; k < N; k++) {
+        x[k] = k * 0.5f - 7.0f;
+    }
+    kp_init(&p, dt, 2, 0, 1, 0, 0);
+    i = kp(&p, SPYRE_KOP_IDX, KT_I64, 0, KN, KN, KN, 0);
+    v = kp(&p, SPYRE_KOP_LOAD, KT_F32, 0, i, KN, KN, 0);
+    v = kp(&p, SPYRE_KOP_NEG, KT_F32, 0, v, KN, KN, 0);
+    kp(&p, SPYRE_KOP_STORE, 0, 0, i, KN, v, 1);
+    bx = buf_f32(cd, x, N);
+    by = buf_new(cd, N * 4);
+    ops[0] = kopnd(bx, N, SPYRE_DTYPE_FP32);
+    ops[1] = kopnd(by, N, SPYRE_DTYPE_FP32);
+    for (run = 0; run < 4; run++) {
+        if (run == 1) {
+            ops[1].dtype = SPYRE_DTYPE_INT32;   /* a store type mismatch */
+            g_assert_cmpuint(kernel_run(cd, &p, ops, 2, NULL, 0, size, &c),
+                             ==, SPYRE_STATUS_BAD_PROGRAM);
+            ops[1].dtype = SPYRE_DTYPE_FP32;
+            continue;
+        }
+        if (run == 3) {
+            p.in[2].op = SPYRE_KOP_ABS;         /* one byte apart */
+        }
+        g_assert_cmpuint(kernel_run(cd, &p, ops, 2, NULL, 0, size, &c), ==,
+                         SPYRE_STATUS_OK);
+        buf_get(cd, by, y, N * 4);
+        for (k = 0; k < N; k++) {
+            g_assert_cmpfloat(y[k], ==, run == 3 ? fabsf(x[k]) : -x[k]);
+        }
+    }
+    kp_init(&e, dt, 2, 0, 1, 0, 0);
+    size[0] = 1 << 20;
+    g_assert_cmpuint(kernel_run(cd, &e, ops, 2, NULL, 0, size, &c), ==,
+                     SPYRE_STATUS_OK);
+    g_assert_cmpuint(kernel_run(cd, &e, ops, 2, NULL, 0, size, &c), ==,
+                     SPYRE_STATUS_OK);
+}
+
 static void test_kernel(void)
 {
     Spyre *sp = spyre_start(NULL);
@@ -4041,6 +4098,7 @@ static void test_kernel(void)
     do_kernel_softmax(&cd);
     do_kernel_bounds(&cd);
     do_kernel_rewrite(&cd);
+    do_kernel_cache(&cd);
     spyre_stop(sp);
 }
 
