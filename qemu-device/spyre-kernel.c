@@ -3,10 +3,12 @@
  *
  * Owns the kernel program verifier (spyre_kernel_verify), the interpreter
  * that runs a verified program over a tile of points one instruction at
- * a time over a vector of lanes (spyre_kernel_tile), the reductions in
- * their fixed order, and the card's own math functions.  No QEMU
- * dependency and no locks: guest memory is reached through SpyreKIO
- * (spyre-kexec.c).  Built with -ffp-contract=off (meson.build).
+ * a time over a vector of lanes (spyre_kernel_tile), its host code paths
+ * (the lane loops built for the baseline and for AVX2, chosen at run
+ * time, bit-identical), the reductions in their fixed order, and the
+ * card's own math functions.  No QEMU dependency and no locks: guest
+ * memory is reached through SpyreKIO (spyre-kexec.c).  Built with
+ * -ffp-contract=off (meson.build).
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -28,6 +30,51 @@
 #define CANON_NAN   0x7fc00000u
 #define KMIN(a, b)  ((a) < (b) ? (a) : (b))
 #define KMAX(a, b)  ((a) > (b) ? (a) : (b))
+
+/*
+ * The interpreter's hot functions are inlined into each host code path
+ * (krun_insts_*): one copy per instruction set.
+ */
+#define KINL        static inline __attribute__((always_inline))
+
+/* A second host code path (AVX2 and FMA) is built on x86-64. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KISA_X86    1
+#else
+#define KISA_X86    0
+#endif
+
+/*
+ * KFOR(j, n, body): the body for lanes j (a size_t of the caller's) in
+ * [0, n) in blocks of KBLK lanes, the last of which may run past n (a
+ * slot holds vl >= KBLK lanes, vl a power of two), computing lanes
+ * nobody reads.  Each block is a loop of a constant trip count over a
+ * 64-bit index, which GCC vectorises even at QEMU's -O2 (its
+ * "very cheap" cost model), if the body has no branch: selects as
+ * masks (ksel), every comparison evaluated.  Only for operations that
+ * cannot fail or trap on any input.
+ */
+#define KBLK        16
+#define KFOR(j, n, ...) do { \
+        for (size_t j##_b = 0; j##_b < (n); j##_b += KBLK) { \
+            for (size_t j##_k = 0; j##_k < KBLK; j##_k++) { \
+                j = j##_b + j##_k; \
+                __VA_ARGS__ \
+            } \
+        } \
+    } while (0)
+
+/* All ones if @c, else zero. */
+static inline uint32_t kmask(bool c)
+{
+    return -(uint32_t)c;
+}
+
+/* @x where mask @m has ones, else @y: a select without a branch. */
+static inline uint32_t ksel(uint32_t m, uint32_t x, uint32_t y)
+{
+    return (x & m) | (y & ~m);
+}
 
 static inline uint16_t ld16(const uint8_t *p)
 {
@@ -815,6 +862,32 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
 
 #define VS(r, v)    ((r)->vals + (size_t)(v) * (r)->vl)
 
+/* The path that runs (-1 until the first prepare picks the best). */
+static int kisa = -1;
+
+unsigned int spyre_kernel_isas(void)
+{
+    unsigned int m = 1u << SPYRE_KISA_GENERIC;
+
+#if KISA_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        m |= 1u << SPYRE_KISA_AVX2;
+    }
+#endif
+    return m;
+}
+
+bool spyre_kernel_set_isa(unsigned int isa)
+{
+    if (isa > SPYRE_KISA_AVX2 || !(spyre_kernel_isas() & (1u << isa))) {
+        return false;
+    }
+    __atomic_store_n(&kisa, (int)isa, __ATOMIC_RELAXED);
+    return true;
+}
+
+
 bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
                           const SpyreKLaunch *l, const SpyreKIO *io)
 {
@@ -825,9 +898,19 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
     while (vl > SPYRE_KVL_MIN && nv * vl * 8 > (4u << 20)) {
         vl /= 2;
     }
+    if (__atomic_load_n(&kisa, __ATOMIC_RELAXED) < 0) {
+        int best = (spyre_kernel_isas() & (1u << SPYRE_KISA_AVX2)) ?
+                   SPYRE_KISA_AVX2 : SPYRE_KISA_GENERIC;
+
+        __atomic_store_n(&kisa, best, __ATOMIC_RELAXED);
+    }
     tile = vl;
     if (p->nreduce) {
         tile = KMIN(vl, KMAX(1, 2048 / p->nreduce));
+    }
+    if (l->nrdims) {
+        /* About 64 Ki iterations per tile: tiles are what cores share. */
+        tile = KMIN(tile, KMAX(1, 65536 / KMAX(l->R, 1)));
     }
     need = nv * vl * 8 + 5 * (size_t)vl * 8 + vl + vl * 4 + vl * 8 +
            (size_t)p->nreduce * tile * sizeof(SpyreKRed) + 64;
@@ -902,12 +985,13 @@ static inline uint64_t lane_pt(const SpyreKRun *r, uint32_t j)
 }
 
 /* Source @i of @in, broadcast to pass lanes if it is a point value. */
-static const void *ksrc(SpyreKRun *r, const SpyreKInst *in, int i,
-                        uint16_t v)
+KINL const void *ksrc(SpyreKRun *r, const SpyreKInst *in, int i,
+                      uint16_t v)
 {
     const uint64_t *s = VS(r, v);
     uint64_t *d = r->tmp + (size_t)i * r->vl;
-    uint32_t j, n = r->nl;
+    uint32_t n = r->nl;
+    size_t j;
 
     if (!(in->bcast & (1 << i))) {
         return s;
@@ -920,16 +1004,19 @@ static const void *ksrc(SpyreKRun *r, const SpyreKInst *in, int i,
         case KB:
             memset(d, ((const uint8_t *)s)[p0], n);
             break;
-        case KI64:
-            for (j = 0; j < n; j++) {
-                d[j] = s[p0];
-            }
+        case KI64: {
+            uint64_t x = s[p0];
+
+            KFOR(j, n, { d[j] = x; });
             break;
-        default:
-            for (j = 0; j < n; j++) {
-                ((uint32_t *)d)[j] = ((const uint32_t *)s)[p0];
-            }
+        }
+        default: {
+            uint32_t x = ((const uint32_t *)s)[p0], *restrict d32 =
+                (uint32_t *)d;
+
+            KFOR(j, n, { d32[j] = x; });
             break;
+        }
         }
         return d;
     }
@@ -1030,7 +1117,8 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
 {
     const SpyreKLaunch *l = r->l;
     uint64_t stride = 1, size, lin, prev = 0, q = 0, c = 0;
-    uint32_t j, k, end, n = r->nl;
+    uint32_t k, end, n = r->nl;
+    size_t j;
     bool rdim = d >= SPYRE_KDIM_R0 && d != SPYRE_KDIM_POINT;
 
     if (d == SPYRE_KDIM_POINT || d == SPYRE_KDIM_RINDEX) {
@@ -1044,6 +1132,18 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
         stride *= l->size[k];
     }
     size = l->size[d];
+    lin = rdim ? r->lr[0] : lane_pt(r, 0);
+    if (n && stride == 1 && lin % size + n <= size &&
+        (rdim ? r->lr[n - 1] : lane_pt(r, n - 1)) == lin + n - 1 &&
+        (rdim || !r->in_pass)) {
+        /*
+         * Consecutive linear indices (point code, or one run of a pass's
+         * reduction indices) within one row: a ramp.
+         */
+        q = lin % size;
+        KFOR(j, n, { out[j] = q + j; });
+        return;
+    }
     for (j = 0; j < n; j++) {
         lin = rdim ? r->lr[j] : lane_pt(r, j);
         if (j && lin == prev + 1) {
@@ -1062,18 +1162,25 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
     }
 }
 
-static float fminmax(float a, float b, bool max, bool ign)
+/*
+ * MIN or MAX (@max); with @ign a NaN operand loses to a number.  Masks,
+ * no branch, every comparison evaluated: the lane loops vectorise.
+ */
+static inline float fminmax(float a, float b, bool max, bool ign)
 {
-    if (a != a || b != b) {
-        if (ign) {
-            return a != a ? canon(b) : a;
-        }
-        return u2f(CANON_NAN);
+    uint32_t ua = f2u(a), ub = f2u(b), res;
+    uint32_t an = kmask(a != a), bn = kmask(b != b), eq = kmask(a == b);
+    uint32_t wins = kmask(max ? a < b : b < a);     /* b, unless equal */
+    uint32_t neg = -(ua >> 31);                     /* a is -0 (if equal) */
+
+    /* Equal: MAX takes b when a is -0, MIN when a is +0. */
+    res = ksel((eq & (max ? neg : ~neg)) | (~eq & wins), ub, ua);
+    if (ign) {
+        res = ksel(an, ksel(bn, CANON_NAN, ub), ksel(bn, ua, res));
+    } else {
+        res = ksel(an | bn, CANON_NAN, res);
     }
-    if (a == b) {
-        return (signbit(a) != 0) == max ? b : a;
-    }
-    return (a < b) == max ? b : a;
+    return u2f(res);
 }
 
 static float ffloordiv(float a, float b)
@@ -1204,14 +1311,6 @@ static inline float kfop(unsigned int op, float a, float b, float c,
         return fmodf(a, b);
     case SPYRE_KOP_REM:
         return frem(a, b);
-    case SPYRE_KOP_FMA:
-        return fmaf(a, b, c);
-    case SPYRE_KOP_MIN:
-        return fminmax(a, b, false, mod & SPYRE_KMOD_IGNORE_NAN);
-    case SPYRE_KOP_MAX:
-        return fminmax(a, b, true, mod & SPYRE_KMOD_IGNORE_NAN);
-    case SPYRE_KOP_CLAMP:
-        return fminmax(fminmax(a, b, true, false), c, false, false);
     case SPYRE_KOP_POW:
         return spyre_kmath_pow(a, b);
     case SPYRE_KOP_EXP:
@@ -1243,20 +1342,183 @@ static inline float kfop(unsigned int op, float a, float b, float c,
     }
 }
 
-static void kcanon(float *d, uint32_t n)
+KINL void kcanon(float *restrict d, uint32_t n)
 {
-    uint32_t *u = (uint32_t *)d, j;
+    size_t j;
 
-    for (j = 0; j < n; j++) {
-        u[j] = d[j] != d[j] ? CANON_NAN : u[j];
-    }
+    KFOR(j, n, {
+        uint32_t u = f2u(d[j]);
+
+        d[j] = u2f(ksel(kmask(d[j] != d[j]), CANON_NAN, u));
+    });
+}
+
+/*
+ * The lane loops of kalu(), as functions whose pointer parameters are
+ * restrict (value slots never overlap: a result is a new value), which
+ * GCC keeps when it inlines them, so that their loops vectorise.
+ */
+
+/* f32 results of EXPR over x, y (and zs[j]), NaN canonical. */
+#define KDEF_F(name, EXPR) \
+KINL void name(float *restrict ds, const float *restrict xs, \
+               const float *restrict ys, const float *restrict zs, \
+               uint32_t n) \
+{ \
+    size_t j; \
+    \
+    (void)zs; \
+    KFOR(j, n, { \
+        float x = xs[j], y = ys[j], res = (EXPR); \
+        \
+        ds[j] = u2f(ksel(kmask(res != res), CANON_NAN, f2u(res))); \
+    }); \
+}
+
+KDEF_F(kf_add, x + y)
+KDEF_F(kf_sub, x - y)
+KDEF_F(kf_mul, x * y)
+KDEF_F(kf_div, x / y)
+KDEF_F(kf_max, fminmax(x, y, true, false))
+KDEF_F(kf_max_ign, fminmax(x, y, true, true))
+KDEF_F(kf_min, fminmax(x, y, false, false))
+KDEF_F(kf_min_ign, fminmax(x, y, false, true))
+KDEF_F(kf_clamp, fminmax(fminmax(x, y, true, false), zs[j], false, false))
+KDEF_F(kf_fma, fmaf(x, y, zs[j]))
+
+/* CMP of every lane: @xs and @ys of type T, bool results. */
+#define KDEF_CMP(name, T) \
+KINL void name(uint8_t *restrict res, const T *restrict xs, \
+               const T *restrict ys, uint32_t n, unsigned int mod) \
+{ \
+    size_t j; \
+    \
+    switch (mod) { \
+    case SPYRE_KCMP_EQ: \
+        KFOR(j, n, { res[j] = xs[j] == ys[j]; }); \
+        break; \
+    case SPYRE_KCMP_NE: \
+        KFOR(j, n, { res[j] = xs[j] != ys[j]; }); \
+        break; \
+    case SPYRE_KCMP_LT: \
+        KFOR(j, n, { res[j] = xs[j] < ys[j]; }); \
+        break; \
+    case SPYRE_KCMP_LE: \
+        KFOR(j, n, { res[j] = xs[j] <= ys[j]; }); \
+        break; \
+    case SPYRE_KCMP_GT: \
+        KFOR(j, n, { res[j] = xs[j] > ys[j]; }); \
+        break; \
+    default: \
+        KFOR(j, n, { res[j] = xs[j] >= ys[j]; }); \
+        break; \
+    } \
+}
+
+KDEF_CMP(kcmp_f32, float)
+KDEF_CMP(kcmp_i64, int64_t)
+KDEF_CMP(kcmp_i32, int32_t)
+KDEF_CMP(kcmp_b, uint8_t)
+
+/*
+ * The integer operations of type T (int32_t or int64_t), @bits wide:
+ * the ones that cannot fail in blocks, the rest lane by lane (kiop()).
+ */
+#define KDEF_INT(name, T, bits) \
+KINL void name(T *restrict d, const T *restrict x, const T *restrict y, \
+               const T *restrict z, uint32_t n, unsigned int op) \
+{ \
+    size_t j; \
+    \
+    switch (op) { \
+    case SPYRE_KOP_ADD: \
+        KFOR(j, n, { d[j] = (T)((uint64_t)x[j] + (uint64_t)y[j]); }); \
+        return; \
+    case SPYRE_KOP_SUB: \
+        KFOR(j, n, { d[j] = (T)((uint64_t)x[j] - (uint64_t)y[j]); }); \
+        return; \
+    case SPYRE_KOP_MUL: \
+        KFOR(j, n, { d[j] = (T)((uint64_t)x[j] * (uint64_t)y[j]); }); \
+        return; \
+    case SPYRE_KOP_MIN: \
+        KFOR(j, n, { d[j] = x[j] < y[j] ? x[j] : y[j]; }); \
+        return; \
+    case SPYRE_KOP_MAX: \
+        KFOR(j, n, { d[j] = x[j] > y[j] ? x[j] : y[j]; }); \
+        return; \
+    case SPYRE_KOP_AND: \
+        KFOR(j, n, { d[j] = x[j] & y[j]; }); \
+        return; \
+    case SPYRE_KOP_OR: \
+        KFOR(j, n, { d[j] = x[j] | y[j]; }); \
+        return; \
+    case SPYRE_KOP_XOR: \
+        KFOR(j, n, { d[j] = x[j] ^ y[j]; }); \
+        return; \
+    default: \
+        break; \
+    } \
+    for (j = 0; j < n; j++) { \
+        d[j] = (T)kiop(op, x[j], y ? y[j] : 0, z ? z[j] : 0, bits); \
+    } \
+}
+
+KDEF_INT(kint_i32, int32_t, 32)
+KDEF_INT(kint_i64, int64_t, 64)
+
+/* SELECT of values @size bytes wide: @m ? @x : @y. */
+#define KDEF_SEL(name, T) \
+KINL void name(T *restrict d, const uint8_t *restrict m, \
+               const T *restrict x, const T *restrict y, uint32_t n) \
+{ \
+    size_t j; \
+    \
+    KFOR(j, n, { d[j] = m[j] ? x[j] : y[j]; }); \
+}
+
+KDEF_SEL(ksel_b, uint8_t)
+KDEF_SEL(ksel_32, uint32_t)
+KDEF_SEL(ksel_64, uint64_t)
+
+/* Bitwise operations on bool or f32 bits: d = x OP y, or OP x. */
+#define KDEF_BITS2(name, T, EXPR) \
+KINL void name(T *restrict d, const T *restrict xs, const T *restrict ys, \
+               uint32_t n) \
+{ \
+    size_t j; \
+    \
+    KFOR(j, n, { T x = xs[j], y = ys[j]; d[j] = (EXPR); }); \
+}
+#define KDEF_BITS1(name, T, EXPR) \
+KINL void name(T *restrict d, const T *restrict xs, uint32_t n) \
+{ \
+    size_t j; \
+    \
+    KFOR(j, n, { T x = xs[j]; d[j] = (EXPR); }); \
+}
+
+KDEF_BITS2(kb_and, uint8_t, x & y)
+KDEF_BITS2(kb_or, uint8_t, x | y)
+KDEF_BITS2(kb_xor, uint8_t, x ^ y)
+KDEF_BITS1(kb_not, uint8_t, !x)
+KDEF_BITS1(kf_neg, uint32_t, x ^ 0x80000000u)
+KDEF_BITS1(kf_abs, uint32_t, x & 0x7fffffffu)
+
+/* @acc[j] += @ix[j] * @s (AFFINE's terms, wrapping). */
+KINL void kaxpy(uint64_t *restrict acc, const uint64_t *restrict ix,
+                uint64_t s, uint32_t n)
+{
+    size_t j;
+
+    KFOR(j, n, { acc[j] += ix[j] * s; });
 }
 
 /* Elementwise instructions: everything but memory, CHECK and REDUCE. */
-static void kalu(SpyreKRun *r, const SpyreKInst *in)
+KINL void kalu(SpyreKRun *r, const SpyreKInst *in)
 {
     const SpyreKLaunch *l = r->l;
-    uint32_t j, n = r->nl;
+    uint32_t n = r->nl;
+    size_t j;
     unsigned int T = in->type, ta = in->stype;
     void *dv = VS(r, in->dst);
     float *df = dv;
@@ -1305,9 +1567,9 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         if (T == KI64) {
             memcpy(dv, ix, (size_t)n * 8);
         } else {
-            for (j = 0; j < n; j++) {
-                puti(dv, T, j, ix[j]);
-            }
+            int32_t *restrict d32 = dv;
+
+            KFOR(j, n, { d32[j] = (int32_t)ix[j]; });
         }
         return;
     }
@@ -1321,12 +1583,18 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         return;
     }
     case SPYRE_KOP_AFFINE: {
-        uint64_t *acc = r->tmp + 3 * (size_t)r->vl;
-        uint64_t *ix = r->tmp + 4 * (size_t)r->vl;
+        uint64_t *restrict acc = r->tmp + 3 * (size_t)r->vl;
+        uint64_t *restrict ix = r->tmp + 4 * (size_t)r->vl;
         uint32_t d, pi = in->imm;
 
-        for (j = 0; j < n; j++) {
-            acc[j] = a ? (uint64_t)geti(a, T, j) : 0;
+        if (!a) {
+            memset(acc, 0, (size_t)n * 8);
+        } else if (T == KI64) {
+            memcpy(acc, a, (size_t)n * 8);
+        } else {
+            const int32_t *restrict x = a;
+
+            KFOR(j, n, { acc[j] = (uint64_t)(int64_t)x[j]; });
         }
         for (d = 0; d < 9; d++) {
             uint64_t s;
@@ -1336,12 +1604,14 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
             }
             s = l->param[pi++];
             kdims(r, d, ix);
-            for (j = 0; j < n; j++) {
-                acc[j] += ix[j] * s;
-            }
+            kaxpy(acc, ix, s, n);
         }
-        for (j = 0; j < n; j++) {
-            puti(dv, T, j, acc[j]);
+        if (T == KI64) {
+            memcpy(dv, acc, (size_t)n * 8);
+        } else {
+            int32_t *restrict d32 = dv;
+
+            KFOR(j, n, { d32[j] = (int32_t)acc[j]; });
         }
         return;
     }
@@ -1352,95 +1622,68 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         if (T == KF32) {
             switch (in->op) {
             case SPYRE_KOP_ADD:
-                for (j = 0; j < n; j++) {
-                    df[j] = af[j] + bf[j];
-                }
+                kf_add(df, af, bf, NULL, n);
                 break;
             case SPYRE_KOP_SUB:
-                for (j = 0; j < n; j++) {
-                    df[j] = af[j] - bf[j];
-                }
+                kf_sub(df, af, bf, NULL, n);
                 break;
             case SPYRE_KOP_MUL:
-                for (j = 0; j < n; j++) {
-                    df[j] = af[j] * bf[j];
-                }
+                kf_mul(df, af, bf, NULL, n);
                 break;
             default:
-                for (j = 0; j < n; j++) {
-                    df[j] = af[j] / bf[j];
-                }
+                kf_div(df, af, bf, NULL, n);
                 break;
             }
-            kcanon(df, n);
+            return;
+        }
+        break;
+    case SPYRE_KOP_MIN:
+    case SPYRE_KOP_MAX:
+        if (T == KF32) {
+            bool ign = in->mod & SPYRE_KMOD_IGNORE_NAN;
+
+            /* Constant flags per loop: no branch in it. */
+            if (in->op == SPYRE_KOP_MAX) {
+                (ign ? kf_max_ign : kf_max)(df, af, bf, NULL, n);
+            } else {
+                (ign ? kf_min_ign : kf_min)(df, af, bf, NULL, n);
+            }
+            return;
+        }
+        break;
+    case SPYRE_KOP_CLAMP:
+        if (T == KF32) {
+            kf_clamp(df, af, bf, c, n);
+            return;
+        }
+        break;
+    case SPYRE_KOP_FMA:
+        if (T == KF32) {
+            kf_fma(df, af, bf, c, n);
             return;
         }
         break;
     case SPYRE_KOP_NEG:
     case SPYRE_KOP_ABS:
         if (T == KF32) {
-            const uint32_t *au = a;
-            uint32_t *du = dv;
-
-            for (j = 0; j < n; j++) {
-                du[j] = in->op == SPYRE_KOP_NEG ? au[j] ^ 0x80000000u :
-                                                  au[j] & 0x7fffffffu;
-            }
+            (in->op == SPYRE_KOP_NEG ? kf_neg : kf_abs)(dv, a, n);
             return;
         }
         break;
     case SPYRE_KOP_CMP:
-        for (j = 0; j < n; j++) {
-            bool res;
-
-            if (ta == KF32) {
-                float x = af[j], y = bf[j];
-
-                switch (in->mod) {
-                case SPYRE_KCMP_EQ:
-                    res = x == y;
-                    break;
-                case SPYRE_KCMP_NE:
-                    res = x != y;
-                    break;
-                case SPYRE_KCMP_LT:
-                    res = x < y;
-                    break;
-                case SPYRE_KCMP_LE:
-                    res = x <= y;
-                    break;
-                case SPYRE_KCMP_GT:
-                    res = x > y;
-                    break;
-                default:
-                    res = x >= y;
-                    break;
-                }
-            } else {
-                int64_t x = geti(a, ta, j), y = geti(b, ta, j);
-
-                switch (in->mod) {
-                case SPYRE_KCMP_EQ:
-                    res = x == y;
-                    break;
-                case SPYRE_KCMP_NE:
-                    res = x != y;
-                    break;
-                case SPYRE_KCMP_LT:
-                    res = x < y;
-                    break;
-                case SPYRE_KCMP_LE:
-                    res = x <= y;
-                    break;
-                case SPYRE_KCMP_GT:
-                    res = x > y;
-                    break;
-                default:
-                    res = x >= y;
-                    break;
-                }
-            }
-            ((uint8_t *)dv)[j] = res;
+        switch (ta) {
+        case KF32:
+            kcmp_f32(dv, a, b, n, in->mod);
+            break;
+        case KI64:
+            kcmp_i64(dv, a, b, n, in->mod);
+            break;
+        case KI32:
+            kcmp_i32(dv, a, b, n, in->mod);
+            break;
+        default:
+            kcmp_b(dv, a, b, n, in->mod);
+            break;
         }
         return;
     case SPYRE_KOP_AND:
@@ -1448,55 +1691,63 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
     case SPYRE_KOP_XOR:
     case SPYRE_KOP_NOT:
         if (T == KB) {
-            const uint8_t *x = a, *y = b;
-            uint8_t *d = dv;
-
-            for (j = 0; j < n; j++) {
-                d[j] = in->op == SPYRE_KOP_AND ? x[j] & y[j] :
-                       in->op == SPYRE_KOP_OR ? x[j] | y[j] :
-                       in->op == SPYRE_KOP_XOR ? x[j] ^ y[j] : !x[j];
+            switch (in->op) {
+            case SPYRE_KOP_AND:
+                kb_and(dv, a, b, n);
+                break;
+            case SPYRE_KOP_OR:
+                kb_or(dv, a, b, n);
+                break;
+            case SPYRE_KOP_XOR:
+                kb_xor(dv, a, b, n);
+                break;
+            default:
+                kb_not(dv, a, n);
+                break;
             }
             return;
         }
         break;
-    case SPYRE_KOP_SELECT: {
-        const uint8_t *m = a;
-
+    case SPYRE_KOP_SELECT:
         switch (T) {
         case KB:
-            for (j = 0; j < n; j++) {
-                ((uint8_t *)dv)[j] = m[j] ? ((const uint8_t *)b)[j] :
-                                            ((const uint8_t *)c)[j];
-            }
+            ksel_b(dv, a, b, c, n);
             break;
         case KI64:
-            for (j = 0; j < n; j++) {
-                ((uint64_t *)dv)[j] = m[j] ? ((const uint64_t *)b)[j] :
-                                             ((const uint64_t *)c)[j];
-            }
+            ksel_64(dv, a, b, c, n);
             break;
         default:
-            for (j = 0; j < n; j++) {
-                ((uint32_t *)dv)[j] = m[j] ? ((const uint32_t *)b)[j] :
-                                             ((const uint32_t *)c)[j];
-            }
+            ksel_32(dv, a, b, c, n);
             break;
         }
         return;
-    }
     case SPYRE_KOP_CVT: {
         unsigned int dt = in->mod & 0xff;
 
-        for (j = 0; j < n; j++) {
-            if (T == KF32) {
-                df[j] = getf(a, ta, j);
-            } else if (T == KB) {
-                ((uint8_t *)dv)[j] = ta == KF32 ? af[j] != 0.0f :
-                                     geti(a, ta, j) != 0;
-            } else if (ta == KF32) {
-                puti(dv, T, j, f2i(af[j], T));
-            } else {
-                puti(dv, T, j, geti(a, ta, j));
+        if (T == KF32 && ta == KI32) {
+            const int32_t *restrict x = a;
+
+            KFOR(j, n, { df[j] = (float)x[j]; });
+        } else if (T == KF32 && ta == KF32) {
+            memcpy(df, af, (size_t)n * 4);
+        } else if (T == KI32 && ta == KF32) {
+            int32_t *restrict d = dv;
+
+            for (j = 0; j < n; j++) {
+                d[j] = (int32_t)f2i(af[j], KI32);
+            }
+        } else {
+            for (j = 0; j < n; j++) {
+                if (T == KF32) {
+                    df[j] = getf(a, ta, j);
+                } else if (T == KB) {
+                    ((uint8_t *)dv)[j] = ta == KF32 ? af[j] != 0.0f :
+                                         geti(a, ta, j) != 0;
+                } else if (ta == KF32) {
+                    puti(dv, T, j, f2i(af[j], T));
+                } else {
+                    puti(dv, T, j, geti(a, ta, j));
+                }
             }
         }
         if (T == KF32 && dt && dt != SPYRE_DTYPE_FP32) {
@@ -1547,11 +1798,6 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
                 df[j] = kfop(OP, af[j], bf[j], 0.0f, in->mod); \
             } \
         } while (0)
-#define KF3(OP) do { \
-            for (j = 0; j < n; j++) { \
-                df[j] = kfop(OP, af[j], bf[j], cf[j], in->mod); \
-            } \
-        } while (0)
         switch (in->op) {
         case SPYRE_KOP_TRUNCDIV:
             KF2(SPYRE_KOP_TRUNCDIV);
@@ -1564,18 +1810,6 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
             break;
         case SPYRE_KOP_REM:
             KF2(SPYRE_KOP_REM);
-            break;
-        case SPYRE_KOP_FMA:
-            KF3(SPYRE_KOP_FMA);
-            break;
-        case SPYRE_KOP_MIN:
-            KF2(SPYRE_KOP_MIN);
-            break;
-        case SPYRE_KOP_MAX:
-            KF2(SPYRE_KOP_MAX);
-            break;
-        case SPYRE_KOP_CLAMP:
-            KF3(SPYRE_KOP_CLAMP);
             break;
         case SPYRE_KOP_POW:
             KF2(SPYRE_KOP_POW);
@@ -1625,96 +1859,308 @@ static void kalu(SpyreKRun *r, const SpyreKInst *in)
         }
 #undef KF1
 #undef KF2
-#undef KF3
         kcanon(df, n);
     } else if (T == KI32) {
-        const int32_t *x = a, *y = b, *z = c;
-        int32_t *d = dv;
-
-#define KI2(OP) do { \
-            for (j = 0; j < n; j++) { \
-                d[j] = (int32_t)kiop(OP, x[j], y[j], 0, 32); \
-            } \
-        } while (0)
-        switch (in->op) {
-        case SPYRE_KOP_ADD:
-            KI2(SPYRE_KOP_ADD);
-            return;
-        case SPYRE_KOP_SUB:
-            KI2(SPYRE_KOP_SUB);
-            return;
-        case SPYRE_KOP_MUL:
-            KI2(SPYRE_KOP_MUL);
-            return;
-        case SPYRE_KOP_MIN:
-            KI2(SPYRE_KOP_MIN);
-            return;
-        case SPYRE_KOP_MAX:
-            KI2(SPYRE_KOP_MAX);
-            return;
-        case SPYRE_KOP_AND:
-            KI2(SPYRE_KOP_AND);
-            return;
-        case SPYRE_KOP_OR:
-            KI2(SPYRE_KOP_OR);
-            return;
-        case SPYRE_KOP_XOR:
-            KI2(SPYRE_KOP_XOR);
-            return;
-        default:
-            break;
-        }
-#undef KI2
-        for (j = 0; j < n; j++) {
-            d[j] = (int32_t)kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0,
-                                 32);
-        }
+        kint_i32(dv, a, b, c, n, in->op);
     } else {
-        const int64_t *x = a, *y = b, *z = c;
-        int64_t *d = dv;
-
-#define KI2(OP) do { \
-            for (j = 0; j < n; j++) { \
-                d[j] = kiop(OP, x[j], y[j], 0, 64); \
-            } \
-        } while (0)
-        switch (in->op) {
-        case SPYRE_KOP_ADD:
-            KI2(SPYRE_KOP_ADD);
-            return;
-        case SPYRE_KOP_SUB:
-            KI2(SPYRE_KOP_SUB);
-            return;
-        case SPYRE_KOP_MUL:
-            KI2(SPYRE_KOP_MUL);
-            return;
-        case SPYRE_KOP_MIN:
-            KI2(SPYRE_KOP_MIN);
-            return;
-        case SPYRE_KOP_MAX:
-            KI2(SPYRE_KOP_MAX);
-            return;
-        case SPYRE_KOP_AND:
-            KI2(SPYRE_KOP_AND);
-            return;
-        case SPYRE_KOP_OR:
-            KI2(SPYRE_KOP_OR);
-            return;
-        case SPYRE_KOP_XOR:
-            KI2(SPYRE_KOP_XOR);
-            return;
-        default:
-            break;
-        }
-#undef KI2
-        for (j = 0; j < n; j++) {
-            d[j] = kiop(in->op, x[j], y ? y[j] : 0, z ? z[j] : 0, 64);
-        }
+        kint_i64(dv, a, b, c, n, in->op);
     }
 }
 
+/* ---- Memory ------------------------------------------------------------- */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define KHOST_LE    1           /* guest memory's byte order: no swaps */
+#else
+#define KHOST_LE    0           /* the fast path is not built */
+#endif
+
+/* A loop over [0, n) in blocks the compiler vectorises, then the rest. */
+#define KFOR_N(j, n, ...) do { \
+        size_t j##_b; \
+        \
+        for (j##_b = 0; j##_b + KBLK <= (n); j##_b += KBLK) { \
+            for (size_t j##_k = 0; j##_k < KBLK; j##_k++) { \
+                size_t j = j##_b + j##_k; \
+                \
+                __VA_ARGS__ \
+            } \
+        } \
+        for (size_t j = j##_b; j < (n); j++) { \
+            __VA_ARGS__ \
+        } \
+    } while (0)
+
+/* fp16 to f32 as spyre_fp16_to_fp32() (NaNs quietened), no branch. */
+static inline float kh2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, mag = h & 0x7fff;
+    uint32_t norm = (mag << 13) + (112u << 23);
+    uint32_t sub = f2u((float)(int32_t)mag * 0x1p-24f);
+    uint32_t inf = norm + (112u << 23);
+    uint32_t res = ksel(kmask(mag < 0x400), sub,
+                        ksel(kmask(mag < 0x7c00), norm,
+                             ksel(kmask(mag == 0x7c00), inf,
+                                  inf | 0x400000)));
+
+    return u2f(res | sign);
+}
+
+/* f32 to fp16 as spyre_fp32_to_fp16() (to nearest even), no branch. */
+static inline uint16_t kf2h(float f)
+{
+    uint32_t x = f2u(f), ax = x & 0x7fffffff, sign = (x >> 16) & 0x8000;
+    uint32_t nan = 0x7e00 | ((ax >> 13) & 0x3ff);
+    /* Normal results: the mantissa rounded at bit 13, carries included. */
+    uint32_t norm = (ax - (112u << 23) + 0xfff + ((ax >> 13) & 1)) >> 13;
+    /* Below 2^-14: the FPU rounds to a multiple of 2^-24 (0.5's ulp). */
+    uint32_t sub = f2u(u2f(ax) + 0.5f) - 0x3f000000;
+    uint32_t res = ksel(kmask(ax > 0x7f800000), nan,
+                        ksel(kmask(ax >= 0x47800000), 0x7c00,
+                             ksel(kmask(ax < 0x38800000), sub, norm)));
+
+    return (uint16_t)(res | sign);
+}
+
+/* bf16 to f32 as spyre_bf16_to_fp32() (NaNs quietened). */
+static inline float kbf2f(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+
+    return u2f(x | (kmask((x & 0x7fffffff) > 0x7f800000) & 0x400000));
+}
+
+/* f32 to bf16 as spyre_fp32_to_bf16() (to nearest even). */
+static inline uint16_t kf2bf(float f)
+{
+    uint32_t x = f2u(f), ax = x & 0x7fffffff;
+    uint32_t fin = ((ax + 0x7fff + ((ax >> 16) & 1)) >> 16) |
+                   ((x >> 16) & 0x8000);
+
+    return (uint16_t)ksel(kmask(ax > 0x7f800000), (x >> 16) | 0x40, fin);
+}
+
+/* Bytes of one lane of a value of type @t. */
+static inline size_t kvsize(unsigned int t)
+{
+    return t == KB ? 1 : t == KI64 ? 8 : 4;
+}
+
+/* @n elements of dtype @dt at @p (guest memory) into value lanes @d. */
+KINL void kload_run(void *restrict d, const uint8_t *restrict p,
+                    unsigned int dt, uint32_t n)
+{
+    switch (dt) {
+    case SPYRE_DTYPE_FP32:
+    case SPYRE_DTYPE_INT32:
+        memcpy(d, p, (size_t)n * 4);
+        break;
+    case SPYRE_DTYPE_INT64:
+        memcpy(d, p, (size_t)n * 8);
+        break;
+    case SPYRE_DTYPE_FP16: {
+        float *restrict df = d;
+
+        KFOR_N(j, n, {
+            uint16_t h;
+
+            memcpy(&h, p + 2 * j, 2);
+            df[j] = kh2f(h);
+        });
+        break;
+    }
+    case SPYRE_DTYPE_BF16: {
+        float *restrict df = d;
+
+        KFOR_N(j, n, {
+            uint16_t h;
+
+            memcpy(&h, p + 2 * j, 2);
+            df[j] = kbf2f(h);
+        });
+        break;
+    }
+    case SPYRE_DTYPE_U8: {
+        int32_t *restrict di = d;
+
+        KFOR_N(j, n, { di[j] = p[j]; });
+        break;
+    }
+    case SPYRE_DTYPE_INT8: {
+        int32_t *restrict di = d;
+
+        KFOR_N(j, n, { di[j] = (int8_t)p[j]; });
+        break;
+    }
+    case SPYRE_DTYPE_INT16: {
+        int32_t *restrict di = d;
+
+        KFOR_N(j, n, {
+            int16_t h;
+
+            memcpy(&h, p + 2 * j, 2);
+            di[j] = h;
+        });
+        break;
+    }
+    case SPYRE_DTYPE_BOOL: {
+        uint8_t *restrict db = d;
+
+        KFOR_N(j, n, { db[j] = p[j] != 0; });
+        break;
+    }
+    default:                    /* fp8 */
+        spyre_load_fp32(d, p, dt, n);
+        break;
+    }
+}
+
+/* @n value lanes @v to elements of dtype @dt at @p (guest memory). */
+KINL void kstore_run(uint8_t *restrict p, unsigned int dt,
+                     const void *restrict v, uint32_t n, bool sat)
+{
+    switch (dt) {
+    case SPYRE_DTYPE_FP32:
+    case SPYRE_DTYPE_INT32:
+        memcpy(p, v, (size_t)n * 4);
+        break;
+    case SPYRE_DTYPE_INT64:
+        memcpy(p, v, (size_t)n * 8);
+        break;
+    case SPYRE_DTYPE_BOOL:
+        memcpy(p, v, n);
+        break;
+    case SPYRE_DTYPE_FP16: {
+        const float *restrict vf = v;
+
+        KFOR_N(j, n, {
+            uint16_t h = kf2h(vf[j]);
+
+            memcpy(p + 2 * j, &h, 2);
+        });
+        break;
+    }
+    case SPYRE_DTYPE_BF16: {
+        const float *restrict vf = v;
+
+        KFOR_N(j, n, {
+            uint16_t h = kf2bf(vf[j]);
+
+            memcpy(p + 2 * j, &h, 2);
+        });
+        break;
+    }
+    case SPYRE_DTYPE_U8:
+    case SPYRE_DTYPE_INT8: {
+        const int32_t *restrict vi = v;
+
+        KFOR_N(j, n, { p[j] = (uint8_t)vi[j]; });
+        break;
+    }
+    case SPYRE_DTYPE_INT16: {
+        const int32_t *restrict vi = v;
+
+        KFOR_N(j, n, {
+            uint16_t h = (uint16_t)vi[j];
+
+            memcpy(p + 2 * j, &h, 2);
+        });
+        break;
+    }
+    default:                    /* fp8 */
+        spyre_store_fp32(p, dt, v, n, sat ? 0 : SPYRE_CMD_F_NOSAT);
+        break;
+    }
+}
+
+#define KPIECES     8
+
+/*
+ * The fast path of a LOAD or STORE whose @n lanes are all active at
+ * consecutive offsets from @o0, all in the extent: the elements
+ * converted straight between guest memory (SpyreKIO.map, at most
+ * KPIECES pieces) and the value lanes.  Returns false, having accessed
+ * nothing, if they are not all reachable that way.
+ */
+KINL bool kmem_run(SpyreKRun *r, unsigned int opnd, unsigned int dt,
+                   bool write, bool sat, uint64_t o0, uint32_t n, void *v,
+                   size_t vs)
+{
+    uint8_t *pp[KPIECES];
+    uint32_t pl[KPIECES], np = 0, done = 0, i;
+
+    while (done < n) {
+        uint64_t len = n - done;
+
+        if (np == KPIECES) {
+            return false;
+        }
+        pp[np] = r->io->map(r->io->opaque, opnd, write, o0 + done, &len);
+        if (!pp[np]) {
+            return false;
+        }
+        pl[np] = KMIN(len, n - done);
+        done += pl[np++];
+    }
+    for (i = 0, done = 0; i < np; done += pl[i++]) {
+        if (write) {
+            kstore_run(pp[i], dt, (const uint8_t *)v + done * vs, pl[i], sat);
+        } else {
+            kload_run((uint8_t *)v + done * vs, pp[i], dt, pl[i]);
+        }
+    }
+    r->bytes_io += (uint64_t)n * spyre_cmd_dtype_size(dt);
+    r->stores += write;
+    return true;
+}
+
+/*
+ * The fast path's other case: the active lanes' elements, packed in
+ * @raw, copied from or to the one piece of host memory @hp that holds
+ * elements @lo on.
+ */
+KINL void kmem_lanes(SpyreKRun *r, uint8_t *hp, uint64_t lo, bool write,
+                     const int64_t *off, const uint8_t *act, uint32_t n,
+                     uint8_t *raw, size_t es)
+{
+    uint32_t j, cnt = 0;
+
+#define KLANES(W) do { \
+        for (j = 0; j < n; j++) { \
+            uint8_t *q = hp + ((uint64_t)off[j] - lo) * W; \
+            \
+            if (!act[j]) { \
+                continue; \
+            } \
+            if (write) { \
+                memcpy(q, raw + (size_t)j * W, W); \
+            } else { \
+                memcpy(raw + (size_t)j * W, q, W); \
+            } \
+            cnt++; \
+        } \
+    } while (0)
+    switch (es) {
+    case 1:
+        KLANES(1);
+        break;
+    case 2:
+        KLANES(2);
+        break;
+    case 4:
+        KLANES(4);
+        break;
+    default:
+        KLANES(8);
+        break;
+    }
+#undef KLANES
+    r->bytes_io += (uint64_t)cnt * es;
+    r->stores += write && cnt;
+}
+
 /* LOAD and STORE. */
-static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+KINL uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
 {
     const SpyreKLaunch *l = r->l;
     unsigned int opnd = in->imm, dt = l->dtype[opnd];
@@ -1729,6 +2175,8 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     uint8_t *act = r->act;
     uint32_t j, n = r->nl, bad = n, lane = n, st = SPYRE_STATUS_OK;
     uint64_t ext = l->extent[opnd];
+    uint64_t lo = UINT64_MAX, gap = 0;
+    uint8_t *hp = NULL;
     bool any = false;
 
     if (in->stype == KI64) {
@@ -1743,14 +2191,50 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
             act[j] = mask[j];
             any |= act[j];
         }
-    } else {
+        for (j = 0; j < n; j++) {
+            if (act[j] && (uint64_t)off[j] >= ext) {
+                bad = j;
+                break;
+            }
+        }
+    } else if (n) {
+        uint64_t o0 = off[0], oob = 0;
+
         memset(act, 1, n);
-        any = n != 0;
+        any = true;
+        /* Out of bounds anywhere?  And are the offsets consecutive? */
+        KFOR_N(i, n, {
+            oob |= (uint64_t)off[i] >= ext;
+            gap |= (uint64_t)off[i] ^ (o0 + i);
+        });
+        for (j = 0; oob && j < n; j++) {
+            if ((uint64_t)off[j] >= ext) {
+                bad = j;
+                break;
+            }
+        }
     }
-    for (j = 0; j < n; j++) {
-        if (act[j] && (uint64_t)off[j] >= ext) {
-            bad = j;
-            break;
+
+    /* Every active lane in the extent: the fast path, if it maps. */
+    if (KHOST_LE && any && bad == n && r->io->map) {
+        uint64_t hi = 0, len;
+
+        if (!mask && !gap &&
+            kmem_run(r, opnd, dt, write, in->mod & SPYRE_KMOD_SAT, off[0], n,
+                     write ? (void *)ksrc(r, in, 2, in->c) : VS(r, in->dst),
+                     kvsize(T))) {
+            return SPYRE_STATUS_OK;
+        }
+        for (j = 0; j < n; j++) {
+            if (act[j]) {
+                lo = KMIN(lo, (uint64_t)off[j]);
+                hi = KMAX(hi, (uint64_t)off[j]);
+            }
+        }
+        len = hi - lo + 1;
+        hp = r->io->map(r->io->opaque, opnd, write, lo, &len);
+        if (len < hi - lo + 1) {
+            hp = NULL;
         }
     }
     if (write) {
@@ -1804,7 +2288,9 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
             break;
         }
     }
-    if (any && bad) {
+    if (hp) {
+        kmem_lanes(r, hp, lo, write, off, act, n, raw, es);
+    } else if (any && bad) {
         st = r->io->access(r->io->opaque, opnd, write, off, act, bad, raw,
                            &lane);
         if (st != SPYRE_STATUS_OK && st != SPYRE_STATUS_MMU_FAULT &&
@@ -1901,7 +2387,7 @@ static uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     return SPYRE_STATUS_OK;
 }
 
-static void kcheck(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+KINL void kcheck(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
 {
     const uint8_t *a = ksrc(r, in, 0, in->a);
     const uint8_t *m = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
@@ -2046,10 +2532,53 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
     }
 }
 
+/*
+ * f32 SUM, MAX or MIN (@kind) of lanes [@j0, @j1) of one point, whose
+ * reduction indices are consecutive from a multiple of 16: lane j0 + i
+ * goes to stripe i % 16, so 16 accumulators take whole blocks of lanes
+ * at once, each in increasing reduction index as the order requires.
+ */
+KINL void kfeed16(SpyreKRed *rd, unsigned int kind, const float *restrict af,
+                  uint32_t j0, uint32_t j1)
+{
+    float acc[16];
+    uint32_t i, j;
+
+    for (i = 0; i < 16; i++) {
+        acc[i] = rd->stripe[i].v.f;
+    }
+    for (j = j0; j + 16 <= j1; j += 16) {
+        switch (kind) {
+        case SPYRE_KRED_SUM:
+            for (i = 0; i < 16; i++) {
+                acc[i] = acc[i] + af[j + i];
+            }
+            break;
+        case SPYRE_KRED_MAX:
+            for (i = 0; i < 16; i++) {
+                acc[i] = fminmax(acc[i], af[j + i], true, false);
+            }
+            break;
+        default:
+            for (i = 0; i < 16; i++) {
+                acc[i] = fminmax(acc[i], af[j + i], false, false);
+            }
+            break;
+        }
+    }
+    for (i = 0; j < j1; i++, j++) {
+        acc[i] = kind == SPYRE_KRED_SUM ? acc[i] + af[j] :
+                 fminmax(acc[i], af[j], kind == SPYRE_KRED_MAX, false);
+    }
+    for (i = 0; i < 16; i++) {
+        rd->stripe[i].v.f = acc[i];
+    }
+}
+
 /* Feed lanes [@j0, @j1) of REDUCE @in (one point's) to @rd's stripes. */
-static void kfeed(SpyreKRun *r, const SpyreKInst *in, SpyreKRed *rd,
-                  const void *a, const void *b, const void *c,
-                  const uint8_t *m, uint32_t j0, uint32_t j1)
+KINL void kfeed(SpyreKRun *r, const SpyreKInst *in, SpyreKRed *rd,
+                const void *a, const void *b, const void *c,
+                const uint8_t *m, uint32_t j0, uint32_t j1)
 {
     unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
     uint32_t j;
@@ -2058,6 +2587,12 @@ static void kfeed(SpyreKRun *r, const SpyreKInst *in, SpyreKRed *rd,
                             kind == SPYRE_KRED_MAX ||
                             kind == SPYRE_KRED_MIN)) {
         const float *af = a;
+
+        if (j0 < j1 && !(r->lr[j0] & 15) &&
+            r->lr[j1 - 1] - r->lr[j0] == j1 - 1 - j0) {
+            kfeed16(rd, kind, af, j0, j1);
+            return;
+        }
 
         for (j = j0; j < j1; j++) {
             SpyreKAcc *s = &rd->stripe[r->lr[j] & 15];
@@ -2160,8 +2695,8 @@ static SpyreKAcc kresult(SpyreKRed *rd, unsigned int kind, unsigned int T,
 
 /* ---- Sections ----------------------------------------------------------- */
 
-static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
-                           uint32_t g)
+/* Instructions [@from, @to) over the current vector (g: its first point). */
+KINL uint32_t krun_body(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
 {
     const SpyreKProg *p = r->p;
     uint32_t i, st;
@@ -2204,6 +2739,39 @@ static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
     return SPYRE_STATUS_OK;
 }
 
+/*
+ * The host code paths: krun_body() and everything it inlines compiled
+ * once for the build's baseline and, on x86-64, once more for AVX2 and
+ * FMA (as QEMU's util/bufferiszero.c picks its loops at run time).  Both
+ * compute every operation with the same IEEE operations, rounded once
+ * each (-ffp-contract=off holds in both: FMA only where the program
+ * asks for fmaf), so their results are bit-identical.
+ */
+static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
+                             uint32_t g)
+{
+    return krun_body(r, from, to, g);
+}
+
+#if KISA_X86
+static __attribute__((target("avx2,fma")))
+uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
+{
+    return krun_body(r, from, to, g);
+}
+#endif
+
+static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
+                           uint32_t g)
+{
+#if KISA_X86
+    if (__atomic_load_n(&kisa, __ATOMIC_RELAXED) == SPYRE_KISA_AVX2) {
+        return krun_avx2(r, from, to, g);
+    }
+#endif
+    return krun_generic(r, from, to, g);
+}
+
 /* Run pass section @s over the points of the tile. */
 static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
 {
@@ -2232,9 +2800,11 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
             uint32_t m = KMIN(ppv, r->np - g);
 
             r->nl = m * R;
-            for (j = 0; j < r->nl; j++) {
-                r->lpt[j] = g + j / R;
-                r->lr[j] = j % R;
+            for (q = 0; q < m; q++) {
+                for (j = 0; j < R; j++) {
+                    r->lpt[q * R + j] = g + q;
+                    r->lr[q * R + j] = j;
+                }
             }
             st = krun_insts(r, from, to, g);
             for (i = from; i < to; i++) {

@@ -5,7 +5,8 @@
  * -ffp-contract=off so that no a * b + c is fused.  spyre-kexec.c runs it
  * for the KERNEL command: it decodes the command into a SpyreKLaunch,
  * reads the program, verifies it into a SpyreKProg and runs it tile by
- * tile with a SpyreKRun, whose SpyreKIO callbacks reach guest memory.
+ * tile with a SpyreKRun (one per worker running tiles), whose SpyreKIO
+ * callbacks reach guest memory.
  * docs/spyre-hw.rst, "The KERNEL command", is the contract.
  *
  * Copyright (c) 2025 The Spyre open stack authors
@@ -76,6 +77,18 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
 typedef struct SpyreKIO {
     void *opaque;
     /*
+     * The fast path: a host pointer to elements [@off, @off + *@n) of
+     * operand @opnd (@off in its extent, *@n >= 1 elements wanted), for
+     * writing if @write, with *@n shortened to what is one piece of host
+     * memory.  NULL if @off is not reachable that way now: the caller
+     * then goes through @access, which reports errors.  No other effect
+     * (mappings are kept for later calls); the pointer is valid until
+     * the next @boundary call.  The caller counts the bytes it accesses
+     * in SpyreKRun.bytes_io and its stores in SpyreKRun.stores.
+     */
+    uint8_t *(*map)(void *opaque, unsigned int opnd, bool write,
+                    uint64_t off, uint64_t *n);
+    /*
      * Access operand @opnd at element offsets @off[i] (in its extent) of
      * the lanes i < @n with @act[i] set, in lane order: elements packed
      * in @buf.  Returns SPYRE_STATUS_OK, MMU_FAULT or DMA_ERROR with
@@ -133,13 +146,16 @@ typedef struct SpyreKRun {
     uint32_t status;
     uint64_t ekey[4];           /* point, section, reduction index, inst */
     uint64_t detail, detail2;
+    /* Through SpyreKIO.map: the caller adds them up and clears them. */
     uint64_t bytes_io;          /* bytes of active lanes accessed */
+    uint64_t stores;            /* STOREs that wrote bytes */
 } SpyreKRun;
 
 /*
  * Set @r up for program @p and launch @l (memory from malloc, kept in
- * @r across runs and grown as needed: at most about 8 MiB).  Returns
- * false if memory is short.
+ * @r across runs and grown as needed: at most about 8 MiB).  r->tile, the
+ * points per tile, depends on @p and @l only.  Returns false if memory
+ * is short.
  */
 bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
                           const SpyreKLaunch *l, const SpyreKIO *io);
@@ -152,6 +168,19 @@ void spyre_kernel_free(SpyreKRun *r);
  * or a status from the IO callbacks that ended the run.
  */
 uint32_t spyre_kernel_tile(SpyreKRun *r, uint64_t pt0);
+
+/*
+ * The host code the interpreter's lane loops run: SPYRE_KISA_GENERIC
+ * (the build's baseline) or, on x86-64 hosts with AVX2 and FMA,
+ * SPYRE_KISA_AVX2, chosen at the first run.  Results are bit-identical
+ * whichever runs.  spyre_kernel_isas() is the mask of those the host
+ * can run; spyre_kernel_set_isa() picks one of them for the following
+ * runs of every SpyreKRun (tests), returning false if the host cannot.
+ */
+#define SPYRE_KISA_GENERIC      0
+#define SPYRE_KISA_AVX2         1
+unsigned int spyre_kernel_isas(void);
+bool spyre_kernel_set_isa(unsigned int isa);
 
 /* Numeric helpers shared with the tests (f32 with canonical NaN). */
 float spyre_kmath_exp(float x);

@@ -3,15 +3,25 @@
  *
  * Owns spyre_cmd_kernel(): the command's decode and checks in the
  * documented order, the program read once into the card's memory at
- * command start, and the run of the verified program (spyre-kernel.c)
- * tile by tile: guest memory reached per LOAD/STORE instruction of a
- * vector in a data phase, compute with no lock held, a boundary (pauses,
- * preemption, the time budget, resets) between vectors and tiles.
+ * command start, and the run of the verified program (spyre-kernel.c):
+ * the pointwise space cut into chunks of tiles that the job's worker and
+ * idle workers claim (spyre_pick_kernel, spyre_kernel_help), each
+ * running its chunks with a SpyreKRun of its own.  Guest memory is
+ * reached through windows (up to SPYRE_KX_WINS pieces of host memory,
+ * each mapped in a data phase and counted as a tile in flight) that
+ * stay mapped from one vector to the next until a boundary; accesses
+ * the windows cannot serve go through a data phase each, lane by lane
+ * (the slow path, which also reports faults).  A boundary (pauses,
+ * preemption, the time budget, resets; windows released first) comes
+ * every SPYRE_KX_PERIOD_BYTES of memory or SPYRE_KX_PERIOD_NS, and at
+ * the next vector whenever a drain, a VM stop or new work is pending.
  *
- * Locks: spyre_cmd_kernel() is called with the device lock held, as every
- * command; it lets it go while it verifies and computes.  The SpyreKIO
- * callbacks are called with no lock held and take the device lock (and
- * their data phase) themselves.
+ * Locks: spyre_cmd_kernel() and spyre_kernel_help() are called with the
+ * device lock held, as every command; they let it go while they verify
+ * and compute.  The SpyreKIO callbacks are called with no lock held and
+ * take the device lock (and their data phase) themselves.  A split's
+ * fields are protected by the device lock; its launch and program are
+ * read-only while chunks run.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -19,20 +29,54 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/atomic.h"
 #include "qemu/main-loop.h"
 #include "trace.h"
 
 #include "spyre.h"
 
-struct SpyreKernel {
-    SpyreExec *e;
-    SpyreKLaunch l;
+/* Windows a part keeps mapped (least recently mapped one replaced). */
+#define SPYRE_KX_WINS           8
+/* A window maps at least this much (less at the operand's end)... */
+#define SPYRE_KX_WIN_BYTES      SPYRE_TILE_BYTES
+/* ... and at most this (a gather's range above it takes the slow path). */
+#define SPYRE_KX_WIN_MAX        (1 * MiB)
+/* Memory accessed, or time, between boundaries of a running chunk. */
+#define SPYRE_KX_PERIOD_BYTES   (512 * KiB)
+#define SPYRE_KX_PERIOD_NS      (500 * SCALE_US)
+/* Iterations (points times max(R, 1)) per chunk, about. */
+#define SPYRE_KX_CHUNK_ITERS    65536
+
+/* A piece of an operand's memory mapped for the fast path. */
+typedef struct SpyreKWin {
+    uint64_t va;
+    uint64_t len;
+    SpyreMap m;
+    bool write;
+} SpyreKWin;
+
+/* What one exec needs to run chunks of a launch (its own or helped). */
+typedef struct SpyreKPart {
+    SpyreKernel *own;           /* the launch's owner */
+    SpyreExec *e;               /* the exec running it */
     SpyreKRun run;
     SpyreKIO io;
+    SpyreKWin win[SPYRE_KX_WINS];
+    uint32_t nwin;
+    uint32_t win_next;          /* the slot a full set replaces next */
+    /* Since the last boundary (the bytes: run.bytes_io). */
+    int64_t period_ns;
+    uint64_t period_seq;        /* SpyreState.sched_seq then */
     /* The fault of the last failed access, and the one reported. */
     uint64_t cand_va, win_va;
     uint32_t cand_reason, win_reason;
     bool cand_write, win_write;
+} SpyreKPart;
+
+struct SpyreKernel {
+    SpyreExec *e;
+    SpyreKLaunch l;
+    SpyreKPart part;            /* this exec's, as owner or helper */
     uint8_t bytes[SPYRE_KPROG_MAX];
     SpyreKProg prog;
     /*
@@ -43,6 +87,30 @@ struct SpyreKernel {
     uint32_t vsig[4];
     uint32_t vdtype[SPYRE_KERNEL_MAX_OPERANDS];
     uint8_t vbytes[SPYRE_KPROG_MAX];
+    /*
+     * The launch's split (device lock): chunks of @chunk points, claimed
+     * in order; registered in SpyreState.kernels while others may help.
+     */
+    QLIST_ENTRY(SpyreKernel) link;
+    SpyreQueue *q;
+    uint32_t gen;
+    uint16_t ctx;
+    uint32_t prio;
+    int64_t deadline;
+    uint64_t chunk;
+    uint64_t nchunks;
+    uint64_t next;
+    uint32_t active;            /* chunks being run */
+    uint32_t max_active;
+    bool stop;                  /* no more claims: @hard or the budget */
+    uint32_t hard;              /* a status that ended a chunk's run */
+    /* The first failure in sequential order: the lowest chunk's. */
+    uint64_t err_chunk;         /* UINT64_MAX while none */
+    uint32_t err_st;
+    uint64_t err_detail, err_detail2;
+    uint64_t err_va;
+    uint32_t err_reason;
+    bool err_write;
 };
 
 /* Is the program in k->bytes the last one verified, for this launch? */
@@ -84,6 +152,31 @@ static inline uint64_t kld64(const uint8_t *p)
     return ldq_le_p(p);
 }
 
+/* Device lock held.  Let window @i of @k go (the tile it counted ends). */
+static void spyre_kx_win_put(SpyreKPart *k, uint32_t i)
+{
+    spyre_map_release(k->e->s, &k->win[i].m, k->win[i].write);
+    spyre_tile_put(k->e->s);
+    k->win[i] = k->win[--k->nwin];
+    k->win_next = 0;
+}
+
+/*
+ * Device lock held, before a data phase.  A phase may wait for a drain,
+ * the VM or (behind a vIOMMU) the BQL, any of which may be waiting for
+ * the tiles our windows count: let them go first.
+ */
+static void spyre_kx_unhold(SpyreKPart *k)
+{
+    SpyreState *s = k->e->s;
+
+    if (k->nwin && (s->draining || !s->vm_running || s->dma_bql)) {
+        while (k->nwin) {
+            spyre_kx_win_put(k, k->nwin - 1);
+        }
+    }
+}
+
 /*
  * SpyreKIO.access, no lock held: the active lanes' elements, in lane
  * order, in one data phase.  Device memory is reached through the BAR's
@@ -93,11 +186,11 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
                                 const int64_t *off, const uint8_t *act,
                                 uint32_t n, void *buf, uint32_t *lane)
 {
-    SpyreKernel *k = opaque;
+    SpyreKPart *k = opaque;
     SpyreExec *e = k->e;
     SpyreState *s = e->s;
-    size_t es = spyre_cmd_dtype_size(k->l.dtype[opnd]);
-    uint64_t base = k->l.va[opnd], page = 1, bytes = 0;
+    size_t es = spyre_cmd_dtype_size(k->own->l.dtype[opnd]);
+    uint64_t base = k->own->l.va[opnd], page = 1, bytes = 0;
     uint64_t dlo = UINT64_MAX, dhi = 0;
     uint8_t *p = buf;
     SpyreTarget t = { 0 };
@@ -105,6 +198,8 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
     bool alive;
 
     spyre_lock(s);
+    e->w->lock_ns = spyre_now();
+    spyre_kx_unhold(k);
     st = spyre_e_data_begin(e);
     if (st != SPYRE_STATUS_OK) {
         spyre_unlock(s);
@@ -194,23 +289,137 @@ static uint32_t spyre_kx_access(void *opaque, unsigned int opnd, bool write,
 
 static void spyre_kx_keep_fault(void *opaque)
 {
-    SpyreKernel *k = opaque;
+    SpyreKPart *k = opaque;
 
     k->win_va = k->cand_va;
     k->win_reason = k->cand_reason;
     k->win_write = k->cand_write;
 }
 
-/* SpyreKIO.boundary, no lock held. */
-static uint32_t spyre_kx_boundary(void *opaque)
+/*
+ * No lock held.  Release every window and add what the fast path
+ * accessed to the job's counts; returns with the device lock.
+ */
+static void spyre_kx_release(SpyreKPart *k)
 {
-    SpyreKernel *k = opaque;
     SpyreExec *e = k->e;
-    uint32_t st;
 
     spyre_lock(e->s);
+    e->w->lock_ns = spyre_now();
+    while (k->nwin) {
+        spyre_kx_win_put(k, k->nwin - 1);
+    }
+    e->io_bytes += k->run.bytes_io;
+    e->io_writes += k->run.stores;
+    k->run.bytes_io = k->run.stores = 0;
+    spyre_e_fold(e);
+}
+
+/*
+ * No lock held.  Map a window of operand memory at @va for at least
+ * @want bytes (up to @end), in a data phase of its own that stays
+ * counted until the window is let go.  Returns false if it cannot be
+ * mapped now (the slow path then reports why).
+ */
+static bool spyre_kx_win_map(SpyreKPart *k, uint64_t va, uint64_t want,
+                             uint64_t end, bool write)
+{
+    SpyreExec *e = k->e;
+    SpyreState *s = e->s;
+    uint64_t len = MIN(MAX(want, SPYRE_KX_WIN_BYTES), end - va), run = 0;
+    SpyreKWin *w;
+    SpyreTarget t;
+    uint32_t st;
+    bool ok;
+
+    if (want > SPYRE_KX_WIN_MAX) {
+        return false;
+    }
+    spyre_lock(s);
+    e->w->lock_ns = spyre_now();
+    spyre_kx_unhold(k);
+    if (k->nwin == SPYRE_KX_WINS) {
+        spyre_kx_win_put(k, k->win_next);
+        k->win_next = (k->win_next + 1) % SPYRE_KX_WINS;
+    }
+    st = spyre_e_data_begin(e);
+    if (st != SPYRE_STATUS_OK) {
+        spyre_unlock(s);
+        return false;
+    }
+    w = &k->win[k->nwin];
+    ok = spyre_e_translate_run(e, va, len, write, &t, &run) ==
+         SPYRE_STATUS_OK && spyre_map_target(s, &t, &run, write, &w->m);
+    spyre_e_data_unlock(e);
+    if (!ok) {
+        spyre_e_data_end(e);
+        spyre_unlock(s);
+        return false;
+    }
+    w->va = va;
+    w->len = run;
+    w->write = write;
+    k->nwin++;
+    return true;
+}
+
+/* SpyreKIO.map, no lock held. */
+static uint8_t *spyre_kx_map(void *opaque, unsigned int opnd, bool write,
+                             uint64_t off, uint64_t *n)
+{
+    SpyreKPart *k = opaque;
+    const SpyreKLaunch *l = &k->own->l;
+    uint64_t es = spyre_cmd_dtype_size(l->dtype[opnd]);
+    uint64_t va = l->va[opnd] + off * es;
+    uint64_t end = l->va[opnd] + l->extent[opnd] * es;
+    uint32_t i, tries;
+
+    for (tries = 0; tries < 2; tries++) {
+        for (i = 0; i < k->nwin; i++) {
+            SpyreKWin *w = &k->win[i];
+            uint64_t avail;
+
+            if (va < w->va || va - w->va >= w->len || (write && !w->write)) {
+                continue;
+            }
+            avail = (w->len - (va - w->va)) / es;
+            if (avail) {
+                *n = MIN(*n, avail);
+                return w->m.host + (va - w->va);
+            }
+        }
+        if (tries || !spyre_kx_win_map(k, va, *n * es, end, write)) {
+            break;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * SpyreKIO.boundary, no lock held: every SPYRE_KX_PERIOD_* (or at once
+ * if a drain, a VM stop or new work waits), the windows go and the job
+ * meets a boundary (spyre_e_boundary).
+ */
+static uint32_t spyre_kx_boundary(void *opaque)
+{
+    SpyreKPart *k = opaque;
+    SpyreExec *e = k->e;
+    SpyreState *s = e->s;
+    int64_t now = spyre_now();
+    uint32_t st;
+
+    if (k->run.bytes_io < SPYRE_KX_PERIOD_BYTES &&
+        now - k->period_ns < SPYRE_KX_PERIOD_NS &&
+        !qatomic_read(&s->draining) && qatomic_read(&s->vm_running) &&
+        qatomic_read(&s->sched_seq) == k->period_seq &&
+        qatomic_read(&e->q->gen) == e->gen) {
+        return SPYRE_STATUS_OK;
+    }
+    spyre_kx_release(k);
     st = spyre_e_boundary(e, true);
-    spyre_unlock(e->s);
+    k->period_ns = spyre_now();
+    k->period_seq = s->sched_seq;
+    spyre_unlock(s);
     return st;
 }
 
@@ -313,12 +522,129 @@ static bool spyre_kx_restartable(const SpyreKLaunch *l, const SpyreKProg *p)
     return true;
 }
 
+/* Device lock held.  May a worker claim a chunk of @k now? */
+static bool spyre_kx_open(const SpyreKernel *k)
+{
+    return !k->stop && k->next < k->nchunks && k->next < k->err_chunk &&
+           k->active < k->max_active;
+}
+
+/*
+ * Device lock held.  Run chunk @c of @own's launch on @e (the owner's
+ * exec or a helper's), with no lock held while it computes.  Returns
+ * a status that ends the command (SPYRE_STATUS_OK if none: a failure in
+ * the program's sequential order goes to @own's err_* fields).
+ */
+static uint32_t spyre_kx_chunk(SpyreExec *e, SpyreKernel *own, uint64_t c)
+{
+    SpyreState *s = e->s;
+    SpyreKPart *k = &e->kernel->part;
+    uint64_t pt = c * own->chunk, end = MIN(own->l.P, pt + own->chunk);
+    uint32_t st = SPYRE_STATUS_OK;
+
+    k->own = own;
+    k->e = e;
+    k->io = (SpyreKIO) {
+        .opaque = k,
+        .map = spyre_kx_map,
+        .access = spyre_kx_access,
+        .keep_fault = spyre_kx_keep_fault,
+        .boundary = spyre_kx_boundary,
+    };
+    k->period_ns = spyre_now();
+    k->period_seq = s->sched_seq;
+    spyre_unlock(s);
+    if (!spyre_kernel_prepare(&k->run, &own->prog, &own->l, &k->io)) {
+        st = SPYRE_STATUS_INTERNAL;
+    }
+    k->run.bytes_io = k->run.stores = 0;
+    for (; st == SPYRE_STATUS_OK && pt < end; pt += k->run.tile) {
+        assert(own->chunk % k->run.tile == 0);
+        st = spyre_kernel_tile(&k->run, pt);
+        if (st != SPYRE_STATUS_OK || k->run.status) {
+            break;
+        }
+        if (pt + k->run.tile < end) {
+            st = spyre_kx_boundary(k);
+        }
+    }
+    spyre_kx_release(k);
+    if (!spyre_e_alive(e)) {
+        return SPYRE_EXEC_DROPPED;
+    }
+    if (st == SPYRE_STATUS_OK && k->run.status && c < own->err_chunk) {
+        own->err_chunk = c;
+        own->err_st = k->run.status;
+        own->err_detail = k->run.detail;
+        own->err_detail2 = k->run.detail2;
+        own->err_va = k->win_va;
+        own->err_reason = k->win_reason;
+        own->err_write = k->win_write;
+    }
+    return st;
+}
+
+/* Device lock held.  Chunk @c of @k ended with @st. */
+static void spyre_kx_chunk_done(SpyreKernel *k, uint32_t st)
+{
+    k->active--;
+    if (st != SPYRE_STATUS_OK) {
+        k->stop = true;
+        if (!k->hard || st == SPYRE_EXEC_DROPPED) {
+            k->hard = st;
+        }
+    }
+    if (k->max_active > 1) {
+        qemu_cond_broadcast(&k->e->s->gang_cond);
+    }
+}
+
+SpyreKernel *spyre_pick_kernel(SpyreState *s, int floor, int eff)
+{
+    SpyreKernel *k, *best = NULL;
+
+    QLIST_FOREACH(k, &s->kernels, link) {
+        if (spyre_kx_open(k) && (int)k->prio > MAX(floor, eff) &&
+            (!best || k->prio > best->prio)) {
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* An idle (or preempting) worker runs one chunk of someone's KERNEL. */
+void spyre_kernel_help(SpyreExec *e, SpyreKernel *own, int floor)
+{
+    uint64_t c;
+    uint32_t st;
+
+    if (!spyre_kx_open(own)) {
+        return;
+    }
+    c = own->next++;
+    own->active++;
+    if (!e->kernel) {
+        e->kernel = g_new0(SpyreKernel, 1);
+    }
+    e->kernel->e = e;
+    e->q = own->q;
+    e->gen = own->gen;
+    e->ctx = own->ctx;
+    e->prio = own->prio;
+    e->floor = MAX((int)own->prio, floor);
+    e->deadline = own->deadline;
+    e->err_va = 0;
+    e->fault_reason = 0;
+    st = spyre_kx_chunk(e, own, c);
+    spyre_kx_chunk_done(own, st);
+}
+
 uint32_t spyre_cmd_kernel(SpyreExec *e)
 {
     SpyreState *s = e->s;
     SpyreJob *job = &e->q->job;
     SpyreKernel *k;
-    uint64_t prog, pt, detail;
+    uint64_t prog, detail;
     uint32_t prog_size, st;
 
     if (!e->kernel) {
@@ -366,49 +692,81 @@ uint32_t spyre_cmd_kernel(SpyreExec *e)
     if (!k->l.P || !k->prog.ninsts) {
         return SPYRE_STATUS_OK;     /* nothing runs */
     }
-    k->io = (SpyreKIO) {
-        .opaque = k,
-        .access = spyre_kx_access,
-        .keep_fault = spyre_kx_keep_fault,
-        .boundary = spyre_kx_boundary,
-    };
-    if (!spyre_kernel_prepare(&k->run, &k->prog, &k->l, &k->io)) {
+    /*
+     * 6: run, in chunks of whole tiles (the tile depends on the program
+     * and the launch only), claimed in order by this worker and, for
+     * large launches, idle ones (spyre_kernel_help).
+     */
+    k->part.own = k;
+    k->part.e = e;
+    if (!spyre_kernel_prepare(&k->part.run, &k->prog, &k->l, &k->part.io)) {
         return SPYRE_STATUS_INTERNAL;
     }
+    k->chunk = k->part.run.tile *
+               MAX(1, SPYRE_KX_CHUNK_ITERS /
+                      (k->part.run.tile * MAX(k->l.R, 1)));
+    k->nchunks = k->l.P / k->chunk + (k->l.P % k->chunk != 0);
+    k->next = 0;
+    k->active = 0;
+    k->stop = false;
+    k->hard = SPYRE_STATUS_OK;
+    k->err_chunk = UINT64_MAX;
+    k->q = e->q;
+    k->gen = e->gen;
+    k->ctx = e->ctx;
+    k->prio = e->prio;
+    k->deadline = e->deadline;
+    k->max_active = MIN(MIN(s->ncores, s->nworkers), s->host_cpus);
+    if (k->nchunks < 2) {
+        k->max_active = 1;
+    }
+    if (k->max_active > 1) {
+        QLIST_INSERT_HEAD(&s->kernels, k, link);
+        s->sched_seq++;
+        spyre_wake(s, MIN(k->nchunks, k->max_active) - 1);
+    }
+    for (;;) {
+        if (spyre_kx_open(k)) {
+            uint64_t c = k->next++;
 
-    /* 6: run, tile by tile. */
-    for (pt = 0; pt < k->l.P; pt += k->run.tile) {
-        spyre_unlock(s);
-        st = spyre_kernel_tile(&k->run, pt);
-        spyre_lock(s);
-        e->w->lock_ns = spyre_now();
-        if (st != SPYRE_STATUS_OK) {
-            return st;
+            k->active++;
+            spyre_kx_chunk_done(k, spyre_kx_chunk(e, k, c));
+            continue;
         }
-        if (k->run.status) {
+        if (!k->active) {
             break;
         }
-        if (pt + k->run.tile < k->l.P) {
-            st = spyre_e_boundary(e, true);
-            if (st != SPYRE_STATUS_OK) {
-                return st;
-            }
+        /* Helpers run the last chunks; they stop soon after a reset. */
+        qemu_cond_timedwait(&s->gang_cond, &s->lock, 10);
+        e->w->lock_ns = spyre_now();
+        spyre_e_wait_running(e);
+        if (!spyre_e_alive(e)) {
+            k->stop = true;
+        } else if (spyre_now() > e->deadline && !k->hard) {
+            k->stop = true;
+            k->hard = SPYRE_STATUS_LIMIT;
         }
     }
-    if (!spyre_e_alive(e)) {
+    if (k->max_active > 1) {
+        QLIST_REMOVE(k, link);
+    }
+    if (!spyre_e_alive(e) || k->hard == SPYRE_EXEC_DROPPED) {
         return SPYRE_EXEC_DROPPED;
     }
-    st = k->run.status;
+    if (k->hard != SPYRE_STATUS_OK) {
+        return k->hard;
+    }
+    st = k->err_chunk == UINT64_MAX ? SPYRE_STATUS_OK : k->err_st;
     if (st) {
-        job->detail = k->run.detail;
-        job->detail2 = k->run.detail2;
+        job->detail = k->err_detail;
+        job->detail2 = k->err_detail2;
         e->err_va = 0;
         e->fault_reason = 0;
         if (st == SPYRE_STATUS_MMU_FAULT || st == SPYRE_STATUS_DMA_ERROR) {
-            e->err_va = k->win_va;
-            e->fault_reason = st == SPYRE_STATUS_MMU_FAULT ? k->win_reason :
+            e->err_va = k->err_va;
+            e->fault_reason = st == SPYRE_STATUS_MMU_FAULT ? k->err_reason :
                                                             0;
-            e->fault_write = k->win_write;
+            e->fault_write = k->err_write;
         }
     }
     return st;
@@ -417,7 +775,7 @@ uint32_t spyre_cmd_kernel(SpyreExec *e)
 void spyre_kernel_exec_free(SpyreExec *e)
 {
     if (e->kernel) {
-        spyre_kernel_free(&e->kernel->run);
+        spyre_kernel_free(&e->kernel->part.run);
         g_free(e->kernel);
         e->kernel = NULL;
     }

@@ -484,7 +484,7 @@ uint32_t spyre_e_mem_begin(SpyreExec *e)
 }
 
 /* Device lock held.  Add what @e's memory phases counted to the card's. */
-static void spyre_e_fold(SpyreExec *e)
+void spyre_e_fold(SpyreExec *e)
 {
     e->s->tel[SPYRE_TEL_BYTES] += e->io_bytes;
     e->q->job.writes += e->io_writes;

@@ -378,6 +378,7 @@ static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
     SpyreState *s = w->s;
     bool dummy = false;
     SpyreCopySplit *c;
+    SpyreKernel *k;
     SpyreQueue *q;
     SpyreGang *g;
     int eff = -1;
@@ -397,6 +398,12 @@ static bool spyre_run_work(SpyreWorker *w, unsigned int level, int floor,
     /* Start a job of at least the same priority before helping a GEMM. */
     if (g && (!q || (int)g->prio > eff)) {
         spyre_gang_help(&w->exec[level], g, floor);
+        return true;
+    }
+    /* Or a KERNEL's chunks, likewise. */
+    k = spyre_pick_kernel(s, floor, q ? eff : -1);
+    if (k) {
+        spyre_kernel_help(&w->exec[level], k, floor);
         return true;
     }
     if (q) {

@@ -191,6 +191,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     qemu_cond_init(&s->run_cond);
     QLIST_INIT(&s->gangs);
     QLIST_INIT(&s->copies);
+    QLIST_INIT(&s->kernels);
     spyre_lock(s);
     spyre_reset(s);
     spyre_unlock(s);

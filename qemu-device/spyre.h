@@ -26,7 +26,8 @@
  *  spyre-gemm.c   GEMM: splitting into parts, parts run by several
  *                 workers, operand I/O;
  *  spyre-kexec.c  KERNEL: decode, the program read at command start, the
- *                 run tile by tile (memory per LOAD/STORE in data phases);
+ *                 run in chunks of tiles shared with idle workers (guest
+ *                 memory through windows mapped in data phases);
  *  spyre-kernel.c the kernel verifier and interpreter (no QEMU dependency,
  *                 no locks, built with -ffp-contract=off);
  *  spyre-copy.c   bulk byte copies (COPY without conversion): batches of
@@ -519,6 +520,7 @@ struct SpyreState {
     uint64_t mmu_epoch;         /* bumped when cached translations die */
     QLIST_HEAD(, SpyreGang) gangs;
     QLIST_HEAD(, SpyreCopySplit) copies;
+    QLIST_HEAD(, SpyreKernel) kernels;  /* KERNELs idle workers may help */
     VMChangeStateEntry *vmse;
 
     /* MSI-X vectors to raise from the bottom half. */
@@ -614,6 +616,7 @@ void spyre_record_fault(SpyreState *s, unsigned int ctx, unsigned int queue,
                         bool direct);
 uint32_t spyre_e_mem_begin(SpyreExec *e);
 void spyre_e_mem_end(SpyreExec *e);
+void spyre_e_fold(SpyreExec *e);
 uint32_t spyre_e_data_begin(SpyreExec *e);
 void spyre_e_data_unlock(SpyreExec *e);
 void spyre_e_data_end(SpyreExec *e);
@@ -671,6 +674,8 @@ uint32_t spyre_copy_bytes(SpyreExec *e, uint64_t dst, uint64_t src,
 
 /* spyre-kexec.c */
 uint32_t spyre_cmd_kernel(SpyreExec *e);
+SpyreKernel *spyre_pick_kernel(SpyreState *s, int floor, int eff);
+void spyre_kernel_help(SpyreExec *e, SpyreKernel *k, int floor);
 void spyre_kernel_exec_free(SpyreExec *e);
 
 /* spyre-gemm.c */

@@ -7,7 +7,11 @@
  * Makefile.kernel, renamed base_*).  See Makefile.kernel.
  *
  *   spyre-kbench check [N]   the issue's three kernels plus N random
- *                            programs (default 300) against the base
+ *                            programs (default 300) against the base,
+ *                            once per host code path of the core
+ *                            (spyre_kernel_isas()), memory reached
+ *                            through SpyreKIO.map in one piece, in
+ *                            4 KiB pieces, or through access only
  *   spyre-kbench bench       ns/element of the issue's kernels, new core
  *   spyre-kbench bench-base  the same with the base core
  *
@@ -47,6 +51,37 @@ typedef struct Host {
     Buf *b;
     uint64_t faults;
 } Host;
+
+/* How the new core's runs reach memory: 0 access only, else map too. */
+static int map_mode = 1;
+#define MAP_PIECE   4096        /* map_mode 2: pieces end at 4 KiB */
+
+static uint8_t *h_map(void *opaque, unsigned int opnd, bool write,
+                      uint64_t off, uint64_t *n)
+{
+    Host *h = opaque;
+    Buf *b = &h->b[opnd];
+    size_t es = spyre_cmd_dtype_size(b->dtype);
+    uint64_t end = b->fault < b->extent ? b->fault : b->extent;
+
+    if (off >= end) {
+        return NULL;            /* access reports the fault */
+    }
+    if (end - off < *n) {
+        *n = end - off;
+    }
+    if (map_mode == 2) {
+        uint64_t left = (MAP_PIECE - off * es % MAP_PIECE) / es;
+
+        if (!left) {
+            return NULL;        /* an element across the piece's end */
+        }
+        if (left < *n) {
+            *n = left;
+        }
+    }
+    return b->data + off * es;
+}
 
 static uint32_t h_access(void *opaque, unsigned int opnd, bool write,
                          const int64_t *off, const uint8_t *act, uint32_t n,
@@ -112,7 +147,8 @@ static Res run(const Launch *lk, Buf *b, bool base)
     static SpyreKProg prog;
     SpyreKRun *r = &runs[base];
     Host h = { .b = b };
-    SpyreKIO io = { &h, h_access, h_keep, h_boundary };
+    SpyreKIO io = { &h, map_mode && !base ? h_map : NULL, h_access, h_keep,
+                    h_boundary };
     Res res = { 0 };
     uint64_t pt;
     uint32_t st;
@@ -710,15 +746,37 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "check";
     int i, n = argc > 2 ? atoi(argv[2]) : 300;
+    unsigned int isa, isas = spyre_kernel_isas();
 
     if (!strcmp(mode, "bench") || !strcmp(mode, "bench-base")) {
+        if (getenv("KB_ISA")) {
+            spyre_kernel_set_isa(atoi(getenv("KB_ISA")));
+        }
         issue_kernels(true, !strcmp(mode, "bench-base"), 4u << 20, 1024);
         return 0;
     }
-    issue_kernels(false, false, 1u << 20, 256);
-    math_sweep(1u << 21);
-    for (i = 0; i < n; i++) {
-        random_one(i);
+    /* Every host code path, on the same inputs, against the base. */
+    for (isa = 0; isa < 32; isa++) {
+        if (!(isas & (1u << isa))) {
+            continue;
+        }
+        if (!spyre_kernel_set_isa(isa)) {
+            printf("not ok: code path %u refused\n", isa);
+            failures++;
+            continue;
+        }
+        rng = 88172645463325252ull;
+        for (map_mode = 0; map_mode < 3; map_mode++) {
+            issue_kernels(false, false, 1u << 20, 256);
+        }
+        map_mode = 1;
+        math_sweep(1u << 21);
+        for (i = 0; i < n; i++) {
+            map_mode = i % 3;
+            random_one(i);
+        }
+        printf("code path %u: %d runs so far, %d failures\n", isa, ran,
+               failures);
     }
     printf("%s: %d runs (%d ok, %d out of bounds, %d faults, %d other), "
            "%d failures\n", failures ? "FAIL" : "ok", ran, st_count[0],
