@@ -1021,14 +1021,15 @@ TEST_F_TIMEOUT(kernel, kernel_fuzz_random_and_mutated_programs, 120)
 }
 
 /*
- * A long reduction kernel (1024 points x 8192 ones) on the normal queue
- * and a small kernel on a high-priority queue submitted after it: the
- * small one completes first (the card switches at a tile boundary), and
- * the long one's sums are still exact.
+ * A long reduction kernel (1024 points x 64 Ki ones: long enough to
+ * outlast the small job's submission however fast the card's engine)
+ * on the normal queue and a small kernel on a high-priority queue
+ * submitted after it: the small one completes first (the card switches
+ * at a tile boundary), and the long one's sums are still exact.
  */
 TEST_F_TIMEOUT(kernel, kernel_preempted_by_high_priority_queue, 120)
 {
-	enum { P = 1024, R = 8192 };
+	enum { P = 1024, R = 65536 };
 	const uint32_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
 	struct spyre_kernel *k, *ks = kt_shift_kernel();
 	struct spyre_stream *hi;
