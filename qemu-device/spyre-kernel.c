@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* HOST_X86_64: QEMU's build configuration (the native harness's own). */
+#include "config-host.h"
+
 #include "spyre-math.h"
 #include "spyre-kernel.h"
 
@@ -33,16 +36,9 @@
 
 /*
  * The interpreter's hot functions are inlined into each host code path
- * (krun_insts_*): one copy per instruction set.
+ * (krun_generic, krun_avx2): one copy per instruction set.
  */
-#define KINL        static inline __attribute__((always_inline))
-
-/* A second host code path (AVX2 and FMA) is built on x86-64. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define KISA_X86    1
-#else
-#define KISA_X86    0
-#endif
+#define KALWAYS     __attribute__((always_inline))
 
 /*
  * KFOR(j, n, body): the body for lanes j (a size_t of the caller's) in
@@ -869,7 +865,7 @@ unsigned int spyre_kernel_isas(void)
 {
     unsigned int m = 1u << SPYRE_KISA_GENERIC;
 
-#if KISA_X86
+#ifdef HOST_X86_64
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         m |= 1u << SPYRE_KISA_AVX2;
@@ -985,8 +981,8 @@ static inline uint64_t lane_pt(const SpyreKRun *r, uint32_t j)
 }
 
 /* Source @i of @in, broadcast to pass lanes if it is a point value. */
-KINL const void *ksrc(SpyreKRun *r, const SpyreKInst *in, int i,
-                      uint16_t v)
+static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
+                                       int i, uint16_t v)
 {
     const uint64_t *s = VS(r, v);
     uint64_t *d = r->tmp + (size_t)i * r->vl;
@@ -1342,7 +1338,7 @@ static inline float kfop(unsigned int op, float a, float b, float c,
     }
 }
 
-KINL void kcanon(float *restrict d, uint32_t n)
+static inline KALWAYS void kcanon(float *restrict d, uint32_t n)
 {
     size_t j;
 
@@ -1361,9 +1357,9 @@ KINL void kcanon(float *restrict d, uint32_t n)
 
 /* f32 results of EXPR over x, y (and zs[j]), NaN canonical. */
 #define KDEF_F(name, EXPR) \
-KINL void name(float *restrict ds, const float *restrict xs, \
-               const float *restrict ys, const float *restrict zs, \
-               uint32_t n) \
+static inline KALWAYS void name(float *restrict ds, const float *restrict xs, \
+                                const float *restrict ys, \
+                                const float *restrict zs, uint32_t n) \
 { \
     size_t j; \
     \
@@ -1387,9 +1383,11 @@ KDEF_F(kf_clamp, fminmax(fminmax(x, y, true, false), zs[j], false, false))
 KDEF_F(kf_fma, fmaf(x, y, zs[j]))
 
 /* CMP of every lane: @xs and @ys of type T, bool results. */
-#define KDEF_CMP(name, T) \
-KINL void name(uint8_t *restrict res, const T *restrict xs, \
-               const T *restrict ys, uint32_t n, unsigned int mod) \
+#define KDEF_CMP(name, lane_t) \
+static inline KALWAYS void name(uint8_t *restrict res, \
+                                const lane_t *restrict xs, \
+                                const lane_t *restrict ys, uint32_t n, \
+                                unsigned int mod) \
 { \
     size_t j; \
     \
@@ -1424,21 +1422,23 @@ KDEF_CMP(kcmp_b, uint8_t)
  * The integer operations of type T (int32_t or int64_t), @bits wide:
  * the ones that cannot fail in blocks, the rest lane by lane (kiop()).
  */
-#define KDEF_INT(name, T, bits) \
-KINL void name(T *restrict d, const T *restrict x, const T *restrict y, \
-               const T *restrict z, uint32_t n, unsigned int op) \
+#define KDEF_INT(name, lane_t, bits) \
+static inline KALWAYS void name(lane_t *restrict d, const lane_t *restrict x, \
+                                const lane_t *restrict y, \
+                                const lane_t *restrict z, uint32_t n, \
+                                unsigned int op) \
 { \
     size_t j; \
     \
     switch (op) { \
     case SPYRE_KOP_ADD: \
-        KFOR(j, n, { d[j] = (T)((uint64_t)x[j] + (uint64_t)y[j]); }); \
+        KFOR(j, n, { d[j] = (lane_t)((uint64_t)x[j] + (uint64_t)y[j]); }); \
         return; \
     case SPYRE_KOP_SUB: \
-        KFOR(j, n, { d[j] = (T)((uint64_t)x[j] - (uint64_t)y[j]); }); \
+        KFOR(j, n, { d[j] = (lane_t)((uint64_t)x[j] - (uint64_t)y[j]); }); \
         return; \
     case SPYRE_KOP_MUL: \
-        KFOR(j, n, { d[j] = (T)((uint64_t)x[j] * (uint64_t)y[j]); }); \
+        KFOR(j, n, { d[j] = (lane_t)((uint64_t)x[j] * (uint64_t)y[j]); }); \
         return; \
     case SPYRE_KOP_MIN: \
         KFOR(j, n, { d[j] = x[j] < y[j] ? x[j] : y[j]; }); \
@@ -1459,7 +1459,7 @@ KINL void name(T *restrict d, const T *restrict x, const T *restrict y, \
         break; \
     } \
     for (j = 0; j < n; j++) { \
-        d[j] = (T)kiop(op, x[j], y ? y[j] : 0, z ? z[j] : 0, bits); \
+        d[j] = (lane_t)kiop(op, x[j], y ? y[j] : 0, z ? z[j] : 0, bits); \
     } \
 }
 
@@ -1467,9 +1467,11 @@ KDEF_INT(kint_i32, int32_t, 32)
 KDEF_INT(kint_i64, int64_t, 64)
 
 /* SELECT of values @size bytes wide: @m ? @x : @y. */
-#define KDEF_SEL(name, T) \
-KINL void name(T *restrict d, const uint8_t *restrict m, \
-               const T *restrict x, const T *restrict y, uint32_t n) \
+#define KDEF_SEL(name, lane_t) \
+static inline KALWAYS void name(lane_t *restrict d, \
+                                const uint8_t *restrict m, \
+                                const lane_t *restrict x, \
+                                const lane_t *restrict y, uint32_t n) \
 { \
     size_t j; \
     \
@@ -1481,20 +1483,22 @@ KDEF_SEL(ksel_32, uint32_t)
 KDEF_SEL(ksel_64, uint64_t)
 
 /* Bitwise operations on bool or f32 bits: d = x OP y, or OP x. */
-#define KDEF_BITS2(name, T, EXPR) \
-KINL void name(T *restrict d, const T *restrict xs, const T *restrict ys, \
-               uint32_t n) \
+#define KDEF_BITS2(name, lane_t, EXPR) \
+static inline KALWAYS void name(lane_t *restrict d, \
+                                const lane_t *restrict xs, \
+                                const lane_t *restrict ys, uint32_t n) \
 { \
     size_t j; \
     \
-    KFOR(j, n, { T x = xs[j], y = ys[j]; d[j] = (EXPR); }); \
+    KFOR(j, n, { lane_t x = xs[j], y = ys[j]; d[j] = (EXPR); }); \
 }
-#define KDEF_BITS1(name, T, EXPR) \
-KINL void name(T *restrict d, const T *restrict xs, uint32_t n) \
+#define KDEF_BITS1(name, lane_t, EXPR) \
+static inline KALWAYS void name(lane_t *restrict d, \
+                                const lane_t *restrict xs, uint32_t n) \
 { \
     size_t j; \
     \
-    KFOR(j, n, { T x = xs[j]; d[j] = (EXPR); }); \
+    KFOR(j, n, { lane_t x = xs[j]; d[j] = (EXPR); }); \
 }
 
 KDEF_BITS2(kb_and, uint8_t, x & y)
@@ -1505,8 +1509,9 @@ KDEF_BITS1(kf_neg, uint32_t, x ^ 0x80000000u)
 KDEF_BITS1(kf_abs, uint32_t, x & 0x7fffffffu)
 
 /* @acc[j] += @ix[j] * @s (AFFINE's terms, wrapping). */
-KINL void kaxpy(uint64_t *restrict acc, const uint64_t *restrict ix,
-                uint64_t s, uint32_t n)
+static inline KALWAYS void kaxpy(uint64_t *restrict acc,
+                                 const uint64_t *restrict ix, uint64_t s,
+                                 uint32_t n)
 {
     size_t j;
 
@@ -1514,7 +1519,7 @@ KINL void kaxpy(uint64_t *restrict acc, const uint64_t *restrict ix,
 }
 
 /* Elementwise instructions: everything but memory, CHECK and REDUCE. */
-KINL void kalu(SpyreKRun *r, const SpyreKInst *in)
+static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
 {
     const SpyreKLaunch *l = r->l;
     uint32_t n = r->nl;
@@ -1869,11 +1874,15 @@ KINL void kalu(SpyreKRun *r, const SpyreKInst *in)
 
 /* ---- Memory ------------------------------------------------------------- */
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define KHOST_LE    1           /* guest memory's byte order: no swaps */
-#else
-#define KHOST_LE    0           /* the fast path is not built */
-#endif
+/* Is the host little-endian, as guest memory is (a constant)? */
+static inline bool khost_le(void)
+{
+    const uint16_t one = 1;
+    uint8_t b;
+
+    memcpy(&b, &one, 1);
+    return b;
+}
 
 /* A loop over [0, n) in blocks the compiler vectorises, then the rest. */
 #define KFOR_N(j, n, ...) do { \
@@ -1896,7 +1905,7 @@ static inline float kh2f(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, mag = h & 0x7fff;
     uint32_t norm = (mag << 13) + (112u << 23);
-    uint32_t sub = f2u((float)(int32_t)mag * 0x1p-24f);
+    uint32_t sub = f2u((float)(int32_t)mag / 16777216.0f);
     uint32_t inf = norm + (112u << 23);
     uint32_t res = ksel(kmask(mag < 0x400), sub,
                         ksel(kmask(mag < 0x7c00), norm,
@@ -1947,8 +1956,9 @@ static inline size_t kvsize(unsigned int t)
 }
 
 /* @n elements of dtype @dt at @p (guest memory) into value lanes @d. */
-KINL void kload_run(void *restrict d, const uint8_t *restrict p,
-                    unsigned int dt, uint32_t n)
+static inline KALWAYS void kload_run(void *restrict d,
+                                     const uint8_t *restrict p,
+                                     unsigned int dt, uint32_t n)
 {
     switch (dt) {
     case SPYRE_DTYPE_FP32:
@@ -2016,8 +2026,9 @@ KINL void kload_run(void *restrict d, const uint8_t *restrict p,
 }
 
 /* @n value lanes @v to elements of dtype @dt at @p (guest memory). */
-KINL void kstore_run(uint8_t *restrict p, unsigned int dt,
-                     const void *restrict v, uint32_t n, bool sat)
+static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
+                                      const void *restrict v, uint32_t n,
+                                      bool sat)
 {
     switch (dt) {
     case SPYRE_DTYPE_FP32:
@@ -2082,9 +2093,9 @@ KINL void kstore_run(uint8_t *restrict p, unsigned int dt,
  * KPIECES pieces) and the value lanes.  Returns false, having accessed
  * nothing, if they are not all reachable that way.
  */
-KINL bool kmem_run(SpyreKRun *r, unsigned int opnd, unsigned int dt,
-                   bool write, bool sat, uint64_t o0, uint32_t n, void *v,
-                   size_t vs)
+static inline KALWAYS bool kmem_run(SpyreKRun *r, unsigned int opnd,
+                                    unsigned int dt, bool write, bool sat,
+                                    uint64_t o0, uint32_t n, void *v, size_t vs)
 {
     uint8_t *pp[KPIECES];
     uint32_t pl[KPIECES], np = 0, done = 0, i;
@@ -2119,9 +2130,10 @@ KINL bool kmem_run(SpyreKRun *r, unsigned int opnd, unsigned int dt,
  * @raw, copied from or to the one piece of host memory @hp that holds
  * elements @lo on.
  */
-KINL void kmem_lanes(SpyreKRun *r, uint8_t *hp, uint64_t lo, bool write,
-                     const int64_t *off, const uint8_t *act, uint32_t n,
-                     uint8_t *raw, size_t es)
+static inline KALWAYS void kmem_lanes(SpyreKRun *r, uint8_t *hp, uint64_t lo,
+                                      bool write, const int64_t *off,
+                                      const uint8_t *act, uint32_t n,
+                                      uint8_t *raw, size_t es)
 {
     uint32_t j, cnt = 0;
 
@@ -2160,7 +2172,8 @@ KINL void kmem_lanes(SpyreKRun *r, uint8_t *hp, uint64_t lo, bool write,
 }
 
 /* LOAD and STORE. */
-KINL uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
+                                    uint32_t idx)
 {
     const SpyreKLaunch *l = r->l;
     unsigned int opnd = in->imm, dt = l->dtype[opnd];
@@ -2216,7 +2229,7 @@ KINL uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     }
 
     /* Every active lane in the extent: the fast path, if it maps. */
-    if (KHOST_LE && any && bad == n && r->io->map) {
+    if (khost_le() && any && bad == n && r->io->map) {
         uint64_t hi = 0, len;
 
         if (!mask && !gap &&
@@ -2387,7 +2400,8 @@ KINL uint32_t kmem(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     return SPYRE_STATUS_OK;
 }
 
-KINL void kcheck(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+static inline KALWAYS void kcheck(SpyreKRun *r, const SpyreKInst *in,
+                                  uint32_t idx)
 {
     const uint8_t *a = ksrc(r, in, 0, in->a);
     const uint8_t *m = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
@@ -2538,8 +2552,9 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
  * goes to stripe i % 16, so 16 accumulators take whole blocks of lanes
  * at once, each in increasing reduction index as the order requires.
  */
-KINL void kfeed16(SpyreKRed *rd, unsigned int kind, const float *restrict af,
-                  uint32_t j0, uint32_t j1)
+static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
+                                   const float *restrict af, uint32_t j0,
+                                   uint32_t j1)
 {
     float acc[16];
     uint32_t i, j;
@@ -2576,9 +2591,10 @@ KINL void kfeed16(SpyreKRed *rd, unsigned int kind, const float *restrict af,
 }
 
 /* Feed lanes [@j0, @j1) of REDUCE @in (one point's) to @rd's stripes. */
-KINL void kfeed(SpyreKRun *r, const SpyreKInst *in, SpyreKRed *rd,
-                const void *a, const void *b, const void *c,
-                const uint8_t *m, uint32_t j0, uint32_t j1)
+static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
+                                 SpyreKRed *rd, const void *a, const void *b,
+                                 const void *c, const uint8_t *m, uint32_t j0,
+                                 uint32_t j1)
 {
     unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
     uint32_t j;
@@ -2696,7 +2712,8 @@ static SpyreKAcc kresult(SpyreKRed *rd, unsigned int kind, unsigned int T,
 /* ---- Sections ----------------------------------------------------------- */
 
 /* Instructions [@from, @to) over the current vector (g: its first point). */
-KINL uint32_t krun_body(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
+static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
+                                         uint32_t to, uint32_t g)
 {
     const SpyreKProg *p = r->p;
     uint32_t i, st;
@@ -2753,7 +2770,7 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
     return krun_body(r, from, to, g);
 }
 
-#if KISA_X86
+#ifdef HOST_X86_64
 static __attribute__((target("avx2,fma")))
 uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
 {
@@ -2764,7 +2781,7 @@ uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
 static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
                            uint32_t g)
 {
-#if KISA_X86
+#ifdef HOST_X86_64
     if (__atomic_load_n(&kisa, __ATOMIC_RELAXED) == SPYRE_KISA_AVX2) {
         return krun_avx2(r, from, to, g);
     }
