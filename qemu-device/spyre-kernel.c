@@ -2762,7 +2762,10 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
  * FMA (as QEMU's util/bufferiszero.c picks its loops at run time).  Both
  * compute every operation with the same IEEE operations, rounded once
  * each (-ffp-contract=off holds in both: FMA only where the program
- * asks for fmaf), so their results are bit-identical.
+ * asks for fmaf), so their results are bit-identical.  The AVX2 path
+ * keeps to 128-bit vectors: with 256-bit ones, the SSE code it calls
+ * (the math functions, libm) ran 2-5 times slower on a loaded host
+ * (upper register halves left dirty across context switches).
  */
 static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
                              uint32_t g)
@@ -2771,7 +2774,7 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
 }
 
 #ifdef HOST_X86_64
-static __attribute__((target("avx2,fma")))
+static __attribute__((target("avx2,fma,prefer-vector-width=128")))
 uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
 {
     return krun_body(r, from, to, g);
