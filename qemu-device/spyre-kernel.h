@@ -153,11 +153,4 @@ void spyre_kernel_free(SpyreKRun *r);
  */
 uint32_t spyre_kernel_tile(SpyreKRun *r, uint64_t pt0);
 
-/* Numeric helpers shared with the tests (f32 with canonical NaN). */
-float spyre_kmath_exp(float x);
-float spyre_kmath_log(float x);
-float spyre_kmath_tanh(float x);
-float spyre_kmath_erf(float x);
-float spyre_kmath_pow(float x, float y);
-
 #endif
