@@ -56,21 +56,24 @@ static inline float kcanon(float f)
 /* ln 2 in two parts (fdlibm's): LN2_HI has 32 trailing zero bits. */
 static const double LN2_HI = 0.693147180369123816490;
 static const double LN2_LO = 0.000000000190821492927058770002;
-#define KLN2            0x1.62e42fefa39efp-1
-#define KINV_LN2        0x1.71547652b82fep+0
-#define KLOG10_2        0x1.34413509f79ffp-2
-#define KINV_LN10       0x1.bcb7b1526e50ep-2
-#define KPI             0x1.921fb54442d18p+1
-#define KPIO2           0x1.921fb54442d18p+0
-#define KTWO_OVER_PI    0x1.45f306dc9c883p-1
+static const double KLN2 = 0.6931471805599453;
+static const double KINV_LN2 = 1.4426950408889634;
+static const double KLOG10_2 = 0.3010299956639812;
+static const double KINV_LN10 = 0.4342944819032518;
+static const double KPI = 3.141592653589793;
+static const double KPIO2 = 1.5707963267948966;
+static const double KTWO_OVER_PI = 0.6366197723675814;
 /* pi/2 in three parts; the first two have 33 significant bits. */
-#define KPIO2_1         0x1.921fb544p+0
-#define KPIO2_2         0x1.0b4611a6p-34
-#define KPIO2_3         0x1.3198a2e037073p-69
-#define KTWO_OVER_SQRTPI 0x1.20dd750429b6dp+0
-#define KINV_SQRTPI     0x1.20dd750429b6dp-1
-#define KSQRTPI_2       0x1.c5bf891b4ef6bp-1
-#define KHALF_LN_2PI    0x1.d67f1c864beb5p-1
+static const double KPIO2_1 = 1.5707963267341256;
+static const double KPIO2_2 = 0.00000000006077100506303966;
+static const double KPIO2_3 =
+    0.0000000000000000000020222662487959506;
+static const double KTWO_OVER_SQRTPI = 1.1283791670955126;
+static const double KINV_SQRTPI = 0.5641895835477563;
+static const double KHALF_LN_2PI = 0.9189385332046728;
+/* 2^-128 */
+static const double KTWO_M128 =
+    1.0 / 18446744073709551616.0 / 18446744073709551616.0;
 /* 2^52 + 2^51: x + KRND - KRND is x rounded to an integer, |x| < 2^51. */
 #define KRND            0x1.8p52
 
@@ -255,7 +258,7 @@ static inline double klog(double x)
 static inline double klog1p(double u)
 {
     double w = 1.0 + u;
-    double ws = w > 0.0 && w < 0x1p1000 ? w : 1.0;
+    double ws = w > 0.0 && w < 1e300 ? w : 1.0;
     double l = klog(ws) * (u / (w - 1.0));
 
     return w == 1.0 ? u : l;
@@ -352,7 +355,7 @@ static int kreduce_big(float x, double *r)
     p = f * m;
     q = (int)((p + ((unsigned __int128)1 << 125)) >> 126) & 3;
     s = (__int128)(p << 2);
-    *r = (double)s * 0x1p-128 * KPIO2;
+    *r = (double)s * KTWO_M128 * KPIO2;
     if (u >> 31) {
         *r = -*r;
         q = -q & 3;
@@ -881,16 +884,16 @@ void spyre_kmath_lanes(unsigned int op, float *d, const float *a,
     uint32_t j;
 
     /* One loop per function, so that each is a straight-line body. */
-#define KM1(OP) case OP: \
-        for (j = 0; j < n; j++) { \
-            d[j] = kmath1(OP, a[j], 0.0f); \
-        } \
-        return
-#define KM2(OP) case OP: \
-        for (j = 0; j < n; j++) { \
-            d[j] = kmath1(OP, a[j], b[j]); \
-        } \
-        return
+#define KM1(OP) do { \
+            for (j = 0; j < n; j++) { \
+                d[j] = kmath1(OP, a[j], 0.0f); \
+            } \
+        } while (0)
+#define KM2(OP) do { \
+            for (j = 0; j < n; j++) { \
+                d[j] = kmath1(OP, a[j], b[j]); \
+            } \
+        } while (0)
     switch (op) {
     case SPYRE_KOP_EXP:
         kexp_lanes(d, a, n, false);
@@ -903,36 +906,96 @@ void spyre_kmath_lanes(unsigned int op, float *d, const float *a,
     case SPYRE_KOP_TAN:
         ktrig_lanes(op, d, a, n);
         return;
-    KM1(SPYRE_KOP_LOG);
-    KM1(SPYRE_KOP_SQRT);
-    KM1(SPYRE_KOP_RSQRT);
-    KM1(SPYRE_KOP_RECIP);
-    KM1(SPYRE_KOP_TANH);
-    KM1(SPYRE_KOP_ERF);
-    KM1(SPYRE_KOP_EXP2);
-    KM1(SPYRE_KOP_EXPM1);
-    KM1(SPYRE_KOP_LOG2);
-    KM1(SPYRE_KOP_LOG10);
-    KM1(SPYRE_KOP_LOG1P);
-    KM1(SPYRE_KOP_ASIN);
-    KM1(SPYRE_KOP_ACOS);
-    KM1(SPYRE_KOP_ATAN);
-    KM2(SPYRE_KOP_ATAN2);
-    KM1(SPYRE_KOP_SINH);
-    KM1(SPYRE_KOP_COSH);
-    KM1(SPYRE_KOP_ASINH);
-    KM1(SPYRE_KOP_ACOSH);
-    KM1(SPYRE_KOP_ATANH);
-    KM1(SPYRE_KOP_ERFC);
-    KM1(SPYRE_KOP_ERFINV);
-    KM1(SPYRE_KOP_FLOOR);
-    KM1(SPYRE_KOP_CEIL);
-    KM1(SPYRE_KOP_ROUND);
-    KM1(SPYRE_KOP_TRUNC);
-    KM1(SPYRE_KOP_SIGN);
-    KM2(SPYRE_KOP_COPYSIGN);
-    KM2(SPYRE_KOP_HYPOT);
-    KM1(SPYRE_KOP_LGAMMA);
+    case SPYRE_KOP_LOG:
+        KM1(SPYRE_KOP_LOG);
+        return;
+    case SPYRE_KOP_SQRT:
+        KM1(SPYRE_KOP_SQRT);
+        return;
+    case SPYRE_KOP_RSQRT:
+        KM1(SPYRE_KOP_RSQRT);
+        return;
+    case SPYRE_KOP_RECIP:
+        KM1(SPYRE_KOP_RECIP);
+        return;
+    case SPYRE_KOP_TANH:
+        KM1(SPYRE_KOP_TANH);
+        return;
+    case SPYRE_KOP_ERF:
+        KM1(SPYRE_KOP_ERF);
+        return;
+    case SPYRE_KOP_EXP2:
+        KM1(SPYRE_KOP_EXP2);
+        return;
+    case SPYRE_KOP_EXPM1:
+        KM1(SPYRE_KOP_EXPM1);
+        return;
+    case SPYRE_KOP_LOG2:
+        KM1(SPYRE_KOP_LOG2);
+        return;
+    case SPYRE_KOP_LOG10:
+        KM1(SPYRE_KOP_LOG10);
+        return;
+    case SPYRE_KOP_LOG1P:
+        KM1(SPYRE_KOP_LOG1P);
+        return;
+    case SPYRE_KOP_ASIN:
+        KM1(SPYRE_KOP_ASIN);
+        return;
+    case SPYRE_KOP_ACOS:
+        KM1(SPYRE_KOP_ACOS);
+        return;
+    case SPYRE_KOP_ATAN:
+        KM1(SPYRE_KOP_ATAN);
+        return;
+    case SPYRE_KOP_ATAN2:
+        KM2(SPYRE_KOP_ATAN2);
+        return;
+    case SPYRE_KOP_SINH:
+        KM1(SPYRE_KOP_SINH);
+        return;
+    case SPYRE_KOP_COSH:
+        KM1(SPYRE_KOP_COSH);
+        return;
+    case SPYRE_KOP_ASINH:
+        KM1(SPYRE_KOP_ASINH);
+        return;
+    case SPYRE_KOP_ACOSH:
+        KM1(SPYRE_KOP_ACOSH);
+        return;
+    case SPYRE_KOP_ATANH:
+        KM1(SPYRE_KOP_ATANH);
+        return;
+    case SPYRE_KOP_ERFC:
+        KM1(SPYRE_KOP_ERFC);
+        return;
+    case SPYRE_KOP_ERFINV:
+        KM1(SPYRE_KOP_ERFINV);
+        return;
+    case SPYRE_KOP_FLOOR:
+        KM1(SPYRE_KOP_FLOOR);
+        return;
+    case SPYRE_KOP_CEIL:
+        KM1(SPYRE_KOP_CEIL);
+        return;
+    case SPYRE_KOP_ROUND:
+        KM1(SPYRE_KOP_ROUND);
+        return;
+    case SPYRE_KOP_TRUNC:
+        KM1(SPYRE_KOP_TRUNC);
+        return;
+    case SPYRE_KOP_SIGN:
+        KM1(SPYRE_KOP_SIGN);
+        return;
+    case SPYRE_KOP_COPYSIGN:
+        KM2(SPYRE_KOP_COPYSIGN);
+        return;
+    case SPYRE_KOP_HYPOT:
+        KM2(SPYRE_KOP_HYPOT);
+        return;
+    case SPYRE_KOP_LGAMMA:
+        KM1(SPYRE_KOP_LGAMMA);
+        return;
     default:
         for (j = 0; j < n; j++) {
             d[j] = u2f(CANON_NAN);
