@@ -5,8 +5,8 @@
  * that runs a verified program over a tile of points one instruction at
  * a time over a vector of lanes (spyre_kernel_tile), its host code paths
  * (the lane loops built for the baseline and for AVX2, chosen at run
- * time, bit-identical), the reductions in their fixed order, and the
- * card's own math functions.  No QEMU dependency and no locks: guest
+ * time, bit-identical), the reductions in their fixed order; the math
+ * functions are spyre-kmath.c's.  No QEMU dependency and no locks: guest
  * memory is reached through SpyreKIO (spyre-kexec.c).  Built with
  * -ffp-contract=off (meson.build).
  *
@@ -24,6 +24,7 @@
 
 #include "spyre-math.h"
 #include "spyre-kernel.h"
+#include "spyre-kmath.h"
 
 #define KNONE       SPYRE_KVAL_NONE
 #define KB          SPYRE_KTYPE_BOOL
@@ -135,220 +136,6 @@ static unsigned int kvtype(uint32_t dt)
 static bool is_fp8(uint32_t dt)
 {
     return dt == SPYRE_DTYPE_FP8_E4M3 || dt == SPYRE_DTYPE_FP8_E5M2;
-}
-
-/* ---- Math: the card's own code (double precision, then one rounding) -- */
-
-/* ln 2 in two parts (fdlibm's): LN2_HI has 32 trailing zero bits. */
-static const double LN2_HI = 0.693147180369123816490;
-static const double LN2_LO = 0.000000000190821492927058770002;
-
-static double pow2i(int k)
-{
-    uint64_t b = (uint64_t)(k + 1023) << 52;
-    double d;
-
-    memcpy(&d, &b, 8);
-    return d;
-}
-
-/* e^x for |x| <= 800, relative error about 1e-16 (no branch). */
-static inline double kexp_core(double x)
-{
-    double kd, r, p;
-    int k;
-
-    kd = x * 1.4426950408889634 + 0x1.8p52;
-    kd -= 0x1.8p52;
-    k = (int)kd;
-    r = x - kd * LN2_HI - kd * LN2_LO;
-    p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    return p * pow2i(k / 2) * pow2i(k - k / 2);
-}
-
-/* e^x for finite x; clamps far outside. */
-static double kexp_d(double x)
-{
-    if (x > 800.0) {
-        return HUGE_VAL;
-    }
-    if (x < -800.0) {
-        return 0.0;
-    }
-    return kexp_core(x);
-}
-
-/*
- * EXP (@sigmoid false) or SIGMOID of @n lanes: spyre_kmath_exp() and
- * kfop()'s SIGMOID without a branch per lane (NaN lanes give a NaN, made
- * canonical by the caller).
- */
-static inline float kexp_lane(float x)
-{
-    double xc = x > 800.0f ? 800.0 : x < -800.0f ? -800.0 : x;
-    float f;
-
-    f = (float)kexp_core(xc == xc ? xc : 0.0);
-    return x > 800.0f ? INFINITY : x < -800.0f ? 0.0f : x != x ? x : f;
-}
-
-static void kexp_lanes(float *d, const float *a, uint32_t n, bool sigmoid)
-{
-    uint32_t j;
-
-    if (sigmoid) {
-        for (j = 0; j < n; j++) {
-            d[j] = 1.0f / (1.0f + kexp_lane(-a[j]));
-        }
-    } else {
-        for (j = 0; j < n; j++) {
-            d[j] = kexp_lane(a[j]);
-        }
-    }
-}
-
-/* Natural log of a positive, finite, normal double. */
-static double klog_d(double x)
-{
-    uint64_t b;
-    double m, s, s2, t;
-    int e, i;
-
-    memcpy(&b, &x, 8);
-    e = (int)((b >> 52) & 0x7ff) - 1023;
-    b = (b & ((1ULL << 52) - 1)) | (1023ULL << 52);
-    memcpy(&m, &b, 8);
-    if (m > 1.4142135623730951) {
-        m *= 0.5;
-        e++;
-    }
-    s = (m - 1.0) / (m + 1.0);
-    s2 = s * s;
-    t = 0.0;
-    for (i = 23; i >= 3; i -= 2) {
-        t = (t + 1.0 / i) * s2;
-    }
-    return e * LN2_HI + (e * LN2_LO + 2.0 * s * (1.0 + t));
-}
-
-float spyre_kmath_exp(float x)
-{
-    if (x != x) {
-        return u2f(CANON_NAN);
-    }
-    return (float)kexp_d(x);
-}
-
-float spyre_kmath_log(float x)
-{
-    if (x != x || x < 0.0f) {
-        return u2f(CANON_NAN);
-    }
-    if (x == 0.0f) {
-        return -INFINITY;
-    }
-    if (isinf(x)) {
-        return x;
-    }
-    return (float)klog_d(x);
-}
-
-float spyre_kmath_tanh(float x)
-{
-    double d = x, d2, e;
-
-    if (x != x) {
-        return u2f(CANON_NAN);
-    }
-    if (fabsf(x) >= 10.0f) {
-        return x > 0 ? 1.0f : -1.0f;
-    }
-    if (fabsf(x) < 0.0625f) {
-        d2 = d * d;
-        return (float)(d + d * d2 * (-1.0 / 3 + d2 * (2.0 / 15 +
-                       d2 * (-17.0 / 315 + d2 * (62.0 / 2835 +
-                       d2 * (-1382.0 / 155925))))));
-    }
-    e = kexp_d(2.0 * fabs(d));
-    e = (e - 1.0) / (e + 1.0);
-    return (float)(x < 0 ? -e : e);
-}
-
-float spyre_kmath_erf(float x)
-{
-    double d = fabs((double)x), t, sum, x2;
-    int n;
-
-    if (x != x) {
-        return u2f(CANON_NAN);
-    }
-    if (d >= 4.0) {
-        return x > 0 ? 1.0f : -1.0f;
-    }
-    /* erf x = 2/sqrt(pi) e^-x^2 sum x^(2n+1) 2^n / (2n+1)!! */
-    x2 = 2.0 * d * d;
-    t = d;
-    sum = d;
-    for (n = 0; n < 200 && t > sum / 1e18; n++) {
-        t = t * x2 / (2 * n + 3);
-        sum += t;
-    }
-    sum = sum * kexp_d(-d * d) * 1.1283791670955126;
-    return (float)(x < 0 ? -sum : sum);
-}
-
-float spyre_kmath_pow(float x, float y)
-{
-    bool yint, yodd;
-    double r;
-
-    if (y == 0.0f || x == 1.0f) {
-        return 1.0f;
-    }
-    if (x != x || y != y) {
-        return u2f(CANON_NAN);
-    }
-    if (isinf(y)) {
-        if (fabsf(x) == 1.0f) {
-            return 1.0f;
-        }
-        return (fabsf(x) < 1.0f) == (y > 0) ? 0.0f : INFINITY;
-    }
-    yint = floorf(y) == y;
-    yodd = yint && fabsf(y) < 16777216.0f && ((int32_t)y & 1);
-    if (x == 0.0f) {
-        if (y < 0) {
-            return yodd ? copysignf(INFINITY, x) : INFINITY;
-        }
-        return yodd ? x : 0.0f;
-    }
-    if (isinf(x)) {
-        if (x > 0) {
-            return y < 0 ? 0.0f : INFINITY;
-        }
-        if (y < 0) {
-            return yodd ? -0.0f : 0.0f;
-        }
-        return yodd ? -INFINITY : INFINITY;
-    }
-    if (x < 0 && !yint) {
-        return u2f(CANON_NAN);
-    }
-    r = kexp_d((double)y * klog_d(fabs((double)x)));
-    return (float)(x < 0 && yodd ? -r : r);
 }
 
 /* ---- Verifier ----------------------------------------------------------- */
@@ -603,10 +390,17 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             tmask = TM(KI32) | TM(KF32);
             req[0] = S_BITS;
             break;
-        case SPYRE_KOP_EXP ... SPYRE_KOP_ERF:
-        case SPYRE_KOP_FLOOR ... SPYRE_KOP_TRUNC:
+        case SPYRE_KOP_EXP ... SPYRE_KOP_ATAN:
+        case SPYRE_KOP_SINH ... SPYRE_KOP_SIGN:
+        case SPYRE_KOP_LGAMMA:
             tmask = TM(KF32);
             req[0] = S_F32;
+            break;
+        case SPYRE_KOP_ATAN2:
+        case SPYRE_KOP_COPYSIGN:
+        case SPYRE_KOP_HYPOT:
+            tmask = TM(KF32);
+            req[0] = req[1] = S_F32;
             break;
         case SPYRE_KOP_ISNAN:
         case SPYRE_KOP_ISINF:
@@ -1309,30 +1103,6 @@ static inline float kfop(unsigned int op, float a, float b, float c,
         return frem(a, b);
     case SPYRE_KOP_POW:
         return spyre_kmath_pow(a, b);
-    case SPYRE_KOP_EXP:
-        return spyre_kmath_exp(a);
-    case SPYRE_KOP_LOG:
-        return spyre_kmath_log(a);
-    case SPYRE_KOP_SQRT:
-        return sqrtf(a);
-    case SPYRE_KOP_RSQRT:
-        return 1.0f / sqrtf(a);
-    case SPYRE_KOP_RECIP:
-        return 1.0f / a;
-    case SPYRE_KOP_TANH:
-        return spyre_kmath_tanh(a);
-    case SPYRE_KOP_SIGMOID:
-        return 1.0f / (1.0f + spyre_kmath_exp(-a));
-    case SPYRE_KOP_ERF:
-        return spyre_kmath_erf(a);
-    case SPYRE_KOP_FLOOR:
-        return floorf(a);
-    case SPYRE_KOP_CEIL:
-        return ceilf(a);
-    case SPYRE_KOP_ROUND:
-        return rintf(a);
-    case SPYRE_KOP_TRUNC:
-        return truncf(a);
     default:
         return 0.0f;
     }
@@ -1778,6 +1548,10 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
     case SPYRE_KOP_BITCAST:
         memcpy(dv, a, (size_t)n * 4);
         return;
+    case SPYRE_KOP_EXP ... SPYRE_KOP_SIGN:
+    case SPYRE_KOP_COPYSIGN ... SPYRE_KOP_LGAMMA:
+        spyre_kmath_lanes(in->op, df, af, bf, n);
+        return;
     case SPYRE_KOP_ISNAN:
     case SPYRE_KOP_ISINF:
         for (j = 0; j < n; j++) {
@@ -1793,11 +1567,6 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
     if (T == KF32) {
         const float *cf = c;
 
-#define KF1(OP) do { \
-            for (j = 0; j < n; j++) { \
-                df[j] = kfop(OP, af[j], 0.0f, 0.0f, in->mod); \
-            } \
-        } while (0)
 #define KF2(OP) do { \
             for (j = 0; j < n; j++) { \
                 df[j] = kfop(OP, af[j], bf[j], 0.0f, in->mod); \
@@ -1819,42 +1588,6 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
         case SPYRE_KOP_POW:
             KF2(SPYRE_KOP_POW);
             break;
-        case SPYRE_KOP_EXP:
-            kexp_lanes(df, af, n, false);
-            break;
-        case SPYRE_KOP_LOG:
-            KF1(SPYRE_KOP_LOG);
-            break;
-        case SPYRE_KOP_SQRT:
-            KF1(SPYRE_KOP_SQRT);
-            break;
-        case SPYRE_KOP_RSQRT:
-            KF1(SPYRE_KOP_RSQRT);
-            break;
-        case SPYRE_KOP_RECIP:
-            KF1(SPYRE_KOP_RECIP);
-            break;
-        case SPYRE_KOP_TANH:
-            KF1(SPYRE_KOP_TANH);
-            break;
-        case SPYRE_KOP_SIGMOID:
-            kexp_lanes(df, af, n, true);
-            break;
-        case SPYRE_KOP_ERF:
-            KF1(SPYRE_KOP_ERF);
-            break;
-        case SPYRE_KOP_FLOOR:
-            KF1(SPYRE_KOP_FLOOR);
-            break;
-        case SPYRE_KOP_CEIL:
-            KF1(SPYRE_KOP_CEIL);
-            break;
-        case SPYRE_KOP_ROUND:
-            KF1(SPYRE_KOP_ROUND);
-            break;
-        case SPYRE_KOP_TRUNC:
-            KF1(SPYRE_KOP_TRUNC);
-            break;
         default:
             for (j = 0; j < n; j++) {
                 df[j] = kfop(in->op, af[j], bf ? bf[j] : 0.0f,
@@ -1862,7 +1595,6 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
             }
             break;
         }
-#undef KF1
 #undef KF2
         kcanon(df, n);
     } else if (T == KI32) {

@@ -182,11 +182,4 @@ uint32_t spyre_kernel_tile(SpyreKRun *r, uint64_t pt0);
 unsigned int spyre_kernel_isas(void);
 bool spyre_kernel_set_isa(unsigned int isa);
 
-/* Numeric helpers shared with the tests (f32 with canonical NaN). */
-float spyre_kmath_exp(float x);
-float spyre_kmath_log(float x);
-float spyre_kmath_tanh(float x);
-float spyre_kmath_erf(float x);
-float spyre_kmath_pow(float x, float y);
-
 #endif

@@ -317,7 +317,14 @@ TEST(builder_refusals)
 	REFUSE(spyre_kernel_op(k, SPYRE_KOP_EXP, 0, i, NONE, NONE), -EINVAL);
 	REFUSE(spyre_kernel_op(k, SPYRE_KOP_CMP, 9, f, f, NONE), -EINVAL);
 	REFUSE(spyre_kernel_op(k, SPYRE_KOP_ADD, 1, f, f, NONE), -EINVAL);
-	REFUSE(spyre_kernel_op(k, SPYRE_KOP_EXP2, 0, f, NONE, NONE), -EINVAL);
+	REFUSE(spyre_kernel_op(k, 0x65, 0, f, NONE, NONE), -EINVAL);
+	/* the math library: f32 sources, one or two */
+	REFUSE(spyre_kernel_op(k, SPYRE_KOP_SIN, 0, i, NONE, NONE), -EINVAL);
+	REFUSE(spyre_kernel_op(k, SPYRE_KOP_SIGN, 0, i, NONE, NONE), -EINVAL);
+	REFUSE(spyre_kernel_op(k, SPYRE_KOP_LGAMMA, 0, f, f, NONE), -EINVAL);
+	REFUSE(spyre_kernel_op(k, SPYRE_KOP_ATAN2, 0, f, NONE, NONE), -EINVAL);
+	REFUSE(spyre_kernel_op(k, SPYRE_KOP_HYPOT, 0, f, i, NONE), -EINVAL);
+	REFUSE(spyre_kernel_op(k, SPYRE_KOP_COPYSIGN, 1, f, f, NONE), -EINVAL);
 	REFUSE(spyre_kernel_op(k, SPYRE_KOP_LOAD, 0, i, NONE, NONE), -EINVAL);
 	REFUSE(spyre_kernel_op(k, SPYRE_KOP_ADD, 0, f, 7, NONE), -EINVAL);
 	REFUSE(spyre_kernel_op(k, SPYRE_KOP_ADD, 0, f, -ENOMEM, NONE),
@@ -578,6 +585,149 @@ TEST(ref_float_rules)
 	EXPECT_EQ(fbits(3), run_op(_metadata, SPYRE_KOP_SELECT, 0,
 				   SPYRE_KTYPE_F32, 3, 0, fbits(2), fbits(3),
 				   SPYRE_DTYPE_FP32));
+}
+
+/*
+ * The math library's special values (C99 Annex F and PyTorch's CPU
+ * kernels), exact where the value is exact, and a few plain values
+ * within the contract's bounds.
+ */
+TEST(ref_math_library)
+{
+	const float inf = INFINITY, pi = 3.14159265f;
+
+	EXPECT_EQ(8.0f, F1(SPYRE_KOP_EXP2, 3));
+	EXPECT_EQ(0.0f, F1(SPYRE_KOP_EXP2, -inf));
+	EXPECT_EQ(0x80000000u, f32op(_metadata, SPYRE_KOP_EXPM1, 0, 1, -0.0f,
+				     0, 0));
+	EXPECT_EQ(-1.0f, F1(SPYRE_KOP_EXPM1, -inf));
+	EXPECT_EQ(3.0f, F1(SPYRE_KOP_LOG2, 8));
+	EXPECT_EQ(3.0f, F1(SPYRE_KOP_LOG10, 1000));
+	EXPECT_EQ(-inf, F1(SPYRE_KOP_LOG1P, -1));
+	EXPECT_EQ(0x7fc00000u, f32op(_metadata, SPYRE_KOP_LOG1P, 0, 1, -2, 0,
+				     0));
+	EXPECT_EQ(0x80000000u, f32op(_metadata, SPYRE_KOP_SIN, 0, 1, -0.0f, 0,
+				     0));
+	EXPECT_EQ(0x7fc00000u, f32op(_metadata, SPYRE_KOP_COS, 0, 1, inf, 0,
+				     0));
+	EXPECT_EQ(1.0f, F1(SPYRE_KOP_COS, 0));
+	EXPECT_EQ(0x80000000u, f32op(_metadata, SPYRE_KOP_TAN, 0, 1, -0.0f, 0,
+				     0));
+	EXPECT_EQ(pi / 2, F1(SPYRE_KOP_ASIN, 1));
+	EXPECT_EQ(0x7fc00000u, f32op(_metadata, SPYRE_KOP_ASIN, 0, 1, 1.5f, 0,
+				     0));
+	EXPECT_EQ(pi, F1(SPYRE_KOP_ACOS, -1));
+	EXPECT_EQ(0.0f, F1(SPYRE_KOP_ACOS, 1));
+	EXPECT_EQ(-pi / 2, F1(SPYRE_KOP_ATAN, -inf));
+	/* atan2's signed zeros and infinities */
+	EXPECT_EQ(pi, F(SPYRE_KOP_ATAN2, 0.0f, -0.0f));
+	EXPECT_EQ(-pi, F(SPYRE_KOP_ATAN2, -0.0f, -1));
+	EXPECT_EQ(0x80000000u, f32op(_metadata, SPYRE_KOP_ATAN2, 0, 2, -0.0f,
+				     0.0f, 0));
+	EXPECT_EQ(3 * pi / 4, F(SPYRE_KOP_ATAN2, inf, -inf));
+	EXPECT_EQ(pi / 2, F(SPYRE_KOP_ATAN2, 1, 0));
+	EXPECT_EQ(-inf, F1(SPYRE_KOP_SINH, -inf));
+	EXPECT_EQ(inf, F1(SPYRE_KOP_COSH, -inf));
+	EXPECT_EQ(1.0f, F1(SPYRE_KOP_COSH, 0));
+	EXPECT_EQ(0x80000000u, f32op(_metadata, SPYRE_KOP_ASINH, 0, 1, -0.0f,
+				     0, 0));
+	EXPECT_EQ(0.0f, F1(SPYRE_KOP_ACOSH, 1));
+	EXPECT_EQ(0x7fc00000u, f32op(_metadata, SPYRE_KOP_ACOSH, 0, 1, 0.5f, 0,
+				     0));
+	EXPECT_EQ(inf, F1(SPYRE_KOP_ATANH, 1));
+	EXPECT_EQ(-inf, F1(SPYRE_KOP_ATANH, -1));
+	EXPECT_EQ(2.0f, F1(SPYRE_KOP_ERFC, -inf));
+	EXPECT_EQ(0.0f, F1(SPYRE_KOP_ERFC, inf));
+	EXPECT_EQ(1.0f, F1(SPYRE_KOP_ERFC, 0));
+	EXPECT_EQ(inf, F1(SPYRE_KOP_ERFINV, 1));
+	EXPECT_EQ(-inf, F1(SPYRE_KOP_ERFINV, -1));
+	EXPECT_EQ(0x80000000u, f32op(_metadata, SPYRE_KOP_ERFINV, 0, 1, -0.0f,
+				     0, 0));
+	EXPECT_EQ(0x7fc00000u, f32op(_metadata, SPYRE_KOP_ERFINV, 0, 1, 2, 0,
+				     0));
+	/* erfinv(1/2) = 0.4769362762..., erfinv(erf(1)) = 1 */
+	EXPECT_LE(fabsf(F1(SPYRE_KOP_ERFINV, 0.5f) - 0.476936276f), 6e-8f);
+	EXPECT_LE(fabsf(F1(SPYRE_KOP_ERFINV, 0.842700793f) - 1), 2.4e-7f);
+	/* PyTorch's sign: (0 < a) - (a < 0), so NaN and -0 give +0 */
+	EXPECT_EQ(0x00000000u, f32op(_metadata, SPYRE_KOP_SIGN, 0, 1, NAN, 0,
+				     0));
+	EXPECT_EQ(0x00000000u, f32op(_metadata, SPYRE_KOP_SIGN, 0, 1, -0.0f, 0,
+				     0));
+	EXPECT_EQ(-1.0f, F1(SPYRE_KOP_SIGN, -inf));
+	EXPECT_EQ(1.0f, F1(SPYRE_KOP_SIGN, 1e-45f));
+	EXPECT_EQ(-1.0f, F(SPYRE_KOP_COPYSIGN, 1, -0.0f));
+	EXPECT_EQ(0x7fc00000u, f32op(_metadata, SPYRE_KOP_COPYSIGN, 0, 2, NAN,
+				     -1, 0));
+	EXPECT_EQ(inf, F(SPYRE_KOP_HYPOT, NAN, -inf));
+	EXPECT_EQ(5.0f, F(SPYRE_KOP_HYPOT, -3, 4));
+	EXPECT_EQ(0x7fc00000u, f32op(_metadata, SPYRE_KOP_HYPOT, 0, 2, NAN, 1,
+				     0));
+	EXPECT_EQ(0.0f, F1(SPYRE_KOP_LGAMMA, 1));
+	EXPECT_EQ(0.0f, F1(SPYRE_KOP_LGAMMA, 2));
+	EXPECT_EQ(inf, F1(SPYRE_KOP_LGAMMA, 0));
+	EXPECT_EQ(inf, F1(SPYRE_KOP_LGAMMA, -3));
+	EXPECT_EQ(inf, F1(SPYRE_KOP_LGAMMA, -inf));
+	/* lgamma(1/2) = log(sqrt(pi)), lgamma(-1/2) = log(2 sqrt(pi)) */
+	EXPECT_EQ(0.572364943f, F1(SPYRE_KOP_LGAMMA, 0.5f));
+	EXPECT_EQ(1.26551212f, F1(SPYRE_KOP_LGAMMA, -0.5f));
+}
+
+/* The disassembler names every math opcode. */
+TEST(disasm_math_library)
+{
+	static const uint32_t un[] = {
+		SPYRE_KOP_EXP2, SPYRE_KOP_EXPM1, SPYRE_KOP_LOG2,
+		SPYRE_KOP_LOG10, SPYRE_KOP_LOG1P, SPYRE_KOP_SIN, SPYRE_KOP_COS,
+		SPYRE_KOP_TAN, SPYRE_KOP_ASIN, SPYRE_KOP_ACOS, SPYRE_KOP_ATAN,
+		SPYRE_KOP_SINH, SPYRE_KOP_COSH, SPYRE_KOP_ASINH,
+		SPYRE_KOP_ACOSH, SPYRE_KOP_ATANH, SPYRE_KOP_ERFC,
+		SPYRE_KOP_ERFINV, SPYRE_KOP_SIGN, SPYRE_KOP_LGAMMA,
+	};
+	static const char *const want[] = {
+		"%1 = exp2.f32 %0\n", "%2 = expm1.f32 %0\n",
+		"%3 = log2.f32 %0\n", "%4 = log10.f32 %0\n",
+		"%5 = log1p.f32 %0\n", "%6 = sin.f32 %0\n",
+		"%7 = cos.f32 %0\n", "%8 = tan.f32 %0\n",
+		"%9 = asin.f32 %0\n", "%10 = acos.f32 %0\n",
+		"%11 = atan.f32 %0\n", "%12 = sinh.f32 %0\n",
+		"%13 = cosh.f32 %0\n", "%14 = asinh.f32 %0\n",
+		"%15 = acosh.f32 %0\n", "%16 = atanh.f32 %0\n",
+		"%17 = erfc.f32 %0\n", "%18 = erfinv.f32 %0\n",
+		"%19 = sign.f32 %0\n", "%20 = lgamma.f32 %0\n",
+		"%21 = atan2.f32 %0, %1\n", "%22 = copysign.f32 %0, %1\n",
+		"%23 = hypot.f32 %0, %1\n",
+	};
+	const uint32_t dt = SPYRE_DTYPE_FP32;
+	struct spyre_kernel *k;
+	char buf[4096], line[64], *at;
+	const void *p;
+	size_t n, i;
+	int x, r;
+
+	ASSERT_EQ(0, spyre_kernel_create(&dt, 1, 1, 0, 0, &k));
+	x = spyre_kernel_param(k, SPYRE_KTYPE_F32, 0);
+	for (i = 0; i < sizeof(un) / sizeof(un[0]); i++)
+		ASSERT_LT(0, spyre_kernel_op(k, un[i], 0, x, NONE, NONE));
+	ASSERT_LT(0, spyre_kernel_op(k, SPYRE_KOP_ATAN2, 0, x, 1, NONE));
+	ASSERT_LT(0, spyre_kernel_op(k, SPYRE_KOP_COPYSIGN, 0, x, 1, NONE));
+	r = spyre_kernel_op(k, SPYRE_KOP_HYPOT, 0, x, 1, NONE);
+	ASSERT_LT(0, r);
+	spyre_kernel_store(k, 0, spyre_kernel_const(k, SPYRE_KTYPE_I64, 0), r,
+			   NONE, 0);
+	ASSERT_EQ(0, spyre_kernel_finalize(k, &p, &n));
+	ASSERT_LT(0, spyre_kernel_disasm(p, n, buf, sizeof(buf)));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		/* the value column is padded to the widest name, "%24" */
+		snprintf(line, sizeof(line), "%s", want[i]);
+		at = strchr(line, ' ');
+		*at = 0;
+		at = strstr(buf, line);
+		ASSERT_NE(NULL, at) TH_LOG("%s", want[i]);
+		EXPECT_EQ(0, strncmp(strchr(at, '='), strchr(want[i], '='),
+				     strlen(strchr(want[i], '='))))
+			TH_LOG("%s", want[i]);
+	}
+	spyre_kernel_destroy(k);
 }
 
 /* CVT from a parameter of @from to @to (via @via), stored as @out. */
@@ -1010,7 +1160,7 @@ TEST(ref_statuses_and_details)
 	memcpy(bad, l.prog, 64 + 2 * 16);
 	((struct spyre_kprog_header *)bad)->ninsts = 2;
 	((struct spyre_kprog_header *)bad)->nvalues = 2;
-	bad[64 + 16] = SPYRE_KOP_EXP2;
+	bad[64 + 16] = 0x65;
 	l.prog = bad;
 	l.prog_size = 64 + 2 * 16;
 	ASSERT_EQ(0, spyre_ref_kernel(&l, &res));

@@ -274,6 +274,37 @@ static int64_t i_pow(unsigned int t, int64_t a, int64_t b)
 	return wrap(t, r);
 }
 
+/*
+ * The inverse error function (libm has none): bisection on erf to a
+ * bracket of 2^-10, then Newton's method, on erfc above |y| = 1/2 where
+ * 1 - |y| is exact.
+ */
+static double erfinv_d(double y)
+{
+	double t = fabs(y), lo = 0, hi = 6, x, r;
+	int i;
+
+	if (isnan(y) || t > 1)
+		return NAN;
+	if (t == 1)
+		return copysign(INFINITY, y);
+	if (t == 0)
+		return y;
+	for (i = 0; i < 13; i++) {
+		x = 0.5 * (lo + hi);
+		if (erf(x) < t)
+			lo = x;
+		else
+			hi = x;
+	}
+	x = 0.5 * (lo + hi);
+	for (i = 0; i < 6; i++) {
+		r = t <= 0.5 ? erf(x) - t : (1 - t) - erfc(x);
+		x -= r / (1.1283791670955126 * exp(-x * x));
+	}
+	return copysign(x, y);
+}
+
 static struct kval arith(unsigned int op, unsigned int t, unsigned int mod,
 			 struct kval a, struct kval b, struct kval c)
 {
@@ -318,10 +349,34 @@ static struct kval arith(unsigned int op, unsigned int t, unsigned int mod,
 			break;
 		}
 		case SPYRE_KOP_ERF: r.f = rf(erf(fa)); break;
+		case SPYRE_KOP_EXP2: r.f = rf(exp2(fa)); break;
+		case SPYRE_KOP_EXPM1: r.f = rf(expm1(fa)); break;
+		case SPYRE_KOP_LOG2: r.f = rf(log2(fa)); break;
+		case SPYRE_KOP_LOG10: r.f = rf(log10(fa)); break;
+		case SPYRE_KOP_LOG1P: r.f = rf(log1p(fa)); break;
+		case SPYRE_KOP_SIN: r.f = rf(sin(fa)); break;
+		case SPYRE_KOP_COS: r.f = rf(cos(fa)); break;
+		case SPYRE_KOP_TAN: r.f = rf(tan(fa)); break;
+		case SPYRE_KOP_ASIN: r.f = rf(asin(fa)); break;
+		case SPYRE_KOP_ACOS: r.f = rf(acos(fa)); break;
+		case SPYRE_KOP_ATAN: r.f = rf(atan(fa)); break;
+		case SPYRE_KOP_ATAN2: r.f = rf(atan2(fa, fb)); break;
+		case SPYRE_KOP_SINH: r.f = rf(sinh(fa)); break;
+		case SPYRE_KOP_COSH: r.f = rf(cosh(fa)); break;
+		case SPYRE_KOP_ASINH: r.f = rf(asinh(fa)); break;
+		case SPYRE_KOP_ACOSH: r.f = rf(acosh(fa)); break;
+		case SPYRE_KOP_ATANH: r.f = rf(atanh(fa)); break;
+		case SPYRE_KOP_ERFC: r.f = rf(erfc(fa)); break;
+		case SPYRE_KOP_ERFINV: r.f = rf(erfinv_d(fa)); break;
 		case SPYRE_KOP_FLOOR: r.f = rf(floor(fa)); break;
 		case SPYRE_KOP_CEIL: r.f = rf(ceil(fa)); break;
 		case SPYRE_KOP_ROUND: r.f = rf(nearbyint(fa)); break;
 		case SPYRE_KOP_TRUNC: r.f = rf(trunc(fa)); break;
+		/* PyTorch's (0 < a) - (a < 0): NaN and -0 give +0 */
+		case SPYRE_KOP_SIGN: r.f = (float)((0 < fa) - (fa < 0)); break;
+		case SPYRE_KOP_COPYSIGN: r.f = rf(copysign(fa, fb)); break;
+		case SPYRE_KOP_HYPOT: r.f = rf(hypot(fa, fb)); break;
+		case SPYRE_KOP_LGAMMA: r.f = rf(lgamma(fa)); break;
 		}
 		return r;
 	}

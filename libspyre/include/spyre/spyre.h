@@ -2062,9 +2062,9 @@ SPYRE_API int spyre_kernel_store(struct spyre_kernel *k, unsigned int operand,
  *	SPYRE_KCMP_*, @a and @b of one type, bool only EQ/NE; the result is
  *	BOOL), _AND, _OR, _XOR (bool or int), _NOT (@a), _SHL, _SHR (int),
  *	_SELECT (@a bool, @b and @c of one type, the result's), the f32 math
- *	functions _EXP, _LOG, _SQRT, _RSQRT, _RECIP, _TANH, _SIGMOID, _ERF,
- *	_FLOOR, _CEIL, _ROUND, _TRUNC (@a), and _ISNAN, _ISINF (f32 @a, BOOL
- *	result).
+ *	functions of @a: _EXP .. _ATAN, _SINH .. _TRUNC, _SIGN and _LGAMMA
+ *	(0x40-0x5f and 0x64 but 0x53), of @a and @b: _ATAN2 (@a is y),
+ *	_COPYSIGN and _HYPOT, and _ISNAN, _ISINF (f32 @a, BOOL result).
  * @mod: SPYRE_KCMP_* for CMP; 0 or SPYRE_KMOD_IGNORE_NAN for MIN and MAX
  *	(f32: a NaN source gives the other); 0 otherwise.
  * @a: first source.

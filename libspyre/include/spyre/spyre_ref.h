@@ -615,9 +615,11 @@ struct spyre_ref_kernel_result {
  * index, stopping at the first failing access or CHECK (the failure the
  * card reports).  f32 operations are computed in double and rounded once
  * (bit-exact for ADD, SUB, MUL, DIV, FMA, SQRT, RECIP, RSQRT, the
- * divisions and remainders, conversions, FLOOR .. TRUNC); EXP, LOG, TANH,
- * ERF, POW and SIGMOID are the correctly rounded value (almost always):
- * compare the card's with the contract's bound (1 ulp) beside it.
+ * divisions and remainders, conversions, FLOOR .. TRUNC, SIGN,
+ * COPYSIGN); POW and the math functions (EXP .. ERFINV, HYPOT, LGAMMA)
+ * are the host libm's double value rounded once, so almost always the
+ * correctly rounded one: compare the card's with the contract's bound for
+ * the function (docs/spyre-hw.rst's math table) beside it.
  * Integers are exact (two's complement, the contract's values for
  * division by zero and the like); reductions follow the fixed order, so
  * SUM, PROD and WELFORD are bit-exact too.  Outputs are written in place
