@@ -345,7 +345,8 @@ static void kt_pointwise_op(struct __test_metadata *_metadata,
 	kt_free(&c);
 }
 
-TEST_F(kernel, kernel_ops_float_every_dtype)
+/* Minutes, not seconds, on the debug kernel of a loaded 2-core host. */
+TEST_F_TIMEOUT(kernel, kernel_ops_float_every_dtype, 300)
 {
 	static const struct kt_opdesc ops[] = {
 		{ SPYRE_KOP_ADD, 2, 0, 0 }, { SPYRE_KOP_SUB, 2, 0, 0 },
@@ -389,7 +390,7 @@ TEST_F(kernel, kernel_ops_float_every_dtype)
  * plus the reference's own rounding).  The dense sweeps are the host's
  * (qemu-device/tests/spyre-kmath-test.c).
  */
-TEST_F(kernel, kernel_math_special)
+TEST_F_TIMEOUT(kernel, kernel_math_special, 300)
 {
 	static const float sp[] = {
 		0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f,
@@ -463,7 +464,7 @@ TEST_F(kernel, kernel_math_special)
 	}
 }
 
-TEST_F(kernel, kernel_ops_int_and_bool_every_dtype)
+TEST_F_TIMEOUT(kernel, kernel_ops_int_and_bool_every_dtype, 300)
 {
 	static const struct kt_opdesc ops[] = {
 		{ SPYRE_KOP_ADD, 2, 0, 0 }, { SPYRE_KOP_SUB, 2, 0, 0 },
