@@ -47,10 +47,10 @@
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/lockdep.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
-#include <linux/wait.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -241,6 +241,10 @@ struct spyre_irq_vec {
  *	(run_job finds its queue parked, the timeout handler, the poll and
  *	the recovery work leave the card alone).
  * @hw_wq: woken when @hw_blocked drops to 0.
+ * @hw_block_map: lockdep's view of a block: the callbacks that end one
+ *	hold it while they run, every spyre_hw_read_lock() acquires and
+ *	releases it first, so a lock held around that wait and taken by those
+ *	callbacks is reported as the deadlock it would be.
  * @dma_sem: held for reading while coherent DMA memory (page tables,
  *	rings) is freed, for writing by remove() when it frees what is left:
  *	after remove() the DMA API may no longer be used on the device (its
@@ -312,6 +316,7 @@ struct spyre_device {
 	struct rw_semaphore reset_sem;
 	unsigned int hw_blocked;
 	wait_queue_head_t hw_wq;
+	struct lockdep_map hw_block_map;
 
 	struct rw_semaphore dma_sem;
 	bool dma_gone;
@@ -397,6 +402,8 @@ void spyre_hw_disable(struct spyre_device *sdev);
  */
 static inline void spyre_hw_read_lock(struct spyre_device *sdev)
 {
+	lock_map_acquire(&sdev->hw_block_map);
+	lock_map_release(&sdev->hw_block_map);
 	for (;;) {
 		down_read(&sdev->reset_sem);
 		if (!READ_ONCE(sdev->hw_blocked))
@@ -415,6 +422,8 @@ static inline void spyre_hw_read_lock(struct spyre_device *sdev)
  */
 static inline int spyre_hw_read_lock_killable(struct spyre_device *sdev)
 {
+	lock_map_acquire(&sdev->hw_block_map);
+	lock_map_release(&sdev->hw_block_map);
 	for (;;) {
 		if (down_read_killable(&sdev->reset_sem))
 			return -EINTR;

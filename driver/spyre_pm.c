@@ -80,6 +80,7 @@ static int spyre_pm_resume(struct device *dev)
 	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
+	lock_map_acquire(&sdev->hw_block_map);
 	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_reset_end(sdev, SPYRE_RESET_RESUME);
@@ -87,6 +88,7 @@ static int spyre_pm_resume(struct device *dev)
 	}
 	spyre_hw_unblock(sdev);
 	up_write(&sdev->reset_sem);
+	lock_map_release(&sdev->hw_block_map);
 	dma_fence_end_signalling(cookie);
 	return 0;
 }

@@ -416,7 +416,8 @@ int spyre_reset_end(struct spyre_device *sdev, enum spyre_recovery_reason why)
  * the card.  Blocks nest (a function reset inside a PCIe error recovery).
  * reset_sem itself is never held from one PCI or PM callback to the next:
  * they may run in other tasks (an rwsem is released by its owner only),
- * and the PCI core takes its own locks between them.
+ * and the PCI core takes its own locks between them.  The callbacks that
+ * end a block hold @sdev->hw_block_map, lockdep's view of it.
  */
 void spyre_hw_block(struct spyre_device *sdev)
 {
@@ -465,6 +466,7 @@ static void spyre_reset_done(struct pci_dev *pdev)
 	bool cookie = dma_fence_begin_signalling();
 	int idx;
 
+	lock_map_acquire(&sdev->hw_block_map);
 	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		spyre_reset_end(sdev, SPYRE_RESET_FUNCTION);
@@ -472,6 +474,7 @@ static void spyre_reset_done(struct pci_dev *pdev)
 	}
 	spyre_hw_unblock(sdev);
 	up_write(&sdev->reset_sem);
+	lock_map_release(&sdev->hw_block_map);
 	dma_fence_end_signalling(cookie);
 }
 
@@ -489,9 +492,11 @@ static void spyre_aer_release(struct spyre_device *sdev)
 {
 	if (sdev->aer_held) {
 		sdev->aer_held = false;
+		lock_map_acquire(&sdev->hw_block_map);
 		down_write(&sdev->reset_sem);
 		spyre_hw_unblock(sdev);
 		up_write(&sdev->reset_sem);
+		lock_map_release(&sdev->hw_block_map);
 	}
 }
 
@@ -541,6 +546,7 @@ static pci_ers_result_t spyre_slot_reset(struct pci_dev *pdev)
 	pci_restore_state(pdev);
 	pci_save_state(pdev);
 	cookie = dma_fence_begin_signalling();
+	lock_map_acquire(&sdev->hw_block_map);
 	down_write(&sdev->reset_sem);
 	if (drm_dev_enter(&sdev->drm, &idx)) {
 		if (!spyre_reset_end(sdev, SPYRE_RESET_AER))
@@ -548,6 +554,7 @@ static pci_ers_result_t spyre_slot_reset(struct pci_dev *pdev)
 		drm_dev_exit(idx);
 	}
 	up_write(&sdev->reset_sem);
+	lock_map_release(&sdev->hw_block_map);
 	dma_fence_end_signalling(cookie);
 	if (res == PCI_ERS_RESULT_DISCONNECT)
 		spyre_aer_release(sdev);
@@ -697,6 +704,10 @@ static void spyre_reset_release(struct drm_device *drm, void *arg)
  */
 int spyre_reset_init(struct spyre_device *sdev)
 {
+	static struct lock_class_key hw_block_key;
+
+	lockdep_init_map(&sdev->hw_block_map, "spyre_hw_block", &hw_block_key,
+			 0);
 	INIT_WORK(&sdev->recovery_work, spyre_recovery_work);
 	INIT_DELAYED_WORK(&sdev->poll_work, spyre_poll_work);
 	INIT_WORK(&sdev->report_work, spyre_report_work);
@@ -727,8 +738,10 @@ void spyre_reset_fini(struct spyre_device *sdev)
 	cancel_work_sync(&sdev->recovery_work);
 	cancel_delayed_work_sync(&sdev->poll_work);
 	flush_work(&sdev->report_work);
+	lock_map_acquire(&sdev->hw_block_map);
 	down_write(&sdev->reset_sem);
 	sdev->hw_blocked = 0;
 	wake_up_all(&sdev->hw_wq);
 	up_write(&sdev->reset_sem);
+	lock_map_release(&sdev->hw_block_map);
 }
