@@ -221,7 +221,7 @@ const Entry kTable[] = {
 	{U, "sgn", K_SAME, 0, E(return sign_of(b, in[0], x);), nullptr},
 	{"@ @_", "relu", K_SAME, F_NOBOOL, E(return b.max(in[0], zero(b, x));),
 	 nullptr},
-	{"@ @_ @.out", "nan_to_num", K_SAME, F_NOBOOL | F_NAN2NUM, E(
+	{"@ @_ @.out", "nan_to_num", K_SAME, F_NAN2NUM, E(
 		if (!is_f32(x))
 			return in[0];
 		int a = in[0];
@@ -423,9 +423,9 @@ const Entry kTable[] = {
 		return x.has(1) ? b.max(in[0], in[1]) : b.min(in[0], in[2]);),
 	 nullptr},
 	{"@ @_ @.out @.Tensor @_.Tensor @.Tensor_out", "clamp_min", K_SAME,
-	 F_NOBOOL, E(return b.max(in[0], in[1]);), nullptr},
+	 0, E(return b.max(in[0], in[1]);), nullptr},
 	{"@ @_ @.out @.Tensor @_.Tensor @.Tensor_out", "clamp_max", K_SAME,
-	 F_NOBOOL, E(return b.min(in[0], in[1]);), nullptr},
+	 0, E(return b.min(in[0], in[1]);), nullptr},
 	// ---- comparisons, logic, bits ----
 	{CMPN, "eq", K_CMP, 0, E(return b.cmp(SPYRE_KCMP_EQ, in[0], in[1]);), nullptr},
 	{CMPN, "ne", K_CMP, 0, E(return b.cmp(SPYRE_KCMP_NE, in[0], in[1]);), nullptr},

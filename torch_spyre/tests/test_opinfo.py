@@ -68,8 +68,7 @@ NATIVE = {
         "linalg.vector_norm",
     ],
     "softmax_norm": [
-        "softmax", "log_softmax", "nn.functional.softmax",
-        "nn.functional.log_softmax", "nn.functional.layer_norm",
+        "softmax", "log_softmax", "nn.functional.layer_norm",
         "nn.functional.rms_norm",
     ],
     "matrix": ["tril", "triu", "mm", "bmm", "addmm", "baddbmm"],
@@ -193,7 +192,9 @@ def check_family(names, strict=True):
     runs = 0
     for name in names:
         op = db.get(name)
-        assert op is not None, f"no OpInfo {name}"
+        if op is None:          # not in this PyTorch's database
+            print(f"# no OpInfo {name}")
+            continue
         dts = op.supported_dtypes("cpu")
         for dt in DTYPES:
             if dt not in dts:
