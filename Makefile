@@ -40,6 +40,16 @@ demo-torch: build
 test: build
 	scripts/run-tests.sh
 
+# PyTorch's whole OpInfo database on the card against the CPU (not part of
+# `make test`: about half an hour under TCG): a table per op family and
+# dtype of samples passed on the card / through the CPU fallback / refused
+# by design / failed (torch_spyre/tests/test_opinfo.py --full).
+.PHONY: test-opinfo
+test-opinfo: build
+	scripts/vm.sh run --no-build --torch --cards 1 --timeout 5400 \
+		--copy torch_spyre/tests/test_opinfo.py -- \
+		python3 test_opinfo.py --full $(OPINFO_ARGS)
+
 bench: build
 	scripts/run-bench.sh
 

@@ -6,8 +6,9 @@
 #
 #   apt/            a private apt configuration for trixie (APT_CONFIG):
 #                   the host's own apt sources are never touched
-#   image-<key>/    tree/ (mmdebstrap --variant=essential, python3 and
-#                   python3-torch, no recommends), <key> = hash of the
+#   image-<key>/    tree/ (mmdebstrap --variant=essential, python3,
+#                   python3-torch and python3-setuptools, no recommends),
+#                   <key> = hash of the
 #                   candidate versions of the packages and of this recipe,
 #                   and image-<pack>.squashfs: uncompressed (1.1 GiB; the
 #                   guest decompresses nothing under TCG, which made
@@ -23,7 +24,8 @@
 RECIPE=1
 PACK=raw
 PACK_ARGS=(-noI -noD -noF -noX)
-PKGS=(python3 python3-torch)
+# python3-setuptools: torch.testing._internal (the OpInfo tests) imports it
+PKGS=(python3 python3-torch python3-setuptools)
 T=$SPYRE_CACHE/torch
 A=$T/apt
 mkdir -p "$T"

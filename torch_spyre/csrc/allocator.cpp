@@ -117,6 +117,17 @@ void *tagged(struct spyre_bo *bo, int card)
 		va | static_cast<uint64_t>(card + 1) << kCardShift);
 }
 
+} // namespace
+
+int card_of_ptr(const void *p)
+{
+	uint64_t tag = reinterpret_cast<uint64_t>(p) >> kCardShift;
+	return tag >= 1 && tag <= static_cast<uint64_t>(kMaxCards) ?
+	       static_cast<int>(tag - 1) : -1;
+}
+
+namespace {
+
 uint64_t round_size(uint64_t n)
 {
 	if (n <= kLarge)

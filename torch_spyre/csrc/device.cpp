@@ -425,10 +425,14 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
 	{
 		return at::getCPUAllocator();
 	}
-	at::Device getDeviceFromPtr(void *) const override
+	// the card that owns the storage address (allocator.cpp's tag)
+	at::Device getDeviceFromPtr(void *p) const override
 	{
+		int card = card_of_ptr(p);
+		TORCH_CHECK(card >= 0, "spyre: ", p, " is not the address of a "
+			    "spyre storage");
 		return at::Device(c10::DeviceType::PrivateUse1,
-				  static_cast<c10::DeviceIndex>(t_device));
+				  static_cast<c10::DeviceIndex>(card));
 	}
 	void resizePrivateUse1Bytes(const c10::Storage &storage,
 				    size_t newsize) const override;

@@ -7,6 +7,7 @@
 // copy benchmark for bench_torch.py).
 #include "spyre_torch.h"
 
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/CPUFallback.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -22,17 +23,42 @@ namespace spyre_torch {
 
 namespace {
 
-std::mutex g_mu;
-std::map<std::string, std::pair<int64_t, int64_t>> g_counts; // native, fallback
-std::set<std::string> g_warned;
+// The op counts (and the set of ops warned about) are function-local
+// statics: generated kernels take their counter while the library's static
+// registrations run, before this file's globals would be constructed.
+// Per op: native and fallback calls; entries are never erased (generated
+// kernels keep a pointer to their counter), reset_op_counts() zeroes them.
+struct Count {
+	std::atomic<int64_t> native{0}, fb{0};
+};
+struct Counts {
+	std::mutex mu;
+	std::map<std::string, Count> counts;
+	std::set<std::string> warned;
+};
+
+Counts &counts()
+{
+	static Counts c;
+	return c;
+}
+
 std::atomic<bool> g_strict{false};
 
 } // namespace
 
 void count_native(const char *op)
 {
-	std::lock_guard<std::mutex> l(g_mu);
-	g_counts[op].first++;
+	Counts &C = counts();
+	std::lock_guard<std::mutex> l(C.mu);
+	C.counts[op].native++;
+}
+
+std::atomic<int64_t> *native_counter(const std::string &name)
+{
+	Counts &C = counts();
+	std::lock_guard<std::mutex> l(C.mu);
+	return &C.counts[name].native;
 }
 
 void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
@@ -42,9 +68,10 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 				     "." + n.overload_name);
 	bool warn;
 	{
-		std::lock_guard<std::mutex> l(g_mu);
-		g_counts[name].second++;
-		warn = g_warned.insert(name).second;
+		Counts &C = counts();
+		std::lock_guard<std::mutex> l(C.mu);
+		C.counts[name].fb++;
+		warn = C.warned.insert(name).second;
 	}
 	TORCH_CHECK(!g_strict.load(), "spyre: ", name, " has no kernel on the "
 		    "card and strict mode (torch.spyre.set_strict(True)) "
@@ -91,13 +118,17 @@ std::vector<int64_t> mem_get_info(int64_t d)
 std::tuple<std::vector<std::string>, std::vector<int64_t>,
 	   std::vector<int64_t>> op_counts()
 {
-	std::lock_guard<std::mutex> l(g_mu);
+	Counts &C = counts();
+	std::lock_guard<std::mutex> l(C.mu);
 	std::vector<std::string> names;
 	std::vector<int64_t> native, fb;
-	for (auto &kv : g_counts) {
+	for (auto &kv : C.counts) {
+		int64_t n = kv.second.native.load(), f = kv.second.fb.load();
+		if (!n && !f)
+			continue;
 		names.push_back(kv.first);
-		native.push_back(kv.second.first);
-		fb.push_back(kv.second.second);
+		native.push_back(n);
+		fb.push_back(f);
 	}
 	return {names, native, fb};
 }
@@ -188,8 +219,12 @@ TORCH_LIBRARY(spyre, m)
 	m.def("empty_cache() -> ()", [] { empty_cache(); });
 	m.def("op_counts() -> (str[], int[], int[])", &op_counts);
 	m.def("reset_op_counts() -> ()", [] {
-		std::lock_guard<std::mutex> l(g_mu);
-		g_counts.clear();
+		Counts &C = counts();
+		std::lock_guard<std::mutex> l(C.mu);
+		for (auto &kv : C.counts) {
+			kv.second.native = 0;
+			kv.second.fb = 0;
+		}
 	});
 	m.def("set_strict(bool on) -> bool",
 	      [](bool on) { return g_strict.exchange(on); });
@@ -201,6 +236,12 @@ TORCH_LIBRARY(spyre, m)
 		return static_cast<int64_t>(ci.error);
 	});
 	m.def("_inject_fault(int device) -> ()", &inject_fault);
+	// test hook: the card PyTorch's PrivateUse1 hooks say owns the
+	// storage address of @t (getDeviceFromPtr)
+	m.def("_device_from_ptr(Tensor t) -> int", [](const at::Tensor &t) {
+		return static_cast<int64_t>(at::detail::getPrivateUse1Hooks()
+			.getDeviceFromPtr(t.storage().mutable_data()).index());
+	});
 	m.def("bench_copy_h2d(int nbytes, int iters) -> float",
 	      &bench_copy_h2d);
 }

@@ -80,6 +80,9 @@ struct spyre_mem mem_of(const at::Tensor &t);
 // Tensor.record_stream(): the block behind @p is also used on @s, so when
 // it is freed its own stream first waits for @s's work queued so far.
 void record_stream(const c10::DataPtr &p, struct spyre_stream *s);
+// The card whose storage address (a DataPtr's data of allocator()) @p is:
+// its tag, not the current card; -1 for an address without a card's tag.
+int card_of_ptr(const void *p);
 // The BO (offset 0) behind a DataPtr made by allocator().
 struct spyre_mem block_mem(const c10::DataPtr &p);
 
@@ -145,9 +148,16 @@ at::Tensor empty_on(const at::Tensor &like, at::IntArrayRef sizes,
 		    at::ScalarType dtype);
 
 // Copy @src into @dst, both on one card, any shapes that broadcast-match
-// (same numel, same sizes), dtypes equal or both in the card's float family;
-// on the card (strided 2-D COPY commands).  Returns false (nothing done)
-// when the card cannot do it (other dtype conversions, too many commands).
+// (same numel, same sizes): same dtype or the card's floats by strided 2-D
+// COPY commands, other conversions by cast_on_card().  Returns false
+// (nothing done) when the card cannot do it (a dtype it does not hold,
+// too many commands).
 bool copy_on_card(const at::Tensor &dst, const at::Tensor &src);
+
+// Copy @src into @dst (same card, same sizes: @src may be a broadcast view)
+// converting between any two card dtypes (integers and bool included) with
+// PyTorch's rules, by a generated kernel.  Returns false (nothing done) for
+// a dtype the card does not hold.
+bool cast_on_card(const at::Tensor &dst, const at::Tensor &src);
 
 } // namespace spyre_torch

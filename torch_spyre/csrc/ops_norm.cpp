@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+// Normalisation and losses on the card: native_layer_norm as one generated
+// kernel (Welford statistics, then the normalised output, mean and rstd),
+// its backward and mse_loss (and its backward) composed of native ops.
+// (rms_norm is ATen's composition of native pointwise ops and mean.)
+#include "kernels.h"
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+namespace spyre_torch {
+namespace {
+
+using namespace kgen;
+
+constexpr uint32_t kLayerNormOp = 0x1200;
+
+struct LnBuild {
+	uint32_t dts[6];	// x, [w], [b], out, mean, rstd
+	bool has_w, has_b;
+	int np, nr;
+};
+
+// params: every operand's strides (np + nr each), then N and eps (f32)
+int build_ln(struct spyre_kernel **kp, const void *ctx)
+{
+	const LnBuild &p = *static_cast<const LnBuild *>(ctx);
+	int no = 4 + p.has_w + p.has_b;
+	unsigned int w = static_cast<unsigned int>(p.np + p.nr);
+	unsigned int sp = w * no;
+	int rc = spyre_kernel_create(p.dts, no, sp + 2, p.np, p.nr, kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	const uint32_t F = SPYRE_KTYPE_F32;
+	int base[6];
+	for (int i = 0; i < no; i++)
+		base[i] = point_offset(b, p.np, i * w);
+	auto off = [&](int i) {
+		return rindex_offset(b, base[i], p.np, p.nr, i * w);
+	};
+	auto ld = [&](int i) {
+		return b.cvt(spyre_kernel_load(b.k, i, off(i), NONE, NONE), F);
+	};
+	int n = b.param(F, sp), eps = b.param(F, sp + 1);
+	spyre_kernel_pass(b.k);
+	int mean = spyre_kernel_reduce(b.k, SPYRE_KRED_WELFORD, ld(0), NONE, NONE,
+				       NONE);
+	spyre_kernel_endpass(b.k);
+	int var = b.max(b.div(mean + 1, n), b.f(0.0f));
+	int rstd = b.un(SPYRE_KOP_RSQRT, b.add(var, eps));
+	int bias = b.mul(b.neg(rstd), mean);
+	int io = 1 + p.has_w + p.has_b;
+	spyre_kernel_pass(b.k);
+	int y = b.add(b.mul(ld(0), rstd), bias);
+	if (p.has_w)
+		y = b.mul(y, ld(1));
+	if (p.has_b)
+		y = b.add(y, ld(1 + p.has_w));
+	spyre_kernel_store(b.k, io, off(io), b.cvt(y, vtype(p.dts[io])), NONE, 0);
+	spyre_kernel_endpass(b.k);
+	spyre_kernel_store(b.k, io + 1, base[io + 1],
+			   b.cvt(mean, vtype(p.dts[io + 1])), NONE, 0);
+	spyre_kernel_store(b.k, io + 2, base[io + 2],
+			   b.cvt(rstd, vtype(p.dts[io + 2])), NONE, 0);
+	return spyre_kernel_error(b.k);
+}
+
+bool defined(const std::optional<at::Tensor> &t)
+{
+	return t.has_value() && t->defined();
+}
+
+// PyTorch's checks of layer_norm's arguments (same messages).
+void check_ln(const at::Tensor &input, at::IntArrayRef normalized_shape,
+	      const std::optional<at::Tensor> &weight,
+	      const std::optional<at::Tensor> &bias)
+{
+	const int64_t nn = static_cast<int64_t>(normalized_shape.size());
+	TORCH_CHECK(nn >= 1, "Expected normalized_shape to be at least "
+		    "1-dimensional, i.e., containing at least one element, but "
+		    "got normalized_shape = ", normalized_shape);
+	TORCH_CHECK(!defined(weight) || weight->sizes().equals(normalized_shape),
+		    "Expected weight to be of same shape as normalized_shape, "
+		    "but got weight of shape ", weight->sizes(),
+		    " and normalized_shape = ", normalized_shape);
+	TORCH_CHECK(!defined(bias) || bias->sizes().equals(normalized_shape),
+		    "Expected bias to be of same shape as normalized_shape, but "
+		    "got bias of shape ", bias->sizes(),
+		    " and normalized_shape = ", normalized_shape);
+	const auto in = input.sizes();
+	const int64_t nd = input.dim();
+	TORCH_CHECK(nd >= nn && in.slice(nd - nn).equals(normalized_shape),
+		    "Given normalized_shape=", normalized_shape,
+		    ", expected input with shape [*", [&] {
+			    std::string s;
+			    for (int64_t d : normalized_shape)
+				    s += ", " + std::to_string(d);
+			    return s;
+		    }(), "], but got input of size", in);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
+	     const std::optional<at::Tensor> &weight,
+	     const std::optional<at::Tensor> &bias, double eps)
+{
+	check_ln(input, normalized_shape, weight, bias);
+	bool ok = kdtype(input.scalar_type()) &&
+		  at::isFloatingType(input.scalar_type());
+	for (const auto &w : {weight, bias})
+		if (defined(w))
+			ok = ok && w->device() == input.device() &&
+			     kdtype(w->scalar_type());
+	int64_t nd = input.dim();
+	int64_t axis = nd - static_cast<int64_t>(normalized_shape.size());
+	if (ok) {
+		c10::DeviceGuard guard(input.device());
+		at::ScalarType dt = input.scalar_type();
+		bool mixed = (dt == at::kHalf || dt == at::kBFloat16) &&
+			     ((defined(weight) && weight->scalar_type() == at::kFloat) ||
+			      (defined(bias) && bias->scalar_type() == at::kFloat));
+		at::ScalarType st = mixed ? at::kFloat : dt;
+		std::vector<int64_t> stat(input.sizes().begin(),
+					  input.sizes().begin() + axis);
+		stat.resize(nd, 1);
+		at::Tensor out = at::empty(input.sizes(), input.options());
+		at::Tensor mean = at::empty(stat, input.options().dtype(st));
+		at::Tensor rstd = at::empty(stat, input.options().dtype(st));
+		if (input.numel() == 0) {
+			count_native("aten::native_layer_norm");
+			return {out, mean, rstd};
+		}
+		uint64_t mask = ((1ull << nd) - 1) & ~((1ull << axis) - 1);
+		Space s;
+		s.init(input.sizes(), mask);
+		s.add(input);
+		if (defined(weight))
+			s.add(*weight);
+		if (defined(bias))
+			s.add(*bias);
+		s.add(out);
+		s.add(mean);
+		s.add(rstd);
+		if (s.collapse(true)) {
+			LnBuild lb;
+			std::memset(&lb, 0, sizeof(lb));
+			lb.has_w = defined(weight);
+			lb.has_b = defined(bias);
+			lb.np = s.np;
+			lb.nr = s.nr;
+			int i = 0;
+			lb.dts[i++] = kdtype(dt);
+			if (lb.has_w)
+				lb.dts[i++] = kdtype(weight->scalar_type());
+			if (lb.has_b)
+				lb.dts[i++] = kdtype(bias->scalar_type());
+			lb.dts[i++] = kdtype(dt);
+			lb.dts[i++] = kdtype(st);
+			lb.dts[i++] = kdtype(st);
+			Key key;
+			key.op = kLayerNormOp;
+			key.variant = lb.has_w | lb.has_b << 1;
+			key.npdims = static_cast<uint8_t>(s.np);
+			key.nrdims = static_cast<uint8_t>(s.nr);
+			for (int j = 0; j < 6; j++)
+				key.dt[j] = static_cast<uint8_t>(lb.dts[j]);
+			int card = input.device().index();
+			const Prog *prog = program(card, key, build_ln, &lb);
+			if (prog->err == 0) {
+				Launch L;
+				std::vector<at::Tensor> ops{input};
+				if (lb.has_w)
+					ops.push_back(*weight);
+				if (lb.has_b)
+					ops.push_back(*bias);
+				ops.push_back(out);
+				ops.push_back(mean);
+				ops.push_back(rstd);
+				unsigned int w = static_cast<unsigned int>(s.np + s.nr);
+				for (size_t j = 0; j < ops.size(); j++) {
+					L.operand(j, ops[j], s.extent(j));
+					L.strides(s, j, j * w);
+				}
+				unsigned int sp = w * ops.size();
+				int64_t N = 1;
+				for (int64_t d : normalized_shape)
+					N *= d;
+				L.params[sp] = f32_param(static_cast<double>(N));
+				L.params[sp + 1] = f32_param(eps);
+				L.sizes(s);
+				run(card, prog, L, ops.size(), sp + 2);
+				count_native("aten::native_layer_norm");
+				return {out, mean, rstd};
+			}
+		}
+	}
+	return SPYRE_FALLBACK(native_layer_norm, input, normalized_shape, weight,
+			      bias, eps);
+}
+
+// native_layer_norm_backward from native ops, in fp32 (as the CPU kernel
+// accumulates): with xhat = (x - mean) * rstd and g = dy * w,
+//   dx = rstd * (g - mean_row(g) - xhat * mean_row(g * xhat))
+//   dw = sum_rows(dy * xhat),  db = sum_rows(dy)
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_layer_norm_backward(const at::Tensor &grad_out, const at::Tensor &input,
+		      at::IntArrayRef normalized_shape, const at::Tensor &mean,
+		      const at::Tensor &rstd,
+		      const std::optional<at::Tensor> &weight,
+		      const std::optional<at::Tensor> &bias,
+		      std::array<bool, 3> mask)
+{
+	int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+	bool has_w = defined(weight), has_b = defined(bias);
+	auto same = [&](const at::Tensor &t) {
+		return t.device() == input.device() && kdtype(t.scalar_type());
+	};
+	bool ok = at::isFloatingType(input.scalar_type()) && axis >= 0 &&
+		  input.numel() > 0 && same(input) && same(grad_out) &&
+		  same(mean) && same(rstd) && (!has_w || same(*weight)) &&
+		  (!has_b || same(*bias));
+	if (!ok)
+		return SPYRE_FALLBACK(native_layer_norm_backward, grad_out, input,
+				      normalized_shape, mean, rstd, weight,
+				      bias, mask);
+	count_native("aten::native_layer_norm_backward");
+	c10::DeviceGuard guard(input.device());
+	int64_t N = 1;
+	for (auto d : normalized_shape)
+		N *= d;
+	int64_t M = input.numel() / N;
+	at::Tensor x = input.to(at::kFloat).reshape({M, N});
+	at::Tensor dy = grad_out.to(at::kFloat).reshape({M, N});
+	at::Tensor mu = mean.to(at::kFloat).reshape({M, 1});
+	at::Tensor rs = rstd.to(at::kFloat).reshape({M, 1});
+	at::Tensor xhat = (x - mu) * rs;
+	at::Tensor gx, gw, gb;
+	if (mask[0]) {
+		at::Tensor g = has_w ? dy * weight->to(at::kFloat).reshape({1, N}) : dy;
+		at::Tensor a = g.mean({-1}, true);
+		at::Tensor b = (g * xhat).mean({-1}, true);
+		gx = ((g - a - xhat * b) * rs).reshape(input.sizes())
+			.to(input.scalar_type());
+	}
+	if (mask[1] && has_w)
+		gw = (dy * xhat).sum({0}).reshape(weight->sizes())
+			.to(weight->scalar_type());
+	if (mask[2] && has_b)
+		gb = dy.sum({0}).reshape(bias->sizes()).to(bias->scalar_type());
+	return {gx, gw, gb};
+}
+
+// mse_loss and its backward (reduction 0 none, 1 mean, 2 sum), composed of
+// native ops.
+bool mse_ok(const at::Tensor &a, const at::Tensor &b, int64_t reduction)
+{
+	return at::isFloatingType(a.scalar_type()) && kdtype(a.scalar_type()) &&
+	       a.scalar_type() == b.scalar_type() && a.device() == b.device() &&
+	       a.sizes() == b.sizes() && reduction >= 0 && reduction <= 2;
+}
+
+at::Tensor k_mse_loss(const at::Tensor &self, const at::Tensor &target,
+		      int64_t reduction)
+{
+	if (!mse_ok(self, target, reduction))
+		return SPYRE_FALLBACK(mse_loss, self, target, reduction);
+	count_native("aten::mse_loss");
+	c10::DeviceGuard guard(self.device());
+	at::Tensor d = self - target;
+	at::Tensor sq = d * d;
+	if (reduction == 0)
+		return sq;
+	return reduction == 1 ? sq.mean() : sq.sum();
+}
+
+at::Tensor k_mse_loss_backward(const at::Tensor &grad, const at::Tensor &self,
+			       const at::Tensor &target, int64_t reduction)
+{
+	if (!mse_ok(self, target, reduction) || grad.device() != self.device())
+		return SPYRE_FALLBACK(mse_loss_backward, grad, self, target,
+				      reduction);
+	count_native("aten::mse_loss_backward");
+	c10::DeviceGuard guard(self.device());
+	double k = reduction == 1 ? 2.0 / static_cast<double>(self.numel()) : 2.0;
+	return (self - target) * grad * k;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("native_layer_norm", TORCH_FN(k_layer_norm));
+	m.impl("native_layer_norm_backward", TORCH_FN(k_layer_norm_backward));
+	m.impl("mse_loss", TORCH_FN(k_mse_loss));
+	m.impl("mse_loss_backward", TORCH_FN(k_mse_loss_backward));
+}
+
+} // namespace spyre_torch
