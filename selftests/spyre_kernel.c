@@ -1107,15 +1107,16 @@ TEST_F_TIMEOUT(kernel, kernel_fuzz_random_and_mutated_programs, 120)
 }
 
 /*
- * A long reduction kernel (1024 points x 64 Ki ones: long enough to
- * outlast the small job's submission however fast the card's engine)
- * on the normal queue and a small kernel on a high-priority queue
- * submitted after it: the small one completes first (the card switches
- * at a tile boundary), and the long one's sums are still exact.
+ * A long reduction kernel (P points x 64 Ki ones) on the normal queue and
+ * a small kernel on a high-priority queue submitted after it: the small
+ * one completes first (the card switches at a tile boundary), and the
+ * long one's sums are still exact.  When the small job's submission
+ * outlasted the long kernel (a slow guest: the debug kernel), P doubles,
+ * up to 8 Ki points; a card that does not switch fails every round.
  */
 TEST_F_TIMEOUT(kernel, kernel_preempted_by_high_priority_queue, 120)
 {
-	enum { P = 1024, R = 65536 };
+	enum { PMAX = 8192, R = 65536 };
 	const uint32_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
 	struct spyre_kernel *k, *ks = kt_shift_kernel();
 	struct spyre_stream *hi;
@@ -1127,6 +1128,7 @@ TEST_F_TIMEOUT(kernel, kernel_preempted_by_high_priority_queue, 120)
 	size_t psize, spsize;
 	uint64_t t_long, t_hi;
 	float y[64], *out;
+	uint32_t p;
 	void *m;
 	int ret, v;
 
@@ -1148,39 +1150,46 @@ TEST_F_TIMEOUT(kernel, kernel_preempted_by_high_priority_queue, 120)
 	ASSERT_EQ(0, spyre_kernel_finalize(ks, &sprog, &spsize));
 	ASSERT_EQ(0, spyre_kernel_upload(self->dev, prog, psize, 0, &pbo));
 	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &ibo));
-	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4 * P, 0, &obo));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4 * PMAX, 0, &obo));
 	ASSERT_EQ(0, spyre_bo_map(ibo, &m));
 	for (int i = 0; i < 1024; i++)
 		((float *)m)[i] = 1.0f;
-	args[0] = (struct spyre_kernel_arg){ SPYRE_MEM(ibo, 0), 1024,
-					     SPYRE_DTYPE_FP32, 0 };
-	args[1] = (struct spyre_kernel_arg){ SPYRE_MEM(obo, 0), P,
-					     SPYRE_DTYPE_FP32, 0 };
-	l.prog = SPYRE_MEM(pbo, 0);
-	l.prog_size = (uint32_t)psize;
-	l.noperands = 2;
-	l.npdims = 1;
-	l.nrdims = 1;
-	l.operands = args;
-	l.size[0] = P;
-	l.size[6] = R;
 	ASSERT_EQ(0, spyre_event_create(self->dev, 0, &e_long));
 	ASSERT_EQ(0, spyre_event_create(self->dev, 0, &e_hi));
-	ASSERT_EQ(0, spyre_stream_kernel(self->s, &l));
-	ASSERT_EQ(0, spyre_event_record(e_long, self->s));
-	ASSERT_EQ(0, kt_shift(self->dev, hi, 64, 0, sprog, spsize, y));
-	ASSERT_EQ(0, spyre_event_record(e_hi, hi));
-	ASSERT_EQ(0, spyre_event_wait(e_hi, ST_TIMEOUT_NS));
-	ASSERT_EQ(0, spyre_stream_sync(self->s, 3 * ST_TIMEOUT_NS));
-	ASSERT_EQ(0, spyre_event_timestamp(e_long, &t_long));
-	ASSERT_EQ(0, spyre_event_timestamp(e_hi, &t_hi));
+	for (p = 1024;; p *= 2) {
+		args[0] = (struct spyre_kernel_arg){ SPYRE_MEM(ibo, 0), 1024,
+						     SPYRE_DTYPE_FP32, 0 };
+		args[1] = (struct spyre_kernel_arg){ SPYRE_MEM(obo, 0), p,
+						     SPYRE_DTYPE_FP32, 0 };
+		l.prog = SPYRE_MEM(pbo, 0);
+		l.prog_size = (uint32_t)psize;
+		l.noperands = 2;
+		l.npdims = 1;
+		l.nrdims = 1;
+		l.operands = args;
+		l.size[0] = p;
+		l.size[6] = R;
+		ASSERT_EQ(0, spyre_stream_kernel(self->s, &l));
+		ASSERT_EQ(0, spyre_event_record(e_long, self->s));
+		ASSERT_EQ(0, kt_shift(self->dev, hi, 64, 0, sprog, spsize,
+				      y));
+		ASSERT_EQ(0, spyre_event_record(e_hi, hi));
+		ASSERT_EQ(0, spyre_event_wait(e_hi, ST_TIMEOUT_NS));
+		ASSERT_EQ(0, spyre_stream_sync(self->s, 3 * ST_TIMEOUT_NS));
+		ASSERT_EQ(0, spyre_event_timestamp(e_long, &t_long));
+		ASSERT_EQ(0, spyre_event_timestamp(e_hi, &t_hi));
+		for (int i = 0; i < 64; i++)
+			ASSERT_EQ((float)i, y[i]);
+		ASSERT_EQ(0, spyre_bo_map(obo, &m));
+		out = m;
+		for (uint32_t i = 0; i < p; i++)
+			ASSERT_EQ((float)R, out[i]);
+		if (t_hi < t_long || p == PMAX)
+			break;
+		TH_LOG("%u points: the small job came after the long one's end; again with %u",
+		       p, 2 * p);
+	}
 	EXPECT_LT(t_hi, t_long);
-	for (int i = 0; i < 64; i++)
-		ASSERT_EQ((float)i, y[i]);
-	ASSERT_EQ(0, spyre_bo_map(obo, &m));
-	out = m;
-	for (int i = 0; i < P; i++)
-		ASSERT_EQ((float)R, out[i]);
 	spyre_event_destroy(e_long);
 	spyre_event_destroy(e_hi);
 	spyre_bo_free(pbo);

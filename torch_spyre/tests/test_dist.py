@@ -43,7 +43,12 @@ def _init(rank, path):
 
 
 def _worker(path, cmds, results):
-    """Rank 1: run the bodies named on ``cmds`` until None."""
+    """Rank 1: join the group when told ("init"; its rendezvous times out
+    after TIMEOUT, and the tests before the first torch_dist_* one may take
+    longer than that, e.g. on the debug kernel), then run the bodies named
+    on ``cmds`` until None."""
+    if cmds.get() != "init":
+        return
     try:
         _init(1, path)
     except Exception:               # noqa: BLE001
@@ -78,10 +83,10 @@ def stop():
     """Let rank 1 leave the group and exit."""
     if not _W:
         return
+    _W["cmds"].put(None)           # "init" was never sent, or the end
     if _W["up"]:
-        _W["cmds"].put(None)
         dist.destroy_process_group()
-        _W["proc"].join(60)
+    _W["proc"].join(60)
     if _W["proc"].is_alive():       # never joined, or stuck
         _W["proc"].kill()
         _W["proc"].join()
@@ -101,6 +106,7 @@ def both(fn):
     def run():
         assert _W, "needs two cards"
         if not _W["up"]:
+            _W["cmds"].put("init")
             _init(0, _W["path"])
             _result()                       # rank 1 joined
             _W["up"] = True
