@@ -2827,11 +2827,7 @@ static void kscan(SpyreKRun *r, const SpyreKInst *in)
     }
 }
 
-/*
- * Philox4x32-10 (Salmon et al., SC'11): the block @x (counter words
- * c0..c3) encrypted in place with key (@k0, @k1).
- */
-static void kphilox(uint32_t x[4], uint32_t k0, uint32_t k1)
+void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1)
 {
     unsigned int i;
 
@@ -2862,7 +2858,7 @@ static void kphilox_block(uint32_t x[4], uint64_t seed, uint64_t offset,
     x[1] = (uint32_t)(blk >> 32);
     x[2] = (uint32_t)offset;
     x[3] = (uint32_t)(offset >> 32);
-    kphilox(x, (uint32_t)seed, (uint32_t)(seed >> 32));
+    spyre_kernel_philox(x, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
 /*

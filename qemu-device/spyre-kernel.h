@@ -174,6 +174,14 @@ void spyre_kernel_free(SpyreKRun *r);
 uint32_t spyre_kernel_tile(SpyreKRun *r, uint64_t pt0);
 
 /*
+ * Philox4x32-10 (Salmon, Moraes, Dror and Shaw, SC'11), RAND's
+ * generator: the counter block @x (words c0..c3) replaced by its output
+ * under key (@k0, @k1).  Exposed for the native harness's known-answer
+ * test.
+ */
+void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1);
+
+/*
  * The host code the interpreter's lane loops run: SPYRE_KISA_GENERIC
  * (the build's baseline) or, on x86-64 hosts with AVX2 and FMA,
  * SPYRE_KISA_AVX2, chosen at the first run.  Results are bit-identical

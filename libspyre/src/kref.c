@@ -625,11 +625,10 @@ static void tree(struct racc *a, unsigned int n, unsigned int kind,
 /* ---- part 2: Philox4x32-10, scans ---------------------------------------- */
 
 /*
- * Philox4x32-10 of counter @ctr under key @key (Salmon, Moraes, Dror and
- * Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC'11): ten
- * rounds, the key bumped by the Weyl constants between them.
+ * Philox4x32-10 of counter @ctr under key @key: ten rounds, the key
+ * bumped by the Weyl constants between them.
  */
-static void philox4x32_10(uint32_t ctr[4], const uint32_t key[2])
+SPYRE_API void spyre_ref_philox4x32_10(uint32_t ctr[4], const uint32_t key[2])
 {
 	static const uint32_t mul[2] = { 0xD2511F53u, 0xCD9E8D57u };
 	static const uint32_t weyl[2] = { 0x9E3779B9u, 0xBB67AE85u };
@@ -664,7 +663,7 @@ static struct kval rand_value(unsigned int kind, uint64_t seed,
 	struct kval r = { 0, 0 };
 	float u1, u2, l, t, c;
 
-	philox4x32_10(w, key);
+	spyre_ref_philox4x32_10(w, key);
 	switch (kind) {
 	case SPYRE_KRAND_BITS:
 		r.i = (int32_t)w[n % 4];

@@ -634,6 +634,17 @@ struct spyre_ref_kernel_result {
 SPYRE_API int spyre_ref_kernel(const struct spyre_ref_kernel_launch *l,
 			       struct spyre_ref_kernel_result *res);
 
+/**
+ * spyre_ref_philox4x32_10() - the Philox4x32-10 block function (Salmon,
+ * Moraes, Dror and Shaw, "Parallel random numbers: as easy as 1, 2, 3",
+ * SC'11), the generator of the kernels' RAND (0.9).
+ * @ctr: the counter words c0..c3, replaced by the four output words.
+ * @key: the key words k0, k1.
+ *
+ * docs/spyre-hw.rst says which counter and word each RAND element takes.
+ */
+SPYRE_API void spyre_ref_philox4x32_10(uint32_t ctr[4], const uint32_t key[2]);
+
 #ifdef __cplusplus
 }
 #endif
