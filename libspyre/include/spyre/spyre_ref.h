@@ -622,7 +622,10 @@ struct spyre_ref_kernel_result {
  * the function (docs/spyre-hw.rst's math table) beside it.
  * Integers are exact (two's complement, the contract's values for
  * division by zero and the like); reductions follow the fixed order, so
- * SUM, PROD and WELFORD are bit-exact too.  Outputs are written in place
+ * SUM, PROD and WELFORD are bit-exact too.  Part 2 (0.9): SCATTER writes
+ * lane after lane in that order, SCAN folds left to right (both
+ * bit-exact), RAND is bit-exact for BITS and UNIFORM and, for NORMAL,
+ * uses libm's log and cos (within 4 ulps of the card's).  Outputs are written in place
  * in the operands' buffers (what a failed run wrote is as undefined as
  * on the card).  Cost: about (P * max(R, 1) * instructions) steps, single
  * threaded.
