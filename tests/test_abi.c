@@ -207,7 +207,7 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.9.0", ver());
+	EXPECT_STREQ("0.8.0", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
 	EXPECT_EQ(8, SPYRE_VERSION_MINOR);
 }
