@@ -2884,14 +2884,14 @@ static void krand(SpyreKRun *r, const SpyreKInst *in)
 
         if (kind == SPYRE_KRAND_NORMAL) {
             kphilox_block(x, seed[j], offset[j], e >> 1);
-            u1[j] = (float)((x[2 * (e & 1)] >> 8) + 1) * 0x1p-24f;
-            u2[j] = (float)(x[2 * (e & 1) + 1] >> 8) * 0x1p-24f;
+            u1[j] = (float)((x[2 * (e & 1)] >> 8) + 1) / 16777216.0f;
+            u2[j] = (float)(x[2 * (e & 1) + 1] >> 8) / 16777216.0f;
         } else {
             kphilox_block(x, seed[j], offset[j], e >> 2);
             if (kind == SPYRE_KRAND_BITS) {
                 ((uint32_t *)d)[j] = x[e & 3];
             } else {
-                d[j] = (float)(x[e & 3] >> 8) * 0x1p-24f;
+                d[j] = (float)(x[e & 3] >> 8) / 16777216.0f;
             }
         }
     }
