@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include <spyre/spyre.h>
+#include <spyre/spyre_encode.h>
 #include <spyre/spyre_ref.h>
 #include "spyre-kernel.h"
 
@@ -1304,6 +1305,79 @@ static void bench_part2(void)
     }
 }
 
+/*
+ * The card's verifier and libspyre's agree where they once differed:
+ * IDX or AFFINE of a reduction dimension outside a pass is STRUCTURE,
+ * IDX or SIZE of the linear reduction index without reduction dims is
+ * INDEX (docs/spyre-hw.rst, "Verification and errors").
+ */
+static void verify_align(void)
+{
+    static const struct {
+        uint8_t op;
+        uint16_t mod;
+        uint32_t imm, nrdims, reason;
+    } cases[] = {
+        { SPYRE_KOP_IDX, 0, SPYRE_KDIM_R0, 1, SPYRE_KERR_STRUCTURE },
+        { SPYRE_KOP_IDX, 0, SPYRE_KDIM_RINDEX, 1, SPYRE_KERR_STRUCTURE },
+        { SPYRE_KOP_AFFINE, 1u << SPYRE_KDIM_R0, 0, 1,
+          SPYRE_KERR_STRUCTURE },
+        { SPYRE_KOP_IDX, 0, SPYRE_KDIM_RINDEX, 0, SPYRE_KERR_INDEX },
+        { SPYRE_KOP_SIZE, 0, SPYRE_KDIM_RINDEX, 0, SPYRE_KERR_INDEX },
+        { SPYRE_KOP_IDX, 0, SPYRE_KDIM_R0, 0, SPYRE_KERR_INDEX },
+    };
+    unsigned int i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct {
+            struct spyre_kprog_header h;
+            struct spyre_kinst in[3];
+        } prog;
+        struct spyre_ref_kernel_launch rl = { 0 };
+        struct spyre_ref_kernel_result rr;
+        static SpyreKProg kp;
+        SpyreKLaunch l = { 0 };
+        uint64_t detail, want;
+        uint32_t n = cases[i].nrdims ? 3 : 1;
+
+        spyre_kprog_header_init(&prog.h, n, 1, 0, NULL, 1, 1,
+                                cases[i].nrdims, cases[i].nrdims ? 1 : 0);
+        spyre_kinst_init(&prog.in[0], cases[i].op, SPYRE_KTYPE_I64,
+                         cases[i].mod, 0, SPYRE_KVAL_NONE, SPYRE_KVAL_NONE,
+                         SPYRE_KVAL_NONE, cases[i].imm);
+        spyre_kinst_init(&prog.in[1], SPYRE_KOP_PASS, 0, 0, SPYRE_KVAL_NONE,
+                         SPYRE_KVAL_NONE, SPYRE_KVAL_NONE, SPYRE_KVAL_NONE,
+                         0);
+        spyre_kinst_init(&prog.in[2], SPYRE_KOP_ENDPASS, 0, 0,
+                         SPYRE_KVAL_NONE, SPYRE_KVAL_NONE, SPYRE_KVAL_NONE,
+                         SPYRE_KVAL_NONE, 0);
+        l.nparams = 1;
+        l.npdims = 1;
+        l.nrdims = cases[i].nrdims;
+        l.size[0] = 1;
+        l.size[6] = cases[i].nrdims;
+        l.P = l.R = 1;
+        rl.prog = &prog;
+        rl.prog_size = 64 + 16 * n;
+        rl.nparams = 1;
+        rl.params = l.param;
+        rl.npdims = 1;
+        rl.nrdims = cases[i].nrdims;
+        memcpy(rl.size, l.size, sizeof(rl.size));
+        want = (uint64_t)cases[i].reason << 32;
+        ran++;
+        if (spyre_kernel_verify(&kp, (const uint8_t *)&prog, 64 + 16 * n, &l,
+                                &detail) != SPYRE_STATUS_BAD_PROGRAM ||
+            detail != want || spyre_ref_kernel(&rl, &rr) ||
+            rr.status != SPYRE_STATUS_BAD_PROGRAM || rr.detail != want) {
+            printf("not ok verify case %u: card %#llx, libspyre %#x/%#llx, "
+                   "want %#llx\n", i, (unsigned long long)detail, rr.status,
+                   (unsigned long long)rr.detail, (unsigned long long)want);
+            failures++;
+        }
+    }
+}
+
 static void part2_one(int it)
 {
     switch (it % 3) {
@@ -1360,6 +1434,7 @@ int main(int argc, char **argv)
             }
         }
         philox_kat();
+        verify_align();
         for (i = 0; i < n; i++) {
             map_mode = i % 3;
             part2_one(i);
