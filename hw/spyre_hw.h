@@ -61,7 +61,7 @@
 #define   SPYRE_ID_MAGIC		0x53505952	/* "SPYR" */
 #define SPYRE_REG_VERSION		0x0004	/* RO32: major << 16 | minor */
 #define   SPYRE_HW_VERSION_MAJOR	1
-#define   SPYRE_HW_VERSION_MINOR	1
+#define   SPYRE_HW_VERSION_MINOR	2	/* 1.2: KERNEL part 2 */
 #define SPYRE_REG_CAPS			0x0008	/* RO64: SPYRE_CAP_* */
 #define   SPYRE_CAP_FP16		(1ULL << 0)
 #define   SPYRE_CAP_BF16		(1ULL << 1)

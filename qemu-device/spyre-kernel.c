@@ -154,6 +154,7 @@ enum {
     S_NUM,      /* required i32, i64 or f32 */
     S_F32,      /* required f32 */
     S_BITS,     /* required f32 or i32 */
+    S_I64,      /* required i64 */
 };
 
 #define TM(t)       (1u << (t))
@@ -189,6 +190,8 @@ static bool src_type_ok(int req, unsigned int t, unsigned int T,
         return t == KF32;
     case S_BITS:
         return t == KF32 || t == KI32;
+    case S_I64:
+        return t == KI64;
     default:
         return true;
     }
@@ -204,17 +207,57 @@ static bool kvisible(const SpyreKProg *p, uint16_t v, bool in_pass,
     return !p->vpass[v] || (in_pass && p->vpass[v] == pass);
 }
 
-/* Is dimension @d valid for IDX/SIZE (@idx: IDX) in or out of a pass? */
-static bool dim_ok(const SpyreKLaunch *l, uint32_t d, bool idx, bool in_pass)
+/*
+ * Is dimension @d valid for IDX/SIZE (@idx: IDX) in or out of a pass?
+ * 0, or the reason: INDEX for a dimension the launch does not have (the
+ * linear reduction index included when nrdims is 0), STRUCTURE for the
+ * index of a reduction dimension outside a pass.
+ */
+static unsigned int dim_err(const SpyreKLaunch *l, uint32_t d, bool idx,
+                            bool in_pass)
 {
     if (d < l->npdims || d == SPYRE_KDIM_POINT) {
-        return true;
+        return 0;
     }
     if ((d >= SPYRE_KDIM_R0 && d < SPYRE_KDIM_R0 + l->nrdims) ||
         (d == SPYRE_KDIM_RINDEX && l->nrdims)) {
-        return !idx || in_pass;
+        return !idx || in_pass ? 0 : SPYRE_KERR_STRUCTURE;
     }
-    return false;
+    return SPYRE_KERR_INDEX;
+}
+
+/* SCATTER's mod: a defined kind, ADD of a number, SAT for fp8 only. */
+static bool kscatter_mod_ok(uint16_t mod, uint32_t dt)
+{
+    unsigned int kind = mod & 0xff;
+
+    return !(mod & ~(0xffu | SPYRE_KMOD_SAT)) &&
+           (kind == SPYRE_KSCAT_STORE ||
+            (kind == SPYRE_KSCAT_ADD && kvtype(dt) != KB)) &&
+           (!(mod & SPYRE_KMOD_SAT) || is_fp8(dt));
+}
+
+/*
+ * A SCATTER's operand is touched by no other LOAD, STORE or SCATTER of
+ * the program (so lane order alone decides its contents).  Accounts for
+ * the SCATTER @in if it passes.
+ */
+static bool kscatter_structure_ok(SpyreKProg *p, const SpyreKInst *in)
+{
+    uint32_t bit = 1u << in->imm;
+
+    if (in->op != SPYRE_KOP_SCATTER) {
+        return !(p->scattered & bit);
+    }
+    if ((p->loaded | p->stored | p->scattered) & bit) {
+        return false;
+    }
+    p->scattered |= bit;
+    p->stored |= bit;
+    if ((in->mod & 0xff) == SPYRE_KSCAT_ADD) {
+        p->loaded |= bit;       /* it reads what it writes */
+    }
+    return true;
 }
 
 uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
@@ -222,7 +265,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
                              uint64_t *detail)
 {
     uint32_t ninsts, nvalues, i, nval = 0, closed = 0, pass = 0;
-    unsigned int npasses, nred = 0, nsecs = 1, j;
+    unsigned int npasses, nred = 0, nscan = 0, nsecs = 1, j;
     bool in_pass = false;
 
     *detail = 0;
@@ -263,7 +306,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
     p->ninsts = ninsts;
     p->nvalues = nvalues;
     p->npasses = npasses;
-    p->loaded = p->stored = 0;
+    p->loaded = p->stored = p->scattered = 0;
     p->sec_start[0] = 0;
     p->sec_pass[0] = false;
     for (i = 0; i < ninsts; i++) {
@@ -323,12 +366,47 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             imm_used = true;
             break;
         case SPYRE_KOP_STORE:
+        case SPYRE_KOP_SCATTER:
             tmask = TM(0);
             ndef = 0;
             req[0] = S_INT;
             req[1] = S_BOOLOPT;
             req[2] = S_ANY;
             imm_used = true;
+            break;
+        case SPYRE_KOP_SCAN:
+            switch (in->mod & 0xff) {
+            case SPYRE_KRED_SUM:
+            case SPYRE_KRED_PROD:
+            case SPYRE_KRED_MAX:
+            case SPYRE_KRED_MIN:
+                tmask = TM_NUM;
+                req[0] = S_T;
+                break;
+            case SPYRE_KRED_ARGMAX:
+            case SPYRE_KRED_ARGMIN:
+                tmask = TM(KI64);
+                req[0] = S_NUM;
+                break;
+            default:
+                return kbad(detail, i, SPYRE_KERR_FIELD);
+            }
+            imm_used = true;
+            break;
+        case SPYRE_KOP_RAND:
+            switch (in->mod) {
+            case SPYRE_KRAND_BITS:
+                tmask = TM(KI32);
+                break;
+            case SPYRE_KRAND_UNIFORM:
+            case SPYRE_KRAND_NORMAL:
+                tmask = TM(KF32);
+                break;
+            default:
+                return kbad(detail, i, SPYRE_KERR_FIELD);
+            }
+            req[0] = req[1] = S_I64;
+            req[2] = S_INT;
             break;
         case SPYRE_KOP_ADD:
         case SPYRE_KOP_SUB:
@@ -480,7 +558,8 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
                 in->bcast |= 1 << j;
             }
         }
-        if (in->op == SPYRE_KOP_REDUCE && in->imm != KNONE) {
+        if ((in->op == SPYRE_KOP_REDUCE || in->op == SPYRE_KOP_SCAN) &&
+            in->imm != KNONE) {
             uint16_t v = in->imm;
 
             if (in->imm > KNONE || v >= nval ||
@@ -513,11 +592,15 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             }
             break;
         case SPYRE_KOP_IDX:
-        case SPYRE_KOP_SIZE:
-            if (!dim_ok(l, d, in->op == SPYRE_KOP_IDX, in_pass)) {
-                return kbad(detail, i, SPYRE_KERR_INDEX);
+        case SPYRE_KOP_SIZE: {
+            unsigned int why = dim_err(l, d, in->op == SPYRE_KOP_IDX,
+                                       in_pass);
+
+            if (why) {
+                return kbad(detail, i, why);
             }
             break;
+        }
         case SPYRE_KOP_AFFINE: {
             unsigned int nb = __builtin_popcount(in->mod & 0x1ff);
 
@@ -526,10 +609,12 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             }
             for (j = 0; j < 9; j++) {
                 if ((in->mod & (1u << j)) &&
-                    !(j < 6 ? j < l->npdims :
-                      j - 6 < l->nrdims && in_pass)) {
+                    !(j < 6 ? j < l->npdims : j - 6 < l->nrdims)) {
                     return kbad(detail, i, SPYRE_KERR_INDEX);
                 }
+            }
+            if ((in->mod & 0x1c0) && !in_pass) {
+                return kbad(detail, i, SPYRE_KERR_STRUCTURE);
             }
             if (nb ? (uint64_t)d + nb > l->nparams : d != 0) {
                 return kbad(detail, i, nb ? SPYRE_KERR_INDEX :
@@ -550,6 +635,14 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
                 p->loaded |= 1u << d;
             } else {
                 p->stored |= 1u << d;
+            }
+            break;
+        case SPYRE_KOP_SCATTER:
+            if (d >= l->noperands) {
+                return kbad(detail, i, SPYRE_KERR_INDEX);
+            }
+            if (p->vtype[src[2]] != kvtype(l->dtype[d])) {
+                return kbad(detail, i, SPYRE_KERR_TYPE);
             }
             break;
         default:
@@ -589,7 +682,14 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             break;
         }
         case SPYRE_KOP_REDUCE:
+        case SPYRE_KOP_SCAN:
             mod_ok = !(in->mod & ~0xffu);
+            break;
+        case SPYRE_KOP_SCATTER:
+            mod_ok = kscatter_mod_ok(in->mod, l->dtype[in->imm]);
+            break;
+        case SPYRE_KOP_RAND:
+            mod_ok = true;      /* the kind, checked with the opcode */
             break;
         default:
             mod_ok = !in->mod;
@@ -625,6 +725,19 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             }
             in->red = nred++;
             break;
+        case SPYRE_KOP_SCAN:
+            if (!in_pass || nscan >= SPYRE_KERNEL_MAX_SCAN) {
+                return kbad(detail, i, SPYRE_KERR_STRUCTURE);
+            }
+            in->red = nscan++;
+            break;
+        case SPYRE_KOP_LOAD:
+        case SPYRE_KOP_STORE:
+        case SPYRE_KOP_SCATTER:
+            if (!kscatter_structure_ok(p, in)) {
+                return kbad(detail, i, SPYRE_KERR_STRUCTURE);
+            }
+            break;
         default:
             break;
         }
@@ -643,6 +756,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
         return kbad(detail, ninsts, SPYRE_KERR_VALUE);
     }
     p->nreduce = nred;
+    p->nscan = nscan;
     p->nsecs = nsecs;
     p->sec_start[nsecs] = ninsts + 1;
     return SPYRE_STATUS_OK;
@@ -2441,6 +2555,360 @@ static SpyreKAcc kresult(SpyreKRed *rd, unsigned int kind, unsigned int T,
     return res;
 }
 
+/* ---- Part 2: SCATTER, SCAN, RAND ---------------------------------------- */
+
+/* One element of dtype @dt at @q as a value of type @T (a lane's bits). */
+static uint64_t kelem_get(const uint8_t *q, unsigned int dt, unsigned int T)
+{
+    uint64_t v = 0;
+    float f;
+
+    switch (dt) {
+    case SPYRE_DTYPE_FP32:
+    case SPYRE_DTYPE_FP16:
+    case SPYRE_DTYPE_BF16:
+    case SPYRE_DTYPE_FP8_E4M3:
+    case SPYRE_DTYPE_FP8_E5M2:
+        spyre_load_fp32(&f, q, dt, 1);
+        memcpy(&v, &f, 4);
+        return v;
+    case SPYRE_DTYPE_U8:
+        puti(&v, T, 0, q[0]);
+        break;
+    case SPYRE_DTYPE_INT8:
+        puti(&v, T, 0, (int8_t)q[0]);
+        break;
+    case SPYRE_DTYPE_BOOL:
+        puti(&v, T, 0, q[0] != 0);
+        break;
+    case SPYRE_DTYPE_INT16:
+        puti(&v, T, 0, (int16_t)ld16(q));
+        break;
+    case SPYRE_DTYPE_INT32:
+        puti(&v, T, 0, (int32_t)ld32(q));
+        break;
+    default:
+        puti(&v, T, 0, (int64_t)ld64(q));
+        break;
+    }
+    return v;
+}
+
+/* Store lane bits @v of type @T to the element of dtype @dt at @q. */
+static void kelem_put(uint8_t *q, unsigned int dt, unsigned int T, uint64_t v,
+                      bool sat)
+{
+    size_t es = spyre_cmd_dtype_size(dt), k;
+    uint64_t x;
+    float f;
+
+    switch (dt) {
+    case SPYRE_DTYPE_FP32:
+    case SPYRE_DTYPE_FP16:
+    case SPYRE_DTYPE_BF16:
+    case SPYRE_DTYPE_FP8_E4M3:
+    case SPYRE_DTYPE_FP8_E5M2:
+        memcpy(&f, &v, 4);
+        spyre_store_fp32(q, dt, &f, 1, sat ? 0 : SPYRE_CMD_F_NOSAT);
+        return;
+    case SPYRE_DTYPE_BOOL:
+        q[0] = (uint8_t)v != 0;
+        return;
+    default:
+        x = geti(&v, T, 0);
+        for (k = 0; k < es; k++) {
+            q[k] = x >> (8 * k);
+        }
+        return;
+    }
+}
+
+/* @old + @add in type @T (f32 rounded once, integers wrapping). */
+static uint64_t kelem_add(uint64_t old, uint64_t add, unsigned int T)
+{
+    uint64_t v = 0;
+
+    if (T == KF32) {
+        float a, b;
+
+        memcpy(&a, &old, 4);
+        memcpy(&b, &add, 4);
+        a = canon(a + b);
+        memcpy(&v, &a, 4);
+        return v;
+    }
+    puti(&v, T, 0, (int64_t)((uint64_t)geti(&old, T, 0) +
+                             (uint64_t)geti(&add, T, 0)));
+    return v;
+}
+
+/*
+ * SCATTER: the active lanes' elements written (or accumulated) one lane
+ * at a time in lane order, which is the sequential order here: a
+ * vector's lanes are points, or (point, reduction index) pairs, in
+ * increasing order, and a kernel with a SCATTER runs its tiles in order
+ * on one core (spyre-kexec.c).  Elements are reached through
+ * SpyreKIO.map, one piece per run of consecutive offsets (the
+ * translations are kept between calls), else one lane at a time
+ * through SpyreKIO.access.  Returns a status that ends the run, or
+ * SPYRE_STATUS_OK (a failure then recorded with kerr()).
+ */
+static uint32_t kscatter(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+{
+    const SpyreKLaunch *l = r->l;
+    unsigned int opnd = in->imm, dt = l->dtype[opnd];
+    unsigned int T = r->p->vtype[in->c];
+    size_t es = spyre_cmd_dtype_size(dt), vs = kvsize(T);
+    bool add = (in->mod & 0xff) == SPYRE_KSCAT_ADD;
+    bool sat = in->mod & SPYRE_KMOD_SAT;
+    const void *ov = ksrc(r, in, 0, in->a);
+    const uint8_t *mask = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
+    const uint8_t *val = ksrc(r, in, 2, in->c);
+    uint64_t ext = l->extent[opnd], clo = 0, chi = 0, cnt = 0;
+    uint32_t j, k, n = r->nl;
+    uint8_t *cp = NULL;
+    uint64_t detail = (uint64_t)idx << 32 | opnd | SPYRE_KDETAIL_WRITE;
+
+    for (j = 0; j < n; j++) {
+        int64_t o = in->stype == KI64 ? ((const int64_t *)ov)[j] :
+                    ((const int32_t *)ov)[j];
+        uint64_t v = 0, old;
+        uint8_t *q = NULL, buf[8];
+
+        if (mask && !mask[j]) {
+            continue;
+        }
+        if ((uint64_t)o >= ext) {
+            kerr(r, idx, j, SPYRE_STATUS_OUT_OF_BOUNDS, detail, o, false);
+            break;
+        }
+        memcpy(&v, val + j * vs, vs);
+        if (khost_le() && r->io->map &&
+            ((uint64_t)o < clo || (uint64_t)o >= chi)) {
+            /* A new piece, as long as the run of offsets from here. */
+            uint64_t len = 1, len2;
+
+            for (k = j + 1; k < n && (!mask || mask[k]); k++) {
+                int64_t ok = in->stype == KI64 ? ((const int64_t *)ov)[k] :
+                             ((const int32_t *)ov)[k];
+
+                if (ok != o + (int64_t)len || (uint64_t)ok >= ext) {
+                    break;
+                }
+                len++;
+            }
+            len2 = len;
+            cp = r->io->map(r->io->opaque, opnd, true, o, &len);
+            if (cp && add &&
+                r->io->map(r->io->opaque, opnd, false, o, &len2) != cp) {
+                cp = NULL;      /* ADD also reads: read rights too */
+            }
+            clo = o;
+            chi = cp ? o + KMIN(len, len2) : 0;
+        }
+        if (cp && (uint64_t)o >= clo && (uint64_t)o < chi) {
+            q = cp + ((uint64_t)o - clo) * es;
+        }
+        if (q) {
+            if (add) {
+                old = kelem_get(q, dt, T);
+                v = kelem_add(old, v, T);
+            }
+            kelem_put(q, dt, T, v, sat);
+        } else {
+            uint8_t one = 1;
+            uint32_t lane = 0, st = SPYRE_STATUS_OK;
+
+            if (add) {
+                st = r->io->access(r->io->opaque, opnd, false, &o, &one, 1,
+                                   buf, &lane);
+                if (st == SPYRE_STATUS_OK) {
+                    old = kelem_get(buf, dt, T);
+                    v = kelem_add(old, v, T);
+                }
+            }
+            if (st == SPYRE_STATUS_OK) {
+                kelem_put(buf, dt, T, v, sat);
+                st = r->io->access(r->io->opaque, opnd, true, &o, &one, 1,
+                                   buf, &lane);
+            }
+            if (st == SPYRE_STATUS_MMU_FAULT || st == SPYRE_STATUS_DMA_ERROR) {
+                kerr(r, idx, j, st, detail, o, true);
+                break;
+            }
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+        }
+        cnt++;
+    }
+    r->bytes_io += cnt * es * (add ? 2 : 1);
+    r->stores += cnt != 0;
+    return SPYRE_STATUS_OK;
+}
+
+/*
+ * SCAN over the pass's lanes in order: a point's reduction indices come
+ * in increasing order (in one vector, or in consecutive vectors of that
+ * point alone), so one running value per SCAN, restarted at reduction
+ * index 0, gives every lane the combination of its point's indices 0..r
+ * taken left to right.
+ */
+/* Lane @j of SCAN's result from running value @s (its identity if none). */
+static void kscan_put(const SpyreKAcc *s, unsigned int kind, unsigned int T,
+                      void *d, uint32_t j)
+{
+    bool none = s->idx < 0;
+    int64_t e;
+
+    if (kind == SPYRE_KRED_ARGMAX || kind == SPYRE_KRED_ARGMIN) {
+        ((int64_t *)d)[j] = none ? 0 : s->idx;
+        return;
+    }
+    if (T == KF32) {
+        ((float *)d)[j] = !none ? canon(s->v.f) :
+            kind == SPYRE_KRED_SUM ? 0.0f : kind == SPYRE_KRED_PROD ? 1.0f :
+            kind == SPYRE_KRED_MAX ? -INFINITY : INFINITY;
+        return;
+    }
+    e = kind == SPYRE_KRED_SUM ? 0 : kind == SPYRE_KRED_PROD ? 1 :
+        kind == SPYRE_KRED_MAX ? (T == KI32 ? INT32_MIN : INT64_MIN) :
+        (T == KI32 ? INT32_MAX : INT64_MAX);
+    puti(d, T, j, none ? e : s->v.i);
+}
+
+static void kscan(SpyreKRun *r, const SpyreKInst *in)
+{
+    SpyreKAcc *s = &r->scan[in->red];
+    unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
+    const void *a = ksrc(r, in, 0, in->a);
+    const uint8_t *m = in->imm != KNONE ? ksrc(r, in, 3, in->imm) : NULL;
+    void *d = VS(r, in->dst);
+    bool max = kind == SPYRE_KRED_MAX || kind == SPYRE_KRED_ARGMAX;
+    uint32_t j;
+
+    for (j = 0; j < r->nl; j++) {
+        if (r->lr[j] == 0) {
+            s->idx = -1;        /* a point's first index: nothing yet */
+        }
+        if (!m || m[j]) {
+            bool first = s->idx < 0, take = true;
+
+            if (ta == KF32) {
+                float x = ((const float *)a)[j], c = s->v.f;
+
+                if (kind == SPYRE_KRED_SUM) {
+                    s->v.f = first ? x : c + x;
+                } else if (kind == SPYRE_KRED_PROD) {
+                    s->v.f = first ? x : c * x;
+                } else {        /* torch.cummax's rule: a NaN sticks */
+                    take = first || isnan(x) ||
+                           (!isnan(c) && (max ? x >= c : x <= c));
+                    s->v.f = take ? x : c;
+                }
+            } else {
+                int64_t x = geti(a, ta, j), c = s->v.i;
+
+                if (kind == SPYRE_KRED_SUM) {
+                    x = first ? x : (int64_t)((uint64_t)c + (uint64_t)x);
+                } else if (kind == SPYRE_KRED_PROD) {
+                    x = first ? x : (int64_t)((uint64_t)c * (uint64_t)x);
+                } else {
+                    take = first || (max ? x >= c : x <= c);
+                    x = take ? x : c;
+                }
+                s->v.i = ta == KI32 ? (int32_t)x : x;
+            }
+            if (take) {
+                s->idx = r->lr[j];
+            }
+        }
+        kscan_put(s, kind, T, d, j);
+    }
+}
+
+void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1)
+{
+    unsigned int i;
+
+    for (i = 0; i < 10; i++) {
+        uint64_t p0 = (uint64_t)0xd2511f53u * x[0];
+        uint64_t p1 = (uint64_t)0xcd9e8d57u * x[2];
+        uint32_t y0 = (uint32_t)(p1 >> 32) ^ x[1] ^ k0;
+        uint32_t y2 = (uint32_t)(p0 >> 32) ^ x[3] ^ k1;
+
+        x[1] = (uint32_t)p1;
+        x[3] = (uint32_t)p0;
+        x[0] = y0;
+        x[2] = y2;
+        k0 += 0x9e3779b9u;
+        k1 += 0xbb67ae85u;
+    }
+}
+
+/*
+ * The Philox block @blk under (@seed, @offset): counter (blk bits 31:0,
+ * blk bits 63:32, offset bits 31:0, offset bits 63:32), key (seed bits
+ * 31:0, seed bits 63:32).
+ */
+static void kphilox_block(uint32_t x[4], uint64_t seed, uint64_t offset,
+                          uint64_t blk)
+{
+    x[0] = (uint32_t)blk;
+    x[1] = (uint32_t)(blk >> 32);
+    x[2] = (uint32_t)offset;
+    x[3] = (uint32_t)(offset >> 32);
+    spyre_kernel_philox(x, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+/*
+ * RAND: element index n (source c) of (seed a, offset b).  BITS and
+ * UNIFORM take word n % 4 of block n / 4; NORMAL takes words 2 (n % 2)
+ * and 2 (n % 2) + 1 of block n / 2 as u1 in (0, 1] and u2 in [0, 1)
+ * and gives sqrt(-2 log u1) cos(2 pi u2), each step rounded to f32 (LOG
+ * and COS the card's math functions).
+ */
+static void krand(SpyreKRun *r, const SpyreKInst *in)
+{
+    const int64_t *seed = ksrc(r, in, 0, in->a);
+    const int64_t *offset = ksrc(r, in, 1, in->b);
+    const void *ix = ksrc(r, in, 2, in->c);
+    unsigned int kind = in->mod;
+    uint32_t j, n = r->nl, x[4];
+    float *d = (float *)VS(r, in->dst);
+    float *u1 = (float *)(r->tmp + 3 * (size_t)r->vl);
+    float *u2 = (float *)(r->tmp + 4 * (size_t)r->vl);
+
+    for (j = 0; j < n; j++) {
+        uint64_t e = geti(ix, r->p->vtype[in->c], j);
+
+        if (kind == SPYRE_KRAND_NORMAL) {
+            kphilox_block(x, seed[j], offset[j], e >> 1);
+            u1[j] = (float)((x[2 * (e & 1)] >> 8) + 1) / 16777216.0f;
+            u2[j] = (float)(x[2 * (e & 1) + 1] >> 8) / 16777216.0f;
+        } else {
+            kphilox_block(x, seed[j], offset[j], e >> 2);
+            if (kind == SPYRE_KRAND_BITS) {
+                ((uint32_t *)d)[j] = x[e & 3];
+            } else {
+                d[j] = (float)(x[e & 3] >> 8) / 16777216.0f;
+            }
+        }
+    }
+    if (kind != SPYRE_KRAND_NORMAL) {
+        return;
+    }
+    spyre_kmath_lanes(SPYRE_KOP_LOG, d, u1, NULL, n);
+    for (j = 0; j < n; j++) {
+        u1[j] = sqrtf(-2.0f * d[j]);
+        u2[j] = 6.28318548f * u2[j];
+    }
+    spyre_kmath_lanes(SPYRE_KOP_COS, d, u2, NULL, n);
+    for (j = 0; j < n; j++) {
+        d[j] = u1[j] * d[j];
+    }
+}
+
 /* ---- Sections ----------------------------------------------------------- */
 
 /* Instructions [@from, @to) over the current vector (g: its first point). */
@@ -2463,6 +2931,18 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             break;
         case SPYRE_KOP_CHECK:
             kcheck(r, in, i);
+            break;
+        case SPYRE_KOP_SCATTER:
+            st = kscatter(r, in, i);
+            if (st != SPYRE_STATUS_OK) {
+                return st;
+            }
+            break;
+        case SPYRE_KOP_SCAN:
+            kscan(r, in);
+            break;
+        case SPYRE_KOP_RAND:
+            krand(r, in);
             break;
         case SPYRE_KOP_REDUCE: {
             uint32_t R = r->l->R, per = R <= r->vl ? R : r->nl, q;

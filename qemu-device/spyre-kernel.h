@@ -50,13 +50,15 @@ typedef struct SpyreKInst {
     uint64_t k;                 /* CONST: the immediate */
     uint8_t sec;                /* section number (program order) */
     uint8_t bcast;              /* bit i: source i is point-level, in a pass */
-    uint8_t red;                /* REDUCE: its accumulator slot */
+    uint8_t red;                /* REDUCE, SCAN: its accumulator slot */
     uint8_t stype;              /* type of source a */
 } SpyreKInst;
 
 typedef struct SpyreKProg {
     uint32_t ninsts, nvalues, npasses, nreduce, nsecs;
     uint32_t loaded, stored;    /* operand bit masks */
+    uint32_t scattered;         /* operands of SCATTERs (one core runs) */
+    uint32_t nscan;             /* SCAN instructions */
     uint8_t vtype[SPYRE_KERNEL_MAX_VALUES];
     uint8_t vpass[SPYRE_KERNEL_MAX_VALUES]; /* 1 + pass of a pass value */
     uint16_t sec_start[2 * SPYRE_KERNEL_MAX_PASSES + 2];
@@ -149,6 +151,8 @@ typedef struct SpyreKRun {
     /* Through SpyreKIO.map: the caller adds them up and clears them. */
     uint64_t bytes_io;          /* bytes of active lanes accessed */
     uint64_t stores;            /* STOREs that wrote bytes */
+    /* SCAN: each one's running value (idx -1 before a point's first). */
+    SpyreKAcc scan[SPYRE_KERNEL_MAX_SCAN];
 } SpyreKRun;
 
 /*
@@ -168,6 +172,14 @@ void spyre_kernel_free(SpyreKRun *r);
  * or a status from the IO callbacks that ended the run.
  */
 uint32_t spyre_kernel_tile(SpyreKRun *r, uint64_t pt0);
+
+/*
+ * Philox4x32-10 (Salmon, Moraes, Dror and Shaw, SC'11), RAND's
+ * generator: the counter block @x (words c0..c3) replaced by its output
+ * under key (@k0, @k1).  Exposed for the native harness's known-answer
+ * test.
+ */
+void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1);
 
 /*
  * The host code the interpreter's lane loops run: SPYRE_KISA_GENERIC

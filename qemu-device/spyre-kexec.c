@@ -717,7 +717,8 @@ uint32_t spyre_cmd_kernel(SpyreExec *e)
     k->prio = e->prio;
     k->deadline = e->deadline;
     k->max_active = MIN(MIN(s->ncores, s->nworkers), s->host_cpus);
-    if (k->nchunks < 2) {
+    if (k->nchunks < 2 || k->prog.scattered) {
+        /* A SCATTER's lanes go in sequential order: one core, in order. */
         k->max_active = 1;
     }
     if (k->max_active > 1) {

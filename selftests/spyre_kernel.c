@@ -10,7 +10,10 @@
  * edges of cat/pad index ranges, broadcast and strided operands, a kernel
  * preempted by a high-priority queue, OUT_OF_BOUNDS and BAD_PROGRAM
  * failing only their own context, and a fuzz of random and mutated
- * programs.  Skips (fails with SPYRE_EXEC_REQUIRE=1) on a card without
+ * programs; part 2 (VERSION 1.2): gathers and scatters with colliding
+ * lanes in sequential order, out-of-range indices failing their own
+ * context, scans against a CPU loop, Philox's known answer and its
+ * independence of the launch's shape and tiling.  Skips (fails with SPYRE_EXEC_REQUIRE=1) on a card without
  * SPYRE_DEV_CAP_KERNEL.  The injected hang and fault are in spyre_fault
  * (root).
  */
@@ -60,6 +63,8 @@ struct kt_case {
 	uint64_t params[SPYRE_KERNEL_MAX_PARAMS];
 	unsigned int npdims, nrdims;
 	uint64_t size[9];
+	void *card[KT_MAX_OPS];		/* if set: receives the card's
+					 * results after kt_run() */
 	unsigned int ulps;		/* float outputs: tolerance */
 	double abs_tol;			/* or this absolute difference */
 };
@@ -192,8 +197,12 @@ static uint64_t kt_run(struct __test_metadata *_metadata,
 				  c->host[i], c->extent[i], c->ulps,
 				  c->abs_tol);
 out:
-	for (unsigned int i = 0; i < c->nops; i++)
+	for (unsigned int i = 0; i < c->nops; i++) {
+		if (c->card[i] && map[i])
+			memcpy(c->card[i], map[i],
+			       c->extent[i] * spyre_dtype_size(c->dtype[i]));
 		spyre_bo_free(bo[i]);
+	}
 	spyre_bo_free(pbo);
 	return bad;
 }
@@ -1199,6 +1208,384 @@ TEST_F_TIMEOUT(kernel, kernel_preempted_by_high_priority_queue, 120)
 	spyre_stream_destroy(hi);
 	spyre_kernel_destroy(k);
 	spyre_kernel_destroy(ks);
+}
+
+/* ---- part 2: gather/scatter, scans, Philox (card VERSION 1.2) ---------- */
+
+/* Part 2 needs VERSION 1.2: older cards skip (libspyre refuses). */
+#define KT_NEED_PART2() do {						\
+		if (self->info.hw_version < (1u << 16 | 2))		\
+			SKIP(return, "card VERSION %u.%u lacks part 2",	\
+			     self->info.hw_version >> 16,		\
+			     self->info.hw_version & 0xffff);		\
+	} while (0)
+
+/*
+ * An embedding-style gather and a scatter with colliding rows:
+ * out[n, d] = table[idx[n], d] (FP16 table), and acc[idx2[n], d] (op)=
+ * src[n, d] with many n sharing a row, in point code (over [N, D]) and
+ * in a pass (over r0 = d).  The card must equal the reference bit for
+ * bit: the lanes in sequential order, ADD in FP32 and FP16.
+ */
+TEST_F(kernel, kernel_gather_scatter_collisions_in_lane_order)
+{
+	enum { V = 64, D = 8, N = 300 };
+	uint64_t seed = 0x61;
+
+	KT_NEED_PART2();
+	for (int variant = 0; variant < 6; variant++) {
+		bool in_pass = variant & 1;
+		uint32_t mode = variant < 2 ? SPYRE_KSCAT_STORE :
+				SPYRE_KSCAT_ADD;
+		uint32_t acc_dt = variant < 4 ? SPYRE_DTYPE_FP32 :
+				  SPYRE_DTYPE_FP16;
+		struct kt_case c = { 0 };
+		int64_t *idx, *idx2;
+		float *src;
+		int n, d, row, row2, g;
+		char what[64];
+
+		kt_fill(&seed, SPYRE_DTYPE_FP16,
+			kt_operand(&c, SPYRE_DTYPE_FP16, V * D, NULL), V * D);
+		idx = kt_operand(&c, SPYRE_DTYPE_INT64, N, NULL);
+		idx2 = kt_operand(&c, SPYRE_DTYPE_INT64, N, NULL);
+		src = kt_operand(&c, SPYRE_DTYPE_FP32, N * D, NULL);
+		kt_operand(&c, SPYRE_DTYPE_FP32, N * D, NULL);
+		kt_fill(&seed, acc_dt, kt_operand(&c, acc_dt, V * D, NULL),
+			V * D);
+		ASSERT_NE(NULL, idx);
+		for (int i = 0; i < N; i++) {
+			idx[i] = (int64_t)(st_rand(&seed) % V);
+			idx2[i] = (int64_t)(st_rand(&seed) % 5);  /* collide */
+		}
+		for (int i = 0; i < N * D; i++)	/* sums depend on order */
+			src[i] = (float)st_uniform(&seed, -1, 1) *
+				 (i % 3 ? 1.0f : 4096.0f);
+		c.nparams = 1;
+		c.params[0] = D;
+		c.npdims = in_pass ? 1 : 2;
+		c.nrdims = in_pass ? 1 : 0;
+		c.size[0] = N;
+		c.size[in_pass ? 6 : 1] = D;
+		ASSERT_EQ(0, spyre_kernel_create(c.dtype, 6, 1, c.npdims,
+						 c.nrdims, &c.k));
+		n = spyre_kernel_idx(c.k, SPYRE_KTYPE_I64, 0);
+		row = spyre_kernel_load(c.k, 1, n, NONE, NONE);
+		row2 = spyre_kernel_load(c.k, 2, n, NONE, NONE);
+		if (in_pass)
+			spyre_kernel_pass(c.k);
+		d = spyre_kernel_idx(c.k, SPYRE_KTYPE_I64,
+				     in_pass ? SPYRE_KDIM_R0 : 1);
+		/* gather: table[row * D + d] */
+		g = spyre_kernel_load(c.k, 0,
+				      spyre_kernel_op(c.k, SPYRE_KOP_ADD, 0,
+					spyre_kernel_op(c.k, SPYRE_KOP_MUL, 0,
+					    row, spyre_kernel_param(c.k,
+						SPYRE_KTYPE_I64, 0), NONE),
+					d, NONE), NONE, NONE);
+		spyre_kernel_store(c.k, 4, spyre_kernel_affine(c.k,
+				   SPYRE_KTYPE_I64, d, 1u, 0), g, NONE, 0);
+		spyre_kernel_scatter(c.k, 5,
+			spyre_kernel_op(c.k, SPYRE_KOP_ADD, 0,
+				spyre_kernel_op(c.k, SPYRE_KOP_MUL, 0, row2,
+					spyre_kernel_param(c.k,
+						SPYRE_KTYPE_I64, 0), NONE),
+				d, NONE),
+			spyre_kernel_load(c.k, 3, spyre_kernel_affine(c.k,
+				SPYRE_KTYPE_I64, d, 1u, 0), NONE, NONE),
+			NONE, mode);
+		if (in_pass)
+			spyre_kernel_endpass(c.k);
+		snprintf(what, sizeof(what), "scatter %s %s %s",
+			 mode ? "add" : "store", spyre_dtype_name(acc_dt),
+			 in_pass ? "in a pass" : "in point code");
+		ASSERT_EQ(0, spyre_kernel_error(c.k)) TH_LOG("%s", what);
+		KT_CHECK(&c, what);
+		kt_free(&c);
+	}
+}
+
+/*
+ * A gather and a scatter at an index out of range fail their own job
+ * (OUT_OF_BOUNDS, the operand and offset the reference names) and make
+ * only their own context's error sticky.
+ */
+TEST_F(kernel, kernel_gather_scatter_out_of_range_own_context_only)
+{
+	struct spyre_kernel *ks = kt_shift_kernel();
+	const void *sprog;
+	size_t ssize;
+
+	KT_NEED_PART2();
+	ASSERT_NE(NULL, ks);
+	ASSERT_EQ(0, spyre_kernel_finalize(ks, &sprog, &ssize));
+	for (int scatter = 0; scatter < 2; scatter++) {
+		const uint32_t dt[3] = { SPYRE_DTYPE_INT32, SPYRE_DTYPE_FP32,
+					 SPYRE_DTYPE_FP32 };
+		struct spyre_ref_kernel_operand ro[3];
+		struct spyre_ref_kernel_launch rl = { 0 };
+		struct spyre_ref_kernel_result res;
+		struct spyre_kernel_launch l = { 0 };
+		struct spyre_kernel_arg args[3];
+		struct spyre_bo *bo[3] = { 0 }, *pbo = NULL;
+		struct spyre_device *dev;
+		struct spyre_stream *s;
+		int32_t idx[32];
+		float x[32] = { 0 }, y[32] = { 0 };
+		struct spyre_kernel *k;
+		const void *prog;
+		size_t psize;
+		void *m;
+		int i, v, ret;
+
+		for (i = 0; i < 32; i++)
+			idx[i] = 31 - i;
+		idx[20] = 32;			/* one past the end */
+		ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+		i = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+		v = spyre_kernel_load(k, 0, i, NONE, NONE);
+		if (scatter)
+			spyre_kernel_scatter(k, 2, v,
+					     spyre_kernel_load(k, 1, i, NONE,
+							       NONE),
+					     NONE, SPYRE_KSCAT_ADD);
+		else
+			spyre_kernel_store(k, 2, i,
+					   spyre_kernel_load(k, 1, v, NONE,
+							     NONE), NONE, 0);
+		ASSERT_EQ(0, spyre_kernel_finalize(k, &prog, &psize));
+		ro[0] = (struct spyre_ref_kernel_operand){ idx, 32,
+			SPYRE_DTYPE_INT32, 0 };
+		ro[1] = (struct spyre_ref_kernel_operand){ x, 32,
+			SPYRE_DTYPE_FP32, 0 };
+		ro[2] = (struct spyre_ref_kernel_operand){ y, 32,
+			SPYRE_DTYPE_FP32, 0 };
+		rl.prog = prog;
+		rl.prog_size = psize;
+		rl.noperands = 3;
+		rl.operands = ro;
+		rl.npdims = 1;
+		rl.size[0] = 32;
+		ASSERT_EQ(0, spyre_ref_kernel(&rl, &res));
+		EXPECT_EQ(SPYRE_STATUS_OUT_OF_BOUNDS, res.status);
+		EXPECT_EQ(scatter ? 2 | SPYRE_KDETAIL_WRITE : 1, res.detail & 0x1ff);
+		EXPECT_EQ(32, res.detail2);
+		/* the card, in a context of its own */
+		ASSERT_EQ(0, spyre_device_open(0, &dev));
+		ASSERT_EQ(0, spyre_stream_create(dev, SPYRE_PRIORITY_NORMAL,
+						 &s));
+		ret = spyre_kernel_upload(dev, prog, psize, 0, &pbo);
+		for (i = 0; !ret && i < 3; i++) {
+			ret = spyre_bo_alloc(dev, 128, 0, &bo[i]) ?:
+			      spyre_bo_map(bo[i], &m);
+			if (!ret)
+				memcpy(m, i ? (void *)x : (void *)idx, 128);
+			args[i] = (struct spyre_kernel_arg){
+				SPYRE_MEM(bo[i], 0), 32, dt[i], 0 };
+		}
+		ASSERT_EQ(0, ret);
+		l.prog = SPYRE_MEM(pbo, 0);
+		l.prog_size = (uint32_t)psize;
+		l.noperands = 3;
+		l.npdims = 1;
+		l.operands = args;
+		l.size[0] = 32;
+		ret = spyre_stream_kernel(s, &l);
+		if (!ret)
+			ret = spyre_stream_sync(s, ST_TIMEOUT_NS);
+		EXPECT_GT(0, ret) TH_LOG("%s", scatter ? "scatter" : "gather");
+		EXPECT_NE(-ECANCELED, ret);
+		EXPECT_EQ(ret, spyre_stream_error(s));
+		for (i = 0; i < 3; i++)
+			spyre_bo_free(bo[i]);
+		spyre_bo_free(pbo);
+		spyre_stream_destroy(s);
+		spyre_device_close(dev);
+		spyre_kernel_destroy(k);
+		/* the fixture's context and a new one carry on */
+		EXPECT_EQ(0, kt_shift(self->dev, self->s, 64, 0, sprog, ssize,
+				      NULL));
+		kt_innocent_ok(_metadata, sprog, ssize);
+	}
+	spyre_kernel_destroy(ks);
+}
+
+/* One scan over x [P, R] (FP32) on the card; the result in @out. */
+static void kt_scan(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(kernel) *self, uint32_t kind, const float *x,
+		    uint64_t P, uint64_t R, void *out)
+{
+	struct kt_case c = { 0 };
+	uint32_t odt = kind >= SPYRE_KRED_ARGMAX ? SPYRE_DTYPE_INT64 :
+		       SPYRE_DTYPE_FP32;
+	int o;
+	char what[32];
+
+	kt_operand(&c, SPYRE_DTYPE_FP32, P * R, x);
+	kt_operand(&c, odt, P * R, NULL);
+	c.card[1] = out;
+	c.nparams = 1;
+	c.params[0] = R;
+	c.npdims = 1;
+	c.nrdims = 1;
+	c.size[0] = P;
+	c.size[6] = R;
+	ASSERT_EQ(0, spyre_kernel_create(c.dtype, 2, 1, 1, 1, &c.k));
+	o = spyre_kernel_affine(c.k, SPYRE_KTYPE_I64, NONE, 1, 0);
+	spyre_kernel_pass(c.k);
+	o = spyre_kernel_op(c.k, SPYRE_KOP_ADD, 0, o,
+			    spyre_kernel_idx(c.k, SPYRE_KTYPE_I64,
+					     SPYRE_KDIM_R0), NONE);
+	spyre_kernel_store(c.k, 1, o,
+			   spyre_kernel_scan(c.k, kind,
+					     spyre_kernel_load(c.k, 0, o, NONE,
+							       NONE), NONE),
+			   NONE, 0);
+	spyre_kernel_endpass(c.k);
+	snprintf(what, sizeof(what), "scan kind %u", kind);
+	ASSERT_EQ(0, spyre_kernel_error(c.k));
+	KT_CHECK(&c, what);
+	kt_free(&c);
+}
+
+/*
+ * Scans against a CPU loop: cumsum left to right in f32, cumprod,
+ * cummax/cummin with NaN and ties (torch's rule), rows longer than a
+ * vector so the running value crosses vectors and blocks.
+ */
+TEST_F_TIMEOUT(kernel, kernel_scans_against_a_cpu_loop, 120)
+{
+	enum { P = 3, R = 2500 };
+	static float x[P * R], f[P * R];
+	static int64_t ix[P * R];
+	uint64_t seed = 0x62;
+
+	KT_NEED_PART2();
+	for (int i = 0; i < P * R; i++)
+		x[i] = (float)(int)(st_rand(&seed) % 41 - 20) / 8.0f;
+	x[7] = NAN;
+	x[R + 1500] = NAN;
+	x[R + 1600] = NAN;
+	for (int i = 0; i < P * R; i++)	/* cumprod stays finite */
+		if (i / R == 2)
+			x[i] = 1.0f + x[i] / 4096.0f;
+	for (uint32_t kind = SPYRE_KRED_SUM; kind <= SPYRE_KRED_ARGMIN;
+	     kind++) {
+		bool arg = kind >= SPYRE_KRED_ARGMAX;
+		bool max = kind == SPYRE_KRED_MAX || kind == SPYRE_KRED_ARGMAX;
+		uint64_t bad = 0;
+
+		kt_scan(_metadata, self, kind, x, P, R, arg ? (void *)ix :
+			(void *)f);
+		for (int p = 0; p < P; p++) {
+			float acc = 0;
+			int64_t at = 0;
+
+			for (int r = 0; r < R; r++) {
+				float v = x[p * R + r];
+				bool take = !r || isnan(v) ||
+					    (!isnan(acc) &&
+					     (max ? v >= acc : v <= acc));
+
+				if (kind == SPYRE_KRED_SUM)
+					acc = r ? acc + v : v;
+				else if (kind == SPYRE_KRED_PROD)
+					acc = r ? acc * v : v;
+				else if (take) {
+					acc = v;
+					at = r;
+				}
+				if (arg ? ix[p * R + r] != at :
+				    (isnan(acc) ? !isnan(f[p * R + r]) :
+				     f[p * R + r] != acc))
+					if (bad++ < 3)
+						TH_LOG("kind %u [%d, %d]", kind,
+						       p, r);
+			}
+		}
+		EXPECT_EQ(0, bad) TH_LOG("kind %u", kind);
+	}
+}
+
+/*
+ * RAND: Random123's first known answer (seed 0, offset 0: elements 0..3
+ * are the words of counter 0), and the same (seed, offset, index) giving
+ * the same value whatever the launch's shape, tiling or work division:
+ * [N] in point code, [N / 7, 7], and a pass over r0 (other tiles).
+ */
+TEST_F(kernel, kernel_philox_known_answers_and_tiling_independence)
+{
+	enum { N = 7 * 1500 };
+	static const uint32_t kat0[4] = { 0x6627e8d5, 0xe169c58d, 0xbc57ac4c,
+					  0x9b00dbd8 };
+	static uint32_t w[3][N];
+	static float u[3][N];
+
+	KT_NEED_PART2();
+	for (uint32_t kind = SPYRE_KRAND_BITS; kind <= SPYRE_KRAND_NORMAL;
+	     kind++) {
+		for (int shape = 0; shape < 3; shape++) {
+			struct kt_case c = { 0 };
+			uint32_t dt = kind == SPYRE_KRAND_BITS ?
+				      SPYRE_DTYPE_INT32 : SPYRE_DTYPE_FP32;
+			void *out = kind == SPYRE_KRAND_BITS ?
+				    (void *)w[shape] : (void *)u[shape];
+			int e, v;
+			char what[40];
+
+			kt_operand(&c, dt, N, NULL);
+			c.card[0] = out;
+			c.ulps = kind == SPYRE_KRAND_NORMAL ? 4 : 0;
+			c.nparams = 2;
+			c.params[0] = kind == SPYRE_KRAND_BITS ? 0 :
+				      0x0123456789abcdefull;
+			c.params[1] = kind == SPYRE_KRAND_BITS ? 0 : 99;
+			c.npdims = shape == 1 ? 2 : 1;
+			c.nrdims = shape == 2 ? 1 : 0;
+			c.size[0] = shape == 0 ? N : N / 7;
+			c.size[shape == 1 ? 1 : 6] = shape ? 7 : 0;
+			if (!shape)
+				c.size[6] = 0;
+			ASSERT_EQ(0, spyre_kernel_create(c.dtype, 1, 2,
+							 c.npdims, c.nrdims,
+							 &c.k));
+			if (shape == 2) {
+				spyre_kernel_pass(c.k);
+				e = spyre_kernel_op(c.k, SPYRE_KOP_ADD, 0,
+					spyre_kernel_op(c.k, SPYRE_KOP_MUL, 0,
+						spyre_kernel_idx(c.k,
+							SPYRE_KTYPE_I64, 0),
+						spyre_kernel_const(c.k,
+							SPYRE_KTYPE_I64, 7),
+						NONE),
+					spyre_kernel_idx(c.k, SPYRE_KTYPE_I64,
+							 SPYRE_KDIM_R0), NONE);
+			} else {
+				e = spyre_kernel_idx(c.k, SPYRE_KTYPE_I64,
+						     SPYRE_KDIM_POINT);
+			}
+			v = spyre_kernel_rand(c.k, kind,
+				spyre_kernel_param(c.k, SPYRE_KTYPE_I64, 0),
+				spyre_kernel_param(c.k, SPYRE_KTYPE_I64, 1), e);
+			spyre_kernel_store(c.k, 0, e, v, NONE, 0);
+			if (shape == 2)
+				spyre_kernel_endpass(c.k);
+			snprintf(what, sizeof(what), "rand kind %u shape %d",
+				 kind, shape);
+			ASSERT_EQ(0, spyre_kernel_error(c.k)) TH_LOG("%s",
+								     what);
+			KT_CHECK(&c, what);
+			kt_free(&c);
+		}
+		if (kind == SPYRE_KRAND_BITS) {
+			EXPECT_EQ(0, memcmp(w[0], kat0, sizeof(kat0)));
+			EXPECT_EQ(0, memcmp(w[0], w[1], sizeof(w[0])));
+			EXPECT_EQ(0, memcmp(w[0], w[2], sizeof(w[0])));
+		} else {
+			EXPECT_EQ(0, memcmp(u[0], u[1], sizeof(u[0])));
+			EXPECT_EQ(0, memcmp(u[0], u[2], sizeof(u[0])));
+		}
+	}
 }
 
 TEST_HARNESS_MAIN

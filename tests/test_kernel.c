@@ -5,7 +5,9 @@
  * disassembler on the doc's two examples, and the reference interpreter
  * (spyre_ref_kernel()) against hand-computed values: integer edge
  * values, conversions, NaN rules, reduction ties, NaN and the fixed
- * summation order, statuses and details.  No device needed.
+ * summation order, statuses and details; part 2's scatter order, scans
+ * and Philox (the Random123 known answers, the word mapping, shape
+ * independence).  No device needed.
  */
 #include "kselftest_harness.h"
 
@@ -1342,6 +1344,475 @@ TEST(cmdbuf_kernel_encoding)
 	EXPECT_EQ(-EINVAL, spyre_stream_kernel(NULL, &l));
 	EXPECT_EQ(-EINVAL, spyre_kernel_upload(NULL, &l, 64, 0, NULL));
 	spyre_cmdbuf_destroy(cb);
+}
+
+/* ---- part 2: SCATTER, SCAN, RAND ---------------------------------------- */
+
+/* Random123's kat_vectors for philox4x32_10: counter, key, output. */
+TEST(ref_philox_known_answers)
+{
+	static const uint32_t kat[3][10] = {
+		{ 0, 0, 0, 0, 0, 0,
+		  0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8 },
+		{ 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+		  0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd },
+		{ 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822,
+		  0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1 },
+	};
+
+	for (int i = 0; i < 3; i++) {
+		uint32_t x[4];
+
+		memcpy(x, kat[i], sizeof(x));
+		spyre_ref_philox4x32_10(x, kat[i] + 4);
+		EXPECT_EQ(kat[i][6], x[0]) TH_LOG("KAT %d", i);
+		EXPECT_EQ(kat[i][7], x[1]) TH_LOG("KAT %d", i);
+		EXPECT_EQ(kat[i][8], x[2]) TH_LOG("KAT %d", i);
+		EXPECT_EQ(kat[i][9], x[3]) TH_LOG("KAT %d", i);
+	}
+}
+
+/*
+ * RAND of @kind for elements n = p * @step + @first, p < @n, with seed and
+ * offset from parameters, into @out (INT32 or FP32); @npd pointwise dims
+ * (2: the same points as [n / 7, 7]).
+ */
+static int run_rand(struct __test_metadata *_metadata, uint32_t kind,
+		    uint64_t seed, uint64_t offset, uint64_t first,
+		    uint64_t step, uint64_t n, unsigned int npd, void *out)
+{
+	const uint32_t dt[1] = { kind == SPYRE_KRAND_BITS ? SPYRE_DTYPE_INT32 :
+				 SPYRE_DTYPE_FP32 };
+	const uint64_t params[4] = { seed, offset, step, first };
+	struct spyre_ref_kernel_operand o[1] = { { 0 } };
+	struct spyre_ref_kernel_launch l = { 0 };
+	struct spyre_ref_kernel_result res;
+	struct spyre_kernel *k;
+	int p, e;
+
+	ASSERT_EQ(0, spyre_kernel_create(dt, 1, 4, npd, 0, &k)) return -1;
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, SPYRE_KDIM_POINT);
+	e = spyre_kernel_affine(k, SPYRE_KTYPE_I64,
+				spyre_kernel_param(k, SPYRE_KTYPE_I64, 3),
+				1u << (npd - 1), 2);
+	if (npd == 2)	/* n = (p0 * 7 + p1) * step + first */
+		e = spyre_kernel_op(k, SPYRE_KOP_ADD, 0,
+				    spyre_kernel_param(k, SPYRE_KTYPE_I64, 3),
+				    spyre_kernel_op(k, SPYRE_KOP_MUL, 0, p,
+					spyre_kernel_param(k, SPYRE_KTYPE_I64,
+							   2), NONE), NONE);
+	spyre_kernel_store(k, 0, p,
+			   spyre_kernel_rand(k, kind,
+				spyre_kernel_param(k, SPYRE_KTYPE_I64, 0),
+				spyre_kernel_param(k, SPYRE_KTYPE_I64, 1), e),
+			   NONE, 0);
+	ASSERT_EQ(0, spyre_kernel_finalize(k, &l.prog, &l.prog_size))
+		return -1;
+	o[0].data = out;
+	o[0].extent = n;
+	o[0].dtype = dt[0];
+	l.noperands = 1;
+	l.operands = o;
+	l.nparams = 4;
+	l.params = params;
+	l.npdims = npd;
+	if (npd == 2) {
+		l.size[0] = n / 7;
+		l.size[1] = 7;
+	} else {
+		l.size[0] = n;
+	}
+	EXPECT_EQ(0, spyre_ref_kernel(&l, &res));
+	spyre_kernel_destroy(k);
+	return (int)res.status;
+}
+
+TEST(ref_rand_mapping)
+{
+	uint32_t w[16], w2[16], x[4], key[2];
+	float u[14], z[14], z2[14];
+
+	/* BITS: element n is word n % 4 of block n / 4 */
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_BITS, 0, 0, 0, 1, 8, 1,
+			      w));
+	EXPECT_EQ(0x6627e8d5u, w[0]);	/* the first KAT: counter 0, key 0 */
+	EXPECT_EQ(0xe169c58du, w[1]);
+	EXPECT_EQ(0xbc57ac4cu, w[2]);
+	EXPECT_EQ(0x9b00dbd8u, w[3]);
+	/* the seed is the key, the offset counter words 2 and 3 */
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_BITS,
+			      0x299f31d0a4093822ull, 0x0370734413198a2eull,
+			      0x3ff, 1, 1, 1, w));
+	x[0] = 0xff;
+	x[1] = 0;
+	x[2] = 0x13198a2e;
+	x[3] = 0x03707344;
+	key[0] = 0xa4093822;
+	key[1] = 0x299f31d0;
+	spyre_ref_philox4x32_10(x, key);
+	EXPECT_EQ(x[3], w[0]);
+	/* a value depends on (seed, offset, n) only: strides and shapes */
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_BITS, 42, 7, 0, 1, 14, 1,
+			      w));
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_BITS, 42, 7, 0, 1, 14, 2,
+			      w2));
+	EXPECT_EQ(0, memcmp(w, w2, 14 * 4));
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_BITS, 42, 7, 6, 2, 4, 1,
+			      w2));
+	EXPECT_EQ(w[6], w2[0]);
+	EXPECT_EQ(w[12], w2[3]);
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_BITS, 42, 8, 0, 1, 14, 1,
+			      w2));
+	EXPECT_NE(w[0], w2[0]);		/* another offset, another stream */
+	/* UNIFORM: (w >> 8) * 2^-24 of the same words */
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_UNIFORM, 42, 7, 0, 1, 14,
+			      1, u));
+	for (int i = 0; i < 14; i++) {
+		EXPECT_EQ((float)(w[i] >> 8) / 16777216.0f, u[i]);
+		EXPECT_TRUE(u[i] >= 0.0f && u[i] < 1.0f);
+	}
+	/* NORMAL: block n / 2, words 2 (n % 2) and 2 (n % 2) + 1 */
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_NORMAL, 42, 7, 0, 1, 14,
+			      1, z));
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_NORMAL, 42, 7, 0, 1, 14,
+			      2, z2));
+	EXPECT_EQ(0, memcmp(z, z2, sizeof(z)));
+	for (int n = 0; n < 14; n++) {
+		uint32_t c[4] = { (uint32_t)(n / 2), 0, 7, 0 }, k2[2] = { 42, 0 };
+		double u1, u2, want;
+
+		spyre_ref_philox4x32_10(c, k2);
+		u1 = ((c[2 * (n % 2)] >> 8) + 1) / 16777216.0;
+		u2 = (c[2 * (n % 2) + 1] >> 8) / 16777216.0;
+		want = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+		EXPECT_TRUE(fabs(z[n] - want) < 1e-5 * (1 + fabs(want)))
+			TH_LOG("n %d: %g, want %g", n, z[n], want);
+	}
+}
+
+/* A NORMAL sample's mean and variance (a sanity check, not a KS test). */
+TEST(ref_rand_normal_moments)
+{
+	static float z[1 << 16];
+	double m = 0, v = 0;
+
+	ASSERT_EQ(0, run_rand(_metadata, SPYRE_KRAND_NORMAL, 1234, 0, 0, 1,
+			      1 << 16, 1, z));
+	for (int i = 0; i < 1 << 16; i++)
+		m += z[i];
+	m /= 1 << 16;
+	for (int i = 0; i < 1 << 16; i++)
+		v += (z[i] - m) * (z[i] - m);
+	v /= 1 << 16;
+	EXPECT_TRUE(fabs(m) < 0.02) TH_LOG("mean %g", m);
+	EXPECT_TRUE(fabs(v - 1) < 0.03) TH_LOG("variance %g", v);
+}
+
+/*
+ * o2[idx[i]] (mode)= val[i] for i < n, a scatter of FP32 (or @dtype)
+ * values; optionally the lanes in a pass over r0 (one point).
+ */
+static struct spyre_ref_kernel_result run_scatter(
+	struct __test_metadata *_metadata, uint32_t mode, const int64_t *idx,
+	const float *val, uint64_t n, uint32_t dtype, void *out,
+	uint64_t extent, bool in_pass)
+{
+	const uint32_t dt[3] = { SPYRE_DTYPE_INT64, SPYRE_DTYPE_FP32, dtype };
+	struct spyre_ref_kernel_operand o[3] = { { 0 } };
+	struct spyre_ref_kernel_launch l = { 0 };
+	struct spyre_ref_kernel_result res = { 0 };
+	struct spyre_kernel *k;
+	int p, v;
+
+	EXPECT_EQ(0, spyre_kernel_create(dt, 3, 0, in_pass ? 0 : 1,
+					 in_pass ? 1 : 0, &k));
+	if (in_pass)
+		spyre_kernel_pass(k);
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, in_pass ? SPYRE_KDIM_R0 : 0);
+	v = spyre_kernel_load(k, 1, p, NONE, NONE);
+	if (dtype == SPYRE_DTYPE_INT32)
+		v = spyre_kernel_cvt(k, SPYRE_KTYPE_I32, v, 0, 0);
+	EXPECT_EQ(0, spyre_kernel_scatter(k, 2,
+					  spyre_kernel_load(k, 0, p, NONE,
+							    NONE), v, NONE,
+					  mode));
+	if (in_pass)
+		spyre_kernel_endpass(k);
+	EXPECT_EQ(0, spyre_kernel_finalize(k, &l.prog, &l.prog_size));
+	o[0] = (struct spyre_ref_kernel_operand){ (void *)idx, n,
+						   SPYRE_DTYPE_INT64, 0 };
+	o[1] = (struct spyre_ref_kernel_operand){ (void *)val, n,
+						   SPYRE_DTYPE_FP32, 0 };
+	o[2] = (struct spyre_ref_kernel_operand){ out, extent, dtype, 0 };
+	l.noperands = 3;
+	l.operands = o;
+	l.npdims = in_pass ? 0 : 1;
+	l.nrdims = in_pass ? 1 : 0;
+	l.size[in_pass ? 6 : 0] = n;
+	EXPECT_EQ(0, spyre_ref_kernel(&l, &res));
+	spyre_kernel_destroy(k);
+	return res;
+}
+
+TEST(ref_scatter_lane_order)
+{
+	const int64_t idx[] = { 2, 0, 2, 1, 2, 0 };
+	const float val[] = { 1e8f, 5, 1, 7, -1e8f, 3 };
+	float out[3];
+	uint16_t h[3];
+	int32_t iout[3];
+	struct spyre_ref_kernel_result r;
+
+	for (int pass = 0; pass < 2; pass++) {
+		/* STORE: the last lane wins */
+		memset(out, 0, sizeof(out));
+		r = run_scatter(_metadata, SPYRE_KSCAT_STORE, idx, val, 6,
+				SPYRE_DTYPE_FP32, out, 3, pass);
+		EXPECT_EQ(0u, r.status);
+		EXPECT_EQ(3.0f, out[0]);
+		EXPECT_EQ(7.0f, out[1]);
+		EXPECT_EQ(-1e8f, out[2]);
+		/* ADD, in order: (1e8 + 1) - 1e8 = 0 in f32, not 1 */
+		out[0] = 0.5f;
+		out[1] = 0;
+		out[2] = 0;
+		r = run_scatter(_metadata, SPYRE_KSCAT_ADD, idx, val, 6,
+				SPYRE_DTYPE_FP32, out, 3, pass);
+		EXPECT_EQ(0u, r.status);
+		EXPECT_EQ(8.5f, out[0]);
+		EXPECT_EQ(7.0f, out[1]);
+		EXPECT_EQ(0.0f, out[2]);
+	}
+	/* FP16 accumulates in FP16: 2048 + 1 + 1 stays 2048 */
+	{
+		const int64_t i3[] = { 0, 0, 0 };
+		const float v3[] = { 2048, 1, 1 };
+
+		memset(h, 0, sizeof(h));
+		r = run_scatter(_metadata, SPYRE_KSCAT_ADD, i3, v3, 3,
+				SPYRE_DTYPE_FP16, h, 1, false);
+		EXPECT_EQ(0u, r.status);
+		EXPECT_EQ(0x6800, h[0]);	/* 2048 */
+	}
+	/* integers wrap */
+	{
+		const int64_t i2[] = { 1, 1 };
+		const float v2[] = { 2147483520.0f, 1024 };
+
+		memset(iout, 0, sizeof(iout));
+		r = run_scatter(_metadata, SPYRE_KSCAT_ADD, i2, v2, 2,
+				SPYRE_DTYPE_INT32, iout, 3, false);
+		EXPECT_EQ(0u, r.status);
+		EXPECT_EQ((int32_t)(2147483520u + 1024u), iout[1]);
+	}
+	/* an index out of range fails at its lane, as a write */
+	{
+		const int64_t bad[] = { 0, 1, 3, -1 };
+
+		r = run_scatter(_metadata, SPYRE_KSCAT_ADD, bad, val, 4,
+				SPYRE_DTYPE_FP32, out, 3, false);
+		EXPECT_EQ(SPYRE_STATUS_OUT_OF_BOUNDS, r.status);
+		EXPECT_EQ(2u, r.detail & 0xff);
+		EXPECT_TRUE(r.detail & SPYRE_KDETAIL_WRITE);
+		EXPECT_EQ(3u, r.detail2);
+	}
+}
+
+/* o1[r] = scan(kind, o0[r]) over one point, masked where r % 4 == 3. */
+static int run_scan(struct __test_metadata *_metadata, uint32_t kind,
+		    uint32_t dtype, const void *x, uint64_t n, bool masked,
+		    void *out)
+{
+	uint32_t odt = kind >= SPYRE_KRED_ARGMAX ? SPYRE_DTYPE_INT64 : dtype;
+	const uint32_t dt[2] = { dtype, odt };
+	struct spyre_ref_kernel_operand o[2] = { { 0 } };
+	struct spyre_ref_kernel_launch l = { 0 };
+	struct spyre_ref_kernel_result res;
+	struct spyre_kernel *k;
+	int r, m = NONE;
+
+	ASSERT_EQ(0, spyre_kernel_create(dt, 2, 0, 0, 1, &k)) return -1;
+	spyre_kernel_pass(k);
+	r = spyre_kernel_idx(k, SPYRE_KTYPE_I64, SPYRE_KDIM_R0);
+	if (masked)
+		m = spyre_kernel_op(k, SPYRE_KOP_CMP, SPYRE_KCMP_NE,
+			spyre_kernel_op(k, SPYRE_KOP_AND, 0, r,
+				spyre_kernel_const(k, SPYRE_KTYPE_I64, 3),
+				NONE),
+			spyre_kernel_const(k, SPYRE_KTYPE_I64, 3), NONE);
+	spyre_kernel_store(k, 1, r,
+			   spyre_kernel_scan(k, kind,
+					     spyre_kernel_load(k, 0, r, NONE,
+							       NONE), m),
+			   NONE, 0);
+	spyre_kernel_endpass(k);
+	ASSERT_EQ(0, spyre_kernel_finalize(k, &l.prog, &l.prog_size))
+		return -1;
+	o[0] = (struct spyre_ref_kernel_operand){ (void *)x, n, dtype, 0 };
+	o[1] = (struct spyre_ref_kernel_operand){ out, n, odt, 0 };
+	l.noperands = 2;
+	l.operands = o;
+	l.nrdims = 1;
+	l.size[6] = n;
+	EXPECT_EQ(0, spyre_ref_kernel(&l, &res));
+	spyre_kernel_destroy(k);
+	return (int)res.status;
+}
+
+TEST(ref_scans)
+{
+	const float x[] = { 1, 3, 3, NAN, 2, NAN, -5, 8 };
+	const float s[] = { 16777216.0f, 1, 1, 1, -0.0f };
+	const int32_t c[] = { 5, -2, 5, 9, INT32_MAX, 1 };
+	float f[8];
+	int64_t i[8];
+	int32_t ic[6];
+
+	/* cumsum left to right: 2^24 + 1 + 1 + 1 stays 2^24 in f32 */
+	ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_SUM, SPYRE_DTYPE_FP32, s,
+			      5, false, f));
+	EXPECT_EQ(16777216.0f, f[3]);
+	EXPECT_EQ(16777216.0f, f[4]);
+	/* the first element is taken as it is: -0 stays -0 */
+	ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_SUM, SPYRE_DTYPE_FP32,
+			      s + 4, 1, false, f));
+	EXPECT_EQ(0x80000000u, fbits(f[0]));
+	/* cummax: NaN sticks until the next NaN; ties go to the later */
+	ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_MAX, SPYRE_DTYPE_FP32, x,
+			      8, false, f));
+	EXPECT_EQ(1.0f, f[0]);
+	EXPECT_EQ(3.0f, f[2]);
+	EXPECT_EQ(0x7fc00000u, fbits(f[3]));
+	EXPECT_EQ(0x7fc00000u, fbits(f[7]));
+	ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_ARGMAX, SPYRE_DTYPE_FP32,
+			      x, 8, false, i));
+	EXPECT_EQ(0, i[0]);
+	EXPECT_EQ(1, i[1]);
+	EXPECT_EQ(2, i[2]);		/* the later of equal maxima */
+	EXPECT_EQ(3, i[3]);
+	EXPECT_EQ(3, i[4]);
+	EXPECT_EQ(5, i[5]);		/* the later NaN */
+	EXPECT_EQ(5, i[7]);
+	ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_ARGMIN, SPYRE_DTYPE_INT32,
+			      c, 6, false, i));
+	EXPECT_EQ(0, i[0]);
+	EXPECT_EQ(1, i[1]);
+	EXPECT_EQ(1, i[5]);
+	/* integer cumsum wraps; masked lanes (r = 3) add nothing */
+	ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_SUM, SPYRE_DTYPE_INT32, c,
+			      6, true, ic));
+	EXPECT_EQ(5, ic[0]);
+	EXPECT_EQ(8, ic[2]);
+	EXPECT_EQ(8, ic[3]);
+	EXPECT_EQ((int32_t)(8u + 2147483647u), ic[4]);
+	ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_PROD, SPYRE_DTYPE_INT32, c,
+			      3, false, ic));
+	EXPECT_EQ(-50, ic[2]);
+	/* a masked first element: the identity until the first active one */
+	{
+		const float y[] = { 0, 0, 0, 4, 2 };
+
+		ASSERT_EQ(0, run_scan(_metadata, SPYRE_KRED_MIN,
+				      SPYRE_DTYPE_FP32, y + 3, 2, false, f));
+		EXPECT_EQ(2.0f, f[1]);
+	}
+}
+
+TEST(builder_part2_refusals)
+{
+	const uint32_t dt[] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_INT64,
+				SPYRE_DTYPE_BOOL };
+	struct spyre_kernel *k;
+	int p, v;
+
+	/* a SCATTER's operand may have no other access, before or after */
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+	v = spyre_kernel_load(k, 0, p, NONE, NONE);
+	EXPECT_EQ(-EINVAL, spyre_kernel_scatter(k, 0, p, v, NONE,
+						SPYRE_KSCAT_ADD));
+	spyre_kernel_destroy(k);
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+	v = spyre_kernel_const_f32(k, 1.0f);
+	EXPECT_EQ(0, spyre_kernel_scatter(k, 0, p, v, NONE, SPYRE_KSCAT_ADD));
+	EXPECT_EQ(-EINVAL, spyre_kernel_store(k, 0, p, v, NONE, 0));
+	spyre_kernel_destroy(k);
+	/* ADD of bool, unknown kinds, SAT on fp32 */
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+	EXPECT_EQ(-EINVAL, spyre_kernel_scatter(k, 2, p,
+			spyre_kernel_const(k, SPYRE_KTYPE_BOOL, 1), NONE,
+			SPYRE_KSCAT_ADD));
+	spyre_kernel_destroy(k);
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+	EXPECT_EQ(-EINVAL, spyre_kernel_scatter(k, 0, p,
+			spyre_kernel_const_f32(k, 1), NONE, 2));
+	spyre_kernel_destroy(k);
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+	EXPECT_EQ(-EINVAL, spyre_kernel_scatter(k, 0, p,
+			spyre_kernel_const_f32(k, 1), NONE, SPYRE_KMOD_SAT));
+	spyre_kernel_destroy(k);
+	/* SCAN outside a pass; a ninth SCAN */
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 1, &k));
+	v = spyre_kernel_const_f32(k, 1);
+	EXPECT_EQ(-EINVAL, spyre_kernel_scan(k, SPYRE_KRED_SUM, v, NONE));
+	spyre_kernel_destroy(k);
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 1, &k));
+	spyre_kernel_pass(k);
+	v = spyre_kernel_const_f32(k, 1);
+	for (int i = 0; i < SPYRE_KERNEL_MAX_SCAN; i++)
+		EXPECT_LT(0, spyre_kernel_scan(k, SPYRE_KRED_SUM, v, NONE));
+	EXPECT_EQ(-E2BIG, spyre_kernel_scan(k, SPYRE_KRED_SUM, v, NONE));
+	spyre_kernel_destroy(k);
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 1, &k));
+	spyre_kernel_pass(k);
+	EXPECT_EQ(-EINVAL, spyre_kernel_scan(k, SPYRE_KRED_ANY,
+			spyre_kernel_const(k, SPYRE_KTYPE_BOOL, 1), NONE));
+	spyre_kernel_destroy(k);
+	/* RAND: i64 seed and offset, an int index, a defined kind */
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I32, 0);
+	EXPECT_EQ(-EINVAL, spyre_kernel_rand(k, SPYRE_KRAND_UNIFORM, p, p, p));
+	spyre_kernel_destroy(k);
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	p = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+	EXPECT_EQ(-EINVAL, spyre_kernel_rand(k, 3, p, p, p));
+	spyre_kernel_destroy(k);
+	/* the linear reduction index exists only with reduction dims */
+	ASSERT_EQ(0, spyre_kernel_create(dt, 3, 0, 1, 0, &k));
+	EXPECT_EQ(-EINVAL, spyre_kernel_size(k, SPYRE_KTYPE_I64,
+					     SPYRE_KDIM_RINDEX));
+	spyre_kernel_destroy(k);
+}
+
+TEST(disasm_part2)
+{
+	const uint32_t dt[] = { SPYRE_DTYPE_FP16, SPYRE_DTYPE_INT64 };
+	struct spyre_kernel *k;
+	const void *p;
+	size_t n;
+	char buf[2048];
+	int i, s, seed, off;
+
+	ASSERT_EQ(0, spyre_kernel_create(dt, 2, 2, 0, 1, &k));
+	spyre_kernel_pass(k);
+	i = spyre_kernel_idx(k, SPYRE_KTYPE_I64, SPYRE_KDIM_R0);
+	seed = spyre_kernel_param(k, SPYRE_KTYPE_I64, 0);
+	off = spyre_kernel_param(k, SPYRE_KTYPE_I64, 1);
+	s = spyre_kernel_rand(k, SPYRE_KRAND_NORMAL, seed, off, i);
+	s = spyre_kernel_scan(k, SPYRE_KRED_ARGMAX, s, NONE);
+	spyre_kernel_scatter(k, 1, s, s, NONE, SPYRE_KSCAT_ADD);
+	spyre_kernel_endpass(k);
+	ASSERT_EQ(0, spyre_kernel_finalize(k, &p, &n));
+	ASSERT_LT(0, spyre_kernel_disasm(p, n, buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "%3 = rand.normal.f32 %1, %2, %0"))
+		TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "%4 = scan.argmax.i64 %3")) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "scatter.add o1[%4], %4")) TH_LOG("%s", buf);
+	spyre_kernel_destroy(k);
 }
 
 TEST_HARNESS_MAIN

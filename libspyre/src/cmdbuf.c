@@ -743,6 +743,8 @@ SPYRE_API int spyre_kernel_upload(struct spyre_device *dev, const void *prog,
 	    size > sizeof(struct spyre_kprog_header) +
 		   16 * (size_t)SPYRE_KERNEL_MAX_INSTS)
 		return -EINVAL;
+	if (!spyre__kernel_runs(dev, prog, size))
+		return -EOPNOTSUPP;
 	ret = spyre_bo_alloc(dev, size, bo_flags, &bo);
 	if (ret)
 		return ret;
@@ -754,6 +756,18 @@ SPYRE_API int spyre_kernel_upload(struct spyre_device *dev, const void *prog,
 	memcpy(map, prog, size);
 	*out = bo;
 	return 0;
+}
+
+/*
+ * Can @dev's card run program @prog (@size bytes)?  Part 2's instructions
+ * (SCATTER, SCAN, RAND) need VERSION 1.2: an older card would refuse
+ * them as BAD_PROGRAM (OPCODE) and make the context's error sticky.
+ */
+bool spyre__kernel_runs(const struct spyre_device *dev, const void *prog,
+			size_t size)
+{
+	return dev->info.hw_version >= (1u << 16 | 2) ||
+	       !spyre__kprog_part2(prog, size);
 }
 
 /*
@@ -836,7 +850,8 @@ static int kernel_check(const struct spyre_kernel_launch *l, const void *prog,
 			const struct spyre_kinst *in =
 				(const struct spyre_kinst *)(h + 1) + i;
 
-			if (in->op == SPYRE_KOP_STORE && in->imm < 32)
+			if ((in->op == SPYRE_KOP_STORE ||
+			     in->op == SPYRE_KOP_SCATTER) && in->imm < 32)
 				*written |= 1u << in->imm;
 		}
 	}
@@ -860,6 +875,8 @@ int spyre__cmdbuf_kernel(struct spyre_cmdbuf *cb,
 	ret = kernel_check(l, prog, written);
 	if (ret)
 		return ret;
+	if (prog && !spyre__kernel_runs(l->prog.bo->dev, prog, l->prog_size))
+		return -EOPNOTSUPP;
 	size = SPYRE_CMD_KERNEL_SIZE(l->noperands, l->nparams);
 	c = reserve_cmd(cb, size, l->noperands + 1);
 	if (!c)

@@ -176,6 +176,10 @@ SPYRE_HIDDEN int spyre__cmdbuf_kernel(struct spyre_cmdbuf *cb,
 				      const struct spyre_kernel_launch *l,
 				      uint32_t *written);
 
+/* cmdbuf.c: can @dev's card run program @prog (part 2 needs VERSION 1.2)? */
+SPYRE_HIDDEN bool spyre__kernel_runs(const struct spyre_device *dev,
+				     const void *prog, size_t size);
+
 /* device.c */
 SPYRE_HIDDEN void spyre__device_get(struct spyre_device *dev);
 SPYRE_HIDDEN void spyre__device_put(struct spyre_device *dev);

@@ -124,6 +124,7 @@ static int emit(struct spyre_kernel *k, uint8_t op, uint32_t type,
 	    k->v.nvalues + ndefs > SPYRE_KERNEL_MAX_VALUES ||
 	    (op == SPYRE_KOP_REDUCE &&
 	     k->v.nreduce >= SPYRE_KERNEL_MAX_REDUCE) ||
+	    (op == SPYRE_KOP_SCAN && k->v.nscan >= SPYRE_KERNEL_MAX_SCAN) ||
 	    (op == SPYRE_KOP_PASS && k->v.npasses >= SPYRE_KERNEL_MAX_PASSES))
 		return fail(k, -E2BIG);
 	if (k->v.ninsts >= k->cap) {
@@ -361,6 +362,53 @@ SPYRE_API int spyre_kernel_reduce(struct spyre_kernel *k, uint32_t kind,
 	}
 	return emit(k, SPYRE_KOP_REDUCE, (uint32_t)t, kind, a, b, c,
 		    (uint32_t)mask);
+}
+
+SPYRE_API int spyre_kernel_scatter(struct spyre_kernel *k,
+				   unsigned int operand, int offset, int value,
+				   int mask, uint32_t mode)
+{
+	int r;
+
+	if (!k)
+		return -EINVAL;
+	r = emit(k, SPYRE_KOP_SCATTER, SPYRE_KTYPE_NONE, mode, offset, mask,
+		 value, operand);
+	return r < 0 ? r : 0;
+}
+
+SPYRE_API int spyre_kernel_scan(struct spyre_kernel *k, uint32_t kind, int a,
+				int mask)
+{
+	int t;
+
+	if (!k)
+		return -EINVAL;
+	if (k->error)
+		return k->error;
+	if (mask < 0)
+		return fail(k, mask);
+	if (kind == SPYRE_KRED_ARGMAX || kind == SPYRE_KRED_ARGMIN) {
+		t = SPYRE_KTYPE_I64;
+	} else {
+		if (a < 0)
+			return fail(k, a);
+		t = spyre_kernel_type(k, a);
+		if (t < 0)
+			return fail(k, t);
+	}
+	return emit(k, SPYRE_KOP_SCAN, (uint32_t)t, kind, a, SPYRE_KERNEL_NONE,
+		    SPYRE_KERNEL_NONE, (uint32_t)mask);
+}
+
+SPYRE_API int spyre_kernel_rand(struct spyre_kernel *k, uint32_t kind,
+				int seed, int offset, int index)
+{
+	if (!k)
+		return -EINVAL;
+	return emit(k, SPYRE_KOP_RAND, kind == SPYRE_KRAND_BITS ?
+		    SPYRE_KTYPE_I32 : SPYRE_KTYPE_F32, kind, seed, offset, index,
+		    0);
 }
 
 SPYRE_API int spyre_kernel_finalize(struct spyre_kernel *k, const void **prog,

@@ -210,6 +210,42 @@ static void inst(struct out *o, const struct spyre_kinst *in)
 		}
 		return;
 	}
+	case KC_SCATTER:
+		put(o, "scatter.%s o%" PRIu32 "[",
+		    (in->mod & 0xff) == SPYRE_KSCAT_ADD ? "add" :
+		    (in->mod & 0xff) == SPYRE_KSCAT_STORE ? "store" : "?",
+		    in->imm);
+		val(o, in->a);
+		put(o, "], ");
+		val(o, in->c);
+		if (in->b != SPYRE_KVAL_NONE) {
+			put(o, " if ");
+			val(o, in->b);
+		}
+		if (in->mod & SPYRE_KMOD_SAT)
+			put(o, " sat");
+		return;
+	case KC_SCAN: {
+		const char *kn = spyre__kred_name(in->mod & 0xff);
+
+		put(o, "scan.%s.%s ", kn ? kn : "?", tn);
+		val(o, in->a);
+		if (in->imm != SPYRE_KVAL_NONE) {
+			put(o, " if ");
+			val(o, (uint16_t)in->imm);
+		}
+		return;
+	}
+	case KC_RAND:
+		put(o, "rand.%s.%s ", in->mod == SPYRE_KRAND_BITS ? "bits" :
+		    in->mod == SPYRE_KRAND_UNIFORM ? "uniform" :
+		    in->mod == SPYRE_KRAND_NORMAL ? "normal" : "?", tn);
+		val(o, in->a);
+		put(o, ", ");
+		val(o, in->b);
+		put(o, ", ");
+		val(o, in->c);
+		return;
 	default:	/* UN, BIN, TER, MINMAX, SELECT, BITCAST, PRED */
 		put(o, "%s.%s ", d->name, tn);
 		val(o, in->a);

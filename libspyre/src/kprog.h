@@ -40,6 +40,9 @@ enum kop_class {
 	KC_CMP, KC_SELECT, KC_CVT, KC_BITCAST,
 	KC_PRED,	/* bool from f32 a */
 	KC_REDUCE,
+	KC_SCATTER,	/* part 2: STORE in lane order, or accumulating */
+	KC_SCAN,	/* part 2: in a pass, kinds as REDUCE's first six */
+	KC_RAND,	/* part 2: Philox4x32-10 */
 };
 
 struct kop_desc {
@@ -76,6 +79,8 @@ struct spyre__kverify {
 	uint32_t nvalues;
 	uint32_t npasses;	/* PASS seen */
 	uint32_t nreduce;
+	uint32_t nscan;
+	uint32_t loaded, stored, scattered;	/* operand masks */
 	bool in_pass;
 	uint8_t vtype[SPYRE_KERNEL_MAX_VALUES];
 	uint8_t vsect[SPYRE_KERNEL_MAX_VALUES];
@@ -103,6 +108,13 @@ SPYRE_HIDDEN int spyre__kverify_end(const struct spyre__kverify *v,
 SPYRE_HIDDEN int spyre__kverify_program(const void *prog, uint64_t size,
 					const struct spyre__ksig *launch,
 					uint64_t *detail);
+
+/*
+ * Does the program (@size bytes, its instructions read up to their
+ * number in @size) use part 2's instructions (SCATTER, SCAN, RAND),
+ * which need VERSION 1.2?
+ */
+SPYRE_HIDDEN bool spyre__kprog_part2(const void *prog, size_t size);
 
 /* Number of values instruction @in defines (0, 1 or 3). */
 SPYRE_HIDDEN unsigned int spyre__kinst_ndefs(const struct spyre_kinst *in);

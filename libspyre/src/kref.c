@@ -622,6 +622,137 @@ static void tree(struct racc *a, unsigned int n, unsigned int kind,
 	}
 }
 
+/* ---- part 2: Philox4x32-10, scans ---------------------------------------- */
+
+/*
+ * Philox4x32-10 of counter @ctr under key @key: ten rounds, the key
+ * bumped by the Weyl constants between them.
+ */
+SPYRE_API void spyre_ref_philox4x32_10(uint32_t ctr[4], const uint32_t key[2])
+{
+	static const uint32_t mul[2] = { 0xD2511F53u, 0xCD9E8D57u };
+	static const uint32_t weyl[2] = { 0x9E3779B9u, 0xBB67AE85u };
+	uint32_t k[2] = { key[0], key[1] };
+
+	for (int round = 0; round < 10; round++) {
+		uint64_t lo = (uint64_t)mul[0] * ctr[0];
+		uint64_t hi = (uint64_t)mul[1] * ctr[2];
+		uint32_t out[4] = {
+			(uint32_t)(hi >> 32) ^ ctr[1] ^ k[0], (uint32_t)hi,
+			(uint32_t)(lo >> 32) ^ ctr[3] ^ k[1], (uint32_t)lo,
+		};
+
+		memcpy(ctr, out, sizeof(out));
+		k[0] += weyl[0];
+		k[1] += weyl[1];
+	}
+}
+
+/*
+ * RAND (docs/spyre-hw.rst): element @n of (@seed, @offset).  The block is
+ * n / 4 (BITS, UNIFORM) or n / 2 (NORMAL); its counter the block's 64
+ * bits then the offset's, its key the seed's 64 bits, low words first.
+ */
+static struct kval rand_value(unsigned int kind, uint64_t seed,
+			      uint64_t offset, uint64_t n)
+{
+	uint64_t blk = kind == SPYRE_KRAND_NORMAL ? n / 2 : n / 4;
+	uint32_t w[4] = { (uint32_t)blk, (uint32_t)(blk >> 32),
+			  (uint32_t)offset, (uint32_t)(offset >> 32) };
+	uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
+	struct kval r = { 0, 0 };
+	float u1, u2, l, t, c;
+
+	spyre_ref_philox4x32_10(w, key);
+	switch (kind) {
+	case SPYRE_KRAND_BITS:
+		r.i = (int32_t)w[n % 4];
+		return r;
+	case SPYRE_KRAND_UNIFORM:
+		r.f = (float)(w[n % 4] >> 8) / 16777216.0f;
+		return r;
+	default:
+		u1 = (float)((w[2 * (n % 2)] >> 8) + 1) / 16777216.0f;
+		u2 = (float)(w[2 * (n % 2) + 1] >> 8) / 16777216.0f;
+		l = rf(log((double)u1));
+		t = rf(sqrt((double)(-2.0f * l)));
+		c = rf(cos((double)rf((double)6.28318548f * (double)u2)));
+		r.f = rf((double)t * (double)c);
+		return r;
+	}
+}
+
+/* A SCAN's running value over one point's reduction indices. */
+struct sstate {
+	bool has;
+	struct kval v;
+	int64_t idx;
+};
+
+/*
+ * Take element @x (of type @ta) at reduction index @r into @q (kind
+ * @kind); then the lane's result of type @t.
+ */
+static struct kval scan_step(struct sstate *q, unsigned int kind,
+			     unsigned int t, unsigned int ta, bool active,
+			     struct kval x, uint64_t r)
+{
+	bool arg = kind == SPYRE_KRED_ARGMAX || kind == SPYRE_KRED_ARGMIN;
+	bool max = kind == SPYRE_KRED_MAX || kind == SPYRE_KRED_ARGMAX;
+	struct kval out = { 0, 0 };
+
+	if (active) {
+		bool take = true;
+
+		if (!q->has) {
+			q->v = x;
+		} else if (ta == T_F32) {
+			double a = q->v.f, b = x.f;
+
+			if (kind == SPYRE_KRED_SUM)
+				q->v.f = (float)(a + b);
+			else if (kind == SPYRE_KRED_PROD)
+				q->v.f = (float)(a * b);
+			else if (isnan(x.f))
+				q->v = x;
+			else if (isnan(q->v.f))
+				take = false;
+			else if (max ? x.f >= q->v.f : x.f <= q->v.f)
+				q->v = x;
+			else
+				take = false;
+		} else {
+			uint64_t a = (uint64_t)q->v.i, b = (uint64_t)x.i;
+
+			if (kind == SPYRE_KRED_SUM)
+				q->v.i = wrap(ta, a + b);
+			else if (kind == SPYRE_KRED_PROD)
+				q->v.i = wrap(ta, a * b);
+			else if (max ? x.i >= q->v.i : x.i <= q->v.i)
+				q->v = x;
+			else
+				take = false;
+		}
+		if (take)
+			q->idx = (int64_t)r;
+		q->has = true;
+	}
+	if (arg) {
+		out.i = q->has ? q->idx : 0;
+	} else if (q->has) {
+		out = q->v;
+		out.f = canon(out.f);
+	} else if (t == T_F32) {
+		out.f = kind == SPYRE_KRED_SUM ? 0.0f :
+			kind == SPYRE_KRED_PROD ? 1.0f :
+			kind == SPYRE_KRED_MAX ? -INFINITY : INFINITY;
+	} else {
+		out.i = kind == SPYRE_KRED_SUM ? 0 : kind == SPYRE_KRED_PROD ? 1 :
+			kind == SPYRE_KRED_MAX ? tmin(t) : tmax(t);
+	}
+	return out;
+}
+
 /* ---- the interpreter ---------------------------------------------------- */
 
 static int oob(struct kst *s, uint32_t i, unsigned int operand, bool write,
@@ -729,6 +860,31 @@ static int exec(struct kst *s, uint32_t i)
 			  to_elem(o->dtype, c, in->mod & SPYRE_KMOD_SAT));
 		return 0;
 	}
+	case SPYRE_KOP_SCATTER: {
+		const struct spyre_ref_kernel_operand *o = &l->operands[in->imm];
+		unsigned int vt = spyre__kdtype_vtype(o->dtype);
+
+		if (in->b != NONE && !b.i)
+			return 0;
+		if (a.i < 0 || (uint64_t)a.i >= o->extent)
+			return oob(s, i, in->imm, true, a.i);
+		if ((in->mod & 0xff) == SPYRE_KSCAT_ADD) {
+			struct kval old = from_elem(o->dtype,
+				mem_read(o->data, o->dtype, (uint64_t)a.i));
+
+			if (vt == T_F32)
+				c.f = rf((double)old.f + (double)c.f);
+			else
+				c.i = wrap(vt, (uint64_t)old.i + (uint64_t)c.i);
+		}
+		mem_write(o->data, o->dtype, (uint64_t)a.i,
+			  to_elem(o->dtype, c, in->mod & SPYRE_KMOD_SAT));
+		return 0;
+	}
+	case SPYRE_KOP_RAND:
+		r = rand_value(in->mod, (uint64_t)a.i, (uint64_t)b.i,
+			       (uint64_t)c.i);
+		break;
 	case SPYRE_KOP_CMP:
 		r.i = cmp(in->mod, vtype_of(s, in->a), a, b);
 		break;
@@ -793,7 +949,10 @@ static void set_rcoords(struct kst *s, uint64_t r)
 static int run_pass(struct kst *s, uint32_t p, uint32_t e, uint8_t *vt)
 {
 	struct rstate rs[SPYRE_KERNEL_MAX_REDUCE];
+	struct sstate ss[SPYRE_KERNEL_MAX_SCAN];
 	unsigned int nr = 0;
+
+	memset(ss, 0, sizeof(ss));	/* a scan starts with nothing */
 
 	for (uint32_t i = p + 1; i < e; i++) {
 		if (s->ins[i].op != SPYRE_KOP_REDUCE)
@@ -806,13 +965,22 @@ static int run_pass(struct kst *s, uint32_t p, uint32_t e, uint8_t *vt)
 		nr++;
 	}
 	for (uint64_t r = 0; r < s->R; r++) {
-		unsigned int k = 0;
+		unsigned int k = 0, sk = 0;
 
 		set_rcoords(s, r);
 		for (uint32_t i = p + 1; i < e; i++) {
 			const struct spyre_kinst *in = &s->ins[i];
 			struct kval z = { 0, 0 };
 
+			if (in->op == SPYRE_KOP_SCAN) {
+				bool act = in->imm == NONE || s->v[in->imm].i;
+
+				s->v[in->dst] = scan_step(&ss[sk++],
+							  in->mod & 0xff,
+							  in->type, vt[in->a],
+							  act, s->v[in->a], r);
+				continue;
+			}
 			if (in->op != SPYRE_KOP_REDUCE) {
 				if (exec(s, i))
 					return 1;

@@ -87,6 +87,9 @@ static const struct kop_desc kops[256] = {
 	[SPYRE_KOP_HYPOT] = { "hypot", KC_BIN, KT_F32 },
 	[SPYRE_KOP_LGAMMA] = { "lgamma", KC_UN, KT_F32 },
 	[SPYRE_KOP_REDUCE] = { "reduce", KC_REDUCE, 0 },
+	[SPYRE_KOP_SCATTER] = { "scatter", KC_SCATTER, 0 },
+	[SPYRE_KOP_SCAN] = { "scan", KC_SCAN, 0 },
+	[SPYRE_KOP_RAND] = { "rand", KC_RAND, 0 },
 };
 
 const struct kop_desc *spyre__kop(unsigned int op)
@@ -157,6 +160,7 @@ unsigned int spyre__kinst_ndefs(const struct spyre_kinst *in)
 	case KC_ENDPASS:
 	case KC_CHECK:
 	case KC_STORE:
+	case KC_SCATTER:
 		return 0;
 	case KC_REDUCE:
 		return ((in->mod & 0xff) == SPYRE_KRED_WELFORD ||
@@ -174,6 +178,8 @@ void spyre__kverify_init(struct spyre__kverify *v,
 	v->nvalues = 0;
 	v->npasses = 0;
 	v->nreduce = 0;
+	v->nscan = 0;
+	v->loaded = v->stored = v->scattered = 0;
 	v->in_pass = false;
 }
 
@@ -217,7 +223,8 @@ static bool dim_ok(const struct spyre__kverify *v, unsigned int dim)
 		return dim < v->sig.npdims;
 	if (dim >= SPYRE_KDIM_R0 && dim < SPYRE_KDIM_R0 + SPYRE_KERNEL_MAX_RDIMS)
 		return dim - SPYRE_KDIM_R0 < v->sig.nrdims;
-	return dim == SPYRE_KDIM_POINT || dim == SPYRE_KDIM_RINDEX;
+	return dim == SPYRE_KDIM_POINT ||
+	       (dim == SPYRE_KDIM_RINDEX && v->sig.nrdims);
 }
 
 static bool is_rdim(unsigned int dim)
@@ -236,7 +243,7 @@ static int check(struct spyre__kverify *v, const struct spyre_kinst *in)
 	if (d->cls == KC_INVALID)
 		return SPYRE_KERR_OPCODE;
 	/* the result type */
-	if (d->cls == KC_REDUCE) {
+	if (d->cls == KC_REDUCE || d->cls == KC_SCAN || d->cls == KC_RAND) {
 		/* checked with the kind below */
 	} else if (!defines) {
 		if (t != SPYRE_KTYPE_NONE)
@@ -347,8 +354,61 @@ static int check(struct spyre__kverify *v, const struct spyre_kinst *in)
 		TRY(src(v, in->a, KT_INT, false));
 		TRY(src(v, in->b, KT_BOOL, true));
 		TRY(src(v, in->c, 1u << vt, d->cls == KC_LOAD));
+		/* a SCATTER's operand is the only access of that operand */
+		if (v->scattered & (1u << in->imm))
+			return SPYRE_KERR_STRUCTURE;
 		return 0;
 	}
+	case KC_SCATTER: {
+		unsigned int vt, kind = in->mod & 0xff;
+		uint32_t dt;
+
+		if (in->imm >= v->sig.noperands)
+			return SPYRE_KERR_INDEX;
+		dt = v->sig.dtype[in->imm];
+		vt = spyre__kdtype_vtype(dt);
+		if ((in->mod & ~(0xffu | SPYRE_KMOD_SAT)) ||
+		    (kind != SPYRE_KSCAT_STORE && kind != SPYRE_KSCAT_ADD) ||
+		    (kind == SPYRE_KSCAT_ADD && vt == SPYRE_KTYPE_BOOL) ||
+		    ((in->mod & SPYRE_KMOD_SAT) && dt != SPYRE_DTYPE_FP8_E4M3 &&
+		     dt != SPYRE_DTYPE_FP8_E5M2))
+			return SPYRE_KERR_FIELD;
+		TRY(src(v, in->a, KT_INT, false));
+		TRY(src(v, in->b, KT_BOOL, true));
+		TRY(src(v, in->c, 1u << vt, false));
+		if ((v->loaded | v->stored | v->scattered) & (1u << in->imm))
+			return SPYRE_KERR_STRUCTURE;
+		return 0;
+	}
+	case KC_SCAN: {
+		unsigned int kind = in->mod & 0xff;
+		bool arg = kind == SPYRE_KRED_ARGMAX || kind == SPYRE_KRED_ARGMIN;
+
+		if ((in->mod & ~0xffu) || kind < SPYRE_KRED_SUM ||
+		    kind > SPYRE_KRED_ARGMIN || in->b != NONE || in->c != NONE)
+			return SPYRE_KERR_FIELD;
+		if (arg ? t != SPYRE_KTYPE_I64 :
+			  (t > SPYRE_KTYPE_F32 || !(bit & KT_NUM)))
+			return SPYRE_KERR_TYPE;
+		if (!v->in_pass || v->nscan >= SPYRE_KERNEL_MAX_SCAN)
+			return SPYRE_KERR_STRUCTURE;
+		TRY(src(v, in->a, arg ? KT_NUM : bit, false));
+		if (in->imm != NONE) {
+			if (in->imm > 0xffff)
+				return SPYRE_KERR_FIELD;
+			TRY(src(v, (uint16_t)in->imm, KT_BOOL, false));
+		}
+		return 0;
+	}
+	case KC_RAND:
+		if (in->mod > SPYRE_KRAND_NORMAL || in->imm)
+			return SPYRE_KERR_FIELD;
+		if (t != (in->mod == SPYRE_KRAND_BITS ? SPYRE_KTYPE_I32 :
+			  SPYRE_KTYPE_F32))
+			return SPYRE_KERR_TYPE;
+		TRY(src(v, in->a, KT_I64, false));
+		TRY(src(v, in->b, KT_I64, false));
+		return src(v, in->c, KT_INT, false);
 	case KC_UN:
 		if (in->mod || in->b != NONE || in->c != NONE || in->imm)
 			return SPYRE_KERR_FIELD;
@@ -476,6 +536,14 @@ int spyre__kverify_inst(struct spyre__kverify *v, const struct spyre_kinst *in)
 		v->in_pass = false;
 	} else if (d->cls == KC_REDUCE) {
 		v->nreduce++;
+	} else if (d->cls == KC_SCAN) {
+		v->nscan++;
+	} else if (d->cls == KC_LOAD) {
+		v->loaded |= 1u << in->imm;
+	} else if (d->cls == KC_STORE) {
+		v->stored |= 1u << in->imm;
+	} else if (d->cls == KC_SCATTER) {
+		v->scattered |= 1u << in->imm;
 	}
 	v->ninsts++;
 	return 0;
@@ -488,6 +556,25 @@ int spyre__kverify_end(const struct spyre__kverify *v, unsigned int npasses)
 	if (v->sig.nrdims && !v->npasses)
 		return SPYRE_KERR_STRUCTURE;
 	return 0;
+}
+
+bool spyre__kprog_part2(const void *prog, size_t size)
+{
+	const struct spyre_kinst *in;
+	size_t n;
+
+	if (!prog || size < sizeof(struct spyre_kprog_header))
+		return false;
+	in = (const struct spyre_kinst *)((const uint8_t *)prog +
+					  sizeof(struct spyre_kprog_header));
+	n = (size - sizeof(struct spyre_kprog_header)) / 16;
+	for (size_t i = 0; i < n; i++) {
+		unsigned int cls = spyre__kop(in[i].op)->cls;
+
+		if (cls == KC_SCATTER || cls == KC_SCAN || cls == KC_RAND)
+			return true;
+	}
+	return false;
 }
 
 static uint64_t kdetail(uint32_t inst, unsigned int reason)

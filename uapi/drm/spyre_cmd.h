@@ -420,6 +420,7 @@ struct spyre_kernel_operand {
 #define SPYRE_KERNEL_MAX_VALUES		4096
 #define SPYRE_KERNEL_MAX_REDUCE		32
 #define SPYRE_KERNEL_MAX_PASSES		8
+#define SPYRE_KERNEL_MAX_SCAN		8	/* SCAN instructions (part 2) */
 #define SPYRE_KERNEL_MAX_ITERS		(1ULL << 36)	/* P * max(R, 1) */
 
 /**
@@ -508,6 +509,7 @@ struct spyre_kinst {
 /* Memory. */
 #define SPYRE_KOP_LOAD			0x10
 #define SPYRE_KOP_STORE			0x11
+#define SPYRE_KOP_SCATTER		0x12	/* part 2: lane order, ADD */
 /* Arithmetic. */
 #define SPYRE_KOP_ADD			0x20
 #define SPYRE_KOP_SUB			0x21
@@ -576,6 +578,10 @@ struct spyre_kinst {
 #define SPYRE_KOP_LGAMMA		0x64
 /* Reductions (in a pass only). */
 #define SPYRE_KOP_REDUCE		0x80
+/* Part 2 (VERSION 1.2): a scan along the reduction index, in a pass only. */
+#define SPYRE_KOP_SCAN			0x88
+/* Part 2 (VERSION 1.2): Philox4x32-10 counter-based random numbers. */
+#define SPYRE_KOP_RAND			0x90
 
 /* CMP's mod. */
 #define SPYRE_KCMP_EQ			0
@@ -597,6 +603,17 @@ struct spyre_kinst {
 #define SPYRE_KRED_XOR_SUM		9
 #define SPYRE_KRED_WELFORD		10
 #define SPYRE_KRED_WELFORD_COMBINE	11
+
+/* SCATTER's mod bits 7:0 (bit 8: SPYRE_KMOD_SAT). */
+#define SPYRE_KSCAT_STORE		0	/* the last lane in order wins */
+#define SPYRE_KSCAT_ADD			1	/* accumulate, in lane order */
+
+/* SCAN's mod bits 7:0: SPYRE_KRED_SUM, _PROD, _MAX, _MIN, _ARGMAX, _ARGMIN. */
+
+/* RAND's mod. */
+#define SPYRE_KRAND_BITS		0	/* i32: a Philox output word */
+#define SPYRE_KRAND_UNIFORM		1	/* f32 in [0, 1) */
+#define SPYRE_KRAND_NORMAL		2	/* f32, Box-Muller */
 
 /* mod flags. */
 #define SPYRE_KMOD_IGNORE_NAN		(1U << 0)	/* MIN, MAX */

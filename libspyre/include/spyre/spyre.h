@@ -2156,6 +2156,68 @@ SPYRE_API int spyre_kernel_reduce(struct spyre_kernel *k, uint32_t kind,
 				  int a, int b, int c, int mask);
 
 /**
+ * spyre_kernel_scatter() - a store whose lanes run in sequential order
+ * (SCATTER, part 2): @value to operand @operand at element offset
+ * @offset of each active lane, lane after lane (points in increasing
+ * linear order, in a pass their reduction indices in increasing order),
+ * so when lanes collide the last one wins (SPYRE_KSCAT_STORE) or every
+ * one adds in that order (SPYRE_KSCAT_ADD: ``index_put_(accumulate)``,
+ * ``scatter_add``, ``index_add_``).
+ * @k: the builder.
+ * @operand: the operand; no other LOAD, STORE or SCATTER of the program
+ *	may name it.
+ * @offset: an int value, the element offset (e.g. a loaded index).
+ * @value: a value of the operand's value type (ADD: not bool).
+ * @mask: a bool value or SPYRE_KERNEL_NONE (every lane active).
+ * @mode: SPYRE_KSCAT_STORE or SPYRE_KSCAT_ADD, or'ed with SPYRE_KMOD_SAT
+ *	for an fp8 operand.
+ *
+ * The card runs a kernel with a SCATTER on one core (docs/spyre-hw.rst).
+ * Needs a card of VERSION 1.2 (spyre_kernel_upload() and launches refuse
+ * it on an older one with -EOPNOTSUPP).  Returns 0 or the sticky error
+ * (-EINVAL: a bad operand, type or mode, or a second access of the
+ * operand).
+ */
+SPYRE_API int spyre_kernel_scatter(struct spyre_kernel *k,
+				   unsigned int operand, int offset, int value,
+				   int mask, uint32_t mode);
+
+/**
+ * spyre_kernel_scan() - an inclusive scan along the linear reduction
+ * index (SCAN, part 2, in a pass only): lane (point, r) gets the
+ * combination of its point's active elements 0..r, left to right.
+ * @k: the builder.
+ * @kind: SPYRE_KRED_SUM, _PROD, _MAX, _MIN (of @a's type T: i32, i64,
+ *	f32), or _ARGMAX, _ARGMIN (i64: the reduction index the running
+ *	maximum or minimum came from, torch.cummax's ``indices``).
+ * @a: the element, a value of the open pass.
+ * @mask: a bool value or SPYRE_KERNEL_NONE; an inactive lane adds
+ *	nothing (its result is the running value so far).
+ *
+ * Returns the result's value number (visible in the same pass only), or
+ * a negative errno (-E2BIG: a ninth SCAN, -EINVAL).  Needs VERSION 1.2.
+ */
+SPYRE_API int spyre_kernel_scan(struct spyre_kernel *k, uint32_t kind, int a,
+				int mask);
+
+/**
+ * spyre_kernel_rand() - counter-based random numbers (RAND, part 2):
+ * Philox4x32-10 keyed by @seed, for element @index of the stream
+ * @offset; the value depends on (seed, offset, index) only.
+ * @k: the builder.
+ * @kind: SPYRE_KRAND_BITS (an i32 word), SPYRE_KRAND_UNIFORM (f32 in
+ *	[0, 1), multiples of 2^-24) or SPYRE_KRAND_NORMAL (f32, Box-Muller).
+ * @seed: an i64 value (e.g. a PARAM).
+ * @offset: an i64 value (e.g. a PARAM).
+ * @index: an int value, the element's index (e.g. IDX of the point).
+ *
+ * docs/spyre-hw.rst gives which Philox word each index gets.  Returns the
+ * result's value number or a negative errno.  Needs VERSION 1.2.
+ */
+SPYRE_API int spyre_kernel_rand(struct spyre_kernel *k, uint32_t kind,
+				int seed, int offset, int index);
+
+/**
  * spyre_kernel_finalize() - the program's bytes (header and instructions).
  * @k: the builder; no pass open, and one pass at least when the signature
  *	has reduction dimensions.
@@ -2200,8 +2262,9 @@ SPYRE_API int spyre_kernel_disasm(const void *prog, size_t size, char *buf,
  * @out: receives the BO (its start is the program); the caller owns it
  *	and frees it with spyre_bo_free() once no job uses it.
  *
- * Returns 0, -EINVAL (NULL argument, bad @size), or as spyre_bo_alloc()
- * and spyre_bo_map().
+ * Returns 0, -EINVAL (NULL argument, bad @size), -EOPNOTSUPP (the program
+ * uses part 2's SCATTER, SCAN or RAND and the card's VERSION is below
+ * 1.2), or as spyre_bo_alloc() and spyre_bo_map().
  */
 SPYRE_API int spyre_kernel_upload(struct spyre_device *dev, const void *prog,
 				  size_t size, uint32_t bo_flags,

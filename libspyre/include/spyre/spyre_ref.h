@@ -622,7 +622,10 @@ struct spyre_ref_kernel_result {
  * the function (docs/spyre-hw.rst's math table) beside it.
  * Integers are exact (two's complement, the contract's values for
  * division by zero and the like); reductions follow the fixed order, so
- * SUM, PROD and WELFORD are bit-exact too.  Outputs are written in place
+ * SUM, PROD and WELFORD are bit-exact too.  Part 2: SCATTER writes
+ * lane after lane in that order, SCAN folds left to right (both
+ * bit-exact), RAND is bit-exact for BITS and UNIFORM and, for NORMAL,
+ * uses libm's log and cos (within 4 ulps of the card's).  Outputs are written in place
  * in the operands' buffers (what a failed run wrote is as undefined as
  * on the card).  Cost: about (P * max(R, 1) * instructions) steps, single
  * threaded.
@@ -633,6 +636,17 @@ struct spyre_ref_kernel_result {
  */
 SPYRE_API int spyre_ref_kernel(const struct spyre_ref_kernel_launch *l,
 			       struct spyre_ref_kernel_result *res);
+
+/**
+ * spyre_ref_philox4x32_10() - the Philox4x32-10 block function (Salmon,
+ * Moraes, Dror and Shaw, "Parallel random numbers: as easy as 1, 2, 3",
+ * SC'11), the generator of the kernels' RAND.
+ * @ctr: the counter words c0..c3, replaced by the four output words.
+ * @key: the key words k0, k1.
+ *
+ * docs/spyre-hw.rst says which counter and word each RAND element takes.
+ */
+SPYRE_API void spyre_ref_philox4x32_10(uint32_t ctr[4], const uint32_t key[2]);
 
 #ifdef __cplusplus
 }
