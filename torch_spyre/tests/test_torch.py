@@ -1443,6 +1443,26 @@ def torch_pinned_async_copies():
     close(w, x)
 
 
+class _SGD:
+    """Plain SGD with what GradScaler needs of an optimizer (param_groups,
+    step, zero_grad): torch.optim's first use imports torch._dynamo, 15-20
+    s under TCG."""
+
+    def __init__(self, params, lr):
+        self.param_groups = [{"params": list(params)}]
+        self.lr = lr
+
+    def zero_grad(self):
+        for p in self.param_groups[0]["params"]:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        for p in self.param_groups[0]["params"]:
+            if p.grad is not None:
+                p.sub_(p.grad, alpha=self.lr)
+
+
 @test
 def torch_amp_grad_scaler():
     # A small training loop, the same on the CPU (torch.amp.GradScaler)
@@ -1453,8 +1473,8 @@ def torch_amp_grad_scaler():
     ref = nn.Linear(16, 8)
     m = nn.Linear(16, 8).spyre()
     m.load_state_dict(ref.state_dict())
-    oc = torch.optim.SGD(ref.parameters(), lr=0.05)
-    os_ = torch.optim.SGD(m.parameters(), lr=0.05)
+    oc = _SGD(ref.parameters(), lr=0.05)
+    os_ = _SGD(m.parameters(), lr=0.05)
     sc = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10,
                               growth_interval=2)
     ss = torch.spyre.amp.GradScaler(init_scale=2.0 ** 10, growth_interval=2)
@@ -1494,7 +1514,7 @@ def torch_amp_grad_scaler():
         assert cnt[op]["native"] == 1 and cnt[op]["fallback"] == 0, cnt[op]
     # 2.6's own GradScaler asks the card for float64: TypeError naming it
     plain = torch.amp.GradScaler("spyre")
-    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    opt = _SGD(m.parameters(), lr=0.1)
     plain.scale(m(sp(torch.ones(1, 16))).sum()).backward()
     try:
         plain.step(opt)
