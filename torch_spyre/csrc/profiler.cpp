@@ -6,7 +6,9 @@
 // TIMESTAMP events on the op's stream and reports the time between them as
 // a device activity (Kineto's CONCURRENT_KERNEL, which PyTorch 2.6 files
 // under PrivateUse1 for a renamed backend) linked to the op through the
-// correlation id Kineto hands its child sessions, in host time.
+// correlation id Kineto hands its child sessions, in host time.  The first
+// TIMESTAMP is queued when the op starts: for an op the host submits slower
+// than the card runs it, the span includes the card's wait for its jobs.
 #define FMT_HEADER_ONLY		// kineto's headers use fmt; keep it inside us
 #include "spyre_torch.h"
 
