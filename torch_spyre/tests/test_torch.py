@@ -1606,6 +1606,29 @@ def torch_profiler_card_time():
 
 
 @test
+def torch_props_cuda_aliases():
+    # torch.cuda's set_stream, deprecated memory names, peer access
+    s = torch.spyre.Stream()
+    prev = torch.spyre.current_stream()
+    torch.spyre.set_stream(s)
+    assert torch.spyre.current_stream() == s
+    torch.spyre.set_stream(prev)
+    assert torch.spyre.current_stream() == prev
+    x = torch.empty(1 << 20, device="spyre")
+    assert torch.spyre.memory_cached() == torch.spyre.memory_reserved() > 0
+    assert torch.spyre.max_memory_cached() == \
+        torch.spyre.max_memory_reserved()
+    del x
+    assert torch.spyre.can_device_access_peer(0, 1) is False
+    try:
+        torch.spyre.can_device_access_peer(0, 7)
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("peer access to a card that does not exist")
+
+
+@test
 def torch_sticky_error():
     # last: after a faulting job the context of card 1 stays in error
     x = torch.ones(4, device="spyre:1")
