@@ -101,14 +101,29 @@ step_sdk() {
 	[ -n "$v" ] || die "trixie has no libtorch-dev"
 	dir=$T/sdk-$v
 	TORCH_SDK=$dir
-	[ -f "$dir/.done" ] && return
+	[ -f "$dir/.done" ] && { sdk_fmt "$dir"; return; }
 	msg "torch: unpacking libtorch-dev $v headers"
 	rm -rf "$dir" && mkdir -p "$dir/deb"
 	(cd "$dir/deb" && tapt apt-get download -q "libtorch-dev=$v" 2>&1 |
 		grep -v unsandboxed >&2) || die "apt-get download libtorch-dev failed"
 	dpkg -x "$dir"/deb/libtorch-dev_*.deb "$dir"
 	rm -rf "$dir/deb"
+	sdk_fmt "$dir"
 	touch "$dir/.done"
+}
+
+# fmt's headers (libfmt-dev, the version libtorch was built with): kineto's
+# headers include <fmt/format.h>, and the backend's profiler (a Kineto child
+# profiler) includes kineto's.  Added to an SDK unpacked before it needed them.
+sdk_fmt() {
+	local dir=$1
+	[ -f "$dir/usr/include/fmt/format.h" ] && return
+	msg "torch: unpacking libfmt-dev headers"
+	rm -rf "$dir/fmt-deb" && mkdir -p "$dir/fmt-deb"
+	(cd "$dir/fmt-deb" && tapt apt-get download -q libfmt-dev 2>&1 |
+		grep -v unsandboxed >&2) || die "apt-get download libfmt-dev failed"
+	dpkg -x "$dir"/fmt-deb/libfmt-dev_*.deb "$dir"
+	rm -rf "$dir/fmt-deb"
 }
 
 steps=("$@")

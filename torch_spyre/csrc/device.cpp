@@ -420,10 +420,14 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
 	{
 		return default_generator(index);
 	}
-	bool isPinnedPtr(const void *) const override { return false; }
+	// pinned host memory: pinned.cpp's caching host allocator
+	bool isPinnedPtr(const void *p) const override
+	{
+		return is_pinned_ptr(p);
+	}
 	at::Allocator *getPinnedMemoryAllocator() const override
 	{
-		return at::getCPUAllocator();
+		return pinned_allocator();
 	}
 	// the card that owns the storage address (allocator.cpp's tag)
 	at::Device getDeviceFromPtr(void *p) const override

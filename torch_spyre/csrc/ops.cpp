@@ -390,7 +390,8 @@ at::Tensor &k_set_source(at::Tensor &self, at::Storage src)
 	return k_set_storage(self, std::move(src), 0, {n}, {});
 }
 
-at::Tensor k_copy_from(const at::Tensor &self, const at::Tensor &dst, bool)
+at::Tensor k_copy_from(const at::Tensor &self, const at::Tensor &dst,
+		       bool non_blocking)
 {
 	if (dst.numel() == 0)
 		return dst;
@@ -416,12 +417,16 @@ at::Tensor k_copy_from(const at::Tensor &self, const at::Tensor &dst, bool)
 			    self.device(), " is not supported");
 		count_native("aten::_copy_from");
 		c10::DeviceGuard g(dst.device());
+		if (copy_pinned(dst, self, non_blocking))	// pinned.cpp
+			return dst;
 		from_host(dst, self);
 	} else {
 		TORCH_CHECK(dst.device().is_cpu(), "spyre: copy to ",
 			    dst.device(), " is not supported");
 		count_native("aten::_copy_from");
 		c10::DeviceGuard g(self.device());
+		if (copy_pinned(dst, self, non_blocking))	// pinned.cpp
+			return dst;
 		if (same_block(dst, self)) {	// straight into @dst (.cpu())
 			int index = dev_of(self);
 			struct spyre_mem m = mem_of(self);

@@ -97,6 +97,46 @@ void reset_peak(int index);
 // Free every cached (unused) BO of every opened card.
 void empty_cache();
 
+// ---- pinned host memory (pinned.cpp) ------------------------------------------
+
+// The caching allocator of pinned host memory (CPU storages registered with
+// the cards): what PyTorch's pin_memory() and empty(pin_memory=True) use
+// through the PrivateUse1 hooks.  Blocks are powers of two, page aligned,
+// registered with the allocating thread's current card at once (and with
+// another card on first use there), and reused only after the card work
+// recorded on them (pinned_record_use()) completed.  Pinning refused by
+// RLIMIT_MEMLOCK raises RuntimeError naming the limit (nothing allocated).
+c10::Allocator *pinned_allocator();
+
+// Whether host address @p lies in a pinned block (PrivateUse1 hooks'
+// isPinnedPtr).  Never throws.
+bool is_pinned_ptr(const void *p);
+
+// If [@p, @p + @nbytes) lies in one pinned block: set @out to its BO on
+// card @index (registering the block with that card on first use; may
+// throw as pinned_allocator() does) and @p's offset in it; return true.
+// False when the range is not pinned memory.
+bool pinned_mem(const void *p, uint64_t nbytes, int index,
+		struct spyre_mem *out);
+
+// Host tensor @host's pinned block is used by work queued on @s so far:
+// when the tensor is freed the block waits for that work before reuse.
+// Does nothing for a tensor that is not pinned.
+void pinned_record_use(const at::Tensor &host, const c10::Stream &s);
+
+// The copy between pinned host memory and a card, if it applies: @dst and
+// @src one a contiguous CPU tensor in pinned memory and the other a
+// contiguous spyre tensor, same dtype and sizes.  Host -> card only with
+// @non_blocking (the staged copy of copy_() is as cheap and leaves @src
+// free at once); card -> host with or without it.  The card reads or
+// writes the pinned pages in place, in order on the current stream;
+// with @non_blocking nothing waits (the host sees a card -> host copy
+// once that stream's later sync or event says so), without it the host
+// waits for the stream.  Returns false (nothing done) when it does not
+// apply.
+bool copy_pinned(const at::Tensor &dst, const at::Tensor &src,
+		 bool non_blocking);
+
 // ---- random numbers (generator.cpp) -----------------------------------------
 
 // A counter range of the card's Philox generator: a random op draws the

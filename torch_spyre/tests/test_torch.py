@@ -1291,6 +1291,343 @@ def torch_save_load():
     close(m2(sp(x)), lin(x).detach(), **TOL[torch.float32])
 
 
+# ---- pinned memory, asynchronous copies, GradScaler --------------------------
+
+def _drop_cap_ipc_lock():
+    """Drop CAP_IPC_LOCK (bypasses RLIMIT_MEMLOCK) from this thread."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(47, 4, 0, 0, 0)          # PR_CAP_AMBIENT_CLEAR_ALL
+    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # version 3, this thread
+    data = (ctypes.c_uint32 * 6)()
+    assert libc.syscall(125, hdr, data) == 0     # capget
+    for i in range(3):
+        data[i] &= ~(1 << 14)           # CAP_IPC_LOCK
+    assert libc.syscall(126, hdr, data) == 0     # capset
+
+
+@test
+def torch_pinned_memory():
+    x = torch.arange(4096, dtype=torch.float32)
+    assert not x.is_pinned()
+    xp = x.pin_memory()
+    assert xp.is_pinned() and torch.equal(xp, x)
+    assert xp.pin_memory().data_ptr() == xp.data_ptr()  # already pinned
+    e = torch.empty(100, dtype=torch.float16, pin_memory=True)
+    assert e.is_pinned() and e.data_ptr() % 4096 == 0
+    assert not torch.empty(100).is_pinned()
+    # the deprecated device argument (DataLoader passes it): a warning
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert torch.ones(3).pin_memory("spyre").is_pinned()
+    # blocking copies from and to pinned memory, both cards, all dtypes
+    for dev in ("spyre:0", "spyre:1"):
+        for dt in DTYPES:
+            a = torch.randn(33, 7).to(dt).pin_memory()
+            y = a.to(dev)
+            close(y, a)
+            b = torch.empty(33, 7, dtype=dt, pin_memory=True)
+            b.copy_(y * 2)
+            assert torch.equal(b, (a.float() * 2).to(dt))
+    st = torch.spyre.host_memory_stats()
+    assert st["pinned_bytes"] >= 4096 and st["blocks"] >= 1, st
+    # DataLoader with pinned batches (2.6 needs pin_memory_device for a
+    # device other than CUDA), copied to the card asynchronously
+    from torch.utils.data import DataLoader, TensorDataset
+    data = torch.randn(64, 5)
+    dl = DataLoader(TensorDataset(data, torch.arange(64)), batch_size=16,
+                    pin_memory=True, pin_memory_device="spyre")
+    got = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for xb, yb in dl:
+            assert xb.is_pinned() and yb.is_pinned()
+            got.append(xb.to("spyre", non_blocking=True) * 1)
+    torch.spyre.synchronize()
+    close(torch.cat(got), data)
+    # pinning refused by RLIMIT_MEMLOCK: RuntimeError naming it, nothing
+    # registered
+    import resource
+    import threading
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    before = torch.spyre.host_memory_stats()
+    err = []
+
+    def pin_big():
+        _drop_cap_ipc_lock()
+        try:
+            torch.empty(1 << 22, pin_memory=True)
+        except RuntimeError as ex:
+            err.append(str(ex))
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (1 << 16, hard))
+    try:
+        th = threading.Thread(target=pin_big)
+        th.start()
+        th.join()
+    finally:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+    assert err and "RLIMIT_MEMLOCK" in err[0], err
+    assert torch.spyre.host_memory_stats() == before
+    torch.spyre.empty_host_cache()
+
+
+@test
+def torch_pinned_async_copies():
+    # The card's stream is held by a SEM_WAIT on a word of pinned memory
+    # that the host sets only after the copies were issued: the copies
+    # must return at once (queued), complete in stream order after the
+    # release, and a pinned block freed while its copy is queued must not
+    # be handed out again before that copy ran.
+    import threading
+    n = 1 << 14
+    x = torch.randn(n)
+    xp = x.pin_memory()
+    flag = torch.zeros(1, dtype=torch.int64).pin_memory()
+    s = torch.spyre.Stream()
+    # a safety net: release the card after 120 s whatever happens
+    timer = threading.Timer(120, lambda: flag.fill_(1))
+    timer.start()
+    try:
+        with torch.spyre.stream(s):
+            torch.ops.spyre._stream_wait_value(flag, 1)
+            t0 = time.perf_counter()
+            y = xp.to("spyre", non_blocking=True)       # host -> card
+            y.mul_(2)                                   # on the card
+            back = torch.full((n,), -1.0, pin_memory=True)
+            back.copy_(y, non_blocking=True)            # card -> host
+            c = y.to("cpu", non_blocking=True)          # pinned result
+            ev = torch.spyre.Event()
+            ev.record()
+            issued = time.perf_counter() - t0
+            # queued, not run: the card has not written the host yet
+            assert flag.item() == 0
+            assert not ev.query()
+            assert torch.all(back == -1.0)
+            assert c.is_pinned()
+            # a block whose copy is queued is not reused
+            p1 = torch.ones(n).pin_memory()
+            ptr1 = p1.data_ptr()
+            z = torch.empty(n, device="spyre")
+            z.copy_(p1, non_blocking=True)
+            del p1
+            p2 = torch.empty(n, pin_memory=True)
+            ptr2 = p2.data_ptr()
+            assert ptr2 != ptr1
+            t1 = time.perf_counter()
+            flag[0] = 1                                 # release the card
+            ev.synchronize()
+            waited = time.perf_counter() - t1
+    finally:
+        timer.cancel()
+        flag.fill_(1)
+    assert torch.equal(back, x * 2)
+    s.synchronize()
+    assert torch.equal(c, x * 2)
+    close(z, torch.ones(n))
+    del p2
+    p3 = torch.empty(n, pin_memory=True)            # both blocks free now
+    assert p3.data_ptr() in (ptr1, ptr2)
+    print(f"# non_blocking copies issued in {issued * 1e3:.2f} ms while the "
+          f"stream was held; done {waited * 1e3:.2f} ms after the release")
+    # pageable memory: host -> card is staged (the source is free at
+    # once), card -> host waits, as on CUDA
+    src = torch.full((1000,), 3.0)
+    y2 = src.to("spyre", non_blocking=True)
+    src.fill_(0)
+    out = torch.empty(1000)
+    out.copy_(y2, non_blocking=True)
+    assert torch.equal(out, torch.full((1000,), 3.0))
+    # a pinned block registered with the second card on first use there
+    w = xp.to("spyre:1", non_blocking=True)
+    torch.spyre.synchronize(1)
+    close(w, x)
+    # a figure, not asserted: 8 MiB each way, pageable (staged through
+    # libspyre's upload ring / a synchronous copy) vs pinned (the card
+    # reads and writes the pages), 4 copies each after a warm-up
+    big = torch.randn(1 << 21)
+    bigp = big.pin_memory()
+    dst = torch.empty(1 << 21, device="spyre")
+    outp = torch.empty(1 << 21, pin_memory=True)
+    out = torch.empty(1 << 21)
+
+    def rate(fn):
+        fn()
+        torch.spyre.synchronize()
+        t = time.perf_counter()
+        for _ in range(4):
+            fn()
+        torch.spyre.synchronize()
+        return 4 * big.nbytes / (time.perf_counter() - t) / 2 ** 20
+    figs = (rate(lambda: dst.copy_(big)),
+            rate(lambda: dst.copy_(bigp, non_blocking=True)),
+            rate(lambda: out.copy_(dst)),
+            rate(lambda: outp.copy_(dst, non_blocking=True)))
+    assert torch.equal(outp, big) and torch.equal(out, big)
+    print("# 8 MiB copies, MiB/s: host->card pageable %.0f, pinned %.0f; "
+          "card->host pageable %.0f, pinned %.0f" % figs)
+
+
+class _SGD:
+    """Plain SGD with what GradScaler needs of an optimizer (param_groups,
+    step, zero_grad): torch.optim's first use imports torch._dynamo, 15-20
+    s under TCG."""
+
+    def __init__(self, params, lr):
+        self.param_groups = [{"params": list(params)}]
+        self.lr = lr
+
+    def zero_grad(self):
+        for p in self.param_groups[0]["params"]:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        for p in self.param_groups[0]["params"]:
+            if p.grad is not None:
+                p.sub_(p.grad, alpha=self.lr)
+
+
+@test
+def torch_amp_grad_scaler():
+    # A small training loop, the same on the CPU (torch.amp.GradScaler)
+    # and on the card (torch.spyre.amp.GradScaler), with an inf injected
+    # into a gradient at step 2: that step is skipped and the scale
+    # halved; the scale grows every 2 clean steps.
+    g = torch.Generator().manual_seed(5)
+    ref = nn.Linear(16, 8)
+    m = nn.Linear(16, 8).spyre()
+    m.load_state_dict(ref.state_dict())
+    oc = _SGD(ref.parameters(), lr=0.05)
+    os_ = _SGD(m.parameters(), lr=0.05)
+    sc = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10,
+                              growth_interval=2)
+    ss = torch.spyre.amp.GradScaler(init_scale=2.0 ** 10, growth_interval=2)
+    scales = []
+    for step in range(6):
+        x, t = torch.randn(4, 16, generator=g), torch.randn(4, 8, generator=g)
+        for model, opt, scaler, dev in ((ref, oc, sc, "cpu"),
+                                        (m, os_, ss, "spyre")):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x.to(dev)), t.to(dev))
+            scaler.scale(loss).backward()
+            if step == 2:
+                with torch.no_grad():
+                    model.weight.grad[1, 3] = float("inf")
+            before = model.weight.detach().cpu().clone()
+            scaler.step(opt)
+            scaler.update()
+            if step == 2:                   # skipped
+                assert torch.equal(model.weight.detach().cpu(), before)
+        assert ss.get_scale() == sc.get_scale(), (step, ss.get_scale(),
+                                                  sc.get_scale())
+        assert ss._growth_tracker.item() == sc._growth_tracker.item()
+        scales.append(ss.get_scale())
+        close(m.weight.detach(), ref.weight.detach(), **TOL[torch.float32])
+    assert scales == [1024.0, 2048.0, 1024.0, 1024.0, 2048.0, 2048.0], scales
+    assert ss._scale.device.type == "spyre"
+    # the two ops ran on the card
+    torch.spyre.reset_op_counts()
+    gs = [sp(torch.tensor([1.0, float("nan")])), sp(torch.ones(3))]
+    fi = sp(torch.zeros(()))
+    torch._amp_foreach_non_finite_check_and_unscale_(gs, fi,
+                                                     sp(torch.tensor(0.5)))
+    assert fi.item() == 1.0
+    close(gs[1], torch.full((3,), 0.5))
+    cnt = torch.spyre.op_counts()
+    for op in ("aten::_amp_foreach_non_finite_check_and_unscale_",):
+        assert cnt[op]["native"] == 1 and cnt[op]["fallback"] == 0, cnt[op]
+    # 2.6's own GradScaler asks the card for float64: TypeError naming it
+    plain = torch.amp.GradScaler("spyre")
+    opt = _SGD(m.parameters(), lr=0.1)
+    plain.scale(m(sp(torch.ones(1, 16))).sum()).backward()
+    try:
+        plain.step(opt)
+    except TypeError as ex:
+        assert "float64" in str(ex), ex
+    else:
+        raise AssertionError("torch.amp.GradScaler('spyre') stepped")
+
+
+@test
+def torch_profiler_card_time():
+    # torch.profiler with the PrivateUse1 activity: each op that queued
+    # card work gets the card time between two TIMESTAMPs on its stream
+    # (libtorch_spyre's Kineto child profiler), linked to the op
+    import json
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    assert ProfilerActivity.PrivateUse1 in torch.profiler.supported_activities()
+    g = torch.Generator().manual_seed(3)
+    a = sp(torch.randn(384, 384, generator=g))
+    b = sp(torch.randn(384, 384, generator=g))
+    close(a @ b, a.cpu() @ b.cpu(), rtol=1e-3, atol=1e-3)   # warm-up
+    e0, e1 = torch.spyre.Event(), torch.spyre.Event()
+    with profile(activities=[ProfilerActivity.CPU,
+                             ProfilerActivity.PrivateUse1]) as prof:
+        e0.record()
+        c = a @ b
+        e1.record()
+        torch.relu(c).sum().item()
+    ev_us = e0.elapsed_time(e1) * 1e3
+    mm = [e for e in prof.events() if e.name == "aten::mm"]
+    assert len(mm) == 1, [e.name for e in prof.events()]
+    card_us = mm[0].device_time_total
+    # the op's span lies inside the events' window on the same stream
+    assert 0 < card_us <= ev_us + 1, (card_us, ev_us)
+    print(f"# aten::mm 384^3: card time {card_us:.0f} us in the profiler, "
+          f"{ev_us:.0f} us between the events around it")
+    names = {e.name for e in prof.events() if e.device_time_total > 0}
+    assert {"aten::mm", "aten::relu", "aten::sum"} <= names, names
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        tr = json.load(open(f.name))
+    spans = [e for e in tr["traceEvents"]
+             if e.get("name") == "spyre: aten::mm"]
+    assert len(spans) == 1 and spans[0]["dur"] > 0, spans
+    # CPU-only profiling: no card events
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        (a @ b).sum().item()
+    assert all(e.device_time_total == 0 for e in prof.events())
+    # one decode step of the demo model (examples/tiny_decoder.py)
+    import tiny_decoder as td
+    m = td.make_model().to("spyre")
+    ins = td.step_inputs(m, "spyre")
+    caches = [torch.zeros(m.L, m.d, device="spyre") for _ in range(2 * m.n)]
+    tok = td.one_hot_rows(m)[1].to("spyre")
+    with torch.no_grad():
+        m(tok, ins[0][0], ins[0][1], *caches)[0].cpu()
+        with profile(activities=[ProfilerActivity.CPU,
+                                 ProfilerActivity.PrivateUse1]) as prof:
+            m(tok, ins[0][0], ins[0][1], *caches)[0].cpu()
+    table = prof.key_averages().table(sort_by="self_device_time_total",
+                                      row_limit=14, max_name_column_width=28)
+    for line in table.splitlines():
+        print("# " + line)
+
+
+@test
+def torch_props_cuda_aliases():
+    # torch.cuda's set_stream, deprecated memory names, peer access
+    s = torch.spyre.Stream()
+    prev = torch.spyre.current_stream()
+    torch.spyre.set_stream(s)
+    assert torch.spyre.current_stream() == s
+    torch.spyre.set_stream(prev)
+    assert torch.spyre.current_stream() == prev
+    x = torch.empty(1 << 20, device="spyre")
+    assert torch.spyre.memory_cached() == torch.spyre.memory_reserved() > 0
+    assert torch.spyre.max_memory_cached() == \
+        torch.spyre.max_memory_reserved()
+    del x
+    assert torch.spyre.can_device_access_peer(0, 1) is False
+    try:
+        torch.spyre.can_device_access_peer(0, 7)
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("peer access to a card that does not exist")
+
+
 @test
 def torch_sticky_error():
     # last: after a faulting job the context of card 1 stays in error

@@ -24,6 +24,8 @@ import torch
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream",
     "device", "device_count", "device_of", "empty_cache",
+    "empty_host_cache", "host_memory_stats", "can_device_access_peer",
+    "memory_cached", "max_memory_cached", "set_stream",
     "get_amp_supported_dtype", "get_device_capability", "get_device_name",
     "get_device_properties", "get_per_process_memory_fraction",
     "get_rng_state", "get_rng_state_all", "init", "initial_seed",
@@ -247,6 +249,14 @@ def default_stream(device=None):
     return torch.Stream(stream_id=0, device_index=i, device_type=20)
 
 
+def set_stream(stream):
+    """Make ``stream`` (a torch.Stream of a card) the current stream of its
+    card for the calling thread (None: no change), as
+    ``torch.cuda.set_stream``."""
+    if stream is not None:
+        torch.accelerator.set_stream(stream)
+
+
 @contextlib.contextmanager
 def stream(s):
     """Context manager: make ``s`` the current stream of its card inside the
@@ -329,6 +339,28 @@ def max_memory_reserved(device=None):
     """Peak of :func:`memory_reserved` since the start or the last
     :func:`reset_peak_memory_stats`, in bytes."""
     return memory_stats(device)["reserved_bytes.all.peak"]
+
+
+def memory_cached(device=None):
+    """:func:`memory_reserved` (CUDA's deprecated name)."""
+    return memory_reserved(device)
+
+
+def max_memory_cached(device=None):
+    """:func:`max_memory_reserved` (CUDA's deprecated name)."""
+    return max_memory_reserved(device)
+
+
+def can_device_access_peer(device, peer_device):
+    """False: one card cannot address another's memory (the guest has no
+    peer-to-peer DMA; copies between cards go through system memory).
+    IndexError for a card that does not exist."""
+    n = device_count()
+    for d in (_index(device), _index(peer_device)):
+        if not 0 <= d < n:
+            raise IndexError(f"spyre: device {d} does not exist ({n} "
+                             "card(s) visible)")
+    return False
 
 
 def reset_max_memory_allocated(device=None):
@@ -414,6 +446,28 @@ def memory_summary(device=None, abbreviated=False):
     return "\n".join(out) + "\n"
 
 
+# ---- pinned host memory ----------------------------------------------------------
+# Tensor.pin_memory() / torch.empty(..., pin_memory=True) take host memory
+# from libtorch_spyre's caching host allocator (pinned.cpp), registered with
+# the cards; copies between it and a card with non_blocking=True are
+# queued on the current stream (the card reads and writes the pages in
+# place), as CUDA's.
+
+
+def empty_host_cache():
+    """Return the pinned host blocks no tensor holds (and whose copies have
+    completed) to the system: unregistered from the cards and unmapped."""
+    _ops().empty_host_cache()
+
+
+def host_memory_stats():
+    """``{"pinned_bytes": ..., "blocks": ...}``: host bytes registered with
+    the cards by the pinned-memory cache (a block registered with two
+    cards counts twice), and the blocks it holds (live and cached)."""
+    b, n = _ops().pinned_stats()
+    return {"pinned_bytes": b, "blocks": n}
+
+
 # ---- random numbers and fork ---------------------------------------------------
 # Each card has its own generator (a Philox seed and offset, in
 # libtorch_spyre's generator.cpp); none of these touches the CPU's.
@@ -494,6 +548,10 @@ def set_rng_state_all(new_states):
 def __getattr__(name):
     # torch.spyre.default_generators: the cards' default generators (the
     # same torch.Generator objects every time), made on first access
+    # torch.spyre.amp (GradScaler): imported on first use
+    if name == "amp":
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "default_generators":
         return tuple(_ops().default_generator(i)
                      for i in range(device_count()))
