@@ -61,6 +61,7 @@ void spyre__device_put(struct spyre_device *dev)
 	/* The fd is this process's own copy even after fork(): close it. */
 	close(dev->fd);
 	pthread_mutex_destroy(&dev->bo_lock);
+	pthread_mutex_destroy(&dev->batch_lock);
 	free(dev);
 }
 
@@ -169,6 +170,7 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 	atomic_init(&dev->refs, 1);
 	atomic_init(&dev->error, 0);
 	pthread_mutex_init(&dev->bo_lock, NULL);
+	pthread_mutex_init(&dev->batch_lock, NULL);
 	dev->pid = getpid();
 	if (desc) {
 		dev->info.desc = *desc;
@@ -186,6 +188,7 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 	if (dev->fd < 0) {
 		ret = -errno;
 		pthread_mutex_destroy(&dev->bo_lock);
+		pthread_mutex_destroy(&dev->batch_lock);
 		free(dev);
 		return ret;
 	}
@@ -193,6 +196,7 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 	if (ret) {
 		close(dev->fd);
 		pthread_mutex_destroy(&dev->bo_lock);
+		pthread_mutex_destroy(&dev->batch_lock);
 		free(dev);
 		return ret;
 	}

@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <pthread.h>
@@ -49,6 +50,36 @@ thread_local int t_device = 0;
 thread_local int64_t t_stream[kMaxCards];	// current stream id per card
 
 void on_fork_child() { if (g_owner) g_forked = true; }
+
+// Commands per submitted job on every stream of the backend
+// (spyre_stream_set_batch()): SPYRE_TORCH_BATCH, default 64, 0 turns
+// batching off (one job per op, submitted before the op returns).
+constexpr unsigned int kDefaultBatch = 64;
+
+unsigned int batch_size()
+{
+	static const unsigned int n = [] {
+		const char *e = getenv("SPYRE_TORCH_BATCH");
+		if (!e || !*e)
+			return kDefaultBatch;
+		char *end = nullptr;
+		unsigned long v = strtoul(e, &end, 10);
+		if (*end || v > SPYRE_STREAM_BATCH_MAX)
+			return kDefaultBatch;
+		return static_cast<unsigned int>(v);
+	}();
+	return n;
+}
+
+// A new stream of card @index with the backend's batching; destroys it
+// and throws on failure.
+void setup_stream(struct spyre_stream *s, int index)
+{
+	int rc = spyre_stream_set_batch(s, batch_size());
+	if (rc < 0)
+		spyre_stream_destroy(s);
+	check(rc, "setting up a stream", index);
+}
 
 std::string where(int dev)
 {
@@ -130,6 +161,12 @@ struct spyre_device *device(int index)
 			spyre_device_close(d);
 			check(rc, "creating the default stream", index);
 		}
+		rc = spyre_stream_set_batch(s, batch_size());
+		if (rc < 0) {
+			spyre_stream_destroy(s);
+			spyre_device_close(d);
+			check(rc, "setting up the default stream", index);
+		}
 		c.streams.push_back(s);
 		{
 			std::lock_guard<std::mutex> g(g_mu);
@@ -195,6 +232,7 @@ c10::Stream new_stream(int index, int priority)
 			    "CAP_SYS_NICE capability, which this process "
 			    "lacks; ask for priority 0 instead");
 		check(rc, "creating a stream", index);
+		setup_stream(s, index);
 		c.streams.push_back(s);
 		ids.push_back(static_cast<int>(c.streams.size() - 1));
 	}
