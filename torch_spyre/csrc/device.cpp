@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -53,29 +54,29 @@ void on_fork_child() { if (g_owner) g_forked = true; }
 
 // Commands per submitted job on every stream of the backend
 // (spyre_stream_set_batch()): SPYRE_TORCH_BATCH, default 64, 0 turns
-// batching off (one job per op, submitted before the op returns).
+// batching off (one job per op, submitted before the op returns);
+// torch.ops.spyre._set_batch changes it at run time.
 constexpr unsigned int kDefaultBatch = 64;
 
-unsigned int batch_size()
+unsigned int env_batch()
 {
-	static const unsigned int n = [] {
-		const char *e = getenv("SPYRE_TORCH_BATCH");
-		if (!e || !*e)
-			return kDefaultBatch;
-		char *end = nullptr;
-		unsigned long v = strtoul(e, &end, 10);
-		if (*end || v > SPYRE_STREAM_BATCH_MAX)
-			return kDefaultBatch;
-		return static_cast<unsigned int>(v);
-	}();
-	return n;
+	const char *e = getenv("SPYRE_TORCH_BATCH");
+	if (!e || !*e)
+		return kDefaultBatch;
+	char *end = nullptr;
+	unsigned long v = strtoul(e, &end, 10);
+	if (*end || v > SPYRE_STREAM_BATCH_MAX)
+		return kDefaultBatch;
+	return static_cast<unsigned int>(v);
 }
+
+std::atomic<unsigned int> g_batch{env_batch()};
 
 // A new stream of card @index with the backend's batching; destroys it
 // and throws on failure.
 void setup_stream(struct spyre_stream *s, int index)
 {
-	int rc = spyre_stream_set_batch(s, batch_size());
+	int rc = spyre_stream_set_batch(s, g_batch.load());
 	if (rc < 0)
 		spyre_stream_destroy(s);
 	check(rc, "setting up a stream", index);
@@ -161,7 +162,7 @@ struct spyre_device *device(int index)
 			spyre_device_close(d);
 			check(rc, "creating the default stream", index);
 		}
-		rc = spyre_stream_set_batch(s, batch_size());
+		rc = spyre_stream_set_batch(s, g_batch.load());
 		if (rc < 0) {
 			spyre_stream_destroy(s);
 			spyre_device_close(d);
@@ -552,12 +553,37 @@ device_properties(int64_t d)
 	return {ik, iv, sk, sv};
 }
 
+// Set the commands per job of every stream, open or future, of every card
+// (0: no batching); flushes what the streams hold.  Returns the old value.
+int64_t set_batch(int64_t n)
+{
+	TORCH_CHECK_VALUE(n >= 0 && n <= SPYRE_STREAM_BATCH_MAX,
+			  "spyre: a batch of ", n, " commands (0 to ",
+			  SPYRE_STREAM_BATCH_MAX, ")");
+	unsigned int old = g_batch.exchange(static_cast<unsigned int>(n));
+	for (int i = 0; i < kMaxCards; i++) {
+		if (!device_opened(i))
+			continue;
+		std::vector<struct spyre_stream *> all;
+		{
+			std::lock_guard<std::mutex> l(g_cards[i].mu);
+			all = g_cards[i].streams;
+		}
+		for (auto *s : all)
+			check(spyre_stream_set_batch(s,
+				static_cast<unsigned int>(n)),
+			      "setting the stream batch", i);
+	}
+	return old;
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(spyre, m)
 {
 	m.def("device_properties(int device) -> (str[], int[], str[], str[])",
 	      &device_properties);
+	m.def("_set_batch(int n) -> int", &set_batch);
 }
 
 } // namespace spyre_torch

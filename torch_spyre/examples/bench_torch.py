@@ -26,7 +26,9 @@ scripts/bench-torch.sh), each next to its reference in the same run:
   step) stays fixed as the card's share grows, and how much more the
   card takes while the guest's CPU competes with it for the host's;
 * per-op dispatch cost of a small eager op (an 8x8 add) on ``spyre`` vs the
-  same op on a CPU tensor in the guest;
+  same op on a CPU tensor in the guest (the spyre figure includes the
+  card's work, waited for once at the end: the ops are queued in the
+  stream's batches, SPYRE_TORCH_BATCH);
 * host -> card copy bandwidth of ``tensor.to("spyre")`` vs libspyre's own
   copy (spyre_stream_copy_h2d of the same bytes from ordinary memory,
   torch.ops.spyre.bench_copy_h2d), both waited for.
@@ -35,7 +37,10 @@ This file owns those measurements.  Each figure is printed as a line
 ``torch-<name> <value>`` (machine-readable) after a human-readable table.
 Figures are reported, never judged.
 
-    python3 bench_torch.py [--tokens N] [--copy-mib M]
+    python3 bench_torch.py [--tokens N] [--copy-mib M] [--only dispatch]
+
+``--only dispatch`` measures the dispatch figure alone (no model, no
+compile: a guest run of about a minute).
 """
 
 import argparse
@@ -91,7 +96,17 @@ def main():
     ap.add_argument("--copy-mib", type=int, default=16)
     ap.add_argument("--wide-d-model", type=int, default=512,
                     help="d_model of the wider model (0: skip it)")
+    ap.add_argument("--only", choices=["dispatch"],
+                    help="measure this figure alone")
     a = ap.parse_args()
+    if a.only == "dispatch":
+        d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
+        d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
+        print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
+              f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
+        print(f"torch-dispatch-spyre-us {d_sp:.2f}")
+        print(f"torch-dispatch-cpu-us {d_cpu:.2f}")
+        return
     import torch_spyre.compiler as C
     C.keep_last_inputs(True)
     m = td.make_model(0).to("spyre")
