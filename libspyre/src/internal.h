@@ -215,9 +215,16 @@ SPYRE_HIDDEN void spyre__device_put(struct spyre_device *dev);
 SPYRE_HIDDEN void spyre__set_error(struct spyre_device *dev, int err);
 
 /* True if @dev may be used by this process. */
+/*
+ * device.c: this process's pid without a system call on every check (a
+ * cached value, refreshed in the child by a pthread_atfork() handler; a
+ * child made by a raw clone() without fork()'s handlers is not seen).
+ */
+SPYRE_HIDDEN pid_t spyre__getpid(void);
+
 static inline bool spyre__same_process(const struct spyre_device *dev)
 {
-	return dev->pid == getpid();
+	return dev->pid == spyre__getpid();
 }
 
 /* Standard entry check: NULL -> -EINVAL, wrong process -> -ECHILD. */
