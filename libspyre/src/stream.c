@@ -194,13 +194,10 @@ SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
 	dev = s->dev;
 	SPYRE__CHECK_DEV(dev);
 	pthread_mutex_lock(&s->lock);
-	ret = s->error ? s->error : batch_flush_locked(s);
+	ret = batch_flush_locked(s);
 	old = s->batch_max;
-	if (!ret)
-		s->batch_max = max_cmds;
+	s->batch_max = max_cmds;
 	pthread_mutex_unlock(&s->lock);
-	if (ret)
-		return ret;
 	if (old && !max_cmds) {
 		batch_unlist(s);
 	} else if (!old && max_cmds) {
@@ -209,7 +206,7 @@ SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
 		dev->batching = s;
 		pthread_mutex_unlock(&dev->batch_lock);
 	}
-	return 0;
+	return ret;
 }
 
 SPYRE_API int spyre_stream_flush(struct spyre_stream *s)

@@ -244,6 +244,15 @@ c10::Stream new_stream(int index, int priority)
 
 struct spyre_stream *cur(int index)
 {
+	// every op asks: one lock when the card is open (the checks of
+	// device() and current_stream() were passed when it was opened)
+	if (index >= 0 && index < kMaxCards && !g_forked) {
+		Card &c = g_cards[index];
+		auto id = static_cast<size_t>(t_stream[index]);
+		std::lock_guard<std::mutex> l(c.mu);
+		if (c.dev && id < c.streams.size())
+			return c.streams[id];
+	}
 	return stream(current_stream(index));
 }
 
@@ -569,10 +578,13 @@ int64_t set_batch(int64_t n)
 			std::lock_guard<std::mutex> l(g_cards[i].mu);
 			all = g_cards[i].streams;
 		}
-		for (auto *s : all)
-			check(spyre_stream_set_batch(s,
-				static_cast<unsigned int>(n)),
-			      "setting the stream batch", i);
+		for (auto *s : all) {
+			int rc = spyre_stream_set_batch(
+				s, static_cast<unsigned int>(n));
+			// a stream in error keeps its error for its own ops
+			if (rc < 0 && rc != spyre_stream_error(s))
+				check(rc, "setting the stream batch", i);
+		}
 	}
 	return old;
 }

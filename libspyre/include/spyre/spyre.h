@@ -1418,11 +1418,12 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
  * batch of one command may be rerun after a reset as its operation would
  * be (DRM_SPYRE_JOB_RESTARTABLE); a batch of several is not marked
  * restartable (a later command may overwrite what an earlier one read).
- * Turning batching off or changing @max_cmds flushes first.  Not inherited
- * by anything; costs no memory while off.
+ * Turning batching off or changing @max_cmds flushes first; the new
+ * setting applies even when that flush fails.  Not inherited by anything;
+ * costs no memory while off.
  *
- * Returns 0, -EINVAL (@max_cmds too large), -ECHILD, or the error of the
- * flush (see above).
+ * Returns 0, -EINVAL (@max_cmds too large; nothing changed), -ECHILD, or
+ * the error of the flush (see above; a stream in error returns its error).
  */
 SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
 				     unsigned int max_cmds);
