@@ -53,10 +53,10 @@ thread_local int64_t t_stream[kMaxCards];	// current stream id per card
 void on_fork_child() { if (g_owner) g_forked = true; }
 
 // Commands per submitted job on every stream of the backend
-// (spyre_stream_set_batch()): SPYRE_TORCH_BATCH, default 64, 0 turns
+// (spyre_stream_set_batch()): SPYRE_TORCH_BATCH, default 256, 0 turns
 // batching off (one job per op, submitted before the op returns);
 // torch.ops.spyre._set_batch changes it at run time.
-constexpr unsigned int kDefaultBatch = 64;
+constexpr unsigned int kDefaultBatch = 256;
 
 unsigned int env_batch()
 {

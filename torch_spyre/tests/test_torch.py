@@ -1313,7 +1313,7 @@ def _batch_workload(xs, dev):
 
 @test
 def torch_batched_results_identical():
-    # the streams batch ops into jobs (SPYRE_TORCH_BATCH, default 64): the
+    # the streams batch ops into jobs (SPYRE_TORCH_BATCH, default 256): the
     # same work gives bit-identical results with batching off, with small
     # batches and with the default, and the CPU's within fp32 tolerance
     g = torch.Generator().manual_seed(5)
@@ -1322,7 +1322,7 @@ def torch_batched_results_identical():
     old = torch.ops.spyre._set_batch(0)
     try:
         runs = {}
-        for n in (0, 3, 64):
+        for n in (0, 3, 256):
             torch.ops.spyre._set_batch(n)
             runs[n] = _batch_workload(xs, "spyre")
     finally:
@@ -1331,9 +1331,9 @@ def torch_batched_results_identical():
         for x, y in zip(got, runs[0][0]):
             assert torch.equal(x, y), f"batch {n} differs from unbatched"
         assert items == runs[0][1], (n, items, runs[0][1])
-    for x, y in zip(runs[64][0], want):
+    for x, y in zip(runs[256][0], want):
         torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-3)
-    for x, y in zip(runs[64][1], want_items):
+    for x, y in zip(runs[256][1], want_items):
         assert abs(x - y) <= 1e-3 * max(1.0, abs(y)), (x, y)
     try:
         torch.ops.spyre._set_batch(-1)
