@@ -76,6 +76,14 @@ def dispatch_us(dev, n=300):
     return (time.perf_counter() - t) / n * 1e6
 
 
+def dispatch_pair(runs=3):
+    """Medians over ``runs`` of dispatch_us() on the CPU and on spyre,
+    the two measured alternately (so both see the same host load)."""
+    pairs = [(dispatch_us("cpu"), dispatch_us("spyre")) for _ in range(runs)]
+    return (statistics.median(p[0] for p in pairs),
+            statistics.median(p[1] for p in pairs))
+
+
 def to_gbps(nbytes, iters=5):
     """GB/s of ``cpu_tensor.to("spyre")`` (waited for), best of
     ``iters``."""
@@ -100,8 +108,7 @@ def main():
                     help="measure this figure alone")
     a = ap.parse_args()
     if a.only == "dispatch":
-        d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
-        d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
+        d_cpu, d_sp = dispatch_pair()
         print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
               f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
         print(f"torch-dispatch-spyre-us {d_sp:.2f}")
@@ -136,8 +143,7 @@ def main():
             wide = (wcomp, wfc["c"], wfc["card_c"], wfc["card_python"])
         del wstep, w
 
-    d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
-    d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
+    d_cpu, d_sp = dispatch_pair()
 
     fl = td.dynamo_floor(m)
 
