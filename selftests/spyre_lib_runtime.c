@@ -1260,6 +1260,40 @@ TEST_F(rt, batch_freeing_a_bo_it_names_flushes_it_first)
 	spyre_bo_free(keep);
 }
 
+TEST_F(rt, batch_shared_bo_keeps_program_order_across_streams)
+{
+	struct spyre_stream *s2;
+	struct spyre_bo *a, *b;
+	uint8_t *pb, out[8];
+
+	ASSERT_EQ(0, spyre_stream_create(self->dev, 1, &s2));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, SPYRE_BO_DEVICE, &a));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &b));
+	pb = map(_metadata, b);
+	memset(pb, 0, 4096);
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
+	ASSERT_EQ(0, spyre_stream_set_batch(s2, 16));
+	/*
+	 * self->s writes a (queued in its batch); s2 then reads a: the batch
+	 * of self->s is submitted first, so the kernel orders the two jobs by
+	 * a's fences as it would have without batching.
+	 */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, a, 0, 64, 1, 0x3c));
+	ASSERT_EQ(0, spyre_stream_copy(s2, b, 0, a, 0, 64));
+	ASSERT_EQ(0, spyre_stream_sync(s2, T_NS));
+	EXPECT_EQ(0x3c, pb[0]);
+	EXPECT_EQ(0x3c, pb[63]);
+	/* and a host copy of a on s2 after a write queued on self->s */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, a, 0, 8, 1, 0x4d));
+	ASSERT_EQ(0, spyre_stream_copy_d2h(s2, out, a, 0, 8));
+	ASSERT_EQ(0, spyre_stream_sync(s2, T_NS));
+	EXPECT_EQ(0x4d, out[7]);
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	spyre_bo_free(a);
+	spyre_bo_free(b);
+	spyre_stream_destroy(s2);
+}
+
 TEST_F(rt, batch_errors_surface_at_the_next_flush)
 {
 	struct spyre_device *d2;

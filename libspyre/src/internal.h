@@ -62,6 +62,7 @@ struct spyre_device {
 	 */
 	pthread_mutex_t batch_lock;
 	struct spyre_stream *batching;
+	atomic_uint nbatching;		/* streams on that list */
 };
 
 struct spyre_bo {
@@ -146,8 +147,21 @@ struct spyre_stream {
 	struct spyre_stream *batch_next;	/* dev->batching (batch_lock) */
 };
 
-/* stream.c: flush every open batch of @bo's device that names @bo. */
-SPYRE_HIDDEN void spyre__stream_flush_bo(struct spyre_bo *bo);
+/*
+ * stream.c: flush every open batch of @bo's device that names @bo, except
+ * the one of @self (may be NULL).  Called, without any stream lock held,
+ * before a job or batched command that names @bo is queued (so jobs that
+ * share a BO reach the kernel in the order the program queued them, and
+ * its implicit BO fences order them) and before @bo is freed.
+ */
+SPYRE_HIDDEN void spyre__stream_flush_bo(struct spyre_bo *bo,
+					 struct spyre_stream *self);
+/* stream.c: spyre__stream_flush_bo() for each BO of @mems / @bos. */
+SPYRE_HIDDEN void spyre__stream_claim(struct spyre_stream *self,
+				      const struct spyre_mem *mems, size_t n);
+SPYRE_HIDDEN void spyre__stream_claim_bos(struct spyre_stream *self,
+					  struct spyre_bo *const *bos,
+					  size_t n);
 
 /*
  * One submission (internal): the commands come from @cb (copied into the

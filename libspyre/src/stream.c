@@ -175,6 +175,7 @@ static void batch_unlist(struct spyre_stream *s)
 	for (pp = &dev->batching; *pp; pp = &(*pp)->batch_next) {
 		if (*pp == s) {
 			*pp = s->batch_next;
+			atomic_fetch_sub(&dev->nbatching, 1);
 			break;
 		}
 	}
@@ -204,6 +205,7 @@ SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
 		pthread_mutex_lock(&dev->batch_lock);
 		s->batch_next = dev->batching;
 		dev->batching = s;
+		atomic_fetch_add(&dev->nbatching, 1);
 		pthread_mutex_unlock(&dev->batch_lock);
 	}
 	return ret;
@@ -222,12 +224,16 @@ SPYRE_API int spyre_stream_flush(struct spyre_stream *s)
 	return ret;
 }
 
-void spyre__stream_flush_bo(struct spyre_bo *bo)
+void spyre__stream_flush_bo(struct spyre_bo *bo, struct spyre_stream *self)
 {
 	struct spyre_device *dev = bo->dev;
 
+	if (!spyre__same_process(dev))
+		return;
 	pthread_mutex_lock(&dev->batch_lock);
 	for (struct spyre_stream *s = dev->batching; s; s = s->batch_next) {
+		if (s == self)
+			continue;
 		pthread_mutex_lock(&s->lock);
 		for (size_t i = 0; i < s->batch.nbos; i++) {
 			if (s->batch.bos[i] == bo) {
@@ -238,6 +244,37 @@ void spyre__stream_flush_bo(struct spyre_bo *bo)
 		pthread_mutex_unlock(&s->lock);
 	}
 	pthread_mutex_unlock(&dev->batch_lock);
+}
+
+/*
+ * Whether another stream than @self may hold @bo in its open batch: the
+ * count says some batch names it, and it is not only @self's (a stream
+ * that batches alone on its device needs no walk).
+ */
+static bool claim_needed(struct spyre_bo *bo, struct spyre_stream *self)
+{
+	unsigned int n = atomic_load(&bo->batched);
+
+	if (!n)
+		return false;
+	return !self || !self->batch_max ||
+	       atomic_load(&bo->dev->nbatching) > 1;
+}
+
+void spyre__stream_claim(struct spyre_stream *self,
+			 const struct spyre_mem *mems, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (mems[i].bo && claim_needed(mems[i].bo, self))
+			spyre__stream_flush_bo(mems[i].bo, self);
+}
+
+void spyre__stream_claim_bos(struct spyre_stream *self,
+			     struct spyre_bo *const *bos, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (bos[i] && claim_needed(bos[i], self))
+			spyre__stream_flush_bo(bos[i], self);
 }
 
 /* ---- operations ----------------------------------------------------------- */
@@ -361,6 +398,7 @@ SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
 	if (count > UINT64_MAX / elem_size ||
 	    !range_ok(dst, offset, count * elem_size))
 		return -ERANGE;
+	spyre__stream_claim_bos(s, &dst, 1);
 	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
@@ -408,6 +446,9 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 	}
 	if (!range_ok(dst, dst_off, dlen) || !range_ok(src, src_off, slen))
 		return -ERANGE;
+	bos[0] = dst;
+	bos[1] = src;
+	spyre__stream_claim_bos(s, bos, 2);
 	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
@@ -415,8 +456,6 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 				   SPYRE_DTYPE_U8, src->va + src_off,
 				   src_pitch, SPYRE_DTYPE_U8, width_bytes,
 				   height, 0);
-	bos[0] = dst;
-	bos[1] = src;
 	return stream_end(s, ret, bos, dst == src ? 1 : 2,
 			  dst != src || dst_off >= src_off + slen ||
 			  src_off >= dst_off + dlen);
@@ -437,6 +476,7 @@ static int stream_host_copy(struct spyre_stream *s, struct spyre_bo *bo,
 		return -EXDEV;
 	if (!range_ok(bo, off, size))
 		return -ERANGE;
+	spyre__stream_claim_bos(s, &bo, 1);
 	while (!ret && done < size) {
 		uint64_t n = size - done;
 		struct spyre__sub sub;
@@ -556,6 +596,7 @@ static int peer_copy_local(struct spyre_stream *dst_s, struct spyre_bo *dst,
 	struct spyre__sub sub;
 	int ret;
 
+	spyre__stream_claim_bos(dst_s, bos, 2);
 	if (src_s != dst_s) {
 		ret = spyre__stream_begin(src_s);
 		if (ret)
@@ -685,6 +726,8 @@ SPYRE_API int spyre_stream_submit(struct spyre_stream *s,
 		return -EINVAL;
 	if (cb->size > s->dev->info.max_cmd_size)
 		return -E2BIG;
+	spyre__stream_claim_bos(s, bos, nbos);
+	spyre__stream_claim_bos(s, cb->bos, cb->nbos);
 	ret = spyre__stream_begin(s);
 	if (ret)
 		return ret;
@@ -702,8 +745,12 @@ SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
 				   struct spyre_mem src, uint32_t src_dtype,
 				   uint64_t count, uint32_t flags)
 {
-	int ret = stream_begin_op(s);
+	struct spyre_mem m[2] = { dst, src };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 2);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_convert(&s->cb, dst, dst_dtype, src, src_dtype,
@@ -715,8 +762,15 @@ SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
 				const struct spyre_gemm *g)
 {
 	struct spyre_mem in[5];
-	int ret = stream_begin_op(s);
+	int ret;
 
+	if (s && g) {
+		struct spyre_mem m[7] = { g->a, g->b, g->c, g->scale_a,
+					  g->scale_b, g->bias, g->amax };
+
+		spyre__stream_claim(s, m, 7);
+	}
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_gemm(&s->cb, g);
@@ -767,6 +821,9 @@ SPYRE_API int spyre_stream_kernel(struct spyre_stream *s,
 		if (l->operands[i].mem.bo &&
 		    l->operands[i].mem.bo->dev != s->q->dev)
 			return -EXDEV;
+	for (unsigned int i = 0; l->operands && i < l->noperands &&
+			 i < SPYRE_KERNEL_MAX_OPERANDS; i++)
+		spyre__stream_claim(s, &l->operands[i].mem, 1);
 	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
@@ -779,9 +836,12 @@ SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
 				   struct spyre_mem out, struct spyre_mem a,
 				   struct spyre_mem b, float alpha)
 {
-	struct spyre_mem in[2] = { a, b };
-	int ret = stream_begin_op(s);
+	struct spyre_mem in[2] = { a, b }, m[3] = { out, a, b };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 3);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_eltwise(&s->cb, op, dtype, count, out, a, b,
@@ -794,8 +854,12 @@ SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
 				  uint32_t cols, struct spyre_mem dst,
 				  struct spyre_mem src, uint64_t ld)
 {
-	int ret = stream_begin_op(s);
+	struct spyre_mem m[2] = { dst, src };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 2);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_reduce(&s->cb, op, dtype, rows, cols, dst, src,
@@ -809,9 +873,13 @@ static int stream_rowop(struct spyre_stream *s, uint32_t op, uint32_t dtype,
 			struct spyre_mem gamma, struct spyre_mem beta,
 			float eps)
 {
-	struct spyre_mem in[3] = { src, gamma, beta };
-	int ret = stream_begin_op(s);
+	struct spyre_mem in[3] = { src, gamma, beta },
+			 m[4] = { dst, src, gamma, beta };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 4);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_rowop(&s->cb, op, dtype, rows, cols, dst, ld_dst,

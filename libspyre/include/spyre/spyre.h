@@ -1403,6 +1403,12 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
  *  - spyre_bo_free() of a BO an open batch names (every batching stream
  *    of the device that names it is flushed first, so the job keeps the
  *    BO's memory alive as for an unbatched operation);
+ *  - an operation on another stream, or spyre_submit()/spyre_submit_va()
+ *    on a queue, that names a BO an open batch names (as an operand, in
+ *    its BO list or command buffer): that batch is submitted first, so
+ *    jobs sharing a BO reach the kernel in the order they were queued and
+ *    its BO fences order them as without batching (graph launches do not
+ *    look: order them with events);
  *  - when the batch holds @max_cmds commands, or the next command would
  *    take it past the device's command-buffer size (max_cmd_size) or BO
  *    count per job;
