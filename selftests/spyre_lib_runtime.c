@@ -1228,14 +1228,17 @@ TEST_F(rt, batch_freeing_a_bo_it_names_flushes_it_first)
 {
 	struct spyre_stream *s2;
 	struct spyre_fence f0, g0;
-	struct spyre_bo *keep, *tmp;
-	uint8_t *p;
+	struct spyre_bo *keep, *tmp, *other;
+	uint8_t *p, *po;
 
 	ASSERT_EQ(0, spyre_stream_create(self->dev, 1, &s2));
 	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &keep));
 	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, SPYRE_BO_DEVICE, &tmp));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &other));
 	p = map(_metadata, keep);
 	memset(p, 0, 4096);
+	po = map(_metadata, other);
+	memset(po, 0, 4096);
 	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
 	ASSERT_EQ(0, spyre_stream_set_batch(s2, 16));
 	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f0));
@@ -1243,7 +1246,7 @@ TEST_F(rt, batch_freeing_a_bo_it_names_flushes_it_first)
 	/* the batch of self->s uses tmp; the batch of s2 does not */
 	ASSERT_EQ(0, spyre_stream_fill(self->s, tmp, 0, 4096, 1, 0x5a));
 	ASSERT_EQ(0, spyre_stream_copy(self->s, keep, 64, tmp, 0, 64));
-	ASSERT_EQ(0, spyre_stream_fill(s2, keep, 1024, 8, 1, 0x33));
+	ASSERT_EQ(0, spyre_stream_fill(s2, other, 0, 8, 1, 0x33));
 	EXPECT_FALSE(submitted(self->s, f0.point + 1));
 	/* freeing tmp submits the batch that names it, which keeps it alive */
 	spyre_bo_free(tmp);
@@ -1256,7 +1259,8 @@ TEST_F(rt, batch_freeing_a_bo_it_names_flushes_it_first)
 	EXPECT_EQ(0, spyre_stream_sync(self->s, T_NS));
 	/* destroying a stream submits its batch */
 	spyre_stream_destroy(s2);
-	EXPECT_EQ(0x33, p[1024]);
+	EXPECT_EQ(0x33, po[7]);
+	spyre_bo_free(other);
 	spyre_bo_free(keep);
 }
 
