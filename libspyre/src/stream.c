@@ -277,7 +277,7 @@ void spyre__stream_claim_bos(struct spyre_stream *self,
 			spyre__stream_flush_bo(bos[i], self);
 }
 
-/* ---- operations ----------------------------------------------------------- */
+/* ---- operations --------------------------------------------------------- */
 
 /*
  * Lock @s, fail with its sticky error, and start an empty command in the
