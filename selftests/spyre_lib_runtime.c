@@ -4,7 +4,9 @@
  * no card is visible): staged host copies, peer copies, events (host and
  * cross-stream waits, timeouts, elapsed time, sync_file export/import),
  * graphs (replay, repetitions, staged launches), the asynchronous error model (sticky per
- * stream and per context, precise errors), fork detection of the new
+ * stream and per context, precise errors), stream batches (deferral, flush
+ * points, the size limit, freeing a BO a batch names, errors at the next
+ * flush), fork detection of the new
  * objects, and the compute stream operations against the fp64 reference
  * (these need a card whose CAPS include FP16).
  *
@@ -1108,6 +1110,251 @@ TEST_F(rt, compute_graph_matches_stream_and_queue_submit)
 	spyre_graph_destroy(g);
 	spyre_cmdbuf_destroy(cb);
 	spyre_bo_free(bo);
+}
+
+/* ---- stream batches (spyre_stream_set_batch()) --------------------------- */
+
+/* Whether the job at @point of @s's queue has been submitted. */
+static bool submitted(struct spyre_stream *s, uint64_t point)
+{
+	struct spyre_fence f = { spyre_stream_queue(s), point };
+
+	/* a point past the queue's last submission is refused */
+	return spyre_fence_query(&f) != -EINVAL;
+}
+
+static int wait_point(struct spyre_stream *s, uint64_t point)
+{
+	struct spyre_fence f = { spyre_stream_queue(s), point };
+
+	return spyre_fence_wait(&f, T_NS);
+}
+
+TEST_F(rt, batch_defers_until_a_flush_point)
+{
+	struct spyre_event *e;
+	struct spyre_fence f0, f;
+	struct spyre_bo *bo;
+	uint8_t *p, out[4];
+	uint64_t p0;
+
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &bo));
+	p = map(_metadata, bo);
+	memset(p, 0, 4096);
+	ASSERT_EQ(0, spyre_event_create(self->dev, 0, &e));
+	EXPECT_EQ(-EINVAL, spyre_stream_set_batch(self->s,
+						  SPYRE_STREAM_BATCH_MAX + 1));
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
+	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f0));
+	p0 = f0.point;
+	/* three operations: queued in the open batch, nothing submitted */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 8, 1, 0x11));
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 8, 8, 1, 0x22));
+	ASSERT_EQ(0, spyre_stream_copy(self->s, bo, 16, bo, 0, 8));
+	EXPECT_FALSE(submitted(self->s, p0 + 1));
+	usleep(50 * 1000);
+	EXPECT_EQ(0, p[0]);
+	EXPECT_EQ(0, p[16]);
+	/* flushed as one job, in order */
+	ASSERT_EQ(0, spyre_stream_flush(self->s));
+	EXPECT_TRUE(submitted(self->s, p0 + 1));
+	EXPECT_FALSE(submitted(self->s, p0 + 2));
+	ASSERT_EQ(0, wait_point(self->s, p0 + 1));
+	EXPECT_EQ(0x11, p[7]);
+	EXPECT_EQ(0x22, p[15]);
+	EXPECT_EQ(0x11, p[16]);
+	EXPECT_EQ(0, spyre_stream_flush(self->s));	/* nothing open */
+	EXPECT_FALSE(submitted(self->s, p0 + 2));
+
+	/* a device-to-host copy flushes what was queued before it */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 4, 1, 0x44));
+	ASSERT_EQ(0, spyre_stream_copy_d2h(self->s, out, bo, 0, 4));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_EQ(0x44, out[3]);
+	/* so does an event record: the event covers the batch */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 4, 1, 0x55));
+	ASSERT_EQ(0, spyre_event_record(e, self->s));
+	ASSERT_EQ(0, spyre_event_wait(e, T_NS));
+	EXPECT_EQ(0x55, p[0]);
+	/* and sync, and last_fence */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 4, 1, 0x66));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_EQ(0x66, p[0]);
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 4, 1, 0x67));
+	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f));
+	ASSERT_EQ(0, spyre_fence_wait(&f, T_NS));
+	EXPECT_EQ(0x67, p[0]);
+	/* off again: every operation is a job of its own, at once */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 4, 1, 0x77));
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 0));
+	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f));
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 4, 4, 1, 0x78));
+	EXPECT_TRUE(submitted(self->s, f.point + 1));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_EQ(0x77, p[0]);
+	EXPECT_EQ(0x78, p[4]);
+	spyre_event_destroy(e);
+	spyre_bo_free(bo);
+}
+
+TEST_F(rt, batch_limit_submits_full_batches)
+{
+	struct spyre_fence f0;
+	struct spyre_bo *bo;
+	uint8_t *p;
+	uint64_t p0;
+
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &bo));
+	p = map(_metadata, bo);
+	memset(p, 0, 4096);
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 4));
+	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f0));
+	p0 = f0.point;
+	for (unsigned int i = 0; i < 10; i++)
+		ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 8 * i, 8, 1,
+					       0x10 + i));
+	/* two full batches went, the last two operations wait */
+	EXPECT_TRUE(submitted(self->s, p0 + 2));
+	EXPECT_FALSE(submitted(self->s, p0 + 3));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_TRUE(submitted(self->s, p0 + 3));
+	EXPECT_FALSE(submitted(self->s, p0 + 4));
+	for (unsigned int i = 0; i < 10; i++)
+		EXPECT_EQ(0x10 + i, p[8 * i + 7]);
+	spyre_bo_free(bo);
+}
+
+TEST_F(rt, batch_freeing_a_bo_it_names_flushes_it_first)
+{
+	struct spyre_stream *s2;
+	struct spyre_fence f0, g0;
+	struct spyre_bo *keep, *tmp, *other;
+	uint8_t *p, *po;
+
+	ASSERT_EQ(0, spyre_stream_create(self->dev, 1, &s2));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &keep));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, SPYRE_BO_DEVICE, &tmp));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &other));
+	p = map(_metadata, keep);
+	memset(p, 0, 4096);
+	po = map(_metadata, other);
+	memset(po, 0, 4096);
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
+	ASSERT_EQ(0, spyre_stream_set_batch(s2, 16));
+	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f0));
+	ASSERT_EQ(0, spyre_stream_last_fence(s2, &g0));
+	/* the batch of self->s uses tmp; the batch of s2 does not */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, tmp, 0, 4096, 1, 0x5a));
+	ASSERT_EQ(0, spyre_stream_copy(self->s, keep, 64, tmp, 0, 64));
+	ASSERT_EQ(0, spyre_stream_fill(s2, other, 0, 8, 1, 0x33));
+	EXPECT_FALSE(submitted(self->s, f0.point + 1));
+	/* freeing tmp submits the batch that names it, which keeps it alive */
+	spyre_bo_free(tmp);
+	EXPECT_TRUE(submitted(self->s, f0.point + 1));
+	EXPECT_FALSE(submitted(s2, g0.point + 1));
+	ASSERT_EQ(0, wait_point(self->s, f0.point + 1));
+	EXPECT_EQ(0x5a, p[64]);
+	EXPECT_EQ(0x5a, p[127]);
+	EXPECT_EQ(0, p[128]);
+	EXPECT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	/* destroying a stream submits its batch */
+	spyre_stream_destroy(s2);
+	EXPECT_EQ(0x33, po[7]);
+	spyre_bo_free(other);
+	spyre_bo_free(keep);
+}
+
+TEST_F(rt, batch_shared_bo_keeps_program_order_across_streams)
+{
+	struct spyre_stream *s2;
+	struct spyre_bo *a, *b;
+	uint8_t *pb, out[8];
+
+	ASSERT_EQ(0, spyre_stream_create(self->dev, 1, &s2));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, SPYRE_BO_DEVICE, &a));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &b));
+	pb = map(_metadata, b);
+	memset(pb, 0, 4096);
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
+	ASSERT_EQ(0, spyre_stream_set_batch(s2, 16));
+	/*
+	 * self->s writes a (queued in its batch); s2 then reads a: the batch
+	 * of self->s is submitted first, so the kernel orders the two jobs by
+	 * a's fences as it would have without batching.
+	 */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, a, 0, 64, 1, 0x3c));
+	ASSERT_EQ(0, spyre_stream_copy(s2, b, 0, a, 0, 64));
+	ASSERT_EQ(0, spyre_stream_sync(s2, T_NS));
+	EXPECT_EQ(0x3c, pb[0]);
+	EXPECT_EQ(0x3c, pb[63]);
+	/* and a host copy of a on s2 after a write queued on self->s */
+	ASSERT_EQ(0, spyre_stream_fill(self->s, a, 0, 8, 1, 0x4d));
+	ASSERT_EQ(0, spyre_stream_copy_d2h(s2, out, a, 0, 8));
+	ASSERT_EQ(0, spyre_stream_sync(s2, T_NS));
+	EXPECT_EQ(0x4d, out[7]);
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	spyre_bo_free(a);
+	spyre_bo_free(b);
+	spyre_stream_destroy(s2);
+}
+
+TEST_F(rt, batch_errors_surface_at_the_next_flush)
+{
+	struct spyre_device *d2;
+	struct spyre_queue *q;
+	struct spyre_stream *s2;
+	struct spyre_cmdbuf *cb;
+	struct spyre_bo *bo, *bad;
+	struct spyre_fence f;
+	uint8_t *p;
+
+	/*
+	 * A job error: the faulting command was queued without complaint,
+	 * the sync of the batch reports the fault, and the stream is in
+	 * error (sticky) as without batching.
+	 */
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &bo));
+	p = map(_metadata, bo);
+	memset(p, 0, 4096);
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 16, 1, 0x11));
+	/* a store into the guard page after the BO */
+	ASSERT_EQ(0, spyre_stream_convert(self->s,
+					  SPYRE_MEM_VA(spyre_bo_va(bo) + 4096),
+					  SPYRE_DTYPE_FP32, SPYRE_MEM(bo, 0),
+					  SPYRE_DTYPE_FP32, 4, 0));
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 16, 16, 1, 0x22));
+	EXPECT_EQ(-EFAULT, spyre_stream_sync(self->s, T_NS));
+	EXPECT_EQ(-EFAULT, spyre_stream_error(self->s));
+	EXPECT_EQ(-EFAULT, spyre_stream_fill(self->s, bo, 0, 1, 1, 0));
+	EXPECT_EQ(-EFAULT, spyre_stream_flush(self->s));
+	spyre_bo_free(bo);
+
+	/*
+	 * A refused submission at an implicit flush (a full batch): the
+	 * operation that filled it returns 0, the next flush point the error.
+	 */
+	ASSERT_EQ(0, spyre_device_open(0, &d2));
+	ASSERT_EQ(0, spyre_queue_create(d2, 1, &q));
+	ASSERT_EQ(0, spyre_stream_create(d2, 1, &s2));
+	ASSERT_EQ(0, spyre_stream_set_batch(s2, 2));
+	ASSERT_EQ(0, spyre_bo_alloc(d2, 4096, 0, &bad));
+	/* argument errors still come from the call itself */
+	EXPECT_EQ(-ERANGE, spyre_stream_fill(s2, bad, 4096, 1, 1, 0));
+	ASSERT_EQ(0, spyre_cmdbuf_create(&cb));
+	ASSERT_EQ(0, spyre_cmdbuf_fill(cb, spyre_bo_va(bad) + 4096, 1, 1, 1));
+	ASSERT_EQ(0, spyre_submit(q, cb, &bad, 1, NULL, 0, &f));
+	ASSERT_EQ(0, spyre_bo_wait(bad, T_NS));	/* the context fails */
+	EXPECT_EQ(0, spyre_stream_fill(s2, bad, 0, 1, 1, 0));
+	EXPECT_EQ(0, spyre_stream_fill(s2, bad, 1, 1, 1, 0));	/* flushes */
+	EXPECT_EQ(-ECANCELED, spyre_stream_sync(s2, T_NS));
+	EXPECT_EQ(-ECANCELED, spyre_stream_error(s2));
+	/* the fixture's other context is not affected */
+	spyre_cmdbuf_destroy(cb);
+	spyre_bo_free(bad);
+	spyre_stream_destroy(s2);
+	spyre_queue_destroy(q);
+	spyre_device_close(d2);
 }
 
 TEST_HARNESS_MAIN

@@ -181,6 +181,16 @@ TEST_F(so, symbol_versions_0_8)
 		   sizeof(v08_syms) / sizeof(v08_syms[0]), "LIBSPYRE_0.8");
 }
 
+TEST_F(so, symbol_versions_0_9)
+{
+	static const char *const v09_syms[] = {
+		"spyre_stream_flush", "spyre_stream_set_batch",
+	};
+
+	check_node(_metadata, self->h, v09_syms,
+		   sizeof(v09_syms) / sizeof(v09_syms[0]), "LIBSPYRE_0.9");
+}
+
 TEST_F(so, internals_hidden)
 {
 	static const char *const hidden[] = {
@@ -193,6 +203,8 @@ TEST_F(so, internals_hidden)
 		"spyre__cmdbuf_fini", "spyre__refresh_error",
 		"spyre__kverify_program", "spyre__kverify_inst", "spyre__kop",
 		"spyre__cmdbuf_kernel", "spyre__kernel_dump",
+		"spyre__cmdbuf_append", "spyre__stream_flush_bo",
+		"spyre__getpid",
 	};
 
 	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
@@ -207,9 +219,9 @@ TEST_F(so, version_string)
 							"spyre_version");
 
 	ASSERT_NE(NULL, ver);
-	EXPECT_STREQ("0.8.0", ver());
+	EXPECT_STREQ("0.9.0", ver());
 	EXPECT_EQ(0, SPYRE_VERSION_MAJOR);
-	EXPECT_EQ(8, SPYRE_VERSION_MINOR);
+	EXPECT_EQ(9, SPYRE_VERSION_MINOR);
 }
 
 TEST(constants_match_uapi)

@@ -151,6 +151,9 @@ SPYRE_API void spyre_bo_free(struct spyre_bo *bo)
 
 	if (!bo)
 		return;
+	/* a stream's open batch names it: submit that batch first */
+	if (atomic_load(&bo->batched) && spyre__same_process(bo->dev))
+		spyre__stream_flush_bo(bo, NULL);
 	map = atomic_load(&bo->map);
 	if (map)
 		munmap(map, bo->size);

@@ -374,6 +374,42 @@ static void bos_add(struct spyre_cmdbuf *cb, const struct spyre_mem *mems,
 	}
 }
 
+/* List @bo in @cb (room reserved), written if @w; each BO once. */
+static void bo_add_one(struct spyre_cmdbuf *cb, struct spyre_bo *bo, bool w)
+{
+	for (size_t j = 0; j < cb->nbos; j++) {
+		if (cb->bos[j] == bo) {
+			cb->bo_written[j] = cb->bo_written[j] || w;
+			return;
+		}
+	}
+	cb->bos[cb->nbos] = bo;
+	cb->bo_written[cb->nbos++] = w;
+}
+
+int spyre__cmdbuf_append(struct spyre_cmdbuf *dst,
+			 const struct spyre_cmdbuf *src,
+			 struct spyre_bo *const *bos, unsigned int nbos,
+			 size_t *nnew)
+{
+	size_t before = dst->nbos;
+	void *p;
+
+	if (bos_reserve(dst, src->nbos + nbos))
+		return -ENOMEM;
+	p = cmdbuf_reserve(dst, src->size);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, src->data, src->size);
+	cmdbuf_commit(dst, src->size, src->count);
+	for (size_t i = 0; i < src->nbos; i++)
+		bo_add_one(dst, src->bos[i], src->bo_written[i]);
+	for (unsigned int i = 0; i < nbos; i++)
+		bo_add_one(dst, bos[i], true);
+	*nnew = dst->nbos - before;
+	return 0;
+}
+
 bool spyre__cmdbuf_bo_written(const struct spyre_cmdbuf *cb, size_t i)
 {
 	return cb->bo_written[i];

@@ -54,6 +54,26 @@ void spyre__device_get(struct spyre_device *dev)
 	atomic_fetch_add(&dev->refs, 1);
 }
 
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+static atomic_int cached_pid;
+
+static void pid_refresh(void)
+{
+	atomic_store(&cached_pid, (int)getpid());
+}
+
+static void pid_init(void)
+{
+	pid_refresh();
+	pthread_atfork(NULL, NULL, pid_refresh);
+}
+
+pid_t spyre__getpid(void)
+{
+	pthread_once(&pid_once, pid_init);
+	return (pid_t)atomic_load(&cached_pid);
+}
+
 void spyre__device_put(struct spyre_device *dev)
 {
 	if (atomic_fetch_sub(&dev->refs, 1) != 1)
@@ -61,6 +81,7 @@ void spyre__device_put(struct spyre_device *dev)
 	/* The fd is this process's own copy even after fork(): close it. */
 	close(dev->fd);
 	pthread_mutex_destroy(&dev->bo_lock);
+	pthread_mutex_destroy(&dev->batch_lock);
 	free(dev);
 }
 
@@ -169,7 +190,8 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 	atomic_init(&dev->refs, 1);
 	atomic_init(&dev->error, 0);
 	pthread_mutex_init(&dev->bo_lock, NULL);
-	dev->pid = getpid();
+	pthread_mutex_init(&dev->batch_lock, NULL);
+	dev->pid = spyre__getpid();
 	if (desc) {
 		dev->info.desc = *desc;
 	} else {
@@ -186,6 +208,7 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 	if (dev->fd < 0) {
 		ret = -errno;
 		pthread_mutex_destroy(&dev->bo_lock);
+		pthread_mutex_destroy(&dev->batch_lock);
 		free(dev);
 		return ret;
 	}
@@ -193,6 +216,7 @@ static int open_desc(const struct spyre_device_desc *desc, const char *path,
 	if (ret) {
 		close(dev->fd);
 		pthread_mutex_destroy(&dev->bo_lock);
+		pthread_mutex_destroy(&dev->batch_lock);
 		free(dev);
 		return ret;
 	}

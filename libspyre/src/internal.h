@@ -55,6 +55,14 @@ struct spyre_device {
 	 */
 	pthread_mutex_t bo_lock;
 	struct spyre_bo *bo_table[SPYRE__HANDLE_BUCKETS];
+	/*
+	 * Streams with batching on (spyre_stream_set_batch()), chained by
+	 * spyre_stream.batch_next, so that freeing a BO an open batch names
+	 * can flush it.  Lock order: batch_lock, then a stream's lock.
+	 */
+	pthread_mutex_t batch_lock;
+	struct spyre_stream *batching;
+	atomic_uint nbatching;		/* streams on that list */
 };
 
 struct spyre_bo {
@@ -67,6 +75,7 @@ struct spyre_bo {
 	void *host_ptr;			/* registered host range, else NULL */
 	pthread_mutex_t map_lock;	/* serialises map/unmap */
 	_Atomic(void *) map;		/* CPU mapping made by spyre_bo_map */
+	atomic_uint batched;		/* open stream batches naming it */
 };
 
 /*
@@ -126,7 +135,33 @@ struct spyre_stream {
 	int error;			/* sticky job error */
 	uint32_t waits[SPYRE__STREAM_WAITS];	/* binary syncobjs, lazy */
 	unsigned int nwaits;		/* pending for the next job */
+	/*
+	 * The open batch (spyre_stream_set_batch()): operations appended
+	 * since the last flush, submitted as one job; each of its BOs has
+	 * its @batched count raised while it is listed here.
+	 */
+	struct spyre_cmdbuf batch;
+	unsigned int batch_max;		/* commands per job; 0: no batching */
+	bool batch_restartable;		/* its one command may rerun */
+	int batch_err;			/* of an implicit flush, for the next */
+	struct spyre_stream *batch_next;	/* dev->batching (batch_lock) */
 };
+
+/*
+ * stream.c: flush every open batch of @bo's device that names @bo, except
+ * the one of @self (may be NULL).  Called, without any stream lock held,
+ * before a job or batched command that names @bo is queued (so jobs that
+ * share a BO reach the kernel in the order the program queued them, and
+ * its implicit BO fences order them) and before @bo is freed.
+ */
+SPYRE_HIDDEN void spyre__stream_flush_bo(struct spyre_bo *bo,
+					 struct spyre_stream *self);
+/* stream.c: spyre__stream_flush_bo() for each BO of @mems / @bos. */
+SPYRE_HIDDEN void spyre__stream_claim(struct spyre_stream *self,
+				      const struct spyre_mem *mems, size_t n);
+SPYRE_HIDDEN void spyre__stream_claim_bos(struct spyre_stream *self,
+					  struct spyre_bo *const *bos,
+					  size_t n);
 
 /*
  * One submission (internal): the commands come from @cb (copied into the
@@ -167,6 +202,16 @@ struct spyre__sub {
 	void *stage_out;			/* device -> host */
 };
 
+/*
+ * cmdbuf.c: append @src's commands and BOs to @dst, and @bos[0..@nbos) as
+ * written BOs; each BO is listed once.  Returns 0 or -ENOMEM (@dst is then
+ * unchanged).  Sets *@nnew to the number of BOs new to @dst (they are
+ * the last ones of dst's list).
+ */
+SPYRE_HIDDEN int spyre__cmdbuf_append(struct spyre_cmdbuf *dst,
+				      const struct spyre_cmdbuf *src,
+				      struct spyre_bo *const *bos,
+				      unsigned int nbos, size_t *nnew);
 /* cmdbuf.c: does a command of @cb write its BO number @i? */
 SPYRE_HIDDEN bool spyre__cmdbuf_bo_written(const struct spyre_cmdbuf *cb,
 					   size_t i);
@@ -188,9 +233,16 @@ SPYRE_HIDDEN void spyre__device_put(struct spyre_device *dev);
 SPYRE_HIDDEN void spyre__set_error(struct spyre_device *dev, int err);
 
 /* True if @dev may be used by this process. */
+/*
+ * device.c: this process's pid without a system call on every check (a
+ * cached value, refreshed in the child by a pthread_atfork() handler; a
+ * child made by a raw clone() without fork()'s handlers is not seen).
+ */
+SPYRE_HIDDEN pid_t spyre__getpid(void);
+
 static inline bool spyre__same_process(const struct spyre_device *dev)
 {
-	return dev->pid == getpid();
+	return dev->pid == spyre__getpid();
 }
 
 /* Standard entry check: NULL -> -EINVAL, wrong process -> -ECHILD. */

@@ -623,6 +623,9 @@ SPYRE_API int spyre_submit(struct spyre_queue *q,
 		return -EINVAL;
 	if (cb->size > q->dev->info.max_cmd_size || cb->size > UINT32_MAX)
 		return -E2BIG;
+	/* streams' open batches that name these BOs go first */
+	spyre__stream_claim_bos(NULL, bos, nbos);
+	spyre__stream_claim_bos(NULL, cb->bos, cb->nbos);
 	memset(&sub, 0, sizeof(sub));
 	sub.cb = cb;
 	sub.bos = bos;
@@ -646,6 +649,7 @@ SPYRE_API int spyre_submit_va(struct spyre_queue *q, uint64_t cmd_va,
 	SPYRE__CHECK_DEV(q->dev);
 	if ((nbos && !bos) || (nwaits && !waits))
 		return -EINVAL;
+	spyre__stream_claim_bos(NULL, bos, nbos);
 	memset(&sub, 0, sizeof(sub));
 	sub.cmd_va = cmd_va;
 	sub.cmd_size = cmd_size;

@@ -2,7 +2,9 @@
 /*
  * Streams: in-order helpers that encode an operation and submit it as one
  * job on the stream's queue, with a sticky per-stream error and pending
- * cross-stream waits (events) that the next job consumes.
+ * cross-stream waits (events) that the next job consumes; and, when the
+ * stream batches (spyre_stream_set_batch()), the open batch those
+ * operations are appended to and its flush points.
  */
 #include "internal.h"
 
@@ -34,10 +36,23 @@ SPYRE_API int spyre_stream_create(struct spyre_device *dev, int priority,
 	return 0;
 }
 
+static void batch_unlist(struct spyre_stream *s);
+static int batch_flush_locked(struct spyre_stream *s);
+static void batch_discard_locked(struct spyre_stream *s);
+
 SPYRE_API void spyre_stream_destroy(struct spyre_stream *s)
 {
 	if (!s)
 		return;
+	if (s->batch_max) {
+		batch_unlist(s);
+		pthread_mutex_lock(&s->lock);
+		if (spyre__same_process(s->dev))
+			batch_flush_locked(s);
+		else
+			batch_discard_locked(s);
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (spyre__same_process(s->dev)) {
 		for (unsigned int i = 0; i < SPYRE__STREAM_WAITS; i++)
 			if (s->waits[i])
@@ -45,6 +60,7 @@ SPYRE_API void spyre_stream_destroy(struct spyre_stream *s)
 	}
 	spyre_queue_destroy(s->q);
 	spyre__cmdbuf_fini(&s->cb);
+	spyre__cmdbuf_fini(&s->batch);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -71,8 +87,203 @@ static int stream_fail_locked(struct spyre_stream *s, int err)
 	return s->error;
 }
 
-/* Lock @s, fail with its sticky error, and start an empty command. */
-int spyre__stream_begin(struct spyre_stream *s)
+/* ---- batches ------------------------------------------------------------ */
+
+/*
+ * Submit the open batch of @s (under s->lock) as one job; its BOs are no
+ * longer held by it whatever the outcome (a failed batch's commands never
+ * run).  Returns 0, the submission's error, or the error an earlier
+ * implicit flush kept for this one (reported once).
+ */
+/* Empty the open batch of @s (under s->lock), releasing its BOs. */
+static void batch_discard_locked(struct spyre_stream *s)
+{
+	for (size_t i = 0; i < s->batch.nbos; i++)
+		atomic_fetch_sub(&s->batch.bos[i]->batched, 1);
+	spyre_cmdbuf_reset(&s->batch);
+}
+
+static int batch_flush_locked(struct spyre_stream *s)
+{
+	struct spyre__sub sub;
+	int ret = 0;
+
+	if (s->error) {
+		/* a stream in error runs nothing more */
+		batch_discard_locked(s);
+		return s->error;
+	}
+	if (s->batch.count) {
+		memset(&sub, 0, sizeof(sub));
+		sub.cb = &s->batch;
+		sub.restartable = s->batch.count == 1 && s->batch_restartable;
+		ret = spyre__stream_submit_locked(s, &sub);
+		batch_discard_locked(s);
+	}
+	if (!ret && s->batch_err)
+		ret = s->batch_err;
+	s->batch_err = 0;
+	return ret;
+}
+
+/* A flush nobody asked for: its error waits for the next flush point. */
+static void batch_flush_implicit_locked(struct spyre_stream *s)
+{
+	int ret = batch_flush_locked(s);
+
+	if (ret && !s->batch_err)
+		s->batch_err = ret;
+}
+
+/*
+ * Append the operation encoded in s->cb (and the written BOs @bos) to the
+ * open batch of @s (under s->lock), flushing first when it would not fit
+ * in one job and after when the batch is full.
+ */
+static int batch_append_locked(struct spyre_stream *s,
+			       struct spyre_bo *const *bos, unsigned int nbos,
+			       bool restartable)
+{
+	struct spyre_cmdbuf *b = &s->batch;
+	size_t nnew;
+	int ret;
+
+	if (b->count && (b->size + s->cb.size > s->dev->info.max_cmd_size ||
+			 b->nbos + s->cb.nbos + nbos + 2 >
+				 s->dev->max_bos_per_job))
+		batch_flush_implicit_locked(s);
+	if (s->cb.size > s->dev->info.max_cmd_size)
+		return -E2BIG;
+	ret = spyre__cmdbuf_append(b, &s->cb, bos, nbos, &nnew);
+	if (ret)
+		return ret;
+	for (size_t i = b->nbos - nnew; i < b->nbos; i++)
+		atomic_fetch_add(&b->bos[i]->batched, 1);
+	s->batch_restartable = restartable;
+	if (b->count >= s->batch_max)
+		batch_flush_implicit_locked(s);
+	return 0;
+}
+
+/* Take @s off its device's list of batching streams (if on it). */
+static void batch_unlist(struct spyre_stream *s)
+{
+	struct spyre_device *dev = s->dev;
+	struct spyre_stream **pp;
+
+	pthread_mutex_lock(&dev->batch_lock);
+	for (pp = &dev->batching; *pp; pp = &(*pp)->batch_next) {
+		if (*pp == s) {
+			*pp = s->batch_next;
+			atomic_fetch_sub(&dev->nbatching, 1);
+			break;
+		}
+	}
+	s->batch_next = NULL;
+	pthread_mutex_unlock(&dev->batch_lock);
+}
+
+SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
+				     unsigned int max_cmds)
+{
+	struct spyre_device *dev;
+	unsigned int old;
+	int ret;
+
+	if (!s || max_cmds > SPYRE_STREAM_BATCH_MAX)
+		return -EINVAL;
+	dev = s->dev;
+	SPYRE__CHECK_DEV(dev);
+	pthread_mutex_lock(&s->lock);
+	ret = batch_flush_locked(s);
+	old = s->batch_max;
+	s->batch_max = max_cmds;
+	pthread_mutex_unlock(&s->lock);
+	if (old && !max_cmds) {
+		batch_unlist(s);
+	} else if (!old && max_cmds) {
+		pthread_mutex_lock(&dev->batch_lock);
+		s->batch_next = dev->batching;
+		dev->batching = s;
+		atomic_fetch_add(&dev->nbatching, 1);
+		pthread_mutex_unlock(&dev->batch_lock);
+	}
+	return ret;
+}
+
+SPYRE_API int spyre_stream_flush(struct spyre_stream *s)
+{
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	SPYRE__CHECK_DEV(s->dev);
+	pthread_mutex_lock(&s->lock);
+	ret = s->error ? s->error : batch_flush_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+void spyre__stream_flush_bo(struct spyre_bo *bo, struct spyre_stream *self)
+{
+	struct spyre_device *dev = bo->dev;
+
+	if (!spyre__same_process(dev))
+		return;
+	pthread_mutex_lock(&dev->batch_lock);
+	for (struct spyre_stream *s = dev->batching; s; s = s->batch_next) {
+		if (s == self)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		for (size_t i = 0; i < s->batch.nbos; i++) {
+			if (s->batch.bos[i] == bo) {
+				batch_flush_implicit_locked(s);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&dev->batch_lock);
+}
+
+/*
+ * Whether another stream than @self may hold @bo in its open batch: the
+ * count says some batch names it, and it is not only @self's (a stream
+ * that batches alone on its device needs no walk).
+ */
+static bool claim_needed(struct spyre_bo *bo, struct spyre_stream *self)
+{
+	unsigned int n = atomic_load(&bo->batched);
+
+	if (!n)
+		return false;
+	return !self || !self->batch_max ||
+	       atomic_load(&bo->dev->nbatching) > 1;
+}
+
+void spyre__stream_claim(struct spyre_stream *self,
+			 const struct spyre_mem *mems, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (mems[i].bo && claim_needed(mems[i].bo, self))
+			spyre__stream_flush_bo(mems[i].bo, self);
+}
+
+void spyre__stream_claim_bos(struct spyre_stream *self,
+			     struct spyre_bo *const *bos, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (bos[i] && claim_needed(bos[i], self))
+			spyre__stream_flush_bo(bos[i], self);
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+/*
+ * Lock @s, fail with its sticky error, and start an empty command in the
+ * scratch buffer (an operation that may join the open batch).
+ */
+static int stream_begin_op(struct spyre_stream *s)
 {
 	if (!s)
 		return -EINVAL;
@@ -85,6 +296,24 @@ int spyre__stream_begin(struct spyre_stream *s)
 		return e;
 	}
 	spyre_cmdbuf_reset(&s->cb);
+	return 0;
+}
+
+/*
+ * As stream_begin_op(), for work that is submitted on its own: the open
+ * batch is flushed first (a flush point), and its error returned.
+ */
+int spyre__stream_begin(struct spyre_stream *s)
+{
+	int ret = stream_begin_op(s);
+
+	if (ret)
+		return ret;
+	ret = batch_flush_locked(s);
+	if (ret) {
+		pthread_mutex_unlock(&s->lock);
+		return ret;
+	}
 	return 0;
 }
 
@@ -137,7 +366,9 @@ static int stream_end(struct spyre_stream *s, int ret,
 		      struct spyre_bo *const *bos, unsigned int nbos,
 		      bool restartable)
 {
-	if (!ret) {
+	if (!ret && s->batch_max) {
+		ret = batch_append_locked(s, bos, nbos, restartable);
+	} else if (!ret) {
 		struct spyre__sub sub;
 
 		memset(&sub, 0, sizeof(sub));
@@ -167,7 +398,8 @@ SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
 	if (count > UINT64_MAX / elem_size ||
 	    !range_ok(dst, offset, count * elem_size))
 		return -ERANGE;
-	ret = spyre__stream_begin(s);
+	spyre__stream_claim_bos(s, &dst, 1);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_fill(&s->cb, dst->va + offset, count, elem_size,
@@ -214,15 +446,16 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
 	}
 	if (!range_ok(dst, dst_off, dlen) || !range_ok(src, src_off, slen))
 		return -ERANGE;
-	ret = spyre__stream_begin(s);
+	bos[0] = dst;
+	bos[1] = src;
+	spyre__stream_claim_bos(s, bos, 2);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_copy_2d(&s->cb, dst->va + dst_off, dst_pitch,
 				   SPYRE_DTYPE_U8, src->va + src_off,
 				   src_pitch, SPYRE_DTYPE_U8, width_bytes,
 				   height, 0);
-	bos[0] = dst;
-	bos[1] = src;
 	return stream_end(s, ret, bos, dst == src ? 1 : 2,
 			  dst != src || dst_off >= src_off + slen ||
 			  src_off >= dst_off + dlen);
@@ -243,6 +476,7 @@ static int stream_host_copy(struct spyre_stream *s, struct spyre_bo *bo,
 		return -EXDEV;
 	if (!range_ok(bo, off, size))
 		return -ERANGE;
+	spyre__stream_claim_bos(s, &bo, 1);
 	while (!ret && done < size) {
 		uint64_t n = size - done;
 		struct spyre__sub sub;
@@ -362,6 +596,7 @@ static int peer_copy_local(struct spyre_stream *dst_s, struct spyre_bo *dst,
 	struct spyre__sub sub;
 	int ret;
 
+	spyre__stream_claim_bos(dst_s, bos, 2);
 	if (src_s != dst_s) {
 		ret = spyre__stream_begin(src_s);
 		if (ret)
@@ -491,6 +726,8 @@ SPYRE_API int spyre_stream_submit(struct spyre_stream *s,
 		return -EINVAL;
 	if (cb->size > s->dev->info.max_cmd_size)
 		return -E2BIG;
+	spyre__stream_claim_bos(s, bos, nbos);
+	spyre__stream_claim_bos(s, cb->bos, cb->nbos);
 	ret = spyre__stream_begin(s);
 	if (ret)
 		return ret;
@@ -508,8 +745,12 @@ SPYRE_API int spyre_stream_convert(struct spyre_stream *s,
 				   struct spyre_mem src, uint32_t src_dtype,
 				   uint64_t count, uint32_t flags)
 {
-	int ret = spyre__stream_begin(s);
+	struct spyre_mem m[2] = { dst, src };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 2);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_convert(&s->cb, dst, dst_dtype, src, src_dtype,
@@ -521,8 +762,15 @@ SPYRE_API int spyre_stream_gemm(struct spyre_stream *s,
 				const struct spyre_gemm *g)
 {
 	struct spyre_mem in[5];
-	int ret = spyre__stream_begin(s);
+	int ret;
 
+	if (s && g) {
+		struct spyre_mem m[7] = { g->a, g->b, g->c, g->scale_a,
+					  g->scale_b, g->bias, g->amax };
+
+		spyre__stream_claim(s, m, 7);
+	}
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_gemm(&s->cb, g);
@@ -573,7 +821,10 @@ SPYRE_API int spyre_stream_kernel(struct spyre_stream *s,
 		if (l->operands[i].mem.bo &&
 		    l->operands[i].mem.bo->dev != s->q->dev)
 			return -EXDEV;
-	ret = spyre__stream_begin(s);
+	for (unsigned int i = 0; l->operands && i < l->noperands &&
+			 i < SPYRE_KERNEL_MAX_OPERANDS; i++)
+		spyre__stream_claim(s, &l->operands[i].mem, 1);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre__cmdbuf_kernel(&s->cb, l, &written);
@@ -585,9 +836,12 @@ SPYRE_API int spyre_stream_eltwise(struct spyre_stream *s, uint32_t op,
 				   struct spyre_mem out, struct spyre_mem a,
 				   struct spyre_mem b, float alpha)
 {
-	struct spyre_mem in[2] = { a, b };
-	int ret = spyre__stream_begin(s);
+	struct spyre_mem in[2] = { a, b }, m[3] = { out, a, b };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 3);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_eltwise(&s->cb, op, dtype, count, out, a, b,
@@ -600,8 +854,12 @@ SPYRE_API int spyre_stream_reduce(struct spyre_stream *s, uint32_t op,
 				  uint32_t cols, struct spyre_mem dst,
 				  struct spyre_mem src, uint64_t ld)
 {
-	int ret = spyre__stream_begin(s);
+	struct spyre_mem m[2] = { dst, src };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 2);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_reduce(&s->cb, op, dtype, rows, cols, dst, src,
@@ -615,9 +873,13 @@ static int stream_rowop(struct spyre_stream *s, uint32_t op, uint32_t dtype,
 			struct spyre_mem gamma, struct spyre_mem beta,
 			float eps)
 {
-	struct spyre_mem in[3] = { src, gamma, beta };
-	int ret = spyre__stream_begin(s);
+	struct spyre_mem in[3] = { src, gamma, beta },
+			 m[4] = { dst, src, gamma, beta };
+	int ret;
 
+	if (s)
+		spyre__stream_claim(s, m, 4);
+	ret = stream_begin_op(s);
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_rowop(&s->cb, op, dtype, rows, cols, dst, ld_dst,
@@ -661,12 +923,17 @@ SPYRE_API int spyre_stream_layernorm(struct spyre_stream *s, uint32_t dtype,
 SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 				      struct spyre_fence *f)
 {
+	int ret = 0;
+
 	if (!s || !f)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
-	*f = s->last;
+	if (!s->error)
+		ret = batch_flush_locked(s);
+	if (!ret)
+		*f = s->last;
 	pthread_mutex_unlock(&s->lock);
-	return 0;
+	return ret;
 }
 
 SPYRE_API int spyre_stream_error(struct spyre_stream *s)
@@ -697,6 +964,8 @@ static int stream_wait(struct spyre_stream *s, uint64_t timeout_ns)
 	SPYRE__CHECK_DEV(s->dev);
 	pthread_mutex_lock(&s->lock);
 	ret = s->error;
+	if (!ret)
+		ret = batch_flush_locked(s);
 	if (!ret && s->nwaits)
 		ret = stream_flush_waits_locked(s);
 	f = s->last;

@@ -37,6 +37,10 @@ constexpr uint64_t kPage = SPYRE_BO_PAGE_SIZE;
 constexpr uint64_t kLarge = 1ull << 20;		// above: 2 MiB granules
 constexpr uint64_t kGranule = 2ull << 20;
 
+using FreeMap = std::multimap<std::pair<struct spyre_stream *, uint64_t>,
+			       struct Block *>;
+using LiveMap = std::map<uint64_t, struct Block *>;
+
 struct Block {
 	struct spyre_bo *bo;
 	uint64_t size;			// bytes, as allocated (rounded)
@@ -45,6 +49,10 @@ struct Block {
 	struct spyre_stream *stream;	// stream current at allocation
 	// other streams that used the block (Tensor.record_stream())
 	std::vector<struct spyre_stream *> uses;
+	// the map node the block is not in at the moment (moved between
+	// the pool's free and live maps, so reuse allocates nothing)
+	FreeMap::node_type free_node;
+	LiveMap::node_type live_node;
 };
 
 // A host alias: the BO registers the host storage @host, which it keeps
@@ -83,8 +91,8 @@ struct Pool {
 	// free blocks by (stream, size); a block is reused only on the
 	// stream it was last allocated on, so stream order keeps its old
 	// jobs ahead of its new ones
-	std::multimap<std::pair<struct spyre_stream *, uint64_t>, Block *> free;
-	std::map<uint64_t, Block *> live;	// by VA, for copy_data()
+	FreeMap free;
+	LiveMap live;			// by VA, for copy_data()
 	int64_t allocated = 0, peak = 0, reserved = 0;
 	Stat stats[kStats][kPools];
 	int64_t alloc_retries = 0, ooms = 0, device_allocs = 0,
@@ -171,12 +179,17 @@ void free_block(void *ctx)
 	}
 	b->uses.clear();
 	std::lock_guard<std::mutex> l(p.mu);
-	p.live.erase(spyre_bo_va(b->bo));
+	b->live_node = p.live.extract(spyre_bo_va(b->bo));
 	p.allocated -= static_cast<int64_t>(b->size);
 	p.account(kAllocBytes, b->size, -static_cast<int64_t>(b->size));
 	p.account(kRequestedBytes, b->size, -static_cast<int64_t>(b->requested));
 	p.account(kAllocCount, b->size, -1);
-	p.free.emplace(std::make_pair(b->stream, b->size), b);
+	if (b->free_node.empty()) {
+		p.free.emplace(std::make_pair(b->stream, b->size), b);
+	} else {
+		b->free_node.key() = std::make_pair(b->stream, b->size);
+		p.free.insert(std::move(b->free_node));
+	}
 }
 
 // Whether a new BO of @size would take @p's reserved bytes past the
@@ -208,7 +221,7 @@ struct CachingAllocator final : public c10::Allocator {
 			if (it != p.free.end() && it->first.first == s &&
 			    it->first.second <= size + size / 4) {
 				b = it->second;
-				p.free.erase(it);
+				b->free_node = p.free.extract(it);
 			}
 		}
 		if (!b) {
@@ -250,7 +263,7 @@ struct CachingAllocator final : public c10::Allocator {
 					" allocated by this process)";
 				check(rc, what.c_str(), index);
 			}
-			b = new Block{bo, size, 0, index, s, {}};
+			b = new Block{bo, size, 0, index, s, {}, {}, {}};
 			std::lock_guard<std::mutex> l(p.mu);
 			p.reserved += static_cast<int64_t>(size);
 			p.account(kReservedBytes, size,
@@ -267,7 +280,12 @@ struct CachingAllocator final : public c10::Allocator {
 		p.account(kAllocCount, b->size, 1);
 		if (p.allocated > p.peak)
 			p.peak = p.allocated;
-		p.live[spyre_bo_va(b->bo)] = b;
+		if (b->live_node.empty()) {
+			p.live[spyre_bo_va(b->bo)] = b;
+		} else {
+			b->live_node.mapped() = b;
+			p.live.insert(std::move(b->live_node));
+		}
 		return c10::DataPtr(tagged(b->bo, index), b, &free_block, dev);
 	}
 

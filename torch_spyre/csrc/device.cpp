@@ -12,8 +12,10 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <pthread.h>
@@ -49,6 +51,36 @@ thread_local int t_device = 0;
 thread_local int64_t t_stream[kMaxCards];	// current stream id per card
 
 void on_fork_child() { if (g_owner) g_forked = true; }
+
+// Commands per submitted job on every stream of the backend
+// (spyre_stream_set_batch()): SPYRE_TORCH_BATCH, default 256, 0 turns
+// batching off (one job per op, submitted before the op returns);
+// torch.ops.spyre._set_batch changes it at run time.
+constexpr unsigned int kDefaultBatch = 256;
+
+unsigned int env_batch()
+{
+	const char *e = getenv("SPYRE_TORCH_BATCH");
+	if (!e || !*e)
+		return kDefaultBatch;
+	char *end = nullptr;
+	unsigned long v = strtoul(e, &end, 10);
+	if (*end || v > SPYRE_STREAM_BATCH_MAX)
+		return kDefaultBatch;
+	return static_cast<unsigned int>(v);
+}
+
+std::atomic<unsigned int> g_batch{env_batch()};
+
+// A new stream of card @index with the backend's batching; destroys it
+// and throws on failure.
+void setup_stream(struct spyre_stream *s, int index)
+{
+	int rc = spyre_stream_set_batch(s, g_batch.load());
+	if (rc < 0)
+		spyre_stream_destroy(s);
+	check(rc, "setting up a stream", index);
+}
 
 std::string where(int dev)
 {
@@ -130,6 +162,12 @@ struct spyre_device *device(int index)
 			spyre_device_close(d);
 			check(rc, "creating the default stream", index);
 		}
+		rc = spyre_stream_set_batch(s, g_batch.load());
+		if (rc < 0) {
+			spyre_stream_destroy(s);
+			spyre_device_close(d);
+			check(rc, "setting up the default stream", index);
+		}
 		c.streams.push_back(s);
 		{
 			std::lock_guard<std::mutex> g(g_mu);
@@ -195,6 +233,7 @@ c10::Stream new_stream(int index, int priority)
 			    "CAP_SYS_NICE capability, which this process "
 			    "lacks; ask for priority 0 instead");
 		check(rc, "creating a stream", index);
+		setup_stream(s, index);
 		c.streams.push_back(s);
 		ids.push_back(static_cast<int>(c.streams.size() - 1));
 	}
@@ -205,6 +244,15 @@ c10::Stream new_stream(int index, int priority)
 
 struct spyre_stream *cur(int index)
 {
+	// every op asks: one lock when the card is open (the checks of
+	// device() and current_stream() were passed when it was opened)
+	if (index >= 0 && index < kMaxCards && !g_forked) {
+		Card &c = g_cards[index];
+		auto id = static_cast<size_t>(t_stream[index]);
+		std::lock_guard<std::mutex> l(c.mu);
+		if (c.dev && id < c.streams.size())
+			return c.streams[id];
+	}
 	return stream(current_stream(index));
 }
 
@@ -518,12 +566,40 @@ device_properties(int64_t d)
 	return {ik, iv, sk, sv};
 }
 
+// Set the commands per job of every stream, open or future, of every card
+// (0: no batching); flushes what the streams hold.  Returns the old value.
+int64_t set_batch(int64_t n)
+{
+	TORCH_CHECK_VALUE(n >= 0 && n <= SPYRE_STREAM_BATCH_MAX,
+			  "spyre: a batch of ", n, " commands (0 to ",
+			  SPYRE_STREAM_BATCH_MAX, ")");
+	unsigned int old = g_batch.exchange(static_cast<unsigned int>(n));
+	for (int i = 0; i < kMaxCards; i++) {
+		if (!device_opened(i))
+			continue;
+		std::vector<struct spyre_stream *> all;
+		{
+			std::lock_guard<std::mutex> l(g_cards[i].mu);
+			all = g_cards[i].streams;
+		}
+		for (auto *s : all) {
+			int rc = spyre_stream_set_batch(
+				s, static_cast<unsigned int>(n));
+			// a stream in error keeps its error for its own ops
+			if (rc < 0 && rc != spyre_stream_error(s))
+				check(rc, "setting the stream batch", i);
+		}
+	}
+	return old;
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(spyre, m)
 {
 	m.def("device_properties(int device) -> (str[], int[], str[], str[])",
 	      &device_properties);
+	m.def("_set_batch(int n) -> int", &set_batch);
 }
 
 } // namespace spyre_torch

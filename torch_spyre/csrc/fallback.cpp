@@ -134,17 +134,28 @@ std::tuple<std::vector<std::string>, std::vector<int64_t>,
 }
 
 // Test hook: submit one job that reads an unmapped device VA, so the card
-// faults and the context's sticky error is set (for the error tests).
-void inject_fault(int64_t d)
+// faults and the context's sticky error is set (for the error tests), and
+// wait for it; with @wait false, queue the faulting command on the current
+// stream as an op does (in its open batch) and return at once: the error
+// then surfaces at the next synchronisation.
+void inject_fault(int64_t d, bool wait)
 {
 	int i = resolve(d);
 	struct spyre_device *dev = device(i);
 	struct spyre_device_info info;
 	check(spyre_device_get_info(dev, &info), "reading device info", i);
+	uint64_t dst = info.va_end - 2 * SPYRE_BO_PAGE_SIZE,
+		 src = info.va_end - 4 * SPYRE_BO_PAGE_SIZE;
+	if (!wait) {
+		check(spyre_stream_convert(cur(i), SPYRE_MEM_VA(dst),
+					   SPYRE_DTYPE_FP32, SPYRE_MEM_VA(src),
+					   SPYRE_DTYPE_FP32, 16, 0),
+		      "queueing the faulting command", i);
+		return;
+	}
 	struct spyre_cmdbuf *cb = nullptr;
 	check(spyre_cmdbuf_create(&cb), "creating a command buffer", i);
-	int rc = spyre_cmdbuf_copy(cb, info.va_end - 2 * SPYRE_BO_PAGE_SIZE,
-				   info.va_end - 4 * SPYRE_BO_PAGE_SIZE, 64);
+	int rc = spyre_cmdbuf_copy(cb, dst, src, 64);
 	if (rc == 0)
 		rc = spyre_stream_submit(cur(i), cb, nullptr, 0);
 	spyre_cmdbuf_destroy(cb);
@@ -235,7 +246,7 @@ TORCH_LIBRARY(spyre, m)
 		      "reading the context state", i);
 		return static_cast<int64_t>(ci.error);
 	});
-	m.def("_inject_fault(int device) -> ()", &inject_fault);
+	m.def("_inject_fault(int device, bool wait=True) -> ()", &inject_fault);
 	// test hook: the card PyTorch's PrivateUse1 hooks say owns the
 	// storage address of @t (getDeviceFromPtr)
 	m.def("_device_from_ptr(Tensor t) -> int", [](const at::Tensor &t) {

@@ -26,7 +26,9 @@ scripts/bench-torch.sh), each next to its reference in the same run:
   step) stays fixed as the card's share grows, and how much more the
   card takes while the guest's CPU competes with it for the host's;
 * per-op dispatch cost of a small eager op (an 8x8 add) on ``spyre`` vs the
-  same op on a CPU tensor in the guest;
+  same op on a CPU tensor in the guest (the spyre figure includes the
+  card's work, waited for once at the end: the ops are queued in the
+  stream's batches, SPYRE_TORCH_BATCH);
 * host -> card copy bandwidth of ``tensor.to("spyre")`` vs libspyre's own
   copy (spyre_stream_copy_h2d of the same bytes from ordinary memory,
   torch.ops.spyre.bench_copy_h2d), both waited for.
@@ -35,7 +37,10 @@ This file owns those measurements.  Each figure is printed as a line
 ``torch-<name> <value>`` (machine-readable) after a human-readable table.
 Figures are reported, never judged.
 
-    python3 bench_torch.py [--tokens N] [--copy-mib M]
+    python3 bench_torch.py [--tokens N] [--copy-mib M] [--only dispatch]
+
+``--only dispatch`` measures the dispatch figure alone (no model, no
+compile: a guest run of about a minute).
 """
 
 import argparse
@@ -71,6 +76,14 @@ def dispatch_us(dev, n=300):
     return (time.perf_counter() - t) / n * 1e6
 
 
+def dispatch_pair(runs=3):
+    """Medians over ``runs`` of dispatch_us() on the CPU and on spyre,
+    the two measured alternately (so both see the same host load)."""
+    pairs = [(dispatch_us("cpu"), dispatch_us("spyre")) for _ in range(runs)]
+    return (statistics.median(p[0] for p in pairs),
+            statistics.median(p[1] for p in pairs))
+
+
 def to_gbps(nbytes, iters=5):
     """GB/s of ``cpu_tensor.to("spyre")`` (waited for), best of
     ``iters``."""
@@ -91,7 +104,16 @@ def main():
     ap.add_argument("--copy-mib", type=int, default=16)
     ap.add_argument("--wide-d-model", type=int, default=512,
                     help="d_model of the wider model (0: skip it)")
+    ap.add_argument("--only", choices=["dispatch"],
+                    help="measure this figure alone")
     a = ap.parse_args()
+    if a.only == "dispatch":
+        d_cpu, d_sp = dispatch_pair()
+        print(f"eager 8x8 add dispatch: spyre {d_sp:.1f} us/op, cpu "
+              f"{d_cpu:.1f} us/op ({d_sp / d_cpu:.1f}x)")
+        print(f"torch-dispatch-spyre-us {d_sp:.2f}")
+        print(f"torch-dispatch-cpu-us {d_cpu:.2f}")
+        return
     import torch_spyre.compiler as C
     C.keep_last_inputs(True)
     m = td.make_model(0).to("spyre")
@@ -121,8 +143,7 @@ def main():
             wide = (wcomp, wfc["c"], wfc["card_c"], wfc["card_python"])
         del wstep, w
 
-    d_cpu = statistics.median(dispatch_us("cpu") for _ in range(3))
-    d_sp = statistics.median(dispatch_us("spyre") for _ in range(3))
+    d_cpu, d_sp = dispatch_pair()
 
     fl = td.dynamo_floor(m)
 

@@ -1628,12 +1628,75 @@ def torch_props_cuda_aliases():
         raise AssertionError("peer access to a card that does not exist")
 
 
+def _batch_workload(xs, dev):
+    """A chain of small ops (in-place ops, views, broadcasts, reductions,
+    temporaries freed while their jobs may still be queued, item() in the
+    middle) on ``dev``; returns its final tensors on the CPU and the
+    items."""
+    a, b, c = (x.to(dev) for x in xs)
+    items = []
+    for i in range(40):
+        t = a * b + c
+        t.add_(0.5)
+        u = torch.relu(t - 1.0)
+        a = (a + u[::2].sum(0) * 0.25).tanh()
+        b = b.t() * 0.9 + 0.1
+        c = torch.exp(-t.abs())
+        del t, u
+        if i % 10 == 9:
+            items.append(a.sum().item())
+    return [a.cpu(), b.cpu(), c.cpu()], items
+
+
+@test
+def torch_batched_results_identical():
+    # the streams batch ops into jobs (SPYRE_TORCH_BATCH, default 256): the
+    # same work gives bit-identical results with batching off, with small
+    # batches and with the default, and the CPU's within fp32 tolerance
+    g = torch.Generator().manual_seed(5)
+    xs = [torch.randn(16, 16, generator=g) for _ in range(3)]
+    want, want_items = _batch_workload(xs, "cpu")
+    old = torch.ops.spyre._set_batch(0)
+    try:
+        runs = {}
+        for n in (0, 3, 256):
+            torch.ops.spyre._set_batch(n)
+            runs[n] = _batch_workload(xs, "spyre")
+    finally:
+        torch.ops.spyre._set_batch(old)
+    for n, (got, items) in runs.items():
+        for x, y in zip(got, runs[0][0]):
+            assert torch.equal(x, y), f"batch {n} differs from unbatched"
+        assert items == runs[0][1], (n, items, runs[0][1])
+    for x, y in zip(runs[256][0], want):
+        torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-3)
+    for x, y in zip(runs[256][1], want_items):
+        assert abs(x - y) <= 1e-3 * max(1.0, abs(y)), (x, y)
+    try:
+        torch.ops.spyre._set_batch(-1)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a negative batch size accepted")
+
+
 @test
 def torch_sticky_error():
     # last: after a faulting job the context of card 1 stays in error
     x = torch.ones(4, device="spyre:1")
     assert torch.ops.spyre.context_error(1) == 0
-    torch.ops.spyre._inject_fault(1)
+    # a faulting command queued between two ops (in the stream's open
+    # batch): every call returns, synchronize raises
+    y = x + 1
+    torch.ops.spyre._inject_fault(1, False)
+    z = x * 2
+    try:
+        torch.spyre.synchronize(1)
+    except RuntimeError as e:
+        assert "in error" in str(e), e
+    else:
+        raise AssertionError("the queued fault was not reported")
+    del y, z
     assert torch.ops.spyre.context_error(1) != 0
     try:
         (x + 1).cpu()

@@ -78,7 +78,7 @@ extern "C" {
 #endif
 
 #define SPYRE_VERSION_MAJOR 0
-#define SPYRE_VERSION_MINOR 8
+#define SPYRE_VERSION_MINOR 9
 #define SPYRE_VERSION_PATCH 0
 
 /** Infinite timeout for the *_wait / *_sync functions. */
@@ -1375,6 +1375,74 @@ SPYRE_API int spyre_stream_copy_2d(struct spyre_stream *s,
  */
 SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 				      struct spyre_fence *f);
+
+/* Most commands one batched job may hold (spyre_stream_set_batch()). */
+#define SPYRE_STREAM_BATCH_MAX 4096
+
+/**
+ * spyre_stream_set_batch() - batch the stream's operations: submit up to
+ * @max_cmds of them as one job instead of one job each.
+ * @s: the stream.
+ * @max_cmds: 0 (the default: every operation is submitted before its call
+ *	returns) or 1..SPYRE_STREAM_BATCH_MAX: commands per job at most.
+ *
+ * With batching on, the operations that encode one command -
+ * spyre_stream_fill(), _copy(), _copy_2d(), _convert(), _gemm(),
+ * _kernel(), _eltwise(), _reduce(), _softmax(), _rmsnorm(),
+ * _layernorm() - check their arguments and encode as before, then append
+ * the command to the stream's open batch instead of submitting it (no
+ * system call).  The batch is submitted as one job, in stream order, at
+ * these flush points:
+ *  - spyre_stream_flush(), spyre_stream_sync(), spyre_stream_query(),
+ *    spyre_stream_last_fence(), and spyre_stream_set_batch() itself;
+ *  - before every operation that is not batched: host copies
+ *    (spyre_stream_copy_h2d(), _copy_d2h()), peer copies,
+ *    spyre_stream_submit(), graph launches, spyre_event_record() and
+ *    spyre_stream_wait_event() (so an event records, and a wait orders,
+ *    exactly the work enqueued before it);
+ *  - spyre_bo_free() of a BO an open batch names (every batching stream
+ *    of the device that names it is flushed first, so the job keeps the
+ *    BO's memory alive as for an unbatched operation);
+ *  - an operation on another stream, or spyre_submit()/spyre_submit_va()
+ *    on a queue, that names a BO an open batch names (as an operand, in
+ *    its BO list or command buffer): that batch is submitted first, so
+ *    jobs sharing a BO reach the kernel in the order they were queued and
+ *    its BO fences order them as without batching (graph launches do not
+ *    look: order them with events);
+ *  - when the batch holds @max_cmds commands, or the next command would
+ *    take it past the device's command-buffer size (max_cmd_size) or BO
+ *    count per job;
+ *  - spyre_stream_destroy().
+ * Errors: argument errors are returned by the operation's own call, as
+ * without batching.  A submission that fails at a flush point the caller
+ * called (sync, query, flush, last_fence, a non-batched operation)
+ * returns its error there; one that fails at an implicit flush (a full
+ * batch, spyre_bo_free()) is kept and returned, once, by the stream's next
+ * flush point.  The commands of a failed batch did not run.  Errors of
+ * the job itself come through its fence, as for any job, and -ECANCELED
+ * is sticky as always; a stream in error discards its open batch.  A
+ * batch of one command may be rerun after a reset as its operation would
+ * be (DRM_SPYRE_JOB_RESTARTABLE); a batch of several is not marked
+ * restartable (a later command may overwrite what an earlier one read).
+ * Turning batching off or changing @max_cmds flushes first; the new
+ * setting applies even when that flush fails.  Not inherited by anything;
+ * costs no memory while off.
+ *
+ * Returns 0, -EINVAL (@max_cmds too large; nothing changed), -ECHILD, or
+ * the error of the flush (see above; a stream in error returns its error).
+ */
+SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
+				     unsigned int max_cmds);
+
+/**
+ * spyre_stream_flush() - submit the open batch of @s now (no wait).
+ * @s: the stream.
+ *
+ * Returns 0 (also when nothing is open or batching is off), the stream's
+ * sticky error, the submission's error, or the error an earlier implicit
+ * flush kept (see spyre_stream_set_batch()).
+ */
+SPYRE_API int spyre_stream_flush(struct spyre_stream *s);
 
 /**
  * spyre_stream_sync() - wait for everything enqueued on @s (event waits
