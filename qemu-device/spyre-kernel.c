@@ -31,35 +31,14 @@
 #define KI32        SPYRE_KTYPE_I32
 #define KI64        SPYRE_KTYPE_I64
 #define KF32        SPYRE_KTYPE_F32
-#define CANON_NAN   0x7fc00000u
 #define KMIN(a, b)  ((a) < (b) ? (a) : (b))
 #define KMAX(a, b)  ((a) > (b) ? (a) : (b))
 
 /*
- * The interpreter's hot functions are inlined into each host code path
- * (krun_generic, krun_avx2): one copy per instruction set.
+ * The interpreter's hot functions are inlined (KALWAYS) into each host
+ * code path (krun_generic, krun_avx2): one copy per instruction set.
+ * KFOR and KFOR_N, the lane loops GCC vectorises: spyre-kmath.h.
  */
-#define KALWAYS     __attribute__((always_inline))
-
-/*
- * KFOR(j, n, body): the body for lanes j (a size_t of the caller's) in
- * [0, n) in blocks of KBLK lanes, the last of which may run past n (a
- * slot holds vl >= KBLK lanes, vl a power of two), computing lanes
- * nobody reads.  Each block is a loop of a constant trip count over a
- * 64-bit index, which GCC vectorises even at QEMU's -O2 (its
- * "very cheap" cost model), if the body has no branch: selects as
- * masks (ksel), every comparison evaluated.  Only for operations that
- * cannot fail or trap on any input.
- */
-#define KBLK        16
-#define KFOR(j, n, ...) do { \
-        for (size_t j##_b = 0; j##_b < (n); j##_b += KBLK) { \
-            for (size_t j##_k = 0; j##_k < KBLK; j##_k++) { \
-                j = j##_b + j##_k; \
-                __VA_ARGS__ \
-            } \
-        } \
-    } while (0)
 
 /* All ones if @c, else zero. */
 static inline uint32_t kmask(bool c)
@@ -86,27 +65,6 @@ static inline uint32_t ld32(const uint8_t *p)
 static inline uint64_t ld64(const uint8_t *p)
 {
     return ld32(p) | (uint64_t)ld32(p + 4) << 32;
-}
-
-static inline float u2f(uint32_t u)
-{
-    float f;
-
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint32_t f2u(float f)
-{
-    uint32_t u;
-
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float canon(float f)
-{
-    return f != f ? u2f(CANON_NAN) : f;
 }
 
 /* Value type of a dtype's loads and stores, 0 if invalid. */
@@ -657,15 +615,7 @@ static int kisa = -1;
 
 unsigned int spyre_kernel_isas(void)
 {
-    unsigned int m = 1u << SPYRE_KISA_GENERIC;
-
-#ifdef HOST_X86_64
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        m |= 1u << SPYRE_KISA_AVX2;
-    }
-#endif
-    return m;
+    return spyre_kmath_isas();
 }
 
 bool spyre_kernel_set_isa(unsigned int isa)
@@ -1108,7 +1058,8 @@ static inline float kfop(unsigned int op, float a, float b, float c,
     }
 }
 
-static inline KALWAYS void kcanon(float *restrict d, uint32_t n)
+/* Every NaN of lanes [0, @n) of @d made the canonical one. */
+static inline KALWAYS void kcanon_lanes(float *restrict d, uint32_t n)
 {
     size_t j;
 
@@ -1288,8 +1239,12 @@ static inline KALWAYS void kaxpy(uint64_t *restrict acc,
     KFOR(j, n, { acc[j] += ix[j] * s; });
 }
 
-/* Elementwise instructions: everything but memory, CHECK and REDUCE. */
-static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
+/*
+ * Elementwise instructions: everything but memory, CHECK and REDUCE
+ * (@isa: the host code path that runs, for the math library's lanes).
+ */
+static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
+                                unsigned int isa)
 {
     const SpyreKLaunch *l = r->l;
     uint32_t n = r->nl;
@@ -1541,7 +1496,7 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
             }
         }
         if (T == KF32) {
-            kcanon(df, n);
+            kcanon_lanes(df, n);
         }
         return;
     }
@@ -1550,7 +1505,7 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
         return;
     case SPYRE_KOP_EXP ... SPYRE_KOP_SIGN:
     case SPYRE_KOP_COPYSIGN ... SPYRE_KOP_LGAMMA:
-        spyre_kmath_lanes(in->op, df, af, bf, n);
+        spyre_kmath_lanes(isa, in->op, df, af, bf, n);
         return;
     case SPYRE_KOP_ISNAN:
     case SPYRE_KOP_ISINF:
@@ -1596,7 +1551,7 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
             break;
         }
 #undef KF2
-        kcanon(df, n);
+        kcanon_lanes(df, n);
     } else if (T == KI32) {
         kint_i32(dv, a, b, c, n, in->op);
     } else {
@@ -1615,22 +1570,6 @@ static inline bool khost_le(void)
     memcpy(&b, &one, 1);
     return b;
 }
-
-/* A loop over [0, n) in blocks the compiler vectorises, then the rest. */
-#define KFOR_N(j, n, ...) do { \
-        size_t j##_b; \
-        \
-        for (j##_b = 0; j##_b + KBLK <= (n); j##_b += KBLK) { \
-            for (size_t j##_k = 0; j##_k < KBLK; j##_k++) { \
-                size_t j = j##_b + j##_k; \
-                \
-                __VA_ARGS__ \
-            } \
-        } \
-        for (size_t j = j##_b; j < (n); j++) { \
-            __VA_ARGS__ \
-        } \
-    } while (0)
 
 /* fp16 to f32 as spyre_fp16_to_fp32() (NaNs quietened), no branch. */
 static inline float kh2f(uint16_t h)
@@ -1687,6 +1626,31 @@ static inline size_t kvsize(unsigned int t)
     return t == KB ? 1 : t == KI64 ? 8 : 4;
 }
 
+/* @n fp16 (@bf false) or bf16 elements at @p into f32 lanes @d. */
+static inline KALWAYS void kload_half(float *restrict d,
+                                      const uint8_t *restrict p, uint32_t n,
+                                      bool bf)
+{
+    KFOR_N(j, n, {
+        uint16_t h;
+
+        memcpy(&h, p + 2 * j, 2);
+        d[j] = bf ? kbf2f(h) : kh2f(h);
+    });
+}
+
+/* @n f32 lanes @v to fp16 (@bf false) or bf16 elements at @p. */
+static inline KALWAYS void kstore_half(uint8_t *restrict p,
+                                       const float *restrict v, uint32_t n,
+                                       bool bf)
+{
+    KFOR_N(j, n, {
+        uint16_t h = bf ? kf2bf(v[j]) : kf2h(v[j]);
+
+        memcpy(p + 2 * j, &h, 2);
+    });
+}
+
 /* @n elements of dtype @dt at @p (guest memory) into value lanes @d. */
 static inline KALWAYS void kload_run(void *restrict d,
                                      const uint8_t *restrict p,
@@ -1700,28 +1664,10 @@ static inline KALWAYS void kload_run(void *restrict d,
     case SPYRE_DTYPE_INT64:
         memcpy(d, p, (size_t)n * 8);
         break;
-    case SPYRE_DTYPE_FP16: {
-        float *restrict df = d;
-
-        KFOR_N(j, n, {
-            uint16_t h;
-
-            memcpy(&h, p + 2 * j, 2);
-            df[j] = kh2f(h);
-        });
+    case SPYRE_DTYPE_FP16:
+    case SPYRE_DTYPE_BF16:
+        kload_half(d, p, n, dt == SPYRE_DTYPE_BF16);
         break;
-    }
-    case SPYRE_DTYPE_BF16: {
-        float *restrict df = d;
-
-        KFOR_N(j, n, {
-            uint16_t h;
-
-            memcpy(&h, p + 2 * j, 2);
-            df[j] = kbf2f(h);
-        });
-        break;
-    }
     case SPYRE_DTYPE_U8: {
         int32_t *restrict di = d;
 
@@ -1773,26 +1719,10 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
     case SPYRE_DTYPE_BOOL:
         memcpy(p, v, n);
         break;
-    case SPYRE_DTYPE_FP16: {
-        const float *restrict vf = v;
-
-        KFOR_N(j, n, {
-            uint16_t h = kf2h(vf[j]);
-
-            memcpy(p + 2 * j, &h, 2);
-        });
+    case SPYRE_DTYPE_FP16:
+    case SPYRE_DTYPE_BF16:
+        kstore_half(p, v, n, dt == SPYRE_DTYPE_BF16);
         break;
-    }
-    case SPYRE_DTYPE_BF16: {
-        const float *restrict vf = v;
-
-        KFOR_N(j, n, {
-            uint16_t h = kf2bf(vf[j]);
-
-            memcpy(p + 2 * j, &h, 2);
-        });
-        break;
-    }
     case SPYRE_DTYPE_U8:
     case SPYRE_DTYPE_INT8: {
         const int32_t *restrict vi = v;
@@ -2443,9 +2373,13 @@ static SpyreKAcc kresult(SpyreKRed *rd, unsigned int kind, unsigned int T,
 
 /* ---- Sections ----------------------------------------------------------- */
 
-/* Instructions [@from, @to) over the current vector (g: its first point). */
+/*
+ * Instructions [@from, @to) over the current vector (g: its first point)
+ * on host code path @isa (a constant in each of them).
+ */
 static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
-                                         uint32_t to, uint32_t g)
+                                         uint32_t to, uint32_t g,
+                                         unsigned int isa)
 {
     const SpyreKProg *p = r->p;
     uint32_t i, st;
@@ -2481,7 +2415,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             break;
         }
         default:
-            kalu(r, in);
+            kalu(r, in, isa);
             break;
         }
     }
@@ -2502,14 +2436,14 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
 static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
                              uint32_t g)
 {
-    return krun_body(r, from, to, g);
+    return krun_body(r, from, to, g, SPYRE_KISA_GENERIC);
 }
 
 #ifdef HOST_X86_64
 static __attribute__((target("avx2,fma,prefer-vector-width=128")))
 uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
 {
-    return krun_body(r, from, to, g);
+    return krun_body(r, from, to, g, SPYRE_KISA_AVX2);
 }
 #endif
 
@@ -2626,13 +2560,13 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
                 break;
             case SPYRE_KRED_WELFORD:
             case SPYRE_KRED_WELFORD_COMBINE:
-                ((float *)VS(r, in->dst))[g] = canon(res.v.f);
-                ((float *)VS(r, in->dst + 1))[g] = canon(res.m2);
-                ((float *)VS(r, in->dst + 2))[g] = canon(res.w);
+                ((float *)VS(r, in->dst))[g] = kcanon(res.v.f);
+                ((float *)VS(r, in->dst + 1))[g] = kcanon(res.m2);
+                ((float *)VS(r, in->dst + 2))[g] = kcanon(res.w);
                 break;
             default:
                 if (in->type == KF32) {
-                    ((float *)VS(r, in->dst))[g] = canon(res.v.f);
+                    ((float *)VS(r, in->dst))[g] = kcanon(res.v.f);
                 } else {
                     puti(VS(r, in->dst), in->type, g, res.v.i);
                 }
