@@ -1626,7 +1626,10 @@ static inline size_t kvsize(unsigned int t)
     return t == KB ? 1 : t == KI64 ? 8 : 4;
 }
 
-/* @n fp16 (@bf false) or bf16 elements at @p into f32 lanes @d. */
+/*
+ * @n fp16 (@bf false) or bf16 elements at @p into f32 lanes @d (@bf a
+ * constant at each call: GCC -O2 does not unswitch the loop).
+ */
 static inline KALWAYS void kload_half(float *restrict d,
                                       const uint8_t *restrict p, uint32_t n,
                                       bool bf)
@@ -1639,7 +1642,7 @@ static inline KALWAYS void kload_half(float *restrict d,
     });
 }
 
-/* @n f32 lanes @v to fp16 (@bf false) or bf16 elements at @p. */
+/* @n f32 lanes @v to fp16 (@bf false, a constant) or bf16 elements at @p. */
 static inline KALWAYS void kstore_half(uint8_t *restrict p,
                                        const float *restrict v, uint32_t n,
                                        bool bf)
@@ -1665,8 +1668,10 @@ static inline KALWAYS void kload_run(void *restrict d,
         memcpy(d, p, (size_t)n * 8);
         break;
     case SPYRE_DTYPE_FP16:
+        kload_half(d, p, n, false);
+        break;
     case SPYRE_DTYPE_BF16:
-        kload_half(d, p, n, dt == SPYRE_DTYPE_BF16);
+        kload_half(d, p, n, true);
         break;
     case SPYRE_DTYPE_U8: {
         int32_t *restrict di = d;
@@ -1720,8 +1725,10 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
         memcpy(p, v, n);
         break;
     case SPYRE_DTYPE_FP16:
+        kstore_half(p, v, n, false);
+        break;
     case SPYRE_DTYPE_BF16:
-        kstore_half(p, v, n, dt == SPYRE_DTYPE_BF16);
+        kstore_half(p, v, n, true);
         break;
     case SPYRE_DTYPE_U8:
     case SPYRE_DTYPE_INT8: {
@@ -1747,6 +1754,32 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
 }
 
 #define KPIECES     8
+
+/*
+ * Zero if the @n offsets @off are consecutive from off[0], else not.  In
+ * GCC's generic vectors of 4 (two SSE2 or one AVX2 register): GCC -O2
+ * does not vectorise this reduction by itself.
+ */
+typedef uint64_t KVU64x4 __attribute__((vector_size(32)));
+
+static inline KALWAYS uint64_t kgap(const int64_t *off, uint32_t n)
+{
+    uint64_t o0 = off[0], gap = 0;
+    KVU64x4 acc = { 0, 0, 0, 0 }, want = { o0, o0 + 1, o0 + 2, o0 + 3 };
+    uint32_t j;
+
+    for (j = 0; j + 4 <= n; j += 4) {
+        KVU64x4 v;
+
+        memcpy(&v, off + j, sizeof(v));
+        acc |= v ^ want;
+        want += 4;
+    }
+    for (; j < n; j++) {
+        gap |= (uint64_t)off[j] ^ (o0 + j);
+    }
+    return gap | acc[0] | acc[1] | acc[2] | acc[3];
+}
 
 /*
  * The fast path of a LOAD or STORE whose @n lanes are all active at
@@ -1877,11 +1910,16 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
 
         memset(act, 1, n);
         any = true;
-        /* Out of bounds anywhere?  And are the offsets consecutive? */
-        KFOR_N(i, n, {
-            oob |= (uint64_t)off[i] >= ext;
-            gap |= (uint64_t)off[i] ^ (o0 + i);
-        });
+        /*
+         * Are the offsets consecutive?  Then they are in bounds if the
+         * run [o0, o0 + n) is, else each is checked.
+         */
+        gap = kgap(off, n);
+        if (!gap) {
+            oob = o0 >= ext || ext - o0 < n;
+        } else {
+            KFOR_N(i, n, { oob |= (uint64_t)off[i] >= ext; });
+        }
         for (j = 0; oob && j < n; j++) {
             if ((uint64_t)off[j] >= ext) {
                 bad = j;
@@ -2209,6 +2247,29 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
 }
 
 /*
+ * Whole blocks of 16 lanes from @j on (below @j1) into the 16 stripe
+ * accumulators @acc of f32 SUM, MAX or MIN (@kind, a constant at each
+ * call, so that the loop is one operation and vectorises); returns the
+ * first lane not fed.
+ */
+static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
+                                              unsigned int kind,
+                                              const float *restrict af,
+                                              uint32_t j, uint32_t j1)
+{
+    uint32_t i;
+
+    for (; j + 16 <= j1; j += 16) {
+        for (i = 0; i < 16; i++) {
+            acc[i] = kind == SPYRE_KRED_SUM ? acc[i] + af[j + i] :
+                     fminmax(acc[i], af[j + i], kind == SPYRE_KRED_MAX,
+                             false);
+        }
+    }
+    return j;
+}
+
+/*
  * f32 SUM, MAX or MIN (@kind) of lanes [@j0, @j1) of one point, whose
  * reduction indices are consecutive from a multiple of 16: lane j0 + i
  * goes to stripe i % 16, so 16 accumulators take whole blocks of lanes
@@ -2224,24 +2285,16 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
     for (i = 0; i < 16; i++) {
         acc[i] = rd->stripe[i].v.f;
     }
-    for (j = j0; j + 16 <= j1; j += 16) {
-        switch (kind) {
-        case SPYRE_KRED_SUM:
-            for (i = 0; i < 16; i++) {
-                acc[i] = acc[i] + af[j + i];
-            }
-            break;
-        case SPYRE_KRED_MAX:
-            for (i = 0; i < 16; i++) {
-                acc[i] = fminmax(acc[i], af[j + i], true, false);
-            }
-            break;
-        default:
-            for (i = 0; i < 16; i++) {
-                acc[i] = fminmax(acc[i], af[j + i], false, false);
-            }
-            break;
-        }
+    switch (kind) {
+    case SPYRE_KRED_SUM:
+        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1);
+        break;
+    case SPYRE_KRED_MAX:
+        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1);
+        break;
+    default:
+        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1);
+        break;
     }
     for (i = 0; j < j1; i++, j++) {
         acc[i] = kind == SPYRE_KRED_SUM ? acc[i] + af[j] :
@@ -2458,6 +2511,19 @@ static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
     return krun_generic(r, from, to, g);
 }
 
+/* The r->nl lanes of a vector of point @g's reduction indices from @rb. */
+static void klanes_row(SpyreKRun *r, uint32_t g, uint64_t rb)
+{
+    uint32_t *restrict lpt = r->lpt;
+    uint64_t *restrict lr = r->lr;
+    size_t j;
+
+    KFOR(j, r->nl, {
+        lpt[j] = g;
+        lr[j] = rb + j;
+    });
+}
+
 /* Run pass section @s over the points of the tile. */
 static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
 {
@@ -2515,10 +2581,7 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
         for (g = 0; g < r->np; g++) {
             for (rb = 0; rb < R; rb += r->nl) {
                 r->nl = KMIN(r->vl, R - rb);
-                for (j = 0; j < r->nl; j++) {
-                    r->lpt[j] = g;
-                    r->lr[j] = rb + j;
-                }
+                klanes_row(r, g, rb);
                 st = krun_insts(r, from, to, g);
                 if ((rb + r->nl) % 1024 == 0 || rb + r->nl == R) {
                     for (i = from; i < to; i++) {
