@@ -724,6 +724,31 @@ static inline uint64_t lane_pt(const SpyreKRun *r, uint32_t j)
     return r->pt0 + (r->in_pass ? r->lpt[j] : j);
 }
 
+/* Lanes [0, @n) of @d, a value of type @t, all @x (its low bytes). */
+static inline KALWAYS void kfill(void *d, unsigned int t, uint64_t x,
+                                 uint32_t n)
+{
+    size_t j;
+
+    switch (t) {
+    case KB:
+        memset(d, (uint8_t)x, n);
+        break;
+    case KI64: {
+        uint64_t *restrict d64 = d;
+
+        KFOR(j, n, { d64[j] = x; });
+        break;
+    }
+    default: {
+        uint32_t *restrict d32 = d, x32 = (uint32_t)x;
+
+        KFOR(j, n, { d32[j] = x32; });
+        break;
+    }
+    }
+}
+
 /* Source @i of @in, broadcast to pass lanes if it is a point value. */
 static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
                                        int i, uint16_t v)
@@ -739,25 +764,10 @@ static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
     if (n && r->lpt[0] == r->lpt[n - 1]) {
         /* One point's lanes (lpt does not decrease): a fill. */
         uint32_t p0 = r->lpt[0];
+        unsigned int t = r->p->vtype[v];
 
-        switch (r->p->vtype[v]) {
-        case KB:
-            memset(d, ((const uint8_t *)s)[p0], n);
-            break;
-        case KI64: {
-            uint64_t x = s[p0];
-
-            KFOR(j, n, { d[j] = x; });
-            break;
-        }
-        default: {
-            uint32_t x = ((const uint32_t *)s)[p0], *restrict d32 =
-                (uint32_t *)d;
-
-            KFOR(j, n, { d32[j] = x; });
-            break;
-        }
-        }
+        kfill(d, t, t == KB ? ((const uint8_t *)s)[p0] :
+                    t == KI64 ? s[p0] : ((const uint32_t *)s)[p0], n);
         return d;
     }
     switch (r->p->vtype[v]) {
@@ -1269,25 +1279,16 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
 
     switch (in->op) {
     case SPYRE_KOP_CONST:
-        for (j = 0; j < n; j++) {
-            if (T == KF32) {
-                ((uint32_t *)dv)[j] = (uint32_t)in->k;
-            } else {
-                puti(dv, T, j, T == KI64 ? (int64_t)in->k : (int32_t)in->k);
-            }
-        }
+        kfill(dv, T, T == KF32 ? (uint32_t)in->k :
+                     T == KI64 ? (uint64_t)(int64_t)in->k :
+                     T == KB ? (int32_t)in->k != 0 :
+                     (uint32_t)(int32_t)in->k, n);
         return;
     case SPYRE_KOP_PARAM: {
         uint64_t v = l->param[in->imm];
 
-        for (j = 0; j < n; j++) {
-            if (T == KF32) {
-                ((uint32_t *)dv)[j] = (uint32_t)v;
-            } else {
-                puti(dv, T, j, T == KI64 ? (int64_t)v : T == KB ? v != 0 :
-                               (int32_t)v);
-            }
-        }
+        kfill(dv, T, T == KF32 || T == KI64 ? v : T == KB ? v != 0 :
+                     (uint32_t)(int32_t)v, n);
         return;
     }
     case SPYRE_KOP_IDX: {
