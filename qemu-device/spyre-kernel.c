@@ -620,7 +620,7 @@ unsigned int spyre_kernel_isas(void)
 
 bool spyre_kernel_set_isa(unsigned int isa)
 {
-    if (isa > SPYRE_KISA_AVX2 || !(spyre_kernel_isas() & (1u << isa))) {
+    if (isa > SPYRE_KISA_AVX512 || !(spyre_kernel_isas() & (1u << isa))) {
         return false;
     }
     __atomic_store_n(&kisa, (int)isa, __ATOMIC_RELAXED);
@@ -639,8 +639,8 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
         vl /= 2;
     }
     if (__atomic_load_n(&kisa, __ATOMIC_RELAXED) < 0) {
-        int best = (spyre_kernel_isas() & (1u << SPYRE_KISA_AVX2)) ?
-                   SPYRE_KISA_AVX2 : SPYRE_KISA_GENERIC;
+        /* The highest path the host has. */
+        int best = 31 - __builtin_clz(spyre_kernel_isas());
 
         __atomic_store_n(&kisa, best, __ATOMIC_RELAXED);
     }
@@ -2429,7 +2429,7 @@ static SpyreKAcc kresult(SpyreKRed *rd, unsigned int kind, unsigned int T,
 
 /*
  * Instructions [@from, @to) over the current vector (g: its first point)
- * on host code path @isa (a constant in each of them).
+ * on host code path @isa (SPYRE_KISA_*: the math library's lanes).
  */
 static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
                                          uint32_t to, uint32_t g,
@@ -2483,9 +2483,11 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
  * compute every operation with the same IEEE operations, rounded once
  * each (-ffp-contract=off holds in both: FMA only where the program
  * asks for fmaf), so their results are bit-identical.  The AVX2 path
- * keeps to 128-bit vectors: with 256-bit ones, the SSE code it calls
+ * keeps to 128-bit vectors: with 256-bit ones, the SSE code it called
  * (the math functions, libm) ran 2-5 times slower on a loaded host
- * (upper register halves left dirty across context switches).
+ * (upper register halves left dirty across context switches).  It also
+ * serves SPYRE_KISA_AVX512 (@isa), which only the math library's lanes
+ * use (spyre-kmath.c's own paths, 256- and 512-bit).
  */
 static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
                              uint32_t g)
@@ -2495,9 +2497,10 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
 
 #ifdef HOST_X86_64
 static __attribute__((target("avx2,fma,prefer-vector-width=128")))
-uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
+uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g,
+                   unsigned int isa)
 {
-    return krun_body(r, from, to, g, SPYRE_KISA_AVX2);
+    return krun_body(r, from, to, g, isa);
 }
 #endif
 
@@ -2505,8 +2508,10 @@ static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
                            uint32_t g)
 {
 #ifdef HOST_X86_64
-    if (__atomic_load_n(&kisa, __ATOMIC_RELAXED) == SPYRE_KISA_AVX2) {
-        return krun_avx2(r, from, to, g);
+    int isa = __atomic_load_n(&kisa, __ATOMIC_RELAXED);
+
+    if (isa == SPYRE_KISA_AVX2 || isa == SPYRE_KISA_AVX512) {
+        return krun_avx2(r, from, to, g, isa);
     }
 #endif
     return krun_generic(r, from, to, g);

@@ -880,12 +880,13 @@ static inline float klog10f(float x)
 /*
  * The host code paths (SPYRE_KISA_*).  Each function's lane loop is one
  * always-inline body (its name_loop), built as name_gen for the build's
- * baseline and, on x86-64, as name_avx2 with AVX2 and FMA enabled, as
- * QEMU's util/bufferiszero.c builds its loops.  Both compute the same
- * IEEE operations, each rounded once (-ffp-contract=off holds in both:
- * no FMA instruction unless the source asks for fma), so their results
- * are bit-identical; the AVX2 one runs four doubles a vector where the
- * body is branch-free (kseld/kself selects), the baseline two.
+ * baseline and, on x86-64, as name_avx2 with AVX2 and FMA enabled and
+ * name_avx512 with AVX-512 too, as QEMU's util/bufferiszero.c builds its
+ * loops.  All compute the same IEEE operations, each rounded once
+ * (-ffp-contract=off holds in all: no FMA instruction unless the source
+ * asks for fma), so their results are bit-identical; where the body is
+ * branch-free (kseld/kself selects) a vector holds two doubles on the
+ * baseline, four with AVX2, eight with AVX-512.
  */
 unsigned int spyre_kmath_isas(void)
 {
@@ -895,6 +896,11 @@ unsigned int spyre_kmath_isas(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         m |= 1u << SPYRE_KISA_AVX2;
+        if (__builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vl")) {
+            m |= 1u << SPYRE_KISA_AVX512;
+        }
     }
 #endif
     return m;
@@ -905,15 +911,20 @@ unsigned int spyre_kmath_isas(void)
 typedef void KLanesFn(KLANES_ARGS);
 
 #ifdef HOST_X86_64
+#define KAVX512     "avx512f,avx512dq,avx512vl,avx2,fma,prefer-vector-width=512"
 #define KDEF_AVX2(name) \
 static __attribute__((target("avx2,fma"))) void name##_avx2(KLANES_ARGS) \
 { \
     name##_loop(d, a, b, n); \
+} \
+static __attribute__((target(KAVX512))) void name##_avx512(KLANES_ARGS) \
+{ \
+    name##_loop(d, a, b, n); \
 }
-#define KPATHS(name) { name##_gen, name##_avx2 }
+#define KPATHS(name) { name##_gen, name##_avx2, name##_avx512 }
 #else
 #define KDEF_AVX2(name)
-#define KPATHS(name) { name##_gen, name##_gen }
+#define KPATHS(name) { name##_gen, name##_gen, name##_gen }
 #endif
 
 /* The lane loop @name of statement STMT (over d, a, b, n), both paths. */
@@ -972,7 +983,7 @@ KDEF_MAP2(khypot, khypotf)
 KDEF_MAP1(klgamma, klgammaf)
 
 /* Each math opcode's lane loop, per host code path. */
-static KLanesFn *const kmath_paths[SPYRE_KOP_LGAMMA + 1][2] = {
+static KLanesFn *const kmath_paths[SPYRE_KOP_LGAMMA + 1][3] = {
     [SPYRE_KOP_EXP] = KPATHS(kexp),
     [SPYRE_KOP_LOG] = KPATHS(klog),
     [SPYRE_KOP_SQRT] = KPATHS(ksqrt),
@@ -1017,7 +1028,8 @@ void spyre_kmath_lanes(unsigned int isa, unsigned int op, float *d,
     uint32_t j;
 
     if (op < sizeof(kmath_paths) / sizeof(kmath_paths[0])) {
-        fn = kmath_paths[op][isa == SPYRE_KISA_AVX2];
+        fn = kmath_paths[op][isa <= SPYRE_KISA_AVX512 ? isa :
+                             SPYRE_KISA_GENERIC];
     }
     if (!fn) {
         for (j = 0; j < n; j++) {

@@ -402,7 +402,8 @@ static int bench(void)
     printf("%-8s", "ns/elem");
     for (isa = 0; isa < 32; isa++)
         if (isas & (1u << isa))
-            printf(" %8s", isa == SPYRE_KISA_AVX2 ? "avx2" : "generic");
+            printf(" %8s", isa == SPYRE_KISA_AVX512 ? "avx512" :
+                   isa == SPYRE_KISA_AVX2 ? "avx2" : "generic");
     printf("\n");
 
     for (k = 0; k < NFNS; k++) {
