@@ -40,6 +40,27 @@
  * KFOR and KFOR_N, the lane loops GCC vectorises: spyre-kmath.h.
  */
 
+/*
+ * Two 64-bit lanes in GCC's generic vectors (one SSE2 register; wider
+ * ones go through the stack on the baseline), where -O2's vectoriser
+ * leaves 64-bit integer loops scalar.
+ */
+typedef uint64_t KVU64x2 __attribute__((vector_size(16)));
+
+/* @d[j] = @q + j for the lanes j < @n (and up to KBLK past, as KFOR). */
+static inline KALWAYS void kramp(uint64_t *d, uint64_t q, uint32_t n)
+{
+    KVU64x2 v0 = { q, q + 1 }, v1 = { q + 2, q + 3 };
+    uint32_t j;
+
+    for (j = 0; j < n; j += 4) {
+        memcpy(d + j, &v0, sizeof(v0));
+        memcpy(d + j + 2, &v1, sizeof(v1));
+        v0 += 4;
+        v1 += 4;
+    }
+}
+
 /* All ones if @c, else zero. */
 static inline uint32_t kmask(bool c)
 {
@@ -890,8 +911,7 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
          * Consecutive linear indices (point code, or one run of a pass's
          * reduction indices) within one row: a ramp.
          */
-        q = lin % size;
-        KFOR(j, n, { out[j] = q + j; });
+        kramp(out, lin % size, n);
         return;
     }
     for (j = 0; j < n; j++) {
@@ -1758,28 +1778,26 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
 
 /*
  * Zero if the @n offsets @off are consecutive from off[0], else not.  In
- * GCC's generic vectors of 4 (two SSE2 or one AVX2 register): GCC -O2
- * does not vectorise this reduction by itself.
+ * generic vectors (KVU64x2): GCC -O2 does not vectorise this reduction
+ * by itself.
  */
-typedef uint64_t KVU64x4 __attribute__((vector_size(32)));
-
 static inline KALWAYS uint64_t kgap(const int64_t *off, uint32_t n)
 {
     uint64_t o0 = off[0], gap = 0;
-    KVU64x4 acc = { 0, 0, 0, 0 }, want = { o0, o0 + 1, o0 + 2, o0 + 3 };
+    KVU64x2 acc = { 0, 0 }, want = { o0, o0 + 1 };
     uint32_t j;
 
-    for (j = 0; j + 4 <= n; j += 4) {
-        KVU64x4 v;
+    for (j = 0; j + 2 <= n; j += 2) {
+        KVU64x2 v;
 
         memcpy(&v, off + j, sizeof(v));
         acc |= v ^ want;
-        want += 4;
+        want += 2;
     }
     for (; j < n; j++) {
         gap |= (uint64_t)off[j] ^ (o0 + j);
     }
-    return gap | acc[0] | acc[1] | acc[2] | acc[3];
+    return gap | acc[0] | acc[1];
 }
 
 /*
@@ -2524,10 +2542,8 @@ static void klanes_row(SpyreKRun *r, uint32_t g, uint64_t rb)
     uint64_t *restrict lr = r->lr;
     size_t j;
 
-    KFOR(j, r->nl, {
-        lpt[j] = g;
-        lr[j] = rb + j;
-    });
+    KFOR(j, r->nl, { lpt[j] = g; });
+    kramp(lr, rb, r->nl);
 }
 
 /* Run pass section @s over the points of the tile. */
