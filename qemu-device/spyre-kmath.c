@@ -11,8 +11,10 @@
  * come from the compiler's runtime (sqrt, floor, ceil, rint, trunc: one
  * value everywhere); no libm function whose result depends on the libc.
  * The lane loops are branch-free selects over double arithmetic, so that
- * GCC can vectorise them; the rare lanes that need more (trigonometric
- * functions at |x| >= 2^20) are fixed up afterwards, lane by lane.
+ * GCC can vectorise them, each built once per host code path (baseline,
+ * AVX2, AVX-512; bit-identical) and found in one table by opcode; the
+ * rare lanes that need more (trigonometric functions at |x| >= 2^20) are
+ * fixed up afterwards, lane by lane.
  * Built with -ffp-contract=off (no fused a * b + c) and -fno-math-errno.
  *
  * Copyright (c) 2025 The Spyre open stack authors

@@ -6,7 +6,8 @@
  * table gives each function's ulp bound, special values and domain
  * notes).  Plain C with no QEMU dependency, built with -ffp-contract=off
  * and -fno-math-errno like spyre-kernel.c; results are bit-identical on
- * every host (the card's own code, never the host's libm).
+ * every host (the card's own code, never the host's libm).  Also the
+ * engine's shared lane helpers (f32 bits, the canonical NaN, KFOR).
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
