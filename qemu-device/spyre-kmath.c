@@ -825,61 +825,6 @@ unsigned int spyre_kmath_arity(unsigned int op)
 }
 
 /*
- * The exact ones and IEEE's (sqrt, 1/x): one rounding, NaN canonical.
- * floor .. trunc are libm calls on the baseline, one instruction with
- * SSE4.1 (the AVX2 path): the same exact value.
- */
-static inline float ksqrtf(float x)
-{
-    return kcanon(sqrtf(x));
-}
-
-static inline float krsqrtf(float x)
-{
-    return kcanon(1.0f / sqrtf(x));
-}
-
-static inline float krecipf(float x)
-{
-    return kcanon(1.0f / x);
-}
-
-static inline float kfloorf(float x)
-{
-    return kcanon(floorf(x));
-}
-
-static inline float kceilf(float x)
-{
-    return kcanon(ceilf(x));
-}
-
-static inline float kroundf(float x)
-{
-    return kcanon(rintf(x));
-}
-
-static inline float ktruncf(float x)
-{
-    return kcanon(truncf(x));
-}
-
-static inline float klogef(float x)
-{
-    return klogf(x, 0);
-}
-
-static inline float klog2f(float x)
-{
-    return klogf(x, 1);
-}
-
-static inline float klog10f(float x)
-{
-    return klogf(x, 2);
-}
-
-/*
  * The host code paths (SPYRE_KISA_*).  Each function's lane loop is one
  * always-inline body (its name_loop), built as name_gen for the build's
  * baseline and, on x86-64, as name_avx2 with AVX2 and FMA enabled and
@@ -942,47 +887,56 @@ static void name##_gen(KLANES_ARGS) \
 } \
 KDEF_AVX2(name)
 
-/* d[j] = FN(a[j]) or FN(a[j], b[j]) for j < n, in KFOR_N blocks. */
-#define KDEF_MAP1(name, FN) \
-    KDEF_LANES(name, KFOR_N(j, n, { d[j] = FN(a[j]); }))
-#define KDEF_MAP2(name, FN) \
-    KDEF_LANES(name, KFOR_N(j, n, { d[j] = FN(a[j], b[j]); }))
+/*
+ * d[j] = EXPR of x = a[j] (and y = b[j]) for j < n, in KFOR_N blocks.
+ * The exact ones and IEEE's (sqrt, 1/x) round once, NaN canonical;
+ * floor .. trunc are libm calls on the baseline, one instruction with
+ * SSE4.1 (the AVX2 paths): the same exact value.
+ */
+#define KDEF_MAP1(name, EXPR) \
+    KDEF_LANES(name, KFOR_N(j, n, { float x = a[j]; d[j] = (EXPR); }))
+#define KDEF_MAP2(name, EXPR) \
+    KDEF_LANES(name, KFOR_N(j, n, { \
+        float x = a[j], y = b[j]; \
+        \
+        d[j] = (EXPR); \
+    }))
 
-KDEF_MAP1(kexp, kexpf)
-KDEF_MAP1(ksigmoid, ksigmoidf)
-KDEF_MAP1(klog, klogef)
-KDEF_MAP1(ksqrt, ksqrtf)
-KDEF_MAP1(krsqrt, krsqrtf)
-KDEF_MAP1(krecip, krecipf)
-KDEF_MAP1(ktanh, ktanhf)
-KDEF_MAP1(kerf, spyre_kmath_erf)
-KDEF_MAP1(kexp2, kexp2)
-KDEF_MAP1(kexpm1, kexpm1f)
-KDEF_MAP1(klog2, klog2f)
-KDEF_MAP1(klog10, klog10f)
-KDEF_MAP1(klog1p, klog1pf)
+KDEF_MAP1(kexp, kexpf(x))
+KDEF_MAP1(ksigmoid, ksigmoidf(x))
+KDEF_MAP1(klog, klogf(x, 0))
+KDEF_MAP1(ksqrt, kcanon(sqrtf(x)))
+KDEF_MAP1(krsqrt, kcanon(1.0f / sqrtf(x)))
+KDEF_MAP1(krecip, kcanon(1.0f / x))
+KDEF_MAP1(ktanh, ktanhf(x))
+KDEF_MAP1(kerf, spyre_kmath_erf(x))
+KDEF_MAP1(kexp2, kexp2(x))
+KDEF_MAP1(kexpm1, kexpm1f(x))
+KDEF_MAP1(klog2, klogf(x, 1))
+KDEF_MAP1(klog10, klogf(x, 2))
+KDEF_MAP1(klog1p, klog1pf(x))
 KDEF_LANES(ksin, ktrig_lanes(SPYRE_KOP_SIN, d, a, n))
 KDEF_LANES(kcos, ktrig_lanes(SPYRE_KOP_COS, d, a, n))
 KDEF_LANES(ktan, ktrig_lanes(SPYRE_KOP_TAN, d, a, n))
-KDEF_MAP1(kasin, kasinf)
-KDEF_MAP1(kacos, kacosf)
-KDEF_MAP1(katan, katanf)
-KDEF_MAP2(katan2, katan2f)
-KDEF_MAP1(ksinh, ksinhf)
-KDEF_MAP1(kcosh, kcoshf)
-KDEF_MAP1(kasinh, kasinhf)
-KDEF_MAP1(kacosh, kacoshf)
-KDEF_MAP1(katanh, katanhf)
-KDEF_MAP1(kerfc, kerfcf)
-KDEF_MAP1(kerfinv, kerfinvf)
-KDEF_MAP1(kfloor, kfloorf)
-KDEF_MAP1(kceil, kceilf)
-KDEF_MAP1(kround, kroundf)
-KDEF_MAP1(ktrunc, ktruncf)
-KDEF_MAP1(ksign, ksignf)
-KDEF_MAP2(kcopysign, kcopysignf)
-KDEF_MAP2(khypot, khypotf)
-KDEF_MAP1(klgamma, klgammaf)
+KDEF_MAP1(kasin, kasinf(x))
+KDEF_MAP1(kacos, kacosf(x))
+KDEF_MAP1(katan, katanf(x))
+KDEF_MAP2(katan2, katan2f(x, y))
+KDEF_MAP1(ksinh, ksinhf(x))
+KDEF_MAP1(kcosh, kcoshf(x))
+KDEF_MAP1(kasinh, kasinhf(x))
+KDEF_MAP1(kacosh, kacoshf(x))
+KDEF_MAP1(katanh, katanhf(x))
+KDEF_MAP1(kerfc, kerfcf(x))
+KDEF_MAP1(kerfinv, kerfinvf(x))
+KDEF_MAP1(kfloor, kcanon(floorf(x)))
+KDEF_MAP1(kceil, kcanon(ceilf(x)))
+KDEF_MAP1(kround, kcanon(rintf(x)))
+KDEF_MAP1(ktrunc, kcanon(truncf(x)))
+KDEF_MAP1(ksign, ksignf(x))
+KDEF_MAP2(kcopysign, kcopysignf(x, y))
+KDEF_MAP2(khypot, khypotf(x, y))
+KDEF_MAP1(klgamma, klgammaf(x))
 
 /* Each math opcode's lane loop, per host code path. */
 static KLanesFn *const kmath_paths[SPYRE_KOP_LGAMMA + 1][3] = {

@@ -339,21 +339,22 @@ static Buf mkbuf(uint64_t extent, uint32_t dtype)
     return b;
 }
 
-static double now(void)
+/*
+ * Seconds on clock @id: CLOCK_MONOTONIC (wall time), or
+ * CLOCK_THREAD_CPUTIME_ID (this thread's CPU time, steadier on a loaded
+ * host).
+ */
+static double secs(clockid_t id)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* This thread's CPU time: steadier than now() on a loaded host. */
-static double cpu_now(void)
+static double now(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    return secs(CLOCK_MONOTONIC);
 }
 
 static int failures, ran, st_count[4];
@@ -449,9 +450,9 @@ static void issue_kernels(bool bench, bool base, uint64_t n, uint64_t rows)
                 Res r;
 
                 t0 = now();
-                c0 = cpu_now();
+                c0 = secs(CLOCK_THREAD_CPUTIME_ID);
                 r = run(&lk, b, base);
-                c0 = cpu_now() - c0;
+                c0 = secs(CLOCK_THREAD_CPUTIME_ID) - c0;
                 t0 = now() - t0;
                 if (r.st) {
                     printf("%s: status %#x\n", name, r.st);
