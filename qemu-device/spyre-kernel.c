@@ -31,35 +31,35 @@
 #define KI32        SPYRE_KTYPE_I32
 #define KI64        SPYRE_KTYPE_I64
 #define KF32        SPYRE_KTYPE_F32
-#define CANON_NAN   0x7fc00000u
 #define KMIN(a, b)  ((a) < (b) ? (a) : (b))
 #define KMAX(a, b)  ((a) > (b) ? (a) : (b))
 
 /*
- * The interpreter's hot functions are inlined into each host code path
- * (krun_generic, krun_avx2): one copy per instruction set.
+ * The interpreter's hot functions are inlined (KALWAYS) into each host
+ * code path (krun_generic, krun_avx2): one copy per instruction set.
+ * KFOR and KFOR_N, the lane loops GCC vectorises: spyre-kmath.h.
  */
-#define KALWAYS     __attribute__((always_inline))
 
 /*
- * KFOR(j, n, body): the body for lanes j (a size_t of the caller's) in
- * [0, n) in blocks of KBLK lanes, the last of which may run past n (a
- * slot holds vl >= KBLK lanes, vl a power of two), computing lanes
- * nobody reads.  Each block is a loop of a constant trip count over a
- * 64-bit index, which GCC vectorises even at QEMU's -O2 (its
- * "very cheap" cost model), if the body has no branch: selects as
- * masks (ksel), every comparison evaluated.  Only for operations that
- * cannot fail or trap on any input.
+ * Two 64-bit lanes in GCC's generic vectors (one SSE2 register; wider
+ * ones go through the stack on the baseline), where -O2's vectoriser
+ * leaves 64-bit integer loops scalar.
  */
-#define KBLK        16
-#define KFOR(j, n, ...) do { \
-        for (size_t j##_b = 0; j##_b < (n); j##_b += KBLK) { \
-            for (size_t j##_k = 0; j##_k < KBLK; j##_k++) { \
-                j = j##_b + j##_k; \
-                __VA_ARGS__ \
-            } \
-        } \
-    } while (0)
+typedef uint64_t KVU64x2 __attribute__((vector_size(16)));
+
+/* @d[j] = @q + j for the lanes j < @n (and up to KBLK past, as KFOR). */
+static inline KALWAYS void kramp(uint64_t *d, uint64_t q, uint32_t n)
+{
+    KVU64x2 v0 = { q, q + 1 }, v1 = { q + 2, q + 3 };
+    uint32_t j;
+
+    for (j = 0; j < n; j += 4) {
+        memcpy(d + j, &v0, sizeof(v0));
+        memcpy(d + j + 2, &v1, sizeof(v1));
+        v0 += 4;
+        v1 += 4;
+    }
+}
 
 /* All ones if @c, else zero. */
 static inline uint32_t kmask(bool c)
@@ -86,27 +86,6 @@ static inline uint32_t ld32(const uint8_t *p)
 static inline uint64_t ld64(const uint8_t *p)
 {
     return ld32(p) | (uint64_t)ld32(p + 4) << 32;
-}
-
-static inline float u2f(uint32_t u)
-{
-    float f;
-
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint32_t f2u(float f)
-{
-    uint32_t u;
-
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float canon(float f)
-{
-    return f != f ? u2f(CANON_NAN) : f;
 }
 
 /* Value type of a dtype's loads and stores, 0 if invalid. */
@@ -771,20 +750,12 @@ static int kisa = -1;
 
 unsigned int spyre_kernel_isas(void)
 {
-    unsigned int m = 1u << SPYRE_KISA_GENERIC;
-
-#ifdef HOST_X86_64
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        m |= 1u << SPYRE_KISA_AVX2;
-    }
-#endif
-    return m;
+    return spyre_kmath_isas();
 }
 
 bool spyre_kernel_set_isa(unsigned int isa)
 {
-    if (isa > SPYRE_KISA_AVX2 || !(spyre_kernel_isas() & (1u << isa))) {
+    if (isa > SPYRE_KISA_AVX512 || !(spyre_kernel_isas() & (1u << isa))) {
         return false;
     }
     __atomic_store_n(&kisa, (int)isa, __ATOMIC_RELAXED);
@@ -803,8 +774,8 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
         vl /= 2;
     }
     if (__atomic_load_n(&kisa, __ATOMIC_RELAXED) < 0) {
-        int best = (spyre_kernel_isas() & (1u << SPYRE_KISA_AVX2)) ?
-                   SPYRE_KISA_AVX2 : SPYRE_KISA_GENERIC;
+        /* The highest path the host has. */
+        int best = 31 - __builtin_clz(spyre_kernel_isas());
 
         __atomic_store_n(&kisa, best, __ATOMIC_RELAXED);
     }
@@ -888,6 +859,31 @@ static inline uint64_t lane_pt(const SpyreKRun *r, uint32_t j)
     return r->pt0 + (r->in_pass ? r->lpt[j] : j);
 }
 
+/* Lanes [0, @n) of @d, a value of type @t, all @x (its low bytes). */
+static inline KALWAYS void kfill(void *d, unsigned int t, uint64_t x,
+                                 uint32_t n)
+{
+    size_t j;
+
+    switch (t) {
+    case KB:
+        memset(d, (uint8_t)x, n);
+        break;
+    case KI64: {
+        uint64_t *restrict d64 = d;
+
+        KFOR(j, n, { d64[j] = x; });
+        break;
+    }
+    default: {
+        uint32_t *restrict d32 = d, x32 = (uint32_t)x;
+
+        KFOR(j, n, { d32[j] = x32; });
+        break;
+    }
+    }
+}
+
 /* Source @i of @in, broadcast to pass lanes if it is a point value. */
 static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
                                        int i, uint16_t v)
@@ -903,25 +899,10 @@ static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
     if (n && r->lpt[0] == r->lpt[n - 1]) {
         /* One point's lanes (lpt does not decrease): a fill. */
         uint32_t p0 = r->lpt[0];
+        unsigned int t = r->p->vtype[v];
 
-        switch (r->p->vtype[v]) {
-        case KB:
-            memset(d, ((const uint8_t *)s)[p0], n);
-            break;
-        case KI64: {
-            uint64_t x = s[p0];
-
-            KFOR(j, n, { d[j] = x; });
-            break;
-        }
-        default: {
-            uint32_t x = ((const uint32_t *)s)[p0], *restrict d32 =
-                (uint32_t *)d;
-
-            KFOR(j, n, { d32[j] = x; });
-            break;
-        }
-        }
+        kfill(d, t, t == KB ? ((const uint8_t *)s)[p0] :
+                    t == KI64 ? s[p0] : ((const uint32_t *)s)[p0], n);
         return d;
     }
     switch (r->p->vtype[v]) {
@@ -1044,8 +1025,7 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
          * Consecutive linear indices (point code, or one run of a pass's
          * reduction indices) within one row: a ramp.
          */
-        q = lin % size;
-        KFOR(j, n, { out[j] = q + j; });
+        kramp(out, lin % size, n);
         return;
     }
     for (j = 0; j < n; j++) {
@@ -1222,7 +1202,8 @@ static inline float kfop(unsigned int op, float a, float b, float c,
     }
 }
 
-static inline KALWAYS void kcanon(float *restrict d, uint32_t n)
+/* Every NaN of lanes [0, @n) of @d made the canonical one. */
+static inline KALWAYS void kcanon_lanes(float *restrict d, uint32_t n)
 {
     size_t j;
 
@@ -1402,8 +1383,12 @@ static inline KALWAYS void kaxpy(uint64_t *restrict acc,
     KFOR(j, n, { acc[j] += ix[j] * s; });
 }
 
-/* Elementwise instructions: everything but memory, CHECK and REDUCE. */
-static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
+/*
+ * Elementwise instructions: everything but memory, CHECK and REDUCE
+ * (@isa: the host code path that runs, for the math library's lanes).
+ */
+static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
+                                unsigned int isa)
 {
     const SpyreKLaunch *l = r->l;
     uint32_t n = r->nl;
@@ -1428,25 +1413,16 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
 
     switch (in->op) {
     case SPYRE_KOP_CONST:
-        for (j = 0; j < n; j++) {
-            if (T == KF32) {
-                ((uint32_t *)dv)[j] = (uint32_t)in->k;
-            } else {
-                puti(dv, T, j, T == KI64 ? (int64_t)in->k : (int32_t)in->k);
-            }
-        }
+        kfill(dv, T, T == KF32 ? (uint32_t)in->k :
+                     T == KI64 ? (uint64_t)(int64_t)in->k :
+                     T == KB ? (int32_t)in->k != 0 :
+                     (uint32_t)(int32_t)in->k, n);
         return;
     case SPYRE_KOP_PARAM: {
         uint64_t v = l->param[in->imm];
 
-        for (j = 0; j < n; j++) {
-            if (T == KF32) {
-                ((uint32_t *)dv)[j] = (uint32_t)v;
-            } else {
-                puti(dv, T, j, T == KI64 ? (int64_t)v : T == KB ? v != 0 :
-                               (int32_t)v);
-            }
-        }
+        kfill(dv, T, T == KF32 || T == KI64 ? v : T == KB ? v != 0 :
+                     (uint32_t)(int32_t)v, n);
         return;
     }
     case SPYRE_KOP_IDX: {
@@ -1655,7 +1631,7 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
             }
         }
         if (T == KF32) {
-            kcanon(df, n);
+            kcanon_lanes(df, n);
         }
         return;
     }
@@ -1664,7 +1640,7 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
         return;
     case SPYRE_KOP_EXP ... SPYRE_KOP_SIGN:
     case SPYRE_KOP_COPYSIGN ... SPYRE_KOP_LGAMMA:
-        spyre_kmath_lanes(in->op, df, af, bf, n);
+        spyre_kmath_lanes(isa, in->op, df, af, bf, n);
         return;
     case SPYRE_KOP_ISNAN:
     case SPYRE_KOP_ISINF:
@@ -1710,7 +1686,7 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in)
             break;
         }
 #undef KF2
-        kcanon(df, n);
+        kcanon_lanes(df, n);
     } else if (T == KI32) {
         kint_i32(dv, a, b, c, n, in->op);
     } else {
@@ -1729,22 +1705,6 @@ static inline bool khost_le(void)
     memcpy(&b, &one, 1);
     return b;
 }
-
-/* A loop over [0, n) in blocks the compiler vectorises, then the rest. */
-#define KFOR_N(j, n, ...) do { \
-        size_t j##_b; \
-        \
-        for (j##_b = 0; j##_b + KBLK <= (n); j##_b += KBLK) { \
-            for (size_t j##_k = 0; j##_k < KBLK; j##_k++) { \
-                size_t j = j##_b + j##_k; \
-                \
-                __VA_ARGS__ \
-            } \
-        } \
-        for (size_t j = j##_b; j < (n); j++) { \
-            __VA_ARGS__ \
-        } \
-    } while (0)
 
 /* fp16 to f32 as spyre_fp16_to_fp32() (NaNs quietened), no branch. */
 static inline float kh2f(uint16_t h)
@@ -1801,6 +1761,34 @@ static inline size_t kvsize(unsigned int t)
     return t == KB ? 1 : t == KI64 ? 8 : 4;
 }
 
+/*
+ * @n fp16 (@bf false) or bf16 elements at @p into f32 lanes @d (@bf a
+ * constant at each call: GCC -O2 does not unswitch the loop).
+ */
+static inline KALWAYS void kload_half(float *restrict d,
+                                      const uint8_t *restrict p, uint32_t n,
+                                      bool bf)
+{
+    KFOR_N(j, n, {
+        uint16_t h;
+
+        memcpy(&h, p + 2 * j, 2);
+        d[j] = bf ? kbf2f(h) : kh2f(h);
+    });
+}
+
+/* @n f32 lanes @v to fp16 (@bf false, a constant) or bf16 elements at @p. */
+static inline KALWAYS void kstore_half(uint8_t *restrict p,
+                                       const float *restrict v, uint32_t n,
+                                       bool bf)
+{
+    KFOR_N(j, n, {
+        uint16_t h = bf ? kf2bf(v[j]) : kf2h(v[j]);
+
+        memcpy(p + 2 * j, &h, 2);
+    });
+}
+
 /* @n elements of dtype @dt at @p (guest memory) into value lanes @d. */
 static inline KALWAYS void kload_run(void *restrict d,
                                      const uint8_t *restrict p,
@@ -1814,28 +1802,12 @@ static inline KALWAYS void kload_run(void *restrict d,
     case SPYRE_DTYPE_INT64:
         memcpy(d, p, (size_t)n * 8);
         break;
-    case SPYRE_DTYPE_FP16: {
-        float *restrict df = d;
-
-        KFOR_N(j, n, {
-            uint16_t h;
-
-            memcpy(&h, p + 2 * j, 2);
-            df[j] = kh2f(h);
-        });
+    case SPYRE_DTYPE_FP16:
+        kload_half(d, p, n, false);
         break;
-    }
-    case SPYRE_DTYPE_BF16: {
-        float *restrict df = d;
-
-        KFOR_N(j, n, {
-            uint16_t h;
-
-            memcpy(&h, p + 2 * j, 2);
-            df[j] = kbf2f(h);
-        });
+    case SPYRE_DTYPE_BF16:
+        kload_half(d, p, n, true);
         break;
-    }
     case SPYRE_DTYPE_U8: {
         int32_t *restrict di = d;
 
@@ -1887,26 +1859,12 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
     case SPYRE_DTYPE_BOOL:
         memcpy(p, v, n);
         break;
-    case SPYRE_DTYPE_FP16: {
-        const float *restrict vf = v;
-
-        KFOR_N(j, n, {
-            uint16_t h = kf2h(vf[j]);
-
-            memcpy(p + 2 * j, &h, 2);
-        });
+    case SPYRE_DTYPE_FP16:
+        kstore_half(p, v, n, false);
         break;
-    }
-    case SPYRE_DTYPE_BF16: {
-        const float *restrict vf = v;
-
-        KFOR_N(j, n, {
-            uint16_t h = kf2bf(vf[j]);
-
-            memcpy(p + 2 * j, &h, 2);
-        });
+    case SPYRE_DTYPE_BF16:
+        kstore_half(p, v, n, true);
         break;
-    }
     case SPYRE_DTYPE_U8:
     case SPYRE_DTYPE_INT8: {
         const int32_t *restrict vi = v;
@@ -1931,6 +1889,30 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
 }
 
 #define KPIECES     8
+
+/*
+ * Zero if the @n offsets @off are consecutive from off[0], else not.  In
+ * generic vectors (KVU64x2): GCC -O2 does not vectorise this reduction
+ * by itself.
+ */
+static inline KALWAYS uint64_t kgap(const int64_t *off, uint32_t n)
+{
+    uint64_t o0 = off[0], gap = 0;
+    KVU64x2 acc = { 0, 0 }, want = { o0, o0 + 1 };
+    uint32_t j;
+
+    for (j = 0; j + 2 <= n; j += 2) {
+        KVU64x2 v;
+
+        memcpy(&v, off + j, sizeof(v));
+        acc |= v ^ want;
+        want += 2;
+    }
+    for (; j < n; j++) {
+        gap |= (uint64_t)off[j] ^ (o0 + j);
+    }
+    return gap | acc[0] | acc[1];
+}
 
 /*
  * The fast path of a LOAD or STORE whose @n lanes are all active at
@@ -2061,11 +2043,16 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
 
         memset(act, 1, n);
         any = true;
-        /* Out of bounds anywhere?  And are the offsets consecutive? */
-        KFOR_N(i, n, {
-            oob |= (uint64_t)off[i] >= ext;
-            gap |= (uint64_t)off[i] ^ (o0 + i);
-        });
+        /*
+         * Are the offsets consecutive?  Then they are in bounds if the
+         * run [o0, o0 + n) is, else each is checked.
+         */
+        gap = kgap(off, n);
+        if (!gap) {
+            oob = o0 >= ext || ext - o0 < n;
+        } else {
+            KFOR_N(i, n, { oob |= (uint64_t)off[i] >= ext; });
+        }
         for (j = 0; oob && j < n; j++) {
             if ((uint64_t)off[j] >= ext) {
                 bad = j;
@@ -2393,6 +2380,29 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
 }
 
 /*
+ * Whole blocks of 16 lanes from @j on (below @j1) into the 16 stripe
+ * accumulators @acc of f32 SUM, MAX or MIN (@kind, a constant at each
+ * call, so that the loop is one operation and vectorises); returns the
+ * first lane not fed.
+ */
+static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
+                                              unsigned int kind,
+                                              const float *restrict af,
+                                              uint32_t j, uint32_t j1)
+{
+    uint32_t i;
+
+    for (; j + 16 <= j1; j += 16) {
+        for (i = 0; i < 16; i++) {
+            acc[i] = kind == SPYRE_KRED_SUM ? acc[i] + af[j + i] :
+                     fminmax(acc[i], af[j + i], kind == SPYRE_KRED_MAX,
+                             false);
+        }
+    }
+    return j;
+}
+
+/*
  * f32 SUM, MAX or MIN (@kind) of lanes [@j0, @j1) of one point, whose
  * reduction indices are consecutive from a multiple of 16: lane j0 + i
  * goes to stripe i % 16, so 16 accumulators take whole blocks of lanes
@@ -2408,24 +2418,16 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
     for (i = 0; i < 16; i++) {
         acc[i] = rd->stripe[i].v.f;
     }
-    for (j = j0; j + 16 <= j1; j += 16) {
-        switch (kind) {
-        case SPYRE_KRED_SUM:
-            for (i = 0; i < 16; i++) {
-                acc[i] = acc[i] + af[j + i];
-            }
-            break;
-        case SPYRE_KRED_MAX:
-            for (i = 0; i < 16; i++) {
-                acc[i] = fminmax(acc[i], af[j + i], true, false);
-            }
-            break;
-        default:
-            for (i = 0; i < 16; i++) {
-                acc[i] = fminmax(acc[i], af[j + i], false, false);
-            }
-            break;
-        }
+    switch (kind) {
+    case SPYRE_KRED_SUM:
+        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1);
+        break;
+    case SPYRE_KRED_MAX:
+        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1);
+        break;
+    default:
+        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1);
+        break;
     }
     for (i = 0; j < j1; i++, j++) {
         acc[i] = kind == SPYRE_KRED_SUM ? acc[i] + af[j] :
@@ -2911,9 +2913,13 @@ static void krand(SpyreKRun *r, const SpyreKInst *in)
 
 /* ---- Sections ----------------------------------------------------------- */
 
-/* Instructions [@from, @to) over the current vector (g: its first point). */
+/*
+ * Instructions [@from, @to) over the current vector (g: its first point)
+ * on host code path @isa (SPYRE_KISA_*: the math library's lanes).
+ */
 static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
-                                         uint32_t to, uint32_t g)
+                                         uint32_t to, uint32_t g,
+                                         unsigned int isa)
 {
     const SpyreKProg *p = r->p;
     uint32_t i, st;
@@ -2961,7 +2967,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             break;
         }
         default:
-            kalu(r, in);
+            kalu(r, in, isa);
             break;
         }
     }
@@ -2975,21 +2981,24 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
  * compute every operation with the same IEEE operations, rounded once
  * each (-ffp-contract=off holds in both: FMA only where the program
  * asks for fmaf), so their results are bit-identical.  The AVX2 path
- * keeps to 128-bit vectors: with 256-bit ones, the SSE code it calls
+ * keeps to 128-bit vectors: with 256-bit ones, the SSE code it called
  * (the math functions, libm) ran 2-5 times slower on a loaded host
- * (upper register halves left dirty across context switches).
+ * (upper register halves left dirty across context switches).  It also
+ * serves SPYRE_KISA_AVX512 (@isa), which only the math library's lanes
+ * use (spyre-kmath.c's own paths, 256- and 512-bit).
  */
 static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
                              uint32_t g)
 {
-    return krun_body(r, from, to, g);
+    return krun_body(r, from, to, g, SPYRE_KISA_GENERIC);
 }
 
 #ifdef HOST_X86_64
 static __attribute__((target("avx2,fma,prefer-vector-width=128")))
-uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
+uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g,
+                   unsigned int isa)
 {
-    return krun_body(r, from, to, g);
+    return krun_body(r, from, to, g, isa);
 }
 #endif
 
@@ -2997,11 +3006,24 @@ static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
                            uint32_t g)
 {
 #ifdef HOST_X86_64
-    if (__atomic_load_n(&kisa, __ATOMIC_RELAXED) == SPYRE_KISA_AVX2) {
-        return krun_avx2(r, from, to, g);
+    int isa = __atomic_load_n(&kisa, __ATOMIC_RELAXED);
+
+    if (isa == SPYRE_KISA_AVX2 || isa == SPYRE_KISA_AVX512) {
+        return krun_avx2(r, from, to, g, isa);
     }
 #endif
     return krun_generic(r, from, to, g);
+}
+
+/* The r->nl lanes of a vector of point @g's reduction indices from @rb. */
+static void klanes_row(SpyreKRun *r, uint32_t g, uint64_t rb)
+{
+    uint32_t *restrict lpt = r->lpt;
+    uint64_t *restrict lr = r->lr;
+    size_t j;
+
+    KFOR(j, r->nl, { lpt[j] = g; });
+    kramp(lr, rb, r->nl);
 }
 
 /* Run pass section @s over the points of the tile. */
@@ -3061,10 +3083,7 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
         for (g = 0; g < r->np; g++) {
             for (rb = 0; rb < R; rb += r->nl) {
                 r->nl = KMIN(r->vl, R - rb);
-                for (j = 0; j < r->nl; j++) {
-                    r->lpt[j] = g;
-                    r->lr[j] = rb + j;
-                }
+                klanes_row(r, g, rb);
                 st = krun_insts(r, from, to, g);
                 if ((rb + r->nl) % 1024 == 0 || rb + r->nl == R) {
                     for (i = from; i < to; i++) {
@@ -3106,13 +3125,13 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
                 break;
             case SPYRE_KRED_WELFORD:
             case SPYRE_KRED_WELFORD_COMBINE:
-                ((float *)VS(r, in->dst))[g] = canon(res.v.f);
-                ((float *)VS(r, in->dst + 1))[g] = canon(res.m2);
-                ((float *)VS(r, in->dst + 2))[g] = canon(res.w);
+                ((float *)VS(r, in->dst))[g] = kcanon(res.v.f);
+                ((float *)VS(r, in->dst + 1))[g] = kcanon(res.m2);
+                ((float *)VS(r, in->dst + 2))[g] = kcanon(res.w);
                 break;
             default:
                 if (in->type == KF32) {
-                    ((float *)VS(r, in->dst))[g] = canon(res.v.f);
+                    ((float *)VS(r, in->dst))[g] = kcanon(res.v.f);
                 } else {
                     puti(VS(r, in->dst), in->type, g, res.v.i);
                 }

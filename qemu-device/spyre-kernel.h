@@ -184,13 +184,17 @@ void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1);
 /*
  * The host code the interpreter's lane loops run: SPYRE_KISA_GENERIC
  * (the build's baseline) or, on x86-64 hosts with AVX2 and FMA,
- * SPYRE_KISA_AVX2, chosen at the first run.  Results are bit-identical
- * whichever runs.  spyre_kernel_isas() is the mask of those the host
- * can run; spyre_kernel_set_isa() picks one of them for the following
- * runs of every SpyreKRun (tests), returning false if the host cannot.
+ * SPYRE_KISA_AVX2, or on those with AVX-512 F, DQ and VL too,
+ * SPYRE_KISA_AVX512 (the AVX2 interpreter, its math functions' lanes in
+ * 512-bit vectors); the best is chosen at the first run.  Results are
+ * bit-identical whichever runs.  spyre_kernel_isas() is the mask of
+ * those the host can run; spyre_kernel_set_isa() picks one of them for
+ * the following runs of every SpyreKRun (tests), returning false if the
+ * host cannot.
  */
 #define SPYRE_KISA_GENERIC      0
 #define SPYRE_KISA_AVX2         1
+#define SPYRE_KISA_AVX512       2
 unsigned int spyre_kernel_isas(void);
 bool spyre_kernel_set_isa(unsigned int isa);
 

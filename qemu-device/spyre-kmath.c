@@ -11,8 +11,10 @@
  * come from the compiler's runtime (sqrt, floor, ceil, rint, trunc: one
  * value everywhere); no libm function whose result depends on the libc.
  * The lane loops are branch-free selects over double arithmetic, so that
- * GCC can vectorise them; the rare lanes that need more (trigonometric
- * functions at |x| >= 2^20) are fixed up afterwards, lane by lane.
+ * GCC can vectorise them, each built once per host code path (baseline,
+ * AVX2, AVX-512; bit-identical) and found in one table by opcode; the
+ * rare lanes that need more (trigonometric functions at |x| >= 2^20) are
+ * fixed up afterwards, lane by lane.
  * Built with -ffp-contract=off (no fused a * b + c) and -fno-math-errno.
  *
  * Copyright (c) 2025 The Spyre open stack authors
@@ -24,32 +26,12 @@
 #include <stdbool.h>
 #include <string.h>
 
+/* HOST_X86_64: QEMU's build configuration (the native harnesses' own). */
+#include "config-host.h"
+
 #include "drm/spyre_cmd.h"
+#include "spyre-kernel.h"
 #include "spyre-kmath.h"
-
-#define CANON_NAN   0x7fc00000u
-
-static inline float u2f(uint32_t u)
-{
-    float f;
-
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint32_t f2u(float f)
-{
-    uint32_t u;
-
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-/* @f, or the canonical NaN if @f is a NaN. */
-static inline float kcanon(float f)
-{
-    return f != f ? u2f(CANON_NAN) : f;
-}
 
 /* ---- Constants (binary64, rounded to nearest) --------------------------- */
 
@@ -95,6 +77,30 @@ static inline double pow2i(int k)
 
     memcpy(&d, &b, 8);
     return d;
+}
+
+/*
+ * @c ? @x : @y with both computed and no branch: the selects of the lane
+ * functions, which GCC turns into vector blends (a ?: whose arms compute
+ * something, or whose condition is evaluated only sometimes, stays a
+ * branch under -ftrapping-math, and the loop does not vectorise).
+ */
+static inline double kseld(bool c, double x, double y)
+{
+    uint64_t m = -(uint64_t)c, ux, uy;
+
+    memcpy(&ux, &x, 8);
+    memcpy(&uy, &y, 8);
+    ux = (ux & m) | (uy & ~m);
+    memcpy(&x, &ux, 8);
+    return x;
+}
+
+static inline float kself(bool c, float x, float y)
+{
+    uint32_t m = -(uint32_t)c;
+
+    return u2f((f2u(x) & m) | (f2u(y) & ~m));
 }
 
 /* ---- exp ---------------------------------------------------------------- */
@@ -166,54 +172,51 @@ static inline double kexpm1(double x)
     p = p * x + 1.0 / 6.0;
     p = p * x + 0.5;
     p = p * x + 1.0;
-    return fabs(x) < 0.5 ? x * p : kexp_core(x) - 1.0;
+    return kseld(fabs(x) < 0.5, x * p, kexp_core(x) - 1.0);
 }
 
-/*
- * EXP (@sigmoid false) or SIGMOID of @n lanes: spyre_kmath_exp() and
- * 1 / (1 + exp(-x)) without a branch per lane.
- */
+/* e^x of an f32 without a branch (a NaN stays a NaN, not canonical). */
 static inline float kexp_lane(float x)
 {
-    double xc = x > 800.0f ? 800.0 : x < -800.0f ? -800.0 : x;
-    float f;
+    bool hi = x > 800.0f, lo = x < -800.0f, nan = x != x;
+    double xc = kseld(hi, 800.0, kseld(lo, -800.0, kseld(nan, 0.0, x)));
+    float f = (float)kexp_core(xc);
 
-    f = (float)kexp_core(xc == xc ? xc : 0.0);
-    return x > 800.0f ? INFINITY : x < -800.0f ? 0.0f : x != x ? x : f;
+    return kself(hi, INFINITY, kself(lo, 0.0f, kself(nan, x, f)));
 }
 
-static void kexp_lanes(float *d, const float *a, uint32_t n, bool sigmoid)
+static inline float kexpf(float x)
 {
-    uint32_t j;
+    return kcanon(kexp_lane(x));
+}
 
-    if (sigmoid) {
-        for (j = 0; j < n; j++) {
-            d[j] = kcanon(1.0f / (1.0f + kexp_lane(-a[j])));
-        }
-    } else {
-        for (j = 0; j < n; j++) {
-            d[j] = kcanon(kexp_lane(a[j]));
-        }
-    }
+/* SIGMOID: exactly RECIP(ADD(1, EXP(NEG(x)))) in f32. */
+static inline float ksigmoidf(float x)
+{
+    return kcanon(1.0f / (1.0f + kexp_lane(-x)));
 }
 
 /* 2^x: x = k + r exactly (|r| <= 1/2), 2^r = e^(r ln 2). */
 static inline float kexp2(float x)
 {
-    double xd = x != x ? 0.0 : x > 200.0f ? 200.0 : x < -200.0f ? -200.0 : x;
+    bool nan = x != x;
+    double xd = kseld(nan, 0.0, kseld(x > 200.0f, 200.0,
+                                      kseld(x < -200.0f, -200.0, x)));
     double k = krnd(xd);
     int ki = (int)k;
     double v = kexp_core((xd - k) * KLN2) * pow2i(ki / 2) *
                pow2i(ki - ki / 2);
 
-    return kcanon(x != x ? x : (float)v);
+    return kcanon(kself(nan, x, (float)v));
 }
 
 static inline float kexpm1f(float x)
 {
-    double xd = x != x ? 0.0 : x > 800.0f ? 800.0 : x < -800.0f ? -800.0 : x;
+    bool nan = x != x;
+    double xd = kseld(nan, 0.0, kseld(x > 800.0f, 800.0,
+                                      kseld(x < -800.0f, -800.0, x)));
 
-    return kcanon(x != x ? x : (float)kexpm1(xd));
+    return kcanon(kself(nan, x, (float)kexpm1(xd)));
 }
 
 /* ---- log ---------------------------------------------------------------- */
@@ -227,7 +230,7 @@ static inline double klog_m(double x, double *e)
 {
     uint64_t b;
     double m, s, s2, t;
-    int ex, i;
+    int ex;
     bool hi;
 
     memcpy(&b, &x, 8);
@@ -235,14 +238,21 @@ static inline double klog_m(double x, double *e)
     b = (b & ((1ULL << 52) - 1)) | (1023ULL << 52);
     memcpy(&m, &b, 8);
     hi = m > 1.4142135623730951;
-    m = hi ? m * 0.5 : m;
+    m = kseld(hi, m * 0.5, m);
     *e = ex + (int)hi;
     s = (m - 1.0) / (m + 1.0);
     s2 = s * s;
-    t = 0.0;
-    for (i = 23; i >= 3; i -= 2) {
-        t = (t + 1.0 / i) * s2;
-    }
+    t = (1.0 / 23) * s2;
+    t = (t + 1.0 / 21) * s2;
+    t = (t + 1.0 / 19) * s2;
+    t = (t + 1.0 / 17) * s2;
+    t = (t + 1.0 / 15) * s2;
+    t = (t + 1.0 / 13) * s2;
+    t = (t + 1.0 / 11) * s2;
+    t = (t + 1.0 / 9) * s2;
+    t = (t + 1.0 / 7) * s2;
+    t = (t + 1.0 / 5) * s2;
+    t = (t + 1.0 / 3) * s2;
     return 2.0 * s * (1.0 + t);
 }
 
@@ -258,32 +268,36 @@ static inline double klog(double x)
 static inline double klog1p(double u)
 {
     double w = 1.0 + u;
-    double ws = w > 0.0 && w < 1e300 ? w : 1.0;
+    double ws = kseld((w > 0.0) & (w < 1e300), w, 1.0);
     double l = klog(ws) * (u / (w - 1.0));
 
-    return w == 1.0 ? u : l;
+    return kseld(w == 1.0, u, l);
 }
 
 /* Which log: 0 natural, 1 base 2, 2 base 10. */
 static inline float klogf(float x, int base)
 {
-    double xd = x > 0.0f && x < INFINITY ? x : 1.0;
+    double xd = kseld((x > 0.0f) & (x < INFINITY), x, 1.0);
     double e, l = klog_m(xd, &e), v;
 
-    v = base == 1 ? e + l * KINV_LN2 :
-        base == 2 ? e * KLOG10_2 + l * KINV_LN10 :
-        e * LN2_HI + (e * LN2_LO + l);
-    return x == 0.0f ? -INFINITY : x == INFINITY ? x :
-           !(x > 0.0f) ? u2f(CANON_NAN) : (float)v;
+    if (base == 1) {
+        v = e + l * KINV_LN2;
+    } else if (base == 2) {
+        v = e * KLOG10_2 + l * KINV_LN10;
+    } else {
+        v = e * LN2_HI + (e * LN2_LO + l);
+    }
+    return kself(x == 0.0f, -INFINITY, kself(x == INFINITY, x,
+                 kself(!(x > 0.0f), u2f(CANON_NAN), (float)v)));
 }
 
 static inline float klog1pf(float x)
 {
-    double xd = x > -1.0f && x < INFINITY ? x : 0.0;
+    double xd = kseld((x > -1.0f) & (x < INFINITY), x, 0.0);
     float v = (float)klog1p(xd);
 
-    return x == -1.0f ? -INFINITY : x == INFINITY ? x :
-           !(x > -1.0f) ? u2f(CANON_NAN) : v;
+    return kself(x == -1.0f, -INFINITY, kself(x == INFINITY, x,
+                 kself(!(x > -1.0f), u2f(CANON_NAN), v)));
 }
 
 /* ---- Trigonometric functions -------------------------------------------- */
@@ -369,14 +383,14 @@ static inline double ktrig_q(unsigned int op, int q, double r)
     double s = ksin_poly(r), c = kcos_poly(r), v;
 
     if (op == SPYRE_KOP_SIN) {
-        v = q & 1 ? c : s;
-        return q & 2 ? -v : v;
+        v = kseld(q & 1, c, s);
+        return kseld(q & 2, -v, v);
     }
     if (op == SPYRE_KOP_COS) {
-        v = q & 1 ? s : c;
-        return (q + 1) & 2 ? -v : v;
+        v = kseld(q & 1, s, c);
+        return kseld((q + 1) & 2, -v, v);
     }
-    return q & 1 ? -c / s : s / c;
+    return kseld(q & 1, -c / s, s / c);
 }
 
 /* One lane, any f32 (the fix-up of large and non-finite lanes). */
@@ -392,24 +406,23 @@ static float ktrig_big(unsigned int op, float x)
     return (float)ktrig_q(op, q, r);
 }
 
-static void ktrig_lanes(unsigned int op, float *d, const float *a,
-                        uint32_t n)
+/* SIN, COS or TAN (@op) of @n lanes: vector loop, then the big lanes. */
+static inline KALWAYS void ktrig_lanes(unsigned int op, float *restrict d,
+                                       const float *restrict a, uint32_t n)
 {
-    uint32_t j;
-
-    for (j = 0; j < n; j++) {
+    KFOR_N(j, n, {
         float x = a[j];
         bool big = !(fabsf(x) < 0x1p20f);
-        double xd = big ? 0.0 : x, k, r;
+        double xd = kseld(big, 0.0, x), k, r;
         float v;
 
         /* Cody and Waite: k * KPIO2_1 and k * KPIO2_2 are exact. */
         k = krnd(xd * KTWO_OVER_PI);
         r = ((xd - k * KPIO2_1) - k * KPIO2_2) - k * KPIO2_3;
         v = (float)ktrig_q(op, (int)k & 3, r);
-        d[j] = x == 0.0f && op != SPYRE_KOP_COS ? x : v;
-    }
-    for (j = 0; j < n; j++) {
+        d[j] = kself(x == 0.0f && op != SPYRE_KOP_COS, x, v);
+    });
+    for (size_t j = 0; j < n; j++) {
         if (!(fabsf(a[j]) < 0x1p20f)) {
             d[j] = ktrig_big(op, a[j]);
         }
@@ -671,12 +684,30 @@ static inline float klgammaf(float x)
 
 /* ---- Part 1's functions (kept bit for bit) ------------------------------ */
 
+/*
+ * tanh: 0, NaN and |x| >= 10 exactly; below 1/16 its series to x^11,
+ * else (e^2|x| - 1) / (e^2|x| + 1); every part computed, then selected.
+ */
+static inline float ktanhf(float x)
+{
+    double d = x, d2 = d * d, s, t, e;
+    bool big = fabsf(x) >= 10.0f;
+
+    s = d + d * d2 * (-1.0 / 3 + d2 * (2.0 / 15 +
+        d2 * (-17.0 / 315 + d2 * (62.0 / 2835 +
+        d2 * (-1382.0 / 155925)))));
+    t = kseld(big | (x != x), 0.0, fabs(d));
+    e = kexp_core(2.0 * t);
+    e = (e - 1.0) / (e + 1.0);
+    return kself((x != x) | (x == 0.0f), kcanon(x),
+                 kself(big, kself(x > 0, 1.0f, -1.0f),
+                       kself(fabsf(x) < 0.0625f, (float)s,
+                             (float)kseld(x < 0, -e, e))));
+}
+
 float spyre_kmath_exp(float x)
 {
-    if (x != x) {
-        return u2f(CANON_NAN);
-    }
-    return (float)kexp_d(x);
+    return kexpf(x);
 }
 
 float spyre_kmath_log(float x)
@@ -686,23 +717,7 @@ float spyre_kmath_log(float x)
 
 float spyre_kmath_tanh(float x)
 {
-    double d = x, d2, e;
-
-    if (x != x || x == 0.0f) {
-        return kcanon(x);
-    }
-    if (fabsf(x) >= 10.0f) {
-        return x > 0 ? 1.0f : -1.0f;
-    }
-    if (fabsf(x) < 0.0625f) {
-        d2 = d * d;
-        return (float)(d + d * d2 * (-1.0 / 3 + d2 * (2.0 / 15 +
-                       d2 * (-17.0 / 315 + d2 * (62.0 / 2835 +
-                       d2 * (-1382.0 / 155925))))));
-    }
-    e = kexp_d(2.0 * fabs(d));
-    e = (e - 1.0) / (e + 1.0);
-    return (float)(x < 0 ? -e : e);
+    return ktanhf(x);
 }
 
 float spyre_kmath_erf(float x)
@@ -809,207 +824,182 @@ unsigned int spyre_kmath_arity(unsigned int op)
     }
 }
 
-/* One lane of a function without a lane loop of its own. */
-static inline float kmath1(unsigned int op, float x, float y)
+/*
+ * The host code paths (SPYRE_KISA_*).  Each function's lane loop is one
+ * always-inline body (its name_loop), built as name_gen for the build's
+ * baseline and, on x86-64, as name_avx2 with AVX2 and FMA enabled and
+ * name_avx512 with AVX-512 too, as QEMU's util/bufferiszero.c builds its
+ * loops.  All compute the same IEEE operations, each rounded once
+ * (-ffp-contract=off holds in all: no FMA instruction unless the source
+ * asks for fma), so their results are bit-identical; where the body is
+ * branch-free (kseld/kself selects) a vector holds two doubles on the
+ * baseline, four with AVX2, eight with AVX-512.
+ */
+unsigned int spyre_kmath_isas(void)
 {
-    switch (op) {
-    case SPYRE_KOP_LOG:
-        return klogf(x, 0);
-    case SPYRE_KOP_SQRT:
-        return kcanon(sqrtf(x));
-    case SPYRE_KOP_RSQRT:
-        return kcanon(1.0f / sqrtf(x));
-    case SPYRE_KOP_RECIP:
-        return kcanon(1.0f / x);
-    case SPYRE_KOP_TANH:
-        return spyre_kmath_tanh(x);
-    case SPYRE_KOP_ERF:
-        return spyre_kmath_erf(x);
-    case SPYRE_KOP_EXP2:
-        return kexp2(x);
-    case SPYRE_KOP_EXPM1:
-        return kexpm1f(x);
-    case SPYRE_KOP_LOG2:
-        return klogf(x, 1);
-    case SPYRE_KOP_LOG10:
-        return klogf(x, 2);
-    case SPYRE_KOP_LOG1P:
-        return klog1pf(x);
-    case SPYRE_KOP_ASIN:
-        return kasinf(x);
-    case SPYRE_KOP_ACOS:
-        return kacosf(x);
-    case SPYRE_KOP_ATAN:
-        return katanf(x);
-    case SPYRE_KOP_ATAN2:
-        return katan2f(x, y);
-    case SPYRE_KOP_SINH:
-        return ksinhf(x);
-    case SPYRE_KOP_COSH:
-        return kcoshf(x);
-    case SPYRE_KOP_ASINH:
-        return kasinhf(x);
-    case SPYRE_KOP_ACOSH:
-        return kacoshf(x);
-    case SPYRE_KOP_ATANH:
-        return katanhf(x);
-    case SPYRE_KOP_ERFC:
-        return kerfcf(x);
-    case SPYRE_KOP_ERFINV:
-        return kerfinvf(x);
-    case SPYRE_KOP_FLOOR:
-        return kcanon(floorf(x));
-    case SPYRE_KOP_CEIL:
-        return kcanon(ceilf(x));
-    case SPYRE_KOP_ROUND:
-        return kcanon(rintf(x));
-    case SPYRE_KOP_TRUNC:
-        return kcanon(truncf(x));
-    case SPYRE_KOP_SIGN:
-        return ksignf(x);
-    case SPYRE_KOP_COPYSIGN:
-        return kcopysignf(x, y);
-    case SPYRE_KOP_HYPOT:
-        return khypotf(x, y);
-    case SPYRE_KOP_LGAMMA:
-        return klgammaf(x);
-    default:
-        return u2f(CANON_NAN);
+    unsigned int m = 1u << SPYRE_KISA_GENERIC;
+
+#ifdef HOST_X86_64
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        m |= 1u << SPYRE_KISA_AVX2;
+        if (__builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vl")) {
+            m |= 1u << SPYRE_KISA_AVX512;
+        }
     }
+#endif
+    return m;
 }
 
-void spyre_kmath_lanes(unsigned int op, float *d, const float *a,
-                       const float *b, uint32_t n)
+#define KLANES_ARGS float *restrict d, const float *restrict a, \
+                    const float *restrict b, uint32_t n
+typedef void KLanesFn(KLANES_ARGS);
+
+#ifdef HOST_X86_64
+#define KAVX512     "avx512f,avx512dq,avx512vl,avx2,fma,prefer-vector-width=512"
+#define KDEF_AVX2(name) \
+static __attribute__((target("avx2,fma"))) void name##_avx2(KLANES_ARGS) \
+{ \
+    name##_loop(d, a, b, n); \
+} \
+static __attribute__((target(KAVX512))) void name##_avx512(KLANES_ARGS) \
+{ \
+    name##_loop(d, a, b, n); \
+}
+#define KPATHS(name) { name##_gen, name##_avx2, name##_avx512 }
+#else
+#define KDEF_AVX2(name)
+#define KPATHS(name) { name##_gen, name##_gen, name##_gen }
+#endif
+
+/* The lane loop @name of statement STMT (over d, a, b, n), both paths. */
+#define KDEF_LANES(name, STMT) \
+static inline KALWAYS void name##_loop(KLANES_ARGS) \
+{ \
+    (void)b; \
+    STMT; \
+} \
+static void name##_gen(KLANES_ARGS) \
+{ \
+    name##_loop(d, a, b, n); \
+} \
+KDEF_AVX2(name)
+
+/*
+ * d[j] = EXPR of x = a[j] (and y = b[j]) for j < n, in KFOR_N blocks.
+ * The exact ones and IEEE's (sqrt, 1/x) round once, NaN canonical;
+ * floor .. trunc are libm calls on the baseline, one instruction with
+ * SSE4.1 (the AVX2 paths): the same exact value.
+ */
+#define KDEF_MAP1(name, EXPR) \
+    KDEF_LANES(name, KFOR_N(j, n, { float x = a[j]; d[j] = (EXPR); }))
+#define KDEF_MAP2(name, EXPR) \
+    KDEF_LANES(name, KFOR_N(j, n, { \
+        float x = a[j], y = b[j]; \
+        \
+        d[j] = (EXPR); \
+    }))
+
+KDEF_MAP1(kexp, kexpf(x))
+KDEF_MAP1(ksigmoid, ksigmoidf(x))
+KDEF_MAP1(klog, klogf(x, 0))
+KDEF_MAP1(ksqrt, kcanon(sqrtf(x)))
+KDEF_MAP1(krsqrt, kcanon(1.0f / sqrtf(x)))
+KDEF_MAP1(krecip, kcanon(1.0f / x))
+KDEF_MAP1(ktanh, ktanhf(x))
+KDEF_MAP1(kerf, spyre_kmath_erf(x))
+KDEF_MAP1(kexp2, kexp2(x))
+KDEF_MAP1(kexpm1, kexpm1f(x))
+KDEF_MAP1(klog2, klogf(x, 1))
+KDEF_MAP1(klog10, klogf(x, 2))
+KDEF_MAP1(klog1p, klog1pf(x))
+KDEF_LANES(ksin, ktrig_lanes(SPYRE_KOP_SIN, d, a, n))
+KDEF_LANES(kcos, ktrig_lanes(SPYRE_KOP_COS, d, a, n))
+KDEF_LANES(ktan, ktrig_lanes(SPYRE_KOP_TAN, d, a, n))
+KDEF_MAP1(kasin, kasinf(x))
+KDEF_MAP1(kacos, kacosf(x))
+KDEF_MAP1(katan, katanf(x))
+KDEF_MAP2(katan2, katan2f(x, y))
+KDEF_MAP1(ksinh, ksinhf(x))
+KDEF_MAP1(kcosh, kcoshf(x))
+KDEF_MAP1(kasinh, kasinhf(x))
+KDEF_MAP1(kacosh, kacoshf(x))
+KDEF_MAP1(katanh, katanhf(x))
+KDEF_MAP1(kerfc, kerfcf(x))
+KDEF_MAP1(kerfinv, kerfinvf(x))
+KDEF_MAP1(kfloor, kcanon(floorf(x)))
+KDEF_MAP1(kceil, kcanon(ceilf(x)))
+KDEF_MAP1(kround, kcanon(rintf(x)))
+KDEF_MAP1(ktrunc, kcanon(truncf(x)))
+KDEF_MAP1(ksign, ksignf(x))
+KDEF_MAP2(kcopysign, kcopysignf(x, y))
+KDEF_MAP2(khypot, khypotf(x, y))
+KDEF_MAP1(klgamma, klgammaf(x))
+
+/* Each math opcode's lane loop, per host code path. */
+static KLanesFn *const kmath_paths[SPYRE_KOP_LGAMMA + 1][3] = {
+    [SPYRE_KOP_EXP] = KPATHS(kexp),
+    [SPYRE_KOP_LOG] = KPATHS(klog),
+    [SPYRE_KOP_SQRT] = KPATHS(ksqrt),
+    [SPYRE_KOP_RSQRT] = KPATHS(krsqrt),
+    [SPYRE_KOP_RECIP] = KPATHS(krecip),
+    [SPYRE_KOP_TANH] = KPATHS(ktanh),
+    [SPYRE_KOP_SIGMOID] = KPATHS(ksigmoid),
+    [SPYRE_KOP_ERF] = KPATHS(kerf),
+    [SPYRE_KOP_EXP2] = KPATHS(kexp2),
+    [SPYRE_KOP_EXPM1] = KPATHS(kexpm1),
+    [SPYRE_KOP_LOG2] = KPATHS(klog2),
+    [SPYRE_KOP_LOG10] = KPATHS(klog10),
+    [SPYRE_KOP_LOG1P] = KPATHS(klog1p),
+    [SPYRE_KOP_SIN] = KPATHS(ksin),
+    [SPYRE_KOP_COS] = KPATHS(kcos),
+    [SPYRE_KOP_TAN] = KPATHS(ktan),
+    [SPYRE_KOP_ASIN] = KPATHS(kasin),
+    [SPYRE_KOP_ACOS] = KPATHS(kacos),
+    [SPYRE_KOP_ATAN] = KPATHS(katan),
+    [SPYRE_KOP_ATAN2] = KPATHS(katan2),
+    [SPYRE_KOP_SINH] = KPATHS(ksinh),
+    [SPYRE_KOP_COSH] = KPATHS(kcosh),
+    [SPYRE_KOP_ASINH] = KPATHS(kasinh),
+    [SPYRE_KOP_ACOSH] = KPATHS(kacosh),
+    [SPYRE_KOP_ATANH] = KPATHS(katanh),
+    [SPYRE_KOP_ERFC] = KPATHS(kerfc),
+    [SPYRE_KOP_ERFINV] = KPATHS(kerfinv),
+    [SPYRE_KOP_FLOOR] = KPATHS(kfloor),
+    [SPYRE_KOP_CEIL] = KPATHS(kceil),
+    [SPYRE_KOP_ROUND] = KPATHS(kround),
+    [SPYRE_KOP_TRUNC] = KPATHS(ktrunc),
+    [SPYRE_KOP_SIGN] = KPATHS(ksign),
+    [SPYRE_KOP_COPYSIGN] = KPATHS(kcopysign),
+    [SPYRE_KOP_HYPOT] = KPATHS(khypot),
+    [SPYRE_KOP_LGAMMA] = KPATHS(klgamma),
+};
+
+void spyre_kmath_lanes(unsigned int isa, unsigned int op, float *d,
+                       const float *a, const float *b, uint32_t n)
 {
+    KLanesFn *fn = NULL;
     uint32_t j;
 
-    /* One loop per function, so that each is a straight-line body. */
-#define KM1(OP) do { \
-            for (j = 0; j < n; j++) { \
-                d[j] = kmath1(OP, a[j], 0.0f); \
-            } \
-        } while (0)
-#define KM2(OP) do { \
-            for (j = 0; j < n; j++) { \
-                d[j] = kmath1(OP, a[j], b[j]); \
-            } \
-        } while (0)
-    switch (op) {
-    case SPYRE_KOP_EXP:
-        kexp_lanes(d, a, n, false);
-        return;
-    case SPYRE_KOP_SIGMOID:
-        kexp_lanes(d, a, n, true);
-        return;
-    case SPYRE_KOP_SIN:
-    case SPYRE_KOP_COS:
-    case SPYRE_KOP_TAN:
-        ktrig_lanes(op, d, a, n);
-        return;
-    case SPYRE_KOP_LOG:
-        KM1(SPYRE_KOP_LOG);
-        return;
-    case SPYRE_KOP_SQRT:
-        KM1(SPYRE_KOP_SQRT);
-        return;
-    case SPYRE_KOP_RSQRT:
-        KM1(SPYRE_KOP_RSQRT);
-        return;
-    case SPYRE_KOP_RECIP:
-        KM1(SPYRE_KOP_RECIP);
-        return;
-    case SPYRE_KOP_TANH:
-        KM1(SPYRE_KOP_TANH);
-        return;
-    case SPYRE_KOP_ERF:
-        KM1(SPYRE_KOP_ERF);
-        return;
-    case SPYRE_KOP_EXP2:
-        KM1(SPYRE_KOP_EXP2);
-        return;
-    case SPYRE_KOP_EXPM1:
-        KM1(SPYRE_KOP_EXPM1);
-        return;
-    case SPYRE_KOP_LOG2:
-        KM1(SPYRE_KOP_LOG2);
-        return;
-    case SPYRE_KOP_LOG10:
-        KM1(SPYRE_KOP_LOG10);
-        return;
-    case SPYRE_KOP_LOG1P:
-        KM1(SPYRE_KOP_LOG1P);
-        return;
-    case SPYRE_KOP_ASIN:
-        KM1(SPYRE_KOP_ASIN);
-        return;
-    case SPYRE_KOP_ACOS:
-        KM1(SPYRE_KOP_ACOS);
-        return;
-    case SPYRE_KOP_ATAN:
-        KM1(SPYRE_KOP_ATAN);
-        return;
-    case SPYRE_KOP_ATAN2:
-        KM2(SPYRE_KOP_ATAN2);
-        return;
-    case SPYRE_KOP_SINH:
-        KM1(SPYRE_KOP_SINH);
-        return;
-    case SPYRE_KOP_COSH:
-        KM1(SPYRE_KOP_COSH);
-        return;
-    case SPYRE_KOP_ASINH:
-        KM1(SPYRE_KOP_ASINH);
-        return;
-    case SPYRE_KOP_ACOSH:
-        KM1(SPYRE_KOP_ACOSH);
-        return;
-    case SPYRE_KOP_ATANH:
-        KM1(SPYRE_KOP_ATANH);
-        return;
-    case SPYRE_KOP_ERFC:
-        KM1(SPYRE_KOP_ERFC);
-        return;
-    case SPYRE_KOP_ERFINV:
-        KM1(SPYRE_KOP_ERFINV);
-        return;
-    case SPYRE_KOP_FLOOR:
-        KM1(SPYRE_KOP_FLOOR);
-        return;
-    case SPYRE_KOP_CEIL:
-        KM1(SPYRE_KOP_CEIL);
-        return;
-    case SPYRE_KOP_ROUND:
-        KM1(SPYRE_KOP_ROUND);
-        return;
-    case SPYRE_KOP_TRUNC:
-        KM1(SPYRE_KOP_TRUNC);
-        return;
-    case SPYRE_KOP_SIGN:
-        KM1(SPYRE_KOP_SIGN);
-        return;
-    case SPYRE_KOP_COPYSIGN:
-        KM2(SPYRE_KOP_COPYSIGN);
-        return;
-    case SPYRE_KOP_HYPOT:
-        KM2(SPYRE_KOP_HYPOT);
-        return;
-    case SPYRE_KOP_LGAMMA:
-        KM1(SPYRE_KOP_LGAMMA);
-        return;
-    default:
+    if (op < sizeof(kmath_paths) / sizeof(kmath_paths[0])) {
+        fn = kmath_paths[op][isa <= SPYRE_KISA_AVX512 ? isa :
+                             SPYRE_KISA_GENERIC];
+    }
+    if (!fn) {
         for (j = 0; j < n; j++) {
             d[j] = u2f(CANON_NAN);
         }
         return;
     }
-#undef KM1
-#undef KM2
+    fn(d, a, b ? b : a, n);
 }
 
 float spyre_kmath_1(unsigned int op, float a, float b)
 {
     float d;
 
-    spyre_kmath_lanes(op, &d, &a, &b, 1);
+    spyre_kmath_lanes(SPYRE_KISA_GENERIC, op, &d, &a, &b, 1);
     return d;
 }
