@@ -2635,7 +2635,7 @@ static uint64_t kelem_add(uint64_t old, uint64_t add, unsigned int T)
 
         memcpy(&a, &old, 4);
         memcpy(&b, &add, 4);
-        a = canon(a + b);
+        a = kcanon(a + b);
         memcpy(&v, &a, 4);
         return v;
     }
@@ -2768,7 +2768,7 @@ static void kscan_put(const SpyreKAcc *s, unsigned int kind, unsigned int T,
         return;
     }
     if (T == KF32) {
-        ((float *)d)[j] = !none ? canon(s->v.f) :
+        ((float *)d)[j] = !none ? kcanon(s->v.f) :
             kind == SPYRE_KRED_SUM ? 0.0f : kind == SPYRE_KRED_PROD ? 1.0f :
             kind == SPYRE_KRED_MAX ? -INFINITY : INFINITY;
         return;
@@ -2868,9 +2868,9 @@ static void kphilox_block(uint32_t x[4], uint64_t seed, uint64_t offset,
  * UNIFORM take word n % 4 of block n / 4; NORMAL takes words 2 (n % 2)
  * and 2 (n % 2) + 1 of block n / 2 as u1 in (0, 1] and u2 in [0, 1)
  * and gives sqrt(-2 log u1) cos(2 pi u2), each step rounded to f32 (LOG
- * and COS the card's math functions).
+ * and COS the card's math functions, on host code path @isa).
  */
-static void krand(SpyreKRun *r, const SpyreKInst *in)
+static void krand(SpyreKRun *r, const SpyreKInst *in, unsigned int isa)
 {
     const int64_t *seed = ksrc(r, in, 0, in->a);
     const int64_t *offset = ksrc(r, in, 1, in->b);
@@ -2900,12 +2900,12 @@ static void krand(SpyreKRun *r, const SpyreKInst *in)
     if (kind != SPYRE_KRAND_NORMAL) {
         return;
     }
-    spyre_kmath_lanes(SPYRE_KOP_LOG, d, u1, NULL, n);
+    spyre_kmath_lanes(isa, SPYRE_KOP_LOG, d, u1, NULL, n);
     for (j = 0; j < n; j++) {
         u1[j] = sqrtf(-2.0f * d[j]);
         u2[j] = 6.28318548f * u2[j];
     }
-    spyre_kmath_lanes(SPYRE_KOP_COS, d, u2, NULL, n);
+    spyre_kmath_lanes(isa, SPYRE_KOP_COS, d, u2, NULL, n);
     for (j = 0; j < n; j++) {
         d[j] = u1[j] * d[j];
     }
@@ -2948,7 +2948,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             kscan(r, in);
             break;
         case SPYRE_KOP_RAND:
-            krand(r, in);
+            krand(r, in, isa);
             break;
         case SPYRE_KOP_REDUCE: {
             uint32_t R = r->l->R, per = R <= r->vl ? R : r->nl, q;
