@@ -72,6 +72,8 @@ def torch_figures(path):
     ratio('torch decode, d_model 512: compiled per token / same lists '
           'from C', 'torch-wide-decode-compiled-ms',
           'torch-wide-step-libspyre-ms', None, None)
+    ratio('torch eager 8x8 add: spyre / the same op on a CPU tensor',
+          'torch-dispatch-spyre-us', 'torch-dispatch-cpu-us', '<=', 3)
     ratio('torch all_reduce 16 MiB: 2 cards (spyre) / CPU tensors (gloo)',
           'torch-dist-allreduce-spyre-gbs', 'torch-dist-allreduce-gloo-gbs',
           '>=', 1)
