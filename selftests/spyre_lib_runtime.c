@@ -1197,6 +1197,68 @@ TEST_F(rt, batch_defers_until_a_flush_point)
 	spyre_bo_free(bo);
 }
 
+/* Stamps between batched operations: one job, each command's card time. */
+TEST_F(rt, batch_timestamps_time_each_command_of_one_job)
+{
+	struct spyre_bo *ts, *bo, *other;
+	struct spyre_event *e;
+	struct spyre_fence f0;
+	uint64_t n0, n, t_end;
+	volatile uint64_t *t;
+	uint8_t *p;
+
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &ts));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 1 << 20, SPYRE_BO_DEVICE,
+				    &bo));
+	ASSERT_EQ(0, spyre_bo_alloc(self->dev, 4096, 0, &other));
+	ASSERT_EQ(0, spyre_event_create(self->dev, 0, &e));
+	t = map(_metadata, ts);
+	p = map(_metadata, other);
+	memset((void *)t, 0, 4096);
+	/* bad arguments: nothing queued */
+	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n0));
+	EXPECT_EQ(-EINVAL, spyre_stream_timestamp(self->s, ts, 4));
+	EXPECT_EQ(-ERANGE, spyre_stream_timestamp(self->s, ts, 4096));
+	EXPECT_EQ(-EINVAL, spyre_stream_timestamp(self->s, NULL, 0));
+	EXPECT_EQ(-EINVAL, spyre_stream_enqueued(self->s, NULL));
+	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n));
+	EXPECT_EQ(n0, n);
+
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
+	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f0));
+	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n0));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 0));
+	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 1 << 18, 4, 7));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 8));
+	ASSERT_EQ(0, spyre_stream_fill(self->s, other, 0, 8, 1, 0x5a));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 16));
+	/* counted, and still in the open batch: stamps do not flush */
+	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n));
+	EXPECT_EQ(n0 + 5, n);
+	EXPECT_FALSE(submitted(self->s, f0.point + 1));
+	EXPECT_EQ(0u, t[0]);
+	ASSERT_EQ(0, spyre_event_record(e, self->s));
+	ASSERT_EQ(0, spyre_event_wait(e, T_NS));
+	/* the batch was one job; the event's own job came after it */
+	EXPECT_TRUE(submitted(self->s, f0.point + 2));
+	EXPECT_FALSE(submitted(self->s, f0.point + 3));
+	ASSERT_EQ(0, spyre_event_timestamp(e, &t_end));
+	EXPECT_EQ(0x5a, p[7]);
+	EXPECT_NE(0u, t[0]);
+	EXPECT_LT(t[0], t[1]);		/* the 1 MiB fill took card time */
+	EXPECT_LE(t[1], t[2]);
+	EXPECT_LE(t[2], t_end);
+	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 0));
+	/* unbatched: a job of its own, at once */
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 24));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_LE(t_end, t[3]);
+	spyre_event_destroy(e);
+	spyre_bo_free(other);
+	spyre_bo_free(bo);
+	spyre_bo_free(ts);
+}
+
 TEST_F(rt, batch_limit_submits_full_batches)
 {
 	struct spyre_fence f0;

@@ -132,6 +132,7 @@ struct spyre_stream {
 	pthread_mutex_t lock;		/* protects the fields below */
 	struct spyre_cmdbuf cb;		/* scratch for one operation */
 	struct spyre_fence last;
+	uint64_t enqueued;		/* spyre_stream_enqueued() */
 	int error;			/* sticky job error */
 	uint32_t waits[SPYRE__STREAM_WAITS];	/* binary syncobjs, lazy */
 	unsigned int nwaits;		/* pending for the next job */

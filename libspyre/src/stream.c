@@ -157,6 +157,7 @@ static int batch_append_locked(struct spyre_stream *s,
 	ret = spyre__cmdbuf_append(b, &s->cb, bos, nbos, &nnew);
 	if (ret)
 		return ret;
+	s->enqueued++;
 	for (size_t i = b->nbos - nnew; i < b->nbos; i++)
 		atomic_fetch_add(&b->bos[i]->batched, 1);
 	s->batch_restartable = restartable;
@@ -333,6 +334,8 @@ int spyre__stream_submit_locked(struct spyre_stream *s,
 	if (!ret) {
 		s->last = f;
 		s->nwaits = 0;
+		if (sub->cb != &s->batch)	/* batched: counted when queued */
+			s->enqueued++;
 	} else if (ret == -ECANCELED) {
 		/* report the stream's own failure, not the refusal */
 		ret = stream_fail_locked(s, ret);
@@ -918,6 +921,25 @@ SPYRE_API int spyre_stream_layernorm(struct spyre_stream *s, uint32_t dtype,
 			    ld_dst, src, ld_src, gamma, beta, eps);
 }
 
+SPYRE_API int spyre_stream_timestamp(struct spyre_stream *s,
+				     struct spyre_bo *bo, uint64_t offset)
+{
+	int ret;
+
+	if (!s || !bo || (offset & 7))
+		return -EINVAL;
+	if (bo->dev != s->q->dev)
+		return -EXDEV;
+	if (!range_ok(bo, offset, 8))
+		return -ERANGE;
+	spyre__stream_claim_bos(s, &bo, 1);
+	ret = stream_begin_op(s);
+	if (ret)
+		return ret;
+	ret = spyre_cmdbuf_timestamp(&s->cb, bo->va + offset);
+	return stream_end(s, ret, &bo, 1, true);
+}
+
 /* ---- state -------------------------------------------------------------- */
 
 SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
@@ -934,6 +956,16 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 		*f = s->last;
 	pthread_mutex_unlock(&s->lock);
 	return ret;
+}
+
+SPYRE_API int spyre_stream_enqueued(struct spyre_stream *s, uint64_t *count)
+{
+	if (!s || !count)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	*count = s->enqueued;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 SPYRE_API int spyre_stream_error(struct spyre_stream *s)

@@ -593,6 +593,16 @@ int64_t set_batch(int64_t n)
 	return old;
 }
 
+// Test hook: the fence point of the last job of card @index's current
+// stream, its batch flushed first: how many jobs its queue has taken.
+int64_t stream_jobs(int64_t index)
+{
+	int i = static_cast<int>(index);
+	struct spyre_fence f = {};
+	check(spyre_stream_last_fence(cur(i), &f), "reading the stream", i);
+	return static_cast<int64_t>(f.point);
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(spyre, m)
@@ -600,6 +610,7 @@ TORCH_LIBRARY_FRAGMENT(spyre, m)
 	m.def("device_properties(int device) -> (str[], int[], str[], str[])",
 	      &device_properties);
 	m.def("_set_batch(int n) -> int", &set_batch);
+	m.def("_stream_jobs(int device) -> int", &stream_jobs);
 }
 
 } // namespace spyre_torch

@@ -3,12 +3,16 @@
 // with libkineto's registerProfilerFactory when the library loads) whose
 // session, while torch.profiler.profile(activities=[..., PrivateUse1])
 // records, brackets every op that queues card work with two card
-// TIMESTAMP events on the op's stream and reports the time between them as
-// a device activity (Kineto's CONCURRENT_KERNEL, which PyTorch 2.6 files
-// under PrivateUse1 for a renamed backend) linked to the op through the
-// correlation id Kineto hands its child sessions, in host time.  The first
-// TIMESTAMP is queued when the op starts: for an op the host submits slower
-// than the card runs it, the span includes the card's wait for its jobs.
+// TIMESTAMPs on the op's stream (spyre_stream_timestamp(): batched like
+// the op's own commands, so profiling keeps the stream's batches) and
+// reports the time between them as a device activity (Kineto's
+// CONCURRENT_KERNEL, which PyTorch 2.6 files under PrivateUse1 for a
+// renamed backend) linked to the op through the correlation id Kineto
+// hands its child sessions, in host time.  The first TIMESTAMP runs when
+// the card has finished what came before the op on its stream: inside one
+// batch the span is the card time of the op's commands; when a flush
+// falls inside the op (a full batch, a host copy), it also holds the
+// card's wait for the host's next job.
 #define FMT_HEADER_ONLY		// kineto's headers use fmt; keep it inside us
 #include "spyre_torch.h"
 
@@ -35,59 +39,88 @@ int64_t host_ns()
 	return libkineto::timeSinceEpoch(std::chrono::system_clock::now());
 }
 
-// Events made once and reused by later sessions (each is a small BO).
-struct EventPool {
-	std::mutex mu;
-	std::vector<struct spyre_event *> free[kMaxCards];
+// Card-written timestamp slots: 8-byte words in mapped BOs of one card,
+// handed out in order by a session and given back (after the streams that
+// write them are synchronized) for later sessions.
+constexpr uint64_t kStampBytes = 64 << 10;
 
-	struct spyre_event *get(int card)
+struct StampPage {
+	struct spyre_bo *bo = nullptr;
+	volatile uint64_t *words = nullptr;
+};
+
+struct StampPool {
+	std::mutex mu;
+	std::vector<StampPage> free[kMaxCards];
+
+	StampPage get(int card)
 	{
 		{
 			std::lock_guard<std::mutex> l(mu);
 			if (!free[card].empty()) {
-				auto *e = free[card].back();
+				StampPage p = free[card].back();
 				free[card].pop_back();
-				return e;
+				return p;
 			}
 		}
-		struct spyre_event *e = nullptr;
-		check(spyre_event_create(device(card), 0, &e),
-		      "creating a profiler event", card);
-		return e;
+		StampPage p;
+		void *map = nullptr;
+		check(spyre_bo_alloc(device(card), kStampBytes, 0, &p.bo),
+		      "allocating profiler timestamps", card);
+		int rc = spyre_bo_map(p.bo, &map);
+		if (rc) {
+			spyre_bo_free(p.bo);
+			check(rc, "mapping profiler timestamps", card);
+		}
+		p.words = static_cast<volatile uint64_t *>(map);
+		return p;
 	}
-	void put(int card, struct spyre_event *e)
+	void put(int card, const StampPage &p)
 	{
 		std::lock_guard<std::mutex> l(mu);
-		free[card].push_back(e);
+		free[card].push_back(p);
 	}
 };
 
-EventPool &pool()
+StampPool &stamp_pool()
 {
-	static auto *p = new EventPool();	// outlives every session
+	static auto *p = new StampPool();	// outlives every session
 	return *p;
 }
 
-// One op's card work: between @start and @end on stream @stream_id of
-// @card, queued by the op of Kineto correlation id @corr on thread @tid.
+// Events for the clock offset, made once per card and reused.
+struct spyre_event *clock_event(int card)
+{
+	static std::mutex mu;
+	static struct spyre_event *ev[kMaxCards];
+	std::lock_guard<std::mutex> l(mu);
+	if (!ev[card])
+		check(spyre_event_create(device(card), 0, &ev[card]),
+		      "creating a profiler event", card);
+	return ev[card];
+}
+
+// A timestamp slot: word @word of page @page of a session's card.
+struct Stamp {
+	uint32_t page = 0, word = 0;
+};
+
+// One op's card work: between stamps @start and @end on stream @stream_id
+// of @card, queued by the op of Kineto correlation id @corr on thread
+// @tid.
 struct Span {
 	uint64_t corr;
 	int card;
 	int64_t stream_id;
 	int32_t tid;
-	struct spyre_event *start, *end;
+	Stamp start, end;
 };
 
-bool same_fence(const struct spyre_fence &a, const struct spyre_fence &b)
+uint64_t enqueued(struct spyre_stream *s)
 {
-	return a.queue == b.queue && a.point == b.point;
-}
-
-struct spyre_fence fence_of(struct spyre_stream *s)
-{
-	struct spyre_fence f = {};
-	spyre_stream_last_fence(s, &f);
-	return f;
+	uint64_t n = 0;
+	spyre_stream_enqueued(s, &n);
+	return n;
 }
 
 // An op being run on this thread, while a session records.
@@ -97,7 +130,8 @@ struct Frame {
 	c10::Stream stream = c10::Stream(c10::Stream::DEFAULT,
 					 c10::Device(c10::DeviceType::CPU));
 	struct spyre_stream *ss = nullptr;
-	struct spyre_event *start = nullptr;
+	Stamp start;
+	bool stamped = false;		// start is queued
 	bool worked = false;		// queued card work itself
 	bool child_reported = false;	// an op it called was reported
 };
@@ -108,15 +142,15 @@ class Session;
 struct ThreadFrames {
 	uint64_t gen = 0;
 	std::vector<Frame> stack;
-	// fence of this thread's last own TIMESTAMP per stream (queue)
-	std::vector<std::pair<struct spyre_stream *, struct spyre_fence>> own;
+	// operations a stream had accepted after this thread's last own stamp
+	std::vector<std::pair<struct spyre_stream *, uint64_t>> own;
 
-	struct spyre_fence *own_fence(struct spyre_stream *s)
+	uint64_t *own_count(struct spyre_stream *s)
 	{
 		for (auto &p : own)
 			if (p.first == s)
 				return &p.second;
-		own.push_back({s, {}});
+		own.push_back({s, UINT64_MAX});
 		return &own.back().second;
 	}
 };
@@ -157,15 +191,11 @@ public:
 			// work the enclosing op queued before this one
 			if (!tf.stack.empty())
 				note_work(tf, tf.stack.back());
-			f.start = pool().get(f.card);
-			check(spyre_event_record(f.start, f.ss),
-			      "recording a profiler event", f.card);
-			*tf.own_fence(f.ss) = fence_of(f.ss);
+			f.start = stamp(f.card, f.ss);
+			f.stamped = true;
+			*tf.own_count(f.ss) = enqueued(f.ss);
 		} catch (const std::exception &e) {
 			note_error(e.what());
-			if (f.start)
-				pool().put(f.card, f.start);
-			f.start = nullptr;
 			f.card = -1;
 		}
 		tf.stack.push_back(f);
@@ -180,27 +210,20 @@ public:
 			return;
 		Frame f = tf.stack.back();
 		tf.stack.pop_back();
-		if (f.card < 0 || !f.start)
+		if (f.card < 0 || !f.stamped)
 			return;
 		note_work(tf, f);
 		bool report = f.worked && !f.child_reported && !stopped_;
 		if (!tf.stack.empty() && (report || f.child_reported))
 			tf.stack.back().child_reported = true;
-		if (!report) {
-			pool().put(f.card, f.start);
+		if (!report)
 			return;
-		}
-		struct spyre_event *end = nullptr;
+		Stamp end;
 		try {
-			end = pool().get(f.card);
-			check(spyre_event_record(end, f.ss),
-			      "recording a profiler event", f.card);
-			*tf.own_fence(f.ss) = fence_of(f.ss);
+			end = stamp(f.card, f.ss);
+			*tf.own_count(f.ss) = enqueued(f.ss);
 		} catch (const std::exception &e) {
 			note_error(e.what());
-			if (end)
-				pool().put(f.card, end);
-			pool().put(f.card, f.start);
 			return;
 		}
 		std::lock_guard<std::mutex> l(mu_);
@@ -218,8 +241,8 @@ public:
 		}, 0, 0);
 	}
 
-	// wait for the spans' events and log one device activity per span
-	// in host time (the card clock's offset measured now, per card)
+	// wait for the stamps and log one device activity per span in host
+	// time (the card clock's offset measured now, per card)
 	void processTrace(libkineto::ActivityLogger &logger,
 			  libkineto::getLinkedActivityCallback linked,
 			  int64_t, int64_t) override
@@ -229,18 +252,18 @@ public:
 			std::lock_guard<std::mutex> l(mu_);
 			spans.swap(spans_);
 		}
+		sync_streams();
 		buf_ = std::make_unique<libkineto::CpuTraceBuffer>();
 		buf_->span = libkineto::TraceSpan(0, 0, "spyre");
 		buf_->gpuOpCount = 0;
 		int64_t offset[kMaxCards];
 		bool have[kMaxCards] = {};
 		for (const Span &s : spans) {
-			uint64_t t0 = 0, t1 = 0;
-			if (spyre_event_wait(s.start, SPYRE_TIMEOUT_INFINITE) ||
-			    spyre_event_wait(s.end, SPYRE_TIMEOUT_INFINITE) ||
-			    spyre_event_timestamp(s.start, &t0) ||
-			    spyre_event_timestamp(s.end, &t1)) {
-				note_error("a card event of the trace failed");
+			uint64_t t0 = word(s.card, s.start);
+			uint64_t t1 = word(s.card, s.end);
+			if (!t0 || t1 < t0) {
+				note_error("a card timestamp of the trace is "
+					   "missing (its stream failed)");
 				continue;
 			}
 			if (!have[s.card]) {
@@ -271,9 +294,8 @@ public:
 			buf_->span.endTime = std::max(buf_->span.endTime,
 						      a->endTime);
 			buf_->activities.push_back(std::move(a));
-			pool().put(s.card, s.start);
-			pool().put(s.card, s.end);
 		}
+		release();
 	}
 
 	std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override
@@ -300,12 +322,12 @@ private:
 		return t_frames;
 	}
 
-	// @f's stream got work since this thread's last own TIMESTAMP on it
+	// @f's stream accepted work since this thread's last own stamp on it
 	void note_work(ThreadFrames &tf, Frame &f)
 	{
 		if (f.card < 0 || !f.ss)
 			return;
-		if (!same_fence(fence_of(f.ss), *tf.own_fence(f.ss)))
+		if (enqueued(f.ss) != *tf.own_count(f.ss))
 			f.worked = true;
 	}
 
@@ -316,12 +338,52 @@ private:
 			errors_.push_back(std::string("spyre profiler: ") + what);
 	}
 
+	// queue a TIMESTAMP on @s into this session's next slot of @card
+	Stamp stamp(int card, struct spyre_stream *s)
+	{
+		std::lock_guard<std::mutex> l(mu_);
+		std::vector<StampPage> &pages = pages_[card];
+		uint32_t &used = used_[card];
+		if (pages.empty() || used == kStampBytes / 8) {
+			pages.push_back(stamp_pool().get(card));
+			used = 0;
+		}
+		Stamp st{static_cast<uint32_t>(pages.size() - 1), used};
+		const StampPage &p = pages.back();
+		p.words[st.word] = 0;
+		check(spyre_stream_timestamp(s, p.bo, 8ull * st.word),
+		      "queueing a profiler timestamp", card);
+		used++;
+		if (std::find(streams_.begin(), streams_.end(), s) ==
+		    streams_.end())
+			streams_.push_back(s);
+		return st;
+	}
+
+	uint64_t word(int card, const Stamp &st)
+	{
+		return pages_[card][st.page].words[st.word];
+	}
+
+	// every stream this session stamped has run past its stamps
+	void sync_streams()
+	{
+		std::vector<struct spyre_stream *> ss;
+		{
+			std::lock_guard<std::mutex> l(mu_);
+			ss = streams_;
+		}
+		for (auto *s : ss)
+			if (spyre_stream_sync(s, SPYRE_TIMEOUT_INFINITE))
+				note_error("a profiled stream failed");
+	}
+
 	// host ns minus card ns, from the pair with the shortest host
 	// window of three (record a TIMESTAMP, wait for it)
 	int64_t clock_offset(int card)
 	{
 		int64_t best = 0, width = INT64_MAX;
-		struct spyre_event *e = pool().get(card);
+		struct spyre_event *e = clock_event(card);
 		struct spyre_stream *s = cur(card);
 		for (int i = 0; i < 3; i++) {
 			int64_t h0 = host_ns();
@@ -336,19 +398,22 @@ private:
 				best = h0 + (h1 - h0) / 2 - static_cast<int64_t>(c);
 			}
 		}
-		pool().put(card, e);
 		return best;
 	}
 
-	// events of spans never processed go back to the pool once done
+	// the stamp pages go back to the pool once no queued stamp can
+	// still write them
 	void release()
 	{
-		for (const Span &s : spans_) {
-			spyre_event_wait(s.start, SPYRE_TIMEOUT_INFINITE);
-			spyre_event_wait(s.end, SPYRE_TIMEOUT_INFINITE);
-			pool().put(s.card, s.start);
-			pool().put(s.card, s.end);
+		sync_streams();
+		std::lock_guard<std::mutex> l(mu_);
+		for (int c = 0; c < kMaxCards; c++) {
+			for (const StampPage &p : pages_[c])
+				stamp_pool().put(c, p);
+			pages_[c].clear();
+			used_[c] = 0;
 		}
+		streams_.clear();
 		spans_.clear();
 	}
 
@@ -356,6 +421,9 @@ private:
 	std::atomic<bool> stopped_{false};
 	std::mutex mu_;
 	std::vector<Span> spans_;
+	std::vector<StampPage> pages_[kMaxCards];
+	uint32_t used_[kMaxCards] = {};
+	std::vector<struct spyre_stream *> streams_;
 	std::vector<std::string> errors_;
 	std::unique_ptr<libkineto::CpuTraceBuffer> buf_;
 };

@@ -1584,6 +1584,20 @@ def torch_profiler_card_time():
     spans = [e for e in tr["traceEvents"]
              if e.get("name") == "spyre: aten::mm"]
     assert len(spans) == 1 and spans[0]["dur"] > 0, spans
+    # profiling keeps the stream's batches: 32 small ops, each with its
+    # own card span, go to the card in one or two jobs, not 64 or more
+    x = sp(torch.ones(8, 8))
+    with profile(activities=[ProfilerActivity.CPU,
+                             ProfilerActivity.PrivateUse1]) as prof:
+        j0 = torch.ops.spyre._stream_jobs(0)
+        for _ in range(32):
+            x = x + 1
+        j1 = torch.ops.spyre._stream_jobs(0)
+    assert 1 <= j1 - j0 <= 2, (j0, j1)
+    assert torch.equal(x.cpu(), torch.full((8, 8), 33.0))
+    adds = [e for e in prof.events() if e.name == "aten::add"]
+    assert len(adds) == 32 and all(e.device_time_total > 0 for e in adds), \
+        [(e.name, e.device_time_total) for e in adds]
     # CPU-only profiling: no card events
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         (a @ b).sum().item()

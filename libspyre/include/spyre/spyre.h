@@ -1389,7 +1389,7 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
  * With batching on, the operations that encode one command -
  * spyre_stream_fill(), _copy(), _copy_2d(), _convert(), _gemm(),
  * _kernel(), _eltwise(), _reduce(), _softmax(), _rmsnorm(),
- * _layernorm() - check their arguments and encode as before, then append
+ * _layernorm(), _timestamp() - check their arguments and encode as before, then append
  * the command to the stream's open batch instead of submitting it (no
  * system call).  The batch is submitted as one job, in stream order, at
  * these flush points:
@@ -1433,6 +1433,43 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
  */
 SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
 				     unsigned int max_cmds);
+
+/**
+ * spyre_stream_timestamp() - enqueue a TIMESTAMP on @s: when the card
+ * reaches it in stream order (everything enqueued on @s before it has
+ * completed, nothing after it has started), it writes its 64-bit clock
+ * (ns, the clock of spyre_event_timestamp()) to @bo at @offset.
+ * @s: the stream.
+ * @bo: the BO written; must outlive the command (freeing it flushes a
+ *	batch that names it, as for any operand).
+ * @offset: byte offset into @bo, 8-byte aligned; 8 bytes are written.
+ *
+ * Batched like the other single-command operations (it is not a flush
+ * point), so stamps between the operations of one batch give each its
+ * card time: a profiler's per-operation timestamps inside one job.  The
+ * value is there once the stream has been synchronized past it (e.g.
+ * spyre_stream_sync(), or an event recorded after it); read it through a
+ * mapping of @bo.
+ * Errors: -EINVAL (NULL, misaligned @offset), -ERANGE (past @bo's end),
+ * -EXDEV (@bo of another device), -ECHILD, the stream's sticky error,
+ * submission errors when not batching.
+ */
+SPYRE_API int spyre_stream_timestamp(struct spyre_stream *s,
+				     struct spyre_bo *bo, uint64_t offset);
+
+/**
+ * spyre_stream_enqueued() - how many operations @s has accepted so far.
+ * @s: the stream.
+ * @count: receives the count: every operation that queued card work
+ *	(batched or submitted; a host or peer copy split into several jobs
+ *	counts one per job; event records and waits count as they submit),
+ *	since the stream was created.  Monotonic; never a flush point.
+ *
+ * For observers that need to know whether code in between queued work on
+ * the stream without forcing its batch out (spyre_stream_last_fence()
+ * flushes).  Errors: -EINVAL.
+ */
+SPYRE_API int spyre_stream_enqueued(struct spyre_stream *s, uint64_t *count);
 
 /**
  * spyre_stream_flush() - submit the open batch of @s now (no wait).
