@@ -141,6 +141,30 @@ enum {
 #define TM_INT      (TM(KI32) | TM(KI64))
 #define TM_ANY      (TM(KB) | TM_NUM)
 
+/*
+ * The kinds REDUCE and SCAN share: the result types of @kind in *@tmask
+ * and what its value operand must be in *@req0; false for another kind.
+ */
+static bool kfold_types(unsigned int kind, unsigned int *tmask, int *req0)
+{
+    switch (kind) {
+    case SPYRE_KRED_SUM:
+    case SPYRE_KRED_PROD:
+    case SPYRE_KRED_MAX:
+    case SPYRE_KRED_MIN:
+        *tmask = TM_NUM;
+        *req0 = S_T;
+        return true;
+    case SPYRE_KRED_ARGMAX:
+    case SPYRE_KRED_ARGMIN:
+        *tmask = TM(KI64);
+        *req0 = S_NUM;
+        return true;
+    default:
+        return false;
+    }
+}
+
 static uint32_t kbad(uint64_t *detail, uint32_t idx, unsigned int reason)
 {
     *detail = (uint64_t)reason << 32 | idx;
@@ -354,20 +378,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             imm_used = true;
             break;
         case SPYRE_KOP_SCAN:
-            switch (in->mod & 0xff) {
-            case SPYRE_KRED_SUM:
-            case SPYRE_KRED_PROD:
-            case SPYRE_KRED_MAX:
-            case SPYRE_KRED_MIN:
-                tmask = TM_NUM;
-                req[0] = S_T;
-                break;
-            case SPYRE_KRED_ARGMAX:
-            case SPYRE_KRED_ARGMIN:
-                tmask = TM(KI64);
-                req[0] = S_NUM;
-                break;
-            default:
+            if (!kfold_types(in->mod & 0xff, &tmask, &req[0])) {
                 return kbad(detail, i, SPYRE_KERR_FIELD);
             }
             imm_used = true;
@@ -466,18 +477,6 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             break;
         case SPYRE_KOP_REDUCE:
             switch (in->mod & 0xff) {
-            case SPYRE_KRED_SUM:
-            case SPYRE_KRED_PROD:
-            case SPYRE_KRED_MAX:
-            case SPYRE_KRED_MIN:
-                tmask = TM_NUM;
-                req[0] = S_T;
-                break;
-            case SPYRE_KRED_ARGMAX:
-            case SPYRE_KRED_ARGMIN:
-                tmask = TM(KI64);
-                req[0] = S_NUM;
-                break;
             case SPYRE_KRED_ANY:
             case SPYRE_KRED_ALL:
                 tmask = TM(KB);
@@ -498,7 +497,9 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
                 ndef = 3;
                 break;
             default:
-                return kbad(detail, i, SPYRE_KERR_FIELD);
+                if (!kfold_types(in->mod & 0xff, &tmask, &req[0])) {
+                    return kbad(detail, i, SPYRE_KERR_FIELD);
+                }
             }
             imm_used = true;
             break;

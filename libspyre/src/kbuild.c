@@ -337,8 +337,12 @@ SPYRE_API int spyre_kernel_endpass(struct spyre_kernel *k)
 	return r < 0 ? r : 0;
 }
 
-SPYRE_API int spyre_kernel_reduce(struct spyre_kernel *k, uint32_t kind,
-				  int a, int b, int c, int mask)
+/*
+ * The result type of a REDUCE or SCAN of @kind over value @a under @mask:
+ * an index (I64) for ARGMAX/ARGMIN, else @a's type.  Returns it, or a
+ * negative error (also recorded in @k).
+ */
+static int fold_type(struct spyre_kernel *k, uint32_t kind, int a, int mask)
 {
 	int t;
 
@@ -348,18 +352,21 @@ SPYRE_API int spyre_kernel_reduce(struct spyre_kernel *k, uint32_t kind,
 		return k->error;
 	if (mask < 0)
 		return fail(k, mask);
-	switch (kind) {
-	case SPYRE_KRED_ARGMAX:
-	case SPYRE_KRED_ARGMIN:
-		t = SPYRE_KTYPE_I64;
-		break;
-	default:
-		if (a < 0)
-			return fail(k, a);
-		t = spyre_kernel_type(k, a);
-		if (t < 0)
-			return fail(k, t);
-	}
+	if (kind == SPYRE_KRED_ARGMAX || kind == SPYRE_KRED_ARGMIN)
+		return SPYRE_KTYPE_I64;
+	if (a < 0)
+		return fail(k, a);
+	t = spyre_kernel_type(k, a);
+	return t < 0 ? fail(k, t) : t;
+}
+
+SPYRE_API int spyre_kernel_reduce(struct spyre_kernel *k, uint32_t kind,
+				  int a, int b, int c, int mask)
+{
+	int t = fold_type(k, kind, a, mask);
+
+	if (t < 0)
+		return t;
 	return emit(k, SPYRE_KOP_REDUCE, (uint32_t)t, kind, a, b, c,
 		    (uint32_t)mask);
 }
@@ -380,23 +387,10 @@ SPYRE_API int spyre_kernel_scatter(struct spyre_kernel *k,
 SPYRE_API int spyre_kernel_scan(struct spyre_kernel *k, uint32_t kind, int a,
 				int mask)
 {
-	int t;
+	int t = fold_type(k, kind, a, mask);
 
-	if (!k)
-		return -EINVAL;
-	if (k->error)
-		return k->error;
-	if (mask < 0)
-		return fail(k, mask);
-	if (kind == SPYRE_KRED_ARGMAX || kind == SPYRE_KRED_ARGMIN) {
-		t = SPYRE_KTYPE_I64;
-	} else {
-		if (a < 0)
-			return fail(k, a);
-		t = spyre_kernel_type(k, a);
-		if (t < 0)
-			return fail(k, t);
-	}
+	if (t < 0)
+		return t;
 	return emit(k, SPYRE_KOP_SCAN, (uint32_t)t, kind, a, SPYRE_KERNEL_NONE,
 		    SPYRE_KERNEL_NONE, (uint32_t)mask);
 }
