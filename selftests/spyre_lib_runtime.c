@@ -1217,9 +1217,10 @@ TEST_F(rt, batch_timestamps_time_each_command_of_one_job)
 	memset((void *)t, 0, 4096);
 	/* bad arguments: nothing queued */
 	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n0));
-	EXPECT_EQ(-EINVAL, spyre_stream_timestamp(self->s, ts, 4));
-	EXPECT_EQ(-ERANGE, spyre_stream_timestamp(self->s, ts, 4096));
-	EXPECT_EQ(-EINVAL, spyre_stream_timestamp(self->s, NULL, 0));
+	EXPECT_EQ(-EINVAL, spyre_stream_timestamp(self->s, ts, 4, 0));
+	EXPECT_EQ(-ERANGE, spyre_stream_timestamp(self->s, ts, 4096, 0));
+	EXPECT_EQ(-EINVAL, spyre_stream_timestamp(self->s, NULL, 0, 0));
+	EXPECT_EQ(-EINVAL, spyre_stream_timestamp(self->s, ts, 0, 2));
 	EXPECT_EQ(-EINVAL, spyre_stream_enqueued(self->s, NULL));
 	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n));
 	EXPECT_EQ(n0, n);
@@ -1227,11 +1228,12 @@ TEST_F(rt, batch_timestamps_time_each_command_of_one_job)
 	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 16));
 	ASSERT_EQ(0, spyre_stream_last_fence(self->s, &f0));
 	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n0));
-	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 0));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 0, 0));
 	ASSERT_EQ(0, spyre_stream_fill(self->s, bo, 0, 1 << 18, 4, 7));
-	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 8));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 8,
+					    SPYRE_TIMESTAMP_EAGER));
 	ASSERT_EQ(0, spyre_stream_fill(self->s, other, 0, 8, 1, 0x5a));
-	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 16));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 16, 0));
 	/* counted, and still in the open batch: stamps do not flush */
 	ASSERT_EQ(0, spyre_stream_enqueued(self->s, &n));
 	EXPECT_EQ(n0 + 5, n);
@@ -1248,11 +1250,25 @@ TEST_F(rt, batch_timestamps_time_each_command_of_one_job)
 	EXPECT_LT(t[0], t[1]);		/* the 1 MiB fill took card time */
 	EXPECT_LE(t[1], t[2]);
 	EXPECT_LE(t[2], t_end);
+	/* EAGER with no open batch: a job of its own at once; plain opens one */
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 24,
+					    SPYRE_TIMESTAMP_EAGER));
+	EXPECT_TRUE(submitted(self->s, f0.point + 3));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 32, 0));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 40,
+					    SPYRE_TIMESTAMP_EAGER));
+	EXPECT_FALSE(submitted(self->s, f0.point + 4));
+	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
+	EXPECT_TRUE(submitted(self->s, f0.point + 4));
+	EXPECT_FALSE(submitted(self->s, f0.point + 5));
+	EXPECT_LE(t_end, t[3]);
+	EXPECT_LE(t[3], t[4]);
+	EXPECT_LE(t[4], t[5]);
 	ASSERT_EQ(0, spyre_stream_set_batch(self->s, 0));
 	/* unbatched: a job of its own, at once */
-	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 24));
+	ASSERT_EQ(0, spyre_stream_timestamp(self->s, ts, 48, 0));
 	ASSERT_EQ(0, spyre_stream_sync(self->s, T_NS));
-	EXPECT_LE(t_end, t[3]);
+	EXPECT_LE(t[5], t[6]);
 	spyre_event_destroy(e);
 	spyre_bo_free(other);
 	spyre_bo_free(bo);

@@ -365,11 +365,11 @@ static bool stream_disjoint(struct spyre_mem out, const struct spyre_mem *in,
  * Submit s->cb (encoded by the caller, with encoder result @ret), marked
  * @restartable, and unlock.
  */
-static int stream_end(struct spyre_stream *s, int ret,
-		      struct spyre_bo *const *bos, unsigned int nbos,
-		      bool restartable)
+static int stream_end_as(struct spyre_stream *s, int ret,
+			 struct spyre_bo *const *bos, unsigned int nbos,
+			 bool restartable, bool batch)
 {
-	if (!ret && s->batch_max) {
+	if (!ret && batch) {
 		ret = batch_append_locked(s, bos, nbos, restartable);
 	} else if (!ret) {
 		struct spyre__sub sub;
@@ -383,6 +383,13 @@ static int stream_end(struct spyre_stream *s, int ret,
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
+}
+
+static int stream_end(struct spyre_stream *s, int ret,
+		      struct spyre_bo *const *bos, unsigned int nbos,
+		      bool restartable)
+{
+	return stream_end_as(s, ret, bos, nbos, restartable, s->batch_max);
 }
 
 SPYRE_API int spyre_stream_fill(struct spyre_stream *s, struct spyre_bo *dst,
@@ -922,11 +929,12 @@ SPYRE_API int spyre_stream_layernorm(struct spyre_stream *s, uint32_t dtype,
 }
 
 SPYRE_API int spyre_stream_timestamp(struct spyre_stream *s,
-				     struct spyre_bo *bo, uint64_t offset)
+				     struct spyre_bo *bo, uint64_t offset,
+				     uint32_t flags)
 {
 	int ret;
 
-	if (!s || !bo || (offset & 7))
+	if (!s || !bo || (offset & 7) || (flags & ~SPYRE_TIMESTAMP_EAGER))
 		return -EINVAL;
 	if (bo->dev != s->q->dev)
 		return -EXDEV;
@@ -937,7 +945,9 @@ SPYRE_API int spyre_stream_timestamp(struct spyre_stream *s,
 	if (ret)
 		return ret;
 	ret = spyre_cmdbuf_timestamp(&s->cb, bo->va + offset);
-	return stream_end(s, ret, &bo, 1, true);
+	return stream_end_as(s, ret, &bo, 1, true,
+			     s->batch_max && (s->batch.count ||
+					      !(flags & SPYRE_TIMESTAMP_EAGER)));
 }
 
 /* ---- state -------------------------------------------------------------- */

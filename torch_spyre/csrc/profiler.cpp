@@ -191,7 +191,7 @@ public:
 			// work the enclosing op queued before this one
 			if (!tf.stack.empty())
 				note_work(tf, tf.stack.back());
-			f.start = stamp(f.card, f.ss);
+			f.start = stamp(f.card, f.ss, 0);
 			f.stamped = true;
 			*tf.own_count(f.ss) = enqueued(f.ss);
 		} catch (const std::exception &e) {
@@ -220,7 +220,7 @@ public:
 			return;
 		Stamp end;
 		try {
-			end = stamp(f.card, f.ss);
+			end = stamp(f.card, f.ss, SPYRE_TIMESTAMP_EAGER);
 			*tf.own_count(f.ss) = enqueued(f.ss);
 		} catch (const std::exception &e) {
 			note_error(e.what());
@@ -338,8 +338,11 @@ private:
 			errors_.push_back(std::string("spyre profiler: ") + what);
 	}
 
-	// queue a TIMESTAMP on @s into this session's next slot of @card
-	Stamp stamp(int card, struct spyre_stream *s)
+	// queue a TIMESTAMP on @s into this session's next slot of @card: a
+	// start joins the batch (it runs right before the op's commands), an
+	// end is EAGER (after an op that flushed, it is taken at once rather
+	// than at the stream's next flush point)
+	Stamp stamp(int card, struct spyre_stream *s, uint32_t flags)
 	{
 		std::lock_guard<std::mutex> l(mu_);
 		std::vector<StampPage> &pages = pages_[card];
@@ -351,7 +354,7 @@ private:
 		Stamp st{static_cast<uint32_t>(pages.size() - 1), used};
 		const StampPage &p = pages.back();
 		p.words[st.word] = 0;
-		check(spyre_stream_timestamp(s, p.bo, 8ull * st.word),
+		check(spyre_stream_timestamp(s, p.bo, 8ull * st.word, flags),
 		      "queueing a profiler timestamp", card);
 		used++;
 		if (std::find(streams_.begin(), streams_.end(), s) ==

@@ -1434,6 +1434,9 @@ SPYRE_API int spyre_stream_last_fence(struct spyre_stream *s,
 SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
 				     unsigned int max_cmds);
 
+/* spyre_stream_timestamp(): never open a batch with the stamp. */
+#define SPYRE_TIMESTAMP_EAGER	(1u << 0)
+
 /**
  * spyre_stream_timestamp() - enqueue a TIMESTAMP on @s: when the card
  * reaches it in stream order (everything enqueued on @s before it has
@@ -1443,19 +1446,26 @@ SPYRE_API int spyre_stream_set_batch(struct spyre_stream *s,
  * @bo: the BO written; must outlive the command (freeing it flushes a
  *	batch that names it, as for any operand).
  * @offset: byte offset into @bo, 8-byte aligned; 8 bytes are written.
+ * @flags: 0, or SPYRE_TIMESTAMP_EAGER: when the stream batches but has no
+ *	open batch (its last operation was submitted already), submit the
+ *	stamp at once as a job of its own, so it marks the end of that work
+ *	instead of waiting in a new batch for the next flush point.
  *
  * Batched like the other single-command operations (it is not a flush
  * point), so stamps between the operations of one batch give each its
- * card time: a profiler's per-operation timestamps inside one job.  The
- * value is there once the stream has been synchronized past it (e.g.
+ * card time: a profiler's per-operation timestamps inside one job (a
+ * stamp before an operation plain, one after it EAGER).  The value is
+ * there once the stream has been synchronized past it (e.g.
  * spyre_stream_sync(), or an event recorded after it); read it through a
  * mapping of @bo.
- * Errors: -EINVAL (NULL, misaligned @offset), -ERANGE (past @bo's end),
+ * Errors: -EINVAL (NULL, misaligned @offset, unknown @flags), -ERANGE
+ * (past @bo's end),
  * -EXDEV (@bo of another device), -ECHILD, the stream's sticky error,
  * submission errors when not batching.
  */
 SPYRE_API int spyre_stream_timestamp(struct spyre_stream *s,
-				     struct spyre_bo *bo, uint64_t offset);
+				     struct spyre_bo *bo, uint64_t offset,
+				     uint32_t flags);
 
 /**
  * spyre_stream_enqueued() - how many operations @s has accepted so far.
