@@ -243,6 +243,96 @@ static bool kscatter_structure_ok(SpyreKProg *p, const SpyreKInst *in)
     return true;
 }
 
+/* Slots of kept math lanes, and the comparisons kplan_keep() may spend. */
+#define KKEEP_SLOTS     2
+#define KKEEP_WORK      (1u << 18)
+
+/* Does @in compute the same lanes wherever it runs in a pass? */
+static bool kpure(const SpyreKProg *p, const SpyreKInst *in)
+{
+    switch (in->op) {
+    case SPYRE_KOP_LOAD:
+        /* Memory no instruction of the launch writes. */
+        return !((p->stored | p->scattered) & (1u << in->imm));
+    case SPYRE_KOP_STORE:
+    case SPYRE_KOP_CHECK:
+    case SPYRE_KOP_SCATTER:
+    case SPYRE_KOP_SCAN:
+    case SPYRE_KOP_RAND:
+    case SPYRE_KOP_REDUCE:
+    case SPYRE_KOP_PASS:
+    case SPYRE_KOP_ENDPASS:
+        return false;
+    default:
+        return in->dst != KNONE;
+    }
+}
+
+/*
+ * Plan the kept math lanes of a verified program.  Passes run over the
+ * same (point, reduction index) lanes, in the same vectors, so an
+ * instruction of a pass whose operation and sources are those of an
+ * instruction of an earlier pass computes the same lanes; for a math
+ * instruction (the costly ones: one-kernel softmax computes its EXP in
+ * two passes) the earlier one keeps its lanes and the later one takes
+ * them instead of computing (SpyreKInst.keep, take).  Sources compare by
+ * value number: a value defined outside the passes is its own, one
+ * defined in a pass the number of the first instruction found equal
+ * (same opcode, type, modifiers, immediate, source type and sources'
+ * numbers; a LOAD only of an operand no instruction writes).  Gives up
+ * after KKEEP_WORK comparisons (the plan is an optimisation only).
+ */
+static void kplan_keep(SpyreKProg *p)
+{
+    uint16_t vn[SPYRE_KERNEL_MAX_VALUES];
+    uint32_t i, j, v, work = 0;
+
+    p->nkeep = 0;
+    if (p->npasses < 2) {
+        return;
+    }
+    for (v = 0; v < p->nvalues; v++) {
+        vn[v] = v;
+    }
+    for (i = 0; i < p->ninsts; i++) {
+        SpyreKInst *in = &p->inst[i];
+
+        if (!p->sec_pass[in->sec] || !kpure(p, in)) {
+            continue;
+        }
+        for (j = 0; j < i; j++) {
+            SpyreKInst *jn = &p->inst[j];
+
+            if (++work > KKEEP_WORK) {
+                return;
+            }
+            if (jn->op != in->op || jn->type != in->type ||
+                jn->mod != in->mod || jn->imm != in->imm ||
+                jn->stype != in->stype || !p->sec_pass[jn->sec] ||
+                !kpure(p, jn)) {
+                continue;
+            }
+            if (in->op == SPYRE_KOP_CONST ? jn->k != in->k :
+                (in->a != KNONE ? jn->a == KNONE || vn[jn->a] != vn[in->a] :
+                                  jn->a != KNONE) ||
+                (in->b != KNONE ? jn->b == KNONE || vn[jn->b] != vn[in->b] :
+                                  jn->b != KNONE) ||
+                (in->c != KNONE ? jn->c == KNONE || vn[jn->c] != vn[in->c] :
+                                  jn->c != KNONE)) {
+                continue;
+            }
+            vn[in->dst] = vn[jn->dst];
+            if (jn->sec != in->sec && spyre_kmath_arity(in->op)) {
+                if (!jn->keep && p->nkeep < KKEEP_SLOTS) {
+                    jn->keep = ++p->nkeep;
+                }
+                in->take = jn->keep;
+            }
+            break;
+        }
+    }
+}
+
 uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
                              uint32_t size, const SpyreKLaunch *l,
                              uint64_t *detail)
@@ -312,6 +402,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
         in->k = ld64(b + 8);
         in->bcast = 0;
         in->red = 0;
+        in->keep = in->take = 0;
 
         /* Opcode, result types and sources. */
         switch (in->op) {
@@ -750,6 +841,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
     p->nscan = nscan;
     p->nsecs = nsecs;
     p->sec_start[nsecs] = ninsts + 1;
+    kplan_keep(p);
     return SPYRE_STATUS_OK;
 }
 
@@ -779,7 +871,7 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
                           const SpyreKLaunch *l, const SpyreKIO *io)
 {
     uint32_t vl = SPYRE_KVL_MAX, tile;
-    size_t need, nv = p->nvalues;
+    size_t need, nv = p->nvalues, kept = 0;
     uint8_t *m;
 
     while (vl > SPYRE_KVL_MIN && nv * vl * 8 > (4u << 20)) {
@@ -799,9 +891,14 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
         /* About 64 Ki iterations per tile: tiles are what cores share. */
         tile = KMIN(tile, KMAX(1, 65536 / KMAX(l->R, 1)));
     }
+    /* Kept math lanes: a tile's (point, index) lanes, up to 4 MiB. */
+    if (p->nkeep && l->nrdims &&
+        l->R <= (4u << 20) / 4 / p->nkeep / tile) {
+        kept = (size_t)p->nkeep * tile * l->R * 4;
+    }
     need = nv * vl * 8 + 5 * (size_t)vl * 8 + vl + vl * 4 + vl * 8 +
            (size_t)p->nreduce * tile * sizeof(SpyreKRed) +
-           nv * (sizeof(SpyreKAff) + 1) + 64;
+           nv * (sizeof(SpyreKAff) + 1) + kept + 64;
     if (need > r->bytes) {
         free(r->mem);
         r->mem = malloc(need);
@@ -821,6 +918,8 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
     m += (size_t)p->nreduce * tile * sizeof(SpyreKRed);
     r->aff = (SpyreKAff *)m;
     m += nv * sizeof(SpyreKAff);
+    r->kept = kept ? (float *)m : NULL;
+    m += kept;
     r->lpt = (uint32_t *)m;
     m += (size_t)vl * 4;
     r->lazy = m;
@@ -3243,6 +3342,18 @@ static void krand(SpyreKRun *r, const SpyreKInst *in, unsigned int isa)
 /* ---- Sections ----------------------------------------------------------- */
 
 /*
+ * Where kept math lanes of slot @slot (1-based) are for the current
+ * vector of a pass: its lanes are (point lpt[0], indices from lr[0]) on,
+ * consecutive in point-major order (whole rows of points, or one run of
+ * one point's indices), at the same place in every pass.
+ */
+static inline float *kkept(const SpyreKRun *r, unsigned int slot)
+{
+    return r->kept + (size_t)(slot - 1) * r->tile * r->l->R +
+           (size_t)r->lpt[0] * r->l->R + r->lr[0];
+}
+
+/*
  * Instructions [@from, @to) over the current vector (g: its first point)
  * on host code path @isa (SPYRE_KISA_*: the math library's lanes).
  */
@@ -3296,8 +3407,15 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             break;
         }
         default:
+            if (in->take && r->kept) {
+                memcpy(VS(r, in->dst), kkept(r, in->take), (size_t)r->nl * 4);
+                break;
+            }
             if (!kaff_op(r, in)) {
                 kalu(r, in, isa);
+            }
+            if (in->keep && r->kept) {
+                memcpy(kkept(r, in->keep), VS(r, in->dst), (size_t)r->nl * 4);
             }
             break;
         }

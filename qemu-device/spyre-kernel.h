@@ -52,6 +52,12 @@ typedef struct SpyreKInst {
     uint8_t bcast;              /* bit i: source i is point-level, in a pass */
     uint8_t red;                /* REDUCE, SCAN: its accumulator slot */
     uint8_t stype;              /* type of source a */
+    /*
+     * A math instruction of a pass that an earlier pass computes the same
+     * way: 1 + the slot its lanes are kept in (@keep, the earlier one) or
+     * taken from (@take), 0 if neither (spyre-kernel.c, kplan_keep()).
+     */
+    uint8_t keep, take;
 } SpyreKInst;
 
 typedef struct SpyreKProg {
@@ -59,6 +65,7 @@ typedef struct SpyreKProg {
     uint32_t loaded, stored;    /* operand bit masks */
     uint32_t scattered;         /* operands of SCATTERs (one core runs) */
     uint32_t nscan;             /* SCAN instructions */
+    uint32_t nkeep;             /* slots of kept math lanes */
     uint8_t vtype[SPYRE_KERNEL_MAX_VALUES];
     uint8_t vpass[SPYRE_KERNEL_MAX_VALUES]; /* 1 + pass of a pass value */
     uint8_t vsec[SPYRE_KERNEL_MAX_VALUES];  /* section that defines it */
@@ -154,6 +161,8 @@ typedef struct SpyreKRun {
      */
     SpyreKAff *aff;
     uint8_t *lazy;
+    /* Kept math lanes: nkeep slots of tile * R f32, or NULL (none). */
+    float *kept;
     size_t bytes;       /* allocated: vals, tmp, act, lpt, lr, red, aff */
     void *mem;
     /* Current vector. */

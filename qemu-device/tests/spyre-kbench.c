@@ -823,6 +823,71 @@ static void half_sweep(void)
     }
 }
 
+/*
+ * Kept math lanes (a pass taking the EXP lanes an earlier pass computed
+ * the same way): two passes each summing exp(x) over a row, rows longer
+ * and shorter than a vector; with @overwrite, point code between the
+ * passes stores the first sum over the row's first x, which the second
+ * pass must see (its LOAD reads memory the kernel writes: nothing is
+ * kept).  Against the base.
+ */
+static void keep_sweep(void)
+{
+    const uint32_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
+    static const uint64_t cols[2] = { 4096, 200 };
+    uint64_t size[9] = { 0 }, param[1], e;
+    int overwrite, c, pass, row, o, s;
+    struct spyre_kernel *k;
+    Launch lk;
+    Buf b[2];
+
+    for (overwrite = 0; overwrite < 2; overwrite++) {
+        spyre_kernel_create(dt, 2, 1, 1, 1, &k);
+        row = spyre_kernel_affine(k, SPYRE_KTYPE_I64, N_, 1, 0);
+        s = N_;
+        for (pass = 0; pass < 2; pass++) {
+            spyre_kernel_pass(k);
+            o = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, row,
+                                spyre_kernel_idx(k, SPYRE_KTYPE_I64,
+                                                 SPYRE_KDIM_R0), N_);
+            s = spyre_kernel_reduce(k, SPYRE_KRED_SUM,
+                                    spyre_kernel_op(k, SPYRE_KOP_EXP, 0,
+                                                    spyre_kernel_load(k, 0,
+                                                                      o, N_,
+                                                                      N_),
+                                                    N_, N_), N_, N_, N_);
+            spyre_kernel_endpass(k);
+            if (!pass && overwrite) {
+                spyre_kernel_store(k, 0, row, s, N_, 0);
+            }
+        }
+        spyre_kernel_store(k, 1, spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0),
+                           s, N_, 0);
+        if (spyre_kernel_error(k)) {
+            printf("not ok keep sweep: builder %d\n", spyre_kernel_error(k));
+            failures++;
+        }
+        for (c = 0; c < 2; c++) {
+            param[0] = cols[c];
+            size[0] = 64;
+            size[6] = cols[c];
+            b[0] = mkbuf(64 * cols[c], SPYRE_DTYPE_FP32);
+            b[1] = mkbuf(64, SPYRE_DTYPE_FP32);
+            for (e = 0; e < 64 * cols[c]; e++) {    /* finite sums */
+                float f = (float)((int64_t)(rnd() % 8001) - 4000) / 1000.0f;
+
+                memcpy(b[0].data + 4 * e, &f, 4);
+            }
+            mklaunch(&lk, k, b, 2, param, 1, 1, 1, size);
+            differ(overwrite ? "keep sweep, overwritten" : "keep sweep", &lk,
+                   b, 2);
+            free(b[0].data);
+            free(b[1].data);
+        }
+        spyre_kernel_destroy(k);
+    }
+}
+
 /* ---- Part 2 (SCATTER, SCAN, RAND) against libspyre's reference ---- */
 
 /* The KAT of Random123's kat_vectors for philox4x32_10. */
@@ -1495,6 +1560,7 @@ int main(int argc, char **argv)
         if (!part2_only) {
             math_sweep(1u << 21);
             half_sweep();
+            keep_sweep();
             for (i = 0; i < n; i++) {
                 map_mode = i % 3;
                 random_one(i);
