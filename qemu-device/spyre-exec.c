@@ -709,6 +709,9 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
     if (op >= SPYRE_OP_COUNT || !spyre_cmd_size[op]) {
         return SPYRE_STATUS_INVALID_OPCODE;
     }
+    if (op != SPYRE_OP_KERNEL && op != SPYRE_OP_NOP) {
+        e->kprog_kept = false;      /* may order others' writes, or write */
+    }
     if ((op == SPYRE_OP_KERNEL ?
          size < spyre_cmd_size[op] || size > SPYRE_KCMD_MAX || size % 8 :
          size != spyre_cmd_size[op]) ||
@@ -1028,6 +1031,7 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
     e->floor = MAX((int)e->prio, floor);
     e->part_gang = NULL;
     e->sbuf_len = 0;
+    e->kprog_kept = false;
     if (q->job_state == SPYRE_JOB_SEM_WAIT ||
         q->job_state == SPYRE_JOB_READY) {
         spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);

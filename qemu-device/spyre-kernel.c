@@ -22,6 +22,10 @@
 /* HOST_X86_64: QEMU's build configuration (the native harness's own). */
 #include "config-host.h"
 
+#ifdef HOST_X86_64
+#include <immintrin.h>
+#endif
+
 #include "spyre-math.h"
 #include "spyre-kernel.h"
 #include "spyre-kmath.h"
@@ -263,6 +267,96 @@ static bool kscatter_structure_ok(SpyreKProg *p, const SpyreKInst *in)
     return true;
 }
 
+/* Slots of kept math lanes, and the comparisons kplan_keep() may spend. */
+#define KKEEP_SLOTS     2
+#define KKEEP_WORK      (1u << 18)
+
+/* Does @in compute the same lanes wherever it runs in a pass? */
+static bool kpure(const SpyreKProg *p, const SpyreKInst *in)
+{
+    switch (in->op) {
+    case SPYRE_KOP_LOAD:
+        /* Memory no instruction of the launch writes. */
+        return !((p->stored | p->scattered) & (1u << in->imm));
+    case SPYRE_KOP_STORE:
+    case SPYRE_KOP_CHECK:
+    case SPYRE_KOP_SCATTER:
+    case SPYRE_KOP_SCAN:
+    case SPYRE_KOP_RAND:
+    case SPYRE_KOP_REDUCE:
+    case SPYRE_KOP_PASS:
+    case SPYRE_KOP_ENDPASS:
+        return false;
+    default:
+        return in->dst != KNONE;
+    }
+}
+
+/*
+ * Plan the kept math lanes of a verified program.  Passes run over the
+ * same (point, reduction index) lanes, in the same vectors, so an
+ * instruction of a pass whose operation and sources are those of an
+ * instruction of an earlier pass computes the same lanes; for a math
+ * instruction (the costly ones: one-kernel softmax computes its EXP in
+ * two passes) the earlier one keeps its lanes and the later one takes
+ * them instead of computing (SpyreKInst.keep, take).  Sources compare by
+ * value number: a value defined outside the passes is its own, one
+ * defined in a pass the number of the first instruction found equal
+ * (same opcode, type, modifiers, immediate, source type and sources'
+ * numbers; a LOAD only of an operand no instruction writes).  Gives up
+ * after KKEEP_WORK comparisons (the plan is an optimisation only).
+ */
+static void kplan_keep(SpyreKProg *p)
+{
+    uint16_t vn[SPYRE_KERNEL_MAX_VALUES];
+    uint32_t i, j, v, work = 0;
+
+    p->nkeep = 0;
+    if (p->npasses < 2) {
+        return;
+    }
+    for (v = 0; v < p->nvalues; v++) {
+        vn[v] = v;
+    }
+    for (i = 0; i < p->ninsts; i++) {
+        SpyreKInst *in = &p->inst[i];
+
+        if (!p->sec_pass[in->sec] || !kpure(p, in)) {
+            continue;
+        }
+        for (j = 0; j < i; j++) {
+            SpyreKInst *jn = &p->inst[j];
+
+            if (++work > KKEEP_WORK) {
+                return;
+            }
+            if (jn->op != in->op || jn->type != in->type ||
+                jn->mod != in->mod || jn->imm != in->imm ||
+                jn->stype != in->stype || !p->sec_pass[jn->sec] ||
+                !kpure(p, jn)) {
+                continue;
+            }
+            if (in->op == SPYRE_KOP_CONST ? jn->k != in->k :
+                (in->a != KNONE ? jn->a == KNONE || vn[jn->a] != vn[in->a] :
+                                  jn->a != KNONE) ||
+                (in->b != KNONE ? jn->b == KNONE || vn[jn->b] != vn[in->b] :
+                                  jn->b != KNONE) ||
+                (in->c != KNONE ? jn->c == KNONE || vn[jn->c] != vn[in->c] :
+                                  jn->c != KNONE)) {
+                continue;
+            }
+            vn[in->dst] = vn[jn->dst];
+            if (jn->sec != in->sec && spyre_kmath_arity(in->op)) {
+                if (!jn->keep && p->nkeep < KKEEP_SLOTS) {
+                    jn->keep = ++p->nkeep;
+                }
+                in->take = jn->keep;
+            }
+            break;
+        }
+    }
+}
+
 uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
                              uint32_t size, const SpyreKLaunch *l,
                              uint64_t *detail)
@@ -332,6 +426,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
         in->k = ld64(b + 8);
         in->bcast = 0;
         in->red = 0;
+        in->keep = in->take = 0;
 
         /* Opcode, result types and sources. */
         switch (in->op) {
@@ -537,6 +632,9 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             if (in_pass && (!p->vpass[v] || (p->vpass[v] & 0x80))) {
                 in->bcast |= 1 << j;
             }
+            if (p->vsec[v] != nsecs - 1) {
+                p->vlocal[v] = false;
+            }
         }
         if ((in->op == SPYRE_KOP_REDUCE || in->op == SPYRE_KOP_SCAN) &&
             in->imm != KNONE) {
@@ -551,6 +649,9 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             }
             if (in_pass && (!p->vpass[v] || (p->vpass[v] & 0x80))) {
                 in->bcast |= 1 << 3;
+            }
+            if (p->vsec[v] != nsecs - 1) {
+                p->vlocal[v] = false;
             }
         }
         /* Source types. */
@@ -726,6 +827,8 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             p->vtype[nval + j] = T;
             p->vpass[nval + j] = !in_pass ? 0 :
                 in->op == SPYRE_KOP_REDUCE ? 0x80 | (pass - 1) : pass;
+            p->vsec[nval + j] = in->sec;
+            p->vlocal[nval + j] = true;
         }
         nval += ndef;
     }
@@ -739,6 +842,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
     p->nscan = nscan;
     p->nsecs = nsecs;
     p->sec_start[nsecs] = ninsts + 1;
+    kplan_keep(p);
     return SPYRE_STATUS_OK;
 }
 
@@ -768,7 +872,7 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
                           const SpyreKLaunch *l, const SpyreKIO *io)
 {
     uint32_t vl = SPYRE_KVL_MAX, tile;
-    size_t need, nv = p->nvalues;
+    size_t need, nv = p->nvalues, kept = 0;
     uint8_t *m;
 
     while (vl > SPYRE_KVL_MIN && nv * vl * 8 > (4u << 20)) {
@@ -788,8 +892,14 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
         /* About 64 Ki iterations per tile: tiles are what cores share. */
         tile = KMIN(tile, KMAX(1, 65536 / KMAX(l->R, 1)));
     }
+    /* Kept math lanes: a tile's (point, index) lanes, up to 4 MiB. */
+    if (p->nkeep && l->nrdims &&
+        l->R <= (4u << 20) / 4 / p->nkeep / tile) {
+        kept = (size_t)p->nkeep * tile * l->R * 4;
+    }
     need = nv * vl * 8 + 5 * (size_t)vl * 8 + vl + vl * 4 + vl * 8 +
-           (size_t)p->nreduce * tile * sizeof(SpyreKRed) + 64;
+           (size_t)p->nreduce * tile * sizeof(SpyreKRed) +
+           nv * (sizeof(SpyreKAff) + 1) + kept + 64;
     if (need > r->bytes) {
         free(r->mem);
         r->mem = malloc(need);
@@ -807,8 +917,15 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
     m += (size_t)vl * 8;
     r->red = (SpyreKRed *)m;
     m += (size_t)p->nreduce * tile * sizeof(SpyreKRed);
+    r->aff = (SpyreKAff *)m;
+    m += nv * sizeof(SpyreKAff);
+    r->kept = kept ? (float *)m : NULL;
+    m += kept;
     r->lpt = (uint32_t *)m;
     m += (size_t)vl * 4;
+    r->lazy = m;
+    memset(r->lazy, 0, nv);
+    m += nv;
     r->act = m;
     r->p = p;
     r->l = l;
@@ -885,6 +1002,17 @@ static inline KALWAYS void kfill(void *d, unsigned int t, uint64_t x,
     }
 }
 
+/* Write the lanes of lazy value @v (see "Affine lanes" below). */
+static inline KALWAYS void kaff_lanes(SpyreKRun *r, uint16_t v)
+{
+    uint64_t *restrict d = VS(r, v);
+    uint64_t b = r->aff[v].base, sl = r->aff[v].slope;
+    size_t j;
+
+    KFOR(j, r->nl, { d[j] = b + sl * j; });
+    r->lazy[v] = 0;
+}
+
 /* Source @i of @in, broadcast to pass lanes if it is a point value. */
 static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
                                        int i, uint16_t v)
@@ -895,6 +1023,9 @@ static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
     size_t j;
 
     if (!(in->bcast & (1 << i))) {
+        if (r->lazy[v]) {
+            kaff_lanes(r, v);
+        }
         return s;
     }
     if (n && r->lpt[0] == r->lpt[n - 1]) {
@@ -1045,6 +1176,178 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
         prev = lin;
         out[j] = q;
     }
+}
+
+/* ---- Affine lanes ------------------------------------------------------ */
+
+/*
+ * Index arithmetic mostly gives i64 lanes that are base + slope * j in
+ * one vector (j the lane): the reduction index of one point's run, a
+ * point-level row offset plus it, a dimension's index in point code.
+ * The instructions that compute such values from such values (IDX,
+ * AFFINE, CONST, PARAM, ADD, SUB, MUL of i64) keep the pair instead of
+ * writing lanes (the value is *lazy*); a LOAD or STORE at offsets of
+ * slope 1 and no mask goes straight to its contiguous run, with no
+ * offset lanes read, compared or bounds-checked one by one; any other
+ * reader gets the lanes written first (ksrc()).  Lazy values of the
+ * vector are written or dropped when it ends (krun_insts()).  All
+ * arithmetic is modulo 2^64 as the lanes' own (-fwrapv), so the pair
+ * gives exactly the lanes the instructions would have written.
+ */
+
+/*
+ * Is dimension @d's index (kdim()) over the vector's lanes base + slope
+ * * j?  As kdims()' cases; false where it cannot tell cheaply.
+ */
+static bool kdim_aff(const SpyreKRun *r, uint32_t d, uint64_t *base,
+                     uint64_t *slope)
+{
+    const SpyreKLaunch *l = r->l;
+    uint32_t n = r->nl, k, end;
+    uint64_t stride = 1, size, lin;
+    bool rdim = d >= SPYRE_KDIM_R0 && d != SPYRE_KDIM_POINT;
+
+    if (!n) {
+        return false;
+    }
+    if (r->in_pass && r->lpt[0] != r->lpt[n - 1]) {
+        return false;           /* lanes of several points */
+    }
+    if (d == SPYRE_KDIM_POINT) {
+        *base = lane_pt(r, 0);
+        *slope = !r->in_pass;
+        return true;
+    }
+    if (rdim && (!r->in_pass || r->lr[n - 1] - r->lr[0] != n - 1)) {
+        return false;
+    }
+    if (d == SPYRE_KDIM_RINDEX) {
+        *base = r->lr[0];
+        *slope = 1;
+        return true;
+    }
+    end = rdim ? SPYRE_KDIM_R0 + l->nrdims : l->npdims;
+    for (k = d + 1; k < end; k++) {
+        stride *= l->size[k];
+    }
+    size = l->size[d];
+    if (!size || !stride) {
+        return false;
+    }
+    /* The lanes' linear indices: lin + j (one point's run, or points). */
+    lin = rdim ? r->lr[0] : lane_pt(r, 0);
+    if (r->in_pass && !rdim) {
+        *base = lin / stride % size;        /* one point: uniform */
+        *slope = 0;
+        return true;
+    }
+    if (stride == 1 && lin % size + n <= size) {
+        *base = lin % size;
+        *slope = 1;
+        return true;
+    }
+    if (lin / stride == (lin + n - 1) / stride) {
+        *base = lin / stride % size;
+        *slope = 0;
+        return true;
+    }
+    return false;
+}
+
+/* Is source @i (value @v) of @in an affine i64 over the lanes? */
+static inline bool kaff_src(const SpyreKRun *r, const SpyreKInst *in, int i,
+                            uint16_t v, SpyreKAff *a)
+{
+    uint32_t n = r->nl;
+
+    if (in->bcast & (1 << i)) {
+        /* A point value over one point's lanes: uniform. */
+        if (r->p->vtype[v] != KI64 || !n || r->lpt[0] != r->lpt[n - 1]) {
+            return false;
+        }
+        a->base = VS(r, v)[r->lpt[0]];
+        a->slope = 0;
+        return true;
+    }
+    if (!r->lazy[v]) {
+        return false;
+    }
+    *a = r->aff[v];
+    return true;
+}
+
+/*
+ * If @in computes an affine i64 from affine sources, make its result
+ * lazy and return true (nothing else to do); else false.
+ */
+static bool kaff_op(SpyreKRun *r, const SpyreKInst *in)
+{
+    const SpyreKLaunch *l = r->l;
+    SpyreKAff x = { 0, 0 }, y, t;
+    uint32_t d, pi;
+
+    if (in->type != KI64 || !r->nl) {
+        return false;
+    }
+    switch (in->op) {
+    case SPYRE_KOP_CONST:
+        x.base = (uint64_t)(int64_t)in->k;
+        break;
+    case SPYRE_KOP_PARAM:
+        x.base = l->param[in->imm];
+        break;
+    case SPYRE_KOP_IDX:
+        if (!kdim_aff(r, in->imm, &x.base, &x.slope)) {
+            return false;
+        }
+        break;
+    case SPYRE_KOP_AFFINE:
+        if (in->a != KNONE && !kaff_src(r, in, 0, in->a, &x)) {
+            return false;
+        }
+        for (d = 0, pi = in->imm; d < 9; d++) {
+            uint64_t s;
+
+            if (!(in->mod & (1u << d))) {
+                continue;
+            }
+            s = l->param[pi++];
+            if (!kdim_aff(r, d, &t.base, &t.slope)) {
+                return false;
+            }
+            x.base += t.base * s;
+            x.slope += t.slope * s;
+        }
+        break;
+    case SPYRE_KOP_ADD:
+    case SPYRE_KOP_SUB:
+    case SPYRE_KOP_MUL:
+        if (in->stype != KI64 || r->p->vtype[in->b] != KI64 ||
+            !kaff_src(r, in, 0, in->a, &x) ||
+            !kaff_src(r, in, 1, in->b, &y)) {
+            return false;
+        }
+        if (in->op == SPYRE_KOP_ADD) {
+            x.base += y.base;
+            x.slope += y.slope;
+        } else if (in->op == SPYRE_KOP_SUB) {
+            x.base -= y.base;
+            x.slope -= y.slope;
+        } else if (!x.slope || !y.slope) {
+            /* (b + s j) c: one factor uniform. */
+            t.base = x.base * y.base;
+            t.slope = x.slope * y.base + y.slope * x.base;
+            x = t;
+        } else {
+            return false;
+        }
+        break;
+    default:
+        return false;
+    }
+    r->aff[in->dst] = x;
+    r->lazy[in->dst] = 1;
+    return true;
 }
 
 /*
@@ -1756,6 +2059,55 @@ static inline uint16_t kf2bf(float f)
     return (uint16_t)ksel(kmask(ax > 0x7f800000), (x >> 16) | 0x40, fin);
 }
 
+#ifdef HOST_X86_64
+/*
+ * fp16 runs converted with F16C, for the AVX2 path (spyre_kmath_isas()
+ * requires F16C for it): VCVTPH2PS and VCVTPS2PH (to nearest even, from
+ * the immediate) give exactly kh2f() and kf2h() for every input, NaNs
+ * quietened with their payload kept (spyre-kbench check sweeps every
+ * fp16 value and every f32 rounding case).  128-bit vectors, as
+ * krun_avx2.  Tails go through the portable conversions.
+ */
+static __attribute__((target("avx2,f16c"))) void
+kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
+{
+    uint32_t j;
+
+    for (j = 0; j + 8 <= n; j += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * j));
+
+        _mm_storeu_ps(d + j, _mm_cvtph_ps(h));
+        _mm_storeu_ps(d + j + 4, _mm_cvtph_ps(_mm_srli_si128(h, 8)));
+    }
+    for (; j < n; j++) {
+        uint16_t h;
+
+        memcpy(&h, p + 2 * j, 2);
+        d[j] = kh2f(h);
+    }
+}
+
+static __attribute__((target("avx2,f16c"))) void
+kstore_fp16_f16c(uint8_t *restrict p, const float *restrict v, uint32_t n)
+{
+    uint32_t j;
+
+    for (j = 0; j + 8 <= n; j += 8) {
+        __m128i lo = _mm_cvtps_ph(_mm_loadu_ps(v + j),
+                                  _MM_FROUND_TO_NEAREST_INT);
+        __m128i hi = _mm_cvtps_ph(_mm_loadu_ps(v + j + 4),
+                                  _MM_FROUND_TO_NEAREST_INT);
+
+        _mm_storeu_si128((__m128i *)(p + 2 * j), _mm_unpacklo_epi64(lo, hi));
+    }
+    for (; j < n; j++) {
+        uint16_t h = kf2h(v[j]);
+
+        memcpy(p + 2 * j, &h, 2);
+    }
+}
+#endif
+
 /* Bytes of one lane of a value of type @t. */
 static inline size_t kvsize(unsigned int t)
 {
@@ -1764,12 +2116,19 @@ static inline size_t kvsize(unsigned int t)
 
 /*
  * @n fp16 (@bf false) or bf16 elements at @p into f32 lanes @d (@bf a
- * constant at each call: GCC -O2 does not unswitch the loop).
+ * constant at each call: GCC -O2 does not unswitch the loop); @f16c: the
+ * host has F16C (the AVX2 path).
  */
 static inline KALWAYS void kload_half(float *restrict d,
                                       const uint8_t *restrict p, uint32_t n,
-                                      bool bf)
+                                      bool bf, bool f16c)
 {
+#ifdef HOST_X86_64
+    if (f16c && !bf) {
+        kload_fp16_f16c(d, p, n);
+        return;
+    }
+#endif
     KFOR_N(j, n, {
         uint16_t h;
 
@@ -1778,11 +2137,20 @@ static inline KALWAYS void kload_half(float *restrict d,
     });
 }
 
-/* @n f32 lanes @v to fp16 (@bf false, a constant) or bf16 elements at @p. */
+/*
+ * @n f32 lanes @v to fp16 (@bf false, a constant) or bf16 elements at @p;
+ * @f16c as kload_half().
+ */
 static inline KALWAYS void kstore_half(uint8_t *restrict p,
                                        const float *restrict v, uint32_t n,
-                                       bool bf)
+                                       bool bf, bool f16c)
 {
+#ifdef HOST_X86_64
+    if (f16c && !bf) {
+        kstore_fp16_f16c(p, v, n);
+        return;
+    }
+#endif
     KFOR_N(j, n, {
         uint16_t h = bf ? kf2bf(v[j]) : kf2h(v[j]);
 
@@ -1790,10 +2158,13 @@ static inline KALWAYS void kstore_half(uint8_t *restrict p,
     });
 }
 
-/* @n elements of dtype @dt at @p (guest memory) into value lanes @d. */
+/*
+ * @n elements of dtype @dt at @p (guest memory) into value lanes @d;
+ * @f16c: fp16 with F16C (kload_half()).
+ */
 static inline KALWAYS void kload_run(void *restrict d,
                                      const uint8_t *restrict p,
-                                     unsigned int dt, uint32_t n)
+                                     unsigned int dt, uint32_t n, bool f16c)
 {
     switch (dt) {
     case SPYRE_DTYPE_FP32:
@@ -1804,10 +2175,10 @@ static inline KALWAYS void kload_run(void *restrict d,
         memcpy(d, p, (size_t)n * 8);
         break;
     case SPYRE_DTYPE_FP16:
-        kload_half(d, p, n, false);
+        kload_half(d, p, n, false, f16c);
         break;
     case SPYRE_DTYPE_BF16:
-        kload_half(d, p, n, true);
+        kload_half(d, p, n, true, false);
         break;
     case SPYRE_DTYPE_U8: {
         int32_t *restrict di = d;
@@ -1844,10 +2215,13 @@ static inline KALWAYS void kload_run(void *restrict d,
     }
 }
 
-/* @n value lanes @v to elements of dtype @dt at @p (guest memory). */
+/*
+ * @n value lanes @v to elements of dtype @dt at @p (guest memory); @f16c
+ * as kload_run().
+ */
 static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
                                       const void *restrict v, uint32_t n,
-                                      bool sat)
+                                      bool sat, bool f16c)
 {
     switch (dt) {
     case SPYRE_DTYPE_FP32:
@@ -1861,10 +2235,10 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
         memcpy(p, v, n);
         break;
     case SPYRE_DTYPE_FP16:
-        kstore_half(p, v, n, false);
+        kstore_half(p, v, n, false, f16c);
         break;
     case SPYRE_DTYPE_BF16:
-        kstore_half(p, v, n, true);
+        kstore_half(p, v, n, true, false);
         break;
     case SPYRE_DTYPE_U8:
     case SPYRE_DTYPE_INT8: {
@@ -1924,7 +2298,8 @@ static inline KALWAYS uint64_t kgap(const int64_t *off, uint32_t n)
  */
 static inline KALWAYS bool kmem_run(SpyreKRun *r, unsigned int opnd,
                                     unsigned int dt, bool write, bool sat,
-                                    uint64_t o0, uint32_t n, void *v, size_t vs)
+                                    uint64_t o0, uint32_t n, void *v, size_t vs,
+                                    bool f16c)
 {
     uint8_t *pp[KPIECES];
     uint32_t pl[KPIECES], np = 0, done = 0, i;
@@ -1944,9 +2319,10 @@ static inline KALWAYS bool kmem_run(SpyreKRun *r, unsigned int opnd,
     }
     for (i = 0, done = 0; i < np; done += pl[i++]) {
         if (write) {
-            kstore_run(pp[i], dt, (const uint8_t *)v + done * vs, pl[i], sat);
+            kstore_run(pp[i], dt, (const uint8_t *)v + done * vs, pl[i], sat,
+                       f16c);
         } else {
-            kload_run((uint8_t *)v + done * vs, pp[i], dt, pl[i]);
+            kload_run((uint8_t *)v + done * vs, pp[i], dt, pl[i], f16c);
         }
     }
     r->bytes_io += (uint64_t)n * spyre_cmd_dtype_size(dt);
@@ -2000,9 +2376,9 @@ static inline KALWAYS void kmem_lanes(SpyreKRun *r, uint8_t *hp, uint64_t lo,
     r->stores += write && cnt;
 }
 
-/* LOAD and STORE. */
+/* LOAD and STORE; @f16c: fp16 with F16C (kload_half()). */
 static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
-                                    uint32_t idx)
+                                    uint32_t idx, bool f16c)
 {
     const SpyreKLaunch *l = r->l;
     unsigned int opnd = in->imm, dt = l->dtype[opnd];
@@ -2010,7 +2386,7 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
                      r->p->vtype[in->c];
     size_t es = spyre_cmd_dtype_size(dt);
     bool write = in->op == SPYRE_KOP_STORE;
-    const void *ov = ksrc(r, in, 0, in->a);
+    const void *ov;
     const uint8_t *mask = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
     int64_t *off = (int64_t *)(r->tmp + 3 * (size_t)r->vl);
     uint8_t *raw = (uint8_t *)(r->tmp + 4 * (size_t)r->vl);
@@ -2020,7 +2396,18 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
     uint64_t lo = UINT64_MAX, gap = 0;
     uint8_t *hp = NULL;
     bool any = false;
+    SpyreKAff af;
 
+    if (in->b == KNONE && khost_le() && r->io->map &&
+        kaff_src(r, in, 0, in->a, &af) && af.slope == 1 && af.base < ext &&
+        ext - af.base >= n &&
+        kmem_run(r, opnd, dt, write, in->mod & SPYRE_KMOD_SAT, af.base, n,
+                 write ? (void *)ksrc(r, in, 2, in->c) : VS(r, in->dst),
+                 kvsize(T), f16c)) {
+        /* Consecutive offsets in the extent (affine lanes), mapped. */
+        return SPYRE_STATUS_OK;
+    }
+    ov = ksrc(r, in, 0, in->a);
     if (in->stype == KI64) {
         memcpy(off, ov, (size_t)n * 8);
     } else {
@@ -2069,7 +2456,7 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
         if (!mask && !gap &&
             kmem_run(r, opnd, dt, write, in->mod & SPYRE_KMOD_SAT, off[0], n,
                      write ? (void *)ksrc(r, in, 2, in->c) : VS(r, in->dst),
-                     kvsize(T))) {
+                     kvsize(T), f16c)) {
             return SPYRE_STATUS_OK;
         }
         for (j = 0; j < n; j++) {
@@ -2380,26 +2767,67 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
     }
 }
 
+/* Four f32 lanes and their masks, in GCC's generic vectors. */
+typedef float KVF32x4 __attribute__((vector_size(16)));
+typedef int32_t KVI32x4 __attribute__((vector_size(16)));
+
+/* fminmax(@a, @b, @max, false) in each of four lanes, bit for bit. */
+static inline KALWAYS KVF32x4 kvminmax(KVF32x4 a, KVF32x4 b, bool max)
+{
+    KVI32x4 ua = (KVI32x4)a, ub = (KVI32x4)b;
+    KVI32x4 nan = (a != a) | (b != b), eq = a == b;
+    KVI32x4 wins = max ? a < b : b < a;
+    KVI32x4 neg = ua >> 31;
+    KVI32x4 takeb = (eq & (max ? neg : ~neg)) | (~eq & wins);
+    KVI32x4 res = (ub & takeb) | (ua & ~takeb);
+    KVI32x4 cn = { (int32_t)CANON_NAN, (int32_t)CANON_NAN,
+                   (int32_t)CANON_NAN, (int32_t)CANON_NAN };
+
+    return (KVF32x4)((cn & nan) | (res & ~nan));
+}
+
 /*
  * Whole blocks of 16 lanes from @j on (below @j1) into the 16 stripe
  * accumulators @acc of f32 SUM, MAX or MIN (@kind, a constant at each
- * call, so that the loop is one operation and vectorises); returns the
- * first lane not fed.
+ * call): stripe i takes lane j + i of each block, in order, as the
+ * scalar loop would; the stripes stay in four vector registers.  Returns
+ * the first lane not fed.
  */
 static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
                                               unsigned int kind,
                                               const float *restrict af,
                                               uint32_t j, uint32_t j1)
 {
-    uint32_t i;
+    KVF32x4 s0, s1, s2, s3, x0, x1, x2, x3;
+    bool max = kind == SPYRE_KRED_MAX;
 
+    memcpy(&s0, acc, 16);
+    memcpy(&s1, acc + 4, 16);
+    memcpy(&s2, acc + 8, 16);
+    memcpy(&s3, acc + 12, 16);
     for (; j + 16 <= j1; j += 16) {
-        for (i = 0; i < 16; i++) {
-            acc[i] = kind == SPYRE_KRED_SUM ? acc[i] + af[j + i] :
-                     fminmax(acc[i], af[j + i], kind == SPYRE_KRED_MAX,
-                             false);
+        const float *b = af + j;
+
+        memcpy(&x0, b, 16);
+        memcpy(&x1, b + 4, 16);
+        memcpy(&x2, b + 8, 16);
+        memcpy(&x3, b + 12, 16);
+        if (kind == SPYRE_KRED_SUM) {
+            s0 += x0;
+            s1 += x1;
+            s2 += x2;
+            s3 += x3;
+        } else {
+            s0 = kvminmax(s0, x0, max);
+            s1 = kvminmax(s1, x1, max);
+            s2 = kvminmax(s2, x2, max);
+            s3 = kvminmax(s3, x3, max);
         }
     }
+    memcpy(acc, &s0, 16);
+    memcpy(acc + 4, &s1, 16);
+    memcpy(acc + 8, &s2, 16);
+    memcpy(acc + 12, &s3, 16);
     return j;
 }
 
@@ -2915,6 +3343,18 @@ static void krand(SpyreKRun *r, const SpyreKInst *in, unsigned int isa)
 /* ---- Sections ----------------------------------------------------------- */
 
 /*
+ * Where kept math lanes of slot @slot (1-based) are for the current
+ * vector of a pass: its lanes are (point lpt[0], indices from lr[0]) on,
+ * consecutive in point-major order (whole rows of points, or one run of
+ * one point's indices), at the same place in every pass.
+ */
+static inline float *kkept(const SpyreKRun *r, unsigned int slot)
+{
+    return r->kept + (size_t)(slot - 1) * r->tile * r->l->R +
+           (size_t)r->lpt[0] * r->l->R + r->lr[0];
+}
+
+/*
  * Instructions [@from, @to) over the current vector (g: its first point)
  * on host code path @isa (SPYRE_KISA_*: the math library's lanes).
  */
@@ -2931,7 +3371,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
         switch (in->op) {
         case SPYRE_KOP_LOAD:
         case SPYRE_KOP_STORE:
-            st = kmem(r, in, i);
+            st = kmem(r, in, i, isa != SPYRE_KISA_GENERIC);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
@@ -2968,7 +3408,16 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             break;
         }
         default:
-            kalu(r, in, isa);
+            if (in->take && r->kept) {
+                memcpy(VS(r, in->dst), kkept(r, in->take), (size_t)r->nl * 4);
+                break;
+            }
+            if (!kaff_op(r, in)) {
+                kalu(r, in, isa);
+            }
+            if (in->keep && r->kept) {
+                memcpy(kkept(r, in->keep), VS(r, in->dst), (size_t)r->nl * 4);
+            }
             break;
         }
     }
@@ -3003,17 +3452,37 @@ uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g,
 }
 #endif
 
+/*
+ * Instructions [@from, @to) over the current vector, then its lazy
+ * values written if a later section reads them, else dropped.
+ */
 static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
                            uint32_t g)
 {
+    const SpyreKProg *p = r->p;
+    uint32_t st, i;
 #ifdef HOST_X86_64
     int isa = __atomic_load_n(&kisa, __ATOMIC_RELAXED);
 
     if (isa == SPYRE_KISA_AVX2 || isa == SPYRE_KISA_AVX512) {
-        return krun_avx2(r, from, to, g, isa);
-    }
+        st = krun_avx2(r, from, to, g, isa);
+    } else
 #endif
-    return krun_generic(r, from, to, g);
+    {
+        st = krun_generic(r, from, to, g);
+    }
+    for (i = from; i < to; i++) {
+        uint16_t v = p->inst[i].dst;
+
+        if (v != KNONE && r->lazy[v]) {
+            if (p->vlocal[v]) {
+                r->lazy[v] = 0;
+            } else {
+                kaff_lanes(r, v);
+            }
+        }
+    }
+    return st;
 }
 
 /* The r->nl lanes of a vector of point @g's reduction indices from @rb. */

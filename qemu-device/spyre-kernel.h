@@ -52,6 +52,12 @@ typedef struct SpyreKInst {
     uint8_t bcast;              /* bit i: source i is point-level, in a pass */
     uint8_t red;                /* REDUCE, SCAN: its accumulator slot */
     uint8_t stype;              /* type of source a */
+    /*
+     * A math instruction of a pass that an earlier pass computes the same
+     * way: 1 + the slot its lanes are kept in (@keep, the earlier one) or
+     * taken from (@take), 0 if neither (spyre-kernel.c, kplan_keep()).
+     */
+    uint8_t keep, take;
 } SpyreKInst;
 
 typedef struct SpyreKProg {
@@ -59,8 +65,12 @@ typedef struct SpyreKProg {
     uint32_t loaded, stored;    /* operand bit masks */
     uint32_t scattered;         /* operands of SCATTERs (one core runs) */
     uint32_t nscan;             /* SCAN instructions */
+    uint32_t nkeep;             /* slots of kept math lanes */
     uint8_t vtype[SPYRE_KERNEL_MAX_VALUES];
     uint8_t vpass[SPYRE_KERNEL_MAX_VALUES]; /* 1 + pass of a pass value */
+    uint8_t vsec[SPYRE_KERNEL_MAX_VALUES];  /* section that defines it */
+    /* Read only by instructions of its own section (or never). */
+    bool vlocal[SPYRE_KERNEL_MAX_VALUES];
     uint16_t sec_start[2 * SPYRE_KERNEL_MAX_PASSES + 2];
     bool sec_pass[2 * SPYRE_KERNEL_MAX_PASSES + 2];
     SpyreKInst inst[SPYRE_KERNEL_MAX_INSTS];
@@ -106,6 +116,14 @@ typedef struct SpyreKIO {
     uint32_t (*boundary)(void *opaque);
 } SpyreKIO;
 
+/*
+ * An i64 value whose lanes [0, nl) in the current vector are base +
+ * slope * j, modulo 2^64 (spyre-kernel.c, "Affine lanes").
+ */
+typedef struct SpyreKAff {
+    uint64_t base, slope;
+} SpyreKAff;
+
 /* Reduction accumulator (one stripe, partial or result). */
 typedef struct SpyreKAcc {
     union {
@@ -137,7 +155,15 @@ typedef struct SpyreKRun {
     uint32_t *lpt;              /* pass lane: its point in the tile */
     uint64_t *lr;               /* pass lane: its reduction index */
     SpyreKRed *red;             /* nreduce * tile */
-    size_t bytes;               /* allocated: vals, tmp, act, lpt, lr, red */
+    /*
+     * Per value: lazy[v] set while v's lanes are not written and aff[v]
+     * says what they are (within one vector; all clear between vectors).
+     */
+    SpyreKAff *aff;
+    uint8_t *lazy;
+    /* Kept math lanes: nkeep slots of tile * R f32, or NULL (none). */
+    float *kept;
+    size_t bytes;       /* allocated: vals, tmp, act, lpt, lr, red, aff */
     void *mem;
     /* Current vector. */
     uint64_t pt0;               /* first point of the tile */
@@ -183,7 +209,7 @@ void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1);
 
 /*
  * The host code the interpreter's lane loops run: SPYRE_KISA_GENERIC
- * (the build's baseline) or, on x86-64 hosts with AVX2 and FMA,
+ * (the build's baseline) or, on x86-64 hosts with AVX2, FMA and F16C,
  * SPYRE_KISA_AVX2, or on those with AVX-512 F, DQ and VL too,
  * SPYRE_KISA_AVX512 (the AVX2 interpreter, its math functions' lanes in
  * 512-bit vectors); the best is chosen at the first run.  Results are

@@ -78,6 +78,13 @@ struct SpyreKernel {
     SpyreKLaunch l;
     SpyreKPart part;            /* this exec's, as owner or helper */
     uint8_t bytes[SPYRE_KPROG_MAX];
+    /*
+     * What @bytes were read from: the program's VA and size, the MMU
+     * epoch and the job's write count before the read (spyre_kx_kept).
+     */
+    uint64_t rd_va;
+    uint32_t rd_size;
+    uint64_t rd_epoch, rd_writes;
     SpyreKProg prog;
     /*
      * The last program verified (a cache keyed by its full bytes and the
@@ -112,6 +119,22 @@ struct SpyreKernel {
     uint32_t err_reason;
     bool err_write;
 };
+
+/*
+ * Device lock held.  Are @k's bytes still what @size bytes at @prog hold?
+ * They are if the previous command of this job on @e was a KERNEL (NOPs
+ * aside) that read them there, and since then no translation died and
+ * the job wrote nothing: memory the job does not write can change under
+ * it only unordered with its commands, unless a SEM_WAIT, a job start or
+ * a resume comes between (each clears SpyreExec.kprog_kept).
+ */
+static bool spyre_kx_kept(SpyreExec *e, const SpyreKernel *k, uint64_t prog,
+                          uint32_t size)
+{
+    return e->kprog_kept && k->rd_size == size && k->rd_va == prog &&
+           k->rd_epoch == qatomic_read(&e->s->mmu_epoch) &&
+           k->rd_writes == e->q->job.writes;
+}
 
 /* Is the program in k->bytes the last one verified, for this launch? */
 static bool spyre_kx_cached(const SpyreKernel *k, uint32_t size)
@@ -657,20 +680,28 @@ uint32_t spyre_cmd_kernel(SpyreExec *e)
         return st;
     }
 
-    /* 4: the program, read once. */
+    /* 4: the program, read once (or still in hand: spyre_kx_kept). */
     if (prog % 8 || prog_size < 64 || (prog_size - 64) % 16 ||
         prog_size > SPYRE_KPROG_MAX) {
         job->detail = (uint64_t)SPYRE_KERR_HEADER << 32 | SPYRE_KINST_HEADER;
         return SPYRE_STATUS_BAD_PROGRAM;
     }
-    st = spyre_e_rw_phase(e, prog, k->bytes, prog_size, false);
-    if (st == SPYRE_STATUS_MMU_FAULT || st == SPYRE_STATUS_DMA_ERROR) {
-        job->detail = (uint64_t)SPYRE_KINST_HEADER << 32 |
-                      SPYRE_KOPERAND_PROGRAM;
-        job->detail2 = e->err_va - prog;
-    }
-    if (st != SPYRE_STATUS_OK) {
-        return st;
+    if (!spyre_kx_kept(e, k, prog, prog_size)) {
+        e->kprog_kept = false;
+        k->rd_va = prog;
+        k->rd_size = prog_size;
+        k->rd_epoch = qatomic_read(&s->mmu_epoch);
+        k->rd_writes = job->writes;
+        st = spyre_e_rw_phase(e, prog, k->bytes, prog_size, false);
+        if (st == SPYRE_STATUS_MMU_FAULT || st == SPYRE_STATUS_DMA_ERROR) {
+            job->detail = (uint64_t)SPYRE_KINST_HEADER << 32 |
+                          SPYRE_KOPERAND_PROGRAM;
+            job->detail2 = e->err_va - prog;
+        }
+        if (st != SPYRE_STATUS_OK) {
+            return st;
+        }
+        e->kprog_kept = true;
     }
 
     /* 5: verify, with no lock held (a program just verified is kept). */

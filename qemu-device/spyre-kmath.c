@@ -841,7 +841,8 @@ unsigned int spyre_kmath_isas(void)
 
 #ifdef HOST_X86_64
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")) {
         m |= 1u << SPYRE_KISA_AVX2;
         if (__builtin_cpu_supports("avx512f") &&
             __builtin_cpu_supports("avx512dq") &&

@@ -92,7 +92,8 @@ static inline float kcanon(float f)
 
 /*
  * The mask of host code paths (1 << SPYRE_KISA_*, spyre-kernel.h) this
- * host can run: GENERIC always, AVX2 on x86-64 with AVX2 and FMA.
+ * host can run: GENERIC always, AVX2 on x86-64 with AVX2, FMA and F16C
+ * (spyre-kernel.c converts fp16 with it).
  */
 unsigned int spyre_kmath_isas(void);
 

@@ -435,6 +435,12 @@ struct SpyreExec {
     uint32_t sbuf_len;
     uint64_t sbuf_epoch;
     uint64_t sbuf_writes;
+    /*
+     * The last KERNEL's program bytes may serve the next one
+     * (spyre-kexec.c): cleared when a job starts or resumes here and by
+     * every command but KERNEL and NOP.
+     */
+    bool kprog_kept;
 };
 
 struct SpyreWorker {

@@ -11,7 +11,8 @@
  *   spyre-kbench check [N]   the issue's three kernels plus N random
  *                            programs (default 300) against the base,
  *                            once per host code path of the core
- *                            (spyre_kernel_isas()), memory reached
+ *                            (spyre_kernel_isas()), the fp16
+ *                            conversions swept, memory reached
  *                            through SpyreKIO.map in one piece, in
  *                            4 KiB pieces, or through access only
  *                            then the Philox known answers and N random
@@ -772,6 +773,121 @@ static void math_sweep(uint64_t n)
     spyre_kernel_destroy(k);
 }
 
+/*
+ * The fp16 conversions (F16C on the AVX2 path, the portable ones on the
+ * baseline): every fp16 value loaded to f32, and f32 values stored to
+ * fp16 at every sign, exponent and mantissa bits 22:13 with the 13 low
+ * bits at each rounding boundary (exact, above it, below, at and around
+ * the tie, below the next); the low bits zero and 0x1fff make the ties
+ * of fp16 subnormals, higher up, too.  Against the base.
+ */
+static void half_sweep(void)
+{
+    static const uint32_t low[8] = { 0, 1, 0x7ff, 0xfff, 0x1000, 0x1001,
+                                     0x1800, 0x1fff };
+    uint64_t size[9] = { 0 }, e;
+    struct spyre_kernel *k;
+    Launch lk;
+    Buf b[2];
+    int way, i;
+
+    for (way = 0; way < 2; way++) {
+        const uint32_t dt[2] = {
+            way ? SPYRE_DTYPE_FP32 : SPYRE_DTYPE_FP16,
+            way ? SPYRE_DTYPE_FP16 : SPYRE_DTYPE_FP32 };
+        uint64_t n = way ? 8u << 19 : 1u << 16;
+
+        spyre_kernel_create(dt, 2, 0, 1, 0, &k);
+        i = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
+        spyre_kernel_store(k, 1, i, spyre_kernel_load(k, 0, i, N_, N_), N_,
+                           0);
+        b[0] = mkbuf(n, dt[0]);
+        b[1] = mkbuf(n, dt[1]);
+        for (e = 0; e < n; e++) {
+            if (way) {
+                uint32_t u = (uint32_t)(e >> 3) << 13 | low[e & 7];
+
+                memcpy(b[0].data + 4 * e, &u, 4);
+            } else {
+                uint16_t h = e;
+
+                memcpy(b[0].data + 2 * e, &h, 2);
+            }
+        }
+        size[0] = n;
+        mklaunch(&lk, k, b, 2, NULL, 0, 1, 0, size);
+        differ(way ? "fp16 stores" : "fp16 loads", &lk, b, 2);
+        free(b[0].data);
+        free(b[1].data);
+        spyre_kernel_destroy(k);
+    }
+}
+
+/*
+ * Kept math lanes (a pass taking the EXP lanes an earlier pass computed
+ * the same way): two passes each summing exp(x) over a row, rows longer
+ * and shorter than a vector; with @overwrite, point code between the
+ * passes stores the first sum over the row's first x, which the second
+ * pass must see (its LOAD reads memory the kernel writes: nothing is
+ * kept).  Against the base.
+ */
+static void keep_sweep(void)
+{
+    const uint32_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
+    static const uint64_t cols[2] = { 4096, 200 };
+    uint64_t size[9] = { 0 }, param[1], e;
+    int overwrite, c, pass, row, o, s;
+    struct spyre_kernel *k;
+    Launch lk;
+    Buf b[2];
+
+    for (overwrite = 0; overwrite < 2; overwrite++) {
+        spyre_kernel_create(dt, 2, 1, 1, 1, &k);
+        row = spyre_kernel_affine(k, SPYRE_KTYPE_I64, N_, 1, 0);
+        s = N_;
+        for (pass = 0; pass < 2; pass++) {
+            spyre_kernel_pass(k);
+            o = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, row,
+                                spyre_kernel_idx(k, SPYRE_KTYPE_I64,
+                                                 SPYRE_KDIM_R0), N_);
+            s = spyre_kernel_reduce(k, SPYRE_KRED_SUM,
+                                    spyre_kernel_op(k, SPYRE_KOP_EXP, 0,
+                                                    spyre_kernel_load(k, 0,
+                                                                      o, N_,
+                                                                      N_),
+                                                    N_, N_), N_, N_, N_);
+            spyre_kernel_endpass(k);
+            if (!pass && overwrite) {
+                spyre_kernel_store(k, 0, row, s, N_, 0);
+            }
+        }
+        spyre_kernel_store(k, 1, spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0),
+                           s, N_, 0);
+        if (spyre_kernel_error(k)) {
+            printf("not ok keep sweep: builder %d\n", spyre_kernel_error(k));
+            failures++;
+        }
+        for (c = 0; c < 2; c++) {
+            param[0] = cols[c];
+            size[0] = 64;
+            size[6] = cols[c];
+            b[0] = mkbuf(64 * cols[c], SPYRE_DTYPE_FP32);
+            b[1] = mkbuf(64, SPYRE_DTYPE_FP32);
+            for (e = 0; e < 64 * cols[c]; e++) {    /* finite sums */
+                float f = (float)((int64_t)(rnd() % 8001) - 4000) / 1000.0f;
+
+                memcpy(b[0].data + 4 * e, &f, 4);
+            }
+            mklaunch(&lk, k, b, 2, param, 1, 1, 1, size);
+            differ(overwrite ? "keep sweep, overwritten" : "keep sweep", &lk,
+                   b, 2);
+            free(b[0].data);
+            free(b[1].data);
+        }
+        spyre_kernel_destroy(k);
+    }
+}
+
 /* ---- Part 2 (SCATTER, SCAN, RAND) against libspyre's reference ---- */
 
 /* The KAT of Random123's kat_vectors for philox4x32_10. */
@@ -1443,6 +1559,8 @@ int main(int argc, char **argv)
         map_mode = 1;
         if (!part2_only) {
             math_sweep(1u << 21);
+            half_sweep();
+            keep_sweep();
             for (i = 0; i < n; i++) {
                 map_mode = i % 3;
                 random_one(i);

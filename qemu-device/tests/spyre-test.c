@@ -3859,7 +3859,9 @@ static void do_kernel_bounds(Card *cd)
 /*
  * The program that runs is the one read at command start: every point
  * writes 9 over its own CONST 7 (the program is also operand 1), and
- * every point still stores 7.
+ * every point still stores 7.  The same KERNEL next in the job reads
+ * the program again (the job wrote it: the bytes the first one read are
+ * not kept) and stores 9.
  */
 static void do_kernel_rewrite(Card *cd)
 {
@@ -3870,7 +3872,7 @@ static void do_kernel_rewrite(Card *cd)
     struct spyre_hw_completion c;
     uint64_t size[9] = { NP };
     uint16_t i, seven, nine, w;
-    Buf by = buf_new(cd, NP * 4), pb;
+    Buf by = buf_new(cd, NP * 4), by2 = buf_new(cd, NP * 4), pb;
     Stream st = { .len = 0 };
     uint32_t word;
     KProg p;
@@ -3887,10 +3889,16 @@ static void do_kernel_rewrite(Card *cd)
     ops[0] = kopnd(by, NP, SPYRE_DTYPE_INT32);
     ops[1] = kopnd(pb, kp_size(&p) / 4, SPYRE_DTYPE_INT32);
     emit_kernel(&st, pb.va, kp_size(&p), ops, 2, size, 0, size, 1, 0);
+    ops[0] = kopnd(by2, NP, SPYRE_DTYPE_INT32);
+    emit_kernel(&st, pb.va, kp_size(&p), ops, 2, size, 0, size, 1, 0);
     g_assert_cmpuint(card_run(cd, &st, &c), ==, SPYRE_STATUS_OK);
     buf_get(cd, by, y, NP * 4);
     for (k = 0; k < NP; k++) {
         g_assert_cmpint(y[k], ==, 7);
+    }
+    buf_get(cd, by2, y, NP * 4);
+    for (k = 0; k < NP; k++) {
+        g_assert_cmpint(y[k], ==, 9);
     }
     word = qtest_readl(cd->sp->qts, pb.pa + 64 + 16 + 8);
     g_assert_cmpuint(word, ==, 9);
