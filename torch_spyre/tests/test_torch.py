@@ -1249,6 +1249,121 @@ def torch_random_ops_errors():
         assert _state() == st, what      # nothing drawn
 
 
+# ---- indexing on the card (ops_index.cpp) ------------------------------------
+
+@test
+def torch_indexing_ops_on_card():
+    g = torch.Generator().manual_seed(38)
+    torch.spyre.reset_op_counts()
+    with torch.spyre.strict():
+        # an embedding with a padding row, forward and backward: the
+        # backward's rows are added in element order (SCATTER ADD)
+        emb = nn.Embedding(50, 16, padding_idx=3)
+        emb_s = nn.Embedding(50, 16, padding_idx=3).spyre()
+        emb_s.load_state_dict(emb.state_dict())
+        idx = torch.randint(0, 50, (4, 7), generator=g)
+        idx[0, :3] = 3
+        idx[1, :4] = 11                         # repeated rows
+        cw = torch.randn(4, 7, 16, generator=g)
+        out = emb(idx)
+        out_s = emb_s(sp(idx))
+        close(out_s, out.detach(), **TOL[torch.float32])
+        (out * cw).sum().backward()
+        (out_s * sp(cw)).sum().backward()
+        close(emb_s.weight.grad, emb.weight.grad, **TOL[torch.float32])
+        assert (emb_s.weight.grad[3].cpu() == 0).all()
+        for dt in (torch.float32, torch.float16, torch.int64, torch.bool):
+            x = (torch.randn(6, 9, 5, generator=g) * 5).to(dt)
+            i1 = torch.tensor([4, 0, 8, 8, 2])
+            close(sp(x).index_select(1, sp(i1)), x.index_select(1, i1))
+            ig = torch.randint(0, 9, (6, 4, 5), generator=g)
+            close(torch.gather(sp(x), 1, sp(ig)), torch.gather(x, 1, ig))
+            # a transposed source and index
+            xt, it = x.transpose(0, 2), ig.transpose(0, 2)
+            close(torch.gather(sp(x).transpose(0, 2), 1, sp(ig).transpose(
+                0, 2)), torch.gather(xt, 1, it))
+            close(sp(x).flip(0, 2), x.flip(0, 2))
+            close(sp(x).roll((2, -3), (0, 1)), x.roll((2, -3), (0, 1)))
+            close(sp(x).roll(7), x.roll(7))
+            t = torch.tensor([[0, -1], [17, -54]])
+            close(torch.take(sp(x), sp(t)), torch.take(x, t))
+            # scatter: distinct targets per column (PyTorch leaves
+            # duplicates' order open; the card's last-wins is not compared)
+            perm = torch.stack([torch.randperm(6, generator=g)[:4]
+                                for _ in range(5)], 1)
+            src = (torch.randn(4, 5, generator=g) * 5).to(dt)
+            y = x[:, :5, 0].clone()
+            close(sp(y).scatter(0, sp(perm), sp(src)), y.scatter(0, perm,
+                                                                src))
+            close(sp(y).scatter_(0, sp(perm), 1), y.scatter(0, perm, 1))
+            ic = torch.tensor([7, 1, 3])
+            srcc = (torch.randn(6, 3, 5, generator=g) * 5).to(dt)
+            close(sp(x).index_copy_(1, sp(ic), sp(srcc)),
+                  x.clone().index_copy_(1, ic, srcc))
+            if dt != torch.bool:
+                tol = {} if dt != torch.float16 else TOL[dt]
+                ia = torch.tensor([8, 0, 8, 2, 8])    # repeats accumulate
+                srca = (torch.randn(6, 5, 5, generator=g) * 5).to(dt)
+                close(sp(x).index_add_(1, sp(ia), sp(srca), alpha=2),
+                      x.clone().index_add_(1, ia, srca, alpha=2), **tol)
+                close(sp(y).scatter_add(0, sp(ig[:, :, 0] % 6),
+                                        sp(x[:, :4, 0])),
+                      y.scatter_add(0, ig[:, :, 0] % 6, x[:, :4, 0]), **tol)
+        # advanced indexing with one integer index tensor (negative
+        # indices count from the end), reads and writes; the writes of
+        # repeated indices add up in element order with accumulate
+        x = torch.randn(5, 6, 7, generator=g)
+        i2 = torch.tensor([[0, -1, 2], [5, 5, -6]])
+        close(sp(x)[:, sp(i2)], x[:, i2])
+        close(sp(x)[sp(torch.tensor([4, -5]))], x[torch.tensor([4, -5])])
+        v = torch.randn(5, 2, 3, 7, generator=g)
+        put = torch.ops.aten.index_put_      # (Tensor.index_put_ takes
+        close(put(sp(x), [None, sp(i2)], sp(v), True),  # no None)
+              put(x.clone(), [None, i2], v, True), **TOL[torch.float32])
+        pos = torch.tensor([1, 3])          # a KV-cache write at positions
+        kv = torch.randn(5, 2, 7, generator=g)
+        xs = sp(x)
+        xs[:, sp(pos)] = sp(kv)
+        xc = x.clone()
+        xc[:, pos] = kv
+        close(xs, xc)
+        # cat of mixed dtypes (promoted), with a legacy empty 1-D input;
+        # stack is cat of unsqueezed inputs
+        a = torch.randn(3, 4, generator=g)
+        b = torch.randn(3, 2, generator=g).half()
+        close(torch.cat([sp(a), sp(b), sp(torch.empty(0))], 1),
+              torch.cat([a, b, torch.empty(0)], 1))
+        close(torch.stack([sp(a), sp(a) * 2], 1), torch.stack([a, a * 2], 1))
+    counts = torch.spyre.op_counts()
+    for op in ("aten::index_select", "aten::gather", "aten::take",
+               "aten::scatter.src", "aten::scatter_.value",
+               "aten::scatter_add", "aten::index_add_", "aten::index_copy_",
+               "aten::embedding_dense_backward", "aten::flip", "aten::roll",
+               "aten::cat", "aten::index.Tensor", "aten::_index_put_impl_"):
+        assert counts.get(op, {}).get("native", 0) > 0, (op, counts.get(op))
+    # PyTorch's argument errors, raised before anything runs
+    x = torch.zeros(4, 5, device="spyre")
+    for fn, what in (
+            (lambda: x.index_select(0, torch.zeros(2, 2, dtype=torch.long,
+                                                   device="spyre")),
+             "vector"),
+            (lambda: torch.gather(x, 1, torch.zeros(6, 5, dtype=torch.long,
+                                                    device="spyre")),
+             "smaller than self"),
+            (lambda: x.index_add_(0, torch.zeros(3, dtype=torch.long,
+                                                 device="spyre"),
+                                  torch.zeros(2, 5, device="spyre")),
+             "Number of indices"),
+            (lambda: torch.cat([x, torch.zeros(4, 6, device="spyre")]),
+             "Sizes of tensors must match")):
+        try:
+            fn()
+        except (RuntimeError, IndexError) as e:
+            assert what in str(e), (what, e)
+        else:
+            raise AssertionError(f"no error: {what}")
+
+
 @test
 def torch_autocast_policy():
     g = torch.Generator().manual_seed(21)
