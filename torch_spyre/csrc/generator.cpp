@@ -6,12 +6,11 @@
 // getDefaultGenerator, in device.cpp, and REGISTER_GENERATOR_PRIVATEUSE1
 // for torch.Generator("spyre")), philox_reserve() with which a random op
 // takes its counter range, and the torch.ops.spyre.* seed and state
-// functions torch.spyre's random API is built on.  Until the card runs
-// random kernels, random ops run on the CPU (the boxed fallback) with a CPU
-// engine seeded from the counter range they took (seed_random_op()), and
-// native_dropout, whose schema has no generator, is composed here from
-// bernoulli_: no random op on a spyre tensor reads or advances the CPU's
-// default generator.
+// functions torch.spyre's random API is built on.  The random ops with card
+// kernels (ops_random.cpp) draw the card's Philox numbers at the range they
+// took; the others run on the CPU (the boxed fallback) with a CPU engine
+// seeded from the counter range they took (seed_random_op()): no random op
+// on a spyre tensor reads or advances the CPU's default generator.
 #include "spyre_torch.h"
 
 #include <ATen/core/GeneratorForPrivateuseone.h>
@@ -223,23 +222,6 @@ void seed_random_op(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 
 namespace {
 
-// aten::native_dropout (train mode): the keep mask from bernoulli_ on the
-// card's generator, the output input * mask / (1 - p) on the card.
-std::tuple<at::Tensor, at::Tensor> k_native_dropout(
-	const at::Tensor &input, double p, std::optional<bool> train)
-{
-	if (input.numel() == 0 || (train.has_value() && !*train) || p == 0.0)
-		return {input.clone(), at::ones_like(input, at::kBool)};
-	TORCH_CHECK_VALUE(p >= 0.0 && p <= 1.0, "spyre: dropout probability "
-			  "has to be between 0 and 1, but got ", p);
-	double keep = 1.0 - p;
-	at::Tensor mask = at::empty_like(input, at::MemoryFormat::Contiguous)
-		.bernoulli_(keep);
-	at::Tensor out = keep == 0.0 ? at::zeros_like(input) :
-		input.mul(mask).mul_(1.0 / keep);
-	return {out, mask.to(at::kBool)};
-}
-
 // seeds cross the schema as int64 (Python ints of either sign): the bits
 // are the unsigned seed
 void manual_seed(int64_t d, int64_t seed)
@@ -277,11 +259,6 @@ void set_rng_state(int64_t d, const at::Tensor &state)
 }
 
 } // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("native_dropout", TORCH_FN(k_native_dropout));
-}
 
 TORCH_LIBRARY_FRAGMENT(spyre, m)
 {

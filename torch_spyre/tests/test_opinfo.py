@@ -72,6 +72,13 @@ NATIVE = {
         "nn.functional.rms_norm",
     ],
     "matrix": ["tril", "triu", "mm", "bmm", "addmm", "baddbmm"],
+    # gathers, scatters and copies into slices (ops_index.cpp)
+    "indexing": [
+        "index_select", "gather", "take", "scatter", "scatter_add",
+        "index_add", "index_copy", "nn.functional.embedding", "flip", "roll",
+        "cat", "stack", "masked_fill", "constant_pad_nd", "repeat",
+        "index_put",
+    ],
 }
 
 # Native for the floating dtypes only (the card's GEMM has no int32/int64).

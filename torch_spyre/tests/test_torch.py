@@ -1086,6 +1086,284 @@ def torch_generator_dropout_and_checkpoint():
     close(W.grad, want, **TOL[torch.float32])
 
 
+# ---- random ops on the card (ops_random.cpp) ---------------------------------
+
+def _philox_words(seed, offset, nwords):
+    """Philox4x32-10 words 0..nwords-1 of the stream (seed, offset) as the
+    card's RAND draws them (docs/spyre-hw.rst, "Random numbers"): word n
+    is word n % 4 of the block of counter (n / 4, offset)."""
+    M = 0xffffffff
+    out = []
+    for m in range((nwords + 3) // 4):
+        c = [m & M, m >> 32, offset & M, offset >> 32]
+        k0, k1 = seed & M, seed >> 32
+        for _ in range(10):
+            p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+            c = [((p1 >> 32) ^ c[1] ^ k0) & M, p1 & M,
+                 ((p0 >> 32) ^ c[3] ^ k1) & M, p0 & M]
+            k0, k1 = (k0 + 0x9E3779B9) & M, (k1 + 0xBB67AE85) & M
+        out += c
+    return out[:nwords]
+
+
+def _moments(x, mean, var, mu4, what):
+    """Assert the sample mean and variance of ``x`` (a CPU tensor) lie
+    within 6 standard errors of the distribution's ``mean`` and ``var``
+    (``mu4``: its fourth central moment; the variance's standard error is
+    sqrt((mu4 - var^2) / n) to first order, plus var / n for the next)."""
+    x = x.double().flatten()
+    n = x.numel()
+    m, v = x.mean().item(), x.var().item()
+    assert abs(m - mean) <= 6 * math.sqrt(var / n), (what, m, mean)
+    assert abs(v - var) <= 6 * (math.sqrt((mu4 - var * var) / n) +
+                                var / n), (what, v, var)
+
+
+@test
+def torch_random_ops_on_card():
+    n = 1 << 16
+    cpu0 = torch.get_rng_state()
+    assert _philox_words(0, 0, 4) == [0x6627e8d5, 0xe169c58d, 0xbc57ac4c,
+                                      0x9b00dbd8]      # Random123's KAT
+    torch.spyre.reset_op_counts()
+    with torch.spyre.strict():
+        # the card's uniform values are Philox's, element by element
+        torch.spyre.manual_seed(0x123456789)
+        seed, off = _state()
+        u = torch.rand(4096, device="spyre").cpu()
+        want = torch.tensor([(w >> 8) * 2.0**-24 for w in
+                             _philox_words(seed, off, 4096)])
+        assert torch.equal(u, want)
+        assert _state() == (seed, off + 4096)
+        # the same seed gives the same values whatever the layout: element
+        # (i, j) of a transposed view draws the logical index i * 64 + j
+        torch.spyre.manual_seed(9)
+        a = torch.rand(32, 64, device="spyre").cpu()
+        torch.spyre.manual_seed(9)
+        t = torch.empty(64, 32, device="spyre").t().uniform_()
+        assert torch.equal(t.cpu(), a)
+        b = torch.rand(32, 64, device="spyre").cpu()
+        assert not torch.equal(a, b)      # consecutive calls: new streams
+        for dt in DTYPES:
+            x = torch.rand(n, device="spyre", dtype=dt).cpu()
+            assert x.dtype == dt and x.min() >= 0 and x.max() < 1, dt
+            _moments(x, 0.5, 1 / 12, 1 / 80, f"rand {dt}")
+            x = torch.randn(n, device="spyre", dtype=dt).cpu()
+            _moments(x, 0.0, 1.0, 3.0, f"randn {dt}")
+        # uniform_ into a strided view leaves the other elements alone
+        base = torch.zeros(256, 512, device="spyre")
+        base[:, ::2].uniform_(-2, 3)
+        h = base.cpu()
+        assert (h[:, 1::2] == 0).all()
+        assert h[:, ::2].min() >= -2 and h[:, ::2].max() < 3
+        _moments(h[:, ::2], 0.5, 25 / 12, 625 / 80, "uniform_(-2, 3)")
+        x = torch.empty(n, device="spyre").normal_(2.0, 0.5).cpu()
+        _moments(x, 2.0, 0.25, 3 * 0.0625, "normal_(2, 0.5)")
+        # normal's tensor overloads: per-element mean and std
+        mean = torch.tensor([-10.0, 0.0, 10.0], device="spyre")
+        std = torch.tensor([0.0, 1.0, 2.0], device="spyre")
+        x = torch.normal(mean.expand(n, 3), std.expand(n, 3)).cpu()
+        assert (x[:, 0] == -10).all()
+        _moments(x[:, 2], 10.0, 4.0, 48.0, "normal(mean, std)")
+        x = torch.empty(n, device="spyre").exponential_(2.0).cpu()
+        assert x.min() > 0
+        _moments(x, 0.5, 0.25, 9 / 16, "exponential_(2)")
+        x = torch.empty(n, device="spyre").log_normal_(0.0, 0.5).cpu()
+        _moments(x.log(), 0.0, 0.25, 3 * 0.0625, "log_normal_(0, 0.5)")
+        x = torch.empty(n, device="spyre").geometric_(0.25).cpu()
+        assert x.min() >= 1 and torch.equal(x, x.round())
+        # mean 1 / p, variance (1 - p) / p^2
+        assert abs(x.mean().item() - 4.0) <= 6 * math.sqrt(12.0 / n), \
+            x.mean()
+        x = torch.empty(n, device="spyre").cauchy_(1.0, 2.0).cpu()
+        # the sample median's standard error is pi * sigma / (2 sqrt(n))
+        assert abs(x.median().item() - 1.0) <= 6 * math.pi / math.sqrt(n)
+        # bernoulli: p a float, p a tensor (broadcast), into any dtype
+        for dt in (torch.float32, torch.float16, torch.int64, torch.bool):
+            x = torch.empty(n, device="spyre", dtype=dt).bernoulli_(0.3)
+            x = x.cpu().float()
+            assert set(x.unique().tolist()) <= {0.0, 1.0}
+            _moments(x, 0.3, 0.21, 0.21 * (1 - 3 * 0.21), f"bernoulli {dt}")
+        p = torch.tensor([0.0, 1.0, 0.5], device="spyre")
+        x = torch.bernoulli(p.expand(n, 3)).cpu()
+        assert (x[:, 0] == 0).all() and (x[:, 1] == 1).all()
+        _moments(x[:, 2], 0.5, 0.25, 0.0625, "bernoulli(p tensor)")
+        # integers: randint's range and random_'s dtype ranges
+        x = torch.randint(3, 10, (n,), device="spyre").cpu()
+        assert x.dtype == torch.int64 and x.min() == 3 and x.max() == 9
+        # uniform over k = 7 values: variance (k^2 - 1) / 12, fourth
+        # central moment (k^2 - 1)(3 k^2 - 7) / 240
+        _moments(x, 6.0, 4.0, 28.0, "randint(3, 10)")
+        x = torch.randint(-5, 5, (n,), device="spyre",
+                          dtype=torch.int32).cpu()
+        assert x.min() == -5 and x.max() == 4
+        x = torch.empty(n, device="spyre", dtype=torch.int64).random_()
+        x = x.cpu()
+        assert x.min() >= 0 and x.max() > 2**62      # 63 random bits
+        x = torch.empty(n, device="spyre").random_().cpu()
+        assert x.min() >= 0 and x.max() <= 2**24 and x.max() > 2**23
+        x = torch.empty(n, device="spyre", dtype=torch.uint8).random_(200)
+        assert x.cpu().max() == 199
+        # dropout: mask and output of one kernel, and its backward
+        x = torch.randn(128, 512, device="spyre", requires_grad=True)
+        y = F.dropout(x, 0.3, training=True)
+        y.backward(torch.ones_like(y))
+        keep = (y.detach() != 0).cpu()
+        _moments(keep.float(), 0.7, 0.21, 0.21 * (1 - 3 * 0.21), "dropout")
+        xh = x.detach().cpu()
+        torch.testing.assert_close(y.detach().cpu(),
+                                   xh * keep / 0.7, rtol=1e-6, atol=0)
+        torch.testing.assert_close(x.grad.cpu(), keep / 0.7, rtol=1e-6,
+                                   atol=0)
+        out, mask = torch.native_dropout(x.detach(), 1.0, True)
+        assert (out.cpu() == 0).all() and not mask.cpu().any()
+    counts = torch.spyre.op_counts()
+    for op in ("aten::uniform_", "aten::normal_", "aten::bernoulli_.float",
+               "aten::bernoulli_.Tensor", "aten::exponential_",
+               "aten::random_.from", "aten::random_", "aten::native_dropout",
+               "aten::native_dropout_backward"):
+        assert counts.get(op, {}).get("native", 0) > 0, (op, counts.get(op))
+    # the CPU's generator was never read or advanced
+    assert torch.equal(torch.get_rng_state(), cpu0)
+
+
+@test
+def torch_random_ops_errors():
+    x = torch.zeros(10, device="spyre")
+    for fn, what in ((lambda: x.uniform_(3, 2), "[from, to)"),
+                     (lambda: x.uniform_(0, 1e39), "out of bounds"),
+                     (lambda: x.normal_(0, -1), "std >= 0.0"),
+                     (lambda: torch.normal(x, -x - 1), "std >= 0.0"),
+                     (lambda: x.bernoulli_(1.5), "[0, 1]"),
+                     (lambda: x.exponential_(0), "lambda > 0.0"),
+                     (lambda: x.geometric_(0), "(0, 1)"),
+                     (lambda: x.random_(5, 5), "less than 'to'"),
+                     (lambda: F.dropout(x, 1.5), "between 0 and 1")):
+        st = _state()
+        try:
+            fn()
+        except (RuntimeError, ValueError) as e:
+            assert what in str(e), (what, e)
+        else:
+            raise AssertionError(f"no error: {what}")
+        assert _state() == st, what      # nothing drawn
+
+
+# ---- indexing on the card (ops_index.cpp) ------------------------------------
+
+@test
+def torch_indexing_ops_on_card():
+    g = torch.Generator().manual_seed(38)
+    torch.spyre.reset_op_counts()
+    with torch.spyre.strict():
+        # an embedding with a padding row, forward and backward: the
+        # backward's rows are added in element order (SCATTER ADD)
+        emb = nn.Embedding(50, 16, padding_idx=3)
+        emb_s = nn.Embedding(50, 16, padding_idx=3).spyre()
+        emb_s.load_state_dict(emb.state_dict())
+        idx = torch.randint(0, 50, (4, 7), generator=g)
+        idx[0, :3] = 3
+        idx[1, :4] = 11                         # repeated rows
+        cw = torch.randn(4, 7, 16, generator=g)
+        out = emb(idx)
+        out_s = emb_s(sp(idx))
+        close(out_s, out.detach(), **TOL[torch.float32])
+        (out * cw).sum().backward()
+        (out_s * sp(cw)).sum().backward()
+        close(emb_s.weight.grad, emb.weight.grad, **TOL[torch.float32])
+        assert (emb_s.weight.grad[3].cpu() == 0).all()
+        for dt in (torch.float32, torch.float16, torch.int64, torch.bool):
+            x = (torch.randn(6, 9, 5, generator=g) * 5).to(dt)
+            i1 = torch.tensor([4, 0, 8, 8, 2])
+            close(sp(x).index_select(1, sp(i1)), x.index_select(1, i1))
+            ig = torch.randint(0, 9, (6, 4, 5), generator=g)
+            close(torch.gather(sp(x), 1, sp(ig)), torch.gather(x, 1, ig))
+            # a transposed source and index
+            xt, it = x.transpose(0, 2), ig.transpose(0, 2)
+            close(torch.gather(sp(x).transpose(0, 2), 1, sp(ig).transpose(
+                0, 2)), torch.gather(xt, 1, it))
+            close(sp(x).flip(0, 2), x.flip(0, 2))
+            close(sp(x).roll((2, -3), (0, 1)), x.roll((2, -3), (0, 1)))
+            close(sp(x).roll(7), x.roll(7))
+            t = torch.tensor([[0, -1], [17, -54]])
+            close(torch.take(sp(x), sp(t)), torch.take(x, t))
+            # scatter: distinct targets per column (PyTorch leaves
+            # duplicates' order open; the card's last-wins is not compared)
+            perm = torch.stack([torch.randperm(6, generator=g)[:4]
+                                for _ in range(5)], 1)
+            src = (torch.randn(4, 5, generator=g) * 5).to(dt)
+            y = x[:, :5, 0].clone()
+            close(sp(y).scatter(0, sp(perm), sp(src)), y.scatter(0, perm,
+                                                                src))
+            close(sp(y).scatter_(0, sp(perm), 1), y.scatter(0, perm, 1))
+            ic = torch.tensor([7, 1, 3])
+            srcc = (torch.randn(6, 3, 5, generator=g) * 5).to(dt)
+            close(sp(x).index_copy_(1, sp(ic), sp(srcc)),
+                  x.clone().index_copy_(1, ic, srcc))
+            if dt != torch.bool:
+                tol = {} if dt != torch.float16 else TOL[dt]
+                ia = torch.tensor([8, 0, 8, 2, 8])    # repeats accumulate
+                srca = (torch.randn(6, 5, 5, generator=g) * 5).to(dt)
+                close(sp(x).index_add_(1, sp(ia), sp(srca), alpha=2),
+                      x.clone().index_add_(1, ia, srca, alpha=2), **tol)
+                close(sp(y).scatter_add(0, sp(ig[:, :, 0] % 6),
+                                        sp(x[:, :4, 0])),
+                      y.scatter_add(0, ig[:, :, 0] % 6, x[:, :4, 0]), **tol)
+        # advanced indexing with one integer index tensor (negative
+        # indices count from the end), reads and writes; the writes of
+        # repeated indices add up in element order with accumulate
+        x = torch.randn(5, 6, 7, generator=g)
+        i2 = torch.tensor([[0, -1, 2], [5, 5, -6]])
+        close(sp(x)[:, sp(i2)], x[:, i2])
+        close(sp(x)[sp(torch.tensor([4, -5]))], x[torch.tensor([4, -5])])
+        v = torch.randn(5, 2, 3, 7, generator=g)
+        put = torch.ops.aten.index_put_      # (Tensor.index_put_ takes
+        close(put(sp(x), [None, sp(i2)], sp(v), True),  # no None)
+              put(x.clone(), [None, i2], v, True), **TOL[torch.float32])
+        pos = torch.tensor([1, 3])          # a KV-cache write at positions
+        kv = torch.randn(5, 2, 7, generator=g)
+        xs = sp(x)
+        xs[:, sp(pos)] = sp(kv)
+        xc = x.clone()
+        xc[:, pos] = kv
+        close(xs, xc)
+        # cat of mixed dtypes (promoted), with a legacy empty 1-D input;
+        # stack is cat of unsqueezed inputs
+        a = torch.randn(3, 4, generator=g)
+        b = torch.randn(3, 2, generator=g).half()
+        close(torch.cat([sp(a), sp(b), sp(torch.empty(0))], 1),
+              torch.cat([a, b, torch.empty(0)], 1))
+        close(torch.stack([sp(a), sp(a) * 2], 1), torch.stack([a, a * 2], 1))
+    counts = torch.spyre.op_counts()
+    for op in ("aten::index_select", "aten::gather", "aten::take",
+               "aten::scatter.src", "aten::scatter_.value",
+               "aten::scatter_add", "aten::index_add_", "aten::index_copy_",
+               "aten::embedding_dense_backward", "aten::flip", "aten::roll",
+               "aten::cat", "aten::index.Tensor", "aten::_index_put_impl_"):
+        assert counts.get(op, {}).get("native", 0) > 0, (op, counts.get(op))
+    # PyTorch's argument errors, raised before anything runs
+    x = torch.zeros(4, 5, device="spyre")
+    for fn, what in (
+            (lambda: x.index_select(0, torch.zeros(2, 2, dtype=torch.long,
+                                                   device="spyre")),
+             "vector"),
+            (lambda: torch.gather(x, 1, torch.zeros(6, 5, dtype=torch.long,
+                                                    device="spyre")),
+             "smaller than self"),
+            (lambda: x.index_add_(0, torch.zeros(3, dtype=torch.long,
+                                                 device="spyre"),
+                                  torch.zeros(2, 5, device="spyre")),
+             "Number of indices"),
+            (lambda: torch.cat([x, torch.zeros(4, 6, device="spyre")]),
+             "Sizes of tensors must match")):
+        try:
+            fn()
+        except (RuntimeError, IndexError) as e:
+            assert what in str(e), (what, e)
+        else:
+            raise AssertionError(f"no error: {what}")
+
+
 @test
 def torch_autocast_policy():
     g = torch.Generator().manual_seed(21)

@@ -1,0 +1,1045 @@
+// SPDX-License-Identifier: MIT
+// Indexing ops on the card, on three generated kernels of the KERNEL
+// command:
+//  - a gather: out[p] = src[off_src(p) + idx[off_idx(p)] * stride] (a LOAD
+//    at a loaded offset): index_select (and embedding, which ATen composes
+//    of it), gather, take, x[idx] (index.Tensor) with one integer index
+//    tensor;
+//  - a scatter: dst[off_dst(p) + idx[off_idx(p)] * stride] = (or +=)
+//    src[off_src(p)] (part 2's SCATTER: lanes in sequential order, so
+//    colliding indices give the last value or the sum in element order,
+//    the same on every card and run): scatter, scatter_add, index_add_,
+//    index_copy_, embedding_dense_backward, index_put_ (accumulate or
+//    not) with one integer index tensor;
+//  - a strided copy with signed strides and a base offset: flip.
+// Each index is checked on the card against its dimension (a device-side
+// assertion, as CUDA's: an index out of range ends the kernel with an
+// ASSERT status that the next synchronizing call raises as RuntimeError,
+// and the context's error is sticky); take wraps negative indices as
+// PyTorch does.  cat (and stack, which ATen composes of it) and roll are
+// copies into slices of the output (copy_on_card()).  A dtype the card
+// does not hold, more than 6 dims that do not collapse, or an argument
+// form not handled here goes to the counted CPU fallback.
+#include "kernels.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <vector>
+
+namespace spyre_torch {
+
+using namespace kgen;
+
+namespace {
+
+constexpr uint32_t kIndexOp = 0x1500;	// Key::op of the indexing kernels
+
+enum XKind : uint32_t {
+	XK_GATHER = 1,
+	XK_SCATTER,	// SCATTER STORE
+	XK_SCATTER_ADD,	// SCATTER ADD (times alpha with XV_ALPHA)
+	XK_STRIDED,	// out[p] = src[base + off_src(p)], signed strides
+};
+
+enum XVariant : uint32_t {
+	XV_WRAP = 1,	// a negative index counts from the end
+	XV_SKIP = 2,	// lanes whose index equals P[kPSkip] do nothing
+	XV_ALPHA = 4,	// the scattered value times P[kPAlpha] (bool: and)
+	XV_OR = 8,	// bool accumulation: a SCATTER STORE of true where the
+			// value is true (element |= value)
+};
+
+// Parameters: the indexed dim's size and stride (in the operand the index
+// addresses), alpha (bits of the value type), the index to skip, the base
+// offset (XK_STRIDED), then each operand's strides in operand order.
+constexpr unsigned int kPSize = 0, kPStride = 1, kPAlpha = 2, kPSkip = 3,
+		       kPBase = 4, kPStrides = 5;
+
+struct XBuild {
+	XKind kind;
+	uint32_t variant;
+	int np;
+	uint32_t src_dt, idx_dt, dst_dt;	// idx_dt 0 for XK_STRIDED
+};
+
+int build_index(struct spyre_kernel **kp, const void *ctx)
+{
+	const XBuild &x = *static_cast<const XBuild *>(ctx);
+	uint32_t dts[3];
+	unsigned int nops = 0;
+	dts[nops++] = x.src_dt;
+	if (x.idx_dt)
+		dts[nops++] = x.idx_dt;
+	unsigned int dst = nops;
+	dts[nops++] = x.dst_dt;
+	unsigned int np = static_cast<unsigned int>(x.np);
+	int rc = spyre_kernel_create(dts, nops, kPStrides + nops * np, np, 0, kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	const uint32_t I = SPYRE_KTYPE_I64;
+	auto off_of = [&](unsigned int op) {
+		return point_offset(b, x.np, kPStrides + op * np);
+	};
+	if (x.kind == XK_STRIDED) {
+		int v = spyre_kernel_load(b.k, 0, b.add(off_of(0),
+							b.param(I, kPBase)),
+					  NONE, NONE);
+		spyre_kernel_store(b.k, dst, off_of(dst), v, NONE, 0);
+		return spyre_kernel_error(b.k);
+	}
+	int size = b.param(I, kPSize);
+	int ix = b.cvt(spyre_kernel_load(b.k, 1, off_of(1), NONE, NONE), I);
+	if (x.variant & XV_WRAP)
+		ix = b.sel(b.cmp(SPYRE_KCMP_LT, ix, b.c(I, 0.0)), b.add(ix, size),
+			   ix);
+	int mask = NONE;
+	if (x.variant & XV_SKIP)
+		mask = b.cmp(SPYRE_KCMP_NE, ix, b.param(I, kPSkip));
+	spyre_kernel_check(b.k, b.op(SPYRE_KOP_AND,
+				     b.cmp(SPYRE_KCMP_GE, ix, b.c(I, 0.0)),
+				     b.cmp(SPYRE_KCMP_LT, ix, size)), mask);
+	int moved = b.mul(ix, b.param(I, kPStride));
+	if (x.kind == XK_GATHER) {
+		int v = spyre_kernel_load(b.k, 0, b.add(off_of(0), moved), NONE,
+					  NONE);
+		spyre_kernel_store(b.k, dst, off_of(dst), v, NONE, 0);
+		return spyre_kernel_error(b.k);
+	}
+	int v = spyre_kernel_load(b.k, 0, off_of(0), NONE, NONE);
+	if (x.variant & XV_OR) {
+		if (x.variant & XV_ALPHA)
+			v = b.op(SPYRE_KOP_AND, v,
+				 b.param(SPYRE_KTYPE_BOOL, kPAlpha));
+		mask = mask == NONE ? v : b.op(SPYRE_KOP_AND, mask, v);
+	} else if (x.variant & XV_ALPHA) {
+		v = b.mul(v, b.param(vtype(x.src_dt), kPAlpha));
+	}
+	spyre_kernel_scatter(b.k, dst, b.add(off_of(dst), moved), v, mask,
+			     x.kind == XK_SCATTER_ADD ? SPYRE_KSCAT_ADD :
+			     SPYRE_KSCAT_STORE);
+	return spyre_kernel_error(b.k);
+}
+
+// One launch of an indexing kernel over a space of sizes @shape, the
+// operands' element strides over it given per dim (@idx undefined for
+// XK_STRIDED).  @size and @stride: the indexed dim of the operand the index
+// addresses (src for a gather, dst for a scatter).  Returns false, nothing
+// done, when the card cannot run it (more than 6 dims left after
+// collapsing, a program refused).
+struct XArgs {
+	XKind kind;
+	uint32_t variant = 0;
+	at::IntArrayRef shape;
+	at::Tensor src, idx, dst;
+	std::vector<int64_t> src_st, idx_st, dst_st;
+	int64_t size = 0, stride = 0, skip = 0, base = 0;
+	uint64_t alpha = 0;
+	// extra elements the operand the index moves in spans past what its
+	// strides cover (the indexed dim: (size - 1) * stride), and the
+	// extent of a flipped source
+	uint64_t src_extent = 0;
+};
+
+bool xlaunch(XArgs &a)
+{
+	if (a.shape.size() > static_cast<size_t>(kMaxDims))
+		return false;
+	int64_t numel = 1;
+	for (int64_t s : a.shape)
+		numel *= s;
+	if (numel == 0)
+		return true;
+	Space s;
+	s.init(a.shape);
+	s.add_strides(a.src_st.data());
+	if (a.idx.defined())
+		s.add_strides(a.idx_st.data());
+	s.add_strides(a.dst_st.data());
+	if (!s.collapse())
+		return false;
+	XBuild xb{a.kind, a.variant, s.np, kdtype(a.src.scalar_type()),
+		  a.idx.defined() ? kdtype(a.idx.scalar_type()) : 0,
+		  kdtype(a.dst.scalar_type())};
+	if (!xb.src_dt || !xb.dst_dt || (a.idx.defined() && !xb.idx_dt))
+		return false;
+	Key key;
+	key.op = kIndexOp + a.kind;
+	key.variant = a.variant;
+	key.npdims = static_cast<uint8_t>(s.np);
+	key.dt[0] = static_cast<uint8_t>(xb.src_dt);
+	key.dt[1] = static_cast<uint8_t>(xb.idx_dt);
+	key.dt[2] = static_cast<uint8_t>(xb.dst_dt);
+	int card = a.dst.device().index();
+	c10::DeviceGuard g(a.dst.device());
+	const Prog *prog = program(card, key, build_index, &xb);
+	if (prog->err < 0)
+		return false;
+	Launch L;
+	L.params[kPSize] = static_cast<uint64_t>(a.size);
+	L.params[kPStride] = static_cast<uint64_t>(a.stride);
+	L.params[kPAlpha] = a.alpha;
+	L.params[kPSkip] = static_cast<uint64_t>(a.skip);
+	L.params[kPBase] = static_cast<uint64_t>(a.base);
+	unsigned int np = static_cast<unsigned int>(s.np);
+	uint64_t moved = a.size > 0 ?
+		static_cast<uint64_t>(a.size - 1) * static_cast<uint64_t>(a.stride) :
+		0;
+	unsigned int n = 0;
+	auto add = [&](const at::Tensor &t, int op, uint64_t extra) {
+		L.operand(n, t, extra ? extra : s.extent(op));
+		L.strides(s, op, kPStrides + n * np);
+		n++;
+	};
+	bool gather = a.kind == XK_GATHER;
+	int op = 0;
+	add(a.src, op++, a.kind == XK_STRIDED ? a.src_extent :
+	    gather ? s.extent(0) + moved : 0);
+	if (a.idx.defined())
+		add(a.idx, op++, 0);
+	add(a.dst, op, a.kind == XK_SCATTER || a.kind == XK_SCATTER_ADD ?
+	    s.extent(op) + moved : 0);
+	L.sizes(s);
+	run(card, prog, L, n, kPStrides + n * np);
+	return true;
+}
+
+bool on_card(const at::Tensor &t)
+{
+	return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1 &&
+	       kdtype(t.scalar_type()) != 0;
+}
+
+bool index_dtype(const at::Tensor &i)
+{
+	return i.scalar_type() == at::kLong || i.scalar_type() == at::kInt;
+}
+
+std::vector<int64_t> strides_of(const at::Tensor &t)
+{
+	return std::vector<int64_t>(t.strides().begin(), t.strides().end());
+}
+
+// @t's strides with dim @dim's replaced by @s
+std::vector<int64_t> strides_with(const at::Tensor &t, int64_t dim, int64_t s)
+{
+	std::vector<int64_t> r = strides_of(t);
+	r[static_cast<size_t>(dim)] = s;
+	return r;
+}
+
+// The index on the card of @like (a CPU index is copied there).
+at::Tensor card_index(const at::Tensor &index, const at::Tensor &like)
+{
+	return index.device() == like.device() ? index : index.to(like.device());
+}
+
+// ---- gathers ---------------------------------------------------------------------
+
+// index_select of @self (dim >= 1) along @dim by the 0-/1-D @index into
+// @out (already of the result's sizes).
+bool index_select_into(const at::Tensor &self, int64_t dim,
+		       const at::Tensor &index, const at::Tensor &out)
+{
+	if (!on_card(self) || !on_card(out) || self.dim() == 0 ||
+	    !index_dtype(index) || out.scalar_type() != self.scalar_type())
+		return false;
+	XArgs a;
+	a.kind = XK_GATHER;
+	a.shape = out.sizes();
+	a.src = self;
+	a.idx = card_index(index, self);
+	a.dst = out;
+	a.src_st = strides_with(self, dim, 0);
+	a.idx_st.assign(static_cast<size_t>(out.dim()), 0);
+	a.idx_st[static_cast<size_t>(dim)] = index.dim() ? a.idx.stride(0) : 0;
+	a.dst_st = strides_of(out);
+	a.size = self.size(dim);
+	a.stride = self.stride(dim);
+	return xlaunch(a);
+}
+
+std::vector<int64_t> index_select_shape(const at::Tensor &self, int64_t dim,
+					const at::Tensor &index)
+{
+	TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed "
+			  "to be a vector");
+	TORCH_CHECK(index_dtype(index), "index_select(): Expected dtype int32 "
+		    "or int64 for index");
+	std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+	if (!shape.empty())
+		shape[static_cast<size_t>(dim)] = index.numel();
+	return shape;
+}
+
+at::Tensor k_index_select(const at::Tensor &self, int64_t dim,
+			  const at::Tensor &index)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (on_card(self)) {
+		// a scalar is a 1-element vector, and so is its result
+		bool zd = self.dim() == 0;
+		TORCH_CHECK_INDEX(!zd || index.numel() == 1, "index_select(): "
+				  "Index to scalar can have only 1 value, got ",
+				  index.numel(), " value(s)");
+		at::Tensor s1 = zd ? self.view({1}) : self;
+		at::Tensor out = at::empty(index_select_shape(s1, dim, index),
+					   self.options());
+		if (index_select_into(s1, dim, index, out)) {
+			count_native("aten::index_select");
+			return zd ? out.view(at::IntArrayRef()) : out;
+		}
+	}
+	return SPYRE_FALLBACK(index_select, self, dim, index);
+}
+
+at::Tensor &k_index_select_out(const at::Tensor &self, int64_t dim,
+			       const at::Tensor &index, at::Tensor &out)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (on_card(self) && on_card(out) && self.dim() > 0 &&
+	    out.scalar_type() == self.scalar_type()) {
+		at::native::resize_output(out, index_select_shape(self, dim,
+								  index));
+		check_overlap(out, {self, index});
+		if (index_select_into(unalias(self, out), dim, index, out)) {
+			count_native("aten::index_select.out");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(index_select, out, self, dim, index, out);
+}
+
+// gather along @dim: out[i][j][k] = self[index[i][j][k]][j][k] (dim 0).
+bool gather_into(const at::Tensor &self, int64_t dim, const at::Tensor &index,
+		 const at::Tensor &out)
+{
+	if (!on_card(self) || !on_card(out) || self.dim() == 0 ||
+	    out.scalar_type() != self.scalar_type())
+		return false;
+	XArgs a;
+	a.kind = XK_GATHER;
+	a.shape = index.sizes();
+	a.src = self;
+	a.idx = card_index(index, self);
+	a.dst = out;
+	a.src_st = strides_with(self, dim, 0);
+	a.idx_st = strides_of(a.idx);
+	a.dst_st = strides_of(out);
+	a.size = self.size(dim);
+	a.stride = self.stride(dim);
+	return xlaunch(a);
+}
+
+// PyTorch's shape rules of gather / scatter: same number of dims, the
+// index no larger than @other (self for gather and scatter, also src for
+// scatter) in every dim but @dim (not for @other2).
+void check_gather_shapes(const char *name, const at::Tensor &self,
+			 int64_t dim, const at::Tensor &index,
+			 const at::Tensor &src)
+{
+	TORCH_CHECK(index.scalar_type() == at::kLong, name, "(): Expected "
+		    "dtype int64 for index");
+	TORCH_CHECK(std::max<int64_t>(index.dim(), 1) ==
+		    std::max<int64_t>(self.dim(), 1), "Index tensor must have "
+		    "the same number of dimensions as ",
+		    src.defined() ? "self tensor" : "input tensor");
+	for (int64_t d = 0; d < index.dim(); d++) {
+		if (d != dim)
+			TORCH_CHECK(index.size(d) <= self.size(d), "Size does not "
+				    "match at dimension ", d, " expected index ",
+				    index.sizes(), " to be smaller than self ",
+				    self.sizes(), " apart from dimension ", dim);
+		if (src.defined())
+			TORCH_CHECK(index.size(d) <= src.size(d), "Expected "
+				    "index ", index.sizes(), " to be smaller "
+				    "than self ", self.sizes(), " apart from "
+				    "dimension ", dim, " and to be smaller size "
+				    "than src ", src.sizes());
+	}
+}
+
+at::Tensor k_gather(const at::Tensor &self, int64_t dim,
+		    const at::Tensor &index, bool sparse_grad)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (on_card(self) && self.dim() > 0 && index.dim() == self.dim()) {
+		check_gather_shapes("gather", self, dim, index, {});
+		at::Tensor out = at::empty(index.sizes(), self.options());
+		if (gather_into(self, dim, index, out)) {
+			count_native("aten::gather");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(gather, self, dim, index, sparse_grad);
+}
+
+at::Tensor &k_gather_out(const at::Tensor &self, int64_t dim,
+			 const at::Tensor &index, bool sparse_grad,
+			 at::Tensor &out)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (on_card(self) && on_card(out) && self.dim() > 0 &&
+	    index.dim() == self.dim() && out.scalar_type() == self.scalar_type()) {
+		check_gather_shapes("gather", self, dim, index, {});
+		at::native::resize_output(out, index.sizes());
+		check_overlap(out, {self, index});
+		if (gather_into(unalias(self, out), dim, index, out)) {
+			count_native("aten::gather.out");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(gather, out, self, dim, index, sparse_grad, out);
+}
+
+// take: @self as a flat row-major vector, gathered at @index (negative
+// indices count from the end); the result has @index's sizes.
+at::Tensor k_take(const at::Tensor &self, const at::Tensor &index)
+{
+	TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long "
+		    "tensor for index, but got ", index.scalar_type());
+	if (on_card(self)) {
+		TORCH_CHECK_INDEX(self.numel() > 0 || index.numel() == 0,
+				  "take(): tried to take from an empty tensor");
+		at::Tensor flat = self.reshape({-1});
+		at::Tensor idx = card_index(index, self);
+		at::Tensor out = at::empty(index.sizes(), self.options());
+		XArgs a;
+		a.kind = XK_GATHER;
+		a.variant = XV_WRAP;
+		a.shape = index.sizes();
+		a.src = flat;
+		a.idx = idx;
+		a.dst = out;
+		a.src_st.assign(static_cast<size_t>(index.dim()), 0);
+		a.idx_st = strides_of(idx);
+		a.dst_st = strides_of(out);
+		a.size = flat.numel();
+		a.stride = flat.numel() ? flat.stride(0) : 1;
+		if (xlaunch(a)) {
+			count_native("aten::take");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(take, self, index);
+}
+
+// ---- scatters ----------------------------------------------------------------------
+
+// @src, or a copy of it when it shares memory with @dst: a SCATTER's
+// operand must be the only access to its memory in the kernel.
+at::Tensor apart(const at::Tensor &src, const at::Tensor &dst)
+{
+	if (src.defined() && src.device() == dst.device() &&
+	    src.storage().is_alias_of(dst.storage()))
+		return src.clone();
+	return src;
+}
+
+// scatter / scatter_add of @src (a tensor over @index's space) into @self
+// in place along @dim.
+bool scatter_into(const at::Tensor &self, int64_t dim, const at::Tensor &index,
+		  const at::Tensor &src, bool add)
+{
+	if (!on_card(self) || !on_card(src) || self.dim() == 0 ||
+	    src.scalar_type() != self.scalar_type())
+		return false;
+	at::assert_no_internal_overlap(self);
+	bool bool_or = add && self.scalar_type() == at::kBool;
+	XArgs a;
+	a.kind = add && !bool_or ? XK_SCATTER_ADD : XK_SCATTER;
+	a.variant = bool_or ? uint32_t(XV_OR) : 0u;
+	a.shape = index.sizes();
+	a.src = apart(src, self);
+	a.idx = apart(card_index(index, self), self);
+	a.dst = self;
+	a.src_st = strides_of(a.src);
+	a.idx_st = strides_of(a.idx);
+	a.dst_st = strides_with(self, dim, 0);
+	a.size = self.size(dim);
+	a.stride = self.stride(dim);
+	return xlaunch(a);
+}
+
+bool scatter_src_(at::Tensor &self, int64_t dim, const at::Tensor &index,
+		  const at::Tensor &src, bool add, const char *name)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (!on_card(self) || self.dim() == 0 || index.dim() != self.dim())
+		return false;
+	check_gather_shapes(name, self, dim, index, src);
+	TORCH_CHECK(self.scalar_type() == src.scalar_type(), name, "(): "
+		    "Expected self.dtype to be equal to src.dtype");
+	return scatter_into(self, dim, index, src, add);
+}
+
+at::Tensor &k_scatter_src_(at::Tensor &self, int64_t dim,
+			   const at::Tensor &index, const at::Tensor &src)
+{
+	if (scatter_src_(self, dim, index, src, false, "scatter")) {
+		count_native("aten::scatter_.src");
+		return self;
+	}
+	return SPYRE_FALLBACK2(scatter_, src, self, dim, index, src);
+}
+
+at::Tensor k_scatter_src(const at::Tensor &self, int64_t dim,
+			 const at::Tensor &index, const at::Tensor &src)
+{
+	if (on_card(self)) {
+		at::Tensor out = self.clone();
+		if (scatter_src_(out, dim, index, src, false, "scatter")) {
+			count_native("aten::scatter.src");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(scatter, src, self, dim, index, src);
+}
+
+at::Tensor &k_scatter_value_(at::Tensor &self, int64_t dim,
+			     const at::Tensor &index, const at::Scalar &value)
+{
+	if (on_card(self)) {
+		at::Tensor v = at::scalar_tensor(value, self.options())
+			.expand(index.sizes());
+		if (scatter_src_(self, dim, index, v, false, "scatter")) {
+			count_native("aten::scatter_.value");
+			return self;
+		}
+	}
+	return SPYRE_FALLBACK2(scatter_, value, self, dim, index, value);
+}
+
+at::Tensor k_scatter_value(const at::Tensor &self, int64_t dim,
+			   const at::Tensor &index, const at::Scalar &value)
+{
+	if (on_card(self)) {
+		at::Tensor out = self.clone();
+		at::Tensor v = at::scalar_tensor(value, self.options())
+			.expand(index.sizes());
+		if (scatter_src_(out, dim, index, v, false, "scatter")) {
+			count_native("aten::scatter.value");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(scatter, value, self, dim, index, value);
+}
+
+at::Tensor &k_scatter_add_(at::Tensor &self, int64_t dim,
+			   const at::Tensor &index, const at::Tensor &src)
+{
+	if (scatter_src_(self, dim, index, src, true, "scatter_add")) {
+		count_native("aten::scatter_add_");
+		return self;
+	}
+	return SPYRE_FALLBACK(scatter_add_, self, dim, index, src);
+}
+
+at::Tensor k_scatter_add(const at::Tensor &self, int64_t dim,
+			 const at::Tensor &index, const at::Tensor &src)
+{
+	if (on_card(self)) {
+		at::Tensor out = self.clone();
+		if (scatter_src_(out, dim, index, src, true, "scatter_add")) {
+			count_native("aten::scatter_add");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(scatter_add, self, dim, index, src);
+}
+
+// index_add_ / index_copy_: @source's slices along @dim go to @self's
+// slices index[i] (added times @alpha, or stored).
+bool index_scatter_(const at::Tensor &self, int64_t dim,
+		    const at::Tensor &index, const at::Tensor &source, bool add,
+		    const at::Scalar &alpha, const char *name)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (self.dim() == 0 && source.dim() == 0)	// as 1-element vectors
+		return index_scatter_(self.view({1}), 0, index, source.view({1}),
+				      add, alpha, name);
+	if (!on_card(self) || !on_card(source) || self.dim() == 0 ||
+	    source.dim() != self.dim() || !index_dtype(index))
+		return false;
+	TORCH_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to "
+			  "be a vector");
+	TORCH_CHECK(source.scalar_type() == self.scalar_type(), name, "(): "
+		    "self (", self.scalar_type(), ") and source (",
+		    source.scalar_type(), ") must have the same scalar type");
+	TORCH_CHECK(index.numel() == source.size(dim), name, "(): Number of "
+		    "indices (", index.numel(), ") should be equal to "
+		    "source.size(dim) (", source.size(dim), ")");
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (d != dim)
+			TORCH_CHECK(self.size(d) == source.size(d), name, "(): "
+				    "self and source must have the same sizes "
+				    "apart from dim ", dim);
+	at::assert_no_internal_overlap(self);
+	bool bool_or = add && self.scalar_type() == at::kBool;
+	XArgs a;
+	a.kind = add && !bool_or ? XK_SCATTER_ADD : XK_SCATTER;
+	a.variant = bool_or ? uint32_t(XV_OR) : 0u;
+	uint32_t vt = vtype(kdtype(self.scalar_type()));
+	if (add && !(alpha.isIntegral(true) && alpha.toLong() == 1)) {
+		a.variant |= XV_ALPHA;
+		a.alpha = scalar_param(alpha, vt);
+	}
+	a.shape = source.sizes();
+	a.src = apart(source, self);
+	a.idx = apart(card_index(index, self), self);
+	a.dst = self;
+	a.src_st = strides_of(a.src);
+	a.idx_st.assign(static_cast<size_t>(self.dim()), 0);
+	a.idx_st[static_cast<size_t>(dim)] = index.dim() ? a.idx.stride(0) : 0;
+	a.dst_st = strides_with(self, dim, 0);
+	a.size = self.size(dim);
+	a.stride = self.stride(dim);
+	return xlaunch(a);
+}
+
+at::Tensor &k_index_add_(at::Tensor &self, int64_t dim,
+			 const at::Tensor &index, const at::Tensor &source,
+			 const at::Scalar &alpha)
+{
+	if (index_scatter_(self, dim, index, source, true, alpha, "index_add")) {
+		count_native("aten::index_add_");
+		return self;
+	}
+	return SPYRE_FALLBACK(index_add_, self, dim, index, source, alpha);
+}
+
+at::Tensor k_index_add(const at::Tensor &self, int64_t dim,
+		       const at::Tensor &index, const at::Tensor &source,
+		       const at::Scalar &alpha)
+{
+	if (on_card(self)) {
+		at::Tensor out = self.clone();
+		if (index_scatter_(out, dim, index, source, true, alpha,
+				   "index_add")) {
+			count_native("aten::index_add");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(index_add, self, dim, index, source, alpha);
+}
+
+at::Tensor &k_index_copy_(at::Tensor &self, int64_t dim,
+			  const at::Tensor &index, const at::Tensor &source)
+{
+	if (index.scalar_type() == at::kLong &&
+	    index_scatter_(self, dim, index, source, false, 1, "index_copy")) {
+		count_native("aten::index_copy_");
+		return self;
+	}
+	return SPYRE_FALLBACK(index_copy_, self, dim, index, source);
+}
+
+at::Tensor k_index_copy(const at::Tensor &self, int64_t dim,
+			const at::Tensor &index, const at::Tensor &source)
+{
+	if (on_card(self) && index.scalar_type() == at::kLong) {
+		at::Tensor out = self.clone();
+		if (index_scatter_(out, dim, index, source, false, 1,
+				   "index_copy")) {
+			count_native("aten::index_copy");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(index_copy, self, dim, index, source);
+}
+
+// embedding's backward: the rows of @grad (indices' sizes + [D]) added
+// into a zero [num_weights, D] gradient at their index, in element order;
+// rows of @padding_idx skipped.
+at::Tensor k_embedding_dense_backward(const at::Tensor &grad,
+				      const at::Tensor &indices,
+				      int64_t num_weights, int64_t padding_idx,
+				      bool scale_grad_by_freq)
+{
+	if (on_card(grad) && !scale_grad_by_freq && index_dtype(indices) &&
+	    grad.scalar_type() != at::kBool && grad.dim() >= 1) {
+		int64_t d = grad.size(-1);
+		at::Tensor idx = card_index(indices, grad).reshape({-1});
+		at::Tensor g2 = grad.reshape({idx.numel(), d});
+		at::Tensor gw = at::zeros({num_weights, d}, grad.options());
+		XArgs a;
+		a.kind = XK_SCATTER_ADD;
+		a.variant = padding_idx >= 0 ? uint32_t(XV_SKIP) : 0u;
+		a.skip = padding_idx;
+		int64_t shape[2] = {idx.numel(), d};
+		a.shape = shape;
+		a.src = g2;
+		a.idx = idx;
+		a.dst = gw;
+		a.src_st = strides_of(g2);
+		a.idx_st = {idx.numel() ? idx.stride(0) : 0, 0};
+		a.dst_st = {0, gw.stride(1)};
+		a.size = num_weights;
+		a.stride = gw.stride(0);
+		if (xlaunch(a)) {
+			count_native("aten::embedding_dense_backward");
+			return gw;
+		}
+	}
+	return SPYRE_FALLBACK(embedding_dense_backward, grad, indices,
+			      num_weights, padding_idx, scale_grad_by_freq);
+}
+
+// ---- advanced indexing: index.Tensor, index_put_ -----------------------------------
+
+// The one integer index tensor of an advanced-indexing list (the others
+// None), its dim in @dim; undefined when the list has a bool mask, or more
+// or fewer than one tensor (those go to the fallback).
+at::Tensor single_index(const c10::List<std::optional<at::Tensor>> &indices,
+			int64_t &dim)
+{
+	at::Tensor found;
+	int64_t d = 0;
+	for (const std::optional<at::Tensor> &o : indices) {
+		if (o.has_value() && o->defined()) {
+			if (found.defined() || !index_dtype(*o))
+				return {};
+			found = *o;
+			dim = d;
+		}
+		d++;
+	}
+	return found;
+}
+
+// The space of x[..., idx, ...] (idx at @dim of @self): @self's sizes with
+// dim @dim replaced by @idx's sizes, and the strides over it of @self (0
+// along idx's dims) and of @idx (0 along self's).
+void index_space(const at::Tensor &self, int64_t dim, const at::Tensor &idx,
+		 std::vector<int64_t> &shape, std::vector<int64_t> &self_st,
+		 std::vector<int64_t> &idx_st)
+{
+	shape.clear();
+	self_st.clear();
+	idx_st.clear();
+	for (int64_t d = 0; d < self.dim(); d++) {
+		if (d != dim) {
+			shape.push_back(self.size(d));
+			self_st.push_back(self.stride(d));
+			idx_st.push_back(0);
+			continue;
+		}
+		for (int64_t j = 0; j < idx.dim(); j++) {
+			shape.push_back(idx.size(j));
+			self_st.push_back(0);
+			idx_st.push_back(idx.stride(j));
+		}
+	}
+}
+
+// x[idx] with one integer index tensor (negative indices count from the
+// end): a gather.
+at::Tensor k_index(const at::Tensor &self,
+		   const c10::List<std::optional<at::Tensor>> &indices)
+{
+	int64_t dim = 0;
+	at::Tensor idx = on_card(self) && self.dim() > 0 &&
+		static_cast<int64_t>(indices.size()) <= self.dim() ?
+		single_index(indices, dim) : at::Tensor();
+	if (idx.defined()) {
+		idx = card_index(idx, self);
+		XArgs a;
+		a.kind = XK_GATHER;
+		a.variant = XV_WRAP;
+		std::vector<int64_t> shape;
+		index_space(self, dim, idx, shape, a.src_st, a.idx_st);
+		at::Tensor out = at::empty(shape, self.options());
+		a.shape = shape;
+		a.src = self;
+		a.idx = idx;
+		a.dst = out;
+		a.dst_st = strides_of(out);
+		a.size = self.size(dim);
+		a.stride = self.stride(dim);
+		if (xlaunch(a)) {
+			count_native("aten::index.Tensor");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(index, Tensor, self, indices);
+}
+
+// x[idx] = values (or += with @accumulate) with one integer index tensor:
+// a scatter in element order (the last of repeated indices wins, or all
+// add up in order).  @values (of @self's dtype: PyTorch refuses others)
+// broadcasts to the indexed shape.
+at::Tensor &k_index_put_impl_(at::Tensor &self,
+			      const c10::List<std::optional<at::Tensor>> &indices,
+			      const at::Tensor &values, bool accumulate,
+			      bool unsafe)
+{
+	int64_t dim = 0;
+	at::Tensor idx = on_card(self) && on_card(values) && self.dim() > 0 &&
+		values.scalar_type() == self.scalar_type() &&
+		static_cast<int64_t>(indices.size()) <= self.dim() &&
+		!(accumulate && self.scalar_type() == at::kBool) ?
+		single_index(indices, dim) : at::Tensor();
+	XArgs a;
+	std::vector<int64_t> shape;
+	if (idx.defined()) {
+		idx = apart(card_index(idx, self), self);
+		index_space(self, dim, idx, shape, a.dst_st, a.idx_st);
+	}
+	if (idx.defined() && at::is_expandable_to(values.sizes(), shape)) {
+		at::assert_no_internal_overlap(self);
+		a.kind = accumulate ? XK_SCATTER_ADD : XK_SCATTER;
+		a.variant = XV_WRAP;
+		at::Tensor v = apart(values, self).expand(shape);
+		a.shape = shape;
+		a.src = v;
+		a.idx = idx;
+		a.dst = self;
+		a.src_st = strides_of(v);
+		a.size = self.size(dim);
+		a.stride = self.stride(dim);
+		if (xlaunch(a)) {
+			count_native("aten::_index_put_impl_");
+			return self;
+		}
+	}
+	return SPYRE_FALLBACK(_index_put_impl_, self, indices, values,
+			      accumulate, unsafe);
+}
+
+// ---- copies: flip, roll, cat ---------------------------------------------------------
+
+bool flip_into(const at::Tensor &self, at::IntArrayRef dims,
+	       const at::Tensor &out)
+{
+	if (!on_card(self) || !on_card(out) ||
+	    out.scalar_type() != self.scalar_type())
+		return false;
+	std::vector<bool> flip(static_cast<size_t>(self.dim()), false);
+	for (int64_t d : dims) {
+		int64_t w = at::maybe_wrap_dim(d, self.dim());
+		TORCH_CHECK(!flip[static_cast<size_t>(w)], "dims has duplicates, "
+			    "original flip dims size=", dims.size());
+		flip[static_cast<size_t>(w)] = true;
+	}
+	XArgs a;
+	a.kind = XK_STRIDED;
+	a.shape = self.sizes();
+	a.src = self;
+	a.dst = out;
+	a.src_st = strides_of(self);
+	a.dst_st = strides_of(out);
+	uint64_t ext = 1;
+	for (int64_t d = 0; d < self.dim(); d++) {
+		size_t i = static_cast<size_t>(d);
+		int64_t span = (self.size(d) - 1) * self.stride(d);
+		ext += static_cast<uint64_t>(std::max<int64_t>(span, 0));
+		if (flip[i] && self.size(d) > 1) {
+			a.base += span;
+			a.src_st[i] = -self.stride(d);
+		}
+	}
+	a.src_extent = ext;
+	return xlaunch(a);
+}
+
+at::Tensor k_flip(const at::Tensor &self, at::IntArrayRef dims)
+{
+	if (on_card(self)) {
+		at::Tensor out = at::empty_like(self, at::MemoryFormat::Contiguous);
+		if (flip_into(self, dims, out)) {
+			count_native("aten::flip");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(flip, self, dims);
+}
+
+// roll: each rolled dim moves by two slice copies on the card (the last
+// dim's copies write the result; earlier dims go through a temporary).
+at::Tensor k_roll(const at::Tensor &self, at::IntArrayRef shifts,
+		  at::IntArrayRef dims)
+{
+	if (!on_card(self))
+		return SPYRE_FALLBACK(roll, self, shifts, dims);
+	TORCH_CHECK(!shifts.empty(), "`shifts` required");
+	if (self.numel() == 0) {
+		count_native("aten::roll");
+		return self.clone();
+	}
+	if (dims.empty() && shifts.size() == 1) {
+		at::Tensor r = k_roll(self.flatten(), shifts, {0});
+		return r.view(self.sizes());
+	}
+	TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must "
+		    "align. shifts: ", shifts.size(), ", dims:", dims.size());
+	at::Tensor cur = self;
+	for (size_t i = 0; i < dims.size(); i++) {
+		int64_t d = at::maybe_wrap_dim(dims[i], self.dim());
+		int64_t n = self.size(d);
+		int64_t s = ((shifts[i] % n) + n) % n;
+		at::Tensor next = at::empty_like(self,
+						 at::MemoryFormat::Contiguous);
+		if (s == 0) {
+			if (!copy_on_card(next, cur))
+				return SPYRE_FALLBACK(roll, self, shifts, dims);
+		} else if (!copy_on_card(next.narrow(d, s, n - s),
+					 cur.narrow(d, 0, n - s)) ||
+			   !copy_on_card(next.narrow(d, 0, s),
+					 cur.narrow(d, n - s, s))) {
+			return SPYRE_FALLBACK(roll, self, shifts, dims);
+		}
+		cur = next;
+	}
+	count_native("aten::roll");
+	return cur;
+}
+
+// cat: the output of the promoted dtype, each input copied (and
+// converted) into its slice on the card.  1-D empty inputs are skipped,
+// as PyTorch's legacy rule has it.
+bool cat_into(const at::ITensorListRef &tensors, int64_t dim,
+	      const at::Tensor &out)
+{
+	int64_t off = 0;
+	for (const at::Tensor &t : tensors) {
+		if (t.dim() == 1 && t.numel() == 0)
+			continue;
+		int64_t n = t.size(dim);
+		if (n && !copy_on_card(out.narrow(dim, off, n), t))
+			return false;
+		off += n;
+	}
+	return true;
+}
+
+// the result's sizes of cat, PyTorch's checks; false when a tensor is not
+// a card tensor (the fallback takes the call)
+bool cat_shape(const at::ITensorListRef &tensors, int64_t &dim,
+	       std::vector<int64_t> &shape, at::ScalarType &dt,
+	       c10::Device &dev)
+{
+	TORCH_CHECK(tensors.size() > 0, "torch.cat(): expected a non-empty "
+		    "list of Tensors");
+	const at::Tensor *ref = nullptr;
+	bool first = true;
+	for (const at::Tensor &t : tensors) {
+		if (!on_card(t))
+			return false;
+		if (first) {
+			dt = t.scalar_type();
+			dev = t.device();
+			first = false;
+		} else {
+			dt = at::promote_types(dt, t.scalar_type());
+			if (t.device() != dev)
+				return false;
+		}
+		if (!(t.dim() == 1 && t.numel() == 0) && !ref)
+			ref = &t;
+	}
+	if (!ref) {
+		dim = 0;
+		shape = {0};
+		return true;
+	}
+	TORCH_CHECK(ref->dim() > 0, "zero-dimensional tensor (at position 0) "
+		    "cannot be concatenated");
+	dim = at::maybe_wrap_dim(dim, ref->dim());
+	shape.assign(ref->sizes().begin(), ref->sizes().end());
+	int64_t total = 0, i = 0;
+	for (const at::Tensor &t : tensors) {
+		if (t.dim() == 1 && t.numel() == 0) {
+			i++;
+			continue;
+		}
+		TORCH_CHECK(t.dim() == ref->dim(), "Tensors must have same "
+			    "number of dimensions: got ", ref->dim(), " and ",
+			    t.dim());
+		for (int64_t d = 0; d < t.dim(); d++)
+			if (d != dim)
+				TORCH_CHECK(t.size(d) == ref->size(d), "Sizes of "
+					    "tensors must match except in "
+					    "dimension ", dim, ". Expected size ",
+					    ref->size(d), " but got size ",
+					    t.size(d), " for tensor number ", i,
+					    " in the list.");
+		total += t.size(dim);
+		i++;
+	}
+	shape[static_cast<size_t>(dim)] = total;
+	return true;
+}
+
+at::Tensor k_cat(const at::ITensorListRef &tensors, int64_t dim)
+{
+	std::vector<int64_t> shape;
+	at::ScalarType dt = at::kFloat;
+	c10::Device dev(c10::DeviceType::PrivateUse1, 0);
+	if (cat_shape(tensors, dim, shape, dt, dev) && kdtype(dt)) {
+		at::Tensor out = at::empty(shape, at::TensorOptions()
+					   .dtype(dt).device(dev));
+		if (cat_into(tensors, dim, out)) {
+			count_native("aten::cat");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(cat, tensors, dim);
+}
+
+at::Tensor &k_cat_out(const at::ITensorListRef &tensors, int64_t dim,
+		      at::Tensor &out)
+{
+	std::vector<int64_t> shape;
+	at::ScalarType dt = at::kFloat;
+	c10::Device dev(c10::DeviceType::PrivateUse1, 0);
+	if (on_card(out) && cat_shape(tensors, dim, shape, dt, dev) &&
+	    out.device() == dev) {
+		TORCH_CHECK(at::canCast(dt, out.scalar_type()), "torch.cat(): "
+			    "input types can't be cast to the desired output "
+			    "type ", out.scalar_type());
+		at::native::resize_output(out, shape);
+		for (const at::Tensor &t : tensors)
+			check_overlap(out, {t});
+		if (cat_into(tensors, dim, out)) {
+			count_native("aten::cat.out");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(cat, out, tensors, dim, out);
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("index_select", TORCH_FN(k_index_select));
+	m.impl("index_select.out", TORCH_FN(k_index_select_out));
+	m.impl("gather", TORCH_FN(k_gather));
+	m.impl("gather.out", TORCH_FN(k_gather_out));
+	m.impl("take", TORCH_FN(k_take));
+	m.impl("scatter.src", TORCH_FN(k_scatter_src));
+	m.impl("scatter_.src", TORCH_FN(k_scatter_src_));
+	m.impl("scatter.value", TORCH_FN(k_scatter_value));
+	m.impl("scatter_.value", TORCH_FN(k_scatter_value_));
+	m.impl("scatter_add", TORCH_FN(k_scatter_add));
+	m.impl("scatter_add_", TORCH_FN(k_scatter_add_));
+	m.impl("index_add", TORCH_FN(k_index_add));
+	m.impl("index_add_", TORCH_FN(k_index_add_));
+	m.impl("index_copy", TORCH_FN(k_index_copy));
+	m.impl("index_copy_", TORCH_FN(k_index_copy_));
+	m.impl("embedding_dense_backward", TORCH_FN(k_embedding_dense_backward));
+	m.impl("index.Tensor", TORCH_FN(k_index));
+	m.impl("_index_put_impl_", TORCH_FN(k_index_put_impl_));
+	m.impl("flip", TORCH_FN(k_flip));
+	m.impl("roll", TORCH_FN(k_roll));
+	m.impl("cat", TORCH_FN(k_cat));
+	m.impl("cat.out", TORCH_FN(k_cat_out));
+}
+
+} // namespace spyre_torch
