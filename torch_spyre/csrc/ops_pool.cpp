@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Pooling on the card, generated: max_pool2d_with_indices, avg_pool2d,
-// _adaptive_avg_pool2d and their backward.
+// Pooling and upsampling on the card, generated: max_pool2d_with_indices,
+// avg_pool2d, _adaptive_avg_pool2d and their backward; upsample_nearest2d
+// and upsample_bilinear2d (forward).
 //
 // A forward kernel runs one point per output element and a reduction over
 // its window (masked where the window leaves the image: padding never
@@ -518,10 +519,176 @@ at::Tensor k_adaptive_avg_pool2d_backward(const at::Tensor &grad_out,
 	return gi;
 }
 
+// ---- upsampling ------------------------------------------------------------------
+
+constexpr uint32_t kUpsampleOp = 0x2101;	// Key::op of the upsampling kernels
+
+enum Interp : uint8_t { NEAREST = 1, BILINEAR };
+
+struct UpBuild {
+	Interp mode;
+	uint32_t dt;
+};
+
+// One point per output element (n, c, y, x), no reduction.  Params: the
+// input's strides n, c, h, w; the output's; then per spatial dim i the
+// scale (f32) at 8 + i, the input size at 10 + i; align_corners (bool) at
+// 12.  Source positions as PyTorch's CPU kernels compute them (f32).
+int build_upsample(struct spyre_kernel **kp, const void *ctx)
+{
+	const UpBuild &u = *static_cast<const UpBuild *>(ctx);
+	uint32_t dts[2] = {u.dt, u.dt};
+	int rc = spyre_kernel_create(dts, 2, 13, 4, 0, kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	const uint32_t I = SPYRE_KTYPE_I64, F = SPYRE_KTYPE_F32;
+	int one = b.c(I, 1);
+	int base = spyre_kernel_affine(b.k, I, NONE, 3u, 0);
+	int out = spyre_kernel_affine(b.k, I, NONE, 15u, 4);
+	int lo[kD], hi[kD], lam[kD];
+	for (unsigned int i = 0; i < kD; i++) {
+		int o = b.cvt(spyre_kernel_idx(b.k, I, 2 + i), F);
+		int scale = b.param(F, 8 + i);
+		int last = b.sub(b.param(I, 10 + i), one);
+		if (u.mode == NEAREST) {
+			int src = b.un(SPYRE_KOP_FLOOR, b.mul(o, scale));
+			lo[i] = b.min(b.cvt(src, I), last);
+			continue;
+		}
+		// align_corners: scale * o; else max(scale * (o + 0.5) - 0.5, 0)
+		int half = b.f(0.5f);
+		int src = b.sel(b.param(SPYRE_KTYPE_BOOL, 12), b.mul(scale, o),
+				b.max(b.sub(b.mul(scale, b.add(o, half)), half),
+				      b.f(0.0f)));
+		lo[i] = b.min(b.cvt(b.un(SPYRE_KOP_FLOOR, src), I), last);
+		lam[i] = b.min(b.max(b.sub(src, b.cvt(lo[i], F)), b.f(0.0f)),
+			       b.f(1.0f));
+		hi[i] = b.add(lo[i], b.cvt(b.cmp(SPYRE_KCMP_LT, lo[i], last), I));
+	}
+	auto at = [&](int y, int x) {
+		int off = b.add(base, b.add(b.mul(y, b.param(I, 2)),
+					    b.mul(x, b.param(I, 3))));
+		return spyre_kernel_load(b.k, 0, off, NONE, NONE);
+	};
+	int v;
+	if (u.mode == NEAREST) {
+		v = at(lo[0], lo[1]);
+	} else {
+		auto lerp = [&](int a, int c, int l) {
+			return b.add(b.mul(b.sub(b.f(1.0f), l), a), b.mul(l, c));
+		};
+		v = lerp(lerp(at(lo[0], lo[1]), at(lo[0], hi[1]), lam[1]),
+			 lerp(at(hi[0], lo[1]), at(hi[0], hi[1]), lam[1]), lam[0]);
+	}
+	spyre_kernel_store(b.k, 1, out, v, NONE, 0);
+	return spyre_kernel_error(b.k);
+}
+
+// PyTorch's scale of an output index along one dim (area_pixel_compute_
+// scale / compute_scales_value, in float).
+float up_scale(int64_t in, int64_t out, bool align, std::optional<double> sc)
+{
+	if (align)
+		return out > 1 ? static_cast<float>(in - 1) /
+				 static_cast<float>(out - 1) : 0.0f;
+	if (sc.has_value() && *sc > 0.0)
+		return static_cast<float>(1.0 / *sc);
+	return static_cast<float>(in) / static_cast<float>(out);
+}
+
+bool up_ok(const at::Tensor &self, at::IntArrayRef osz)
+{
+	at::ScalarType t = self.scalar_type();
+	bool ok = (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) &&
+		  self.dim() == 4 && osz.size() == 2 && osz[0] > 0 &&
+		  osz[1] > 0;
+	for (int64_t i = 1; ok && i < 4; i++)
+		ok = self.size(i) > 0;
+	return ok;
+}
+
+at::Tensor upsample(Interp mode, const at::Tensor &self, at::IntArrayRef osz,
+		    bool align, std::optional<double> sh,
+		    std::optional<double> sw)
+{
+	c10::DeviceGuard guard(self.device());
+	at::Tensor out = at::empty({self.size(0), self.size(1), osz[0], osz[1]},
+				   self.options());
+	if (out.numel() == 0)
+		return out;
+	UpBuild ub{mode, kdtype(self.scalar_type())};
+	Key key;
+	key.op = kUpsampleOp;
+	key.variant = mode;
+	key.npdims = 4;
+	key.dt[0] = static_cast<uint8_t>(ub.dt);
+	int card = self.device().index();
+	const Prog *prog = program(card, key, build_upsample, &ub);
+	TORCH_CHECK(prog->err == 0, "spyre: the card refused an upsampling "
+		    "kernel (error ", prog->err, ")");
+	Launch L;
+	uint64_t span = 1;
+	for (int i = 0; i < 4; i++) {
+		L.params[i] = static_cast<uint64_t>(self.stride(i));
+		L.params[4 + i] = static_cast<uint64_t>(out.stride(i));
+		span += static_cast<uint64_t>(self.size(i) - 1) *
+			static_cast<uint64_t>(self.stride(i));
+		L.l.size[i] = static_cast<uint64_t>(out.size(i));
+	}
+	std::optional<double> sc[2] = {sh, sw};
+	for (int i = 0; i < 2; i++) {
+		int64_t in = self.size(2 + i), o = osz[i];
+		float f = up_scale(in, o, align, sc[i]);
+		// nearest: PyTorch's nearest_idx takes equal and doubled sizes
+		// exactly
+		if (mode == NEAREST && o == in)
+			f = 1.0f;
+		else if (mode == NEAREST && o == 2 * in)
+			f = 0.5f;
+		L.params[8 + i] = f32_param(f);
+		L.params[10 + i] = static_cast<uint64_t>(in);
+	}
+	L.params[12] = align;
+	L.l.npdims = 4;
+	L.operand(0, self, span);
+	L.operand(1, out, static_cast<uint64_t>(out.numel()));
+	run(card, prog, L, 2, 13);
+	return out;
+}
+
+at::Tensor k_upsample_nearest2d(const at::Tensor &self,
+				at::IntArrayRef output_size,
+				std::optional<double> scales_h,
+				std::optional<double> scales_w)
+{
+	if (!up_ok(self, output_size))
+		return SPYRE_FALLBACK(upsample_nearest2d, self, output_size,
+				      scales_h, scales_w);
+	count_native("aten::upsample_nearest2d");
+	return upsample(NEAREST, self, output_size, false, scales_h, scales_w);
+}
+
+at::Tensor k_upsample_bilinear2d(const at::Tensor &self,
+				 at::IntArrayRef output_size,
+				 bool align_corners,
+				 std::optional<double> scales_h,
+				 std::optional<double> scales_w)
+{
+	if (!up_ok(self, output_size))
+		return SPYRE_FALLBACK(upsample_bilinear2d, self, output_size,
+				      align_corners, scales_h, scales_w);
+	count_native("aten::upsample_bilinear2d");
+	return upsample(BILINEAR, self, output_size, align_corners, scales_h,
+			scales_w);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("upsample_nearest2d", TORCH_FN(k_upsample_nearest2d));
+	m.impl("upsample_bilinear2d", TORCH_FN(k_upsample_bilinear2d));
 	m.impl("max_pool2d_with_indices", TORCH_FN(k_max_pool2d_with_indices));
 	m.impl("max_pool2d_with_indices_backward",
 	       TORCH_FN(k_max_pool2d_with_indices_backward));
