@@ -11,6 +11,7 @@ rounded once (the card accumulates in float32 and rounds at the store).
     python3 test_conv.py [NAME...]      these tests alone
 """
 
+import functools
 import sys
 import time
 import traceback
@@ -21,7 +22,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 warnings.simplefilter("ignore", UserWarning)
-torch.backends.mkldnn.enabled = False
 
 TESTS = []
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4),
@@ -30,8 +30,15 @@ TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4),
 
 
 def test(fn):
-    TESTS.append(fn)
-    return fn
+    """Register ``fn``; it runs with oneDNN off (the CPU reference), which
+    is restored after it (test_torch.py runs other tests in this
+    process)."""
+    @functools.wraps(fn)
+    def run():
+        with torch.backends.mkldnn.flags(enabled=False):
+            return fn()
+    TESTS.append(run)
+    return run
 
 
 def native(fn, *ops):
