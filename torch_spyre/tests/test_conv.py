@@ -177,6 +177,39 @@ def torch_conv_backward():
     close(W.grad, wc.grad, torch.float16, scale=10)
 
 
+@test
+def torch_conv_errors():
+    """Bad arguments raise PyTorch's errors (the card takes none of them;
+    what reaches the fallback gets the CPU's checks), never a crash."""
+    X = torch.randn(1, 4, 6, 6).to("spyre")
+    W = torch.randn(5, 3, 3, 3).to("spyre")
+    cases = [
+        # channels that do not match the weight
+        (lambda: F.conv2d(X, W), RuntimeError, "channels"),
+        # a kernel larger than the padded input
+        (lambda: F.conv2d(X, torch.randn(2, 4, 9, 9).to("spyre")),
+         RuntimeError, "Kernel size"),
+        # groups that do not divide the channels
+        (lambda: F.conv2d(X, torch.randn(6, 2, 3, 3).to("spyre"),
+                          groups=3), RuntimeError, "groups"),
+        # padding above half the kernel (pooling)
+        (lambda: F.max_pool2d(X, 2, padding=2), RuntimeError, "pad"),
+        (lambda: F.avg_pool2d(X, 3, padding=2), RuntimeError, "pad"),
+    ]
+    for fn, exc, text in cases:
+        try:
+            fn()
+        except exc as e:
+            assert text in str(e), (text, str(e))
+        else:
+            raise AssertionError(f"no {exc.__name__} ({text})")
+    # the card still works afterwards
+    close(native(lambda: F.conv2d(X, W[:, :1].expand(5, 4, 3, 3)
+                                  .contiguous())),
+          F.conv2d(X.cpu(), W[:, :1].expand(5, 4, 3, 3).cpu()),
+          torch.float32)
+
+
 def distinct(g, *shape, dt=torch.float32):
     """Distinct values (no ties for max pooling), exact in ``dt``."""
     n = 1
