@@ -2012,6 +2012,10 @@ TESTS[_i:_i] = _COMPILE_TESTS
 from test_opinfo import TESTS as _OPINFO_TESTS  # noqa: E402
 _i = TESTS.index(torch_sticky_error)
 TESTS[_i:_i] = _OPINFO_TESTS
+# test_conv.py (copied next to this file): the torch_conv_* tests
+from test_conv import TESTS as _CONV_TESTS  # noqa: E402
+_i = TESTS.index(torch_sticky_error)
+TESTS[_i:_i] = _CONV_TESTS
 
 # ---- torch.distributed ----------------------------------------------------------
 # test_dist.py (copied next to this file) holds the torch_dist_* tests: this

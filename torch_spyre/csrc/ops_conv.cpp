@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: MIT
+// Convolutions on the card: convolution_overrideable (1-D, 2-D and 3-D,
+// groups, stride, padding, dilation, transposed with output_padding) and
+// convolution_backward_overrideable (grad_input, grad_weight, grad_bias).
+//
+// Every case is two generated kernels around the card's GEMM:
+//  - unfold (im2col): the window elements of an image as columns, a
+//    masked load per element (padding reads as zero), no arithmetic;
+//  - fold (col2im): each image element as the sum of the column entries
+//    whose window covers it (the stride's divisibility and the bounds as
+//    the reduction's mask), the bias added on the way out;
+//  - the GEMM (mm/bmm/baddbmm on the card), batched over groups.
+// Forward: out = W @ unfold(x).  Transposed: out = fold(W^T @ x) + bias.
+// Backward of a convolution: grad_input = fold(W^T @ grad_out), grad_weight
+// = grad_out @ unfold(x)^T over the whole batch in one GEMM per group;
+// of a transposed one: grad_input = W @ unfold(grad_out), grad_weight =
+// x @ unfold(grad_out)^T.  grad_bias is a sum of grad_out.
+#include "kernels.h"
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace spyre_torch {
+namespace {
+
+using namespace kgen;
+
+constexpr uint32_t kUnfoldOp = 0x2000;	// Key::op of the unfold kernel
+constexpr uint32_t kFoldOp = 0x2001;	// and of the fold kernel
+constexpr int kMaxSpatial = 3;
+
+// The geometry of a sliding window over D spatial dims: window position j
+// along dim i covers image elements j * s[i] - p[i] + t * d[i] for t in
+// [0, k[i]).  img: the image's sizes (input of a convolution, output of a
+// transposed one); pos: the window positions (the other side).
+struct Geo {
+	int D = 0;
+	int64_t img[kMaxSpatial] = {}, pos[kMaxSpatial] = {};
+	int64_t k[kMaxSpatial] = {}, s[kMaxSpatial] = {}, p[kMaxSpatial] = {},
+		d[kMaxSpatial] = {};
+
+	int64_t kvol() const
+	{
+		int64_t v = 1;
+		for (int i = 0; i < D; i++)
+			v *= k[i];
+		return v;
+	}
+	int64_t npos() const
+	{
+		int64_t v = 1;
+		for (int i = 0; i < D; i++)
+			v *= pos[i];
+		return v;
+	}
+};
+
+// Elements a tensor spans from its first one (non-negative strides).
+uint64_t span(const at::Tensor &t)
+{
+	if (t.numel() == 0)
+		return 0;
+	uint64_t e = 1;
+	for (int64_t i = 0; i < t.dim(); i++)
+		e += static_cast<uint64_t>(t.size(i) - 1) *
+		     static_cast<uint64_t>(t.stride(i));
+	return e;
+}
+
+// The columns of N images of C channels: element (n, c, t, j) (t the
+// window offset, j the window position, each over the D dims) at
+// col[((c * kvol + t) * N + n) * npos + j], a [C * kvol, N * npos] matrix.
+// Strides in the kernels' order: n, c, j[D], t[D].
+void col_strides(const Geo &g, int64_t N, int64_t *st)
+{
+	int64_t L = g.npos(), acc = 1;
+	for (int i = g.D - 1; i >= 0; i--) {
+		st[2 + i] = acc;
+		acc *= g.pos[i];
+	}
+	st[0] = L;
+	acc = N * L;
+	for (int i = g.D - 1; i >= 0; i--) {
+		st[2 + g.D + i] = acc;
+		acc *= g.k[i];
+	}
+	st[1] = acc;
+}
+
+// ---- unfold (im2col) ----------------------------------------------------------
+
+struct UnfoldBuild {
+	uint32_t dt;
+	int D;
+};
+
+// dims p0 n, p1 c, p2.. j[D]; r0.. t[D].  params: the image's strides per
+// dim (n, c, s*stride j, d*stride t), the columns' (n, c, j, t), then per
+// spatial dim s, d, -p, img size, then the image's base offset.
+int build_unfold(struct spyre_kernel **kp, const void *ctx)
+{
+	const UnfoldBuild &u = *static_cast<const UnfoldBuild *>(ctx);
+	const unsigned int D = static_cast<unsigned int>(u.D);
+	const unsigned int w = 2 + 2 * D, geo = 2 * w;
+	uint32_t dts[2] = {u.dt, u.dt};
+	int rc = spyre_kernel_create(dts, 2, geo + 4 * D + 1, 2 + D, D, kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	const uint32_t I = SPYRE_KTYPE_I64;
+	const uint32_t all = ((1u << (2 + D)) - 1) | ((1u << D) - 1) << SPYRE_KDIM_R0;
+	int zero = b.c(I, 0);
+	spyre_kernel_pass(b.k);
+	int xo = spyre_kernel_affine(b.k, I, b.param(I, geo + 4 * D), all, 0);
+	int co = spyre_kernel_affine(b.k, I, NONE, all, w);
+	int mask = NONE;
+	for (unsigned int i = 0; i < D; i++) {
+		unsigned int q = geo + 4 * i;
+		int y = spyre_kernel_affine(b.k, I, b.param(I, q + 2),
+					    1u << (2 + i) | 1u << (SPYRE_KDIM_R0 + i),
+					    q);
+		int ok = b.op(SPYRE_KOP_AND, b.cmp(SPYRE_KCMP_GE, y, zero),
+			      b.cmp(SPYRE_KCMP_LT, y, b.param(I, q + 3)));
+		mask = mask == NONE ? ok : b.op(SPYRE_KOP_AND, mask, ok);
+	}
+	int v = spyre_kernel_load(b.k, 0, xo, mask, NONE);
+	spyre_kernel_store(b.k, 1, co, v, NONE, 0);
+	spyre_kernel_endpass(b.k);
+	return spyre_kernel_error(b.k);
+}
+
+// The columns of @img ([N, C, img...], any strides) for @g: a new
+// [C * kvol, N * npos] tensor (col_strides()).
+at::Tensor unfold(const at::Tensor &img, const Geo &g)
+{
+	const int D = g.D;
+	int64_t N = img.size(0), C = img.size(1);
+	at::Tensor col = at::empty({C * g.kvol(), N * g.npos()}, img.options());
+	if (col.numel() == 0)
+		return col;
+	UnfoldBuild ub{kdtype(img.scalar_type()), D};
+	Key key;
+	key.op = kUnfoldOp;
+	key.npdims = static_cast<uint8_t>(2 + D);
+	key.nrdims = static_cast<uint8_t>(D);
+	key.dt[0] = static_cast<uint8_t>(ub.dt);
+	int card = img.device().index();
+	const Prog *prog = program(card, key, build_unfold, &ub);
+	TORCH_CHECK(prog->err == 0, "spyre: the card refused the unfold kernel "
+		    "(error ", prog->err, ")");
+	Launch L;
+	const unsigned int w = 2 + 2 * D, geo = 2 * w;
+	int64_t cs[2 + 2 * kMaxSpatial];
+	col_strides(g, N, cs);
+	L.params[0] = static_cast<uint64_t>(img.stride(0));
+	L.params[1] = static_cast<uint64_t>(img.stride(1));
+	int64_t base = 0;
+	for (int i = 0; i < D; i++) {
+		int64_t xs = img.stride(2 + i);
+		L.params[2 + i] = static_cast<uint64_t>(g.s[i] * xs);
+		L.params[2 + D + i] = static_cast<uint64_t>(g.d[i] * xs);
+		base -= g.p[i] * xs;
+		unsigned int q = geo + 4 * i;
+		L.params[q] = static_cast<uint64_t>(g.s[i]);
+		L.params[q + 1] = static_cast<uint64_t>(g.d[i]);
+		L.params[q + 2] = static_cast<uint64_t>(-g.p[i]);
+		L.params[q + 3] = static_cast<uint64_t>(g.img[i]);
+	}
+	for (unsigned int i = 0; i < w; i++)
+		L.params[w + i] = static_cast<uint64_t>(cs[i]);
+	L.params[geo + 4 * D] = static_cast<uint64_t>(base);
+	L.l.npdims = 2 + D;
+	L.l.nrdims = D;
+	L.l.size[0] = static_cast<uint64_t>(N);
+	L.l.size[1] = static_cast<uint64_t>(C);
+	for (int i = 0; i < D; i++) {
+		L.l.size[2 + i] = static_cast<uint64_t>(g.pos[i]);
+		L.l.size[SPYRE_KDIM_R0 + i] = static_cast<uint64_t>(g.k[i]);
+	}
+	L.operand(0, img, span(img));
+	L.operand(1, col, static_cast<uint64_t>(col.numel()));
+	run(card, prog, L, 2, geo + 4 * D + 1);
+	return col;
+}
+
+// ---- fold (col2im) ------------------------------------------------------------
+
+struct FoldBuild {
+	uint32_t dt, out_dt, bias_dt;
+	int D;
+};
+
+// dims p0 n, p1 c, p2.. image position o[D]; r0.. window offset t[D].
+// params: the output's strides (n, c, o), the columns' (n, c, t), the
+// columns' j strides, per spatial dim 1, -d, p, s, npos, then the bias's
+// stride.  Image element o gets column (t, j) where o + p - t * d = j * s.
+int build_fold(struct spyre_kernel **kp, const void *ctx)
+{
+	const FoldBuild &f = *static_cast<const FoldBuild *>(ctx);
+	const unsigned int D = static_cast<unsigned int>(f.D);
+	const unsigned int cw = 2 + D, cj = 2 * cw, geo = cj + D;
+	const unsigned int nparams = geo + 5 * D + 1;
+	uint32_t dts[3] = {f.dt, f.out_dt, f.bias_dt};
+	int rc = spyre_kernel_create(dts, f.bias_dt ? 3 : 2, nparams, 2 + D, D,
+				     kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	const uint32_t I = SPYRE_KTYPE_I64, F = SPYRE_KTYPE_F32;
+	const uint32_t pts = (1u << (2 + D)) - 1;
+	const uint32_t red = ((1u << D) - 1) << SPYRE_KDIM_R0;
+	int zero = b.c(I, 0);
+	spyre_kernel_pass(b.k);
+	int co = spyre_kernel_affine(b.k, I, NONE, 3u | red, cw);
+	int mask = NONE;
+	for (unsigned int i = 0; i < D; i++) {
+		unsigned int q = geo + 5 * i;
+		int t = spyre_kernel_affine(b.k, I, b.param(I, q + 2),
+					    1u << (2 + i) | 1u << (SPYRE_KDIM_R0 + i),
+					    q);
+		int s = b.param(I, q + 3);
+		int j = b.op(SPYRE_KOP_TRUNCDIV, t, s);
+		int ok = b.op(SPYRE_KOP_AND, b.cmp(SPYRE_KCMP_GE, t, zero),
+			      b.cmp(SPYRE_KCMP_EQ, b.op(SPYRE_KOP_REM, t, s),
+				    zero));
+		ok = b.op(SPYRE_KOP_AND, ok,
+			  b.cmp(SPYRE_KCMP_LT, j, b.param(I, q + 4)));
+		mask = mask == NONE ? ok : b.op(SPYRE_KOP_AND, mask, ok);
+		co = b.add(co, b.mul(j, b.param(I, cj + i)));
+	}
+	int v = spyre_kernel_load(b.k, 0, co, mask, NONE);
+	int sum = spyre_kernel_reduce(b.k, SPYRE_KRED_SUM, v, NONE, NONE, mask);
+	spyre_kernel_endpass(b.k);
+	if (f.bias_dt) {
+		int bo = spyre_kernel_affine(b.k, I, NONE, 2u, nparams - 1);
+		sum = b.add(sum, spyre_kernel_load(b.k, 2, bo, NONE, NONE));
+	}
+	int oo = spyre_kernel_affine(b.k, I, NONE, pts, 0);
+	spyre_kernel_store(b.k, 1, oo, b.cvt(sum, F), NONE, 0);
+	return spyre_kernel_error(b.k);
+}
+
+// Fold columns @col (@cs: their strides n, c, j[D], t[D]) into a new image
+// [N, C, img...] of @g in dtype @dt, plus @bias (C elements) when defined;
+// the sums (and the bias) in f32, rounded once to @dt.
+at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
+		int64_t C, const Geo &g, const at::Tensor &bias,
+		at::ScalarType dt)
+{
+	const int D = g.D;
+	std::vector<int64_t> shape{N, C};
+	shape.insert(shape.end(), g.img, g.img + D);
+	at::Tensor out = at::empty(shape, col.options().dtype(dt));
+	if (out.numel() == 0)
+		return out;
+	FoldBuild fb{kdtype(col.scalar_type()), kdtype(dt),
+		     bias.defined() ? kdtype(bias.scalar_type()) : 0u, D};
+	Key key;
+	key.op = kFoldOp;
+	key.npdims = static_cast<uint8_t>(2 + D);
+	key.nrdims = static_cast<uint8_t>(D);
+	key.dt[0] = static_cast<uint8_t>(fb.dt);
+	key.dt[1] = static_cast<uint8_t>(fb.out_dt);
+	key.dt[2] = static_cast<uint8_t>(fb.bias_dt);
+	int card = col.device().index();
+	const Prog *prog = program(card, key, build_fold, &fb);
+	TORCH_CHECK(prog->err == 0, "spyre: the card refused the fold kernel "
+		    "(error ", prog->err, ")");
+	const unsigned int cw = 2 + D, cj = 2 * cw, geo = cj + D;
+	const unsigned int nparams = geo + 5 * D + 1;
+	Launch L;
+	for (int i = 0; i < 2 + D; i++)
+		L.params[i] = static_cast<uint64_t>(out.stride(i));
+	L.params[cw] = static_cast<uint64_t>(cs[0]);
+	L.params[cw + 1] = static_cast<uint64_t>(cs[1]);
+	for (int i = 0; i < D; i++) {
+		L.params[cw + 2 + i] = static_cast<uint64_t>(cs[2 + D + i]);
+		L.params[cj + i] = static_cast<uint64_t>(cs[2 + i]);
+		unsigned int q = geo + 5 * i;
+		L.params[q] = 1;
+		L.params[q + 1] = static_cast<uint64_t>(-g.d[i]);
+		L.params[q + 2] = static_cast<uint64_t>(g.p[i]);
+		L.params[q + 3] = static_cast<uint64_t>(g.s[i]);
+		L.params[q + 4] = static_cast<uint64_t>(g.pos[i]);
+	}
+	L.params[nparams - 1] = 1;
+	L.l.npdims = 2 + D;
+	L.l.nrdims = D;
+	L.l.size[0] = static_cast<uint64_t>(N);
+	L.l.size[1] = static_cast<uint64_t>(C);
+	for (int i = 0; i < D; i++) {
+		L.l.size[2 + i] = static_cast<uint64_t>(g.img[i]);
+		L.l.size[SPYRE_KDIM_R0 + i] = static_cast<uint64_t>(g.k[i]);
+	}
+	L.operand(0, col, span(col));
+	L.operand(1, out, static_cast<uint64_t>(out.numel()));
+	unsigned int nops = 2;
+	if (bias.defined())
+		L.operand(nops++, bias, static_cast<uint64_t>(bias.numel()));
+	run(card, prog, L, nops, nparams);
+	return out;
+}
+
+// ---- the GEMMs ----------------------------------------------------------------
+
+// W @ columns per group: @w [A, B, k...] (A = G * Ag output rows, B * kvol
+// = Bg columns' rows per group), @col [G * B * kvol, N * L]
+// (col_strides()); returns [N, A, L] (+ @bias, A elements, if defined).
+at::Tensor w_cols(const at::Tensor &w, const at::Tensor &col, int64_t N,
+		  int64_t L, int64_t G, const at::Tensor &bias)
+{
+	int64_t A = w.size(0), Ag = A / G;
+	int64_t BK = w.numel() / A;
+	at::Tensor out = at::empty({N, A, L}, col.options());
+	if (out.numel() == 0)
+		return out;
+	if (BK == 0)
+		return bias.defined() ? out.copy_(bias.view({1, A, 1})
+						  .expand_as(out)) :
+			out.zero_();
+	at::Tensor wm = w.reshape({G, Ag, BK});
+	// column block of image n, group g: rows g*BK.., columns n*L..
+	at::Tensor cv = col.view({G, BK, N, L});
+	if (G == 1) {
+		at::Tensor a = wm.expand({N, Ag, BK});
+		at::Tensor c = cv[0].permute({1, 0, 2});
+		if (bias.defined())
+			at::baddbmm_out(out, bias.view({1, A, 1}), a, c);
+		else
+			at::bmm_out(out, a, c);
+		return out;
+	}
+	for (int64_t n = 0; n < N; n++) {
+		at::Tensor o = out[n].view({G, Ag, L});
+		at::Tensor c = cv.select(2, n);
+		if (bias.defined())
+			at::baddbmm_out(o, bias.view({G, Ag, 1}), wm, c);
+		else
+			at::bmm_out(o, wm, c);
+	}
+	return out;
+}
+
+// W^T @ x per group: @w [A, B, k...] with A = G * Ag, @x [N, A, L];
+// returns the columns [N, G * B * kvol, L] and their strides @cs (n, c,
+// j[D], t[D] for @g).
+at::Tensor wT_x(const at::Tensor &w, const at::Tensor &x, int64_t G,
+		const Geo &g, int64_t *cs)
+{
+	int64_t N = x.size(0), A = w.size(0), Ag = A / G;
+	int64_t BK = w.numel() / A, L = x.numel() / std::max<int64_t>(N * A, 1);
+	at::Tensor col = at::empty({N, G * BK, L}, x.options());
+	// strides n, c, j, t of this [N][C][t][j] layout
+	int64_t acc = 1;
+	for (int i = g.D - 1; i >= 0; i--) {
+		cs[2 + i] = acc;
+		acc *= g.pos[i];
+	}
+	for (int i = g.D - 1; i >= 0; i--) {
+		cs[2 + g.D + i] = acc;
+		acc *= g.k[i];
+	}
+	cs[1] = acc;
+	cs[0] = G * BK * L;
+	if (col.numel() == 0)
+		return col;
+	if (Ag == 0)
+		return col.zero_();
+	at::Tensor wm = w.reshape({G, Ag, BK}).transpose(1, 2);
+	at::Tensor xm = x.reshape({N, G, Ag, L});
+	if (G == 1) {
+		at::bmm_out(col, wm.expand({N, BK, Ag}), xm.select(1, 0));
+		return col;
+	}
+	for (int64_t n = 0; n < N; n++) {
+		at::Tensor c = col[n].view({G, BK, L});
+		at::bmm_out(c, wm, xm[n]);
+	}
+	return col;
+}
+
+// sum over the batch of a[n, g] @ col[g, n]^T: @a [N, G * Ag, L], @col
+// [G * BK, N * L]; returns [G * Ag, BK] in one GEMM per group (the batch
+// is part of the product's inner dimension).
+at::Tensor a_colT(const at::Tensor &a, const at::Tensor &col, int64_t G)
+{
+	int64_t N = a.size(0), A = a.size(1), Ag = A / G;
+	int64_t L = a.numel() / std::max<int64_t>(N * A, 1);
+	int64_t BK = col.size(0) / G;
+	if (N * L == 0)
+		return at::zeros({A, BK}, a.options());
+	at::Tensor am = N == 1 ? a.reshape({G, Ag, L}) :
+		a.reshape({N, G, Ag, L}).permute({1, 2, 0, 3})
+			.reshape({G, Ag, N * L});
+	at::Tensor out = at::bmm(am, col.view({G, BK, N * L}).transpose(1, 2));
+	return out.view({A, BK});
+}
+
+// ---- the ops ------------------------------------------------------------------
+
+// @t in float32: the columns a fold sums are kept in f32, so a half-type
+// result is rounded once.
+at::Tensor f32(const at::Tensor &t)
+{
+	return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
+}
+
+bool conv_dtype(at::ScalarType t)
+{
+	return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+}
+
+// Whether the card takes this convolution (else the CPU fallback, which
+// gives PyTorch's own errors for what is wrong with it).
+bool conv_ok(const at::Tensor &input, const at::Tensor &weight,
+	     const std::optional<at::Tensor> &bias, at::IntArrayRef stride,
+	     at::IntArrayRef padding, at::IntArrayRef dilation,
+	     at::IntArrayRef output_padding, int64_t groups)
+{
+	int64_t D = weight.dim() - 2;
+	if (D < 1 || D > kMaxSpatial || input.dim() != D + 2 || groups < 1 ||
+	    !conv_dtype(input.scalar_type()) ||
+	    weight.scalar_type() != input.scalar_type() ||
+	    weight.device() != input.device())
+		return false;
+	if (bias.has_value() && bias->defined() &&
+	    (bias->device() != input.device() ||
+	     bias->scalar_type() != input.scalar_type() || bias->dim() != 1))
+		return false;
+	for (at::IntArrayRef a : {stride, padding, dilation, output_padding})
+		if (a.size() != static_cast<size_t>(D) &&
+		    !(a.size() == 1 && D == 1))
+			return false;
+	for (int64_t i = 0; i < D; i++)
+		if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0 ||
+		    output_padding[i] < 0)
+			return false;
+	return true;
+}
+
+// The geometry of a convolution of @input (@transposed: its image is the
+// output, the window positions the input).
+Geo conv_geo(const at::Tensor &input, const at::Tensor &weight,
+	     at::IntArrayRef stride, at::IntArrayRef padding,
+	     at::IntArrayRef dilation, bool transposed,
+	     at::IntArrayRef output_padding)
+{
+	Geo g;
+	g.D = static_cast<int>(weight.dim() - 2);
+	for (int i = 0; i < g.D; i++) {
+		g.k[i] = weight.size(2 + i);
+		g.s[i] = stride[i];
+		g.p[i] = padding[i];
+		g.d[i] = dilation[i];
+		int64_t in = input.size(2 + i);
+		int64_t span = g.d[i] * (g.k[i] - 1) + 1;
+		if (transposed) {
+			g.pos[i] = in;
+			g.img[i] = (in - 1) * g.s[i] - 2 * g.p[i] + span +
+				   output_padding[i];
+		} else {
+			g.img[i] = in;
+			g.pos[i] = (in + 2 * g.p[i] - span) / g.s[i] + 1;
+		}
+	}
+	return g;
+}
+
+std::vector<int64_t> spatial(const at::Tensor &t)
+{
+	return std::vector<int64_t>(t.sizes().begin() + 2, t.sizes().end());
+}
+
+at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
+			 const std::optional<at::Tensor> &bias,
+			 at::IntArrayRef stride, at::IntArrayRef padding,
+			 at::IntArrayRef dilation, bool transposed,
+			 at::IntArrayRef output_padding, int64_t groups)
+{
+	if (!conv_ok(input, weight, bias, stride, padding, dilation,
+		     output_padding, groups))
+		return SPYRE_FALLBACK(convolution_overrideable, input, weight,
+				      bias, stride, padding, dilation,
+				      transposed, output_padding, groups);
+	count_native("aten::convolution_overrideable");
+	c10::DeviceGuard guard(input.device());
+	Geo g = conv_geo(input, weight, stride, padding, dilation, transposed,
+			 output_padding);
+	for (int i = 0; i < g.D; i++)
+		TORCH_CHECK(g.img[i] > 0 && g.pos[i] > 0,
+			    "spyre: convolution: the output would be empty "
+			    "along spatial dim ", i);
+	at::Tensor b = bias.has_value() && bias->defined() ?
+		bias->contiguous() : at::Tensor();
+	int64_t N = input.size(0);
+	at::Tensor w = weight.contiguous();
+	if (!transposed) {
+		at::Tensor col = unfold(input, g);
+		at::Tensor out = w_cols(w, col, N, g.npos(), groups, b);
+		std::vector<int64_t> shape{N, w.size(0)};
+		shape.insert(shape.end(), g.pos, g.pos + g.D);
+		return out.view(shape);
+	}
+	int64_t cs[2 + 2 * kMaxSpatial];
+	at::Tensor col = wT_x(f32(w), f32(input.contiguous()), groups, g, cs);
+	return fold(col, cs, N, groups * w.size(1), g, b, input.scalar_type());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
+		       const at::Tensor &weight, at::IntArrayRef stride,
+		       at::IntArrayRef padding, at::IntArrayRef dilation,
+		       bool transposed, at::IntArrayRef output_padding,
+		       int64_t groups, std::array<bool, 3> mask)
+{
+	if (!conv_ok(input, weight, std::nullopt, stride, padding, dilation,
+		     output_padding, groups) ||
+	    grad_output.scalar_type() != input.scalar_type() ||
+	    grad_output.device() != input.device() ||
+	    grad_output.dim() != input.dim())
+		return SPYRE_FALLBACK(convolution_backward_overrideable,
+				      grad_output, input, weight, stride,
+				      padding, dilation, transposed,
+				      output_padding, groups, mask);
+	count_native("aten::convolution_backward_overrideable");
+	c10::DeviceGuard guard(input.device());
+	Geo g = conv_geo(input, weight, stride, padding, dilation, transposed,
+			 output_padding);
+	int64_t N = input.size(0);
+	at::Tensor w = weight.contiguous();
+	at::Tensor go = grad_output.contiguous();
+	// the image side of the geometry: the input of a convolution, the
+	// output (grad_output) of a transposed one
+	const at::Tensor &img = transposed ? go : input;
+	const at::Tensor &other = transposed ? input : go;
+	const int64_t *want = transposed ? g.img : g.pos;
+	TORCH_CHECK(go.size(0) == N && spatial(go) ==
+		    std::vector<int64_t>(want, want + g.D),
+		    "spyre: convolution_backward: grad_output has sizes ",
+		    grad_output.sizes(), ", not those of the convolution's "
+		    "output");
+	at::Tensor gi, gw, gb;
+	at::Tensor col;		// unfold(img), for the weight (and, transposed,
+				// the input)
+	if (mask[1] || (mask[0] && transposed))
+		col = unfold(img, g);
+	if (mask[0]) {
+		if (transposed) {
+			gi = w_cols(w, col, N, g.npos(), groups, at::Tensor())
+				     .view(input.sizes());
+		} else {
+			int64_t cs[2 + 2 * kMaxSpatial];
+			at::Tensor gc = wT_x(f32(w), f32(go), groups, g, cs);
+			gi = fold(gc, cs, N, input.size(1), g, at::Tensor(),
+				  input.scalar_type());
+		}
+	}
+	if (mask[1])
+		gw = a_colT(other.contiguous(), col, groups).view(weight.sizes());
+	if (mask[2]) {
+		std::vector<int64_t> dims{0};
+		for (int64_t i = 2; i < go.dim(); i++)
+			dims.push_back(i);
+		gb = go.sum(dims);
+	}
+	return {gi, gw, gb};
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("convolution_overrideable", TORCH_FN(k_convolution));
+	m.impl("convolution_backward_overrideable",
+	       TORCH_FN(k_convolution_backward));
+}
+
+} // namespace spyre_torch

@@ -1,0 +1,444 @@
+# SPDX-License-Identifier: MIT
+"""The torch_conv_* tests (imported by test_torch.py, so part of `make
+test`): convolutions and pooling on the card against PyTorch's CPU
+kernels, in strict mode (a CPU fallback inside the op is a failure).
+
+The guest's CPU model lacks what oneDNN's convolutions want, so the CPU
+reference runs with ``torch.backends.mkldnn.enabled = False``.  Half-type
+references are computed in float32 from the same rounded inputs and
+rounded once (the card accumulates in float32 and rounds at the store).
+
+    python3 test_conv.py [NAME...]      these tests alone
+"""
+
+import functools
+import sys
+import time
+import traceback
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.simplefilter("ignore", UserWarning)
+
+TESTS = []
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4),
+       torch.float16: dict(rtol=2e-3, atol=2e-3),
+       torch.bfloat16: dict(rtol=2e-2, atol=2e-2)}
+
+
+def test(fn):
+    """Register ``fn``; it runs with oneDNN off (the CPU reference), which
+    is restored after it (test_torch.py runs other tests in this
+    process)."""
+    @functools.wraps(fn)
+    def run():
+        with torch.backends.mkldnn.flags(enabled=False):
+            return fn()
+    TESTS.append(run)
+    return run
+
+
+def native(fn, *ops):
+    """Run ``fn`` in strict mode; assert each of ``ops`` ran on the card."""
+    torch.spyre.reset_op_counts()
+    with torch.spyre.strict():
+        r = fn()
+    counts = torch.spyre.op_counts()
+    for op in ops:
+        assert counts.get(op, {}).get("native", 0) > 0, (op, counts)
+    return r
+
+
+def close(got, want, dt, scale=1.0):
+    """``got`` (spyre) equals ``want`` (a float32 CPU result) rounded to
+    ``dt``, within dt's tolerance times ``scale`` (sums of many terms)."""
+    assert got.device.type == "spyre", got.device
+    assert got.dtype == dt, (got.dtype, dt)
+    tol = {k: v * scale for k, v in TOL[dt].items()}
+    torch.testing.assert_close(got.cpu().float(), want.to(dt).float(), **tol)
+
+
+def rnd(g, *shape, dt=torch.float32):
+    """A CPU float32 tensor of values exactly representable in ``dt``."""
+    return torch.randn(*shape, generator=g).to(dt).float()
+
+
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+CONVT = {1: F.conv_transpose1d, 2: F.conv_transpose2d,
+         3: F.conv_transpose3d}
+
+# (spatial dims, N, C_in, C_out, input size, kernel, stride, padding,
+#  dilation, groups, bias, output_padding for the transposed case)
+CASES = [
+    (1, 2, 3, 4, (11,), (3,), 1, 1, 1, 1, True, 0),
+    (1, 1, 4, 6, (16,), (5,), 2, 2, 2, 2, False, 1),
+    (2, 2, 3, 5, (9, 8), (3, 3), 1, 1, 1, 1, True, 0),
+    (2, 3, 4, 8, (10, 7), (3, 2), (2, 1), (1, 0), (1, 2), 2, True, (1, 0)),
+    (2, 2, 6, 6, (7, 7), (3, 3), 2, 1, 1, 6, False, 1),   # depthwise
+    (2, 1, 2, 3, (5, 5), (1, 1), 1, 0, 1, 1, True, 0),    # 1x1
+    (3, 2, 2, 4, (5, 6, 4), (3, 2, 2), (1, 2, 1), 1, 1, 2, True,
+     (0, 1, 0)),
+]
+
+
+@test
+def torch_conv_forward():
+    """convolution_overrideable: 1-D/2-D/3-D, stride, padding, dilation,
+    groups, bias, fp32 and fp16/bf16, against the CPU."""
+    g = torch.Generator().manual_seed(5)
+    for (D, n, ci, co, size, k, s, p, d, groups, bias, _) in CASES:
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            x = rnd(g, n, ci, *size, dt=dt)
+            w = rnd(g, co, ci // groups, *k, dt=dt)
+            b = rnd(g, co, dt=dt) if bias else None
+            want = CONV[D](x, w, b, s, p, d, groups)
+            X, W = x.to(dt).to("spyre"), w.to(dt).to("spyre")
+            B = b.to(dt).to("spyre") if bias else None
+            got = native(lambda: CONV[D](X, W, B, s, p, d, groups),
+                         "aten::convolution_overrideable")
+            assert got.shape == want.shape, (got.shape, want.shape)
+            close(got, want, dt, scale=1 if dt == torch.float32 else 2)
+    # a strided (non-contiguous) input and a channels-last one
+    x = torch.randn(2, 4, 9, 9, generator=g)
+    w = torch.randn(6, 4, 3, 3, generator=g)
+    X = x.to("spyre")
+    close(native(lambda: F.conv2d(X[:, :, ::2, 1:], w.to("spyre"),
+                                  padding=1)),
+          F.conv2d(x[:, :, ::2, 1:], w, padding=1), torch.float32)
+    XL = x.to(memory_format=torch.channels_last).to("spyre")
+    close(native(lambda: F.conv2d(XL, w.to("spyre"), stride=2)),
+          F.conv2d(x, w, stride=2), torch.float32)
+    # padding="same" and an unbatched input
+    close(native(lambda: F.conv2d(X[0], w.to("spyre"), padding="same")),
+          F.conv2d(x[0], w, padding="same"), torch.float32)
+
+
+@test
+def torch_conv_transposed():
+    """Transposed convolutions (output_padding, groups, dilation)."""
+    g = torch.Generator().manual_seed(6)
+    for (D, n, ci, co, size, k, s, p, d, groups, bias, op) in CASES:
+        for dt in (torch.float32, torch.float16):
+            x = rnd(g, n, ci, *size, dt=dt)
+            w = rnd(g, ci, co // groups, *k, dt=dt)
+            b = rnd(g, co, dt=dt) if bias else None
+            want = CONVT[D](x, w, b, s, p, op, groups, d)
+            X, W = x.to(dt).to("spyre"), w.to(dt).to("spyre")
+            B = b.to(dt).to("spyre") if bias else None
+            got = native(lambda: CONVT[D](X, W, B, s, p, op, groups, d),
+                         "aten::convolution_overrideable")
+            assert got.shape == want.shape, (got.shape, want.shape)
+            close(got, want, dt, scale=1 if dt == torch.float32 else 2)
+
+
+@test
+def torch_conv_backward():
+    """convolution_backward_overrideable: grad_input, grad_weight and
+    grad_bias of convolutions and transposed ones against the CPU's."""
+    g = torch.Generator().manual_seed(7)
+    for transposed in (False, True):
+        for (D, n, ci, co, size, k, s, p, d, groups, bias, op) in CASES:
+            x = torch.randn(n, ci, *size, generator=g)
+            if transposed:
+                w = torch.randn(ci, co // groups, *k, generator=g)
+                fn = (lambda x_, w_, b_:
+                      CONVT[D](x_, w_, b_, s, p, op, groups, d))
+            else:
+                w = torch.randn(co, ci // groups, *k, generator=g)
+                fn = lambda x_, w_, b_: CONV[D](x_, w_, b_, s, p, d, groups)
+            b = torch.randn(co, generator=g) if bias else None
+            leaves = [x, w] + ([b] if bias else [])
+            cpu = [t.clone().requires_grad_() for t in leaves]
+            dev = [t.to("spyre").requires_grad_() for t in leaves]
+            y = fn(cpu[0], cpu[1], cpu[2] if bias else None)
+            r = torch.randn(y.shape, generator=g)
+            (y * r).sum().backward()
+            R = r.to("spyre")
+
+            def step():
+                Y = fn(dev[0], dev[1], dev[2] if bias else None)
+                (Y * R).sum().backward()
+            native(step, "aten::convolution_backward_overrideable")
+            for c, t in zip(cpu, dev):
+                close(t.grad, c.grad, torch.float32, scale=3)
+    # fp16 gradients, and one of them only (the others not requested)
+    x = torch.randn(2, 4, 8, 8, generator=g).half()
+    w = torch.randn(4, 4, 3, 3, generator=g).half()
+    X = x.to("spyre")
+    W = w.to("spyre").requires_grad_()
+    native(lambda: F.conv2d(X, W, padding=1).sum().backward(),
+           "aten::convolution_backward_overrideable")
+    wc = w.float().requires_grad_()
+    F.conv2d(x.float(), wc, padding=1).sum().backward()
+    assert X.grad is None
+    close(W.grad, wc.grad, torch.float16, scale=10)
+
+
+@test
+def torch_conv_errors():
+    """Bad arguments raise PyTorch's errors (the card takes none of them;
+    what reaches the fallback gets the CPU's checks), never a crash."""
+    X = torch.randn(1, 4, 6, 6).to("spyre")
+    W = torch.randn(5, 3, 3, 3).to("spyre")
+    cases = [
+        # channels that do not match the weight
+        (lambda: F.conv2d(X, W), RuntimeError, "channels"),
+        # a kernel larger than the padded input
+        (lambda: F.conv2d(X, torch.randn(2, 4, 9, 9).to("spyre")),
+         RuntimeError, "Kernel size"),
+        # groups that do not divide the channels
+        (lambda: F.conv2d(X, torch.randn(6, 2, 3, 3).to("spyre"),
+                          groups=3), RuntimeError, "groups"),
+        # padding above half the kernel (pooling)
+        (lambda: F.max_pool2d(X, 2, padding=2), RuntimeError, "pad"),
+        (lambda: F.avg_pool2d(X, 3, padding=2), RuntimeError, "pad"),
+    ]
+    for fn, exc, text in cases:
+        try:
+            fn()
+        except exc as e:
+            assert text in str(e), (text, str(e))
+        else:
+            raise AssertionError(f"no {exc.__name__} ({text})")
+    # the card still works afterwards
+    close(native(lambda: F.conv2d(X, W[:, :1].expand(5, 4, 3, 3)
+                                  .contiguous())),
+          F.conv2d(X.cpu(), W[:, :1].expand(5, 4, 3, 3).cpu()),
+          torch.float32)
+
+
+def distinct(g, *shape, dt=torch.float32):
+    """Distinct values (no ties for max pooling), exact in ``dt``."""
+    n = 1
+    for d in shape:
+        n *= d
+    assert n <= 4096
+    v = (torch.randperm(n, generator=g).float() - n / 2) * 0.125
+    return v.reshape(shape).to(dt).float()
+
+
+# (input size, kernel, stride, padding, dilation, ceil_mode)
+POOLS = [
+    ((8, 8), 2, None, 0, 1, False),
+    ((9, 7), 3, 2, 1, 1, False),
+    ((9, 7), 3, 2, 1, 1, True),
+    ((10, 11), (3, 2), (2, 3), (1, 1), (2, 1), True),
+    ((5, 6), (2, 3), 1, (1, 0), 1, False),
+]
+
+
+@test
+def torch_conv_max_pool():
+    """max_pool2d (values and indices) and its backward, fp32 and fp16."""
+    g = torch.Generator().manual_seed(9)
+    for (size, k, s, p, d, cm) in POOLS:
+        for dt in (torch.float32, torch.float16):
+            x = distinct(g, 2, 3, *size, dt=dt)
+            want, wind = F.max_pool2d(x, k, s, p, d, cm, return_indices=True)
+            X = x.to(dt).to("spyre")
+            got, gind = native(lambda: F.max_pool2d(X, k, s, p, d, cm,
+                                                    return_indices=True),
+                               "aten::max_pool2d_with_indices")
+            close(got, want, dt)
+            assert torch.equal(gind.cpu(), wind), (size, k, s, p, d, cm)
+            xc = x.clone().requires_grad_()
+            r = torch.randn(want.shape, generator=g).to(dt).float()
+            (F.max_pool2d(xc, k, s, p, d, cm) * r).sum().backward()
+            XG = x.to(dt).to("spyre").requires_grad_()
+            R = r.to(dt).to("spyre")
+            native(lambda: (F.max_pool2d(XG, k, s, p, d, cm) * R).sum()
+                   .backward(), "aten::max_pool2d_with_indices_backward")
+            close(XG.grad, xc.grad, dt)
+    # unbatched, and a strided input
+    x = torch.randn(3, 9, 9, generator=g)
+    X = x.to("spyre")
+    close(native(lambda: F.max_pool2d(X, 3, 2, 1)), F.max_pool2d(x, 3, 2, 1),
+          torch.float32)
+    close(native(lambda: F.max_pool2d(X[:, 1:, ::2], 2)),
+          F.max_pool2d(x[:, 1:, ::2], 2), torch.float32)
+
+
+@test
+def torch_conv_avg_pool():
+    """avg_pool2d (count_include_pad, ceil_mode, divisor_override),
+    adaptive_avg_pool2d and their backward."""
+    g = torch.Generator().manual_seed(10)
+    # every pool with and without count_include_pad, divisor_override on
+    # some, both dtypes across them
+    for i, (size, k, s, p, _, cm) in enumerate(POOLS):
+        for cip in (True, False):
+            dv = 3 if i % 2 and not cip else None
+            dt = (torch.float32, torch.float16)[(i + cip) % 2]
+            x = rnd(g, 2, 3, *size, dt=dt)
+            xc = x.clone().requires_grad_()
+            want = F.avg_pool2d(xc, k, s, p, cm, cip, dv)
+            r = rnd(g, *want.shape, dt=dt)
+            (want * r).sum().backward()
+            X = x.to(dt).to("spyre").requires_grad_()
+            R = r.to(dt).to("spyre")
+            got = native(lambda: F.avg_pool2d(X, k, s, p, cm, cip, dv),
+                         "aten::avg_pool2d")
+            close(got, want.detach(), dt)
+            native(lambda: (got * R).sum().backward(),
+                   "aten::avg_pool2d_backward")
+            close(X.grad, xc.grad, dt)
+    for size, osz in (((7, 7), (3, 3)), ((5, 9), (2, 4)), ((8, 8), (4, 4)),
+                      ((6, 5), (1, 1)), ((3, 4), (5, 6))):
+        for dt in (torch.float32, torch.float16):
+            x = rnd(g, 2, 3, *size, dt=dt)
+            xc = x.clone().requires_grad_()
+            want = F.adaptive_avg_pool2d(xc, osz)
+            r = rnd(g, *want.shape, dt=dt)
+            (want * r).sum().backward()
+            X = x.to(dt).to("spyre").requires_grad_()
+            R = r.to(dt).to("spyre")
+            got = native(lambda: F.adaptive_avg_pool2d(X, osz))
+            close(got, want.detach(), dt)
+            native(lambda: (got * R).sum().backward())
+            close(X.grad, xc.grad, dt)
+    X = torch.randn(2, 3, 7, 7).to("spyre").requires_grad_()
+    native(lambda: F.adaptive_avg_pool2d(X, (3, 3)).sum().backward(),
+           "aten::_adaptive_avg_pool2d",
+           "aten::_adaptive_avg_pool2d_backward")
+
+
+@test
+def torch_conv_upsample():
+    """upsample nearest2d and bilinear2d (align_corners both ways, sizes
+    and scale factors) forward."""
+    g = torch.Generator().manual_seed(11)
+    for dt in (torch.float32, torch.float16):
+        x = rnd(g, 2, 3, 5, 7, dt=dt)
+        X = x.to(dt).to("spyre")
+        for kw in (dict(size=(10, 14)), dict(size=(5, 7)), dict(size=(8, 3)),
+                   dict(scale_factor=2), dict(scale_factor=(1.5, 0.7))):
+            close(native(lambda: F.interpolate(X, mode="nearest", **kw),
+                         "aten::upsample_nearest2d"),
+                  F.interpolate(x, mode="nearest", **kw), dt)
+            for ac in (False, True):
+                close(native(lambda: F.interpolate(X, mode="bilinear",
+                                                   align_corners=ac, **kw),
+                             "aten::upsample_bilinear2d"),
+                      F.interpolate(x, mode="bilinear", align_corners=ac,
+                                    **kw), dt)
+
+
+class Block(nn.Module):
+    """A small ResNet-like block: conv-bn-relu, conv-bn, residual, relu,
+    pooling."""
+
+    def __init__(self, c=8, bn=True):
+        super().__init__()
+        self.c1 = nn.Conv2d(c, c, 3, padding=1, bias=not bn)
+        self.c2 = nn.Conv2d(c, c, 3, padding=1, bias=not bn)
+        self.b1 = nn.BatchNorm2d(c) if bn else nn.Identity()
+        self.b2 = nn.BatchNorm2d(c) if bn else nn.Identity()
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)))
+        y = F.relu(self.b2(self.c2(y)) + x)
+        return y
+
+
+class Net(nn.Module):
+    def __init__(self, bn):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.block = Block(8, bn)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.stem(x)), 3, 2, 1)
+        y = F.adaptive_avg_pool2d(self.block(y), 1)
+        return self.head(y.flatten(1))
+
+
+def _bn_native():
+    """Whether batch norm (forward in training mode and backward) runs on
+    the card on this build."""
+    x = torch.randn(2, 3, 4, 4).to("spyre").requires_grad_()
+    w = torch.ones(3).to("spyre").requires_grad_()
+    try:
+        with torch.spyre.strict():
+            F.batch_norm(x, None, None, w, training=True).sum().backward()
+        return True
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def sgd(model, lr=0.1):
+    """One plain SGD step (torch.optim's first step imports Dynamo, tens
+    of seconds under TCG)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.sub_(lr * p.grad)
+
+
+@test
+def torch_conv_model_step():
+    """A ResNet-like net (conv-relu-maxpool stem, a conv-bn-relu block with
+    a residual (conv-relu where batch_norm is not native), global average
+    pooling, linear head) forward and one SGD step in strict mode,
+    matching the CPU."""
+    bn = _bn_native()
+    print(f"# batch_norm on the card: {bn}")
+    torch.manual_seed(8)
+    cpu = Net(bn)
+    dev = Net(bn)
+    dev.load_state_dict(cpu.state_dict())
+    dev.to("spyre")
+    x = torch.randn(4, 3, 32, 32)
+    t = torch.randint(0, 5, (4,))
+    tgt = F.one_hot(t, 5).float()
+    X, TGT = x.to("spyre"), tgt.to("spyre")
+    t0 = time.time()
+    with torch.spyre.strict():
+        yd = dev(X)
+    torch.spyre.synchronize()
+    t1 = time.time()
+    yc = cpu(x)
+    t2 = time.time()
+    close(yd, yc.detach(), torch.float32, scale=5)
+    print(f"# model forward: card {1e3 * (t1 - t0):.1f} ms, "
+          f"cpu {1e3 * (t2 - t1):.1f} ms")
+    lc = F.mse_loss(yc, tgt)
+    lc.backward()
+    sgd(cpu)
+
+    def step():
+        ld = F.mse_loss(dev(X), TGT)
+        ld.backward()
+        sgd(dev)
+    native(step, "aten::convolution_backward_overrideable")
+    for (name, pc), pd in zip(cpu.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(pd.detach().cpu(), pc.detach(),
+                                   rtol=1e-3, atol=1e-3, msg=name)
+
+
+def main(names):
+    tests = [t for t in TESTS if not names or t.__name__ in names]
+    print("KTAP version 1")
+    print(f"1..{len(tests)}")
+    failed = 0
+    for i, t in enumerate(tests, 1):
+        t0 = time.time()
+        try:
+            t()
+            ok = True
+        except Exception:       # noqa: BLE001
+            ok = False
+            for line in traceback.format_exc().splitlines():
+                print("# " + line)
+        print(f"# {t.__name__}: {time.time() - t0:.1f} s")
+        print(f"{'ok' if ok else 'not ok'} {i} {t.__name__}")
+        failed += not ok
+    print(f"# Totals: pass:{len(tests) - failed} fail:{failed} xfail:0 "
+          f"xpass:0 skip:0 error:0")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
