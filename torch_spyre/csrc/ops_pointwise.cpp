@@ -377,9 +377,15 @@ const Entry kTable[] = {
 	{BIN, "mul", K_SAME, 0, E(return b.mul(in[0], in[1]);), nullptr},
 	{BIN, "div", K_FLOAT, 0, E(return b.div(in[0], in[1]);), nullptr},
 	{"@.Tensor_mode @_.Tensor_mode @.out_mode @.Scalar_mode @_.Scalar_mode "
-	 "@.Scalar_mode_out", "div", K_FLOAT, F_DIVMODE | F_NOBOOL | F_INTDIV, E(
+	 "@.Scalar_mode_out", "div", K_FLOAT,
+	 F_DIVMODE | F_NOBOOL | F_INTDIV | F_ROUNDSTEPS, E(
 		switch (x.at(0)) {
-		case 2: return b.op(SPYRE_KOP_TRUNCDIV, in[0], in[1]);
+		case 2:	// the half types truncate the quotient rounded to
+			// the dtype, as the CPU kernel does
+			if (x.rdt)
+				return b.un(SPYRE_KOP_TRUNC,
+					    rnd(b, b.div(in[0], in[1]), x));
+			return b.op(SPYRE_KOP_TRUNCDIV, in[0], in[1]);
 		case 3: return b.op(SPYRE_KOP_FLOORDIV, in[0], in[1]);
 		default: return b.div(in[0], in[1]);
 		}), nullptr},
@@ -428,12 +434,14 @@ const Entry kTable[] = {
 	{"@ @_ @.out", "addcmul", K_SAME, F_NOBOOL,
 	 E(return b.add(in[0], b.mul(b.mul(in[3], in[1]), in[2]));), nullptr},
 	// beta * self + alpha * vec1 (x) vec2, rounded as the CPU kernel
-	// (in the dtype, step by step); beta 0 ignores self (NaN included)
+	// (beta and alpha in the dtype, then step by step); beta 0 ignores
+	// self (NaN included)
 	{"@ @_ @.out", "addr", K_SAME, F_OUTER | F_ROUNDSTEPS, E(
 		int z = zero(b, x);
-		int r = rnd(b, b.mul(rnd(b, b.mul(in[4], in[1]), x), in[2]), x);
-		int s = b.sel(b.cmp(SPYRE_KCMP_EQ, in[3], z), z,
-			      rnd(b, b.mul(in[3], in[0]), x));
+		int beta = rnd(b, in[3], x), alpha = rnd(b, in[4], x);
+		int r = rnd(b, b.mul(rnd(b, b.mul(alpha, in[1]), x), in[2]), x);
+		int s = b.sel(b.cmp(SPYRE_KCMP_EQ, beta, z), z,
+			      rnd(b, b.mul(beta, in[0]), x));
 		return rnd(b, b.add(s, r), x);), nullptr},
 	{"@ @_ @.out", "addcdiv", K_SAME, F_FLOATONLY,
 	 E(return b.add(in[0], b.mul(in[3], b.div(in[1], in[2])));), nullptr},

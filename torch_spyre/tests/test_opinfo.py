@@ -13,11 +13,19 @@ bfloat16 at its own resolution, 1.6e-2).
     sample per op and dtype, strict mode around the op call alone: an op
     listed here that falls back to the CPU fails, as does a wrong value.
 
+    torch_ops_* tests (also run by test_torch.py): the backend's semantics
+    the OpInfo samples do not reach, each checked against the CPU (integer
+    division by zero, casts to the integer dtypes, addr's rounding in the
+    half types, views over a partial storage, tensor_split with card
+    indices, set_, the storage-resize hook).
+
     python3 test_opinfo.py --full [--samples N] [--only NAME...]
         (`make test-opinfo`) the whole op_db, N samples (default 3) per op
         and dtype, a table per op family and dtype of samples passed on the
         card / passed through the CPU fallback / refused by design (float64
-        and complex are TypeError on the card) / failed, and the totals.
+        and complex are TypeError on the card) / failed, and the totals;
+        then the NATIVE families again in strict mode (the share per
+        family, and each sample that fails or falls back).
 """
 
 import sys
