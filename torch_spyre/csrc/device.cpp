@@ -8,6 +8,7 @@
 #include "spyre_torch.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -496,13 +497,16 @@ struct RegisterHooks {
 	RegisterHooks() { at::RegisterPrivateUse1HooksInterface(&g_hooks); }
 } g_register_hooks;
 
-// storage.resize_(): a new block, the old bytes copied over on the card.
+// storage.resize_(): a new block on the storage's card (whatever the
+// current card is), the old bytes copied over on that card's current
+// stream.
 void Hooks::resizePrivateUse1Bytes(const c10::Storage &storage,
 				   size_t newsize) const
 {
 	c10::StorageImpl *impl = storage.unsafeGetStorageImpl();
 	size_t n = std::min(impl->nbytes(), newsize);
 	int index = impl->device().index();
+	c10::DeviceGuard guard(impl->device());
 	at::DataPtr fresh = allocator()->allocate(newsize);
 	if (n) {
 		struct spyre_mem s = block_mem(impl->data_ptr());

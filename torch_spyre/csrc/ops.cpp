@@ -369,18 +369,34 @@ const at::Tensor &k_resize_(const at::Tensor &self, at::IntArrayRef size,
 	return self;
 }
 
+// set_(storage, offset, size, stride) as ATen's set_storage_cpu_: the
+// checks of checkSetStorage (same device, offset >= 0, as many strides as
+// sizes), the view set, and the storage grown (on its card, through the
+// storage-resize hook) when the view reaches past its end; a storage that
+// cannot be resized raises PyTorch's RuntimeError.
 at::Tensor &k_set_storage(at::Tensor &self, at::Storage src, int64_t offset,
 			  at::IntArrayRef size, at::IntArrayRef stride)
 {
-	TORCH_CHECK(src.device() == self.device() || !src.data(),
-		    "spyre: set_() with a storage on ", src.device());
+	at::native::checkSetStorage(self, std::move(src), offset, size, stride);
 	auto *impl = self.unsafeGetTensorImpl();
-	impl->set_storage_keep_dtype(std::move(src));
 	impl->set_storage_offset(offset);
-	if (stride.empty())
-		impl->set_sizes_contiguous(size);
-	else
+	if (stride.data())
 		impl->set_sizes_and_strides(size, stride);
+	else
+		impl->set_sizes_contiguous(size);
+	int64_t n = impl->numel();
+	if (n) {
+		uint64_t need = (static_cast<uint64_t>(offset) +
+				 static_cast<uint64_t>(
+					 at::detail::computeStorageNbytes(
+						 impl->sizes(), impl->strides(), 1))) *
+				self.element_size();
+		if (need > impl->storage().nbytes()) {
+			c10::DeviceGuard g(self.device());
+			at::native::resize_bytes_nocuda(impl->storage(),
+							c10::SymInt(need));
+		}
+	}
 	return self;
 }
 
@@ -388,6 +404,26 @@ at::Tensor &k_set_source(at::Tensor &self, at::Storage src)
 {
 	int64_t n = static_cast<int64_t>(src.nbytes() / self.element_size());
 	return k_set_storage(self, std::move(src), 0, {n}, {});
+}
+
+// x.set_(y): x becomes a view of y's storage with y's offset, sizes and
+// strides (an alias, as on every backend).
+at::Tensor &k_set_tensor(at::Tensor &self, const at::Tensor &src)
+{
+	TORCH_CHECK(self.dtype() == src.dtype(), "Could not set tensor of type ",
+		    src.dtype(), " to a tensor of type ", self.dtype());
+	if (self.is_same(src))
+		return self;
+	return k_set_storage(self, src.storage(), src.storage_offset(),
+			     src.sizes(), src.strides());
+}
+
+// x.set_(): an empty storage on x's card.
+at::Tensor &k_set_empty(at::Tensor &self)
+{
+	c10::DeviceGuard g(self.device());
+	at::Storage st(at::Storage::use_byte_size_t(), 0, allocator(), true);
+	return k_set_storage(self, std::move(st), 0, {0}, {});
 }
 
 at::Tensor k_copy_from(const at::Tensor &self, const at::Tensor &dst,
@@ -961,6 +997,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("resize_", TORCH_FN(k_resize_));
 	m.impl("set_.source_Storage", TORCH_FN(k_set_source));
 	m.impl("set_.source_Storage_storage_offset", TORCH_FN(k_set_storage));
+	m.impl("set_.source_Tensor", TORCH_FN(k_set_tensor));
+	m.impl("set_", TORCH_FN(k_set_empty));
 	m.impl("_copy_from", TORCH_FN(k_copy_from));
 	m.impl("_copy_from_and_resize", TORCH_FN(k_copy_from_and_resize));
 	m.impl("_local_scalar_dense", TORCH_FN(k_local_scalar_dense));

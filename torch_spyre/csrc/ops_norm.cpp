@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: MIT
-// Normalisation and losses on the card: native_layer_norm as one generated
-// kernel (Welford statistics, then the normalised output, mean and rstd),
-// its backward and mse_loss (and its backward) composed of native ops.
+// Normalisation and losses on the card: native_layer_norm,
+// native_group_norm and native_batch_norm's training statistics as one
+// generated kernel each (Welford statistics, then the normalised output,
+// mean and rstd), batch_norm's inference and running statistics,
+// layer_norm's backward and mse_loss (and its backward) composed of native
+// ops.
 // (rms_norm is ATen's composition of native pointwise ops and mean.)
 #include "kernels.h"
 
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
+
+#include <algorithm>
+#include <vector>
 
 namespace spyre_torch {
 namespace {
@@ -101,6 +107,71 @@ void check_ln(const at::Tensor &input, at::IntArrayRef normalized_shape,
 		    }(), "], but got input of size", in);
 }
 
+// Run the statistics-and-normalise program over space @s, whose operands
+// are, in order, x, [w], [b], out, mean, rstd (@ops the same tensors):
+// per point, mean and rstd = 1 / sqrt(var + @eps) over the reduction dims
+// (biased variance over @n elements), out = (x - mean) * rstd [* w] [+ b].
+// False when the space has too many dims or the builder refuses.
+bool norm_run(Space &s, const std::vector<at::Tensor> &ops, bool has_w,
+	      bool has_b, double n, double eps)
+{
+	if (!s.collapse(true))
+		return false;
+	LnBuild lb;
+	std::memset(&lb, 0, sizeof(lb));
+	lb.has_w = has_w;
+	lb.has_b = has_b;
+	lb.np = s.np;
+	lb.nr = s.nr;
+	for (size_t j = 0; j < ops.size(); j++)
+		lb.dts[j] = kdtype(ops[j].scalar_type());
+	Key key;
+	key.op = kLayerNormOp;
+	key.variant = lb.has_w | lb.has_b << 1;
+	key.npdims = static_cast<uint8_t>(s.np);
+	key.nrdims = static_cast<uint8_t>(s.nr);
+	for (int j = 0; j < 6; j++)
+		key.dt[j] = static_cast<uint8_t>(lb.dts[j]);
+	int card = ops[0].device().index();
+	const Prog *prog = program(card, key, build_ln, &lb);
+	if (prog->err != 0)
+		return false;
+	Launch L;
+	unsigned int w = static_cast<unsigned int>(s.np + s.nr);
+	for (size_t j = 0; j < ops.size(); j++) {
+		L.operand(j, ops[j], s.extent(j));
+		L.strides(s, j, j * w);
+	}
+	unsigned int sp = w * ops.size();
+	L.params[sp] = f32_param(n);
+	L.params[sp + 1] = f32_param(eps);
+	L.sizes(s);
+	run(card, prog, L, ops.size(), sp + 2);
+	return true;
+}
+
+// Whether @t (given) can be an operand of a norm kernel on @like's card.
+bool param_ok(const std::optional<at::Tensor> &t, const at::Tensor &like)
+{
+	return !defined(t) || (t->device() == like.device() &&
+			       kdtype(t->scalar_type()) &&
+			       at::isFloatingType(t->scalar_type()));
+}
+
+// The dtype of the statistics: the parameters' float32 when a half input
+// comes with float32 weight or bias (PyTorch's mixed type), else the
+// input's.
+at::ScalarType stat_dtype(const at::Tensor &input,
+			  const std::optional<at::Tensor> &weight,
+			  const std::optional<at::Tensor> &bias)
+{
+	at::ScalarType dt = input.scalar_type();
+	bool mixed = (dt == at::kHalf || dt == at::kBFloat16) &&
+		     ((defined(weight) && weight->scalar_type() == at::kFloat) ||
+		      (defined(bias) && bias->scalar_type() == at::kFloat));
+	return mixed ? at::kFloat : dt;
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
 k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 	     const std::optional<at::Tensor> &weight,
@@ -108,20 +179,13 @@ k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 {
 	check_ln(input, normalized_shape, weight, bias);
 	bool ok = kdtype(input.scalar_type()) &&
-		  at::isFloatingType(input.scalar_type());
-	for (const auto &w : {weight, bias})
-		if (defined(w))
-			ok = ok && w->device() == input.device() &&
-			     kdtype(w->scalar_type());
+		  at::isFloatingType(input.scalar_type()) &&
+		  param_ok(weight, input) && param_ok(bias, input);
 	int64_t nd = input.dim();
 	int64_t axis = nd - static_cast<int64_t>(normalized_shape.size());
 	if (ok) {
 		c10::DeviceGuard guard(input.device());
-		at::ScalarType dt = input.scalar_type();
-		bool mixed = (dt == at::kHalf || dt == at::kBFloat16) &&
-			     ((defined(weight) && weight->scalar_type() == at::kFloat) ||
-			      (defined(bias) && bias->scalar_type() == at::kFloat));
-		at::ScalarType st = mixed ? at::kFloat : dt;
+		at::ScalarType st = stat_dtype(input, weight, bias);
 		std::vector<int64_t> stat(input.sizes().begin(),
 					  input.sizes().begin() + axis);
 		stat.resize(nd, 1);
@@ -135,69 +199,206 @@ k_layer_norm(const at::Tensor &input, at::IntArrayRef normalized_shape,
 		uint64_t mask = ((1ull << nd) - 1) & ~((1ull << axis) - 1);
 		Space s;
 		s.init(input.sizes(), mask);
-		s.add(input);
+		std::vector<at::Tensor> ops{input};
 		if (defined(weight))
-			s.add(*weight);
+			ops.push_back(*weight);
 		if (defined(bias))
-			s.add(*bias);
-		s.add(out);
-		s.add(mean);
-		s.add(rstd);
-		if (s.collapse(true)) {
-			LnBuild lb;
-			std::memset(&lb, 0, sizeof(lb));
-			lb.has_w = defined(weight);
-			lb.has_b = defined(bias);
-			lb.np = s.np;
-			lb.nr = s.nr;
-			int i = 0;
-			lb.dts[i++] = kdtype(dt);
-			if (lb.has_w)
-				lb.dts[i++] = kdtype(weight->scalar_type());
-			if (lb.has_b)
-				lb.dts[i++] = kdtype(bias->scalar_type());
-			lb.dts[i++] = kdtype(dt);
-			lb.dts[i++] = kdtype(st);
-			lb.dts[i++] = kdtype(st);
-			Key key;
-			key.op = kLayerNormOp;
-			key.variant = lb.has_w | lb.has_b << 1;
-			key.npdims = static_cast<uint8_t>(s.np);
-			key.nrdims = static_cast<uint8_t>(s.nr);
-			for (int j = 0; j < 6; j++)
-				key.dt[j] = static_cast<uint8_t>(lb.dts[j]);
-			int card = input.device().index();
-			const Prog *prog = program(card, key, build_ln, &lb);
-			if (prog->err == 0) {
-				Launch L;
-				std::vector<at::Tensor> ops{input};
-				if (lb.has_w)
-					ops.push_back(*weight);
-				if (lb.has_b)
-					ops.push_back(*bias);
-				ops.push_back(out);
-				ops.push_back(mean);
-				ops.push_back(rstd);
-				unsigned int w = static_cast<unsigned int>(s.np + s.nr);
-				for (size_t j = 0; j < ops.size(); j++) {
-					L.operand(j, ops[j], s.extent(j));
-					L.strides(s, j, j * w);
-				}
-				unsigned int sp = w * ops.size();
-				int64_t N = 1;
-				for (int64_t d : normalized_shape)
-					N *= d;
-				L.params[sp] = f32_param(static_cast<double>(N));
-				L.params[sp + 1] = f32_param(eps);
-				L.sizes(s);
-				run(card, prog, L, ops.size(), sp + 2);
-				count_native("aten::native_layer_norm");
-				return {out, mean, rstd};
-			}
+			ops.push_back(*bias);
+		ops.push_back(out);
+		ops.push_back(mean);
+		ops.push_back(rstd);
+		for (const at::Tensor &t : ops)
+			s.add(t);
+		int64_t N = 1;
+		for (int64_t d : normalized_shape)
+			N *= d;
+		if (norm_run(s, ops, defined(weight), defined(bias),
+			     static_cast<double>(N), eps)) {
+			count_native("aten::native_layer_norm");
+			return {out, mean, rstd};
 		}
 	}
 	return SPYRE_FALLBACK(native_layer_norm, input, normalized_shape, weight,
 			      bias, eps);
+}
+
+// native_group_norm as one kernel: input (N, C, *) seen as (N, G, C/G,
+// HxW), statistics per (n, g) over (C/G, HxW), weight and bias per
+// channel; PyTorch's argument checks (same messages).
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_group_norm(const at::Tensor &input, const std::optional<at::Tensor> &weight,
+	     const std::optional<at::Tensor> &bias, int64_t N, int64_t C,
+	     int64_t HxW, int64_t group, double eps)
+{
+	TORCH_CHECK(group > 0 && C % group == 0, "Expected number of channels "
+		    "in input to be divisible by num_groups, but got input of "
+		    "shape ", input.sizes(), " and num_groups=", group);
+	for (const auto &p : {weight, bias})
+		TORCH_CHECK(!defined(p) || (p->dim() == 1 && p->numel() == C),
+			    "Expected weight to be a vector of size equal to "
+			    "the number of channels in input, but got weight "
+			    "of shape ", p->sizes(), " and input of shape ",
+			    input.sizes());
+	TORCH_CHECK(input.numel() == N * C * HxW, "native_group_norm: input of "
+		    "shape ", input.sizes(), " is not N * C * HxW = ", N, " * ",
+		    C, " * ", HxW);
+	bool ok = kdtype(input.scalar_type()) &&
+		  at::isFloatingType(input.scalar_type()) &&
+		  param_ok(weight, input) && param_ok(bias, input);
+	if (ok) {
+		c10::DeviceGuard guard(input.device());
+		at::ScalarType st = stat_dtype(input, weight, bias);
+		at::Tensor out = at::empty(input.sizes(), input.options());
+		at::Tensor mean = at::empty({N, group}, input.options().dtype(st));
+		at::Tensor rstd = at::empty({N, group}, input.options().dtype(st));
+		if (input.numel() == 0) {
+			count_native("aten::native_group_norm");
+			return {out, mean, rstd};
+		}
+		int64_t D = C / group;
+		// a view of (N, G, D, HxW) when the layout allows one, else
+		// a copy
+		at::Tensor x = input.reshape({N, group, D, HxW});
+		std::vector<at::Tensor> ops{x};
+		Space s;
+		s.init(x.sizes(), 0b1100);
+		s.add(x);
+		for (const auto &p : {weight, bias}) {
+			if (!defined(p))
+				continue;
+			int64_t ps = p->stride(0);
+			int64_t st4[4] = {0, D * ps, ps, 0};
+			s.add_strides(st4);
+			ops.push_back(*p);
+		}
+		at::Tensor o = out.view({N, group, D, HxW});
+		s.add(o);
+		ops.push_back(o);
+		for (at::Tensor *t : {&mean, &rstd}) {
+			int64_t st4[4] = {group, 1, 0, 0};
+			s.add_strides(st4);
+			ops.push_back(*t);
+		}
+		if (norm_run(s, ops, defined(weight), defined(bias),
+			     static_cast<double>(D * HxW), eps)) {
+			count_native("aten::native_group_norm");
+			return {out, mean, rstd};
+		}
+	}
+	return SPYRE_FALLBACK(native_group_norm, input, weight, bias, N, C, HxW,
+			      group, eps);
+}
+
+// out = x * alpha + beta per channel (dim 1) with alpha = invstd [* w],
+// beta = [b] - mean * alpha, in f32 (opmath) and rounded once, from
+// @mean and @invstd as they are stored: batch norm's output as the CPU
+// kernel computes it.
+void bn_affine(const at::Tensor &out, const at::Tensor &input,
+	       const at::Tensor &mean, const at::Tensor &invstd,
+	       const std::optional<at::Tensor> &weight,
+	       const std::optional<at::Tensor> &bias)
+{
+	if (input.numel() == 0)
+		return;
+	at::Tensor alpha = invstd.to(at::kFloat);
+	if (defined(weight))
+		alpha = alpha * weight->to(at::kFloat);
+	at::Tensor beta = -mean.to(at::kFloat) * alpha;
+	if (defined(bias))
+		beta = beta + bias->to(at::kFloat);
+	std::vector<int64_t> bshape(input.dim(), 1);
+	bshape[1] = input.size(1);
+	out.copy_(at::addcmul(beta.view(bshape), input, alpha.view(bshape)));
+}
+
+// native_batch_norm.  Training: one kernel over input (N, C, *) with the
+// channel as its point (statistics over N and the spatial dims: save_mean
+// and save_invstd, and the output), and the running statistics updated on
+// the card as PyTorch does (running = (1 - momentum) * running + momentum
+// * stat, the variance unbiased); in the half types the CPU computes the
+// output from the statistics rounded to the dtype, and so does this.
+// Inference: bn_affine() from the running statistics; save_mean and
+// save_invstd empty, as on the CPU.
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_batch_norm(const at::Tensor &input, const std::optional<at::Tensor> &weight,
+	     const std::optional<at::Tensor> &bias,
+	     const std::optional<at::Tensor> &running_mean,
+	     const std::optional<at::Tensor> &running_var, bool training,
+	     double momentum, double eps)
+{
+	bool has_rm = defined(running_mean), has_rv = defined(running_var);
+	bool ok = input.dim() >= 2 && kdtype(input.scalar_type()) &&
+		  at::isFloatingType(input.scalar_type()) &&
+		  param_ok(weight, input) && param_ok(bias, input) &&
+		  param_ok(running_mean, input) && param_ok(running_var, input) &&
+		  (training || (has_rm && has_rv));
+	int64_t C = ok ? input.size(1) : 0;
+	for (const auto &p : {weight, bias, running_mean, running_var})
+		ok = ok && (!defined(p) || p->numel() == C);
+	if (!ok)
+		return SPYRE_FALLBACK(native_batch_norm, input, weight, bias,
+				      running_mean, running_var, training,
+				      momentum, eps);
+	c10::DeviceGuard guard(input.device());
+	at::ScalarType st = stat_dtype(input, weight, bias);
+	int64_t nd = input.dim();
+	int64_t n = input.numel() / std::max<int64_t>(C, 1);
+	at::Tensor out = at::empty(input.sizes(), input.options());
+	if (!training) {
+		bn_affine(out, input, *running_mean,
+			  (running_var->to(at::kFloat) + eps).rsqrt(), weight,
+			  bias);
+		count_native("aten::native_batch_norm");
+		return {out, at::empty({0}, input.options().dtype(st)),
+			at::empty({0}, input.options().dtype(st))};
+	}
+	at::Tensor mean = at::empty({C}, input.options().dtype(st));
+	at::Tensor invstd = at::empty({C}, input.options().dtype(st));
+	if (input.numel()) {
+		Space s;
+		s.init(input.sizes(), ((1ull << nd) - 1) & ~2ull);
+		std::vector<at::Tensor> ops{input};
+		s.add(input);
+		for (const auto &p : {weight, bias}) {
+			if (!defined(p))
+				continue;
+			std::vector<int64_t> st(nd, 0);
+			st[1] = p->stride(0);
+			s.add_strides(st.data());
+			ops.push_back(*p);
+		}
+		s.add(out);
+		ops.push_back(out);
+		for (at::Tensor *t : {&mean, &invstd}) {
+			std::vector<int64_t> st(nd, 0);
+			st[1] = 1;
+			s.add_strides(st.data());
+			ops.push_back(*t);
+		}
+		if (!norm_run(s, ops, defined(weight), defined(bias),
+			      static_cast<double>(n), eps))
+			return SPYRE_FALLBACK(native_batch_norm, input, weight,
+					      bias, running_mean, running_var,
+					      training, momentum, eps);
+		if (st != at::kFloat)
+			bn_affine(out, input, mean, invstd, weight, bias);
+	}
+	if (has_rm) {
+		at::Tensor rm = *running_mean;
+		rm.mul_(1.0 - momentum).add_(mean.to(rm.scalar_type()), momentum);
+	}
+	if (has_rv && n > 0) {
+		std::vector<int64_t> dims;
+		for (int64_t d = 0; d < nd; d++)
+			if (d != 1)
+				dims.push_back(d);
+		at::Tensor var = at::var(input, at::OptionalIntArrayRef(dims),
+					 at::Scalar(1), false);
+		at::Tensor rv = *running_var;
+		rv.mul_(1.0 - momentum).add_(var.to(rv.scalar_type()), momentum);
+	}
+	count_native("aten::native_batch_norm");
+	return {out, mean, invstd};
 }
 
 // native_layer_norm_backward from native ops, in fp32 (as the CPU kernel
@@ -292,6 +493,8 @@ at::Tensor k_mse_loss_backward(const at::Tensor &grad, const at::Tensor &self,
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
 	m.impl("native_layer_norm", TORCH_FN(k_layer_norm));
+	m.impl("native_group_norm", TORCH_FN(k_group_norm));
+	m.impl("native_batch_norm", TORCH_FN(k_batch_norm));
 	m.impl("native_layer_norm_backward", TORCH_FN(k_layer_norm_backward));
 	m.impl("mse_loss", TORCH_FN(k_mse_loss));
 	m.impl("mse_loss_backward", TORCH_FN(k_mse_loss_backward));

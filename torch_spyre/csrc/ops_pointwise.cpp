@@ -42,6 +42,7 @@ struct X {
 	const int *raw;			// the inputs as loaded (before cvt)
 	uint32_t present;		// bit i: optional input i given
 	uint32_t attr;			// 2 bits per str/bool argument
+	uint32_t rdt;			// F_ROUNDSTEPS: the half dtype (else 0)
 	bool has(int i) const { return (present >> i) & 1; }
 	int at(int i) const { return (attr >> (2 * i)) & 3; }
 };
@@ -68,6 +69,11 @@ enum Flag : uint16_t {
 	F_DECIMALS = 1 << 7,	// round.decimals: input 1 is 10^|d|, attr 3 d<0
 	F_ARG0COND = 1 << 8,	// input 0 is a condition (no promotion)
 	F_NEEDONE = 1 << 9,	// at least one optional scalar (clamp)
+	F_INTDIV = 1 << 10,	// integer division by input 1: a zero raises
+	F_OUTER = 1 << 11,	// addr: inputs 1 and 2 are vectors, the outer
+				// product's; inputs 3 and 4 beta and alpha
+	F_ROUNDSTEPS = 1 << 12,	// half types round after every step, as
+				// the CPU kernel computes in the dtype
 };
 
 struct Entry {
@@ -146,6 +152,13 @@ int copysign_of(B &b, int a, int s)
 }
 
 int is_f32(const X &x) { return x.ct == SPYRE_KTYPE_F32; }
+
+// @v rounded to the dtype the CPU kernel computes in (F_ROUNDSTEPS), so
+// that a chain of steps rounds where PyTorch's CPU kernel does
+int rnd(B &b, int v, const X &x)
+{
+	return x.rdt ? spyre_kernel_cvt(b.k, SPYRE_KTYPE_F32, v, x.rdt, 0) : v;
+}
 
 // min/max with a NaN-ignoring flag that only floats take
 uint32_t ignore_nan(const X &x)
@@ -364,19 +377,26 @@ const Entry kTable[] = {
 	{BIN, "mul", K_SAME, 0, E(return b.mul(in[0], in[1]);), nullptr},
 	{BIN, "div", K_FLOAT, 0, E(return b.div(in[0], in[1]);), nullptr},
 	{"@.Tensor_mode @_.Tensor_mode @.out_mode @.Scalar_mode @_.Scalar_mode "
-	 "@.Scalar_mode_out", "div", K_FLOAT, F_DIVMODE | F_NOBOOL, E(
+	 "@.Scalar_mode_out", "div", K_FLOAT,
+	 F_DIVMODE | F_NOBOOL | F_INTDIV | F_ROUNDSTEPS, E(
 		switch (x.at(0)) {
-		case 2: return b.op(SPYRE_KOP_TRUNCDIV, in[0], in[1]);
+		case 2:	// the half types truncate the quotient rounded to
+			// the dtype, as the CPU kernel does
+			if (x.rdt)
+				return b.un(SPYRE_KOP_TRUNC,
+					    rnd(b, b.div(in[0], in[1]), x));
+			return b.op(SPYRE_KOP_TRUNCDIV, in[0], in[1]);
 		case 3: return b.op(SPYRE_KOP_FLOORDIV, in[0], in[1]);
 		default: return b.div(in[0], in[1]);
 		}), nullptr},
-	{"@ @_.Tensor @.out @.Scalar @_.Scalar", "floor_divide", K_SAME, F_NOBOOL,
+	{"@ @_.Tensor @.out @.Scalar @_.Scalar", "floor_divide", K_SAME, F_NOBOOL | F_INTDIV,
 	 E(return b.op(SPYRE_KOP_FLOORDIV, in[0], in[1]);), nullptr},
 	{"@.Tensor @_.Tensor @.Tensor_out @.Scalar @_.Scalar @.Scalar_out "
-	 "@.Scalar_Tensor @.Scalar_Tensor_out", "remainder", K_SAME, F_NOBOOL,
+	 "@.Scalar_Tensor @.Scalar_Tensor_out", "remainder", K_SAME,
+	 F_NOBOOL | F_INTDIV,
 	 E(return b.op(SPYRE_KOP_REM, in[0], in[1]);), nullptr},
 	{"@.Tensor @_.Tensor @.Tensor_out @.Scalar @_.Scalar @.Scalar_out",
-	 "fmod", K_SAME, F_NOBOOL,
+	 "fmod", K_SAME, F_NOBOOL | F_INTDIV,
 	 E(return b.op(SPYRE_KOP_FMOD, in[0], in[1]);), nullptr},
 	{"@.Tensor_Tensor @_.Tensor @.Tensor_Tensor_out @.Tensor_Scalar "
 	 "@_.Scalar @.Tensor_Scalar_out @.Scalar @.Scalar_out", "pow", K_SAME,
@@ -413,6 +433,16 @@ const Entry kTable[] = {
 				   b.f(0.5f)), lo, hi);), nullptr},
 	{"@ @_ @.out", "addcmul", K_SAME, F_NOBOOL,
 	 E(return b.add(in[0], b.mul(b.mul(in[3], in[1]), in[2]));), nullptr},
+	// beta * self + alpha * vec1 (x) vec2, rounded as the CPU kernel
+	// (beta and alpha in the dtype, then step by step); beta 0 ignores
+	// self (NaN included)
+	{"@ @_ @.out", "addr", K_SAME, F_OUTER | F_ROUNDSTEPS, E(
+		int z = zero(b, x);
+		int beta = rnd(b, in[3], x), alpha = rnd(b, in[4], x);
+		int r = rnd(b, b.mul(rnd(b, b.mul(alpha, in[1]), x), in[2]), x);
+		int s = b.sel(b.cmp(SPYRE_KCMP_EQ, beta, z), z,
+			      rnd(b, b.mul(beta, in[0]), x));
+		return rnd(b, b.add(s, r), x);), nullptr},
 	{"@ @_ @.out", "addcdiv", K_SAME, F_FLOATONLY,
 	 E(return b.add(in[0], b.mul(in[3], b.div(in[1], in[2])));), nullptr},
 	// ---- clamp: scalar or tensor bounds, either optional ----
@@ -719,6 +749,37 @@ bool PwKernel::run(torch::jit::Stack *stack)
 		return false;
 	if ((e->flags & F_NEEDONE) && !present[1] && !present[2])
 		return false;
+	at::Tensor outer[2];
+	if (e->flags & F_OUTER) {
+		// addr: the CPU's checks; mixed dtypes or operands off the
+		// card are the CPU's to refuse
+		for (int i = 0; i < 3; i++)
+			if (!tin[i] || tin[i]->scalar_type() != self_type)
+				return false;
+		TORCH_CHECK(tin[1]->dim() == 1, "addr: Expected 1-D argument "
+			    "vec1, but got ", tin[1]->dim(), "-D");
+		TORCH_CHECK(tin[2]->dim() == 1, "addr: Expected 1-D argument "
+			    "vec2, but got ", tin[2]->dim(), "-D");
+		for (int i = 3; i <= 4; i++) {
+			const char *n = i == 3 ? "beta" : "alpha";
+			TORCH_CHECK(!sval[i].isBoolean() || self_type == at::kBool,
+				    "Boolean ", n, " only supported for Boolean "
+				    "results.");
+			TORCH_CHECK(at::isFloatingType(self_type) ||
+				    sval[i].isIntegral(true), "For integral "
+				    "input tensors, argument ", n, " must not "
+				    "be a floating point number.");
+		}
+		c10::DimVector want{tin[1]->size(0), tin[2]->size(0)};
+		if (at::IntArrayRef(at::infer_size_dimvector(tin[0]->sizes(),
+							     want)) !=
+		    at::IntArrayRef(want))
+			return false;
+		outer[0] = tin[1]->unsqueeze(1);
+		outer[1] = tin[2]->unsqueeze(0);
+		tin[1] = &outer[0];
+		tin[2] = &outer[1];
+	}
 	at::ScalarType common = (e->flags & F_SELFTYPE) ? self_type :
 				at::native::result_type(st);
 	if (common == at::ScalarType::Undefined || kdtype(common) == 0)
@@ -735,6 +796,20 @@ bool PwKernel::run(torch::jit::Stack *stack)
 		return false;
 	if ((e->flags & F_ALPHA) && alpha)
 		at::native::alpha_check(common, *alpha);
+	if ((e->flags & F_INTDIV) && is_int && !((e->flags & F_DIVMODE) &&
+						  !(attr & 3))) {
+		// PyTorch's CPU kernels raise on an integer division by zero
+		// (before anything is written, here): a tensor divisor is
+		// checked on the card, which waits for it
+		bool zero;
+		if (scalar[1])
+			zero = sval[1].isFloatingPoint() ?
+			       sval[1].toDouble() == 0.0 : sval[1].toLong() == 0;
+		else
+			zero = tin[1] && tin[1]->numel() &&
+			       at::eq(*tin[1], 0).any().item<bool>();
+		TORCH_CHECK(!zero, "ZeroDivisionError");
+	}
 	if (e->flags & F_SUBCHK) {
 		for (int i = 0; i < 2; i++)
 			TORCH_CHECK(!present[i] || !((tin[i] && tin[i]->scalar_type() ==
@@ -862,7 +937,12 @@ bool PwKernel::run(torch::jit::Stack *stack)
 		for (int i = 0; i < nin; i++)
 			pres |= static_cast<uint32_t>(present[i]) << i;
 		key.variant = attr | (pres << 16);
-		pb.x = X{ct, nullptr, pres, attr};
+		uint32_t rdt = 0;
+		if ((e->flags & F_ROUNDSTEPS) &&
+		    (common == at::kHalf || common == at::kBFloat16))
+			rdt = kdtype(common);
+		key.dt[kMaxIn + 1] = static_cast<uint8_t>(rdt);
+		pb.x = X{ct, nullptr, pres, attr, rdt};
 		const Prog *prog = program(card, key, build_pw, &pb);
 		if (prog->err < 0 && e->alt) {
 			pb.expr = e->alt;
@@ -1017,7 +1097,7 @@ bool cast_on_card(const at::Tensor &dst, const at::Tensor &src)
 	pb.out_dt = dd;
 	pb.ct = vtype(dd);
 	pb.np = s.np;
-	pb.x = X{pb.ct, nullptr, 1, 0};
+	pb.x = X{pb.ct, nullptr, 1, 0, 0};
 	Key key;
 	key.op = 0xffff;
 	key.ct = static_cast<uint8_t>(pb.ct);
@@ -1169,11 +1249,18 @@ at::Tensor &k_arange_out(const at::Scalar &start, const at::Scalar &end,
 	return out;
 }
 
+// linspace into any float or integer dtype of the card: computed in f32
+// with PyTorch's two halves and converted at the store (integers
+// truncated); for an integer dtype start and end are that dtype's values
+// first, as on the CPU.
 at::Tensor &k_linspace_out(const at::Scalar &start, const at::Scalar &end,
 			   int64_t steps, at::Tensor &out)
 {
 	TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
-	if (!spyre_out(out) || out.scalar_type() != at::kFloat)
+	at::ScalarType dt = out.scalar_type();
+	bool integral = at::isIntegralType(dt, false);
+	if (!spyre_out(out) || !(integral || dt == at::kFloat ||
+				 dt == at::kHalf || dt == at::kBFloat16))
 		return SPYRE_FALLBACK2(linspace, out, start, end, steps, out);
 	if (out.numel() != steps)
 		out.resize_({steps});
@@ -1184,14 +1271,33 @@ at::Tensor &k_linspace_out(const at::Scalar &start, const at::Scalar &end,
 		out.fill_(start);
 		return out;
 	}
-	IdxBuild ib{IK_LINSPACE, 0, SPYRE_DTYPE_FP32, SPYRE_KTYPE_F32, 1};
+	IdxBuild ib{IK_LINSPACE, 0, kdtype(dt), SPYRE_KTYPE_F32, 1};
 	int card = out.device().index();
 	c10::DeviceGuard g(out.device());
 	const Prog *prog = idx_prog(card, ib);
 	TORCH_CHECK(prog->err == 0, "spyre: the linspace kernel was refused");
-	float fs = static_cast<float>(start.toDouble());
-	float fe = static_cast<float>(end.toDouble());
-	float step = (fe - fs) / static_cast<float>(steps - 1);
+	// the step as the CPU kernel computes it: in double for integers,
+	// else in the dtype
+	float fs, fe, step;
+	if (integral) {
+		double ds = static_cast<double>(start.toLong());
+		double de = static_cast<double>(end.toLong());
+		fs = static_cast<float>(ds);
+		fe = static_cast<float>(de);
+		step = static_cast<float>((de - ds) /
+					  static_cast<double>(steps - 1));
+	} else {
+		auto in_dt = [dt](float v) {
+			if (dt == at::kHalf)
+				return static_cast<float>(c10::Half(v));
+			if (dt == at::kBFloat16)
+				return static_cast<float>(c10::BFloat16(v));
+			return v;
+		};
+		fs = in_dt(static_cast<float>(start.toDouble()));
+		fe = in_dt(static_cast<float>(end.toDouble()));
+		step = in_dt(in_dt(fe - fs) / in_dt(static_cast<float>(steps - 1)));
+	}
 	Launch L;
 	L.operand(0, out, 1 + static_cast<uint64_t>(steps - 1) *
 		  static_cast<uint64_t>(out.stride(0)));

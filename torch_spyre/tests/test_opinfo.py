@@ -13,11 +13,19 @@ bfloat16 at its own resolution, 1.6e-2).
     sample per op and dtype, strict mode around the op call alone: an op
     listed here that falls back to the CPU fails, as does a wrong value.
 
+    torch_ops_* tests (also run by test_torch.py): the backend's semantics
+    the OpInfo samples do not reach, each checked against the CPU (integer
+    division by zero, casts to the integer dtypes, addr's rounding in the
+    half types, views over a partial storage, tensor_split with card
+    indices, set_, the storage-resize hook).
+
     python3 test_opinfo.py --full [--samples N] [--only NAME...]
         (`make test-opinfo`) the whole op_db, N samples (default 3) per op
         and dtype, a table per op family and dtype of samples passed on the
         card / passed through the CPU fallback / refused by design (float64
-        and complex are TypeError on the card) / failed, and the totals.
+        and complex are TypeError on the card) / failed, and the totals;
+        then the NATIVE families again in strict mode (the share per
+        family, and each sample that fails or falls back).
 """
 
 import sys
@@ -40,7 +48,9 @@ NATIVE = {
         "sigmoid", "erf", "floor", "ceil", "round", "trunc", "frac", "sign",
         "sgn", "nan_to_num", "isnan", "isinf", "isposinf", "isneginf",
         "signbit", "logical_not", "bitwise_not", "logit", "log2", "log10",
-        "positive", "square",
+        "positive", "square", "exp2", "expm1", "log1p", "sin", "cos", "tan",
+        "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+        "erfc", "erfinv", "lgamma",
     ],
     "activation": [
         "nn.functional.relu", "nn.functional.relu6", "nn.functional.hardtanh",
@@ -58,7 +68,7 @@ NATIVE = {
         "clamp", "clamp_min", "clamp_max", "eq", "ne", "lt", "le", "gt", "ge",
         "logical_and", "logical_or", "logical_xor", "bitwise_and",
         "bitwise_or", "bitwise_xor", "bitwise_left_shift",
-        "bitwise_right_shift", "where", "hypot",
+        "bitwise_right_shift", "where", "hypot", "atan2",
     ],
     "reduction": [
         "sum", "prod", "mean", "amax", "amin", "max.reduction_no_dim",
@@ -67,11 +77,16 @@ NATIVE = {
         "var_mean", "std_mean", "logsumexp", "any", "all", "count_nonzero",
         "linalg.vector_norm",
     ],
+    "scan": ["cumsum", "cumprod", "cummax", "cummin"],
     "softmax_norm": [
         "softmax", "log_softmax", "nn.functional.layer_norm",
-        "nn.functional.rms_norm",
+        "nn.functional.rms_norm", "nn.functional.group_norm",
+        "nn.functional.batch_norm", "nn.functional.batch_norm.without_cudnn",
+        "native_batch_norm",
     ],
-    "matrix": ["tril", "triu", "mm", "bmm", "addmm", "baddbmm"],
+    "matrix": ["tril", "triu", "mm", "bmm", "addmm", "baddbmm", "addr"],
+    "factory": ["linspace"],
+    "shape": ["tensor_split", "as_strided", "as_strided.partial_views"],
     # gathers, scatters and copies into slices (ops_index.cpp)
     "indexing": [
         "index_select", "gather", "take", "scatter", "scatter_add",
@@ -83,12 +98,6 @@ NATIVE = {
 
 # Native for the floating dtypes only (the card's GEMM has no int32/int64).
 FLOAT_ONLY = {"mm", "bmm", "addmm", "baddbmm"}
-
-# The math library libspyre's builder does not have yet (part 2 of the
-# card's kernels): compared, native as soon as the builder takes them.
-MATHLIB = ["exp2", "expm1", "log1p", "sin", "cos", "tan", "asin", "acos",
-           "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc",
-           "erfinv", "lgamma", "atan2"]
 
 TOL = {torch.bfloat16: 1.6e-2}
 
@@ -121,7 +130,29 @@ def family(op):
 
 
 def _spyre(t):
-    return t.to("spyre") if isinstance(t, torch.Tensor) else t
+    """A CPU sample tensor on the card.  A view that does not cover its
+    storage (a slice, a partial view) moves with its whole storage and
+    stays the same view of it, so ops that reach past the view's elements
+    (as_strided with a storage offset) see what the CPU sees."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.layout != torch.strided or t.device.type != "cpu":
+        return t.to("spyre")
+    st = t.untyped_storage()
+    n = st.nbytes() // t.element_size()
+    if t.storage_offset() == 0 and t.numel() == n and t.is_contiguous():
+        return t.to("spyre")
+    flat = torch.empty(0, dtype=t.dtype).set_(st, 0, (n,), (1,))
+    return flat.to("spyre").as_strided(t.size(), t.stride(),
+                                       t.storage_offset())
+
+
+def _on_card(sample):
+    """The sample's tensors on the card, and a factory's device= too."""
+    s = sample.transform(_spyre)
+    if "device" in s.kwargs:
+        s.kwargs = dict(s.kwargs, device="spyre")
+    return s
 
 
 def _tensors(x):
@@ -153,7 +184,7 @@ def compare(got, want, dtype):
 def run_sample(op, sample, dtype, strict):
     """Run one sample on both devices; return 'native' or 'fallback'
     (passed), raise on a difference or an error only the card raised."""
-    s = sample.transform(_spyre)
+    s = _on_card(sample)
     cpu_err = None
     try:
         want = op(sample.input, *sample.args, **sample.kwargs)
@@ -233,7 +264,145 @@ def _family_test(fam, names, strict=True):
 
 for _fam, _names in NATIVE.items():
     _family_test(_fam, _names)
-_family_test("mathlib", MATHLIB, strict=False)
+
+
+# ---- semantics the OpInfo samples do not reach ------------------------------
+
+
+def _raises_like_cpu(fn, *cpu_args):
+    """fn on the CPU arguments and on their card copies: both raise the
+    same exception type with the same message, or give the same values."""
+    card_args = [_spyre(a) for a in cpu_args]
+    try:
+        want = fn(*cpu_args)
+    except Exception as e:
+        try:
+            fn(*card_args)
+        except type(e) as g:
+            assert str(g).splitlines()[0] == str(e).splitlines()[0], (g, e)
+            return
+        raise AssertionError(f"the CPU raised {e!r}, the card did not")
+    got = fn(*card_args)
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0,
+                               equal_nan=True)
+
+
+def torch_ops_int_division_by_zero():
+    """Integer division by zero raises as on the CPU (ZeroDivisionError),
+    with a tensor or a scalar divisor; float division gives inf."""
+    ops = [lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+           lambda a, b: torch.div(a, b, rounding_mode="floor"),
+           torch.floor_divide, torch.remainder, torch.fmod]
+    for dt in (torch.int32, torch.int64, torch.int16, torch.uint8):
+        a = torch.tensor([7, 5, 3, 2], dtype=dt)
+        for b in (torch.tensor([2, 0, 1, 3], dtype=dt),
+                  torch.tensor([2, 1, 1, 3], dtype=dt)):
+            for op in ops:
+                _raises_like_cpu(op, a, b)
+        for op in ops:
+            _raises_like_cpu(lambda x: op(x, 0), a)
+            _raises_like_cpu(lambda x: op(x, 2), a)
+            _raises_like_cpu(lambda x, y: op(x, y), a, torch.tensor(0))
+    a = torch.tensor([1.0, -1.0, 0.0])
+    _raises_like_cpu(lambda x: torch.div(x, 0), a)
+    _raises_like_cpu(lambda x: torch.floor_divide(x, 0.0), a)
+    with torch.spyre.strict():
+        _raises_like_cpu(lambda x: torch.remainder(x, 3), torch.arange(9))
+
+
+def torch_ops_casts_to_unsigned():
+    """Float to uint8 (and the other integer dtypes) gives the CPU's
+    values for negative and out-of-range numbers."""
+    x = torch.tensor([-1.5, -0.5, 0.7, 127.9, 200.9, 255.0, -128.0, -200.7,
+                      300.0, 1000.5, -1000.5])
+    for src in (torch.float32, torch.float16, torch.bfloat16):
+        for dst in (torch.uint8, torch.int8, torch.int16, torch.int32,
+                    torch.int64):
+            v = x.to(src)
+            with torch.spyre.strict():
+                _raises_like_cpu(lambda t: t.to(dst), v)
+
+
+def torch_ops_addr_rounding():
+    """addr in the half types rounds where the CPU kernel does: equal to
+    the CPU's result bit for bit, with cancellation between the terms."""
+    g = torch.Generator().manual_seed(3)
+    for dt in (torch.bfloat16, torch.float16, torch.float32, torch.int32,
+               torch.bool):
+        m = torch.randn(9, 7, generator=g) * 8
+        v1 = torch.randn(9, generator=g) * 3
+        v2 = torch.randn(7, generator=g) * 3
+        m = (m - torch.outer(v1, v2) * 1.5)
+        m, v1, v2 = (t.to(dt) for t in (m, v1, v2))
+        for beta, alpha in ((1, 1), (2, 3), (0, 1), (1, 0)):
+            if dt == torch.bool:
+                beta, alpha = bool(beta), bool(alpha)
+            with torch.spyre.strict():
+                _raises_like_cpu(lambda a, b, c: torch.addr(
+                    a, b, c, beta=beta, alpha=alpha), m, v1, v2)
+    _raises_like_cpu(lambda a, b, c: torch.addr(a, b, c), torch.ones(3, 3),
+                     torch.ones(3, 1), torch.ones(3))
+    _raises_like_cpu(lambda a, b, c: torch.addr(a, b, c, alpha=0.5),
+                     torch.ones(3, 3, dtype=torch.int32),
+                     torch.ones(3, dtype=torch.int32),
+                     torch.ones(3, dtype=torch.int32))
+
+
+def torch_ops_views_and_set():
+    """as_strided over a partial view, tensor_split with card indices,
+    set_ (aliasing, growing and checking the storage), and a storage
+    resized while another card is current."""
+    base = torch.arange(20.0)
+    v = base[5:15]
+    for off in (None, 0, 10):
+        kw = {} if off is None else {"storage_offset": off}
+        _raises_like_cpu(lambda t: t.as_strided((2, 2), (1, 2), **kw), v)
+    x = torch.arange(24.0).view(4, 6)
+    for idx in ([1, 3], [0, 5, 5], 2):
+        want = x.tensor_split(torch.tensor(idx), dim=1)
+        with torch.spyre.strict():
+            got = x.to("spyre").tensor_split(
+                torch.tensor(idx, device="spyre"), dim=1)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.cpu(), w, rtol=0, atol=0)
+    # x.set_(y) aliases y
+    y = torch.arange(6.0, device="spyre")
+    a = torch.empty(0, device="spyre")
+    with torch.spyre.strict():
+        a.set_(y)
+    assert a.data_ptr() == y.data_ptr() and a.shape == y.shape
+    y.add_(1)
+    torch.testing.assert_close(a.cpu(), torch.arange(1.0, 7.0))
+    # set_ past the storage's end grows it, as on the CPU
+    for dev in ("cpu", "spyre"):
+        s = torch.arange(4.0, device=dev)
+        t = torch.empty(0, device=dev)
+        t.set_(s.untyped_storage(), 2, (4,), (1,))
+        assert s.untyped_storage().nbytes() == 24, (dev, t.untyped_storage())
+        torch.testing.assert_close(t[:2].cpu(), torch.tensor([2.0, 3.0]))
+    _raises_like_cpu(lambda s: torch.empty(0, device=s.device).set_(
+        s.untyped_storage(), -1, (2,), (1,)), torch.arange(4.0))
+    try:
+        torch.empty(0, device="spyre").set_(
+            torch.arange(4.0).untyped_storage(), 0, (2,), (1,))
+        raise AssertionError("set_ took a CPU storage")
+    except RuntimeError as e:
+        assert "devices must match" in str(e), e
+    # the storage-resize hook allocates on the storage's card
+    last = torch.spyre.device_count() - 1
+    with torch.spyre.device(last):
+        z = torch.arange(8.0, device="spyre:0")
+        z.untyped_storage().resize_(64)
+        # (a storage address carries its card's index + 1 in the top byte)
+        assert z.untyped_storage().data_ptr() >> 56 == 1, hex(z.data_ptr())
+        torch.testing.assert_close(z.cpu(), torch.arange(8.0))
+        z.add_(1)
+        torch.testing.assert_close(z.cpu(), torch.arange(1.0, 9.0))
+
+
+TESTS += [torch_ops_int_division_by_zero, torch_ops_casts_to_unsigned,
+          torch_ops_addr_rounding, torch_ops_views_and_set]
 
 
 # ---- the whole database ------------------------------------------------------
@@ -299,26 +468,38 @@ def full(nsamples, only):
               f" %; refused {100.0 * tot['refused'] / n:.1f} %; failed "
               f"{100.0 * tot['failed'] / n:.1f} %")
     # the families of the card's native ops, strict
-    nat = [x for v in NATIVE.values() for x in v]
     ok = bad = 0
-    for name in nat:
-        op = db.get(name)
-        if op is None:
-            continue
-        for dt in DTYPES:
-            if dt not in op.supported_dtypes("cpu"):
+    strict_fails = []
+    for fam, names in NATIVE.items():
+        fok = fbad = 0
+        for name in names:
+            op = db.get(name)
+            if op is None or (only and name not in only):
                 continue
-            if name in FLOAT_ONLY and not dt.is_floating_point:
-                continue
-            for smp in samples(op, dt, nsamples):
-                try:
-                    run_sample(op, smp, dt, strict=True)
-                    ok += 1
-                except Exception:
-                    bad += 1
+            for dt in DTYPES:
+                if dt not in op.supported_dtypes("cpu"):
+                    continue
+                if name in FLOAT_ONLY and not dt.is_floating_point:
+                    continue
+                for smp in samples(op, dt, nsamples):
+                    try:
+                        run_sample(op, smp, dt, strict=True)
+                        fok += 1
+                    except Exception as e:
+                        fbad += 1
+                        strict_fails.append(
+                            f"{name} {str(dt)[6:]}: {type(e).__name__}: "
+                            f"{str(e).splitlines()[0][:120] if str(e) else ''}")
+        if fok + fbad:
+            print(f"# strict {fam:<14} {fok:>5} of {fok + fbad:>5} "
+                  f"({100.0 * fok / (fok + fbad):.1f} %)")
+        ok += fok
+        bad += fbad
     if ok + bad:
         print(f"# native families, strict: {ok} of {ok + bad} samples pass "
               f"({100.0 * ok / (ok + bad):.1f} %)")
+    for f in strict_fails:
+        print("# STRICT-FAILED " + f)
     for f in fails:
         print("# FAILED " + f)
     return 0
