@@ -116,6 +116,21 @@ struct Key {
 	}
 };
 
+// Key::op of each generator family, all here so that no two collide (the
+// pointwise table's own ids are below kOpReduce; a family adds its kinds
+// to its base, below the next base).
+constexpr uint32_t kOpReduce = 0x1000;		// ops_reduce.cpp reductions
+constexpr uint32_t kOpSoftmax = 0x1100;		// ops_reduce.cpp softmax family
+constexpr uint32_t kOpLayerNorm = 0x1200;	// ops_norm.cpp
+constexpr uint32_t kOpPointwiseIdx = 0x1300;	// ops_pointwise.cpp index kernels
+constexpr uint32_t kOpRand = 0x1400;		// ops_random.cpp
+constexpr uint32_t kOpIndex = 0x1500;		// ops_index.cpp
+constexpr uint32_t kOpScan = 0x1600;		// ops_scan.cpp
+constexpr uint32_t kOpUnfold = 0x2000;		// ops_conv.cpp
+constexpr uint32_t kOpFold = 0x2001;		// ops_conv.cpp
+constexpr uint32_t kOpPool = 0x2100;		// ops_pool.cpp
+constexpr uint32_t kOpUpsample = 0x2101;	// ops_pool.cpp
+
 // A program of one card: its BO (system memory, the start is the program)
 // and size, or the builder's refusal (@err < 0: the op falls back).
 struct Prog {

@@ -29,8 +29,6 @@ namespace {
 
 using namespace kgen;
 
-constexpr uint32_t kUnfoldOp = 0x2000;	// Key::op of the unfold kernel
-constexpr uint32_t kFoldOp = 0x2001;	// and of the fold kernel
 constexpr int kMaxSpatial = 3;
 
 // The geometry of a sliding window over D spatial dims: window position j
@@ -144,7 +142,7 @@ at::Tensor unfold(const at::Tensor &img, const Geo &g)
 		return col;
 	UnfoldBuild ub{kdtype(img.scalar_type()), D};
 	Key key;
-	key.op = kUnfoldOp;
+	key.op = kOpUnfold;
 	key.npdims = static_cast<uint8_t>(2 + D);
 	key.nrdims = static_cast<uint8_t>(D);
 	key.dt[0] = static_cast<uint8_t>(ub.dt);
@@ -260,7 +258,7 @@ at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
 	FoldBuild fb{kdtype(col.scalar_type()), kdtype(dt),
 		     bias.defined() ? kdtype(bias.scalar_type()) : 0u, D};
 	Key key;
-	key.op = kFoldOp;
+	key.op = kOpFold;
 	key.npdims = static_cast<uint8_t>(2 + D);
 	key.nrdims = static_cast<uint8_t>(D);
 	key.dt[0] = static_cast<uint8_t>(fb.dt);

@@ -38,7 +38,6 @@ using namespace kgen;
 
 namespace {
 
-constexpr uint32_t kIndexOp = 0x1500;	// Key::op of the indexing kernels
 
 enum XKind : uint32_t {
 	XK_GATHER = 1,
@@ -170,7 +169,7 @@ bool xlaunch(XArgs &a)
 	if (!xb.src_dt || !xb.dst_dt || (a.idx.defined() && !xb.idx_dt))
 		return false;
 	Key key;
-	key.op = kIndexOp + a.kind;
+	key.op = kOpIndex + a.kind;
 	key.variant = a.variant;
 	key.npdims = static_cast<uint8_t>(s.np);
 	key.dt[0] = static_cast<uint8_t>(xb.src_dt);

@@ -20,7 +20,6 @@ namespace {
 
 using namespace kgen;
 
-constexpr uint32_t kLayerNormOp = 0x1200;
 
 struct LnBuild {
 	uint32_t dts[6];	// x, [w], [b], out, mean, rstd
@@ -126,7 +125,7 @@ bool norm_run(Space &s, const std::vector<at::Tensor> &ops, bool has_w,
 	for (size_t j = 0; j < ops.size(); j++)
 		lb.dts[j] = kdtype(ops[j].scalar_type());
 	Key key;
-	key.op = kLayerNormOp;
+	key.op = kOpLayerNorm;
 	key.variant = lb.has_w | lb.has_b << 1;
 	key.npdims = static_cast<uint8_t>(s.np);
 	key.nrdims = static_cast<uint8_t>(s.nr);

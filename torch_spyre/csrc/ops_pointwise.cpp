@@ -1185,7 +1185,7 @@ int build_idx(struct spyre_kernel **kp, const void *ctx)
 const Prog *idx_prog(int card, const IdxBuild &ib)
 {
 	Key key;
-	key.op = 0x1300 + ib.kind;
+	key.op = kOpPointwiseIdx + ib.kind;
 	key.ct = static_cast<uint8_t>(ib.ct);
 	key.npdims = static_cast<uint8_t>(ib.nd);
 	key.dt[0] = static_cast<uint8_t>(ib.in_dt);

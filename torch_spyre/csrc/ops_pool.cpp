@@ -31,7 +31,6 @@ namespace {
 
 using namespace kgen;
 
-constexpr uint32_t kPoolOp = 0x2100;	// Key::op of the pooling kernels
 constexpr int kD = 2;			// spatial dims of the *_pool2d ops
 
 enum Mode : uint8_t {
@@ -228,7 +227,7 @@ void run_pool(Mode m, const Pool &g, const at::Tensor &rd, const at::Tensor &out
 		return;
 	PoolBuild pb{m, kdtype(rd.scalar_type())};
 	Key key;
-	key.op = kPoolOp;
+	key.op = kOpPool;
 	key.variant = m;
 	key.npdims = 2 + kD;
 	key.nrdims = kD;
@@ -521,7 +520,6 @@ at::Tensor k_adaptive_avg_pool2d_backward(const at::Tensor &grad_out,
 
 // ---- upsampling ------------------------------------------------------------------
 
-constexpr uint32_t kUpsampleOp = 0x2101;	// Key::op of the upsampling kernels
 
 enum Interp : uint8_t { NEAREST = 1, BILINEAR };
 
@@ -619,7 +617,7 @@ at::Tensor upsample(Interp mode, const at::Tensor &self, at::IntArrayRef osz,
 		return out;
 	UpBuild ub{mode, kdtype(self.scalar_type())};
 	Key key;
-	key.op = kUpsampleOp;
+	key.op = kOpUpsample;
 	key.variant = mode;
 	key.npdims = 4;
 	key.dt[0] = static_cast<uint8_t>(ub.dt);

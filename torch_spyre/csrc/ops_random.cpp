@@ -40,7 +40,6 @@ using namespace kgen;
 
 namespace {
 
-constexpr uint32_t kRandOp = 0x1400;	// Key::op of the random kernels
 
 enum RKind : uint32_t {
 	RK_UNIFORM = 1,	// from + (to - from) * U, to mapped back to from
@@ -250,7 +249,7 @@ bool launch(RKind kind, uint32_t variant, const at::Tensor &out,
 		     in.defined() ? kdtype(in.scalar_type()) : 0,
 		     mask.defined() ? kdtype(mask.scalar_type()) : 0};
 	Key key;
-	key.op = kRandOp + kind;
+	key.op = kOpRand + kind;
 	key.variant = variant;
 	key.npdims = static_cast<uint8_t>(s.np);
 	key.nops = static_cast<uint8_t>(n_operands(rb));

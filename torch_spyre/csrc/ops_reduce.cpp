@@ -30,8 +30,6 @@ enum RKind : uint8_t {
 	RK_ALL, RK_CNZ,
 };
 
-constexpr uint32_t kReduceOp = 0x1000;	// Key::op of reductions
-constexpr uint32_t kSoftmaxOp = 0x1100;	// and of the softmax family
 
 struct RedBuild {
 	RKind kind;
@@ -253,7 +251,7 @@ bool reduce(RKind kind, const at::Tensor &x0, uint64_t mask, bool keepdim,
 	rb.np = s.np;
 	rb.nr = s.nr;
 	Key key;
-	key.op = kReduceOp + kind;
+	key.op = kOpReduce + kind;
 	key.ct = static_cast<uint8_t>(acc);
 	key.npdims = static_cast<uint8_t>(s.np);
 	key.nrdims = static_cast<uint8_t>(s.nr);
@@ -896,7 +894,7 @@ bool softmax_run(SKind kind, const at::Tensor &a, const at::Tensor &y,
 	sb.dts[1] = y.defined() ? kdtype(y.scalar_type()) : kdtype(out.scalar_type());
 	sb.dts[2] = y.defined() ? kdtype(out.scalar_type()) : 0;
 	Key key;
-	key.op = kSoftmaxOp + kind;
+	key.op = kOpSoftmax + kind;
 	key.npdims = static_cast<uint8_t>(s.np);
 	key.nrdims = 1;
 	for (int i = 0; i < 3; i++)

@@ -20,7 +20,6 @@ namespace {
 
 using namespace kgen;
 
-constexpr uint32_t kScanOp = 0x1400;	// Key::op of scans
 
 enum SKind : uint8_t { SC_SUM = 1, SC_PROD, SC_MAX, SC_MIN };
 
@@ -101,7 +100,7 @@ bool scan(SKind kind, const at::Tensor &x, int64_t dim, const at::Tensor &out,
 	sb.dts[1] = kdtype(out.scalar_type());
 	sb.dts[2] = idx.defined() ? kdtype(idx.scalar_type()) : 0;
 	Key key;
-	key.op = kScanOp + kind;
+	key.op = kOpScan + kind;
 	key.ct = static_cast<uint8_t>(sb.acc);
 	key.npdims = static_cast<uint8_t>(s.np);
 	key.nrdims = 1;
