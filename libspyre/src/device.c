@@ -394,7 +394,7 @@ static const struct err_desc err_table[] = {
 	{ EPERM, "operation not permitted" },
 	{ ENOENT, "not found (device node, BO, queue or syncobj handle)" },
 	{ EINTR, "interrupted by a signal" },
-	{ EIO, "the card rejected a command (invalid opcode, command or operand)" },
+	{ EIO, "the card failed a command: invalid opcode, command or operand, or past a limit of the card (a command's time budget or sizes)" },
 	{ ENXIO, "no such device or address" },
 	{ E2BIG, "size above the driver or card limit" },
 	{ EBADF, "bad file descriptor" },
