@@ -368,13 +368,14 @@ private:
 		return pages_[card][st.page].words[st.word];
 	}
 
-	// every stream this session stamped has run past its stamps
+	// every stream this session stamped since the last call has run past
+	// its stamps (so release() after processTrace() waits for nothing)
 	void sync_streams()
 	{
 		std::vector<struct spyre_stream *> ss;
 		{
 			std::lock_guard<std::mutex> l(mu_);
-			ss = streams_;
+			ss.swap(streams_);
 		}
 		for (auto *s : ss)
 			if (spyre_stream_sync(s, SPYRE_TIMEOUT_INFINITE))
