@@ -24,7 +24,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -341,39 +343,49 @@ private:
 	// queue a TIMESTAMP on @s into this session's next slot of @card: a
 	// start joins the batch (it runs right before the op's commands), an
 	// end is EAGER (after an op that flushed, it is taken at once rather
-	// than at the stream's next flush point)
+	// than at the stream's next flush point).  The slot is reserved under
+	// mu_; the queueing, which may submit, holds queueing_ shared only, so
+	// threads stamping other streams do not wait for each other's ioctls.
 	Stamp stamp(int card, struct spyre_stream *s, uint32_t flags)
 	{
-		std::lock_guard<std::mutex> l(mu_);
-		std::vector<StampPage> &pages = pages_[card];
-		uint32_t &used = used_[card];
-		if (pages.empty() || used == kStampBytes / 8) {
-			pages.push_back(stamp_pool().get(card));
-			used = 0;
+		std::shared_lock<std::shared_mutex> q(queueing_);
+		Stamp st;
+		StampPage p;
+		{
+			std::lock_guard<std::mutex> l(mu_);
+			std::vector<StampPage> &pages = pages_[card];
+			uint32_t &used = used_[card];
+			if (pages.empty() || used == kStampBytes / 8) {
+				pages.push_back(stamp_pool().get(card));
+				used = 0;
+			}
+			st = Stamp{static_cast<uint32_t>(pages.size() - 1),
+				   used++};
+			p = pages.back();
+			if (std::find(streams_.begin(), streams_.end(), s) ==
+			    streams_.end())
+				streams_.push_back(s);
 		}
-		Stamp st{static_cast<uint32_t>(pages.size() - 1), used};
-		const StampPage &p = pages.back();
 		p.words[st.word] = 0;
 		check(spyre_stream_timestamp(s, p.bo, 8ull * st.word, flags),
 		      "queueing a profiler timestamp", card);
-		used++;
-		if (std::find(streams_.begin(), streams_.end(), s) ==
-		    streams_.end())
-			streams_.push_back(s);
 		return st;
 	}
 
 	uint64_t word(int card, const Stamp &st)
 	{
+		std::lock_guard<std::mutex> l(mu_);
 		return pages_[card][st.page].words[st.word];
 	}
 
 	// every stream this session stamped since the last call has run past
-	// its stamps (so release() after processTrace() waits for nothing)
+	// its stamps (so release() after processTrace() waits for nothing);
+	// stamps being queued right now are waited for first
 	void sync_streams()
 	{
 		std::vector<struct spyre_stream *> ss;
 		{
+			std::unique_lock<std::shared_mutex> q(queueing_);
 			std::lock_guard<std::mutex> l(mu_);
 			ss.swap(streams_);
 		}
@@ -423,6 +435,7 @@ private:
 
 	uint64_t gen_;
 	std::atomic<bool> stopped_{false};
+	std::shared_mutex queueing_;	// held shared while a stamp is queued
 	std::mutex mu_;
 	std::vector<Span> spans_;
 	std::vector<StampPage> pages_[kMaxCards];
