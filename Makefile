@@ -47,7 +47,8 @@ test: build
 .PHONY: test-opinfo
 test-opinfo: build
 	scripts/vm.sh run --no-build --torch --cards 1 --timeout 5400 \
-		--copy torch_spyre/tests/test_opinfo.py -- \
+		--copy torch_spyre/tests/test_opinfo.py \
+		--copy torch_spyre/tests/ktap.py -- \
 		python3 test_opinfo.py --full $(OPINFO_ARGS)
 
 bench: build

@@ -30,9 +30,9 @@ bfloat16 at its own resolution, 1.6e-2).
 
 import sys
 import time
-import traceback
 import warnings
 
+import ktap
 import torch
 
 warnings.simplefilter("ignore")
@@ -513,23 +513,7 @@ def main(argv):
         only = argv[argv.index("--only") + 1:] if "--only" in argv else []
         return full(n, set(only))
     names = [a for a in argv if not a.startswith("-")]
-    tests = [t for t in TESTS if not names or t.__name__ in names]
-    print("KTAP version 1")
-    print(f"1..{len(tests)}")
-    failed = 0
-    for i, t in enumerate(tests, 1):
-        t0 = time.time()
-        try:
-            t()
-            print(f"ok {i} {t.__name__} # {time.time() - t0:.1f} s")
-        except Exception:
-            failed += 1
-            for line in traceback.format_exc().splitlines():
-                print("# " + line)
-            print(f"not ok {i} {t.__name__}")
-    print(f"# Totals: pass:{len(tests) - failed} fail:{failed} xfail:0 "
-          f"xpass:0 skip:0 error:0")
-    return 1 if failed else 0
+    return ktap.run(ktap.select(TESTS, names))
 
 
 if __name__ == "__main__":

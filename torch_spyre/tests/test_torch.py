@@ -16,7 +16,6 @@ import math
 import os
 import sys
 import time
-import traceback
 import warnings
 
 T0 = time.time()
@@ -2024,6 +2023,7 @@ TESTS[_i:_i] = _CONV_TESTS
 # test_dist.py (copied next to this file) holds the torch_dist_* tests: this
 # process is rank 0, a worker spawned when the run starts is rank 1.
 
+import ktap  # noqa: E402
 import test_dist  # noqa: E402
 
 _i = TESTS.index(torch_sticky_error)
@@ -2050,42 +2050,32 @@ def dispatch_cost():
     return out
 
 
-def main(names):
-    tests = [t for t in TESTS if not names or t.__name__ in names]
-    if any(t in test_dist.TESTS for t in tests):
-        test_dist.start()           # rank 1 imports torch meanwhile
-    print("KTAP version 1")
-    print(f"# import torch (with torch_spyre): {IMPORT_S:.1f} s")
-    print(f"1..{len(tests)}")
-    passed = failed = 0
-    for i, t in enumerate(tests, 1):
-        t0 = time.time()
-        try:
-            t()
-            ok = True
-        except Exception:       # noqa: BLE001
-            ok = False
-            for line in traceback.format_exc().splitlines():
-                print("# " + line)
-        print(f"# {t.__name__}: {time.time() - t0:.1f} s")
-        print(f"{'ok' if ok else 'not ok'} {i} {t.__name__}")
-        passed += ok
-        failed += not ok
-        sys.stdout.flush()
-        if t is test_dist.TESTS[-1]:
-            test_dist.stop()
-    test_dist.stop()
+def report():
+    """The suite's trailer: fallback ops per model, the dispatch cost."""
     for model, ops in FALLBACK_OPS.items():
-        print(f"# fallback ops of {model}: {', '.join(ops) or 'none'}")
+        yield f"fallback ops of {model}: {', '.join(ops) or 'none'}"
     try:
         for dev, us in dispatch_cost():
-            print(f"# dispatch cost of an 8x8 add on {dev}: {us:.1f} us/op")
+            yield f"dispatch cost of an 8x8 add on {dev}: {us:.1f} us/op"
     except Exception as e:      # noqa: BLE001
-        print(f"# dispatch cost not measured: {e}")
-    print(f"# Totals: pass:{passed} fail:{failed} xfail:0 xpass:0 skip:0 "
-          f"error:0")
-    print(f"# total {time.time() - T0:.1f} s")
-    return 1 if failed else 0
+        yield f"dispatch cost not measured: {e}"
+    yield f"total {time.time() - T0:.1f} s"
+
+
+def main(names):
+    tests = ktap.select(TESTS, names)
+    if any(t in test_dist.TESTS for t in tests):
+        test_dist.start()           # rank 1 imports torch meanwhile
+
+    def after_each(t):
+        if t is test_dist.TESTS[-1]:
+            test_dist.stop()
+    try:
+        return ktap.run(tests, header=[f"import torch (with torch_spyre): "
+                                       f"{IMPORT_S:.1f} s"],
+                        after_each=after_each, trailer=report)
+    finally:
+        test_dist.stop()
 
 
 if __name__ == "__main__":

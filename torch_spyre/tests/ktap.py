@@ -1,0 +1,50 @@
+"""The KTAP runner of the torch_spyre tests: runs test functions in order,
+one ``ok``/``not ok`` line each with its time, and a ``# Totals:`` line that
+scripts/run-tests.sh counts.  Shared by test_torch.py (the whole suite) and
+the files that also run on their own (test_conv.py, test_opinfo.py)."""
+
+import sys
+import time
+import traceback
+
+
+def select(tests, names):
+    """The tests named in @names (all of them when @names is empty); an
+    unknown name is an error, so a typo cannot pass as an empty run."""
+    known = {t.__name__ for t in tests}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"no such test: {', '.join(unknown)}")
+    return [t for t in tests if not names or t.__name__ in names]
+
+
+def run(tests, header=(), after_each=None, trailer=None):
+    """Run @tests (functions taking no argument; an exception fails one)
+    and print KTAP.  @header: comment lines printed after the version line;
+    @after_each(test): called after each test; @trailer(): comment lines
+    printed before the totals.  Returns the exit status: 1 if any failed."""
+    print("KTAP version 1")
+    for line in header:
+        print("# " + line)
+    print(f"1..{len(tests)}")
+    failed = 0
+    for i, t in enumerate(tests, 1):
+        t0 = time.time()
+        try:
+            t()
+            ok = True
+        except Exception:       # noqa: BLE001
+            ok = False
+            for line in traceback.format_exc().splitlines():
+                print("# " + line)
+        print(f"# {t.__name__}: {time.time() - t0:.1f} s")
+        print(f"{'ok' if ok else 'not ok'} {i} {t.__name__}")
+        failed += not ok
+        sys.stdout.flush()
+        if after_each:
+            after_each(t)
+    for line in (trailer() if trailer else ()):
+        print("# " + line)
+    print(f"# Totals: pass:{len(tests) - failed} fail:{failed} xfail:0 "
+          f"xpass:0 skip:0 error:0")
+    return 1 if failed else 0
