@@ -69,18 +69,13 @@ static void spyre_irq_send(SpyreState *s, uint64_t bits, bool dup)
 
 /*
  * BQL held, device lock not: send the vectors in *@pending (a field of
- * @s the device lock protects) and clear them.
+ * @s that is set with atomic ORs) and clear them.  No device lock: the
+ * bottom half must not keep the BQL while it waits for a worker.
  */
 static void spyre_irq_send_pending(SpyreState *s, uint64_t *pending,
                                    bool dup)
 {
-    uint64_t bits;
-
-    spyre_lock(s);
-    bits = *pending;
-    *pending = 0;
-    spyre_unlock(s);
-    spyre_irq_send(s, bits, dup);
+    spyre_irq_send(s, qatomic_xchg(pending, 0), dup);
 }
 
 /* The irq bottom half (main loop, BQL held): the moderated messages. */
@@ -129,7 +124,8 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
     if (v >= s->nvectors) {
         return;
     }
-    if (direct && bql_locked() && !(s->irq_pending & BIT_ULL(v))) {
+    if (direct && bql_locked() &&
+        !(qatomic_read(&s->irq_pending) & BIT_ULL(v))) {
         now = spyre_now();
         if (now - s->irq_direct_ns[v] >= SPYRE_IRQ_MODERATE_NS) {
             s->irq_direct_ns[v] = now;
@@ -137,7 +133,7 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
             return;
         }
     }
-    s->irq_pending |= BIT_ULL(v);
+    qatomic_or(&s->irq_pending, BIT_ULL(v));
     qemu_bh_schedule(s->irq_bh);
 }
 
@@ -152,7 +148,7 @@ void spyre_notify_again(SpyreState *s, unsigned int v)
     if (v >= s->nvectors) {
         return;
     }
-    s->dup_pending |= 1ULL << v;
+    qatomic_or(&s->dup_pending, BIT_ULL(v));
     timer_mod_anticipate(s->dup_timer,
                          qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                          SPYRE_DUP_IRQ_NS);
