@@ -107,9 +107,10 @@
  * device.  spyre_exit() stops them (SpyreState.stopping) and drains the
  * tiles in flight, so no guest memory is touched once it returns; it
  * does not join them, since a worker behind a vIOMMU may be waiting for
- * the BQL that unrealize holds.  Each worker, as its last act, hands itself to a
- * main-loop bottom half that joins it and drops its reference there, so
- * the device is always finalized in the main loop, never by a worker.
+ * the BQL that unrealize holds.  Each worker, as its last act, hands
+ * itself to a main-loop bottom half that joins it and drops its
+ * reference there, so the device is always finalized in the main loop,
+ * never by a worker.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
