@@ -889,7 +889,7 @@ static bool spyre_job_start(SpyreState *s, SpyreQueue *q)
  * HEAD, raise interrupts.
  * @halt: the job failed, halt the queue in SPYRE_QS_ERROR.
  * @direct: called by a worker or the doorbell executor, which send the
- * message themselves (see spyre_notify).
+ * message themselves when they hold the BQL (see spyre_notify).
  */
 void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
                    uint64_t err_va, bool halt, bool direct)
@@ -971,12 +971,14 @@ void spyre_end_job(SpyreState *s, SpyreQueue *q, uint32_t status,
 }
 
 /*
- * Memory phase.  A worker sends the messages of the job it ended (the
- * doorbell executor leaves them to the end of its MMIO write).
+ * Memory phase.  A worker behind a vIOMMU, whose memory phases hold the
+ * BQL, sends the messages of the job it ended now; without one
+ * spyre_notify() left them to the bottom half, and the doorbell executor
+ * sends them when its MMIO write ends.
  */
 static void spyre_e_irq_flush(SpyreExec *e)
 {
-    if (!e->w->doorbell) {
+    if (!e->w->doorbell && e->s->dma_bql) {
         spyre_irq_flush(e->s);
     }
 }

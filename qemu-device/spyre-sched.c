@@ -13,8 +13,9 @@
  * conditions with it); msix_notify() needs the BQL *without* the device
  * lock (a message the guest aims at this card's own registers comes
  * back into its MMIO handler), so interrupts are raised by
- * spyre_irq_flush(), the bottom half and the DUP_IRQ timer, which let
- * the device lock go first.
+ * spyre_irq_flush() (for callers that hold the BQL), the bottom half
+ * (for everyone else: a worker never takes the BQL to send a message)
+ * and the DUP_IRQ timer, which let the device lock go first.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -68,18 +69,13 @@ static void spyre_irq_send(SpyreState *s, uint64_t bits, bool dup)
 
 /*
  * BQL held, device lock not: send the vectors in *@pending (a field of
- * @s the device lock protects) and clear them.
+ * @s that is set with atomic ORs) and clear them.  No device lock: the
+ * bottom half must not keep the BQL while it waits for a worker.
  */
 static void spyre_irq_send_pending(SpyreState *s, uint64_t *pending,
                                    bool dup)
 {
-    uint64_t bits;
-
-    spyre_lock(s);
-    bits = *pending;
-    *pending = 0;
-    spyre_unlock(s);
-    spyre_irq_send(s, bits, dup);
+    spyre_irq_send(s, qatomic_xchg(pending, 0), dup);
 }
 
 /* The irq bottom half (main loop, BQL held): the moderated messages. */
@@ -91,38 +87,35 @@ void spyre_irq_bh(void *opaque)
 }
 
 /*
- * Device lock held.  Send the messages spyre_notify() left for the
- * caller (@direct ones), letting the device lock go meanwhile and taking
- * the BQL if the caller does not hold it.
+ * BQL and device lock held.  Send the messages spyre_notify() left for
+ * the caller (@direct ones: the doorbell executor's, a memory phase's
+ * behind a vIOMMU), letting the device lock go meanwhile.
  */
 void spyre_irq_flush(SpyreState *s)
 {
     uint64_t bits = s->irq_now;
-    bool bql = bql_locked();
 
     if (!bits) {
         return;
     }
+    assert(bql_locked());
     s->irq_now = 0;
     spyre_unlock(s);
-    if (!bql) {
-        bql_lock();     /* msix_notify() needs it */
-    }
     spyre_irq_send(s, bits, false);
-    if (!bql) {
-        bql_unlock();
-    }
     spyre_lock(s);
 }
 
 /*
- * Device lock held.  Raise MSI-X vector @v: at once, by the
- * caller's spyre_irq_flush() (@direct: a worker ending a job, as
- * hw/misc/edu does), else from the bottom half.  A vector raised
- * directly less than SPYRE_IRQ_MODERATE_NS ago goes through the bottom
- * half too, where completions that follow in a burst merge into one
- * message (the driver reads the completion record, which covers every
- * job up to its seqno).
+ * Device lock held.  Raise MSI-X vector @v.  A caller that holds the BQL
+ * and sends its messages itself when its access ends (@direct:
+ * spyre_irq_flush()) sends it then, unless the same vector was raised
+ * directly less than SPYRE_IRQ_MODERATE_NS ago.  Everything else goes
+ * through the bottom half: the messages of a worker that holds no BQL
+ * (a worker never waits for the BQL to send one), moderated ones, and
+ * MMIO-side events.  Completions that follow in a burst merge there into
+ * one message (the driver reads the completion record, which covers
+ * every job up to its seqno).  The memory writes of a completion are
+ * done before its message is queued, so the guest sees them first.
  */
 void spyre_notify(SpyreState *s, unsigned int v, bool direct)
 {
@@ -131,7 +124,8 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
     if (v >= s->nvectors) {
         return;
     }
-    if (direct && !(s->irq_pending & BIT_ULL(v))) {
+    if (direct && bql_locked() &&
+        !(qatomic_read(&s->irq_pending) & BIT_ULL(v))) {
         now = spyre_now();
         if (now - s->irq_direct_ns[v] >= SPYRE_IRQ_MODERATE_NS) {
             s->irq_direct_ns[v] = now;
@@ -139,7 +133,7 @@ void spyre_notify(SpyreState *s, unsigned int v, bool direct)
             return;
         }
     }
-    s->irq_pending |= BIT_ULL(v);
+    qatomic_or(&s->irq_pending, BIT_ULL(v));
     qemu_bh_schedule(s->irq_bh);
 }
 
@@ -154,7 +148,7 @@ void spyre_notify_again(SpyreState *s, unsigned int v)
     if (v >= s->nvectors) {
         return;
     }
-    s->dup_pending |= 1ULL << v;
+    qatomic_or(&s->dup_pending, BIT_ULL(v));
     timer_mod_anticipate(s->dup_timer,
                          qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                          SPYRE_DUP_IRQ_NS);

@@ -89,9 +89,9 @@ void spyre_reset(SpyreState *s)
     s->rr_next = 0;
     s->fatal = false;
     spyre_mmu_changed(s);
-    s->irq_pending = 0;
+    qatomic_set(&s->irq_pending, 0);
     s->irq_now = 0;
-    s->dup_pending = 0;
+    qatomic_set(&s->dup_pending, 0);
     timer_del(s->dup_timer);
     spyre_kick(s);
 }

@@ -60,11 +60,15 @@
  *    counts are added under the lock at its end.  Behind a vIOMMU
  *    (dma_bql) every memory phase holds the BQL and the device lock,
  *    since a vIOMMU translates, and may fault, under the BQL.  Without
- *    one, dma_memory_map() needs only RCU, as for QEMU's I/O threads.
- *    The other place a worker takes the BQL is to send MSI-X messages
- *    (spyre_irq_flush), which QEMU requires.  A page walk reads
- *    mmu_epoch and ctx_root atomically: a data phase in flight when they
- *    change is drained before the change is acknowledged.
+ *    one, dma_memory_map() needs only RCU, as for QEMU's I/O threads,
+ *    and a worker never takes the BQL: the MSI-X messages of the jobs
+ *    it ends (msix_notify() needs the BQL) are sent by the bottom half,
+ *    which takes them from irq_pending without the device lock.  Only
+ *    callers that already hold the BQL (the doorbell executor, a memory
+ *    phase behind a vIOMMU) send theirs directly (spyre_irq_flush).  A
+ *    page walk reads mmu_epoch and ctx_root atomically: a data phase in
+ *    flight when they change is drained before the change is
+ *    acknowledged.
  *  - Compute holds no lock.  A command works in tiles: a memory phase
  *    maps the tile's operands (host pointers into device memory, system
  *    memory mapped with dma_memory_map()) and counts the tile in
@@ -102,10 +106,11 @@
  * Lifetime: workers are joinable threads holding a reference to the
  * device.  spyre_exit() stops them (SpyreState.stopping) and drains the
  * tiles in flight, so no guest memory is touched once it returns; it
- * does not join them, since a worker may be waiting for the BQL that
- * unrealize holds.  Each worker, as its last act, hands itself to a
- * main-loop bottom half that joins it and drops its reference there, so
- * the device is always finalized in the main loop, never by a worker.
+ * does not join them, since a worker behind a vIOMMU may be waiting for
+ * the BQL that unrealize holds.  Each worker, as its last act, hands
+ * itself to a main-loop bottom half that joins it and drops its
+ * reference there, so the device is always finalized in the main loop,
+ * never by a worker.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -529,14 +534,18 @@ struct SpyreState {
     QLIST_HEAD(, SpyreKernel) kernels;  /* KERNELs idle workers may help */
     VMChangeStateEntry *vmse;
 
-    /* MSI-X vectors to raise from the bottom half. */
+    /*
+     * MSI-X vectors to raise from the bottom half: set with atomic ORs
+     * under the device lock, taken with an atomic exchange by whoever
+     * sends them (BQL held, device lock not needed).
+     */
     QEMUBH *irq_bh;
     uint64_t irq_pending;       /* bit v: vector v (flushed at VM stop) */
     uint64_t irq_now;           /* for the caller's spyre_irq_flush() */
     int64_t irq_direct_ns[SPYRE_MAX_VECTORS];   /* last direct message */
     /* Completion vectors to raise once more (DBG_DUP_IRQ), from a timer. */
     QEMUTimer *dup_timer;
-    uint64_t dup_pending;       /* bit v: vector v (migrated) */
+    uint64_t dup_pending;       /* bit v: vector v (migrated), as above */
 };
 
 /* In a memory phase (see the top): the BQL too behind a vIOMMU. */
