@@ -19,8 +19,9 @@
  *                            part 2 programs (SCATTER, SCAN, RAND)
  *                            against libspyre's reference interpreter
  *   spyre-kbench check-part2 [N]  the part 2 half alone
- *   spyre-kbench bench-part2 part 2's figures (gather, scatter, random
- *                            numbers, cumsum) beside memcpy, one core
+ *   spyre-kbench bench-part2 [NAME]  part 2's figures (gather, scatter,
+ *                            scatter-add, uniform, normal, cumsum, or
+ *                            only NAME) beside memcpy, one core
  *   spyre-kbench bench       ns/element of the issue's kernels, new core
  *                            (wall time and this thread's CPU time)
  *   spyre-kbench bench-base  the same with the base core
@@ -1270,13 +1271,16 @@ static double cpu_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The best of 5 runs of @lk on @b (CPU seconds); exits on a failure. */
+/*
+ * The best of 5 runs (or $KB_REPS, for profiling) of @lk on @b (CPU
+ * seconds); exits on a failure.
+ */
 static double p2_time(const Launch *lk, Buf *b)
 {
     double best = 1e30;
-    int rep;
+    int rep, reps = getenv("KB_REPS") ? atoi(getenv("KB_REPS")) : 5;
 
-    for (rep = 0; rep < 5; rep++) {
+    for (rep = 0; rep < reps; rep++) {
         double t0 = cpu_now();
         Res r = run(lk, b, false);
 
@@ -1319,7 +1323,7 @@ static double p2_memcpy(size_t bytes)
  * cumsum, each beside the memcpy of the bytes it writes; the thread's
  * CPU time, so that a loaded host's other work does not count.
  */
-static void bench_part2(void)
+static void bench_part2(const char *only)
 {
     enum { V = 32768, D = 512, NR = 128 };
     const uint64_t nrand = 4u << 20;
@@ -1332,6 +1336,10 @@ static void bench_part2(void)
 
     /* gather and scatters: o0 table, o1 idx, o2 rows */
     for (int which = 0; which < 3; which++) {
+        if (only && strcmp(only, which == 0 ? "gather" : which == 1 ?
+                           "scatter" : "scatter-add")) {
+            continue;
+        }
         const uint32_t dt[3] = { SPYRE_DTYPE_FP16, SPYRE_DTYPE_INT64,
                                  SPYRE_DTYPE_FP16 };
 
@@ -1382,6 +1390,11 @@ static void bench_part2(void)
         const uint32_t dt[1] = { SPYRE_DTYPE_FP32 };
         uint64_t rp[2] = { 1234, 0 };
 
+        if (only && strcmp(only, kind == SPYRE_KRAND_NORMAL ? "normal" :
+                           "uniform")) {
+            continue;
+        }
+
         spyre_kernel_create(dt, 1, 2, 1, 0, &k);
         i = spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0);
         spyre_kernel_store(k, 0, i,
@@ -1403,7 +1416,7 @@ static void bench_part2(void)
         spyre_kernel_destroy(k);
     }
     /* cumsum */
-    {
+    if (!only || !strcmp(only, "cumsum")) {
         const uint32_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
         uint64_t sp[1] = { 4096 };
 
@@ -1539,7 +1552,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(mode, "bench-part2")) {
-        bench_part2();
+        bench_part2(argc > 2 ? argv[2] : NULL);
         return 0;
     }
     /* Every host code path, on the same inputs, against the base. */
