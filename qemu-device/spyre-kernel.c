@@ -3154,7 +3154,7 @@ static bool kscatter_run(SpyreKRun *r, const SpyreKInst *in, uint64_t o0,
     bool add = (in->mod & 0xff) == SPYRE_KSCAT_ADD;
     bool sat = in->mod & SPYRE_KMOD_SAT;
     const uint8_t *val;
-    float *sum = (float *)(r->tmp + 3 * (size_t)r->vl);
+    float *restrict sum = (float *)(r->tmp + 3 * (size_t)r->vl);
     uint8_t *pp[KPIECES];
     uint32_t pl[KPIECES], np = 0, done = 0, i;
     size_t vs = kvsize(T);
