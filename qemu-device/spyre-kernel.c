@@ -404,6 +404,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
     p->nvalues = nvalues;
     p->npasses = npasses;
     p->loaded = p->stored = p->scattered = 0;
+    p->idxdims = 0;
     p->sec_start[0] = 0;
     p->sec_pass[0] = false;
     for (i = 0; i < ninsts; i++) {
@@ -680,6 +681,9 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
             if (why) {
                 return kbad(detail, i, why);
             }
+            if (in->op == SPYRE_KOP_IDX) {
+                p->idxdims |= 1u << d;
+            }
             break;
         }
         case SPYRE_KOP_AFFINE: {
@@ -701,6 +705,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
                 return kbad(detail, i, nb ? SPYRE_KERR_INDEX :
                                             SPYRE_KERR_FIELD);
             }
+            p->idxdims |= in->mod & 0x1ff;
             break;
         }
         case SPYRE_KOP_LOAD:
@@ -891,6 +896,17 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
     if (l->nrdims) {
         /* About 64 Ki iterations per tile: tiles are what cores share. */
         tile = KMIN(tile, KMAX(1, 65536 / KMAX(l->R, 1)));
+    } else if (l->npdims >= 2 &&
+               (p->idxdims & ((1u << (l->npdims - 1)) - 1)) &&
+               l->size[l->npdims - 1] >= vl / 4 &&
+               l->size[l->npdims - 1] < vl) {
+        /*
+         * Point code that reads an outer dimension's index (a gather's
+         * row) over rows of at least a quarter vector: a tile per row,
+         * so that the index is uniform over a vector's lanes and the
+         * row's offsets affine ("Affine lanes" below).
+         */
+        tile = l->size[l->npdims - 1];
     }
     /* Kept math lanes: a tile's (point, index) lanes, up to 4 MiB. */
     if (p->nkeep && l->nrdims &&
@@ -2376,6 +2392,37 @@ static inline KALWAYS void kmem_lanes(SpyreKRun *r, uint8_t *hp, uint64_t lo,
     r->stores += write && cnt;
 }
 
+/*
+ * The fast path of a LOAD whose lanes are all active at the one offset
+ * @o, in the extent: the element read once (SpyreKIO.map) and given to
+ * every lane; an i64 result stays lazy (uniform), so that offsets
+ * computed from it (a gather's row) stay affine.  Returns false, having
+ * read nothing, if the element is not reachable that way.
+ */
+static inline KALWAYS bool kload_uniform(SpyreKRun *r, const SpyreKInst *in,
+                                         uint64_t o, bool f16c)
+{
+    unsigned int dt = r->l->dtype[in->imm], T = in->type;
+    uint64_t one = 1, x = 0;
+    const uint8_t *q = r->io->map(r->io->opaque, in->imm, false, o, &one);
+    void *d = VS(r, in->dst);
+
+    if (!q) {
+        return false;
+    }
+    kload_run(d, q, dt, 1, f16c);
+    memcpy(&x, d, kvsize(T));
+    if (T == KI64) {
+        r->aff[in->dst] = (SpyreKAff) { x, 0 };
+        r->lazy[in->dst] = 1;
+    } else {
+        kfill(d, T, x, r->nl);
+    }
+    /* As if each lane read it (the general path's count). */
+    r->bytes_io += (uint64_t)r->nl * spyre_cmd_dtype_size(dt);
+    return true;
+}
+
 /* LOAD and STORE; @f16c: fp16 with F16C (kload_half()). */
 static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
                                     uint32_t idx, bool f16c)
@@ -2405,6 +2452,12 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
                  write ? (void *)ksrc(r, in, 2, in->c) : VS(r, in->dst),
                  kvsize(T), f16c)) {
         /* Consecutive offsets in the extent (affine lanes), mapped. */
+        return SPYRE_STATUS_OK;
+    }
+    if (!write && in->b == KNONE && khost_le() && r->io->map && n &&
+        kaff_src(r, in, 0, in->a, &af) && !af.slope && af.base < ext &&
+        kload_uniform(r, in, af.base, f16c)) {
+        /* One offset in the extent (a gather's index, a row's scalar). */
         return SPYRE_STATUS_OK;
     }
     ov = ksrc(r, in, 0, in->a);
@@ -3084,7 +3137,67 @@ static uint64_t kelem_add(uint64_t old, uint64_t add, unsigned int T)
  * through SpyreKIO.access.  Returns a status that ends the run, or
  * SPYRE_STATUS_OK (a failure then recorded with kerr()).
  */
-static uint32_t kscatter(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
+/*
+ * The fast path of a SCATTER whose @n lanes are all active at
+ * consecutive offsets from @o0, all in the extent (a row): distinct
+ * elements, so the sequential order is the elementwise one; the run
+ * written (STORE) or read, added and written (ADD of f32 lanes: the same
+ * additions, rounded once each, as kelem_add()) straight through
+ * SpyreKIO.map, at most KPIECES pieces.  Returns false, having accessed
+ * nothing, if it cannot.
+ */
+static bool kscatter_run(SpyreKRun *r, const SpyreKInst *in, uint64_t o0,
+                         uint32_t n, bool f16c)
+{
+    unsigned int opnd = in->imm, dt = r->l->dtype[opnd];
+    unsigned int T = r->p->vtype[in->c];
+    bool add = (in->mod & 0xff) == SPYRE_KSCAT_ADD;
+    bool sat = in->mod & SPYRE_KMOD_SAT;
+    const uint8_t *val;
+    float *restrict sum = (float *)(r->tmp + 3 * (size_t)r->vl);
+    uint8_t *pp[KPIECES];
+    uint32_t pl[KPIECES], np = 0, done = 0, i;
+    size_t vs = kvsize(T);
+
+    if (add && T != KF32) {
+        return false;
+    }
+    while (done < n) {
+        uint64_t len = n - done, len2 = len;
+
+        if (np == KPIECES) {
+            return false;
+        }
+        pp[np] = r->io->map(r->io->opaque, opnd, true, o0 + done, &len);
+        if (!pp[np] ||
+            (add && r->io->map(r->io->opaque, opnd, false, o0 + done,
+                               &len2) != pp[np])) {
+            return false;       /* ADD also reads: read rights too */
+        }
+        pl[np] = KMIN(KMIN(len, len2), n - done);
+        done += pl[np++];
+    }
+    val = ksrc(r, in, 2, in->c);
+    for (i = 0, done = 0; i < np; done += pl[i++]) {
+        if (add) {
+            const float *restrict v = (const float *)val + done;
+            size_t j;
+
+            kload_run(sum, pp[i], dt, pl[i], f16c);
+            KFOR(j, pl[i], { sum[j] = sum[j] + v[j]; });
+            kcanon_lanes(sum, pl[i]);
+            kstore_run(pp[i], dt, sum, pl[i], sat, f16c);
+        } else {
+            kstore_run(pp[i], dt, val + done * vs, pl[i], sat, f16c);
+        }
+    }
+    r->bytes_io += (uint64_t)n * spyre_cmd_dtype_size(dt) * (add ? 2 : 1);
+    r->stores++;
+    return true;
+}
+
+static uint32_t kscatter(SpyreKRun *r, const SpyreKInst *in, uint32_t idx,
+                         bool f16c)
 {
     const SpyreKLaunch *l = r->l;
     unsigned int opnd = in->imm, dt = l->dtype[opnd];
@@ -3092,14 +3205,22 @@ static uint32_t kscatter(SpyreKRun *r, const SpyreKInst *in, uint32_t idx)
     size_t es = spyre_cmd_dtype_size(dt), vs = kvsize(T);
     bool add = (in->mod & 0xff) == SPYRE_KSCAT_ADD;
     bool sat = in->mod & SPYRE_KMOD_SAT;
-    const void *ov = ksrc(r, in, 0, in->a);
-    const uint8_t *mask = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
-    const uint8_t *val = ksrc(r, in, 2, in->c);
+    const void *ov;
+    const uint8_t *mask, *val;
     uint64_t ext = l->extent[opnd], clo = 0, chi = 0, cnt = 0;
     uint32_t j, k, n = r->nl;
     uint8_t *cp = NULL;
     uint64_t detail = (uint64_t)idx << 32 | opnd | SPYRE_KDETAIL_WRITE;
+    SpyreKAff af;
 
+    if (in->b == KNONE && khost_le() && r->io->map && n &&
+        kaff_src(r, in, 0, in->a, &af) && af.slope == 1 && af.base < ext &&
+        ext - af.base >= n && kscatter_run(r, in, af.base, n, f16c)) {
+        return SPYRE_STATUS_OK;
+    }
+    ov = ksrc(r, in, 0, in->a);
+    mask = in->b != KNONE ? ksrc(r, in, 1, in->b) : NULL;
+    val = ksrc(r, in, 2, in->c);
     for (j = 0; j < n; j++) {
         int64_t o = in->stype == KI64 ? ((const int64_t *)ov)[j] :
                     ((const int32_t *)ov)[j];
@@ -3278,18 +3399,139 @@ void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1)
 }
 
 /*
- * The Philox block @blk under (@seed, @offset): counter (blk bits 31:0,
- * blk bits 63:32, offset bits 31:0, offset bits 63:32), key (seed bits
- * 31:0, seed bits 63:32).
+ * NORMAL's Box-Muller step over @n lanes: @d = sqrt(-2 log u1) cos(2 pi
+ * u2), each step rounded to f32, @u1 and @u2 overwritten.  Not inlined
+ * into the interpreter, where GCC leaves its loops scalar; IEEE's
+ * operations give the same bits on every path.
  */
-static void kphilox_block(uint32_t x[4], uint64_t seed, uint64_t offset,
-                          uint64_t blk)
+static __attribute__((noinline)) void kbox_muller(float *restrict d,
+                                                  float *restrict u1,
+                                                  float *restrict u2,
+                                                  uint32_t n,
+                                                  unsigned int isa)
 {
-    x[0] = (uint32_t)blk;
-    x[1] = (uint32_t)(blk >> 32);
-    x[2] = (uint32_t)offset;
-    x[3] = (uint32_t)(offset >> 32);
-    spyre_kernel_philox(x, (uint32_t)seed, (uint32_t)(seed >> 32));
+    size_t j;
+
+    spyre_kmath_lanes(isa, SPYRE_KOP_LOG, d, u1, NULL, n);
+    KFOR(j, n, {
+        u1[j] = sqrtf(-2.0f * d[j]);
+        u2[j] = 6.28318548f * u2[j];
+    });
+    spyre_kmath_lanes(isa, SPYRE_KOP_COS, d, u2, NULL, n);
+    KFOR(j, n, { d[j] = u1[j] * d[j]; });
+}
+
+/* Philox blocks krand() computes at once (a multiple of KBLK). */
+#define KRAND_BLK   64
+
+/*
+ * spyre_kernel_philox() over blocks j < @n (<= KRAND_BLK) at once: word
+ * i of block j in @x[i][j], its key (@k0[j], @k1[j]).  Rounds outside,
+ * blocks inside: the 32 x 32 -> 64-bit products vectorise (PMULUDQ).
+ * Lanes up to n rounded up to KBLK are computed too (KFOR).
+ */
+static inline KALWAYS void kphilox_lanes(uint32_t x[4][KRAND_BLK],
+                                         const uint32_t *restrict k0,
+                                         const uint32_t *restrict k1,
+                                         uint32_t n)
+{
+    uint32_t *restrict x0 = x[0], *restrict x1 = x[1];
+    uint32_t *restrict x2 = x[2], *restrict x3 = x[3];
+    unsigned int i;
+    size_t j;
+
+    for (i = 0; i < 10; i++) {
+        /* The keys of round i: i bumps of each word (mod 2^32). */
+        uint32_t a0 = i * 0x9e3779b9u, a1 = i * 0xbb67ae85u;
+
+        KFOR(j, n, {
+            uint64_t p0 = (uint64_t)0xd2511f53u * x0[j];
+            uint64_t p1 = (uint64_t)0xcd9e8d57u * x2[j];
+            uint32_t y0 = (uint32_t)(p1 >> 32) ^ x1[j] ^ (k0[j] + a0);
+            uint32_t y2 = (uint32_t)(p0 >> 32) ^ x3[j] ^ (k1[j] + a1);
+
+            x1[j] = (uint32_t)p1;
+            x3[j] = (uint32_t)p0;
+            x0[j] = y0;
+            x2[j] = y2;
+        });
+    }
+}
+
+/* A 32-bit word as UNIFORM's f32 in [0, 1) (24 bits, exact). */
+static inline float krand_unit(uint32_t w)
+{
+    return (float)(w >> 8) / 16777216.0f;
+}
+
+/*
+ * RAND's words for lanes [0, n) when seed and offset are uniform and the
+ * element indices consecutive from @e0 (affine lanes): each Philox
+ * block computed once (@epb elements per block: 4, or 2 for NORMAL),
+ * its words given out in element order.  BITS and UNIFORM into @d,
+ * NORMAL's u1 and u2 into @u1 and @u2.
+ */
+static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
+                                     uint64_t offset, uint64_t e0,
+                                     uint32_t n, float *restrict d,
+                                     float *restrict u1,
+                                     float *restrict u2)
+{
+    unsigned int epb = kind == SPYRE_KRAND_NORMAL ? 2 : 4;
+    uint64_t b0 = e0 / epb;
+    uint32_t ph = e0 % epb, nb = (ph + n + epb - 1) / epb, c, k;
+    uint32_t x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
+    uint32_t w[4 * KRAND_BLK];
+    size_t j;
+
+    KFOR(j, KRAND_BLK, {
+        k0[j] = (uint32_t)seed;
+        k1[j] = (uint32_t)(seed >> 32);
+    });
+    for (c = 0; c < nb; c += KRAND_BLK) {
+        uint32_t m = KMIN(KRAND_BLK, nb - c);
+        /* Elements [v0, v1) of this chunk's words are lanes v - ph. */
+        uint32_t v0 = KMAX(c * epb, ph) - ph;
+        uint32_t v1 = KMIN((c + m) * epb - ph, n);
+
+        KFOR(j, m, {
+            uint64_t blk = b0 + c + j;
+
+            x[0][j] = (uint32_t)blk;
+            x[1][j] = (uint32_t)(blk >> 32);
+            x[2][j] = (uint32_t)offset;
+            x[3][j] = (uint32_t)(offset >> 32);
+        });
+        kphilox_lanes(x, k0, k1, m);
+        /* The words in element order, from element c * epb. */
+        for (k = 0; k < m; k++) {
+            w[4 * k] = x[0][k];
+            w[4 * k + 1] = x[1][k];
+            w[4 * k + 2] = x[2][k];
+            w[4 * k + 3] = x[3][k];
+        }
+        /* Lane l is element ph + l: word (ph + l - c epb) (x2 NORMAL). */
+        if (kind == SPYRE_KRAND_NORMAL) {
+            const uint32_t *q = w + 2 * (ph + v0 - c * epb);
+            uint32_t l;
+
+            for (l = v0; l < v1; l++, q += 2) {
+                u1[l] = (float)((q[0] >> 8) + 1) / 16777216.0f;
+                u2[l] = krand_unit(q[1]);
+            }
+        } else {
+            const uint32_t *q = w + (ph + v0 - c * epb);
+            uint32_t l;
+
+            if (kind == SPYRE_KRAND_BITS) {
+                memcpy(d + v0, q, (size_t)(v1 - v0) * 4);
+            } else {
+                for (l = v0; l < v1; l++) {
+                    d[l] = krand_unit(q[l - v0]);
+                }
+            }
+        }
+    }
 }
 
 /*
@@ -3297,47 +3539,73 @@ static void kphilox_block(uint32_t x[4], uint64_t seed, uint64_t offset,
  * UNIFORM take word n % 4 of block n / 4; NORMAL takes words 2 (n % 2)
  * and 2 (n % 2) + 1 of block n / 2 as u1 in (0, 1] and u2 in [0, 1)
  * and gives sqrt(-2 log u1) cos(2 pi u2), each step rounded to f32 (LOG
- * and COS the card's math functions, on host code path @isa).
+ * and COS the card's math functions, on host code path @isa).  The
+ * block of (counter, key) under (seed, offset): counter (block bits
+ * 31:0, block bits 63:32, offset bits 31:0, offset bits 63:32), key
+ * (seed bits 31:0, seed bits 63:32).  Blocks are computed KRAND_BLK at
+ * once (kphilox_lanes()), each once when the lanes' elements are
+ * consecutive under one seed and offset (krand_run()), else one per
+ * lane.
  */
-static void krand(SpyreKRun *r, const SpyreKInst *in, unsigned int isa)
+static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
+                                 unsigned int isa)
 {
-    const int64_t *seed = ksrc(r, in, 0, in->a);
-    const int64_t *offset = ksrc(r, in, 1, in->b);
-    const void *ix = ksrc(r, in, 2, in->c);
-    unsigned int kind = in->mod;
-    uint32_t j, n = r->nl, x[4];
+    unsigned int kind = in->mod, sh = kind == SPYRE_KRAND_NORMAL ? 1 : 2;
+    uint32_t n = r->nl, x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     float *d = (float *)VS(r, in->dst);
     float *u1 = (float *)(r->tmp + 3 * (size_t)r->vl);
     float *u2 = (float *)(r->tmp + 4 * (size_t)r->vl);
+    SpyreKAff as, ao, ae;
+    size_t j;
 
-    for (j = 0; j < n; j++) {
-        uint64_t e = geti(ix, r->p->vtype[in->c], j);
+    if (kaff_src(r, in, 0, in->a, &as) && !as.slope &&
+        kaff_src(r, in, 1, in->b, &ao) && !ao.slope &&
+        r->p->vtype[in->c] == KI64 && kaff_src(r, in, 2, in->c, &ae) &&
+        ae.slope == 1 && n && ae.base + (n - 1) >= ae.base) {
+        krand_run(kind, as.base, ao.base, ae.base, n, d, u1, u2);
+    } else {
+        const int64_t *seed = ksrc(r, in, 0, in->a);
+        const int64_t *offset = ksrc(r, in, 1, in->b);
+        const void *ix = ksrc(r, in, 2, in->c);
+        unsigned int te = r->p->vtype[in->c];
+        uint32_t c;
 
-        if (kind == SPYRE_KRAND_NORMAL) {
-            kphilox_block(x, seed[j], offset[j], e >> 1);
-            u1[j] = (float)((x[2 * (e & 1)] >> 8) + 1) / 16777216.0f;
-            u2[j] = (float)(x[2 * (e & 1) + 1] >> 8) / 16777216.0f;
-        } else {
-            kphilox_block(x, seed[j], offset[j], e >> 2);
-            if (kind == SPYRE_KRAND_BITS) {
-                ((uint32_t *)d)[j] = x[e & 3];
-            } else {
-                d[j] = (float)(x[e & 3] >> 8) / 16777216.0f;
+        for (c = 0; c < n; c += KRAND_BLK) {
+            uint32_t m = KMIN(KRAND_BLK, n - c);
+            uint32_t l;
+
+            /* Lanes up to m rounded up to KBLK: in the slots (vl). */
+            KFOR(j, m, {
+                uint64_t blk = (uint64_t)geti(ix, te, c + j) >> sh;
+
+                x[0][j] = (uint32_t)blk;
+                x[1][j] = (uint32_t)(blk >> 32);
+                x[2][j] = (uint32_t)offset[c + j];
+                x[3][j] = (uint32_t)((uint64_t)offset[c + j] >> 32);
+                k0[j] = (uint32_t)seed[c + j];
+                k1[j] = (uint32_t)((uint64_t)seed[c + j] >> 32);
+            });
+            kphilox_lanes(x, k0, k1, m);
+            for (l = 0; l < m; l++) {
+                uint64_t el = geti(ix, te, c + l);
+
+                if (kind == SPYRE_KRAND_NORMAL) {
+                    unsigned int h = 2 * (el & 1);
+
+                    u1[c + l] = (float)((x[h][l] >> 8) + 1) / 16777216.0f;
+                    u2[c + l] = krand_unit(x[h + 1][l]);
+                } else if (kind == SPYRE_KRAND_BITS) {
+                    ((uint32_t *)d)[c + l] = x[el & 3][l];
+                } else {
+                    d[c + l] = krand_unit(x[el & 3][l]);
+                }
             }
         }
     }
     if (kind != SPYRE_KRAND_NORMAL) {
         return;
     }
-    spyre_kmath_lanes(isa, SPYRE_KOP_LOG, d, u1, NULL, n);
-    for (j = 0; j < n; j++) {
-        u1[j] = sqrtf(-2.0f * d[j]);
-        u2[j] = 6.28318548f * u2[j];
-    }
-    spyre_kmath_lanes(isa, SPYRE_KOP_COS, d, u2, NULL, n);
-    for (j = 0; j < n; j++) {
-        d[j] = u1[j] * d[j];
-    }
+    kbox_muller(d, u1, u2, n, isa);
 }
 
 /* ---- Sections ----------------------------------------------------------- */
@@ -3380,7 +3648,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             kcheck(r, in, i);
             break;
         case SPYRE_KOP_SCATTER:
-            st = kscatter(r, in, i);
+            st = kscatter(r, in, i, isa != SPYRE_KISA_GENERIC);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }

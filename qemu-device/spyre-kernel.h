@@ -66,6 +66,7 @@ typedef struct SpyreKProg {
     uint32_t scattered;         /* operands of SCATTERs (one core runs) */
     uint32_t nscan;             /* SCAN instructions */
     uint32_t nkeep;             /* slots of kept math lanes */
+    uint32_t idxdims;           /* bit d: IDX or AFFINE reads dim d */
     uint8_t vtype[SPYRE_KERNEL_MAX_VALUES];
     uint8_t vpass[SPYRE_KERNEL_MAX_VALUES]; /* 1 + pass of a pass value */
     uint8_t vsec[SPYRE_KERNEL_MAX_VALUES];  /* section that defines it */

@@ -377,20 +377,38 @@ static int kreduce_big(float x, double *r)
     return q;
 }
 
-/* SIN, COS or TAN of quadrant @q and remainder @r. */
-static inline double ktrig_q(unsigned int op, int q, double r)
+/* @x where mask @m is all ones, else @y (kseld() on a 64-bit mask). */
+static inline double kseldm(uint64_t m, double x, double y)
+{
+    uint64_t ux, uy;
+
+    memcpy(&ux, &x, 8);
+    memcpy(&uy, &y, 8);
+    ux = (ux & m) | (uy & ~m);
+    memcpy(&x, &ux, 8);
+    return x;
+}
+
+/*
+ * SIN, COS or TAN of quadrant @q (its low two bits) and remainder @r.
+ * The selects take 64-bit masks made from @q, a 64-bit integer: lanes of
+ * one width, which the lane loops vectorise (a bool from an int does
+ * not).
+ */
+static inline double ktrig_q(unsigned int op, uint64_t q, double r)
 {
     double s = ksin_poly(r), c = kcos_poly(r), v;
+    uint64_t odd = -(q & 1), neg = -((q >> 1) & 1);
 
     if (op == SPYRE_KOP_SIN) {
-        v = kseld(q & 1, c, s);
-        return kseld(q & 2, -v, v);
+        v = kseldm(odd, c, s);
+        return kseldm(neg, -v, v);
     }
     if (op == SPYRE_KOP_COS) {
-        v = kseld(q & 1, s, c);
-        return kseld((q + 1) & 2, -v, v);
+        v = kseldm(odd, s, c);
+        return kseldm(-(((q + 1) >> 1) & 1), -v, v);
     }
-    return kseld(q & 1, -c / s, s / c);
+    return kseldm(odd, -c / s, s / c);
 }
 
 /* One lane, any f32 (the fix-up of large and non-finite lanes). */
@@ -403,7 +421,7 @@ static float ktrig_big(unsigned int op, float x)
         return u2f(CANON_NAN);
     }
     q = kreduce_big(x, &r);
-    return (float)ktrig_q(op, q, r);
+    return (float)ktrig_q(op, (uint64_t)q, r);
 }
 
 /* SIN, COS or TAN (@op) of @n lanes: vector loop, then the big lanes. */
@@ -417,9 +435,13 @@ static inline KALWAYS void ktrig_lanes(unsigned int op, float *restrict d,
         float v;
 
         /* Cody and Waite: k * KPIO2_1 and k * KPIO2_2 are exact. */
-        k = krnd(xd * KTWO_OVER_PI);
+        double kb = xd * KTWO_OVER_PI + KRND;
+        uint64_t kq;
+
+        memcpy(&kq, &kb, 8);
+        k = kb - KRND;
         r = ((xd - k * KPIO2_1) - k * KPIO2_2) - k * KPIO2_3;
-        v = (float)ktrig_q(op, (int)k & 3, r);
+        v = (float)ktrig_q(op, kq, r);
         d[j] = kself(x == 0.0f && op != SPYRE_KOP_COS, x, v);
     });
     for (size_t j = 0; j < n; j++) {
