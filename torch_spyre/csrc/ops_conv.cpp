@@ -478,8 +478,12 @@ std::vector<int64_t> spatial(const at::Tensor &t)
 
 // Images per chunk so that one chunk's columns (@per_image elements of
 // @elt bytes each image) take at most kColBytes of card memory (at least
-// one image).
-constexpr int64_t kColBytes = 16 << 20;
+// one image).  The bound also bounds the work of one unfold/fold launch,
+// which the card runs as one KERNEL command with a budget of 5 s of host
+// time (past it the job fails with SPYRE_STATUS_LIMIT, -EIO): 16 MiB of
+// columns took about 1 s of host time on an idle 2-CPU host and failed
+// under load, 4 MiB keeps each command near 0.25 s.
+constexpr int64_t kColBytes = 4 << 20;
 
 int64_t batch_chunk(int64_t per_image, int64_t elt, int64_t N)
 {

@@ -179,7 +179,7 @@ def torch_conv_backward():
 
 @test
 def torch_conv_batch_chunks():
-    """Convolutions whose columns exceed the per-chunk bound (16 MiB) run
+    """Convolutions whose columns exceed the per-chunk bound (4 MiB) run
     over chunks of the batch: forward, transposed and backward match the
     CPU."""
     g = torch.Generator().manual_seed(12)
