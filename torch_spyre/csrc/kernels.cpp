@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -324,6 +325,7 @@ void Launch::operand(unsigned int i, const at::Tensor &t, uint64_t extent)
 
 void Launch::sizes(const Space &s)
 {
+	sized = true;
 	l.npdims = static_cast<uint32_t>(s.np);
 	l.nrdims = static_cast<uint32_t>(s.nr);
 	for (int d = 0; d < s.np; d++)
@@ -338,17 +340,78 @@ void Launch::strides(const Space &s, int op, unsigned int param)
 		params[param + d] = static_cast<uint64_t>(s.st[op][d]);
 }
 
+void Launch::bind(unsigned int i, const at::Tensor &t, const Space &s,
+		  int op, unsigned int param)
+{
+	TORCH_INTERNAL_ASSERT(i < SPYRE_KERNEL_MAX_OPERANDS && op < s.nops);
+	operand(i, t, s.extent(op));
+	strides(s, op, param);
+	st0[i] = s.np ? s.st[op][0] : 0;
+	esize[i] = static_cast<uint32_t>(t.element_size());
+	bound |= 1ull << i;
+}
+
+namespace {
+
+// Whether @L may be split along pointwise dim 0 (see run()), and then its
+// element iterations in @work.
+bool splittable(const Launch &L, unsigned int noperands, uint64_t *work)
+{
+	uint64_t all = (1ull << noperands) - 1;
+	if (!L.sized || L.l.npdims == 0 || L.l.size[0] < 2 ||
+	    (L.bound & all) != all)
+		return false;
+	for (unsigned int i = 0; i < noperands; i++)
+		if (L.st0[i] < 0)
+			return false;
+	uint64_t w = 1;
+	for (uint32_t d = 0; d < L.l.npdims; d++)
+		w *= L.l.size[d];
+	for (uint32_t d = 0; d < L.l.nrdims; d++)
+		w *= L.l.size[SPYRE_KDIM_R0 + d];
+	*work = w;
+	return w > kSplitWork;
+}
+
+} // namespace
+
 void run(int card, const Prog *p, Launch &L, unsigned int noperands,
 	 unsigned int nparams)
 {
+	TORCH_INTERNAL_ASSERT(noperands <= SPYRE_KERNEL_MAX_OPERANDS);
 	L.l.prog = SPYRE_MEM(p->bo, 0);
 	L.l.prog_size = p->size;
 	L.l.noperands = noperands;
 	L.l.nparams = nparams;
 	L.l.operands = L.ops;
 	L.l.params = L.params;
-	g_launches++;
-	check(spyre_stream_kernel(cur(card), &L.l), "running a kernel", card);
+	uint64_t work = 0;
+	if (!splittable(L, noperands, &work)) {
+		g_launches++;
+		check(spyre_stream_kernel(cur(card), &L.l), "running a kernel",
+		      card);
+		return;
+	}
+	// slices of @step rows of dim 0: each operand starts @a rows further
+	// and spans (rows - n) rows less
+	uint64_t rows = L.l.size[0];
+	uint64_t step = std::max<uint64_t>(1, kSplitWork / (work / rows));
+	struct spyre_kernel_launch c = L.l;
+	struct spyre_kernel_arg ops[SPYRE_KERNEL_MAX_OPERANDS];
+	c.operands = ops;
+	for (uint64_t a = 0; a < rows; a += step) {
+		uint64_t n = std::min(step, rows - a);
+		c.size[0] = n;
+		for (unsigned int i = 0; i < noperands; i++) {
+			uint64_t st = static_cast<uint64_t>(L.st0[i]);
+			ops[i] = L.ops[i];
+			ops[i].mem.offset += a * st * L.esize[i];
+			ops[i].extent -= (rows - n) * st;
+		}
+		g_launches++;
+		check(spyre_stream_kernel(cur(card), &c), "running a kernel",
+		      card);
+	}
 }
 
 int point_offset(B &b, int np, unsigned int param)

@@ -28,6 +28,20 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 	at::native::call_fallback_fn<&::spyre_torch::fallback, \
 				     ATEN_OP2(op, ovl)>::call(__VA_ARGS__)
 
+// The integer matrix products (ops_reduce.cpp, a generated reduction: the
+// card's GEMM has no integer path): @out = beta * @self + alpha * @a @ @b
+// for 2-D @a (M, K), @b (K, N), @out (M, N), or the same with a batch dim
+// in front of all three; @self (undefined: none; ignored when beta is 0)
+// broadcasts to @out.  Products and sums wrap in int32 (int64 for int64),
+// as on the CPU.  Every tensor on @out's card with @out's dtype, any
+// strides; @out must not partially overlap an input (RuntimeError, as
+// ATen).  Returns false, with nothing done, when it does not apply (a
+// floating or bool dtype, a floating alpha or beta, another device, a
+// layout of too many dims): the caller falls back.
+bool int_matmul(const at::Tensor &out, const at::Tensor &a,
+		const at::Tensor &b, const at::Tensor &self,
+		const at::Scalar &beta, const at::Scalar &alpha);
+
 namespace kgen {
 
 constexpr int NONE = SPYRE_KERNEL_NONE;
@@ -126,6 +140,7 @@ constexpr uint32_t kOpPointwiseIdx = 0x1300;	// ops_pointwise.cpp index kernels
 constexpr uint32_t kOpRand = 0x1400;		// ops_random.cpp
 constexpr uint32_t kOpIndex = 0x1500;		// ops_index.cpp
 constexpr uint32_t kOpScan = 0x1600;		// ops_scan.cpp
+constexpr uint32_t kOpIntMatmul = 0x1900;	// ops_reduce.cpp integer mm/bmm
 constexpr uint32_t kOpUnfold = 0x2000;		// ops_conv.cpp
 constexpr uint32_t kOpFold = 0x2001;		// ops_conv.cpp
 constexpr uint32_t kOpPool = 0x2100;		// ops_pool.cpp
@@ -193,6 +208,13 @@ struct Launch {
 	struct spyre_kernel_launch l;
 	struct spyre_kernel_arg ops[SPYRE_KERNEL_MAX_OPERANDS];
 	uint64_t params[SPYRE_KERNEL_MAX_PARAMS];
+	// what run() needs to split the launch (see bind()): each bound
+	// operand's stride along pointwise dim 0 and element size, which
+	// operands are bound (bit i), whether sizes() set the sizes
+	int64_t st0[SPYRE_KERNEL_MAX_OPERANDS];
+	uint32_t esize[SPYRE_KERNEL_MAX_OPERANDS];
+	uint64_t bound;
+	bool sized;
 
 	Launch()
 	{
@@ -205,10 +227,32 @@ struct Launch {
 	// at @param.
 	void sizes(const Space &s);
 	void strides(const Space &s, int op, unsigned int param);
+	// Operand @i: tensor @t as operand @op of space @s, its strides at
+	// parameter @param (operand() and strides() in one), and a promise
+	// that lets run() split the launch: the program's values depend on
+	// its operands' elements only, never on point indices (IDX of a
+	// pointwise dim, the linear point index) or on the sizes of the
+	// pointwise dims, so a launch over a slice of dim 0 computes that
+	// slice's part of the result.
+	void bind(unsigned int i, const at::Tensor &t, const Space &s, int op,
+		  unsigned int param);
 };
 
+// Element iterations (points x reduction indices) of one KERNEL command
+// when run() splits a launch: about 0.25 s of the card model's host time
+// for a simple kernel when idle, so that a command stays far below the
+// card's 5 s per-command budget (SPYRE_STATUS_LIMIT, reported as -EIO)
+// on a loaded host.
+constexpr uint64_t kSplitWork = 1ull << 22;
+
 // Launch @p with @L on card @card's current stream (counts, the program,
-// operand and parameter pointers are filled here).
+// operand and parameter pointers are filled here).  When sizes() set the
+// sizes, every operand was bound (Launch::bind) and the launch is bigger
+// than kSplitWork element iterations, it goes as several KERNEL commands
+// in stream order, each over a slice of pointwise dim 0 (the outermost)
+// of about kSplitWork iterations; a launch without pointwise dims (a
+// reduction to one point) is not split.  Errors as check() (RuntimeError
+// naming the card).
 void run(int card, const Prog *p, Launch &L, unsigned int noperands,
 	 unsigned int nparams);
 

@@ -687,6 +687,39 @@ void beta_only(const at::Tensor &c, const at::Tensor &self, float beta)
 		c.mul_(beta);
 }
 
+// The integer products (the GEMM has no integer path): @self (undefined:
+// none) broadcast to the product's shape, beta * self + alpha * a @ b by
+// int_matmul() into @out (resized as PyTorch does) or a new tensor.  An
+// undefined result, with nothing done, when that does not apply (shapes,
+// dtypes, devices, a floating alpha or beta): the caller falls back and
+// the CPU kernel raises what PyTorch raises.
+at::Tensor int_mm(const at::Tensor *out, const at::Tensor &self,
+		  const at::Tensor &a, const at::Tensor &b,
+		  const at::Scalar &beta, const at::Scalar &alpha)
+{
+	at::ScalarType dt = a.scalar_type();
+	int64_t nd = a.dim();
+	if (!at::isIntegralType(dt, false) || !kgen::kdtype(dt) ||
+	    b.scalar_type() != dt || (nd != 2 && nd != 3) || b.dim() != nd ||
+	    !same_card(a, b) || a.size(-1) != b.size(-2) ||
+	    (nd == 3 && a.size(0) != b.size(0)) || alpha.isFloatingPoint() ||
+	    beta.isFloatingPoint() || alpha.isComplex() || beta.isComplex())
+		return {};
+	std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end());
+	shape.back() = b.size(-1);
+	if (self.defined() && (!same_card(self, a) || self.scalar_type() != dt ||
+			       !at::is_expandable_to(self.sizes(), shape)))
+		return {};
+	if (out && (!same_card(*out, a) || out->scalar_type() != dt))
+		return {};
+	c10::DeviceGuard g(a.device());
+	at::Tensor c = dest(out, a, shape, dt, {&self, &a, &b});
+	if (!int_matmul(c, a, b, self, beta, alpha))
+		return {};
+	finish(out, c);
+	return out ? *out : c;
+}
+
 at::Tensor mm_impl(const at::Tensor &self, const at::Tensor &mat2,
 		   const at::Tensor *out)
 {
@@ -709,8 +742,14 @@ bool mm_ok(const at::Tensor &a, const at::Tensor &b)
 
 at::Tensor k_mm(const at::Tensor &self, const at::Tensor &mat2)
 {
-	if (!mm_ok(self, mat2))
+	if (!mm_ok(self, mat2)) {
+		at::Tensor r = int_mm(nullptr, at::Tensor(), self, mat2, 0, 1);
+		if (r.defined()) {
+			count_native("aten::mm");
+			return r;
+		}
 		return SPYRE_FALLBACK(mm, self, mat2);
+	}
 	count_native("aten::mm");
 	return mm_impl(self, mat2, nullptr);
 }
@@ -719,8 +758,13 @@ at::Tensor &k_mm_out(const at::Tensor &self, const at::Tensor &mat2,
 		     at::Tensor &out)
 {
 	if (!mm_ok(self, mat2) || !same_card(self, out) ||
-	    out.scalar_type() != self.scalar_type())
+	    out.scalar_type() != self.scalar_type()) {
+		if (int_mm(&out, at::Tensor(), self, mat2, 0, 1).defined()) {
+			count_native("aten::mm.out");
+			return out;
+		}
 		return SPYRE_FALLBACK2(mm, out, self, mat2, out);
+	}
 	count_native("aten::mm.out");
 	mm_impl(self, mat2, &out);
 	return out;
@@ -748,8 +792,14 @@ bool bmm_ok(const at::Tensor &a, const at::Tensor &b)
 
 at::Tensor k_bmm(const at::Tensor &self, const at::Tensor &mat2)
 {
-	if (!bmm_ok(self, mat2))
+	if (!bmm_ok(self, mat2)) {
+		at::Tensor r = int_mm(nullptr, at::Tensor(), self, mat2, 0, 1);
+		if (r.defined()) {
+			count_native("aten::bmm");
+			return r;
+		}
 		return SPYRE_FALLBACK(bmm, self, mat2);
+	}
 	count_native("aten::bmm");
 	return bmm_impl(self, mat2, nullptr);
 }
@@ -758,8 +808,13 @@ at::Tensor &k_bmm_out(const at::Tensor &self, const at::Tensor &mat2,
 		      at::Tensor &out)
 {
 	if (!bmm_ok(self, mat2) || !same_card(self, out) ||
-	    out.scalar_type() != self.scalar_type())
+	    out.scalar_type() != self.scalar_type()) {
+		if (int_mm(&out, at::Tensor(), self, mat2, 0, 1).defined()) {
+			count_native("aten::bmm.out");
+			return out;
+		}
 		return SPYRE_FALLBACK2(bmm, out, self, mat2, out);
+	}
 	count_native("aten::bmm.out");
 	bmm_impl(self, mat2, &out);
 	return out;
@@ -812,8 +867,15 @@ at::Tensor k_addmm(const at::Tensor &self, const at::Tensor &m1,
 		   const at::Tensor &m2, const at::Scalar &beta,
 		   const at::Scalar &alpha)
 {
-	if (!addmm_ok(self, m1, m2))
+	if (!addmm_ok(self, m1, m2)) {
+		at::Tensor r = m1.dim() == 2 ?
+			int_mm(nullptr, self, m1, m2, beta, alpha) : at::Tensor();
+		if (r.defined()) {
+			count_native("aten::addmm");
+			return r;
+		}
 		return SPYRE_FALLBACK(addmm, self, m1, m2, beta, alpha);
+	}
 	count_native("aten::addmm");
 	return addmm_impl(self, m1, m2, beta, alpha, nullptr);
 }
@@ -823,8 +885,14 @@ at::Tensor &k_addmm_out(const at::Tensor &self, const at::Tensor &m1,
 			const at::Scalar &alpha, at::Tensor &out)
 {
 	if (!addmm_ok(self, m1, m2) || !same_card(self, out) ||
-	    out.scalar_type() != self.scalar_type())
+	    out.scalar_type() != self.scalar_type()) {
+		if (m1.dim() == 2 &&
+		    int_mm(&out, self, m1, m2, beta, alpha).defined()) {
+			count_native("aten::addmm.out");
+			return out;
+		}
 		return SPYRE_FALLBACK2(addmm, out, self, m1, m2, beta, alpha, out);
+	}
 	count_native("aten::addmm.out");
 	addmm_impl(self, m1, m2, beta, alpha, &out);
 	return out;
@@ -834,9 +902,18 @@ at::Tensor &k_addmm_(at::Tensor &self, const at::Tensor &m1,
 		     const at::Tensor &m2, const at::Scalar &beta,
 		     const at::Scalar &alpha)
 {
-	if (!addmm_ok(self, m1, m2) || self.dim() != 2 ||
-	    self.size(0) != m1.size(0) || self.size(1) != m2.size(1))
+	bool fits = self.dim() == 2 && m1.dim() == 2 && m2.dim() == 2 &&
+		    self.size(0) == m1.size(0) && self.size(1) == m2.size(1);
+	if (!addmm_ok(self, m1, m2) || !fits) {
+		at::Tensor r = fits ? int_mm(nullptr, self, m1, m2, beta, alpha) :
+			       at::Tensor();
+		if (r.defined()) {
+			count_native("aten::addmm_");
+			self.copy_(r);
+			return self;
+		}
 		return SPYRE_FALLBACK(addmm_, self, m1, m2, beta, alpha);
+	}
 	count_native("aten::addmm_");
 	at::Tensor r = addmm_impl(self, m1, m2, beta, alpha, nullptr);
 	self.copy_(r);
@@ -876,8 +953,15 @@ at::Tensor k_baddbmm(const at::Tensor &self, const at::Tensor &b1,
 		     const at::Tensor &b2, const at::Scalar &beta,
 		     const at::Scalar &alpha)
 {
-	if (!baddbmm_ok(self, b1, b2))
+	if (!baddbmm_ok(self, b1, b2)) {
+		at::Tensor r = b1.dim() == 3 ?
+			int_mm(nullptr, self, b1, b2, beta, alpha) : at::Tensor();
+		if (r.defined()) {
+			count_native("aten::baddbmm");
+			return r;
+		}
 		return SPYRE_FALLBACK(baddbmm, self, b1, b2, beta, alpha);
+	}
 	count_native("aten::baddbmm");
 	return baddbmm_impl(self, b1, b2, beta, alpha, nullptr);
 }
@@ -887,9 +971,15 @@ at::Tensor &k_baddbmm_out(const at::Tensor &self, const at::Tensor &b1,
 			  const at::Scalar &alpha, at::Tensor &out)
 {
 	if (!baddbmm_ok(self, b1, b2) || !same_card(self, out) ||
-	    out.scalar_type() != self.scalar_type())
+	    out.scalar_type() != self.scalar_type()) {
+		if (b1.dim() == 3 &&
+		    int_mm(&out, self, b1, b2, beta, alpha).defined()) {
+			count_native("aten::baddbmm.out");
+			return out;
+		}
 		return SPYRE_FALLBACK2(baddbmm, out, self, b1, b2, beta, alpha,
 				       out);
+	}
 	count_native("aten::baddbmm.out");
 	baddbmm_impl(self, b1, b2, beta, alpha, &out);
 	return out;
@@ -901,8 +991,20 @@ at::Tensor &k_baddbmm_(at::Tensor &self, const at::Tensor &b1,
 {
 	if (!baddbmm_ok(self, b1, b2) || self.dim() != 3 ||
 	    self.size(0) != b1.size(0) || self.size(1) != b1.size(1) ||
-	    self.size(2) != b2.size(2))
+	    self.size(2) != b2.size(2)) {
+		bool fits = self.dim() == 3 && b1.dim() == 3 && b2.dim() == 3 &&
+			    self.size(0) == b1.size(0) &&
+			    self.size(1) == b1.size(1) &&
+			    self.size(2) == b2.size(2);
+		at::Tensor r = fits ? int_mm(nullptr, self, b1, b2, beta, alpha) :
+			       at::Tensor();
+		if (r.defined()) {
+			count_native("aten::baddbmm_");
+			self.copy_(r);
+			return self;
+		}
 		return SPYRE_FALLBACK(baddbmm_, self, b1, b2, beta, alpha);
+	}
 	count_native("aten::baddbmm_");
 	at::Tensor r = baddbmm_impl(self, b1, b2, beta, alpha, nullptr);
 	self.copy_(r);

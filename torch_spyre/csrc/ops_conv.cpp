@@ -14,7 +14,8 @@
 // Backward of a convolution: grad_input = fold(W^T @ grad_out), grad_weight
 // = grad_out @ unfold(x)^T over the whole batch in one GEMM per group;
 // of a transposed one: grad_input = W @ unfold(grad_out), grad_weight =
-// x @ unfold(grad_out)^T.  grad_bias is a sum of grad_out.
+// x @ unfold(grad_out)^T.  grad_bias is a sum of grad_out.  A batch whose
+// columns pass kColBytes runs in chunks of images.
 #include "kernels.h"
 
 #include <c10/core/DeviceGuard.h>
@@ -473,6 +474,21 @@ std::vector<int64_t> spatial(const at::Tensor &t)
 	return std::vector<int64_t>(t.sizes().begin() + 2, t.sizes().end());
 }
 
+// Images per chunk so that one chunk's columns (@per_image elements of
+// @elt bytes each image) take at most kColBytes of card memory (at least
+// one image).  The bound also bounds the work of one unfold/fold launch,
+// which the card runs as one KERNEL command with a budget of 5 s of host
+// time (past it the job fails with SPYRE_STATUS_LIMIT, -EIO): 16 MiB of
+// columns took about 1 s of host time on an idle 2-CPU host and failed
+// under load, 4 MiB keeps each command near 0.25 s.
+constexpr int64_t kColBytes = 4 << 20;
+
+int64_t batch_chunk(int64_t per_image, int64_t elt, int64_t N)
+{
+	int64_t per = std::max<int64_t>(per_image * elt, 1);
+	return std::max<int64_t>(1, std::min<int64_t>(N, kColBytes / per));
+}
+
 at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 			 const std::optional<at::Tensor> &bias,
 			 at::IntArrayRef stride, at::IntArrayRef padding,
@@ -496,16 +512,39 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 		bias->contiguous() : at::Tensor();
 	int64_t N = input.size(0);
 	at::Tensor w = weight.contiguous();
-	if (!transposed) {
-		at::Tensor col = unfold(input, g);
-		at::Tensor out = w_cols(w, col, N, g.npos(), groups, b);
-		std::vector<int64_t> shape{N, w.size(0)};
-		shape.insert(shape.end(), g.pos, g.pos + g.D);
-		return out.view(shape);
+	int64_t OC = transposed ? groups * w.size(1) : w.size(0);
+	std::vector<int64_t> shape{N, OC};
+	const int64_t *osp = transposed ? g.img : g.pos;
+	shape.insert(shape.end(), osp, osp + g.D);
+	// columns per image: C_in * kvol * npos (forward), C_out * kvol *
+	// npos in f32 (transposed)
+	int64_t chunk = transposed ?
+		batch_chunk(OC * g.kvol() * g.npos(), 4, N) :
+		batch_chunk(input.size(1) * g.kvol() * g.npos(),
+			    input.element_size(), N);
+	at::Tensor in = transposed ? f32(input.contiguous()) : input;
+	at::Tensor wt = transposed ? f32(w) : w;
+	at::Tensor out;
+	for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+		int64_t nb = std::min(chunk, N - n0);
+		at::Tensor x = chunk < N ? in.narrow(0, n0, nb) : in;
+		at::Tensor o;
+		if (!transposed) {
+			o = w_cols(w, unfold(x, g), nb, g.npos(), groups, b);
+		} else {
+			int64_t cs[2 + 2 * kMaxSpatial];
+			at::Tensor col = wT_x(wt, x, groups, g, cs);
+			o = fold(col, cs, nb, OC, g, b, input.scalar_type());
+		}
+		if (chunk >= N)
+			return o.view(shape);
+		if (!out.defined())
+			out = at::empty(shape, input.options());
+		shape[0] = nb;
+		out.narrow(0, n0, nb).copy_(o.view(shape));
+		shape[0] = N;
 	}
-	int64_t cs[2 + 2 * kMaxSpatial];
-	at::Tensor col = wT_x(f32(w), f32(input.contiguous()), groups, g, cs);
-	return fold(col, cs, N, groups * w.size(1), g, b, input.scalar_type());
+	return out.defined() ? out : at::empty(shape, input.options());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
@@ -531,10 +570,6 @@ k_convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
 	int64_t N = input.size(0);
 	at::Tensor w = weight.contiguous();
 	at::Tensor go = grad_output.contiguous();
-	// the image side of the geometry: the input of a convolution, the
-	// output (grad_output) of a transposed one
-	const at::Tensor &img = transposed ? go : input;
-	const at::Tensor &other = transposed ? input : go;
 	const int64_t *want = transposed ? g.img : g.pos;
 	TORCH_CHECK(go.size(0) == N && spatial(go) ==
 		    std::vector<int64_t>(want, want + g.D),
@@ -542,23 +577,51 @@ k_convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
 		    grad_output.sizes(), ", not those of the convolution's "
 		    "output");
 	at::Tensor gi, gw, gb;
-	at::Tensor col;		// unfold(img), for the weight (and, transposed,
+	// the image side of the geometry: the input of a convolution, the
+	// output (grad_output) of a transposed one; its columns (and those of
+	// grad_input, in f32) per image
+	const at::Tensor &img = transposed ? go : input;
+	int64_t chunk = batch_chunk(std::max(img.size(1), input.size(1)) *
+				    g.kvol() * g.npos(), 4, N);
+	at::Tensor w32 = mask[0] && !transposed ? f32(w) : at::Tensor();
+	if (mask[0] && chunk < N)
+		gi = at::empty(input.sizes(), input.options());
+	for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+		int64_t nb = std::min(chunk, N - n0);
+		auto part = [&](const at::Tensor &t) {
+			return chunk < N ? t.narrow(0, n0, nb) : t;
+		};
+		at::Tensor in = part(input), gout = part(go);
+		at::Tensor col;	// unfold(img), for the weight (and, transposed,
 				// the input)
-	if (mask[1] || (mask[0] && transposed))
-		col = unfold(img, g);
-	if (mask[0]) {
-		if (transposed) {
-			gi = w_cols(w, col, N, g.npos(), groups, at::Tensor())
-				     .view(input.sizes());
-		} else {
-			int64_t cs[2 + 2 * kMaxSpatial];
-			at::Tensor gc = wT_x(f32(w), f32(go), groups, g, cs);
-			gi = fold(gc, cs, N, input.size(1), g, at::Tensor(),
-				  input.scalar_type());
+		if (mask[1] || (mask[0] && transposed))
+			col = unfold(transposed ? gout : in, g);
+		if (mask[0]) {
+			at::Tensor r;
+			if (transposed) {
+				r = w_cols(w, col, nb, g.npos(), groups,
+					   at::Tensor());
+			} else {
+				int64_t cs[2 + 2 * kMaxSpatial];
+				at::Tensor gc = wT_x(w32, f32(gout), groups, g, cs);
+				r = fold(gc, cs, nb, input.size(1), g, at::Tensor(),
+					 input.scalar_type());
+			}
+			if (chunk < N)
+				gi.narrow(0, n0, nb).copy_(r.view(in.sizes()));
+			else
+				gi = r.view(in.sizes());
+		}
+		if (mask[1]) {
+			at::Tensor p = a_colT((transposed ? in : gout).contiguous(),
+					      col, groups).view(weight.sizes());
+			gw = gw.defined() ? gw.add_(p) : p;
 		}
 	}
-	if (mask[1])
-		gw = a_colT(other.contiguous(), col, groups).view(weight.sizes());
+	if (mask[0] && !gi.defined())
+		gi = at::empty(input.sizes(), input.options());
+	if (mask[1] && !gw.defined())
+		gw = at::zeros(weight.sizes(), weight.options());
 	if (mask[2]) {
 		std::vector<int64_t> dims{0};
 		for (int64_t i = 2; i < go.dim(); i++)

@@ -2,9 +2,10 @@
 // Normalisation and losses on the card: native_layer_norm,
 // native_group_norm and native_batch_norm's training statistics as one
 // generated kernel each (Welford statistics, then the normalised output,
-// mean and rstd), batch_norm's inference and running statistics,
-// layer_norm's backward and mse_loss (and its backward) composed of native
-// ops.
+// mean and rstd), batch_norm's inference and running statistics (and
+// batch norm's other ATen entry points: _native_batch_norm_legit,
+// _batch_norm_with_update), the backward of layer, group and batch norm
+// and mse_loss (and its backward) composed of native ops.
 // (rms_norm is ATen's composition of native pointwise ops and mean.)
 #include "kernels.h"
 
@@ -138,8 +139,7 @@ bool norm_run(Space &s, const std::vector<at::Tensor> &ops, bool has_w,
 	Launch L;
 	unsigned int w = static_cast<unsigned int>(s.np + s.nr);
 	for (size_t j = 0; j < ops.size(); j++) {
-		L.operand(j, ops[j], s.extent(j));
-		L.strides(s, j, j * w);
+		L.bind(j, ops[j], s, j, j * w);
 	}
 	unsigned int sp = w * ops.size();
 	L.params[sp] = f32_param(n);
@@ -400,6 +400,209 @@ k_batch_norm(const at::Tensor &input, const std::optional<at::Tensor> &weight,
 	return {out, mean, invstd};
 }
 
+// The variants of batch norm ATen's frontends call (_batch_norm_impl_index
+// in eager, the _batch_norm_with_update / _no_update pair and the
+// _native_batch_norm_legit family in exported and compiled graphs): the
+// same kernel as native_batch_norm, the same results as their CPU kernels
+// (save_mean and save_invstd empty in inference, an empty uint8 reserve).
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_bn_legit(const at::Tensor &input, const std::optional<at::Tensor> &weight,
+	   const std::optional<at::Tensor> &bias, at::Tensor &running_mean,
+	   at::Tensor &running_var, bool training, double momentum, double eps)
+{
+	return k_batch_norm(input, weight, bias, running_mean, running_var,
+			    training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_bn_legit_no_stats(const at::Tensor &input,
+		    const std::optional<at::Tensor> &weight,
+		    const std::optional<at::Tensor> &bias, bool training,
+		    double momentum, double eps)
+{
+	return k_batch_norm(input, weight, bias, std::nullopt, std::nullopt,
+			    training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+k_bn_with_update(const at::Tensor &input,
+		 const std::optional<at::Tensor> &weight,
+		 const std::optional<at::Tensor> &bias, at::Tensor &running_mean,
+		 at::Tensor &running_var, double momentum, double eps)
+{
+	auto r = k_batch_norm(input, weight, bias, running_mean, running_var,
+			      true, momentum, eps);
+	return {std::get<0>(r), std::get<1>(r), std::get<2>(r),
+		at::empty({0}, input.options().dtype(at::kByte))};
+}
+
+// batch norm's backward from native ops in f32, as the CPU kernel computes
+// it: per channel (dim 1), over the n elements of the other dims, with
+// mean and invstd the saved statistics (@train) or the running ones
+// (invstd = 1 / sqrt(running_var + eps)) and w the weight (or 1):
+//   sum = sum(dy), dot = sum(dy * (x - mean))
+//   dx = (dy - sum / n - (x - mean) * dot * invstd^2 / n) * invstd * w
+//        (inference: dx = dy * invstd * w)
+//   dw = dot * invstd, db = sum
+// The gradients @mask asks for in the dtypes of input and weight (input's
+// statistics dtype without a weight); false (nothing done) when the card
+// cannot: the caller falls back.
+bool bn_backward(const at::Tensor &grad_out, const at::Tensor &input,
+		 const std::optional<at::Tensor> &weight,
+		 const std::optional<at::Tensor> &running_mean,
+		 const std::optional<at::Tensor> &running_var,
+		 const std::optional<at::Tensor> &save_mean,
+		 const std::optional<at::Tensor> &save_invstd, bool train,
+		 double eps, std::array<bool, 3> mask,
+		 std::tuple<at::Tensor, at::Tensor, at::Tensor> &res)
+{
+	const std::optional<at::Tensor> &m = train ? save_mean : running_mean;
+	const std::optional<at::Tensor> &v = train ? save_invstd : running_var;
+	auto on = [&](const std::optional<at::Tensor> &t) {
+		return defined(t) && t->device() == input.device() &&
+		       kdtype(t->scalar_type()) &&
+		       at::isFloatingType(t->scalar_type());
+	};
+	if (input.dim() < 2 || input.numel() == 0 || !on(input) ||
+	    !on(grad_out) || grad_out.sizes() != input.sizes() || !on(m) ||
+	    !on(v) || (defined(weight) && !on(weight)))
+		return false;
+	int64_t C = input.size(1), nd = input.dim();
+	for (const auto *t : {&m, &v, &weight})
+		if (defined(*t) && (*t)->numel() != C)
+			return false;
+	c10::DeviceGuard guard(input.device());
+	std::vector<int64_t> dims, bshape(nd, 1);
+	for (int64_t d = 0; d < nd; d++)
+		if (d != 1)
+			dims.push_back(d);
+	bshape[1] = C;
+	double n = static_cast<double>(input.numel() / C);
+	at::Tensor mean = m->to(at::kFloat);
+	at::Tensor invstd = train ? v->to(at::kFloat) :
+				    (v->to(at::kFloat) + eps).rsqrt();
+	at::Tensor x = input.to(at::kFloat);
+	at::Tensor dy = grad_out.to(at::kFloat);
+	at::Tensor xm = x - mean.view(bshape);
+	at::Tensor sum = dy.sum(at::OptionalIntArrayRef(dims));
+	at::Tensor dot = (dy * xm).sum(at::OptionalIntArrayRef(dims));
+	at::Tensor gx, gw, gb;
+	at::Tensor scale = defined(weight) ? invstd * weight->to(at::kFloat) :
+					     invstd;
+	if (mask[0]) {
+		at::Tensor g = dy;
+		if (train)
+			g = dy - (sum / n).view(bshape) -
+			    xm * (dot * invstd * invstd / n).view(bshape);
+		gx = (g * scale.view(bshape)).to(input.scalar_type());
+	}
+	at::ScalarType pt = defined(weight) ? weight->scalar_type() :
+						m->scalar_type();
+	if (mask[1])
+		gw = (dot * invstd).to(pt);
+	if (mask[2])
+		gb = sum.to(pt);
+	res = {gx, gw, gb};
+	return true;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_bn_backward(const at::Tensor &grad_out, const at::Tensor &input,
+	      const std::optional<at::Tensor> &weight,
+	      const std::optional<at::Tensor> &running_mean,
+	      const std::optional<at::Tensor> &running_var,
+	      const std::optional<at::Tensor> &save_mean,
+	      const std::optional<at::Tensor> &save_invstd, bool train,
+	      double eps, std::array<bool, 3> mask)
+{
+	std::tuple<at::Tensor, at::Tensor, at::Tensor> r;
+	if (bn_backward(grad_out, input, weight, running_mean, running_var,
+			save_mean, save_invstd, train, eps, mask, r)) {
+		count_native("aten::native_batch_norm_backward");
+		return r;
+	}
+	return SPYRE_FALLBACK(native_batch_norm_backward, grad_out, input,
+			      weight, running_mean, running_var, save_mean,
+			      save_invstd, train, eps, mask);
+}
+
+// batch_norm_backward (the backward of _batch_norm_with_update and
+// _batch_norm_no_update): @update says which statistics, @save_var holds
+// the saved invstd, @reserve is unused (as on the CPU).
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_bn_backward2(const at::Tensor &grad_out, const at::Tensor &input,
+	       const at::Tensor &weight,
+	       const std::optional<at::Tensor> &running_mean,
+	       const std::optional<at::Tensor> &running_var,
+	       const std::optional<at::Tensor> &save_mean,
+	       const std::optional<at::Tensor> &save_var, bool update,
+	       double eps, std::array<bool, 3> mask, const at::Tensor &reserve)
+{
+	std::tuple<at::Tensor, at::Tensor, at::Tensor> r;
+	std::optional<at::Tensor> w;
+	if (weight.defined())
+		w = weight;
+	if (bn_backward(grad_out, input, w, running_mean, running_var,
+			save_mean, save_var, update, eps, mask, r)) {
+		count_native("aten::batch_norm_backward");
+		return r;
+	}
+	return SPYRE_FALLBACK(batch_norm_backward, grad_out, input, weight,
+			      running_mean, running_var, save_mean, save_var,
+			      update, eps, mask, reserve);
+}
+
+// native_group_norm_backward from native ops in f32: input (N, C, HxW)
+// seen as (N, G, D, HxW), statistics per (n, g); with xhat = (x - mean) *
+// rstd and g = dy * w (per channel),
+//   dx = rstd * (g - mean_grp(g) - xhat * mean_grp(g * xhat))
+//   dw = sum_{n, HxW}(dy * xhat),  db = sum_{n, HxW}(dy)
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_group_norm_backward(const at::Tensor &grad_out, const at::Tensor &input,
+		      const at::Tensor &mean, const at::Tensor &rstd,
+		      const std::optional<at::Tensor> &weight, int64_t N,
+		      int64_t C, int64_t HxW, int64_t group,
+		      std::array<bool, 3> mask)
+{
+	auto on = [&](const at::Tensor &t) {
+		return t.device() == input.device() && kdtype(t.scalar_type()) &&
+		       at::isFloatingType(t.scalar_type());
+	};
+	bool ok = group > 0 && C % group == 0 && input.numel() > 0 &&
+		  input.numel() == N * C * HxW && on(input) && on(grad_out) &&
+		  grad_out.sizes() == input.sizes() && on(mean) && on(rstd) &&
+		  mean.numel() == N * group && rstd.numel() == N * group &&
+		  (!defined(weight) || (on(*weight) && weight->numel() == C));
+	if (!ok)
+		return SPYRE_FALLBACK(native_group_norm_backward, grad_out, input,
+				      mean, rstd, weight, N, C, HxW, group,
+				      mask);
+	count_native("aten::native_group_norm_backward");
+	c10::DeviceGuard guard(input.device());
+	int64_t D = C / group;
+	at::Tensor x = input.to(at::kFloat).reshape({N, group, D, HxW});
+	at::Tensor dy = grad_out.to(at::kFloat).reshape({N, group, D, HxW});
+	at::Tensor mu = mean.to(at::kFloat).reshape({N, group, 1, 1});
+	at::Tensor rs = rstd.to(at::kFloat).reshape({N, group, 1, 1});
+	at::Tensor xhat = (x - mu) * rs;
+	at::Tensor gx, gw, gb;
+	if (mask[0]) {
+		at::Tensor g = defined(weight) ?
+			dy * weight->to(at::kFloat).reshape({1, group, D, 1}) : dy;
+		at::Tensor a = g.mean({2, 3}, true);
+		at::Tensor b = (g * xhat).mean({2, 3}, true);
+		gx = ((g - a - xhat * b) * rs).reshape(input.sizes())
+			.to(input.scalar_type());
+	}
+	at::ScalarType pt = defined(weight) ? weight->scalar_type() :
+						input.scalar_type();
+	if (mask[1])
+		gw = (dy * xhat).sum(at::IntArrayRef{0, 3}).reshape({C}).to(pt);
+	if (mask[2])
+		gb = dy.sum(at::IntArrayRef{0, 3}).reshape({C}).to(pt);
+	return {gx, gw, gb};
+}
+
 // native_layer_norm_backward from native ops, in fp32 (as the CPU kernel
 // accumulates): with xhat = (x - mean) * rstd and g = dy * w,
 //   dx = rstd * (g - mean_row(g) - xhat * mean_row(g * xhat))
@@ -495,6 +698,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("native_group_norm", TORCH_FN(k_group_norm));
 	m.impl("native_batch_norm", TORCH_FN(k_batch_norm));
 	m.impl("native_layer_norm_backward", TORCH_FN(k_layer_norm_backward));
+	m.impl("_native_batch_norm_legit", TORCH_FN(k_bn_legit));
+	m.impl("_native_batch_norm_legit.no_stats",
+	       TORCH_FN(k_bn_legit_no_stats));
+	m.impl("_batch_norm_with_update", TORCH_FN(k_bn_with_update));
+	m.impl("native_batch_norm_backward", TORCH_FN(k_bn_backward));
+	m.impl("batch_norm_backward", TORCH_FN(k_bn_backward2));
+	m.impl("native_group_norm_backward", TORCH_FN(k_group_norm_backward));
 	m.impl("mse_loss", TORCH_FN(k_mse_loss));
 	m.impl("mse_loss_backward", TORCH_FN(k_mse_loss_backward));
 }

@@ -955,12 +955,11 @@ bool PwKernel::run(torch::jit::Stack *stack)
 		unsigned int t = 0;
 		for (int i = 0; i < nin; i++)
 			if (tin[i]) {
-				L.operand(t, *tin[i], s.extent(static_cast<int>(t)));
-				L.strides(s, static_cast<int>(t), t * s.np);
+				L.bind(t, *tin[i], s, static_cast<int>(t),
+				       t * s.np);
 				t++;
 			}
-		L.operand(t, result, s.extent(oi));
-		L.strides(s, oi, t * s.np);
+		L.bind(t, result, s, oi, t * s.np);
 		unsigned int sp = (t + 1) * s.np;
 		for (int i = 0; i < nin; i++)
 			if (present[i] && scalar[i])
@@ -1109,10 +1108,8 @@ bool cast_on_card(const at::Tensor &dst, const at::Tensor &src)
 	if (prog->err < 0)
 		return false;
 	Launch L;
-	L.operand(0, src, s.extent(0));
-	L.strides(s, 0, 0);
-	L.operand(1, dst, s.extent(1));
-	L.strides(s, 1, s.np);
+	L.bind(0, src, s, 0, 0);
+	L.bind(1, dst, s, 1, s.np);
 	L.sizes(s);
 	run(card, prog, L, 2, 2 * s.np);
 	return true;

@@ -263,14 +263,11 @@ bool reduce(RKind kind, const at::Tensor &x0, uint64_t mask, bool keepdim,
 		return false;
 	Launch L;
 	unsigned int np = static_cast<unsigned int>(s.np);
-	L.operand(0, x, s.extent(0));
-	L.strides(s, 0, 0);
-	L.operand(1, out0, s.extent(1));
-	L.strides(s, 1, np + s.nr);
+	L.bind(0, x, s, 0, 0);
+	L.bind(1, out0, s, 1, np + s.nr);
 	unsigned int n = np + s.nr + np;
 	if (out1.defined()) {
-		L.operand(2, out1, s.extent(2));
-		L.strides(s, 2, n);
+		L.bind(2, out1, s, 2, n);
 		n += np;
 	}
 	L.params[n++] = f32_param(s0);
@@ -799,6 +796,8 @@ struct SmBuild {
 	SKind kind;
 	uint32_t dts[3];	// inputs (1 or 2), out
 	int nin, np;
+	uint32_t sum_dt;	// SM_SOFTMAX_BW: round the sum through this
+				// dtype (0: keep it in f32)
 };
 
 // One reduction dim (the softmax dim); params: each operand's strides
@@ -850,6 +849,8 @@ int build_sm(struct spyre_kernel **kp, const void *ctx)
 		spyre_kernel_pass(b.k);
 		int s = red(SPYRE_KRED_SUM, b.mul(ld(0), ld(1)));
 		spyre_kernel_endpass(b.k);
+		if (p.sum_dt)
+			s = spyre_kernel_cvt(b.k, F, s, p.sum_dt, 0);
 		spyre_kernel_pass(b.k);
 		st(b.mul(ld(1), b.sub(ld(0), s)));
 		spyre_kernel_endpass(b.k);
@@ -887,14 +888,26 @@ bool softmax_run(SKind kind, const at::Tensor &a, const at::Tensor &y,
 	if (!s.collapse(true))
 		return false;
 	SmBuild sb;
+	std::memset(static_cast<void *>(&sb), 0, sizeof(sb));
 	sb.kind = kind;
 	sb.nin = y.defined() ? 2 : 1;
 	sb.np = s.np;
 	sb.dts[0] = kdtype(a.scalar_type());
 	sb.dts[1] = y.defined() ? kdtype(y.scalar_type()) : kdtype(out.scalar_type());
 	sb.dts[2] = y.defined() ? kdtype(out.scalar_type()) : 0;
+	// the CPU's softmax backward over the innermost dim (nothing after
+	// it) rounds sum(g * y) to a half type before y * (g - sum); over
+	// another dim it keeps the sum in f32
+	int64_t inner = 1;
+	for (int64_t i = d + 1; i < nd; i++)
+		inner *= a.size(i);
+	at::ScalarType ot = out.scalar_type();
+	if (kind == SM_SOFTMAX_BW && inner == 1 &&
+	    (ot == at::kHalf || ot == at::kBFloat16))
+		sb.sum_dt = kdtype(ot);
 	Key key;
 	key.op = kOpSoftmax + kind;
+	key.variant = sb.sum_dt;
 	key.npdims = static_cast<uint8_t>(s.np);
 	key.nrdims = 1;
 	for (int i = 0; i < 3; i++)
@@ -905,12 +918,8 @@ bool softmax_run(SKind kind, const at::Tensor &a, const at::Tensor &y,
 	Launch L;
 	unsigned int w = static_cast<unsigned int>(s.np + 1);
 	int no = sb.nin + 1;
-	L.operand(0, a, s.extent(0));
-	if (y.defined())
-		L.operand(1, y, s.extent(1));
-	L.operand(no - 1, out, s.extent(no - 1));
 	for (int i = 0; i < no; i++)
-		L.strides(s, i, i * w);
+		L.bind(i, i == 0 ? a : i == no - 1 ? out : y, s, i, i * w);
 	L.sizes(s);
 	run(card, prog, L, no, w * no);
 	return true;
@@ -1000,6 +1009,142 @@ at::Tensor k_log_softmax_bw(const at::Tensor &grad, const at::Tensor &output,
 	return SPYRE_FALLBACK(_log_softmax_backward_data, grad, output, dim,
 			      input_dtype);
 }
+
+// ---- integer matrix products ---------------------------------------------------
+
+struct ImmBuild {
+	uint32_t acc;		// I32 or I64
+	uint32_t dts[4];	// a, b, [self], out
+	bool has_self;
+	int np, nr;
+};
+
+// out = [beta * self +] alpha * sum_k a * b over the reduction dim, in
+// @acc (wrapping as the CPU's integer GEMM does).  Params: every
+// operand's strides (np + nr each), then alpha and beta (@acc).
+int build_imm(struct spyre_kernel **kp, const void *ctx)
+{
+	const ImmBuild &p = *static_cast<const ImmBuild *>(ctx);
+	int no = 3 + p.has_self;
+	unsigned int w = static_cast<unsigned int>(p.np + p.nr);
+	unsigned int sp = w * static_cast<unsigned int>(no);
+	int rc = spyre_kernel_create(p.dts, no, sp + 2, p.np, p.nr, kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	int base[4];
+	for (int i = 0; i < no; i++)
+		base[i] = point_offset(b, p.np, i * w);
+	int alpha = b.param(p.acc, sp), beta = b.param(p.acc, sp + 1);
+	spyre_kernel_pass(b.k);
+	int va = spyre_kernel_load(b.k, 0, rindex_offset(b, base[0], p.np, p.nr,
+							 0), NONE, NONE);
+	int vb = spyre_kernel_load(b.k, 1, rindex_offset(b, base[1], p.np, p.nr,
+							 w), NONE, NONE);
+	int r = spyre_kernel_reduce(b.k, SPYRE_KRED_SUM,
+				    b.mul(b.cvt(va, p.acc), b.cvt(vb, p.acc)),
+				    NONE, NONE, NONE);
+	spyre_kernel_endpass(b.k);
+	r = b.mul(r, alpha);
+	if (p.has_self) {
+		int v = spyre_kernel_load(b.k, 2, base[2], NONE, NONE);
+		r = b.add(b.mul(b.cvt(v, p.acc), beta), r);
+	}
+	int o = no - 1;
+	spyre_kernel_store(b.k, o, base[o], b.cvt(r, vtype(p.dts[o])), NONE, 0);
+	return spyre_kernel_error(b.k);
+}
+
+} // namespace
+
+bool int_matmul(const at::Tensor &out, const at::Tensor &a,
+		const at::Tensor &b, const at::Tensor &self,
+		const at::Scalar &beta, const at::Scalar &alpha)
+{
+	at::ScalarType dt = a.scalar_type();
+	if (!at::isIntegralType(dt, false) || kdtype(dt) == 0 ||
+	    b.scalar_type() != dt || out.scalar_type() != dt ||
+	    (self.defined() && self.scalar_type() != dt) ||
+	    alpha.isFloatingPoint() || beta.isFloatingPoint() ||
+	    alpha.isComplex() || beta.isComplex())
+		return false;
+	for (const at::Tensor *t : {&a, &b, &self})
+		if (t->defined() && t->device() != out.device())
+			return false;
+	bool batched = a.dim() == 3;
+	TORCH_INTERNAL_ASSERT(a.dim() == b.dim() && out.dim() == a.dim() &&
+			      (a.dim() == 2 || batched));
+	if (out.numel() == 0)
+		return true;
+	c10::DeviceGuard g(out.device());
+	check_overlap(out, {a, b, self});
+	int64_t nb = batched ? a.size(0) : 1;
+	int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+	auto st = [](const at::Tensor &t, int64_t d) {
+		return t.size(d) == 1 ? 0 : t.stride(d);
+	};
+	int64_t sa[4] = {batched ? st(a, 0) : 0, st(a, -2), 0, st(a, -1)};
+	int64_t sb[4] = {batched ? st(b, 0) : 0, 0, st(b, -1), st(b, -2)};
+	int64_t so[4] = {batched ? st(out, 0) : 0, st(out, -2), st(out, -1), 0};
+	bool has_self = self.defined() && !(beta.isIntegral(true) &&
+					    beta.toLong() == 0);
+	at::Tensor sv;
+	int64_t ss[4] = {0, 0, 0, 0};
+	if (has_self) {
+		sv = self.expand(out.sizes());
+		ss[0] = batched ? st(sv, 0) : 0;
+		ss[1] = st(sv, -2);
+		ss[2] = st(sv, -1);
+	}
+	Space s;
+	int64_t shape[4] = {nb, M, N, K};
+	s.init(at::IntArrayRef(shape, 4), 1ull << 3);
+	s.add_strides(sa);
+	s.add_strides(sb);
+	if (has_self)
+		s.add_strides(ss);
+	s.add_strides(so);
+	if (!s.collapse(true))
+		return false;
+	std::vector<at::Tensor> ops{a, b};
+	if (has_self)
+		ops.push_back(sv);
+	ops.push_back(out);
+	ImmBuild ib;
+	std::memset(&ib, 0, sizeof(ib));
+	ib.acc = ctype(dt);
+	ib.has_self = has_self;
+	ib.np = s.np;
+	ib.nr = s.nr;
+	Key key;
+	key.op = kOpIntMatmul;
+	key.variant = has_self;
+	key.ct = static_cast<uint8_t>(ib.acc);
+	key.npdims = static_cast<uint8_t>(s.np);
+	key.nrdims = static_cast<uint8_t>(s.nr);
+	key.nops = static_cast<uint8_t>(ops.size());
+	for (size_t i = 0; i < ops.size(); i++) {
+		ib.dts[i] = kdtype(ops[i].scalar_type());
+		key.dt[i] = static_cast<uint8_t>(ib.dts[i]);
+	}
+	int card = out.device().index();
+	const Prog *prog = program(card, key, build_imm, &ib);
+	if (prog->err < 0)
+		return false;
+	Launch L;
+	unsigned int w = static_cast<unsigned int>(s.np + s.nr);
+	for (size_t i = 0; i < ops.size(); i++) {
+		L.bind(i, ops[i], s, static_cast<int>(i), i * w);
+	}
+	unsigned int sp = w * static_cast<unsigned int>(ops.size());
+	L.params[sp] = scalar_param(alpha, ib.acc);
+	L.params[sp + 1] = scalar_param(beta, ib.acc);
+	L.sizes(s);
+	run(card, prog, L, static_cast<unsigned int>(ops.size()), sp + 2);
+	return true;
+}
+
+namespace {
 
 } // namespace
 

@@ -178,6 +178,36 @@ def torch_conv_backward():
 
 
 @test
+def torch_conv_batch_chunks():
+    """Convolutions whose columns exceed the per-chunk bound (4 MiB) run
+    over chunks of the batch: forward, transposed and backward match the
+    CPU."""
+    g = torch.Generator().manual_seed(12)
+    for transposed in (False, True):
+        if transposed:
+            x = torch.randn(8, 16, 48, 48, generator=g)
+            w = torch.randn(16, 32, 3, 3, generator=g)
+            fn = lambda x_, w_: F.conv_transpose2d(x_, w_, stride=2,
+                                                   padding=1)
+        else:
+            x = torch.randn(8, 16, 64, 64, generator=g)
+            w = torch.randn(8, 16, 3, 3, generator=g)
+            fn = lambda x_, w_: F.conv2d(x_, w_, padding=1)
+        xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+        y = fn(xc, wc)
+        r = torch.randn(y.shape, generator=g)
+        (y * r).sum().backward()
+        X, W = x.to("spyre").requires_grad_(), w.to("spyre").requires_grad_()
+        R = r.to("spyre")
+        Y = native(lambda: fn(X, W), "aten::convolution_overrideable")
+        close(Y, y.detach(), torch.float32, scale=3)
+        native(lambda: (Y * R).sum().backward(),
+               "aten::convolution_backward_overrideable")
+        close(X.grad, xc.grad, torch.float32, scale=3)
+        close(W.grad, wc.grad, torch.float32, scale=30)
+
+
+@test
 def torch_conv_errors():
     """Bad arguments raise PyTorch's errors (the card takes none of them;
     what reaches the fallback gets the CPU's checks), never a crash."""
