@@ -94,6 +94,12 @@ NATIVE = {
         "cat", "stack", "masked_fill", "constant_pad_nd", "repeat",
         "index_put",
     ],
+    # scaled dot-product attention (ops_attention.cpp) and the functional
+    # multi-head attention over it
+    "attention": [
+        "nn.functional.scaled_dot_product_attention",
+        "nn.functional.multi_head_attention_forward",
+    ],
 }
 
 # Native for the floating dtypes only (the card's GEMM has no int32/int64).
