@@ -143,6 +143,7 @@ run guest-torch "$SPYRE_ROOT/scripts/vm.sh" run --no-build --torch --cards 2 \
 	--copy "$SPYRE_ROOT/torch_spyre/tests/test_opinfo.py" \
 	--copy "$SPYRE_ROOT/torch_spyre/tests/test_conv.py" \
 	--copy "$SPYRE_ROOT/torch_spyre/tests/ktap.py" \
+	--copy "$SPYRE_ROOT/torch_spyre/tests/test_models.py" \
 	--copy "$SPYRE_ROOT/torch_spyre/examples/tiny_decoder.py" -- \
 	python3 test_torch.py
 

@@ -107,6 +107,12 @@ NATIVE = {
         "cat", "stack", "masked_fill", "constant_pad_nd", "repeat",
         "index_put",
     ],
+    # scaled dot-product attention (ops_attention.cpp) and the functional
+    # multi-head attention over it
+    "attention": [
+        "nn.functional.scaled_dot_product_attention",
+        "nn.functional.multi_head_attention_forward",
+    ],
 }
 
 TOL = {torch.bfloat16: 1.6e-2}

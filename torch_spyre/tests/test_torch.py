@@ -2018,6 +2018,10 @@ TESTS[_i:_i] = _OPINFO_TESTS
 from test_conv import TESTS as _CONV_TESTS  # noqa: E402
 _i = TESTS.index(torch_sticky_error)
 TESTS[_i:_i] = _CONV_TESTS
+# test_models.py (copied next to this file): the torch_models_* tests
+from test_models import TESTS as _MODEL_TESTS  # noqa: E402
+_i = TESTS.index(torch_sticky_error)
+TESTS[_i:_i] = _MODEL_TESTS
 
 # ---- torch.distributed ----------------------------------------------------------
 # test_dist.py (copied next to this file) holds the torch_dist_* tests: this

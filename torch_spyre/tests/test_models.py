@@ -1,0 +1,352 @@
+# SPDX-License-Identifier: MIT
+"""The torch_models_* tests (imported by test_torch.py, so part of `make
+test`): small models people write, forward on the card in strict mode (a
+CPU fallback anywhere in the model is a failure) against the same model on
+the CPU, with the card's and the CPU's time printed (not asserted).
+
+The guest's CPU model lacks what oneDNN wants, so the CPU reference runs
+with ``torch.backends.mkldnn.enabled = False``.
+
+Each family keeps its tests in its own section below.
+
+    python3 test_models.py [NAME...]      these tests alone
+"""
+
+import functools
+import sys
+import time
+import traceback
+import warnings
+
+import torch
+
+warnings.simplefilter("ignore", UserWarning)
+
+TESTS = []
+
+
+def test(fn):
+    """Register ``fn``; it runs with oneDNN off (the CPU reference), which
+    is restored after it (test_torch.py runs other tests in this
+    process)."""
+    @functools.wraps(fn)
+    def run():
+        with torch.backends.mkldnn.flags(enabled=False):
+            return fn()
+    TESTS.append(run)
+    return run
+
+
+def strict_counts(fn):
+    """Run ``fn`` in strict mode; return its result and the op counts
+    (``torch.spyre.op_counts()``) of the run."""
+    torch.spyre.reset_op_counts()
+    with torch.spyre.strict():
+        r = fn()
+    return r, torch.spyre.op_counts()
+
+
+def timed(fn, sync=False):
+    """``fn()`` and its wall time in ms (after a card synchronize when
+    ``sync``)."""
+    t0 = time.perf_counter()
+    r = fn()
+    if sync:
+        torch.spyre.synchronize()
+    return r, 1e3 * (time.perf_counter() - t0)
+
+
+def cpu_ref(model, *args):
+    """``model`` deep-copied to the CPU and run on ``args`` (card tensors
+    copied to the CPU), with its time in ms."""
+    import copy
+    m = copy.deepcopy(model).cpu()
+    a = [x.cpu() if isinstance(x, torch.Tensor) else x for x in args]
+    with torch.no_grad():
+        return timed(lambda: m(*a))
+
+
+def card_run(model, *args, ops=()):
+    """``model`` on the card on ``args`` in strict mode (no CPU fallback),
+    after one untimed warm-up call (the programs are built then); assert
+    each of ``ops`` ran on the card.  Returns the output and its time in
+    ms."""
+    with torch.no_grad():
+        model(*args)
+        torch.spyre.synchronize()
+        (out, ms), counts = strict_counts(
+            lambda: timed(lambda: model(*args), sync=True))
+    for op in ops:
+        assert counts.get(op, {}).get("native", 0) > 0, (op, counts)
+    return out, ms
+
+
+def report(name, card_ms, cpu_ms):
+    print(f"# {name} forward: card {card_ms:.1f} ms, cpu {cpu_ms:.1f} ms")
+
+
+# ---- attention and transformers (ops_attention.cpp) -----------------------------
+
+SDPA_OP = "aten::_scaled_dot_product_fused_attention_overrideable"
+SDPA_BW = SDPA_OP + "_backward"
+
+
+def _sdpa_case(g, qs, ks, vs, dt=torch.float32, mask=None, **kw):
+    """F.scaled_dot_product_attention on the card in strict mode against the
+    CPU (float32 from the same rounded inputs), forward and, for float32,
+    backward (the gradients of query, key, value and a float mask)."""
+    import torch.nn.functional as F
+    q, k, v = (torch.randn(*s, generator=g).to(dt).float() for s in (qs, ks, vs))
+    grad = dt == torch.float32
+    cq, ck, cv = (t.clone().requires_grad_(grad) for t in (q, k, v))
+    cm = None
+    if mask is not None:
+        cm = mask.clone()
+        if grad and mask.is_floating_point():
+            cm.requires_grad_(True)
+    want = F.scaled_dot_product_attention(cq, ck, cv, attn_mask=cm, **kw)
+    dq, dk, dv = (t.to("spyre", dt).requires_grad_(grad) for t in (q, k, v))
+    dm = None
+    if mask is not None:
+        dm = mask.to("spyre")
+        if grad and mask.is_floating_point():
+            dm.requires_grad_(True)
+    got, counts = strict_counts(
+        lambda: F.scaled_dot_product_attention(dq, dk, dv, attn_mask=dm, **kw))
+    assert counts.get(SDPA_OP, {}).get("native", 0) == 1, counts
+    tol = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 2e-2}[dt]
+    assert got.dtype == dt and got.device.type == "spyre"
+    torch.testing.assert_close(got.cpu().float(), want.to(dt).float(),
+                               rtol=tol, atol=tol)
+    if not grad:
+        return
+    go = torch.randn(want.shape, generator=g)
+    want.backward(go)
+    _, counts = strict_counts(lambda: got.backward(go.to("spyre")))
+    assert counts.get(SDPA_BW, {}).get("native", 0) == 1, counts
+    pairs = [(dq, cq), (dk, ck), (dv, cv)]
+    if cm is not None and cm.requires_grad:
+        pairs.append((dm, cm))
+    for d, c in pairs:
+        torch.testing.assert_close(d.grad.cpu(), c.grad, rtol=1e-4, atol=1e-4)
+
+
+@test
+def torch_models_sdpa():
+    """scaled_dot_product_attention on the card (the overrideable backend
+    and its backward): plain, causal with L != S, float and bool masks
+    that broadcast, grouped-query attention, 3-D inputs, scale, the half
+    types; the Meta kernel's shapes; dropout and GQA without enable_gqa
+    take the math path, still on the card."""
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(38)
+    _sdpa_case(g, (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6))
+    _sdpa_case(g, (2, 2, 5, 8), (2, 2, 7, 8), (2, 2, 7, 8), is_causal=True)
+    _sdpa_case(g, (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8),
+               mask=torch.randn(5, 7, generator=g), scale=0.3)
+    bm = torch.rand(2, 1, 5, 7, generator=g) > 0.3
+    bm[..., 0] = True                       # no row fully masked
+    _sdpa_case(g, (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8), mask=bm)
+    _sdpa_case(g, (2, 4, 6, 8), (2, 2, 6, 8), (2, 2, 6, 8), is_causal=True,
+               enable_gqa=True)
+    _sdpa_case(g, (4, 3, 8), (4, 6, 8), (4, 6, 8), is_causal=True)
+    for dt in (torch.float16, torch.bfloat16):
+        _sdpa_case(g, (2, 3, 5, 16), (2, 3, 9, 16), (2, 3, 9, 16), dt=dt,
+                   is_causal=True)
+    # a row with every key masked: zeros, as the math path's _safe_softmax
+    q, k, v = (torch.randn(1, 1, 3, 4, device="spyre") for _ in range(3))
+    m = torch.ones(3, 3, dtype=torch.bool, device="spyre")
+    m[1] = False
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    assert torch.equal(out[0, 0, 1].cpu(), torch.zeros(4)), out
+    assert not out.isnan().any().item()
+    # the Meta kernel
+    mq = torch.empty(2, 4, 5, 8, device="meta")
+    mk = torch.empty(2, 2, 7, 8, device="meta")
+    mv = torch.empty(2, 2, 7, 6, device="meta")
+    r = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        mq, mk, mv)
+    assert r[0].shape == (2, 4, 5, 6) and r[1].shape == (2, 4, 5), r[:2]
+    assert r[1].dtype == torch.float32 and r[4] == 5 and r[5] == 7
+    # dropout and GQA without enable_gqa: the math path, on the card
+    q = torch.randn(2, 4, 5, 8, device="spyre")
+    kv = torch.randn(2, 1, 5, 8, device="spyre")
+    for kw in (dict(dropout_p=0.5), dict()):
+        _, counts = strict_counts(lambda: F.scaled_dot_product_attention(
+            q, kv, kv, **kw))
+        assert SDPA_OP not in counts, counts
+    # the op itself refuses what it cannot run, with a clear error
+    try:
+        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+            q, kv[:, :, :, :4], kv)
+    except RuntimeError as e:
+        assert "Hq a multiple of Hk" in str(e), e
+    else:
+        raise AssertionError("mismatched head dims accepted")
+
+
+@test
+def torch_models_multihead_attention():
+    """nn.MultiheadAttention in eval through its fast path
+    (_native_multi_head_attention) on the card, strict, against the CPU:
+    with and without weights, with a key padding mask."""
+    g = torch.manual_seed(381)
+    mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    x = torch.randn(3, 10, 32, generator=g)
+    pad = torch.zeros(3, 10, dtype=torch.bool)
+    pad[1, 7:] = True
+    pad[2, 4:] = True
+    dev = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    dev.load_state_dict(mha.state_dict())
+    dev = dev.to("spyre")
+    xd, pd = x.to("spyre"), pad.to("spyre")
+    for kw in (dict(need_weights=False), dict(need_weights=True),
+               dict(need_weights=False, key_padding_mask=None)):
+        kpm = kw.pop("key_padding_mask", pad)
+        kwd = dict(kw, key_padding_mask=None if kpm is None else pd)
+        kwc = dict(kw, key_padding_mask=kpm)
+        (got, ms) = card_run(lambda a: dev(a, a, a, **kwd), xd,
+                             ops=("aten::_native_multi_head_attention",))
+        with torch.no_grad():
+            (want, cms) = timed(lambda: mha(x, x, x, **kwc))
+        torch.testing.assert_close(got[0].cpu(), want[0].detach(),
+                                   rtol=1e-4, atol=1e-4)
+        if kw.get("need_weights"):
+            torch.testing.assert_close(got[1].cpu(), want[1].detach(),
+                                       rtol=1e-4, atol=1e-4)
+    report("MultiheadAttention", ms, cms)
+
+
+@test
+def torch_models_transformer_encoder():
+    """nn.TransformerEncoder (2 layers, gelu and norm_first in one, relu
+    and post-norm in the other) in eval through the fused layer
+    (_transformer_encoder_layer_fwd) on the card, strict, against the CPU,
+    with a key padding mask and with a causal attention mask."""
+    torch.manual_seed(382)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0,
+                                             batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, 2,
+                                      enable_nested_tensor=False).eval()
+    enc.layers[1].norm_first = True
+    enc.layers[1].activation_relu_or_gelu = 2
+    enc.layers[1].activation = torch.nn.functional.gelu
+    x = torch.randn(3, 12, 32)
+    pad = torch.zeros(3, 12, dtype=torch.bool)
+    pad[0, 9:] = True
+    dev = __import__("copy").deepcopy(enc).to("spyre")
+    xd, pd = x.to("spyre"), pad.to("spyre")
+    got, ms = card_run(lambda a: dev(a, src_key_padding_mask=pd), xd,
+                       ops=("aten::_transformer_encoder_layer_fwd",))
+    want, cms = cpu_ref(lambda a: enc(a, src_key_padding_mask=pad), x)
+    # padded positions are not defined the same way on every path
+    keep = ~pad
+    torch.testing.assert_close(got.cpu()[keep], want[keep], rtol=1e-4,
+                               atol=1e-4)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(12)
+    got, _ = card_run(lambda a: dev(a, mask=causal.to("spyre")), xd,
+                      ops=("aten::_transformer_encoder_layer_fwd",))
+    with torch.no_grad():
+        want = enc(x, mask=causal)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    report("TransformerEncoder", ms, cms)
+
+
+class _RMSNorm(torch.nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) \
+            * self.weight
+
+
+def _rope(x, cos, sin):
+    h = x.shape[-1] // 2
+    rot = torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+    return x * cos + rot * sin
+
+
+class _LlamaBlock(torch.nn.Module):
+    """Llama's shape, small: embedding, RMSNorm, RoPE (its tables computed
+    in the forward, on the input's device), grouped-query causal attention,
+    SwiGLU, residuals, final norm and the output projection."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, kv_heads=2, hidden=64):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
+        self.emb = torch.nn.Embedding(vocab, dim)
+        self.n1, self.n2, self.nf = _RMSNorm(dim), _RMSNorm(dim), \
+            _RMSNorm(dim)
+        self.wq = torch.nn.Linear(dim, heads * self.hd, bias=False)
+        self.wk = torch.nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.wv = torch.nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.wo = torch.nn.Linear(heads * self.hd, dim, bias=False)
+        self.w1 = torch.nn.Linear(dim, hidden, bias=False)
+        self.w3 = torch.nn.Linear(dim, hidden, bias=False)
+        self.w2 = torch.nn.Linear(hidden, dim, bias=False)
+        self.out = torch.nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, tokens):
+        import torch.nn.functional as F
+        b, t = tokens.shape
+        dev = tokens.device
+        inv = 1.0 / (10000.0 ** (torch.arange(0, self.hd, 2, device=dev)
+                                 .float() / self.hd))
+        f = torch.outer(torch.arange(t, device=dev).float(), inv)
+        f = torch.cat((f, f), dim=-1)
+        cos, sin = f.cos(), f.sin()
+        x = self.emb(tokens)
+        h = self.n1(x)
+        q = self.wq(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = self.wk(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.wv(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        q, k = _rope(q, cos, sin), _rope(k, cos, sin)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           enable_gqa=True)
+        x = x + self.wo(a.transpose(1, 2).reshape(b, t, -1))
+        h = self.n2(x)
+        x = x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+        return self.out(self.nf(x))
+
+
+@test
+def torch_models_llama_block():
+    """A Llama-shaped decoder block forward on the card in strict mode (no
+    CPU fallback anywhere, the RoPE tables included) against the CPU."""
+    torch.manual_seed(383)
+    model = _LlamaBlock().eval()
+    tokens = torch.randint(0, 64, (2, 16))
+    dev = __import__("copy").deepcopy(model).to("spyre")
+    got, ms = card_run(dev, tokens.to("spyre"), ops=(SDPA_OP,))
+    want, cms = cpu_ref(model, tokens)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    report("Llama block", ms, cms)
+
+
+def main(names):
+    tests = [t for t in TESTS if not names or t.__name__ in names]
+    print("KTAP version 1")
+    print(f"1..{len(tests)}")
+    failed = 0
+    for i, t in enumerate(tests, 1):
+        t0 = time.time()
+        try:
+            t()
+            ok = True
+        except Exception:       # noqa: BLE001
+            ok = False
+            for line in traceback.format_exc().splitlines():
+                print("# " + line)
+        print(f"# {t.__name__}: {time.time() - t0:.1f} s")
+        print(f"{'ok' if ok else 'not ok'} {i} {t.__name__}")
+        failed += not ok
+    print(f"# Totals: pass:{len(tests) - failed} fail:{failed} xfail:0 "
+          f"xpass:0 skip:0 error:0")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
