@@ -146,6 +146,9 @@ constexpr uint32_t kOpUnfold = 0x2000;		// ops_conv.cpp
 constexpr uint32_t kOpFold = 0x2001;		// ops_conv.cpp
 constexpr uint32_t kOpPool = 0x2100;		// ops_pool.cpp
 constexpr uint32_t kOpUpsample = 0x2101;	// ops_pool.cpp
+constexpr uint32_t kOpRnn = 0x2200;		// ops_rnn.cpp
+constexpr uint32_t kOpLoss = 0x2300;		// ops_loss.cpp
+constexpr uint32_t kOpForeach = 0x2400;		// ops_foreach.cpp
 
 // A program of one card: its BO (system memory, the start is the program)
 // and size, or the builder's refusal (@err < 0: the op falls back).

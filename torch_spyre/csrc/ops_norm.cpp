@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Normalisation and losses on the card: native_layer_norm,
+// Normalisation on the card: native_layer_norm,
 // native_group_norm and native_batch_norm's training statistics as one
 // generated kernel each (Welford statistics, then the normalised output,
 // mean and rstd), batch_norm's inference and running statistics (and
 // batch norm's other ATen entry points: _native_batch_norm_legit,
-// _batch_norm_with_update), the backward of layer, group and batch norm
-// and mse_loss (and its backward) composed of native ops.
+// _batch_norm_with_update) and the backward of layer, group and batch
+// norm composed of native ops.  (The losses are ops_loss.cpp's.)
 // (rms_norm is ATen's composition of native pointwise ops and mean.)
 #include "kernels.h"
 
@@ -655,41 +655,6 @@ k_layer_norm_backward(const at::Tensor &grad_out, const at::Tensor &input,
 	return {gx, gw, gb};
 }
 
-// mse_loss and its backward (reduction 0 none, 1 mean, 2 sum), composed of
-// native ops.
-bool mse_ok(const at::Tensor &a, const at::Tensor &b, int64_t reduction)
-{
-	return at::isFloatingType(a.scalar_type()) && kdtype(a.scalar_type()) &&
-	       a.scalar_type() == b.scalar_type() && a.device() == b.device() &&
-	       a.sizes() == b.sizes() && reduction >= 0 && reduction <= 2;
-}
-
-at::Tensor k_mse_loss(const at::Tensor &self, const at::Tensor &target,
-		      int64_t reduction)
-{
-	if (!mse_ok(self, target, reduction))
-		return SPYRE_FALLBACK(mse_loss, self, target, reduction);
-	count_native("aten::mse_loss");
-	c10::DeviceGuard guard(self.device());
-	at::Tensor d = self - target;
-	at::Tensor sq = d * d;
-	if (reduction == 0)
-		return sq;
-	return reduction == 1 ? sq.mean() : sq.sum();
-}
-
-at::Tensor k_mse_loss_backward(const at::Tensor &grad, const at::Tensor &self,
-			       const at::Tensor &target, int64_t reduction)
-{
-	if (!mse_ok(self, target, reduction) || grad.device() != self.device())
-		return SPYRE_FALLBACK(mse_loss_backward, grad, self, target,
-				      reduction);
-	count_native("aten::mse_loss_backward");
-	c10::DeviceGuard guard(self.device());
-	double k = reduction == 1 ? 2.0 / static_cast<double>(self.numel()) : 2.0;
-	return (self - target) * grad * k;
-}
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -705,8 +670,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("native_batch_norm_backward", TORCH_FN(k_bn_backward));
 	m.impl("batch_norm_backward", TORCH_FN(k_bn_backward2));
 	m.impl("native_group_norm_backward", TORCH_FN(k_group_norm_backward));
-	m.impl("mse_loss", TORCH_FN(k_mse_loss));
-	m.impl("mse_loss_backward", TORCH_FN(k_mse_loss_backward));
 }
 
 } // namespace spyre_torch
