@@ -126,6 +126,7 @@ constexpr uint32_t kOpPointwiseIdx = 0x1300;	// ops_pointwise.cpp index kernels
 constexpr uint32_t kOpRand = 0x1400;		// ops_random.cpp
 constexpr uint32_t kOpIndex = 0x1500;		// ops_index.cpp
 constexpr uint32_t kOpScan = 0x1600;		// ops_scan.cpp
+constexpr uint32_t kOpSort = 0x1900;		// ops_sort.cpp
 constexpr uint32_t kOpUnfold = 0x2000;		// ops_conv.cpp
 constexpr uint32_t kOpFold = 0x2001;		// ops_conv.cpp
 constexpr uint32_t kOpPool = 0x2100;		// ops_pool.cpp

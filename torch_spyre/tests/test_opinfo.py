@@ -94,6 +94,12 @@ NATIVE = {
         "cat", "stack", "masked_fill", "constant_pad_nd", "repeat",
         "index_put",
     ],
+    # a bitonic network of kernel launches, and binary searches
+    # (ops_sort.cpp)
+    "sorting": [
+        "sort", "argsort", "msort", "topk", "kthvalue", "median",
+        "nanmedian", "searchsorted", "bucketize", "unique",
+    ],
 }
 
 # Native for the floating dtypes only (the card's GEMM has no int32/int64).
@@ -401,8 +407,135 @@ def torch_ops_views_and_set():
         torch.testing.assert_close(z.cpu(), torch.arange(1.0, 9.0))
 
 
+def _same(got, want):
+    """Card result(s) ``got`` equal the CPU's ``want`` exactly."""
+    if isinstance(want, torch.Tensor):
+        assert got.device.type == "spyre", got.device
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0,
+                                   equal_nan=True)
+    else:
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+
+
+def torch_ops_sort_order():
+    """sort is stable in both directions (ties keep their order), NaNs
+    sort above every number (last ascending, first descending), -0 and +0
+    are equal; batched along other dims of any layout; a row that is not
+    a power of two and a large one (2 x 5000: 91 launches)."""
+    g = torch.Generator().manual_seed(38)
+    special = torch.tensor([float("nan"), 1.0, -0.0, float("inf"), 0.0,
+                            float("-inf"), float("nan"), -1.0, 0.0, -0.0,
+                            1.0, float("nan")])
+    ties = torch.randint(0, 4, (3, 37), generator=g)
+    cases = [special, special.view(3, 4).t(), ties, ties.t(),
+             torch.randn(2, 3, 20, generator=g).transpose(0, 2),
+             torch.randn(2, 5000, generator=g).to(torch.float16),
+             torch.tensor(5.0), torch.randint(0, 2, (9,), generator=g).bool()]
+    for x in cases:
+        for dt in (x.dtype, torch.int32) if not x.is_floating_point() else \
+                (x.dtype, torch.bfloat16):
+            v = x.to(dt)
+            for d in range(-1, v.dim()) if v.dim() else (0,):
+                for desc in (False, True):
+                    want = torch.sort(v, dim=d, descending=desc, stable=True)
+                    with torch.spyre.strict():
+                        got = torch.sort(_spyre(v), dim=d, descending=desc,
+                                         stable=True)
+                        a = torch.argsort(_spyre(v), dim=d, descending=desc)
+                    _same(got, want)
+                    _same(a, want.indices)
+    # out= into non-contiguous outputs
+    x = torch.randn(6, 5, generator=g)
+    vals = torch.empty(5, 6, device="spyre").t()
+    idx = torch.empty(5, 6, dtype=torch.long, device="spyre").t()
+    with torch.spyre.strict():
+        torch.sort(_spyre(x), 1, out=(vals, idx))
+    _same((vals, idx), torch.sort(x, 1))
+
+
+def torch_ops_select():
+    """topk with ties (the values the CPU gives; the indices those of the
+    stable order, each pointing at its value), NaNs counted largest;
+    kthvalue, median and nanmedian with NaNs in rows, keepdim."""
+    g = torch.Generator().manual_seed(39)
+    x = torch.randint(0, 5, (4, 30), generator=g).float()
+    x[1, 3] = float("nan")
+    for largest in (True, False):
+        want = torch.topk(x, 7, dim=1, largest=largest)
+        with torch.spyre.strict():
+            got = torch.topk(_spyre(x), 7, dim=1, largest=largest)
+        _same(got.values, want.values)
+        stable = torch.sort(x, dim=1, descending=largest, stable=True)
+        _same(got.indices, stable.indices[:, :7])
+    y = torch.randn(5, 8, 6, generator=g)
+    y[0, :, 0] = float("nan")
+    y[1, 2, :] = float("nan")
+    y[2, 3, 1] = float("nan")
+    for d in (0, 1, -1):
+        for keep in (False, True):
+            for fn in (lambda t: torch.kthvalue(t, 3, d, keep),
+                       lambda t: torch.median(t, d, keep),
+                       lambda t: torch.nanmedian(t, d, keep)):
+                want = fn(y)
+                with torch.spyre.strict():
+                    got = fn(_spyre(y))
+                _same(got, want)
+    for fn in (torch.median, torch.nanmedian):
+        for t in (y, y[3:], torch.full((4,), float("nan"))):
+            with torch.spyre.strict():
+                got = fn(_spyre(t))
+            _same(got, fn(t))
+
+
+def torch_ops_search_unique():
+    """searchsorted (left, right, side=, sorter=, a batch of sequences,
+    NaN values, int32 out) and bucketize as on the CPU; unique with
+    inverse and counts (NaNs distinct), on the card."""
+    g = torch.Generator().manual_seed(40)
+    seq = torch.sort(torch.randint(0, 20, (33,), generator=g).float()).values
+    vals = torch.tensor([[-1.0, 0.0, 5.0, 5.5, 19.0, 20.0, float("nan")],
+                         [3.0, 3.0, 7.0, 100.0, -100.0, 2.0, 1.0]])
+    bseq = torch.sort(torch.randn(2, 9, generator=g), dim=1).values
+    perm = torch.randperm(33, generator=g)
+    shuffled = seq[perm]
+    sorter = torch.argsort(shuffled)
+    calls = [
+        lambda s, v: torch.searchsorted(s, v),
+        lambda s, v: torch.searchsorted(s, v, right=True, out_int32=True),
+        lambda s, v: torch.searchsorted(s, v, side="right"),
+        lambda s, v: torch.bucketize(v, s),
+        lambda s, v: torch.bucketize(v, s, right=True),
+        lambda s, v: torch.searchsorted(s, 5.0),
+    ]
+    for fn in calls:
+        want = fn(seq, vals)
+        with torch.spyre.strict():
+            got = fn(_spyre(seq), _spyre(vals))
+        _same(got, want)
+    with torch.spyre.strict():
+        got = torch.searchsorted(_spyre(bseq), _spyre(vals[:, :3]))
+        got2 = torch.searchsorted(_spyre(shuffled), _spyre(vals),
+                                  sorter=_spyre(sorter))
+    _same(got, torch.searchsorted(bseq, vals[:, :3]))
+    _same(got2, torch.searchsorted(shuffled, vals, sorter=sorter))
+    u = torch.tensor([[3.0, float("nan"), 1.0, 3.0], [-0.0, 0.0, 1.0,
+                                                        float("nan")]])
+    for t in (u, torch.randint(-3, 4, (50,), generator=g),
+              torch.tensor([True, False, True]), torch.tensor([], dtype=torch.int32)):
+        for inv in (False, True):
+            for cnt in (False, True):
+                want = torch.unique(t, return_inverse=inv, return_counts=cnt)
+                with torch.spyre.strict():
+                    got = torch.unique(_spyre(t), return_inverse=inv,
+                                       return_counts=cnt)
+                _same(got, want)
+
+
 TESTS += [torch_ops_int_division_by_zero, torch_ops_casts_to_unsigned,
-          torch_ops_addr_rounding, torch_ops_views_and_set]
+          torch_ops_addr_rounding, torch_ops_views_and_set,
+          torch_ops_sort_order, torch_ops_select, torch_ops_search_unique]
 
 
 # ---- the whole database ------------------------------------------------------
