@@ -1117,6 +1117,68 @@ k_unique(const at::Tensor &self, bool sorted, bool return_inverse)
 	return SPYRE_FALLBACK(_unique, self, sorted, return_inverse);
 }
 
+// ---- randperm, repeat_interleave ---------------------------------------------------
+
+// randperm: random 63-bit keys from the card's generator, sorted (stable:
+// equal keys, rare, keep their order); the permutation is the sort's
+// indices.
+at::Tensor &k_randperm_out(int64_t n, std::optional<at::Generator> gen,
+			   at::Tensor &out)
+{
+	TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+	if (on_card(out) && out.scalar_type() != at::kBool &&
+	    (out.scalar_type() == at::kLong ||
+	     (out.scalar_type() == at::kInt && n <= (int64_t{1} << 31)) ||
+	     (at::isFloatingType(out.scalar_type()) && n <= (1 << 11)))) {
+		at::native::resize_output(out, {n});
+		if (n == 0) {
+			count_native("aten::randperm.generator_out");
+			return out;
+		}
+		at::Tensor keys = at::empty({n}, out.options().dtype(at::kLong));
+		keys.random_(gen);
+		at::Tensor vals = at::empty({n}, keys.options());
+		at::Tensor perm = out.scalar_type() == at::kLong &&
+			out.is_contiguous() ? out : at::empty({n}, keys.options());
+		if (select_into(keys, 0, false, 0, n, vals, perm)) {
+			if (!perm.is_same(out))
+				out.copy_(perm);
+			count_native("aten::randperm.generator_out");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(randperm, generator_out, n, gen, out);
+}
+
+// repeat_interleave(repeats): index i repeated repeats[i] times, which is
+// searchsorted(cumsum(repeats), arange(total), right=True); the total
+// (and the check that no repeat is negative) is one host read.
+at::Tensor k_repeat_interleave(const at::Tensor &repeats,
+			       std::optional<int64_t> output_size)
+{
+	if (on_card(repeats) && repeats.dim() == 1 &&
+	    (repeats.scalar_type() == at::kLong ||
+	     repeats.scalar_type() == at::kInt)) {
+		if (repeats.numel() == 0) {
+			count_native("aten::repeat_interleave.Tensor");
+			return at::empty({0}, repeats.options());
+		}
+		at::Tensor cs = at::cumsum(repeats, 0, at::kLong);
+		at::Tensor host = at::stack({cs[-1], repeats.min().to(at::kLong)})
+			.cpu();
+		TORCH_CHECK(host[1].item<int64_t>() >= 0,
+			    "repeats can not be negative");
+		int64_t total = output_size.value_or(host[0].item<int64_t>());
+		at::Tensor t = at::arange(total, cs.options());
+		at::Tensor out = at::empty({total}, repeats.options());
+		if (search_into(cs, t, true, at::Tensor(), out)) {
+			count_native("aten::repeat_interleave.Tensor");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(repeat_interleave, Tensor, repeats, output_size);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -1138,6 +1200,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("bucketize.Scalar", TORCH_FN(k_bucketize_scalar));
 	m.impl("_unique2", TORCH_FN(k_unique2));
 	m.impl("_unique", TORCH_FN(k_unique));
+	m.impl("randperm.generator_out", TORCH_FN(k_randperm_out));
+	m.impl("repeat_interleave.Tensor", TORCH_FN(k_repeat_interleave));
 }
 
 } // namespace spyre_torch
