@@ -1250,6 +1250,118 @@ at::Tensor &k_cat_out(const at::ITensorListRef &tensors, int64_t dim,
 	return SPYRE_FALLBACK2(cat, out, tensors, dim, out);
 }
 
+// ---- reflection and replication padding, masked_scatter_ ----------------------------
+
+// The source positions of one padded dim of size @size with @before and
+// @after elements added: reflected about the edges (without repeating
+// them) or replicated from them.
+std::vector<int64_t> pad_positions(int64_t size, int64_t before, int64_t after,
+				   bool reflect)
+{
+	std::vector<int64_t> pos;
+	pos.reserve(static_cast<size_t>(size + before + after));
+	for (int64_t o = 0; o < size + before + after; o++) {
+		int64_t i = o - before;
+		if (reflect)
+			i = i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i;
+		else
+			i = i < 0 ? 0 : i >= size ? size - 1 : i;
+		pos.push_back(i);
+	}
+	return pos;
+}
+
+// reflection_pad{1,2,3}d / replication_pad{1,2,3}d of @self (@k padded
+// dims, the last ones; @padding pairs from the last dim backwards): one
+// gather per padded dim (index_select along it by the positions above).
+// Undefined when the card does not take it (negative padding, a
+// reflection as wide as the dim, a batch layout PyTorch refuses: the
+// CPU decides and raises).
+at::Tensor pad_on_card(const at::Tensor &self, at::IntArrayRef padding, int k,
+		       bool reflect)
+{
+	if (!on_card(self) || static_cast<int>(padding.size()) != 2 * k ||
+	    (self.dim() != k + 1 && self.dim() != k + 2) || self.numel() == 0)
+		return {};
+	at::Tensor x = self;
+	for (int j = 0; j < k; j++) {
+		int64_t dim = self.dim() - 1 - j;
+		int64_t size = self.size(dim), before = padding[2 * j],
+			after = padding[2 * j + 1];
+		if (before < 0 || after < 0 ||
+		    (reflect && (before >= size || after >= size)))
+			return {};
+		if (before == 0 && after == 0)
+			continue;
+		at::Tensor idx = at::tensor(pad_positions(size, before, after,
+							  reflect),
+					    at::TensorOptions().dtype(at::kLong))
+			.to(self.device());
+		at::Tensor out = at::empty(index_select_shape(x, dim, idx),
+					   x.options());
+		if (!index_select_into(x, dim, idx, out))
+			return {};
+		x = out;
+	}
+	return x.is_same(self) ? self.clone() : x;
+}
+
+#define PAD(name, K, REFLECT)                                                  \
+	at::Tensor k_##name(const at::Tensor &self, at::IntArrayRef padding)   \
+	{                                                                      \
+		at::Tensor r = pad_on_card(self, padding, K, REFLECT);         \
+		if (r.defined()) {                                             \
+			count_native("aten::" #name);                          \
+			return r;                                              \
+		}                                                              \
+		return SPYRE_FALLBACK(name, self, padding);                    \
+	}                                                                      \
+	at::Tensor &k_##name##_out(const at::Tensor &self,                     \
+				   at::IntArrayRef padding, at::Tensor &out)   \
+	{                                                                      \
+		if (on_card(out) && out.scalar_type() == self.scalar_type()) { \
+			at::Tensor r = pad_on_card(self, padding, K, REFLECT); \
+			if (r.defined()) {                                     \
+				at::native::resize_output(out, r.sizes());     \
+				out.copy_(r);                                  \
+				count_native("aten::" #name ".out");           \
+				return out;                                    \
+			}                                                      \
+		}                                                              \
+		return SPYRE_FALLBACK2(name, out, self, padding, out);         \
+	}
+
+PAD(reflection_pad1d, 1, true)
+PAD(reflection_pad2d, 2, true)
+PAD(reflection_pad3d, 3, true)
+PAD(replication_pad1d, 1, false)
+PAD(replication_pad2d, 2, false)
+PAD(replication_pad3d, 3, false)
+
+// self[mask] = the first elements of @source in order: element i of the
+// masked positions (numbered by a cumsum of the mask) takes source[i], a
+// gather; a source with too few elements is a device-side assertion (the
+// gather's bounds check), as on CUDA.
+at::Tensor &k_masked_scatter_(at::Tensor &self, const at::Tensor &mask,
+			      const at::Tensor &source)
+{
+	if (on_card(self) && on_card(mask) && on_card(source) &&
+	    mask.scalar_type() == at::kBool &&
+	    source.scalar_type() == self.scalar_type() &&
+	    mask.device() == self.device() && source.device() == self.device() &&
+	    source.numel() > 0 && self.numel() > 0 &&
+	    at::is_expandable_to(mask.sizes(), self.sizes())) {
+		at::assert_no_internal_overlap(self);
+		at::Tensor m = mask.expand(self.sizes()).reshape({-1});
+		at::Tensor pos = at::clamp_min(at::cumsum(m, 0, at::kLong) - 1, 0);
+		at::Tensor got = at::take(source, pos).view(self.sizes());
+		self.copy_(at::where(m.view(self.sizes()), got, self));
+		count_native("aten::masked_scatter_");
+		return self;
+	}
+	return SPYRE_FALLBACK(masked_scatter_, self, mask, source);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -1278,6 +1390,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("cat.out", TORCH_FN(k_cat_out));
 	m.impl("nonzero", TORCH_FN(k_nonzero));
 	m.impl("masked_select", TORCH_FN(k_masked_select));
+	m.impl("reflection_pad1d", TORCH_FN(k_reflection_pad1d));
+	m.impl("reflection_pad1d.out", TORCH_FN(k_reflection_pad1d_out));
+	m.impl("reflection_pad2d", TORCH_FN(k_reflection_pad2d));
+	m.impl("reflection_pad2d.out", TORCH_FN(k_reflection_pad2d_out));
+	m.impl("reflection_pad3d", TORCH_FN(k_reflection_pad3d));
+	m.impl("reflection_pad3d.out", TORCH_FN(k_reflection_pad3d_out));
+	m.impl("replication_pad1d", TORCH_FN(k_replication_pad1d));
+	m.impl("replication_pad1d.out", TORCH_FN(k_replication_pad1d_out));
+	m.impl("replication_pad2d", TORCH_FN(k_replication_pad2d));
+	m.impl("replication_pad2d.out", TORCH_FN(k_replication_pad2d_out));
+	m.impl("replication_pad3d", TORCH_FN(k_replication_pad3d));
+	m.impl("replication_pad3d.out", TORCH_FN(k_replication_pad3d_out));
+	m.impl("masked_scatter_", TORCH_FN(k_masked_scatter_));
 }
 
 } // namespace spyre_torch
