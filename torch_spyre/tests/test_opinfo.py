@@ -92,7 +92,9 @@ NATIVE = {
         "index_select", "gather", "take", "scatter", "scatter_add",
         "index_add", "index_copy", "nn.functional.embedding", "flip", "roll",
         "cat", "stack", "masked_fill", "constant_pad_nd", "repeat",
-        "index_put",
+        "index_put", "nonzero", "masked_select", "masked_scatter",
+        "repeat_interleave", "nn.functional.pad.reflect",
+        "nn.functional.pad.replicate", "nn.functional.pad.circular",
     ],
     # a bitonic network of kernel launches, and binary searches
     # (ops_sort.cpp)
@@ -533,9 +535,57 @@ def torch_ops_search_unique():
                 _same(got, want)
 
 
+def torch_ops_compaction():
+    """nonzero, masked_select, x[mask] and x[mask1d] = v, masked_scatter_,
+    repeat_interleave, reflection and replication padding as on the CPU,
+    strict; randperm from the card's generator is a permutation."""
+    g = torch.Generator().manual_seed(41)
+    x = torch.randn(3, 4, 5, generator=g)
+    x[x.abs() < 0.5] = 0
+    x[0, 1, 2] = float("nan")
+    mask = torch.randn(3, 4, 5, generator=g) > 0
+    cases = [
+        lambda t, m: torch.nonzero(t),
+        lambda t, m: torch.nonzero(t.transpose(0, 2)),
+        lambda t, m: t.bool().nonzero(),
+        lambda t, m: torch.masked_select(t, m),
+        lambda t, m: torch.masked_select(t, m[0, 0]),
+        lambda t, m: t[m],
+        lambda t, m: t[:, m[0, :, 0]],
+        lambda t, m: t.clone().index_put_((m[:, 0, 0],), t[0]),
+        lambda t, m: t.clone().masked_scatter_(m, t * 2),
+        lambda t, m: torch.repeat_interleave(t[0, 0].abs().long()),
+        lambda t, m: t.repeat_interleave(torch.tensor([2, 0, 1],
+                                                      device=t.device), 0),
+        lambda t, m: torch.nn.functional.pad(t, (2, 3), mode="reflect"),
+        lambda t, m: torch.nn.functional.pad(t, (1, 2, 3, 0),
+                                             mode="reflect"),
+        lambda t, m: torch.nn.functional.pad(t[None], (1, 2, 0, 1, 2, 2),
+                                             mode="replicate"),
+        lambda t, m: torch.nn.functional.pad(t, (0, 4), mode="replicate"),
+        lambda t, m: torch.nn.functional.pad(t, (1, 2), mode="circular"),
+    ]
+    for i, fn in enumerate(cases):
+        want = fn(x, mask)
+        with torch.spyre.strict():
+            got = fn(_spyre(x), _spyre(mask))
+        try:
+            _same(got, want)
+        except AssertionError as e:
+            raise AssertionError(f"case {i}: {e}")
+    for n in (0, 1, 7, 300):
+        with torch.spyre.strict():
+            p = torch.randperm(n, device="spyre")
+        assert p.dtype == torch.int64 and p.device.type == "spyre"
+        assert sorted(p.cpu().tolist()) == list(range(n)), p
+    a = torch.randperm(300, device="spyre").cpu()
+    assert not torch.equal(a, torch.randperm(300, device="spyre").cpu())
+
+
 TESTS += [torch_ops_int_division_by_zero, torch_ops_casts_to_unsigned,
           torch_ops_addr_rounding, torch_ops_views_and_set,
-          torch_ops_sort_order, torch_ops_select, torch_ops_search_unique]
+          torch_ops_sort_order, torch_ops_select, torch_ops_search_unique,
+          torch_ops_compaction]
 
 
 # ---- the whole database ------------------------------------------------------
