@@ -801,6 +801,8 @@ at::Tensor compact(const at::Tensor &src, const std::vector<int64_t> &src_st,
 	L.operand(0, src, s.extent(0));
 	if (select)
 		L.operand(1, mask, s.extent(1));
+	else
+		L.operand(1, src, 0);	// declared, unused
 	L.operand(2, out, static_cast<uint64_t>(out.numel()));
 	L.operand(3, count, 1);
 	L.strides(s, 0, 0);
