@@ -1179,6 +1179,59 @@ at::Tensor k_repeat_interleave(const at::Tensor &repeats,
 	return SPYRE_FALLBACK2(repeat_interleave, Tensor, repeats, output_size);
 }
 
+// multinomial from the card's generator, PyTorch's argument checks (one
+// host read for the distribution's checks, as the CPU's): with
+// replacement, inverse transform sampling (a uniform draw scaled by the
+// row's total, searchsorted right in the row's cumsum: a category of
+// probability 0 is never drawn); without, the exponential race CUDA uses
+// (E / p for E ~ Exp(1), the k smallest by topk).
+at::Tensor k_multinomial(const at::Tensor &self, int64_t n_sample,
+			 bool replacement, std::optional<at::Generator> gen)
+{
+	if (on_card(self) && at::isFloatingType(self.scalar_type()) &&
+	    (self.dim() == 1 || self.dim() == 2) && self.numel() > 0) {
+		int64_t n = self.size(-1);
+		TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+		TORCH_CHECK(replacement || n_sample <= n, "cannot sample "
+			    "n_sample > prob_dist.size(-1) samples without "
+			    "replacement");
+		at::Tensor p = self.to(at::kFloat);
+		at::Tensor st = at::stack({p.min(), at::isfinite(p).all().to(at::kFloat),
+					   p.sum(-1).min(),
+					   (p > 0).sum(-1).min().to(at::kFloat)})
+			.cpu();
+		const float *h = st.data_ptr<float>();
+		TORCH_CHECK(h[0] >= 0 && h[1] != 0, "probability tensor contains "
+			    "either `inf`, `nan` or element < 0");
+		TORCH_CHECK(h[2] > 0, "invalid multinomial distribution (sum of "
+			    "probabilities <= 0)");
+		TORCH_CHECK(replacement || h[3] >= n_sample, "invalid multinomial "
+			    "distribution (with replacement=False, not enough "
+			    "non-negative category to sample)");
+		std::vector<int64_t> osz(self.sizes().begin(), self.sizes().end());
+		osz.back() = n_sample;
+		at::Tensor out;
+		if (replacement) {
+			at::Tensor cdf = at::cumsum(p, -1);
+			at::Tensor u = at::empty(osz, p.options()).uniform_(0, 1, gen);
+			u = u * cdf.narrow(-1, n - 1, 1);
+			out = at::empty(osz, self.options().dtype(at::kLong));
+			if (!search_into(cdf, u, true, at::Tensor(), out))
+				out = at::Tensor();
+			else
+				out.clamp_max_(n - 1);
+		} else {
+			at::Tensor e = at::empty_like(p).exponential_(1.0, gen);
+			out = std::get<1>(at::topk(e / p, n_sample, -1, false));
+		}
+		if (out.defined()) {
+			count_native("aten::multinomial");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(multinomial, self, n_sample, replacement, gen);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -1202,6 +1255,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("_unique", TORCH_FN(k_unique));
 	m.impl("randperm.generator_out", TORCH_FN(k_randperm_out));
 	m.impl("repeat_interleave.Tensor", TORCH_FN(k_repeat_interleave));
+	m.impl("multinomial", TORCH_FN(k_multinomial));
 }
 
 } // namespace spyre_torch

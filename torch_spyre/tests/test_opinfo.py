@@ -580,6 +580,18 @@ def torch_ops_compaction():
         assert sorted(p.cpu().tolist()) == list(range(n)), p
     a = torch.randperm(300, device="spyre").cpu()
     assert not torch.equal(a, torch.randperm(300, device="spyre").cpu())
+    # multinomial: frequencies within 5 sigma, a zero category never drawn
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 0.0, 2.0]])
+    with torch.spyre.strict():
+        s = torch.multinomial(_spyre(probs), 4000, replacement=True).cpu()
+        w = torch.multinomial(_spyre(probs), 3).cpu()
+    for row, pr in zip(s, probs):
+        pr = pr / pr.sum()
+        freq = torch.bincount(row, minlength=4).float() / 4000
+        sigma = (pr * (1 - pr) / 4000).sqrt()
+        assert ((freq - pr).abs() <= 5 * sigma + 1e-6).all(), (freq, pr)
+    assert (w[0] != 1).all() and (w[1] != 2).all(), w
+    assert all(len(set(r.tolist())) == 3 for r in w), w
 
 
 TESTS += [torch_ops_int_division_by_zero, torch_ops_casts_to_unsigned,
