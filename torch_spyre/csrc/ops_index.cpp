@@ -824,6 +824,15 @@ at::Tensor compact(const at::Tensor &src, const std::vector<int64_t> &src_st,
 
 at::Tensor k_nonzero(const at::Tensor &self)
 {
+	if (on_card(self) && self.dim() == 0) {
+		// [1, 0] or [0, 0]: whether the one element is non-zero
+		at::Tensor r = compact(self.view({1}), {0}, at::Tensor(), {},
+				       {1});
+		if (r.defined()) {
+			count_native("aten::nonzero");
+			return r.narrow(1, 0, 0).clone();
+		}
+	}
 	if (on_card(self) && self.dim() > 0) {
 		if (self.numel() == 0) {
 			count_native("aten::nonzero");

@@ -189,6 +189,52 @@ def compare(got, want, dtype):
         assert got == want or (got != got and want != want), (got, want)
 
 
+# Selections whose indices PyTorch leaves open among equal values (the
+# CPU's come from std::sort / nth_element): their values are compared,
+# and their indices must point at those values (the card's are the stable
+# order's, checked by torch_ops_sort_order and torch_ops_select).
+TIE_ORDER = {"sort", "argsort", "topk", "kthvalue", "median", "nanmedian"}
+
+
+def _select_dim(name, sample):
+    """(dim, keepdim) of a selection sample, or None (no dim: median())."""
+    a, kw = sample.args, sample.kwargs
+    if name in ("sort", "argsort"):
+        return kw.get("dim", a[0] if a else -1), True
+    if name == "topk":
+        return kw.get("dim", a[1] if len(a) > 1 else -1), True
+    if name == "kthvalue":
+        return (kw.get("dim", a[1] if len(a) > 1 else -1),
+                kw.get("keepdim", a[2] if len(a) > 2 else False))
+    if not a and "dim" not in kw:
+        return None
+    return kw.get("dim", a[0]), kw.get("keepdim", a[1] if len(a) > 1
+                                       else False)
+
+
+def compare_selection(name, sample, got, want, dtype):
+    """A TIE_ORDER op's card result against the CPU's: the values, and
+    the input gathered at the card's indices equals them."""
+    dk = _select_dim(name, sample)
+    x = sample.input
+    if dk is None or x.dim() == 0:
+        compare(got, want, dtype)
+        return
+    dim, keep = dk
+    if name == "argsort":
+        idx = got.cpu()
+        compare(_spyre(x.gather(dim, idx)), x.gather(dim, want), dtype)
+        return
+    compare(got[0], want[0], dtype)
+    idx = got[1].cpu()
+    if not keep:
+        idx = idx.unsqueeze(dim)
+    picked = x.gather(dim, idx)
+    if not keep:
+        picked = picked.squeeze(dim)
+    compare(_spyre(picked), want[0], dtype)
+
+
 def run_sample(op, sample, dtype, strict):
     """Run one sample on both devices; return 'native' or 'fallback'
     (passed), raise on a difference or an error only the card raised."""
@@ -214,7 +260,10 @@ def run_sample(op, sample, dtype, strict):
         raise
     fell = any(v["fallback"] for v in torch.spyre.op_counts().values())
     assert cpu_err is None, f"the CPU raised {cpu_err!r}, the card did not"
-    compare(got, want, dtype)
+    if op.name in TIE_ORDER:
+        compare_selection(op.name, sample, got, want, dtype)
+    else:
+        compare(got, want, dtype)
     return "fallback" if fell else "native"
 
 
@@ -433,8 +482,13 @@ def torch_ops_sort_order():
     ties = torch.randint(0, 4, (3, 37), generator=g)
     cases = [special, special.view(3, 4).t(), ties, ties.t(),
              torch.randn(2, 3, 20, generator=g).transpose(0, 2),
-             torch.randn(2, 5000, generator=g).to(torch.float16),
              torch.tensor(5.0), torch.randint(0, 2, (9,), generator=g).bool()]
+    big = torch.randn(2, 5000, generator=g).to(torch.float16)
+    for desc in (False, True):
+        want = torch.sort(big, descending=desc, stable=True)
+        with torch.spyre.strict():
+            got = torch.sort(_spyre(big), descending=desc)
+        _same(got, want)
     for x in cases:
         for dt in (x.dtype, torch.int32) if not x.is_floating_point() else \
                 (x.dtype, torch.bfloat16):
@@ -445,9 +499,10 @@ def torch_ops_sort_order():
                     with torch.spyre.strict():
                         got = torch.sort(_spyre(v), dim=d, descending=desc,
                                          stable=True)
-                        a = torch.argsort(_spyre(v), dim=d, descending=desc)
                     _same(got, want)
-                    _same(a, want.indices)
+    with torch.spyre.strict():
+        a = torch.argsort(_spyre(ties), dim=0, descending=True)
+    _same(a, torch.sort(ties, 0, descending=True, stable=True).indices)
     # out= into non-contiguous outputs
     x = torch.randn(6, 5, generator=g)
     vals = torch.empty(5, 6, device="spyre").t()
@@ -483,7 +538,13 @@ def torch_ops_select():
                 want = fn(y)
                 with torch.spyre.strict():
                     got = fn(_spyre(y))
-                _same(got, want)
+                _same(got.values, want.values)
+                # the index of a value (the CPU's pick among equal ones,
+                # NaNs included, is its own)
+                i = got.indices.cpu()
+                i = i if keep else i.unsqueeze(d)
+                v = y.gather(d, i)
+                _same(_spyre(v if keep else v.squeeze(d)), want.values)
     for fn in (torch.median, torch.nanmedian):
         for t in (y, y[3:], torch.full((4,), float("nan"))):
             with torch.spyre.strict():
@@ -525,7 +586,8 @@ def torch_ops_search_unique():
     u = torch.tensor([[3.0, float("nan"), 1.0, 3.0], [-0.0, 0.0, 1.0,
                                                         float("nan")]])
     for t in (u, torch.randint(-3, 4, (50,), generator=g),
-              torch.tensor([True, False, True]), torch.tensor([], dtype=torch.int32)):
+              torch.tensor([True, False, True]),
+              torch.tensor([], dtype=torch.int32)):
         for inv in (False, True):
             for cnt in (False, True):
                 want = torch.unique(t, return_inverse=inv, return_counts=cnt)
