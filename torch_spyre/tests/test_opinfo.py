@@ -502,7 +502,7 @@ def torch_ops_sort_order():
                     _same(got, want)
     with torch.spyre.strict():
         a = torch.argsort(_spyre(ties), dim=0, descending=True)
-    _same(a, torch.sort(ties, 0, descending=True, stable=True).indices)
+    _same(a, torch.sort(ties, dim=0, descending=True, stable=True).indices)
     # out= into non-contiguous outputs
     x = torch.randn(6, 5, generator=g)
     vals = torch.empty(5, 6, device="spyre").t()
