@@ -690,6 +690,231 @@ at::Tensor k_embedding_dense_backward(const at::Tensor &grad,
 			      num_weights, padding_idx, scale_grad_by_freq);
 }
 
+// ---- compaction: nonzero, masked_select -------------------------------------------
+
+struct CBuild {
+	int nr;			// reduction dims of the space (the elements)
+	uint32_t src_dt, mask_dt;	// mask_dt 0: nonzero (src is the mask)
+	int ndim;		// nonzero: the coordinates per element
+};
+
+// One point, the elements as its reduction indices in row-major order:
+// operands src, mask, out, count (i64).  A SCAN numbers the selected
+// elements; element r, when selected, goes to slot (its number - 1) of
+// out: masked_select its value, nonzero its ndim coordinates (r / inner
+// % size per dim); the epilogue stores how many were selected.  Params:
+// the strides of src and mask (nr each), then per coordinate its inner
+// size and size.
+int build_compact(struct spyre_kernel **kp, const void *ctx)
+{
+	const CBuild &c = *static_cast<const CBuild *>(ctx);
+	uint32_t dts[4] = {c.src_dt, c.mask_dt ? c.mask_dt : c.src_dt,
+			   c.mask_dt ? c.src_dt : SPYRE_DTYPE_INT64,
+			   SPYRE_DTYPE_INT64};
+	unsigned int nr = static_cast<unsigned int>(c.nr);
+	unsigned int pc = 2 * nr;
+	int rc = spyre_kernel_create(dts, 4, pc + 2 * c.ndim, 0, nr, kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	const uint32_t I = SPYRE_KTYPE_I64;
+	int zero = b.c(I, 0.0);
+	spyre_kernel_pass(b.k);
+	int so = rindex_offset(b, zero, 0, c.nr, 0);
+	int m, v = NONE;
+	if (c.mask_dt) {
+		int mo = rindex_offset(b, zero, 0, c.nr, nr);
+		m = b.cvt(spyre_kernel_load(b.k, 1, mo, NONE, NONE),
+			  SPYRE_KTYPE_BOOL);
+		v = spyre_kernel_load(b.k, 0, so, m, NONE);
+	} else {
+		m = b.cvt(spyre_kernel_load(b.k, 0, so, NONE, NONE),
+			  SPYRE_KTYPE_BOOL);
+	}
+	int one = b.cvt(m, I);
+	int slot = b.sub(spyre_kernel_scan(b.k, SPYRE_KRED_SUM, one, NONE),
+			 b.c(I, 1.0));
+	if (c.mask_dt) {
+		spyre_kernel_store(b.k, 2, slot, v, m, 0);
+	} else {
+		int r = spyre_kernel_idx(b.k, I, SPYRE_KDIM_RINDEX);
+		int row = b.mul(slot, b.c(I, c.ndim));
+		for (int d = 0; d < c.ndim; d++) {
+			unsigned int pd = pc + 2 * static_cast<unsigned int>(d);
+			int coord = b.op(SPYRE_KOP_REM,
+					 b.op(SPYRE_KOP_TRUNCDIV, r, b.param(I, pd)),
+					 b.param(I, pd + 1));
+			spyre_kernel_store(b.k, 2, b.add(row, b.c(I, d)), coord, m,
+					   0);
+		}
+	}
+	int cnt = spyre_kernel_reduce(b.k, SPYRE_KRED_SUM, one, NONE, NONE, NONE);
+	spyre_kernel_endpass(b.k);
+	spyre_kernel_store(b.k, 3, zero, cnt, NONE, 0);
+	return spyre_kernel_error(b.k);
+}
+
+// The elements of @src (of sizes @shape, strides @src_st) where @mask (or
+// @src itself when @mask is undefined: nonzero) is true, in row-major
+// order: their values (masked_select: 1-D) or coordinates (nonzero:
+// [count, ndim]).  The count is read on the host once, as on CUDA.
+// Undefined when the card cannot.
+at::Tensor compact(const at::Tensor &src, const std::vector<int64_t> &src_st,
+		   const at::Tensor &mask, const std::vector<int64_t> &mask_st,
+		   at::IntArrayRef shape)
+{
+	int64_t ndim = static_cast<int64_t>(shape.size());
+	int64_t N = 1;
+	for (int64_t s : shape)
+		N *= s;
+	bool select = mask.defined();
+	if (N == 0 || ndim > kMaxDims)
+		return {};
+	Space s;
+	s.init(shape, (uint64_t{1} << ndim) - 1);
+	s.add_strides(src_st.data());
+	if (select)
+		s.add_strides(mask_st.data());
+	if (!s.collapse(true))
+		return {};
+	CBuild cb{s.nr, kdtype(src.scalar_type()),
+		  select ? kdtype(mask.scalar_type()) : 0,
+		  select ? 0 : static_cast<int>(ndim)};
+	if (!cb.src_dt || (select && !cb.mask_dt))
+		return {};
+	Key key;
+	key.op = kOpIndex + 0x10;
+	key.variant = static_cast<uint32_t>(cb.ndim);
+	key.nrdims = static_cast<uint8_t>(s.nr);
+	key.dt[0] = static_cast<uint8_t>(cb.src_dt);
+	key.dt[1] = static_cast<uint8_t>(cb.mask_dt);
+	int card = src.device().index();
+	c10::DeviceGuard g(src.device());
+	const Prog *prog = program(card, key, build_compact, &cb);
+	if (prog->err < 0)
+		return {};
+	at::Tensor out = select ? at::empty({N}, src.options()) :
+		at::empty({N * ndim}, src.options().dtype(at::kLong));
+	at::Tensor count = at::empty({1}, src.options().dtype(at::kLong));
+	Launch L;
+	unsigned int nr = static_cast<unsigned int>(s.nr);
+	L.operand(0, src, s.extent(0));
+	if (select)
+		L.operand(1, mask, s.extent(1));
+	else
+		L.operand(1, src, 0);	// declared, unused
+	L.operand(2, out, static_cast<uint64_t>(out.numel()));
+	L.operand(3, count, 1);
+	L.strides(s, 0, 0);
+	if (select)
+		L.strides(s, 1, nr);
+	int64_t inner = 1;
+	for (int64_t d = ndim - 1; d >= 0 && !select; d--) {
+		L.params[2 * nr + 2 * d] = static_cast<uint64_t>(inner);
+		L.params[2 * nr + 2 * d + 1] = static_cast<uint64_t>(shape[d]);
+		inner *= shape[d];
+	}
+	L.sizes(s);
+	run(card, prog, L, 4, 2 * nr + 2 * static_cast<unsigned int>(cb.ndim));
+	int64_t n = count.item<int64_t>();
+	if (select)
+		return out.narrow(0, 0, n).clone();
+	return out.narrow(0, 0, n * ndim).view({n, ndim}).clone();
+}
+
+at::Tensor k_nonzero(const at::Tensor &self)
+{
+	if (on_card(self) && self.dim() == 0) {
+		// [1, 0] or [0, 0]: whether the one element is non-zero
+		at::Tensor r = compact(self.view({1}), {0}, at::Tensor(), {},
+				       {1});
+		if (r.defined()) {
+			count_native("aten::nonzero");
+			return r.narrow(1, 0, 0).clone();
+		}
+	}
+	if (on_card(self) && self.dim() > 0) {
+		if (self.numel() == 0) {
+			count_native("aten::nonzero");
+			return at::empty({0, self.dim()},
+					 self.options().dtype(at::kLong));
+		}
+		at::Tensor r = compact(self, strides_of(self), at::Tensor(), {},
+				       self.sizes());
+		if (r.defined()) {
+			count_native("aten::nonzero");
+			return r;
+		}
+	}
+	return SPYRE_FALLBACK(nonzero, self);
+}
+
+// masked_select of @self by @mask (bool), broadcast together.
+at::Tensor masked_select_on_card(const at::Tensor &self, const at::Tensor &mask)
+{
+	if (!on_card(self) || !on_card(mask) || mask.device() != self.device() ||
+	    mask.scalar_type() != at::kBool)
+		return {};
+	std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
+	at::Tensor x = self.expand(shape), m = mask.expand(shape);
+	if (x.numel() == 0)
+		return at::empty({0}, self.options());
+	return compact(x, strides_of(x), m, strides_of(m), shape);
+}
+
+at::Tensor k_masked_select(const at::Tensor &self, const at::Tensor &mask)
+{
+	at::Tensor r = masked_select_on_card(self, mask);
+	if (r.defined()) {
+		count_native("aten::masked_select");
+		return r;
+	}
+	return SPYRE_FALLBACK(masked_select, self, mask);
+}
+
+// A bool (or uint8) mask in an advanced-indexing list as PyTorch reads it:
+// @mask of k dims at dim @dim of @self selects the positions where it is
+// true.  A 1-D mask becomes the integer index of those positions (a
+// nonzero on the card); undefined otherwise.
+at::Tensor mask_index(const at::Tensor &self, const at::Tensor &mask,
+		      int64_t dim)
+{
+	if (mask.dim() != 1 || dim >= self.dim() || !on_card(mask) ||
+	    mask.device() != self.device())
+		return {};
+	TORCH_CHECK_INDEX(mask.size(0) == self.size(dim), "The shape of the "
+			  "mask ", mask.sizes(), " at index 0 does not match "
+			  "the shape of the indexed tensor ", self.sizes(),
+			  " at index ", dim);
+	at::Tensor nz = k_nonzero(mask);
+	return nz.view({-1});
+}
+
+// The one tensor of an advanced-indexing list and its dim, whatever its
+// dtype; undefined when there are several.
+at::Tensor only_index(const c10::List<std::optional<at::Tensor>> &indices,
+		      int64_t &dim)
+{
+	at::Tensor found;
+	int64_t d = 0;
+	for (const std::optional<at::Tensor> &o : indices) {
+		if (o.has_value() && o->defined()) {
+			if (found.defined())
+				return {};
+			found = *o;
+			dim = d;
+		}
+		d++;
+	}
+	return found;
+}
+
+bool is_mask(const at::Tensor &t)
+{
+	return t.defined() && (t.scalar_type() == at::kBool ||
+			       t.scalar_type() == at::kByte);
+}
+
 // ---- advanced indexing: index.Tensor, index_put_ -----------------------------------
 
 // The one integer index tensor of an advanced-indexing list (the others
@@ -743,9 +968,24 @@ at::Tensor k_index(const at::Tensor &self,
 		   const c10::List<std::optional<at::Tensor>> &indices)
 {
 	int64_t dim = 0;
-	at::Tensor idx = on_card(self) && self.dim() > 0 &&
-		static_cast<int64_t>(indices.size()) <= self.dim() ?
-		single_index(indices, dim) : at::Tensor();
+	at::Tensor idx;
+	if (on_card(self) && self.dim() > 0 &&
+	    static_cast<int64_t>(indices.size()) <= self.dim()) {
+		at::Tensor m = only_index(indices, dim);
+		if (is_mask(m) && dim == 0 && m.sizes() == self.sizes()) {
+			// x[mask] over every dim: masked_select
+			at::Tensor r = masked_select_on_card(
+				self, card_index(m, self).to(at::kBool));
+			if (r.defined()) {
+				count_native("aten::index.Tensor");
+				return r;
+			}
+		} else if (is_mask(m)) {
+			idx = mask_index(self, card_index(m, self), dim);
+		} else {
+			idx = single_index(indices, dim);
+		}
+	}
 	if (idx.defined()) {
 		idx = card_index(idx, self);
 		XArgs a;
@@ -779,11 +1019,19 @@ at::Tensor &k_index_put_impl_(at::Tensor &self,
 			      bool unsafe)
 {
 	int64_t dim = 0;
-	at::Tensor idx = on_card(self) && on_card(values) && self.dim() > 0 &&
+	bool ok = on_card(self) && on_card(values) && self.dim() > 0 &&
 		values.scalar_type() == self.scalar_type() &&
 		static_cast<int64_t>(indices.size()) <= self.dim() &&
-		!(accumulate && self.scalar_type() == at::kBool) ?
-		single_index(indices, dim) : at::Tensor();
+		!(accumulate && self.scalar_type() == at::kBool);
+	at::Tensor idx;
+	if (ok) {
+		at::Tensor m = only_index(indices, dim);
+		if (is_mask(m) && m.dim() == 1)
+			// x[mask1d] = v: the positions of the mask's trues
+			idx = mask_index(self, card_index(m, self), dim);
+		else if (!is_mask(m))
+			idx = single_index(indices, dim);
+	}
 	XArgs a;
 	std::vector<int64_t> shape;
 	if (idx.defined()) {
@@ -1013,6 +1261,118 @@ at::Tensor &k_cat_out(const at::ITensorListRef &tensors, int64_t dim,
 	return SPYRE_FALLBACK2(cat, out, tensors, dim, out);
 }
 
+// ---- reflection and replication padding, masked_scatter_ ----------------------------
+
+// The source positions of one padded dim of size @size with @before and
+// @after elements added: reflected about the edges (without repeating
+// them) or replicated from them.
+std::vector<int64_t> pad_positions(int64_t size, int64_t before, int64_t after,
+				   bool reflect)
+{
+	std::vector<int64_t> pos;
+	pos.reserve(static_cast<size_t>(size + before + after));
+	for (int64_t o = 0; o < size + before + after; o++) {
+		int64_t i = o - before;
+		if (reflect)
+			i = i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i;
+		else
+			i = i < 0 ? 0 : i >= size ? size - 1 : i;
+		pos.push_back(i);
+	}
+	return pos;
+}
+
+// reflection_pad{1,2,3}d / replication_pad{1,2,3}d of @self (@k padded
+// dims, the last ones; @padding pairs from the last dim backwards): one
+// gather per padded dim (index_select along it by the positions above).
+// Undefined when the card does not take it (negative padding, a
+// reflection as wide as the dim, a batch layout PyTorch refuses: the
+// CPU decides and raises).
+at::Tensor pad_on_card(const at::Tensor &self, at::IntArrayRef padding, int k,
+		       bool reflect)
+{
+	if (!on_card(self) || static_cast<int>(padding.size()) != 2 * k ||
+	    (self.dim() != k + 1 && self.dim() != k + 2) || self.numel() == 0)
+		return {};
+	at::Tensor x = self;
+	for (int j = 0; j < k; j++) {
+		int64_t dim = self.dim() - 1 - j;
+		int64_t size = self.size(dim), before = padding[2 * j],
+			after = padding[2 * j + 1];
+		if (before < 0 || after < 0 ||
+		    (reflect && (before >= size || after >= size)))
+			return {};
+		if (before == 0 && after == 0)
+			continue;
+		at::Tensor idx = at::tensor(pad_positions(size, before, after,
+							  reflect),
+					    at::TensorOptions().dtype(at::kLong))
+			.to(self.device());
+		at::Tensor out = at::empty(index_select_shape(x, dim, idx),
+					   x.options());
+		if (!index_select_into(x, dim, idx, out))
+			return {};
+		x = out;
+	}
+	return x.is_same(self) ? self.clone() : x;
+}
+
+#define PAD(name, K, REFLECT)                                                  \
+	at::Tensor k_##name(const at::Tensor &self, at::IntArrayRef padding)   \
+	{                                                                      \
+		at::Tensor r = pad_on_card(self, padding, K, REFLECT);         \
+		if (r.defined()) {                                             \
+			count_native("aten::" #name);                          \
+			return r;                                              \
+		}                                                              \
+		return SPYRE_FALLBACK(name, self, padding);                    \
+	}                                                                      \
+	at::Tensor &k_##name##_out(const at::Tensor &self,                     \
+				   at::IntArrayRef padding, at::Tensor &out)   \
+	{                                                                      \
+		if (on_card(out) && out.scalar_type() == self.scalar_type()) { \
+			at::Tensor r = pad_on_card(self, padding, K, REFLECT); \
+			if (r.defined()) {                                     \
+				at::native::resize_output(out, r.sizes());     \
+				out.copy_(r);                                  \
+				count_native("aten::" #name ".out");           \
+				return out;                                    \
+			}                                                      \
+		}                                                              \
+		return SPYRE_FALLBACK2(name, out, self, padding, out);         \
+	}
+
+PAD(reflection_pad1d, 1, true)
+PAD(reflection_pad2d, 2, true)
+PAD(reflection_pad3d, 3, true)
+PAD(replication_pad1d, 1, false)
+PAD(replication_pad2d, 2, false)
+PAD(replication_pad3d, 3, false)
+
+// self[mask] = the first elements of @source in order: element i of the
+// masked positions (numbered by a cumsum of the mask) takes source[i], a
+// gather; a source with too few elements is a device-side assertion (the
+// gather's bounds check), as on CUDA.
+at::Tensor &k_masked_scatter_(at::Tensor &self, const at::Tensor &mask,
+			      const at::Tensor &source)
+{
+	if (on_card(self) && on_card(mask) && on_card(source) &&
+	    mask.scalar_type() == at::kBool &&
+	    source.scalar_type() == self.scalar_type() &&
+	    mask.device() == self.device() && source.device() == self.device() &&
+	    source.numel() > 0 && self.numel() > 0 &&
+	    at::is_expandable_to(mask.sizes(), self.sizes())) {
+		at::assert_no_internal_overlap(self);
+		at::Tensor m = mask.expand(self.sizes()).reshape({-1});
+		at::Tensor pos = at::clamp_min(at::cumsum(m, 0, at::kLong) - 1, 0);
+		at::Tensor got = at::take(source, pos).view(self.sizes());
+		self.copy_(at::where(m.view(self.sizes()), got, self));
+		count_native("aten::masked_scatter_");
+		return self;
+	}
+	return SPYRE_FALLBACK(masked_scatter_, self, mask, source);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -1039,6 +1399,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("roll", TORCH_FN(k_roll));
 	m.impl("cat", TORCH_FN(k_cat));
 	m.impl("cat.out", TORCH_FN(k_cat_out));
+	m.impl("nonzero", TORCH_FN(k_nonzero));
+	m.impl("masked_select", TORCH_FN(k_masked_select));
+	m.impl("reflection_pad1d", TORCH_FN(k_reflection_pad1d));
+	m.impl("reflection_pad1d.out", TORCH_FN(k_reflection_pad1d_out));
+	m.impl("reflection_pad2d", TORCH_FN(k_reflection_pad2d));
+	m.impl("reflection_pad2d.out", TORCH_FN(k_reflection_pad2d_out));
+	m.impl("reflection_pad3d", TORCH_FN(k_reflection_pad3d));
+	m.impl("reflection_pad3d.out", TORCH_FN(k_reflection_pad3d_out));
+	m.impl("replication_pad1d", TORCH_FN(k_replication_pad1d));
+	m.impl("replication_pad1d.out", TORCH_FN(k_replication_pad1d_out));
+	m.impl("replication_pad2d", TORCH_FN(k_replication_pad2d));
+	m.impl("replication_pad2d.out", TORCH_FN(k_replication_pad2d_out));
+	m.impl("replication_pad3d", TORCH_FN(k_replication_pad3d));
+	m.impl("replication_pad3d.out", TORCH_FN(k_replication_pad3d_out));
+	m.impl("masked_scatter_", TORCH_FN(k_masked_scatter_));
 }
 
 } // namespace spyre_torch

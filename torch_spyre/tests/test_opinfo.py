@@ -105,7 +105,15 @@ NATIVE = {
         "index_select", "gather", "take", "scatter", "scatter_add",
         "index_add", "index_copy", "nn.functional.embedding", "flip", "roll",
         "cat", "stack", "masked_fill", "constant_pad_nd", "repeat",
-        "index_put",
+        "index_put", "nonzero", "masked_select", "masked_scatter",
+        "repeat_interleave", "nn.functional.pad.reflect",
+        "nn.functional.pad.replicate", "nn.functional.pad.circular",
+    ],
+    # a bitonic network of kernel launches, and binary searches
+    # (ops_sort.cpp)
+    "sorting": [
+        "sort", "argsort", "msort", "topk", "kthvalue", "median",
+        "nanmedian", "searchsorted", "bucketize", "unique",
     ],
     # scaled dot-product attention (ops_attention.cpp) and the functional
     # multi-head attention over it
@@ -292,6 +300,52 @@ def compare(got, want, dtype, device="spyre"):
         assert got == want, (got, want)
 
 
+# Selections whose indices PyTorch leaves open among equal values (the
+# CPU's come from std::sort / nth_element): their values are compared,
+# and their indices must point at those values (the card's are the stable
+# order's, checked by torch_ops_sort_order and torch_ops_select).
+TIE_ORDER = {"sort", "argsort", "topk", "kthvalue", "median", "nanmedian"}
+
+
+def _select_dim(name, sample):
+    """(dim, keepdim) of a selection sample, or None (no dim: median())."""
+    a, kw = sample.args, sample.kwargs
+    if name in ("sort", "argsort"):
+        return kw.get("dim", a[0] if a else -1), True
+    if name == "topk":
+        return kw.get("dim", a[1] if len(a) > 1 else -1), True
+    if name == "kthvalue":
+        return (kw.get("dim", a[1] if len(a) > 1 else -1),
+                kw.get("keepdim", a[2] if len(a) > 2 else False))
+    if not a and "dim" not in kw:
+        return None
+    return kw.get("dim", a[0]), kw.get("keepdim", a[1] if len(a) > 1
+                                       else False)
+
+
+def compare_selection(name, sample, got, want, dtype):
+    """A TIE_ORDER op's card result against the CPU's: the values, and
+    the input gathered at the card's indices equals them."""
+    dk = _select_dim(name, sample)
+    x = sample.input
+    if dk is None or x.dim() == 0:
+        compare(got, want, dtype)
+        return
+    dim, keep = dk
+    if name == "argsort":
+        idx = got.cpu()
+        compare(_spyre(x.gather(dim, idx)), x.gather(dim, want), dtype)
+        return
+    compare(got[0], want[0], dtype)
+    idx = got[1].cpu()
+    if not keep:
+        idx = idx.unsqueeze(dim)
+    picked = x.gather(dim, idx)
+    if not keep:
+        picked = picked.squeeze(dim)
+    compare(_spyre(picked), want[0], dtype)
+
+
 def run_sample(op, sample, dtype, strict):
     """Run one sample on both devices; return 'native' or 'fallback'
     (passed), raise NotComparable when the values differ where the
@@ -320,7 +374,10 @@ def run_sample(op, sample, dtype, strict):
     fell = any(v["fallback"] for v in torch.spyre.op_counts().values())
     assert cpu_err is None, f"the CPU raised {cpu_err!r}, the card did not"
     try:
-        compare(got, want, dtype, _result_device(op, sample))
+        if op.name in TIE_ORDER:
+            compare_selection(op.name, sample, got, want, dtype)
+        else:
+            compare(got, want, dtype, _result_device(op, sample))
     except ValueMismatch:
         reason = compare_mode(op, dtype)
         if reason is None:
@@ -741,12 +798,209 @@ def torch_kernels_split_large():
         n = launches() - n0
         assert (n >= nmin) if nmin > 1 else (n == 1), (n, nmin)
         torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    """Card result(s) ``got`` equal the CPU's ``want`` exactly."""
+    if isinstance(want, torch.Tensor):
+        assert got.device.type == "spyre", got.device
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0,
+                                   equal_nan=True)
+    else:
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+
+
+def torch_ops_sort_order():
+    """sort is stable in both directions (ties keep their order), NaNs
+    sort above every number (last ascending, first descending), -0 and +0
+    are equal; batched along other dims of any layout; a row that is not
+    a power of two and a large one (2 x 5000: 91 launches)."""
+    g = torch.Generator().manual_seed(38)
+    special = torch.tensor([float("nan"), 1.0, -0.0, float("inf"), 0.0,
+                            float("-inf"), float("nan"), -1.0, 0.0, -0.0,
+                            1.0, float("nan")])
+    ties = torch.randint(0, 4, (3, 37), generator=g)
+    cases = [special, special.view(3, 4).t(), ties, ties.t(),
+             torch.randn(2, 3, 20, generator=g).transpose(0, 2),
+             torch.tensor(5.0), torch.randint(0, 2, (9,), generator=g).bool()]
+    big = torch.randn(2, 5000, generator=g).to(torch.float16)
+    for desc in (False, True):
+        want = torch.sort(big, descending=desc, stable=True)
+        with torch.spyre.strict():
+            got = torch.sort(_spyre(big), descending=desc)
+        _same(got, want)
+    for x in cases:
+        for dt in (x.dtype, torch.int32) if not x.is_floating_point() else \
+                (x.dtype, torch.bfloat16):
+            v = x.to(dt)
+            for d in range(-1, v.dim()) if v.dim() else (0,):
+                for desc in (False, True):
+                    want = torch.sort(v, dim=d, descending=desc, stable=True)
+                    with torch.spyre.strict():
+                        got = torch.sort(_spyre(v), dim=d, descending=desc,
+                                         stable=True)
+                    _same(got, want)
+    with torch.spyre.strict():
+        a = torch.argsort(_spyre(ties), dim=0, descending=True)
+    _same(a, torch.sort(ties, dim=0, descending=True, stable=True).indices)
+    # out= into non-contiguous outputs
+    x = torch.randn(6, 5, generator=g)
+    vals = torch.empty(5, 6, device="spyre").t()
+    idx = torch.empty(5, 6, dtype=torch.long, device="spyre").t()
+    with torch.spyre.strict():
+        torch.sort(_spyre(x), 1, out=(vals, idx))
+    _same((vals, idx), torch.sort(x, 1))
+
+
+def torch_ops_select():
+    """topk with ties (the values the CPU gives; the indices those of the
+    stable order, each pointing at its value), NaNs counted largest;
+    kthvalue, median and nanmedian with NaNs in rows, keepdim."""
+    g = torch.Generator().manual_seed(39)
+    x = torch.randint(0, 5, (4, 30), generator=g).float()
+    x[1, 3] = float("nan")
+    for largest in (True, False):
+        want = torch.topk(x, 7, dim=1, largest=largest)
+        with torch.spyre.strict():
+            got = torch.topk(_spyre(x), 7, dim=1, largest=largest)
+        _same(got.values, want.values)
+        stable = torch.sort(x, dim=1, descending=largest, stable=True)
+        _same(got.indices, stable.indices[:, :7])
+    y = torch.randn(5, 8, 6, generator=g)
+    y[0, :, 0] = float("nan")
+    y[1, 2, :] = float("nan")
+    y[2, 3, 1] = float("nan")
+    for d in (0, 1, -1):
+        for keep in (False, True):
+            for fn in (lambda t: torch.kthvalue(t, 3, d, keep),
+                       lambda t: torch.median(t, d, keep),
+                       lambda t: torch.nanmedian(t, d, keep)):
+                want = fn(y)
+                with torch.spyre.strict():
+                    got = fn(_spyre(y))
+                _same(got.values, want.values)
+                # the index of a value (the CPU's pick among equal ones,
+                # NaNs included, is its own)
+                i = got.indices.cpu()
+                i = i if keep else i.unsqueeze(d)
+                v = y.gather(d, i)
+                _same(_spyre(v if keep else v.squeeze(d)), want.values)
+    for fn in (torch.median, torch.nanmedian):
+        for t in (y, y[3:], torch.full((4,), float("nan"))):
+            with torch.spyre.strict():
+                got = fn(_spyre(t))
+            _same(got, fn(t))
+
+
+def torch_ops_search_unique():
+    """searchsorted (left, right, side=, sorter=, a batch of sequences,
+    NaN values, int32 out) and bucketize as on the CPU; unique with
+    inverse and counts (NaNs distinct), on the card."""
+    g = torch.Generator().manual_seed(40)
+    seq = torch.sort(torch.randint(0, 20, (33,), generator=g).float()).values
+    vals = torch.tensor([[-1.0, 0.0, 5.0, 5.5, 19.0, 20.0, float("nan")],
+                         [3.0, 3.0, 7.0, 100.0, -100.0, 2.0, 1.0]])
+    bseq = torch.sort(torch.randn(2, 9, generator=g), dim=1).values
+    perm = torch.randperm(33, generator=g)
+    shuffled = seq[perm]
+    sorter = torch.argsort(shuffled)
+    calls = [
+        lambda s, v: torch.searchsorted(s, v),
+        lambda s, v: torch.searchsorted(s, v, right=True, out_int32=True),
+        lambda s, v: torch.searchsorted(s, v, side="right"),
+        lambda s, v: torch.bucketize(v, s),
+        lambda s, v: torch.bucketize(v, s, right=True),
+        lambda s, v: torch.searchsorted(s, 5.0),
+    ]
+    for fn in calls:
+        want = fn(seq, vals)
+        with torch.spyre.strict():
+            got = fn(_spyre(seq), _spyre(vals))
+        _same(got, want)
+    with torch.spyre.strict():
+        got = torch.searchsorted(_spyre(bseq), _spyre(vals[:, :3]))
+        got2 = torch.searchsorted(_spyre(shuffled), _spyre(vals),
+                                  sorter=_spyre(sorter))
+    _same(got, torch.searchsorted(bseq, vals[:, :3]))
+    _same(got2, torch.searchsorted(shuffled, vals, sorter=sorter))
+    u = torch.tensor([[3.0, float("nan"), 1.0, 3.0], [-0.0, 0.0, 1.0,
+                                                        float("nan")]])
+    for t in (u, torch.randint(-3, 4, (50,), generator=g),
+              torch.tensor([True, False, True]),
+              torch.tensor([], dtype=torch.int32)):
+        for inv in (False, True):
+            for cnt in (False, True):
+                want = torch.unique(t, return_inverse=inv, return_counts=cnt)
+                with torch.spyre.strict():
+                    got = torch.unique(_spyre(t), return_inverse=inv,
+                                       return_counts=cnt)
+                _same(got, want)
+
+
+def torch_ops_compaction():
+    """nonzero, masked_select, x[mask] and x[mask1d] = v, masked_scatter_,
+    repeat_interleave, reflection and replication padding as on the CPU,
+    strict; randperm from the card's generator is a permutation."""
+    g = torch.Generator().manual_seed(41)
+    x = torch.randn(3, 4, 5, generator=g)
+    x[x.abs() < 0.5] = 0
+    x[0, 1, 2] = float("nan")
+    mask = torch.randn(3, 4, 5, generator=g) > 0
+    cases = [
+        lambda t, m: torch.nonzero(t),
+        lambda t, m: torch.nonzero(t.transpose(0, 2)),
+        lambda t, m: t.bool().nonzero(),
+        lambda t, m: torch.masked_select(t, m),
+        lambda t, m: torch.masked_select(t, m[0, 0]),
+        lambda t, m: t[m],
+        lambda t, m: t[:, m[0, :, 0]],
+        lambda t, m: t.clone().index_put_((m[:, 0, 0],), t[0]),
+        lambda t, m: t.clone().masked_scatter_(m, t * 2),
+        lambda t, m: torch.repeat_interleave(t[0, 0].abs().long()),
+        lambda t, m: t.repeat_interleave(torch.tensor([2, 0, 1],
+                                                      device=t.device), 0),
+        lambda t, m: torch.nn.functional.pad(t, (2, 3), mode="reflect"),
+        lambda t, m: torch.nn.functional.pad(t, (1, 2, 3, 0),
+                                             mode="reflect"),
+        lambda t, m: torch.nn.functional.pad(t[None], (1, 2, 0, 1, 2, 2),
+                                             mode="replicate"),
+        lambda t, m: torch.nn.functional.pad(t, (0, 4), mode="replicate"),
+        lambda t, m: torch.nn.functional.pad(t, (1, 2), mode="circular"),
+    ]
+    for i, fn in enumerate(cases):
+        want = fn(x, mask)
+        with torch.spyre.strict():
+            got = fn(_spyre(x), _spyre(mask))
+        try:
+            _same(got, want)
+        except AssertionError as e:
+            raise AssertionError(f"case {i}: {e}")
+    for n in (0, 1, 7, 300):
+        with torch.spyre.strict():
+            p = torch.randperm(n, device="spyre")
+        assert p.dtype == torch.int64 and p.device.type == "spyre"
+        assert sorted(p.cpu().tolist()) == list(range(n)), p
+    a = torch.randperm(300, device="spyre").cpu()
+    assert not torch.equal(a, torch.randperm(300, device="spyre").cpu())
+    # multinomial: frequencies within 5 sigma, a zero category never drawn
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 0.0, 2.0]])
+    with torch.spyre.strict():
+        s = torch.multinomial(_spyre(probs), 4000, replacement=True).cpu()
+        w = torch.multinomial(_spyre(probs), 3).cpu()
+    for row, pr in zip(s, probs):
+        pr = pr / pr.sum()
+        freq = torch.bincount(row, minlength=4).float() / 4000
+        sigma = (pr * (1 - pr) / 4000).sqrt()
+        assert ((freq - pr).abs() <= 5 * sigma + 1e-6).all(), (freq, pr)
+    assert (w[0] != 1).all() and (w[1] != 2).all(), w
+    assert all(len(set(r.tolist())) == 3 for r in w), w
 
 
 TESTS += [torch_ops_int_division_by_zero, torch_ops_casts_to_unsigned,
           torch_ops_addr_rounding, torch_ops_views_and_set,
           torch_ops_int_matmul, torch_ops_batch_norm_train_eval,
-          torch_ops_softmax_backward_half, torch_kernels_split_large]
+          torch_ops_softmax_backward_half, torch_kernels_split_large,
+          torch_ops_sort_order, torch_ops_select, torch_ops_search_unique,
+          torch_ops_compaction]
 
 
 # ---- the whole database ------------------------------------------------------

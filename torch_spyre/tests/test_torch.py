@@ -392,25 +392,24 @@ def torch_scaled_mm():
 
 @test
 def torch_fallback_strict():
-    # kthvalue has no card kernel (sorting and selection: [torch-ops-2])
+    # histc has no card kernel
     x = torch.randn(10, 10)
     X = sp(x)
     torch.spyre.reset_op_counts()
-    close(torch.kthvalue(X, 3, 0).values, torch.kthvalue(x, 3, 0).values,
-          **TOL[torch.float32])
+    close(torch.histc(X, bins=7), torch.histc(x, bins=7), rtol=0, atol=0)
     c = {k: v for k, v in torch.spyre.op_counts().items()
-         if k.startswith("aten::kthvalue")}
+         if k.startswith("aten::histc")}
     assert sum(v["fallback"] for v in c.values()) == 1, c
     try:
         with torch.spyre.strict():
-            torch.kthvalue(X, 3, 0)
+            torch.histc(X, bins=7)
     except RuntimeError as e:
-        assert "strict" in str(e) and "kthvalue" in str(e), e
+        assert "strict" in str(e) and "histc" in str(e), e
     else:
         raise AssertionError("strict mode let a fallback through")
     # strict mode off again: the fallback works
-    close(torch.kthvalue(X, 2, 1).values, torch.kthvalue(x, 2, 1).values,
-          **TOL[torch.float32])
+    close(torch.histc(X, bins=3, min=-1, max=1),
+          torch.histc(x, bins=3, min=-1, max=1), rtol=0, atol=0)
 
 
 # ---- generated kernels (kernels.cpp, ops_*.cpp) -------------------------------
