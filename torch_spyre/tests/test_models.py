@@ -16,9 +16,9 @@ import copy
 import functools
 import sys
 import time
-import traceback
 import warnings
 
+import ktap
 import torch
 
 warnings.simplefilter("ignore", UserWarning)
@@ -603,27 +603,5 @@ def torch_models_loss_kl_div():
                make, ("aten::exp",))
 
 
-def main(names):
-    tests = [t for t in TESTS if not names or t.__name__ in names]
-    print("KTAP version 1")
-    print(f"1..{len(tests)}")
-    failed = 0
-    for i, t in enumerate(tests, 1):
-        t0 = time.time()
-        try:
-            t()
-            ok = True
-        except Exception:       # noqa: BLE001
-            ok = False
-            for line in traceback.format_exc().splitlines():
-                print("# " + line)
-        print(f"# {t.__name__}: {time.time() - t0:.1f} s")
-        print(f"{'ok' if ok else 'not ok'} {i} {t.__name__}")
-        failed += not ok
-    print(f"# Totals: pass:{len(tests) - failed} fail:{failed} xfail:0 "
-          f"xpass:0 skip:0 error:0")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(ktap.run(ktap.select(TESTS, sys.argv[1:])))
