@@ -33,11 +33,12 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 // for 2-D @a (M, K), @b (K, N), @out (M, N), or the same with a batch dim
 // in front of all three; @self (undefined: none; ignored when beta is 0)
 // broadcasts to @out.  Products and sums wrap in int32 (int64 for int64),
-// as on the CPU.  Every tensor on @out's card with @out's dtype, any
-// strides; @out must not partially overlap an input (RuntimeError, as
-// ATen).  Returns false, with nothing done, when it does not apply (a
-// floating or bool dtype, a floating alpha or beta, another device, a
-// layout of too many dims): the caller falls back.
+// and a floating alpha or beta is truncated to an integer (0.6 is 0), as
+// on the CPU.  Every tensor on @out's card with @out's dtype, any strides;
+// @out must not partially overlap an input (RuntimeError, as ATen).
+// Returns false, with nothing done, when it does not apply (a floating or
+// bool dtype, a complex alpha or beta, another device): the caller falls
+// back.
 bool int_matmul(const at::Tensor &out, const at::Tensor &a,
 		const at::Tensor &b, const at::Tensor &self,
 		const at::Scalar &beta, const at::Scalar &alpha);

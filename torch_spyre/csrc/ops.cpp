@@ -691,7 +691,7 @@ void beta_only(const at::Tensor &c, const at::Tensor &self, float beta)
 // none) broadcast to the product's shape, beta * self + alpha * a @ b by
 // int_matmul() into @out (resized as PyTorch does) or a new tensor.  An
 // undefined result, with nothing done, when that does not apply (shapes,
-// dtypes, devices, a floating alpha or beta): the caller falls back and
+// dtypes, devices, a complex alpha or beta): the caller falls back and
 // the CPU kernel raises what PyTorch raises.
 at::Tensor int_mm(const at::Tensor *out, const at::Tensor &self,
 		  const at::Tensor &a, const at::Tensor &b,
@@ -702,8 +702,8 @@ at::Tensor int_mm(const at::Tensor *out, const at::Tensor &self,
 	if (!at::isIntegralType(dt, false) || !kgen::kdtype(dt) ||
 	    b.scalar_type() != dt || (nd != 2 && nd != 3) || b.dim() != nd ||
 	    !same_card(a, b) || a.size(-1) != b.size(-2) ||
-	    (nd == 3 && a.size(0) != b.size(0)) || alpha.isFloatingPoint() ||
-	    beta.isFloatingPoint() || alpha.isComplex() || beta.isComplex())
+	    (nd == 3 && a.size(0) != b.size(0)) || alpha.isComplex() ||
+	    beta.isComplex())
 		return {};
 	std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end());
 	shape.back() = b.size(-1);

@@ -1065,7 +1065,6 @@ bool int_matmul(const at::Tensor &out, const at::Tensor &a,
 	if (!at::isIntegralType(dt, false) || kdtype(dt) == 0 ||
 	    b.scalar_type() != dt || out.scalar_type() != dt ||
 	    (self.defined() && self.scalar_type() != dt) ||
-	    alpha.isFloatingPoint() || beta.isFloatingPoint() ||
 	    alpha.isComplex() || beta.isComplex())
 		return false;
 	for (const at::Tensor *t : {&a, &b, &self})
@@ -1086,8 +1085,11 @@ bool int_matmul(const at::Tensor &out, const at::Tensor &a,
 	int64_t sa[4] = {batched ? st(a, 0) : 0, st(a, -2), 0, st(a, -1)};
 	int64_t sb[4] = {batched ? st(b, 0) : 0, 0, st(b, -1), st(b, -2)};
 	int64_t so[4] = {batched ? st(out, 0) : 0, st(out, -2), st(out, -1), 0};
-	bool has_self = self.defined() && !(beta.isIntegral(true) &&
-					    beta.toLong() == 0);
+	// alpha and beta truncated to integers, as the CPU kernel's
+	// Scalar::to<scalar_t>() does (0.6 is 0)
+	int64_t ibeta = beta.isFloatingPoint() ?
+			static_cast<int64_t>(beta.toDouble()) : beta.toLong();
+	bool has_self = self.defined() && ibeta != 0;
 	at::Tensor sv;
 	int64_t ss[4] = {0, 0, 0, 0};
 	if (has_self) {
