@@ -24,12 +24,14 @@
 //
 // The modules' fast paths in eval (nn.MultiheadAttention,
 // nn.TransformerEncoderLayer): _transform_bias_rescale_qkv, _masked_softmax
-// and its backward as compositions of native ops, and ATen's own
+// and its backward, _addmm_activation (the feed-forward's fused linear) as
+// compositions of native ops, and ATen's own
 // device-generic _native_multi_head_attention and
 // _transformer_encoder_layer_fwd registered for the card.
 #include "kernels.h"
 
 #include <ATen/SDPBackend.h>
+#include <ATen/native/Resize.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_native_multi_head_attention_native.h>
 #include <ATen/ops/_transformer_encoder_layer_fwd_native.h>
@@ -604,6 +606,50 @@ at::Tensor k_masked_softmax_backward(const at::Tensor &grad,
 	return grad.dim() ? r : r.view({});
 }
 
+// The fused linear + activation of the encoder layer's feed-forward
+// (ATen's _addmm_activation): addmm on the card's GEMM, then relu or gelu
+// (the exact form, as the CPU kernel) in place.
+bool addmm_act_ok(const at::Tensor &self, const at::Tensor &m1,
+		  const at::Tensor &m2)
+{
+	return self.device() == m1.device() && m2.device() == m1.device() &&
+	       sdpa_dtype(m1.scalar_type()) &&
+	       self.scalar_type() == m1.scalar_type() &&
+	       m2.scalar_type() == m1.scalar_type();
+}
+
+at::Tensor k_addmm_activation(const at::Tensor &self, const at::Tensor &m1,
+			      const at::Tensor &m2, const at::Scalar &beta,
+			      const at::Scalar &alpha, bool use_gelu)
+{
+	if (!addmm_act_ok(self, m1, m2))
+		return SPYRE_FALLBACK(_addmm_activation, self, m1, m2, beta,
+				      alpha, use_gelu);
+	c10::DeviceGuard guard(m1.device());
+	count_native("aten::_addmm_activation");
+	at::Tensor r = at::addmm(self, m1, m2, beta, alpha);
+	return use_gelu ? at::gelu_(r) : at::relu_(r);
+}
+
+at::Tensor &k_addmm_activation_out(const at::Tensor &self,
+				   const at::Tensor &m1, const at::Tensor &m2,
+				   const at::Scalar &beta,
+				   const at::Scalar &alpha, bool use_gelu,
+				   at::Tensor &out)
+{
+	if (!addmm_act_ok(self, m1, m2) || out.device() != m1.device() ||
+	    out.scalar_type() != m1.scalar_type())
+		return SPYRE_FALLBACK2(_addmm_activation, out, self, m1, m2,
+				       beta, alpha, use_gelu, out);
+	c10::DeviceGuard guard(m1.device());
+	count_native("aten::_addmm_activation.out");
+	at::Tensor r = at::addmm(self, m1, m2, beta, alpha);
+	r = use_gelu ? at::gelu_(r) : at::relu_(r);
+	at::native::resize_output(out, r.sizes());
+	out.copy_(r);
+	return out;
+}
+
 // ATen's device-generic fast paths, counted as the card's.
 std::tuple<at::Tensor, at::Tensor>
 k_native_mha(const at::Tensor &query, const at::Tensor &key,
@@ -660,6 +706,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	       TORCH_FN(k_transform_bias_rescale_qkv));
 	m.impl("_masked_softmax", TORCH_FN(k_masked_softmax));
 	m.impl("_masked_softmax_backward", TORCH_FN(k_masked_softmax_backward));
+	m.impl("_addmm_activation", TORCH_FN(k_addmm_activation));
+	m.impl("_addmm_activation.out", TORCH_FN(k_addmm_activation_out));
 	m.impl("_native_multi_head_attention", TORCH_FN(k_native_mha));
 	m.impl("_transformer_encoder_layer_fwd", TORCH_FN(k_encoder_layer));
 }
