@@ -106,9 +106,12 @@ NATIVE = {
     ],
     # the foreach ops of torch.optim (ops_foreach.cpp); the database's
     # foreach OpInfos call the functional variants.  Not listed yet:
-    # _foreach_add and _foreach_sub (their float32 samples pass, their
-    # float16 and bfloat16 samples, lists with alpha 3.14, differ from the
-    # CPU's beyond the tolerance: to be found) and _foreach_norm (ATen's
+    # _foreach_add and _foreach_sub (float32 passes; in float16 and
+    # bfloat16 the card computes x + alpha * y in float32 and rounds once,
+    # as CUDA's foreach kernels, while the CPU rounds alpha * y to the
+    # dtype first: with the samples' alpha 3.14 and cancelling terms that
+    # differs beyond the tolerance; matching it means rounding the product
+    # as ops_pointwise's F_ROUNDSTEPS does) and _foreach_norm (ATen's
     # per-tensor linalg_vector_norm with a dtype falls back).
     "foreach": [
         "_foreach_mul", "_foreach_div", "_foreach_maximum",
