@@ -3712,7 +3712,12 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
 }
 
 #ifdef HOST_X86_64
-static __attribute__((target("avx2,fma,prefer-vector-width=128")))
+#ifdef __clang__     /* clang 14 (the fuzz and TSan builds) has no width key */
+#define KRUN_AVX2   "avx2,fma"
+#else
+#define KRUN_AVX2   "avx2,fma,prefer-vector-width=128"
+#endif
+static __attribute__((target(KRUN_AVX2)))
 uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g,
                    unsigned int isa)
 {

@@ -33,6 +33,10 @@
 #include "spyre-kernel.h"
 #include "spyre-kmath.h"
 
+#ifdef HOST_X86_64
+#include <cpuid.h>
+#endif
+
 /* ---- Constants (binary64, rounded to nearest) --------------------------- */
 
 /* ln 2 in two parts (fdlibm's): LN2_HI has 32 trailing zero bits. */
@@ -130,13 +134,6 @@ static inline double kexp_core(double x)
     p = p * r + 1.0;
     p = p * r + 1.0;
     return p * pow2i(k / 2) * pow2i(k - k / 2);
-}
-
-/* e^x for any double x (inf beyond 800, 0 below -800, NaN: 1). */
-static inline double kexp(double x)
-{
-    x = x == x ? x : 0.0;
-    return kexp_core(x > 800.0 ? 800.0 : x < -800.0 ? -800.0 : x);
 }
 
 /* e^x for finite x; clamps far outside (the scalar part 1 form). */
@@ -862,9 +859,13 @@ unsigned int spyre_kmath_isas(void)
     unsigned int m = 1u << SPYRE_KISA_GENERIC;
 
 #ifdef HOST_X86_64
+    /* clang 14's __builtin_cpu_supports() knows no "f16c": CPUID 1 */
+    unsigned int a, b, c, d;
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+        f16c) {
         m |= 1u << SPYRE_KISA_AVX2;
         if (__builtin_cpu_supports("avx512f") &&
             __builtin_cpu_supports("avx512dq") &&
@@ -881,7 +882,11 @@ unsigned int spyre_kmath_isas(void)
 typedef void KLanesFn(KLANES_ARGS);
 
 #ifdef HOST_X86_64
+#ifdef __clang__     /* clang 14 (the fuzz and TSan builds) has no width key */
+#define KAVX512     "avx512f,avx512dq,avx512vl,avx2,fma"
+#else
 #define KAVX512     "avx512f,avx512dq,avx512vl,avx2,fma,prefer-vector-width=512"
+#endif
 #define KDEF_AVX2(name) \
 static __attribute__((target("avx2,fma"))) void name##_avx2(KLANES_ARGS) \
 { \
