@@ -106,8 +106,7 @@ NATIVE = {
         "index_add", "index_copy", "nn.functional.embedding", "flip", "roll",
         "cat", "stack", "masked_fill", "constant_pad_nd", "repeat",
         "index_put", "nonzero", "masked_select", "masked_scatter",
-        "repeat_interleave", "nn.functional.pad.reflect",
-        "nn.functional.pad.replicate", "nn.functional.pad.circular",
+        "repeat_interleave", "nn.functional.pad.circular",
     ],
     # a bitonic network of kernel launches, and binary searches
     # (ops_sort.cpp)
@@ -333,8 +332,8 @@ def _select_dim(name, sample):
                 kw.get("keepdim", a[2] if len(a) > 2 else False))
     if not a and "dim" not in kw:
         return None
-    return kw.get("dim", a[0]), kw.get("keepdim", a[1] if len(a) > 1
-                                       else False)
+    dim = kw["dim"] if "dim" in kw else a[0]
+    return dim, kw.get("keepdim", a[1] if len(a) > 1 else False)
 
 
 def compare_selection(name, sample, got, want, dtype):
