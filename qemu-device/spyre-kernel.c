@@ -3712,10 +3712,10 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
 }
 
 #ifdef HOST_X86_64
-#ifdef __clang__     /* clang 14 (the fuzz and TSan builds) has no width key */
-#define KRUN_AVX2   "avx2,fma"
-#else
+#ifdef SPYRE_TARGET_WIDTH   /* see meson.build */
 #define KRUN_AVX2   "avx2,fma,prefer-vector-width=128"
+#else
+#define KRUN_AVX2   "avx2,fma"
 #endif
 static __attribute__((target(KRUN_AVX2)))
 uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g,

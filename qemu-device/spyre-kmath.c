@@ -882,10 +882,10 @@ unsigned int spyre_kmath_isas(void)
 typedef void KLanesFn(KLANES_ARGS);
 
 #ifdef HOST_X86_64
-#ifdef __clang__     /* clang 14 (the fuzz and TSan builds) has no width key */
-#define KAVX512     "avx512f,avx512dq,avx512vl,avx2,fma"
-#else
+#ifdef SPYRE_TARGET_WIDTH   /* see meson.build */
 #define KAVX512     "avx512f,avx512dq,avx512vl,avx2,fma,prefer-vector-width=512"
+#else
+#define KAVX512     "avx512f,avx512dq,avx512vl,avx2,fma"
 #endif
 #define KDEF_AVX2(name) \
 static __attribute__((target("avx2,fma"))) void name##_avx2(KLANES_ARGS) \
