@@ -178,6 +178,19 @@ CacheStats cache_stats();
 
 // ---- iteration spaces --------------------------------------------------------
 
+// Elements @t spans from its first one: the extent of an operand that is
+// @t (its strides non-negative); 0 when @t is empty.
+inline uint64_t span(const at::Tensor &t)
+{
+	if (t.numel() == 0)
+		return 0;
+	uint64_t e = 1;
+	for (int64_t d = 0; d < t.dim(); d++)
+		e += static_cast<uint64_t>(t.size(d) - 1) *
+		     static_cast<uint64_t>(t.stride(d));
+	return e;
+}
+
 // Up to kMaxOps operands over a shape of up to kMaxDims dims, some of them
 // reduction dims.  collapse() drops size-1 dims and merges neighbours
 // (within the pointwise dims and within the reduction dims, keeping the

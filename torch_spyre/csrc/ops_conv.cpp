@@ -58,18 +58,6 @@ struct Geo {
 	}
 };
 
-// Elements a tensor spans from its first one (non-negative strides).
-uint64_t span(const at::Tensor &t)
-{
-	if (t.numel() == 0)
-		return 0;
-	uint64_t e = 1;
-	for (int64_t i = 0; i < t.dim(); i++)
-		e += static_cast<uint64_t>(t.size(i) - 1) *
-		     static_cast<uint64_t>(t.stride(i));
-	return e;
-}
-
 // The columns of N images of C channels: element (n, c, t, j) (t the
 // window offset, j the window position, each over the D dims) at
 // col[((c * kvol + t) * N + n) * npos + j], a [C * kvol, N * npos] matrix.

@@ -562,18 +562,6 @@ int build_nll(struct spyre_kernel **kp, const void *ctx)
 	return spyre_kernel_error(b.k);
 }
 
-// Elements @t spans from its first one (strides are non-negative here).
-uint64_t span(const at::Tensor &t)
-{
-	if (t.numel() == 0)
-		return 0;
-	uint64_t e = 1;
-	for (int64_t d = 0; d < t.dim(); d++)
-		e += static_cast<uint64_t>(t.size(d) - 1) *
-		     static_cast<uint64_t>(t.stride(d));
-	return e;
-}
-
 // Launch an nll kernel over the sample space @shape (forward) or the
 // sample space and the class dim last (backward).  @strided are the
 // operands with strides over the space (@st, one row each), @ops every

@@ -261,13 +261,6 @@ void run_pool(Mode m, const Pool &g, const at::Tensor &rd, const at::Tensor &out
 		L.l.size[i] = static_cast<uint64_t>(out.size(i));
 	for (int i = 0; i < kD; i++)
 		L.l.size[SPYRE_KDIM_R0 + i] = static_cast<uint64_t>(g.R[i]);
-	auto span = [](const at::Tensor &t) {
-		uint64_t e = 1;
-		for (int64_t i = 0; i < t.dim(); i++)
-			e += static_cast<uint64_t>(t.size(i) - 1) *
-			     static_cast<uint64_t>(t.stride(i));
-		return t.numel() ? e : 0;
-	};
 	L.operand(0, rd, span(rd));
 	if (m == MAX_BWD) {
 		L.operand(1, ind, span(ind));

@@ -174,18 +174,6 @@ int build_cell(struct spyre_kernel **kp, const void *ctx)
 	return spyre_kernel_error(b.k);
 }
 
-// Elements @t spans from its first one (strides are non-negative here).
-uint64_t span(const at::Tensor &t)
-{
-	if (t.numel() == 0)
-		return 0;
-	uint64_t e = 1;
-	for (int64_t d = 0; d < t.dim(); d++)
-		e += static_cast<uint64_t>(t.size(d) - 1) *
-		     static_cast<uint64_t>(t.stride(d));
-	return e;
-}
-
 // A (B, G*H) tensor as an operand over (B, H).
 CellOp gates(const at::Tensor &t, int64_t H)
 {

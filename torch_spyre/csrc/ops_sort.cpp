@@ -821,13 +821,6 @@ bool search_into(const at::Tensor &seq, const at::Tensor &x, bool right,
 		return false;
 	unsigned int np = static_cast<unsigned int>(s.np);
 	unsigned int nops = sorter.defined() ? 4 : 3;
-	auto span = [](const at::Tensor &t) {
-		uint64_t e = 1;
-		for (int64_t d = 0; d < t.dim(); d++)
-			e += static_cast<uint64_t>(t.size(d) - 1) *
-			     static_cast<uint64_t>(t.stride(d));
-		return e;
-	};
 	Launch L;
 	L.params[0] = static_cast<uint64_t>(n);
 	L.params[1] = static_cast<uint64_t>(seq.stride(-1));
