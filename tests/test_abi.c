@@ -184,7 +184,7 @@ TEST_F(so, symbol_versions_0_8)
 TEST_F(so, symbol_versions_0_9)
 {
 	static const char *const v09_syms[] = {
-		"spyre_kernel_rand", "spyre_kernel_scan",
+		"spyre_kernel_dtype_type", "spyre_kernel_rand", "spyre_kernel_scan",
 		"spyre_kernel_scatter", "spyre_ref_philox4x32_10",
 		"spyre_stream_enqueued", "spyre_stream_flush",
 		"spyre_stream_set_batch", "spyre_stream_timestamp",

@@ -280,6 +280,14 @@ TEST(builder_refusals)
 	EXPECT_EQ(1, i);
 	EXPECT_EQ(SPYRE_KTYPE_F32, spyre_kernel_type(k, f));
 	EXPECT_EQ(-EINVAL, spyre_kernel_type(k, 2));
+	EXPECT_EQ(SPYRE_KTYPE_I32, spyre_kernel_dtype_type(SPYRE_DTYPE_U8));
+	EXPECT_EQ(SPYRE_KTYPE_I32, spyre_kernel_dtype_type(SPYRE_DTYPE_INT16));
+	EXPECT_EQ(SPYRE_KTYPE_I64, spyre_kernel_dtype_type(SPYRE_DTYPE_INT64));
+	EXPECT_EQ(SPYRE_KTYPE_BOOL, spyre_kernel_dtype_type(SPYRE_DTYPE_BOOL));
+	EXPECT_EQ(SPYRE_KTYPE_F32, spyre_kernel_dtype_type(SPYRE_DTYPE_BF16));
+	EXPECT_EQ(SPYRE_KTYPE_F32,
+		  spyre_kernel_dtype_type(SPYRE_DTYPE_FP8_E5M2));
+	EXPECT_EQ(SPYRE_KTYPE_NONE, spyre_kernel_dtype_type(0xff));
 	EXPECT_EQ(-EINVAL, spyre_kernel_op(k, SPYRE_KOP_ADD, 0, f, i, NONE));
 	EXPECT_EQ(-EINVAL, spyre_kernel_error(k));
 	EXPECT_EQ(-EINVAL, spyre_kernel_param(k, SPYRE_KTYPE_F32, 0));

@@ -75,6 +75,11 @@ SPYRE_API int spyre_kernel_type(const struct spyre_kernel *k, int v)
 	return k->v.vtype[v];
 }
 
+SPYRE_API unsigned int spyre_kernel_dtype_type(uint32_t dtype)
+{
+	return spyre__kdtype_vtype(dtype);
+}
+
 static int fail(struct spyre_kernel *k, int err)
 {
 	if (!k->error)

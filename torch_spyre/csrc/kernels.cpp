@@ -21,23 +21,6 @@ namespace kgen {
 
 // ---- dtypes ------------------------------------------------------------------
 
-uint32_t vtype(uint32_t dtype)
-{
-	switch (dtype) {
-	case SPYRE_DTYPE_U8:
-	case SPYRE_DTYPE_INT8:
-	case SPYRE_DTYPE_INT16:
-	case SPYRE_DTYPE_INT32:
-		return SPYRE_KTYPE_I32;
-	case SPYRE_DTYPE_INT64:
-		return SPYRE_KTYPE_I64;
-	case SPYRE_DTYPE_BOOL:
-		return SPYRE_KTYPE_BOOL;
-	default:
-		return SPYRE_KTYPE_F32;
-	}
-}
-
 uint32_t kdtype(at::ScalarType t)
 {
 	switch (t) {

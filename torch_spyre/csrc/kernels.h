@@ -52,7 +52,10 @@ constexpr int kMaxOps = 8;		// tensor operands of one iteration space
 // ---- dtypes ------------------------------------------------------------------
 
 // SPYRE_KTYPE_* of the values of card dtype @dtype (SPYRE_DTYPE_*).
-uint32_t vtype(uint32_t dtype);
+inline uint32_t vtype(uint32_t dtype)
+{
+	return spyre_kernel_dtype_type(dtype);
+}
 
 // The card dtype of @t for a KERNEL operand (every card dtype, the integer
 // and bool ones included), or 0.

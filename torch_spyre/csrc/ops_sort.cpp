@@ -306,6 +306,52 @@ bool sort_rows(const at::Tensor &x, int64_t dim, bool desc, Work &w)
 
 // ---- reading the work copy out ------------------------------------------------------
 
+// In a pick program (operands: the work copy's keys and indices, then
+// values and indices out), load the key and index at work element @ok and
+// store them, converted to @v_dt and @i_dt, at the point's offsets into
+// values and indices (their strides: params @first + np and @first + 2 np).
+void store_pick(B &b, int np, unsigned int first, int ok, uint32_t v_dt,
+		uint32_t i_dt)
+{
+	unsigned int n = static_cast<unsigned int>(np);
+	int v = spyre_kernel_load(b.k, 0, ok, NONE, NONE);
+	int i = spyre_kernel_load(b.k, 1, ok, NONE, NONE);
+	spyre_kernel_store(b.k, 2, point_offset(b, np, first + n),
+			   b.cvt(v, vtype(v_dt)), NONE, 0);
+	spyre_kernel_store(b.k, 3, point_offset(b, np, first + 2 * n),
+			   b.cvt(i, vtype(i_dt)), NONE, 0);
+}
+
+// @s: the points of @vals with the strides of the work copy (@kst, one per
+// dim of @vals), @vals and @idx, collapsed; false if that fails.
+bool pick_space(Space &s, const std::vector<int64_t> &kst,
+		const at::Tensor &vals, const at::Tensor &idx)
+{
+	std::vector<int64_t> vst(vals.strides().begin(), vals.strides().end());
+	std::vector<int64_t> ist(idx.strides().begin(), idx.strides().end());
+	s.init(vals.sizes());
+	s.add_strides(kst.data());
+	s.add_strides(vst.data());
+	s.add_strides(ist.data());
+	return s.collapse();
+}
+
+// A pick launch's operands (@w's work copy, @vals, @idx), the strides of
+// space @s from param @first, and its sizes.
+void pick_launch(Launch &L, const Work &w, const at::Tensor &vals,
+		 const at::Tensor &idx, const Space &s, unsigned int first)
+{
+	unsigned int np = static_cast<unsigned int>(s.np);
+	uint64_t wext = static_cast<uint64_t>(w.rows * w.n2);
+	L.operand(0, w.kv, wext);
+	L.operand(1, w.ki, wext);
+	L.operand(2, vals, s.extent(1));
+	L.operand(3, idx, s.extent(2));
+	for (int o = 0; o < 3; o++)
+		L.strides(s, o, first + o * np);
+	L.sizes(s);
+}
+
 struct EmitBuild {
 	int np;
 	uint32_t k_dt, v_dt, i_dt;
@@ -325,12 +371,7 @@ int build_emit(struct spyre_kernel **kp, const void *ctx)
 		return rc;
 	B b{*kp};
 	int ok = b.add(point_offset(b, p.np, kEmitStrides), b.param(I, 0));
-	int v = spyre_kernel_load(b.k, 0, ok, NONE, NONE);
-	int i = spyre_kernel_load(b.k, 1, ok, NONE, NONE);
-	spyre_kernel_store(b.k, 2, point_offset(b, p.np, kEmitStrides + np),
-			   b.cvt(v, vtype(p.v_dt)), NONE, 0);
-	spyre_kernel_store(b.k, 3, point_offset(b, p.np, kEmitStrides + 2 * np),
-			   b.cvt(i, vtype(p.i_dt)), NONE, 0);
+	store_pick(b, p.np, kEmitStrides, ok, p.v_dt, p.i_dt);
 	return spyre_kernel_error(b.k);
 }
 
@@ -342,15 +383,8 @@ bool emit(const Work &w, const at::Tensor &vals, const at::Tensor &idx,
 	if (vals.numel() == 0)
 		return true;
 	int card = vals.device().index();
-	std::vector<int64_t> kst = work_strides(w);
-	std::vector<int64_t> vst(vals.strides().begin(), vals.strides().end());
-	std::vector<int64_t> ist(idx.strides().begin(), idx.strides().end());
 	Space s;
-	s.init(vals.sizes());
-	s.add_strides(kst.data());
-	s.add_strides(vst.data());
-	s.add_strides(ist.data());
-	if (!s.collapse())
+	if (!pick_space(s, work_strides(w), vals, idx))
 		return false;
 	EmitBuild eb{s.np, kdtype(w.kv.scalar_type()), kdtype(vals.scalar_type()),
 		     kdtype(idx.scalar_type())};
@@ -364,16 +398,9 @@ bool emit(const Work &w, const at::Tensor &vals, const at::Tensor &idx,
 	if (prog->err < 0)
 		return false;
 	unsigned int np = static_cast<unsigned int>(s.np);
-	uint64_t wext = static_cast<uint64_t>(w.rows * w.n2);
 	Launch L;
 	L.params[0] = static_cast<uint64_t>(pos);
-	L.operand(0, w.kv, wext);
-	L.operand(1, w.ki, wext);
-	L.operand(2, vals, s.extent(1));
-	L.operand(3, idx, s.extent(2));
-	for (int o = 0; o < 3; o++)
-		L.strides(s, o, kEmitStrides + o * np);
-	L.sizes(s);
+	pick_launch(L, w, vals, idx, s, kEmitStrides);
 	run(card, prog, L, 4, kEmitStrides + 3 * np);
 	return true;
 }
@@ -417,13 +444,7 @@ int build_median(struct spyre_kernel **kp, const void *ctx)
 		pos = b.sel(b.cmp(SPYRE_KCMP_GT, nan, b.c(I, 0)), b.sub(n, nan),
 			    b.op(SPYRE_KOP_TRUNCDIV, b.sub(n, one), two));
 	}
-	int ok = b.add(base, pos);
-	int v = spyre_kernel_load(b.k, 0, ok, NONE, NONE);
-	int i = spyre_kernel_load(b.k, 1, ok, NONE, NONE);
-	spyre_kernel_store(b.k, 2, point_offset(b, p.np, kMedStrides + np),
-			   b.cvt(v, vtype(p.v_dt)), NONE, 0);
-	spyre_kernel_store(b.k, 3, point_offset(b, p.np, kMedStrides + 2 * np),
-			   b.cvt(i, vtype(p.i_dt)), NONE, 0);
+	store_pick(b, p.np, kMedStrides, b.add(base, pos), p.v_dt, p.i_dt);
 	return spyre_kernel_error(b.k);
 }
 
@@ -440,14 +461,8 @@ bool emit_median(const Work &w, const at::Tensor &vals, const at::Tensor &idx,
 	int card = vals.device().index();
 	std::vector<int64_t> kst = work_strides(w);
 	kst.pop_back();
-	std::vector<int64_t> vst(vals.strides().begin(), vals.strides().end());
-	std::vector<int64_t> ist(idx.strides().begin(), idx.strides().end());
 	Space s;
-	s.init(vals.sizes());
-	s.add_strides(kst.data());
-	s.add_strides(vst.data());
-	s.add_strides(ist.data());
-	if (!s.collapse())
+	if (!pick_space(s, kst, vals, idx))
 		return false;
 	MedianBuild mb{s.np, kdtype(vals.scalar_type()),
 		       kdtype(idx.scalar_type()), ignore_nan};
@@ -461,16 +476,9 @@ bool emit_median(const Work &w, const at::Tensor &vals, const at::Tensor &idx,
 	if (prog->err < 0)
 		return false;
 	unsigned int np = static_cast<unsigned int>(s.np);
-	uint64_t wext = static_cast<uint64_t>(w.rows * w.n2);
 	Launch L;
 	L.params[0] = static_cast<uint64_t>(w.n);
-	L.operand(0, w.kv, wext);
-	L.operand(1, w.ki, wext);
-	L.operand(2, vals, s.extent(1));
-	L.operand(3, idx, s.extent(2));
-	for (int o = 0; o < 3; o++)
-		L.strides(s, o, kMedStrides + o * np);
-	L.sizes(s);
+	pick_launch(L, w, vals, idx, s, kMedStrides);
 	L.l.nrdims = 1;
 	L.l.size[SPYRE_KDIM_R0] = static_cast<uint64_t>(w.n);
 	run(card, prog, L, 4, kMedStrides + 3 * np);

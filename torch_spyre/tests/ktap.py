@@ -3,9 +3,33 @@ one ``ok``/``not ok`` line each with its time, and a ``# Totals:`` line that
 scripts/run-tests.sh counts.  Shared by test_torch.py (the whole suite) and
 the files that also run on their own (test_conv.py, test_opinfo.py)."""
 
+import contextlib
+import functools
 import sys
 import time
 import traceback
+
+
+def registry(tests, context=contextlib.nullcontext):
+    """A ``@test`` decorator that appends each function it decorates to
+    @tests (the list run() takes).  @context: a function returning the
+    context manager the test runs in (entered and left around each run,
+    since test_torch.py runs every file's tests in one process)."""
+    def test(fn):
+        @functools.wraps(fn)
+        def run():
+            with context():
+                return fn()
+        tests.append(run)
+        return run
+    return test
+
+
+def without_onednn():
+    """The context of tests whose CPU reference runs with oneDNN off (the
+    guest's CPU model lacks what oneDNN's convolutions want)."""
+    import torch
+    return torch.backends.mkldnn.flags(enabled=False)
 
 
 def select(tests, names):

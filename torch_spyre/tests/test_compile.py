@@ -22,6 +22,7 @@ import sys
 import time
 import warnings
 
+import ktap
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -32,9 +33,7 @@ TESTS = []
 TOL = dict(rtol=1e-4, atol=1e-4)
 
 
-def test(fn):
-    TESTS.append(fn)
-    return fn
+test = ktap.registry(TESTS)
 
 
 def C():

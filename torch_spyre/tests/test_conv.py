@@ -11,7 +11,6 @@ rounded once (the card accumulates in float32 and rounds at the store).
     python3 test_conv.py [NAME...]      these tests alone
 """
 
-import functools
 import sys
 import time
 import warnings
@@ -29,16 +28,7 @@ TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4),
        torch.bfloat16: dict(rtol=2e-2, atol=2e-2)}
 
 
-def test(fn):
-    """Register ``fn``; it runs with oneDNN off (the CPU reference), which
-    is restored after it (test_torch.py runs other tests in this
-    process)."""
-    @functools.wraps(fn)
-    def run():
-        with torch.backends.mkldnn.flags(enabled=False):
-            return fn()
-    TESTS.append(run)
-    return run
+test = ktap.registry(TESTS, ktap.without_onednn)
 
 
 def native(fn, *ops):

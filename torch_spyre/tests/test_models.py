@@ -13,7 +13,6 @@ Each family keeps its tests in its own section below.
 """
 
 import copy
-import functools
 import sys
 import time
 import warnings
@@ -26,16 +25,7 @@ warnings.simplefilter("ignore", UserWarning)
 TESTS = []
 
 
-def test(fn):
-    """Register ``fn``; it runs with oneDNN off (the CPU reference), which
-    is restored after it (test_torch.py runs other tests in this
-    process)."""
-    @functools.wraps(fn)
-    def run():
-        with torch.backends.mkldnn.flags(enabled=False):
-            return fn()
-    TESTS.append(run)
-    return run
+test = ktap.registry(TESTS, ktap.without_onednn)
 
 
 def strict_counts(fn):

@@ -18,6 +18,8 @@ import sys
 import time
 import warnings
 
+import ktap
+
 T0 = time.time()
 import torch  # noqa: E402  (the entry point registers spyre here)
 IMPORT_S = time.time() - T0
@@ -36,9 +38,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 FALLBACK_OPS = {}       # model name -> ops it needed from the CPU fallback
 
 
-def test(fn):
-    TESTS.append(fn)
-    return fn
+test = ktap.registry(TESTS)
 
 
 def close(got, want, **tol):
@@ -2026,7 +2026,6 @@ TESTS[_i:_i] = _MODEL_TESTS
 # test_dist.py (copied next to this file) holds the torch_dist_* tests: this
 # process is rank 0, a worker spawned when the run starts is rank 1.
 
-import ktap  # noqa: E402
 import test_dist  # noqa: E402
 
 _i = TESTS.index(torch_sticky_error)

@@ -2056,6 +2056,18 @@ SPYRE_API int spyre_kernel_error(const struct spyre_kernel *k);
 SPYRE_API int spyre_kernel_type(const struct spyre_kernel *k, int v);
 
 /**
+ * spyre_kernel_dtype_type() - the value type of an operand dtype: the
+ * SPYRE_KTYPE_* a LOAD of an operand of @dtype yields and a STORE to it
+ * takes.
+ * @dtype: SPYRE_DTYPE_*.
+ *
+ * Returns SPYRE_KTYPE_I32 for U8, INT8, INT16 and INT32, _I64 for INT64,
+ * _BOOL for BOOL, _F32 for the float dtypes, SPYRE_KTYPE_NONE for a dtype
+ * a kernel operand cannot have.
+ */
+SPYRE_API unsigned int spyre_kernel_dtype_type(uint32_t dtype);
+
+/**
  * spyre_kernel_const() - a constant (CONST).
  * @k: the builder.
  * @type: SPYRE_KTYPE_BOOL, _I32, _I64 or _F32.
