@@ -1573,6 +1573,25 @@ KDEF_F(kf_add, x + y)
 KDEF_F(kf_sub, x - y)
 KDEF_F(kf_mul, x * y)
 KDEF_F(kf_div, x / y)
+
+/* The same with one y for every lane (a point value over one point's). */
+#define KDEF_FS(name, EXPR) \
+static inline KALWAYS void name(float *restrict ds, const float *restrict xs, \
+                                float y, uint32_t n) \
+{ \
+    size_t j; \
+    \
+    KFOR(j, n, { \
+        float x = xs[j], res = (EXPR); \
+        \
+        ds[j] = u2f(ksel(kmask(res != res), CANON_NAN, f2u(res))); \
+    }); \
+}
+
+KDEF_FS(kfs_add, x + y)
+KDEF_FS(kfs_sub, x - y)
+KDEF_FS(kfs_mul, x * y)
+KDEF_FS(kfs_div, x / y)
 KDEF_F(kf_max, fminmax(x, y, true, false))
 KDEF_F(kf_max_ign, fminmax(x, y, true, true))
 KDEF_F(kf_min, fminmax(x, y, false, false))
@@ -1731,9 +1750,35 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
     float *df = dv;
     const void *a = NULL, *b = NULL, *c = NULL;
     const float *af, *bf;
+    /*
+     * ADD, SUB, MUL, DIV of f32 whose second source is a point value
+     * over one point's lanes: that one value (@bs), no lanes filled.
+     */
+    bool bs = in->op >= SPYRE_KOP_ADD && in->op <= SPYRE_KOP_DIV &&
+              T == KF32 && (in->bcast & 2) && n &&
+              klpt(r, 0) == klpt(r, n - 1);
 
     if (in->a != KNONE) {
         a = ksrc(r, in, 0, in->a);
+    }
+    if (bs) {
+        float y = ((const float *)VS(r, in->b))[klpt(r, 0)];
+
+        switch (in->op) {
+        case SPYRE_KOP_ADD:
+            kfs_add(df, a, y, n);
+            break;
+        case SPYRE_KOP_SUB:
+            kfs_sub(df, a, y, n);
+            break;
+        case SPYRE_KOP_MUL:
+            kfs_mul(df, a, y, n);
+            break;
+        default:
+            kfs_div(df, a, y, n);
+            break;
+        }
+        return;
     }
     if (in->b != KNONE && in->op != SPYRE_KOP_CONST) {
         b = ksrc(r, in, 1, in->b);
