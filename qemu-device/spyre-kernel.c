@@ -2139,8 +2139,9 @@ static inline uint16_t kf2bf(float f)
  * requires F16C for it): VCVTPH2PS and VCVTPS2PH (to nearest even, from
  * the immediate) give exactly kh2f() and kf2h() for every input, NaNs
  * quietened with their payload kept (spyre-kbench check sweeps every
- * fp16 value and every f32 rounding case).  128-bit vectors, as
- * krun_avx2.  Tails go through the portable conversions.
+ * fp16 value and every f32 rounding case).  256-bit vectors of f32 (GCC
+ * ends each function with VZEROUPPER).  Tails go through the portable
+ * conversions.
  */
 static __attribute__((target("avx2,f16c"))) void
 kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
@@ -2150,8 +2151,7 @@ kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
     for (j = 0; j + 8 <= n; j += 8) {
         __m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * j));
 
-        _mm_storeu_ps(d + j, _mm_cvtph_ps(h));
-        _mm_storeu_ps(d + j + 4, _mm_cvtph_ps(_mm_srli_si128(h, 8)));
+        _mm256_storeu_ps(d + j, _mm256_cvtph_ps(h));
     }
     for (; j < n; j++) {
         uint16_t h;
@@ -2167,12 +2167,9 @@ kstore_fp16_f16c(uint8_t *restrict p, const float *restrict v, uint32_t n)
     uint32_t j;
 
     for (j = 0; j + 8 <= n; j += 8) {
-        __m128i lo = _mm_cvtps_ph(_mm_loadu_ps(v + j),
-                                  _MM_FROUND_TO_NEAREST_INT);
-        __m128i hi = _mm_cvtps_ph(_mm_loadu_ps(v + j + 4),
-                                  _MM_FROUND_TO_NEAREST_INT);
-
-        _mm_storeu_si128((__m128i *)(p + 2 * j), _mm_unpacklo_epi64(lo, hi));
+        _mm_storeu_si128((__m128i *)(p + 2 * j),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(v + j),
+                                         _MM_FROUND_TO_NEAREST_INT));
     }
     for (; j < n; j++) {
         uint16_t h = kf2h(v[j]);
