@@ -948,6 +948,7 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
     r->io = io;
     r->vl = vl;
     r->tile = tile;
+    r->row = false;
     r->status = 0;
     r->detail = r->detail2 = 0;
     return true;
@@ -960,13 +961,24 @@ void spyre_kernel_free(SpyreKRun *r)
     r->bytes = 0;
 }
 
+/* Pass lane @j's point in the tile and its reduction index. */
+static inline uint32_t klpt(const SpyreKRun *r, uint32_t j)
+{
+    return r->row ? r->row_pt : r->lpt[j];
+}
+
+static inline uint64_t klr(const SpyreKRun *r, uint32_t j)
+{
+    return r->row ? r->row_r0 + j : r->lr[j];
+}
+
 /* Record an error at lane @j of instruction @idx if it comes first. */
 static void kerr(SpyreKRun *r, uint32_t idx, uint32_t j, uint32_t st,
                  uint64_t detail, uint64_t detail2, bool fault)
 {
     uint64_t key[4] = {
-        r->pt0 + (r->in_pass ? r->lpt[j] : j), r->p->inst[idx].sec,
-        r->in_pass ? r->lr[j] : 0, idx
+        r->pt0 + (r->in_pass ? klpt(r, j) : j), r->p->inst[idx].sec,
+        r->in_pass ? klr(r, j) : 0, idx
     };
     int i;
 
@@ -990,7 +1002,7 @@ static void kerr(SpyreKRun *r, uint32_t idx, uint32_t j, uint32_t st,
 /* Point index (in the launch) and reduction index of lane @j. */
 static inline uint64_t lane_pt(const SpyreKRun *r, uint32_t j)
 {
-    return r->pt0 + (r->in_pass ? r->lpt[j] : j);
+    return r->pt0 + (r->in_pass ? klpt(r, j) : j);
 }
 
 /* Lanes [0, @n) of @d, a value of type @t, all @x (its low bytes). */
@@ -1044,15 +1056,16 @@ static inline KALWAYS const void *ksrc(SpyreKRun *r, const SpyreKInst *in,
         }
         return s;
     }
-    if (n && r->lpt[0] == r->lpt[n - 1]) {
+    if (n && klpt(r, 0) == klpt(r, n - 1)) {
         /* One point's lanes (lpt does not decrease): a fill. */
-        uint32_t p0 = r->lpt[0];
+        uint32_t p0 = klpt(r, 0);
         unsigned int t = r->p->vtype[v];
 
         kfill(d, t, t == KB ? ((const uint8_t *)s)[p0] :
                     t == KI64 ? s[p0] : ((const uint32_t *)s)[p0], n);
         return d;
     }
+    /* Lanes of several points: lpt written (r->row clear). */
     switch (r->p->vtype[v]) {
     case KB:
         for (j = 0; j < n; j++) {
@@ -1127,13 +1140,13 @@ static uint64_t kdim(const SpyreKRun *r, uint32_t d, uint32_t j)
         return lane_pt(r, j);
     }
     if (d == SPYRE_KDIM_RINDEX) {
-        return r->lr[j];
+        return klr(r, j);
     }
     if (d < SPYRE_KDIM_R0) {
         lin = lane_pt(r, j);
         end = l->npdims;
     } else {
-        lin = r->lr[j];
+        lin = klr(r, j);
         end = SPYRE_KDIM_R0 + l->nrdims;
     }
     for (k = d + 1; k < end; k++) {
@@ -1165,9 +1178,9 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
         stride *= l->size[k];
     }
     size = l->size[d];
-    lin = rdim ? r->lr[0] : lane_pt(r, 0);
+    lin = rdim ? klr(r, 0) : lane_pt(r, 0);
     if (n && stride == 1 && lin % size + n <= size &&
-        (rdim ? r->lr[n - 1] : lane_pt(r, n - 1)) == lin + n - 1 &&
+        (rdim ? klr(r, n - 1) : lane_pt(r, n - 1)) == lin + n - 1 &&
         (rdim || !r->in_pass)) {
         /*
          * Consecutive linear indices (point code, or one run of a pass's
@@ -1177,7 +1190,7 @@ static void kdims(const SpyreKRun *r, uint32_t d, uint64_t *out)
         return;
     }
     for (j = 0; j < n; j++) {
-        lin = rdim ? r->lr[j] : lane_pt(r, j);
+        lin = rdim ? klr(r, j) : lane_pt(r, j);
         if (j && lin == prev + 1) {
             if (++c == stride) {
                 c = 0;
@@ -1226,7 +1239,7 @@ static bool kdim_aff(const SpyreKRun *r, uint32_t d, uint64_t *base,
     if (!n) {
         return false;
     }
-    if (r->in_pass && r->lpt[0] != r->lpt[n - 1]) {
+    if (r->in_pass && klpt(r, 0) != klpt(r, n - 1)) {
         return false;           /* lanes of several points */
     }
     if (d == SPYRE_KDIM_POINT) {
@@ -1234,11 +1247,11 @@ static bool kdim_aff(const SpyreKRun *r, uint32_t d, uint64_t *base,
         *slope = !r->in_pass;
         return true;
     }
-    if (rdim && (!r->in_pass || r->lr[n - 1] - r->lr[0] != n - 1)) {
+    if (rdim && (!r->in_pass || klr(r, n - 1) - klr(r, 0) != n - 1)) {
         return false;
     }
     if (d == SPYRE_KDIM_RINDEX) {
-        *base = r->lr[0];
+        *base = klr(r, 0);
         *slope = 1;
         return true;
     }
@@ -1251,7 +1264,7 @@ static bool kdim_aff(const SpyreKRun *r, uint32_t d, uint64_t *base,
         return false;
     }
     /* The lanes' linear indices: lin + j (one point's run, or points). */
-    lin = rdim ? r->lr[0] : lane_pt(r, 0);
+    lin = rdim ? klr(r, 0) : lane_pt(r, 0);
     if (r->in_pass && !rdim) {
         *base = lin / stride % size;        /* one point: uniform */
         *slope = 0;
@@ -1278,10 +1291,10 @@ static inline bool kaff_src(const SpyreKRun *r, const SpyreKInst *in, int i,
 
     if (in->bcast & (1 << i)) {
         /* A point value over one point's lanes: uniform. */
-        if (r->p->vtype[v] != KI64 || !n || r->lpt[0] != r->lpt[n - 1]) {
+        if (r->p->vtype[v] != KI64 || !n || klpt(r, 0) != klpt(r, n - 1)) {
             return false;
         }
-        a->base = VS(r, v)[r->lpt[0]];
+        a->base = VS(r, v)[klpt(r, 0)];
         a->slope = 0;
         return true;
     }
@@ -1560,6 +1573,25 @@ KDEF_F(kf_add, x + y)
 KDEF_F(kf_sub, x - y)
 KDEF_F(kf_mul, x * y)
 KDEF_F(kf_div, x / y)
+
+/* The same with one y for every lane (a point value over one point's). */
+#define KDEF_FS(name, EXPR) \
+static inline KALWAYS void name(float *restrict ds, const float *restrict xs, \
+                                float y, uint32_t n) \
+{ \
+    size_t j; \
+    \
+    KFOR(j, n, { \
+        float x = xs[j], res = (EXPR); \
+        \
+        ds[j] = u2f(ksel(kmask(res != res), CANON_NAN, f2u(res))); \
+    }); \
+}
+
+KDEF_FS(kfs_add, x + y)
+KDEF_FS(kfs_sub, x - y)
+KDEF_FS(kfs_mul, x * y)
+KDEF_FS(kfs_div, x / y)
 KDEF_F(kf_max, fminmax(x, y, true, false))
 KDEF_F(kf_max_ign, fminmax(x, y, true, true))
 KDEF_F(kf_min, fminmax(x, y, false, false))
@@ -1718,9 +1750,35 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
     float *df = dv;
     const void *a = NULL, *b = NULL, *c = NULL;
     const float *af, *bf;
+    /*
+     * ADD, SUB, MUL, DIV of f32 whose second source is a point value
+     * over one point's lanes: that one value (@bs), no lanes filled.
+     */
+    bool bs = in->op >= SPYRE_KOP_ADD && in->op <= SPYRE_KOP_DIV &&
+              T == KF32 && (in->bcast & 2) && n &&
+              klpt(r, 0) == klpt(r, n - 1);
 
     if (in->a != KNONE) {
         a = ksrc(r, in, 0, in->a);
+    }
+    if (bs) {
+        float y = ((const float *)VS(r, in->b))[klpt(r, 0)];
+
+        switch (in->op) {
+        case SPYRE_KOP_ADD:
+            kfs_add(df, a, y, n);
+            break;
+        case SPYRE_KOP_SUB:
+            kfs_sub(df, a, y, n);
+            break;
+        case SPYRE_KOP_MUL:
+            kfs_mul(df, a, y, n);
+            break;
+        default:
+            kfs_div(df, a, y, n);
+            break;
+        }
+        return;
     }
     if (in->b != KNONE && in->op != SPYRE_KOP_CONST) {
         b = ksrc(r, in, 1, in->b);
@@ -2081,8 +2139,9 @@ static inline uint16_t kf2bf(float f)
  * requires F16C for it): VCVTPH2PS and VCVTPS2PH (to nearest even, from
  * the immediate) give exactly kh2f() and kf2h() for every input, NaNs
  * quietened with their payload kept (spyre-kbench check sweeps every
- * fp16 value and every f32 rounding case).  128-bit vectors, as
- * krun_avx2.  Tails go through the portable conversions.
+ * fp16 value and every f32 rounding case).  256-bit vectors of f32 (GCC
+ * ends each function with VZEROUPPER).  Tails go through the portable
+ * conversions.
  */
 static __attribute__((target("avx2,f16c"))) void
 kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
@@ -2092,8 +2151,7 @@ kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
     for (j = 0; j + 8 <= n; j += 8) {
         __m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * j));
 
-        _mm_storeu_ps(d + j, _mm_cvtph_ps(h));
-        _mm_storeu_ps(d + j + 4, _mm_cvtph_ps(_mm_srli_si128(h, 8)));
+        _mm256_storeu_ps(d + j, _mm256_cvtph_ps(h));
     }
     for (; j < n; j++) {
         uint16_t h;
@@ -2109,12 +2167,9 @@ kstore_fp16_f16c(uint8_t *restrict p, const float *restrict v, uint32_t n)
     uint32_t j;
 
     for (j = 0; j + 8 <= n; j += 8) {
-        __m128i lo = _mm_cvtps_ph(_mm_loadu_ps(v + j),
-                                  _MM_FROUND_TO_NEAREST_INT);
-        __m128i hi = _mm_cvtps_ph(_mm_loadu_ps(v + j + 4),
-                                  _MM_FROUND_TO_NEAREST_INT);
-
-        _mm_storeu_si128((__m128i *)(p + 2 * j), _mm_unpacklo_epi64(lo, hi));
+        _mm_storeu_si128((__m128i *)(p + 2 * j),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(v + j),
+                                         _MM_FROUND_TO_NEAREST_INT));
     }
     for (; j < n; j++) {
         uint16_t h = kf2h(v[j]);
@@ -2934,14 +2989,14 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
                             kind == SPYRE_KRED_MIN)) {
         const float *af = a;
 
-        if (j0 < j1 && !(r->lr[j0] & 15) &&
-            r->lr[j1 - 1] - r->lr[j0] == j1 - 1 - j0) {
+        if (j0 < j1 && !(klr(r, j0) & 15) &&
+            klr(r, j1 - 1) - klr(r, j0) == j1 - 1 - j0) {
             kfeed16(rd, kind, af, j0, j1);
             return;
         }
 
         for (j = j0; j < j1; j++) {
-            SpyreKAcc *s = &rd->stripe[r->lr[j] & 15];
+            SpyreKAcc *s = &rd->stripe[klr(r, j) & 15];
 
             s->v.f = kind == SPYRE_KRED_SUM ? s->v.f + af[j] :
                      fminmax(s->v.f, af[j], kind == SPYRE_KRED_MAX, false);
@@ -2949,7 +3004,7 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
         return;
     }
     for (j = j0; j < j1; j++) {
-        SpyreKAcc *s = &rd->stripe[r->lr[j] & 15], x = { .idx = -1 };
+        SpyreKAcc *s = &rd->stripe[klr(r, j) & 15], x = { .idx = -1 };
 
         if (m && !m[j]) {
             continue;
@@ -2976,7 +3031,7 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
             } else {
                 x.v.i = geti(a, ta, j);
             }
-            x.idx = r->lr[j];
+            x.idx = klr(r, j);
             break;
         default:
             if (T == KF32) {
@@ -3340,7 +3395,7 @@ static void kscan(SpyreKRun *r, const SpyreKInst *in)
     uint32_t j;
 
     for (j = 0; j < r->nl; j++) {
-        if (r->lr[j] == 0) {
+        if (klr(r, j) == 0) {
             s->idx = -1;        /* a point's first index: nothing yet */
         }
         if (!m || m[j]) {
@@ -3372,7 +3427,7 @@ static void kscan(SpyreKRun *r, const SpyreKInst *in)
                 s->v.i = ta == KI32 ? (int32_t)x : x;
             }
             if (take) {
-                s->idx = r->lr[j];
+                s->idx = klr(r, j);
             }
         }
         kscan_put(s, kind, T, d, j);
@@ -3612,14 +3667,14 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
 
 /*
  * Where kept math lanes of slot @slot (1-based) are for the current
- * vector of a pass: its lanes are (point lpt[0], indices from lr[0]) on,
+ * vector of a pass: its lanes are (point of lane 0, indices from lane 0's) on,
  * consecutive in point-major order (whole rows of points, or one run of
  * one point's indices), at the same place in every pass.
  */
 static inline float *kkept(const SpyreKRun *r, unsigned int slot)
 {
     return r->kept + (size_t)(slot - 1) * r->tile * r->l->R +
-           (size_t)r->lpt[0] * r->l->R + r->lr[0];
+           (size_t)klpt(r, 0) * r->l->R + klr(r, 0);
 }
 
 /*
@@ -3758,16 +3813,6 @@ static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
     return st;
 }
 
-/* The r->nl lanes of a vector of point @g's reduction indices from @rb. */
-static void klanes_row(SpyreKRun *r, uint32_t g, uint64_t rb)
-{
-    uint32_t *restrict lpt = r->lpt;
-    uint64_t *restrict lr = r->lr;
-    size_t j;
-
-    KFOR(j, r->nl, { lpt[j] = g; });
-    kramp(lr, rb, r->nl);
-}
 
 /* Run pass section @s over the points of the tile. */
 static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
@@ -3791,6 +3836,7 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
         }
     }
     r->in_pass = true;
+    r->row = false;
     if (R && R <= r->vl) {
         ppv = r->vl / R;
         for (g = 0; g < r->np; g += ppv) {
@@ -3825,8 +3871,11 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
     } else if (R) {
         for (g = 0; g < r->np; g++) {
             for (rb = 0; rb < R; rb += r->nl) {
+                /* A vector of point g's reduction indices from rb. */
                 r->nl = KMIN(r->vl, R - rb);
-                klanes_row(r, g, rb);
+                r->row = true;
+                r->row_pt = g;
+                r->row_r0 = rb;
                 st = krun_insts(r, from, to, g);
                 if ((rb + r->nl) % 1024 == 0 || rb + r->nl == R) {
                     for (i = from; i < to; i++) {
@@ -3848,6 +3897,7 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
         }
     }
     r->in_pass = false;
+    r->row = false;
 
     /* The results, as point values. */
     for (i = from; i < to; i++) {

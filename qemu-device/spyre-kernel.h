@@ -153,8 +153,17 @@ typedef struct SpyreKRun {
     uint64_t *vals;             /* nvalues slots of vl 8-byte lanes */
     uint64_t *tmp;              /* 3 broadcast slots, offsets, raw bytes */
     uint8_t *act;
-    uint32_t *lpt;              /* pass lane: its point in the tile */
-    uint64_t *lr;               /* pass lane: its reduction index */
+    /*
+     * Pass lane j: its point in the tile and its reduction index, in
+     * lpt[j] and lr[j], or, while @row is set (a run of one point's
+     * indices: spyre-kernel.c, klpt() and klr()), point row_pt and index
+     * row_r0 + j, the arrays unwritten.
+     */
+    uint32_t *lpt;
+    uint64_t *lr;
+    bool row;
+    uint32_t row_pt;
+    uint64_t row_r0;
     SpyreKRed *red;             /* nreduce * tile */
     /*
      * Per value: lazy[v] set while v's lanes are not written and aff[v]

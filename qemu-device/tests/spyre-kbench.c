@@ -24,7 +24,10 @@
  *                            scatter-add, uniform, normal, cumsum, or
  *                            only NAME) beside memcpy, one core
  *   spyre-kbench bench       ns/element of the issue's kernels, new core
- *                            (wall time and this thread's CPU time)
+ *                            (wall time and this thread's CPU time; the
+ *                            best of 3 runs or $KB_REPS, only kernel
+ *                            $KB_ONLY: 0 fused8, 1 rowsum, 2 softmax;
+ *                            $KB_ONES: rows of ones, as spyre-bench's)
  *   spyre-kbench bench-base  the same with the base core
  *
  * Copyright (c) 2025 The Spyre open stack authors
@@ -456,12 +459,21 @@ static void issue_kernels(bool bench, bool base, uint64_t n, uint64_t rows)
             b[1] = which == 1 ? mkbuf(rows, SPYRE_DTYPE_FP32) :
                                 mkbuf(elems, SPYRE_DTYPE_FP16);
             fill(&b[0]);
+            if (bench && getenv("KB_ONES")) {
+                /* spyre-bench's data: every element 1.0 */
+                for (uint64_t e = 0; e < elems; e++) {
+                    b[0].data[2 * e] = 0x00;
+                    b[0].data[2 * e + 1] = 0x3c;
+                }
+            }
             mklaunch(&lk, k, b, 2, param, 1, 1, 1, size);
         }
         if (!bench) {
             differ(name, &lk, b, which ? 2 : 3);
         } else {
-            for (rep = 0; rep < 3; rep++) {
+            int reps = getenv("KB_REPS") ? atoi(getenv("KB_REPS")) : 3;
+
+            for (rep = 0; rep < reps; rep++) {
                 Res r;
 
                 t0 = now();
@@ -475,9 +487,9 @@ static void issue_kernels(bool bench, bool base, uint64_t n, uint64_t rows)
                 best = t0 < best ? t0 : best;
                 cbest = c0 < cbest ? c0 : cbest;
             }
-            printf("%-26s %8.2f ns/element (%s core, best of 3; "
+            printf("%-26s %8.2f ns/element (%s core, best of %d; "
                    "CPU time %.2f)\n", name, best * 1e9 / elems,
-                   base ? "base" : "new", cbest * 1e9 / elems);
+                   base ? "base" : "new", reps, cbest * 1e9 / elems);
         }
         spyre_kernel_destroy(k);
         free(b[0].data);

@@ -14,6 +14,12 @@
  *
  *   spyre-kmath-test [fast|full] [-s STRIDE] [-j THREADS] [-f NAME]
  *   spyre-kmath-test bench      ns per element of each function
+ *   spyre-kmath-test exact [-s STRIDE] [-j THREADS]   EXP and SIGMOID's
+ *                  lanes (their fast form, spyre-kmath.c kexp_fast())
+ *                  bit for bit against the scalar definition
+ *                  (spyre_kmath_exp()) on every host code path, over
+ *                  every STRIDE-th block of 1024 f32 inputs (default 1:
+ *                  all 2^32; make -f Makefile.math kmath-exact)
  *
  * fast (make -f Makefile.math run): sweep stride 65521, 2^16 random
  * samples per function, a few seconds.  full (make -f Makefile.math
@@ -434,6 +440,86 @@ static int bench(void)
     return 0;
 }
 
+/* One thread of exact: blocks first, first + step, ... */
+struct xjob {
+    uint64_t first, step, stride;
+    uint64_t n, diff;
+    float diff_x;
+};
+
+static void *run_exact(void *opaque)
+{
+    struct xjob *jb = opaque;
+    unsigned int isa, isas = spyre_kmath_isas(), op;
+    float x[BLK], d[BLK], want[2][BLK];
+    uint64_t blk;
+    size_t j;
+
+    for (blk = jb->first * jb->stride; blk < (1ULL << 32) / BLK;
+         blk += jb->step * jb->stride) {
+        for (j = 0; j < BLK; j++) {
+            x[j] = u2f((uint32_t)(blk * BLK + j));
+            want[0][j] = spyre_kmath_exp(x[j]);
+            want[1][j] = 1.0f / (1.0f + spyre_kmath_exp(-x[j]));
+            if (isnan(want[1][j]))
+                want[1][j] = u2f(CANON_NAN);
+        }
+        for (isa = 0; isa < 32; isa++) {
+            if (!(isas & (1u << isa)))
+                continue;
+            for (op = 0; op < 2; op++) {
+                spyre_kmath_lanes(isa, op ? SPYRE_KOP_SIGMOID : SPYRE_KOP_EXP,
+                                  d, x, NULL, BLK);
+                for (j = 0; j < BLK; j++) {
+                    if (f2u(d[j]) != f2u(want[op][j])) {
+                        if (!jb->diff)
+                            jb->diff_x = op ? -x[j] : x[j];
+                        jb->diff++;
+                    }
+                }
+            }
+        }
+        jb->n += BLK;
+    }
+    return NULL;
+}
+
+static int exact(uint64_t stride, unsigned int threads)
+{
+    struct xjob jb[64];
+    pthread_t tid[64];
+    uint64_t n = 0, diff = 0;
+    float first = 0;
+    unsigned int t;
+
+    printf("TAP version 13\n1..1\n");
+    for (t = 0; t < threads; t++) {
+        jb[t] = (struct xjob){ .first = t, .step = threads,
+                               .stride = stride };
+        if (pthread_create(&tid[t], NULL, run_exact, &jb[t])) {
+            perror("pthread_create");
+            return 2;
+        }
+    }
+    for (t = 0; t < threads; t++) {
+        pthread_join(tid[t], NULL);
+        n += jb[t].n;
+        if (jb[t].diff && !diff)
+            first = jb[t].diff_x;
+        diff += jb[t].diff;
+    }
+    printf("# exp, sigmoid: %llu inputs (every %llu-th block of %d), "
+           "%llu lanes differ from spyre_kmath_exp()",
+           (unsigned long long)n, (unsigned long long)stride, BLK,
+           (unsigned long long)diff);
+    if (diff)
+        printf(", first e^%a", first);
+    printf("\n%s 1 kmath_exp_exact\n", diff ? "not ok" : "ok");
+    printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:0\n",
+           !diff, !!diff);
+    return diff ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     bool full = argc > 1 && !strcmp(argv[1], "full");
@@ -442,9 +528,15 @@ int main(int argc, char **argv)
     const char *only = NULL;
     int i;
 
+    bool ex = argc > 1 && !strcmp(argv[1], "exact");
+
     if (argc > 1 && !strcmp(argv[1], "bench"))
         return bench();
-    for (i = 1; i < argc; i++) {
+    if (ex) {
+        stride = 1;
+        threads = 2;
+    }
+    for (i = 1 + ex; i < argc; i++) {
         if (!strcmp(argv[i], "-s") && i + 1 < argc)
             stride = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-j") && i + 1 < argc)
@@ -453,7 +545,8 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (strcmp(argv[i], "fast") && strcmp(argv[i], "full")) {
             fprintf(stderr, "usage: %s [fast|full] [-s STRIDE] "
-                    "[-j THREADS] [-f NAME] | bench\n", argv[0]);
+                    "[-j THREADS] [-f NAME] | bench | exact [-s STRIDE] "
+                    "[-j THREADS]\n", argv[0]);
             return 2;
         }
     }
@@ -461,6 +554,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bad stride or thread count\n");
         return 2;
     }
+    if (ex)
+        return exact(stride, threads);
     for (k = 0; k < NFNS; k++)
         nsel += !only || !strcmp(only, fns[k].name);
     printf("TAP version 13\n1..%u\n", nsel);
