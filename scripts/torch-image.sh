@@ -6,8 +6,9 @@
 #
 #   apt/            a private apt configuration for trixie (APT_CONFIG):
 #                   the host's own apt sources are never touched
-#   image-<key>/    tree/ (mmdebstrap --variant=essential, python3,
-#                   python3-torch and python3-setuptools, no recommends),
+#   image-<key>/    tree/ (mmdebstrap --variant=essential, PKGS with
+#                   their dependencies and no recommends, then LEAN_PKG
+#                   from its .deb without the dependencies LEAN_OMIT),
 #                   <key> = hash of the
 #                   candidate versions of the packages and of this recipe,
 #                   and image-<pack>.squashfs: uncompressed (1.1 GiB; the
@@ -21,11 +22,22 @@
 # the backend links against) and TORCH_SDK (the root holding usr/include).
 . "$(dirname "$0")/lib.sh"
 
-RECIPE=1
+RECIPE=2
 PACK=raw
 PACK_ARGS=(-noI -noD -noF -noX)
-# python3-setuptools: torch.testing._internal (the OpInfo tests) imports it
-PKGS=(python3 python3-torch python3-setuptools)
+# python3-setuptools: torch.testing._internal (the OpInfo tests) imports it;
+# python3-pil: torchvision imports it (and it brings the libjpeg, libpng
+# and libwebp torchvision's image.so links)
+PKGS=(python3 python3-torch python3-setuptools python3-pil)
+# torchvision (the models of test_models.py), the Debian package, installed
+# with dpkg without the FFmpeg libraries only its video decoder
+# (video_reader.so, which torchvision skips silently when it cannot load
+# it) links: through apt they and what they pull in would be 93 of the 114
+# packages python3-torchvision adds, 137 of its 155 MB, and about 80 s of
+# a fresh image build (docs/torch-image.rst).  dpkg still refuses any
+# other unmet dependency.
+LEAN_PKG=python3-torchvision
+LEAN_OMIT=libavcodec61,libavformat61,libavutil59,libswresample5,libswscale8
 T=$SPYRE_CACHE/torch
 A=$T/apt
 mkdir -p "$T"
@@ -64,8 +76,9 @@ candidate() {
 
 step_image() {
 	local key v p dir
-	key=$( { for p in "${PKGS[@]}"; do echo "$p $(candidate "$p")"; done
-		 echo "recipe $RECIPE"; } | sha256sum | cut -c1-16)
+	key=$( { for p in "${PKGS[@]}" "$LEAN_PKG"; do
+			echo "$p $(candidate "$p")"; done
+		 echo "recipe $RECIPE $LEAN_OMIT"; } | sha256sum | cut -c1-16)
 	dir=$T/image-$key
 	TORCH_IMAGE=$dir/image-$PACK.squashfs
 	TORCH_TREE=$dir/tree
@@ -79,16 +92,25 @@ step_image() {
 }
 
 make_tree() {
-	local dir=$1
+	local dir=$1 deb
 	msg "torch: building the trixie guest image ($(candidate python3-torch))"
-	rm -rf "$dir" && mkdir -p "$dir"
+	rm -rf "$dir" && mkdir -p "$dir/deb"
+	(cd "$dir/deb" && tapt apt-get download -q \
+		"$LEAN_PKG=$(candidate "$LEAN_PKG")" 2>&1 |
+		grep -v unsandboxed >&2) || die "apt-get download $LEAN_PKG failed"
+	deb=$(echo "$dir"/deb/*.deb)
+	[ -f "$deb" ] || die "apt-get download $LEAN_PKG gave no .deb"
 	# root mode: this runs as root (make test's set-up installs with apt)
 	as_root mmdebstrap --quiet --variant=essential --mode=root \
 		--include="$(IFS=,; echo "${PKGS[*]}")" \
 		--aptopt='APT::Install-Recommends "false"' \
+		--customize-hook="copy-in $deb /tmp" \
+		--customize-hook="chroot \"\$1\" dpkg --ignore-depends=$LEAN_OMIT -i /tmp/${deb##*/}" \
+		--customize-hook="rm -f \"\$1/tmp/${deb##*/}\"" \
 		trixie "$dir/tree" \
 		"deb http://deb.debian.org/debian trixie main" >&2 ||
 		die "mmdebstrap failed"
+	rm -rf "$dir/deb"
 	# what the image holds, for the record and for debugging
 	as_root chroot "$dir/tree" dpkg-query -W >"$dir/packages.txt"
 	for d in work mnt/spyre; do as_root mkdir -p "$dir/tree/$d"; done

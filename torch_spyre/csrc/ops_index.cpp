@@ -3,15 +3,17 @@
 // command:
 //  - a gather: out[p] = src[off_src(p) + idx[off_idx(p)] * stride] (a LOAD
 //    at a loaded offset): index_select (and embedding, which ATen composes
-//    of it), gather, take, x[idx] (index.Tensor) with one integer index
-//    tensor;
+//    of it), gather, take, x[idx] (index.Tensor);
 //  - a scatter: dst[off_dst(p) + idx[off_idx(p)] * stride] = (or +=)
 //    src[off_src(p)] (part 2's SCATTER: lanes in sequential order, so
 //    colliding indices give the last value or the sum in element order,
 //    the same on every card and run): scatter, scatter_add, index_add_,
 //    index_copy_, embedding_dense_backward, index_put_ (accumulate or
-//    not) with one integer index tensor;
+//    not);
 //  - a strided copy with signed strides and a base offset: flip.
+// Several index tensors (and bool masks of several dims, read as the
+// indices of their true elements) become one offset per index tuple,
+// computed on the card (tuple_offsets()).
 // Each index is checked on the card against its dimension (a device-side
 // assertion, as CUDA's: an index out of range ends the kernel with an
 // ASSERT status that the next synchronizing call raises as RuntimeError,
@@ -30,6 +32,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace spyre_torch {
@@ -962,6 +965,102 @@ void index_space(const at::Tensor &self, int64_t dim, const at::Tensor &idx,
 	}
 }
 
+// Advanced indexing in general: several index tensors (integer, or bool
+// masks standing for the integer indices of their true elements, one per
+// mask dim, as PyTorch reads them), broadcast together.  Returns the
+// element offset in @self of each index tuple, each index wrapped and
+// checked against its own dim on the card: a tuple with an index out of
+// range gets the offset @span (one past the largest), which the indexing
+// kernel's own check then raises.  @shape, @self_st and @idx_st: the space
+// of x[indices] as index_space() gives it for one index; the broadcast
+// index dims stand where the indexed dims were when those are adjacent,
+// else first (PyTorch's rule).  Undefined, nothing done, when an index is
+// neither an integer nor a bool tensor, or an indexed dim is empty.
+at::Tensor tuple_offsets(const at::Tensor &self,
+			 const c10::List<std::optional<at::Tensor>> &indices,
+			 std::vector<int64_t> &shape,
+			 std::vector<int64_t> &self_st,
+			 std::vector<int64_t> &idx_st, int64_t &span)
+{
+	std::vector<at::Tensor> idx;	// one per indexed dim of self
+	std::vector<int64_t> dims;
+	int64_t d = 0;
+	for (const std::optional<at::Tensor> &o : indices) {
+		if (!o.has_value() || !o->defined()) {
+			d++;
+			continue;
+		}
+		const at::Tensor &t = *o;
+		if (is_mask(t)) {
+			if (!on_card(t) || t.device() != self.device())
+				return {};
+			TORCH_CHECK_INDEX(d + t.dim() <= self.dim(), "too many "
+					  "indices for tensor of dimension ",
+					  self.dim());
+			for (int64_t j = 0; j < t.dim(); j++)
+				TORCH_CHECK_INDEX(t.size(j) == self.size(d + j),
+						  "The shape of the mask ",
+						  t.sizes(), " at index ", j,
+						  " does not match the shape of "
+						  "the indexed tensor ",
+						  self.sizes(), " at index ",
+						  d + j);
+			at::Tensor nz = k_nonzero(t);	// [n, t.dim()]
+			for (int64_t j = 0; j < t.dim(); j++) {
+				idx.push_back(nz.select(1, j));
+				dims.push_back(d++);
+			}
+			continue;
+		}
+		if (!index_dtype(t) || d >= self.dim())
+			return {};
+		idx.push_back(card_index(t, self).to(at::kLong));
+		dims.push_back(d++);
+	}
+	if (idx.empty())
+		return {};
+	span = 1;
+	for (int64_t dd : dims) {
+		if (self.size(dd) == 0)
+			return {};
+		span += (self.size(dd) - 1) * self.stride(dd);
+	}
+	at::Tensor off, ok;
+	for (size_t m = 0; m < idx.size(); m++) {
+		int64_t S = self.size(dims[m]);
+		at::Tensor w = at::where(idx[m] < 0, idx[m] + S, idx[m]);
+		at::Tensor v = (w >= 0).logical_and_(w < S);
+		at::Tensor o = w * self.stride(dims[m]);
+		off = off.defined() ? off + o : o;
+		ok = ok.defined() ? ok.logical_and(v) : v;
+	}
+	off = at::where(ok, off, span);
+	bool adjacent = dims.back() - dims.front() + 1 ==
+			static_cast<int64_t>(dims.size());
+	shape.clear();
+	self_st.clear();
+	idx_st.clear();
+	auto index_dims = [&]() {
+		for (int64_t j = 0; j < off.dim(); j++) {
+			shape.push_back(off.size(j));
+			self_st.push_back(0);
+			idx_st.push_back(off.stride(j));
+		}
+	};
+	if (!adjacent)
+		index_dims();
+	for (d = 0; d < self.dim(); d++) {
+		if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
+			shape.push_back(self.size(d));
+			self_st.push_back(self.stride(d));
+			idx_st.push_back(0);
+		} else if (adjacent && d == dims.front()) {
+			index_dims();
+		}
+	}
+	return off;
+}
+
 // x[idx] with one integer index tensor (negative indices count from the
 // end): a gather.
 at::Tensor k_index(const at::Tensor &self,
@@ -1005,6 +1104,26 @@ at::Tensor k_index(const at::Tensor &self,
 			count_native("aten::index.Tensor");
 			return out;
 		}
+	} else if (on_card(self) && self.dim() > 0) {
+		// several index tensors, or a mask of several dims
+		XArgs a;
+		std::vector<int64_t> shape;
+		at::Tensor off = tuple_offsets(self, indices, shape, a.src_st,
+					       a.idx_st, a.size);
+		if (off.defined()) {
+			a.kind = XK_GATHER;
+			a.stride = 1;
+			at::Tensor out = at::empty(shape, self.options());
+			a.shape = shape;
+			a.src = self;
+			a.idx = off;
+			a.dst = out;
+			a.dst_st = strides_of(out);
+			if (xlaunch(a)) {
+				count_native("aten::index.Tensor");
+				return out;
+			}
+		}
 	}
 	return SPYRE_FALLBACK2(index, Tensor, self, indices);
 }
@@ -1037,19 +1156,25 @@ at::Tensor &k_index_put_impl_(at::Tensor &self,
 	if (idx.defined()) {
 		idx = apart(card_index(idx, self), self);
 		index_space(self, dim, idx, shape, a.dst_st, a.idx_st);
+		a.variant = XV_WRAP;
+		a.size = self.size(dim);
+		a.stride = self.stride(dim);
+	} else if (ok) {
+		// several index tensors, or a mask of several dims (the offsets
+		// are a new tensor: apart from self)
+		idx = tuple_offsets(self, indices, shape, a.dst_st, a.idx_st,
+				    a.size);
+		a.stride = 1;
 	}
 	if (idx.defined() && at::is_expandable_to(values.sizes(), shape)) {
 		at::assert_no_internal_overlap(self);
 		a.kind = accumulate ? XK_SCATTER_ADD : XK_SCATTER;
-		a.variant = XV_WRAP;
 		at::Tensor v = apart(values, self).expand(shape);
 		a.shape = shape;
 		a.src = v;
 		a.idx = idx;
 		a.dst = self;
 		a.src_st = strides_of(v);
-		a.size = self.size(dim);
-		a.stride = self.stride(dim);
 		if (xlaunch(a)) {
 			count_native("aten::_index_put_impl_");
 			return self;

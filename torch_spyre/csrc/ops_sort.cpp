@@ -31,7 +31,8 @@
 // position) and over all elements, unique (sorted; return_inverse and
 // return_counts: a SCAN numbers the runs of equal values, one host read
 // of the count as on CUDA, then the first of each run, the inverse and
-// the counts are stored by one kernel), and searchsorted and bucketize,
+// the counts are stored by one kernel; unique_consecutive of all elements
+// is the same on the unsorted elements), and searchsorted and bucketize,
 // which need no sort: each value runs PyTorch's binary search unrolled
 // into ceil(log2(n + 1)) steps of masked gathers (a program per step
 // count), so the NaN and sorter rules are the CPU's.  A dtype the card
@@ -1026,27 +1027,19 @@ int build_uniq_out(struct spyre_kernel **kp, const void *ctx)
 	return spyre_kernel_error(b.k);
 }
 
-// torch.unique of all elements (always sorted, as the CPU's); false when
-// the card cannot.
-bool unique_into(const at::Tensor &self, bool inverse, bool counts,
-		 std::tuple<at::Tensor, at::Tensor, at::Tensor> &res)
+// The runs of equal values of @kv (keys of dtype @kdt, @N of them in order,
+// @kext elements long) as unique's results for @self: the first value of
+// each run, with @inverse the run of each element of @self (element ki[r]
+// of @self is kv[r]), with @counts each run's length.  False when the card
+// cannot.
+bool runs_into(const at::Tensor &self, const at::Tensor &kv,
+	       const at::Tensor &ki, uint64_t kext, bool inverse, bool counts,
+	       std::tuple<at::Tensor, at::Tensor, at::Tensor> &res)
 {
 	int64_t N = self.numel();
-	std::vector<int64_t> isz{0};
-	if (inverse)
-		isz.assign(self.sizes().begin(), self.sizes().end());
-	at::Tensor inv = at::empty(isz, self.options().dtype(at::kLong));
-	if (N == 0) {
-		res = {at::empty({0}, self.options()), inv,
-		       at::empty({0}, self.options().dtype(at::kLong))};
-		return true;
-	}
-	Work w;
-	if (!sort_rows(self.reshape({-1}), 0, false, w))
-		return false;
 	int card = self.device().index();
 	c10::DeviceGuard g(self.device());
-	uint32_t kdt = kdtype(w.kv.scalar_type());
+	uint32_t kdt = kdtype(kv.scalar_type());
 	Key k1;
 	k1.op = kOpSort + SK_UNIQ_SCAN;
 	k1.dt[0] = static_cast<uint8_t>(kdt);
@@ -1060,24 +1053,27 @@ bool unique_into(const at::Tensor &self, bool inverse, bool counts,
 	const Prog *outp = program(card, k2, build_uniq_out, &ub);
 	if (scan->err < 0 || outp->err < 0)
 		return false;
-	uint64_t wext = static_cast<uint64_t>(w.n2);
 	at::Tensor G = at::empty({N}, self.options().dtype(at::kLong));
 	{
 		Launch L;
-		L.operand(0, w.kv, wext);
+		L.operand(0, kv, kext);
 		L.operand(1, G, static_cast<uint64_t>(N));
 		L.l.nrdims = 1;
 		L.l.size[SPYRE_KDIM_R0] = static_cast<uint64_t>(N);
 		run(card, scan, L, 2, 0);
 	}
-	// the one host read: the number of unique values
+	// the one host read: the number of runs
 	int64_t U = G[N - 1].item<int64_t>() + 1;
 	at::Tensor vals = at::empty({U}, self.options());
+	std::vector<int64_t> isz{0};
+	if (inverse)
+		isz.assign(self.sizes().begin(), self.sizes().end());
+	at::Tensor inv = at::empty(isz, self.options().dtype(at::kLong));
 	at::Tensor cnt = counts ? at::zeros({U}, self.options().dtype(at::kLong)) :
 		at::empty({0}, self.options().dtype(at::kLong));
 	Launch L;
-	L.operand(0, w.kv, wext);
-	L.operand(1, w.ki, inverse ? wext : 0);
+	L.operand(0, kv, kext);
+	L.operand(1, ki, inverse ? kext : 0);
 	L.operand(2, G, static_cast<uint64_t>(N));
 	L.operand(3, vals, static_cast<uint64_t>(U));
 	L.operand(4, inv, inverse ? static_cast<uint64_t>(N) : 0);
@@ -1087,6 +1083,55 @@ bool unique_into(const at::Tensor &self, bool inverse, bool counts,
 	run(card, outp, L, 6, 0);
 	res = {vals, inv, cnt};
 	return true;
+}
+
+// unique's results when @self is empty
+void empty_unique(const at::Tensor &self, bool inverse,
+		  std::tuple<at::Tensor, at::Tensor, at::Tensor> &res)
+{
+	std::vector<int64_t> isz{0};
+	if (inverse)
+		isz.assign(self.sizes().begin(), self.sizes().end());
+	res = {at::empty({0}, self.options()),
+	       at::empty(isz, self.options().dtype(at::kLong)),
+	       at::empty({0}, self.options().dtype(at::kLong))};
+}
+
+// torch.unique of all elements (always sorted, as the CPU's): the runs of
+// the sorted work copy.  False when the card cannot.
+bool unique_into(const at::Tensor &self, bool inverse, bool counts,
+		 std::tuple<at::Tensor, at::Tensor, at::Tensor> &res)
+{
+	if (self.numel() == 0) {
+		empty_unique(self, inverse, res);
+		return true;
+	}
+	Work w;
+	if (!sort_rows(self.reshape({-1}), 0, false, w))
+		return false;
+	return runs_into(self, w.kv, w.ki, static_cast<uint64_t>(w.n2),
+			 inverse, counts, res);
+}
+
+// torch.unique_consecutive of all elements: the runs of the elements in
+// their order (NaNs all distinct, as on the CPU).  False when the card
+// cannot.
+bool unique_consecutive_into(const at::Tensor &self, bool inverse,
+			     bool counts,
+			     std::tuple<at::Tensor, at::Tensor, at::Tensor> &res)
+{
+	int64_t N = self.numel();
+	if (N == 0) {
+		empty_unique(self, inverse, res);
+		return true;
+	}
+	// the sort's key types: f32 holds the half types exactly
+	at::ScalarType kt = at::isFloatingType(self.scalar_type()) ? at::kFloat :
+		self.scalar_type() == at::kLong ? at::kLong : at::kInt;
+	at::Tensor kv = self.reshape({-1}).to(kt).contiguous();
+	at::Tensor ki = at::arange(N, self.options().dtype(at::kLong));
+	return runs_into(self, kv, ki, static_cast<uint64_t>(N), inverse,
+			 counts, res);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
@@ -1116,6 +1161,22 @@ k_unique(const at::Tensor &self, bool sorted, bool return_inverse)
 		}
 	}
 	return SPYRE_FALLBACK(_unique, self, sorted, return_inverse);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+k_unique_consecutive(const at::Tensor &self, bool return_inverse,
+		     bool return_counts, std::optional<int64_t> dim)
+{
+	if (on_card(self) && !dim.has_value()) {
+		std::tuple<at::Tensor, at::Tensor, at::Tensor> res;
+		if (unique_consecutive_into(self, return_inverse,
+					    return_counts, res)) {
+			count_native("aten::unique_consecutive");
+			return res;
+		}
+	}
+	return SPYRE_FALLBACK(unique_consecutive, self, return_inverse,
+			      return_counts, dim);
 }
 
 // ---- randperm, repeat_interleave ---------------------------------------------------
@@ -1254,6 +1315,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("bucketize.Scalar", TORCH_FN(k_bucketize_scalar));
 	m.impl("_unique2", TORCH_FN(k_unique2));
 	m.impl("_unique", TORCH_FN(k_unique));
+	m.impl("unique_consecutive", TORCH_FN(k_unique_consecutive));
 	m.impl("randperm.generator_out", TORCH_FN(k_randperm_out));
 	m.impl("repeat_interleave.Tensor", TORCH_FN(k_repeat_interleave));
 	m.impl("multinomial", TORCH_FN(k_multinomial));

@@ -316,6 +316,97 @@ def torch_models_llama_block():
     want, cms = cpu_ref(model, tokens)
     torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
     report("Llama block", ms, cms)
+# ---- torchvision models ------------------------------------------------------
+# The image's python3-torchvision 0.21 (imported in the tests: importing it
+# takes seconds under TCG), random weights from a fixed seed, small
+# images; each forward in eval on the card in strict mode against the CPU.
+
+CONV = "aten::convolution_overrideable"
+
+
+def _vision_case(name, model, res, ops, seed):
+    """``model`` in eval with random weights (seed ``seed``) and random
+    batch-norm statistics (so eval's normalisation is not the identity) on
+    a random ``res`` x ``res`` image: the card's logits (strict, ``ops``
+    native) against the CPU's (one thread: the guest's worker threads
+    spin on their emulated CPUs; one call, no warm-up, for the test's
+    time).
+
+    Tolerance: both sides sum the same float32 products in different
+    orders (the card's unfold + GEMM, the CPU's slow_conv2d without
+    oneDNN), each layer's rounding is then propagated through the later
+    ones; the bound is relative to the size of the logits."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                n = mod.num_features
+                mod.running_mean.copy_(torch.rand(n, generator=g) - 0.5)
+                mod.running_var.copy_(torch.rand(n, generator=g) + 0.5)
+                mod.weight.copy_(torch.rand(n, generator=g) + 0.5)
+                mod.bias.copy_(torch.rand(n, generator=g) - 0.5)
+    model.eval()
+    x = torch.randn(1, 3, res, res, generator=g)
+    dev = copy.deepcopy(model).to("spyre")
+    model.cpu()         # (a model made on the card comes to the CPU)
+    got, ms = card_run(dev, x.to("spyre"), ops=ops)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            want, cms = timed(lambda: model(x))
+    finally:
+        torch.set_num_threads(threads)
+    err = (got.cpu() - want).abs().max().item() / want.abs().max().item()
+    print(f"# {name}: max |card - cpu| / max |cpu| = {err:.1e}")
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4,
+                               atol=1e-4 * want.abs().max().item())
+    report(name, ms, cms)
+
+
+@test
+def torch_models_resnet18():
+    """torchvision's resnet18 (10 classes) on a 32x32 image; made on the
+    card (its random initialisation of 11 M parameters took 9 s on the
+    guest's CPU)."""
+    import torchvision
+    torch.manual_seed(384)
+    with torch.device("spyre"):
+        model = torchvision.models.resnet18(num_classes=10)
+    _vision_case("resnet18 32x32", model, 32,
+                 (CONV, "aten::native_batch_norm",
+                  "aten::max_pool2d_with_indices", "aten::addmm"), 384)
+
+
+@test
+def torch_models_mobilenet_v3_small():
+    """torchvision's mobilenet_v3_small (10 classes; depthwise
+    convolutions, hardswish, squeeze-excitation) on a 32x32 image."""
+    import torchvision
+    torch.manual_seed(385)
+    _vision_case("mobilenet_v3_small 32x32",
+                 torchvision.models.mobilenet_v3_small(num_classes=10), 32,
+                 (CONV, "aten::hardswish_", "aten::hardsigmoid"), 385)
+
+
+@test
+def torch_models_vit():
+    """torchvision's VisionTransformer, small (32x32 images, 8x8 patches,
+    2 layers, 4 heads, width 64): the patch convolution, the class token,
+    the encoder blocks' attention through nn.MultiheadAttention's fast
+    path."""
+    from torchvision.models.vision_transformer import VisionTransformer
+    torch.manual_seed(386)
+    vit = VisionTransformer(image_size=32, patch_size=8, num_layers=2,
+                            num_heads=4, hidden_dim=64, mlp_dim=128,
+                            num_classes=10)
+    # random, not torchvision's zero init, so the head does something
+    torch.nn.init.normal_(vit.heads.head.weight, std=0.1)
+    _vision_case("ViT 32x32/8", vit, 32,
+                 (CONV, "aten::_native_multi_head_attention",
+                  "aten::native_layer_norm"), 386)
+
+
 # ---- RNNs, losses and optimizers ---------------------------------------------
 # nn.LSTM / nn.GRU forward and a training step, optimizer steps through the
 # foreach paths, and each loss forward and backward: strict mode, against

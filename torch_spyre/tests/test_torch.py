@@ -1366,6 +1366,79 @@ def torch_indexing_ops_on_card():
 
 
 @test
+def torch_indexing_several_indices():
+    """Advanced indexing with several index tensors (adjacent or not,
+    broadcast together, negative) and with bool masks of several dims,
+    reads and writes (accumulating repeats in element order), in strict
+    mode against the CPU.  (An index out of range ends the kernel with
+    the card's sticky error, as any index check: torch_sticky_error's.)"""
+    g = torch.Generator().manual_seed(381)
+    x = torch.randn(4, 5, 6, 3, generator=g)
+    i = torch.tensor([[0, -1, 3], [2, 2, -4]])
+    j = torch.tensor([4, -5, 1])
+    k = torch.tensor([[2], [0]])
+    m2 = torch.rand(5, 6, generator=g) > 0.5
+    put = torch.ops.aten.index_put_
+    torch.spyre.reset_op_counts()
+    with torch.spyre.strict():
+        for ix in ((i, j), (slice(None), j, k), (i, slice(None), k),
+                   (i, j, k, 1), (slice(None), m2), (x[..., 0] > 0,)):
+            dix = tuple(sp(t) if isinstance(t, torch.Tensor) else t
+                        for t in ix)
+            close(sp(x)[dix], x[ix])
+        # writes: values broadcast to x[idx]'s shape; accumulate adds
+        # repeated tuples ((0, 1) and (3, 1) twice each) in element order
+        v = torch.randn(2, 3, 6, 3, generator=g)
+        close(put(sp(x), [sp(i), sp(j)], sp(v)), put(x.clone(), [i, j], v))
+        ia, ja = torch.tensor([[0, 0], [3, -1]]), torch.tensor([1, -4])
+        va = torch.randn(2, 2, 6, 3, generator=g)
+        close(put(sp(x), [sp(ia), sp(ja)], sp(va), True),
+              put(x.clone(), [ia, ja], va, True), **TOL[torch.float32])
+        vm = torch.randn(int(m2.sum()), 3, generator=g)
+        y, ys = x.clone(), sp(x)
+        y[1:3, m2] = vm
+        ys[1:3, sp(m2)] = sp(vm)
+        close(ys, y)
+        ys[sp(i), :, sp(k)] += 1.0
+        y[i, :, k] += 1.0
+        close(ys, y)
+        xm = torch.zeros(3, 4, 5)
+        mm = torch.rand(3, 4, generator=g) > 0.3
+        xm[mm] = torch.arange(5.0)
+        xs = sp(torch.zeros(3, 4, 5))
+        xs[sp(mm)] = sp(torch.arange(5.0))
+        close(xs, xm)
+    counts = torch.spyre.op_counts()
+    for op in ("aten::index.Tensor", "aten::_index_put_impl_",
+               "aten::nonzero"):
+        assert counts.get(op, {}).get("native", 0) > 0, (op, counts.get(op))
+
+
+@test
+def torch_unique_consecutive():
+    """unique_consecutive over all elements (inverse, counts; NaNs
+    distinct; bool, int32, half, empty) on the card, strict, equal to the
+    CPU's."""
+    g = torch.Generator().manual_seed(382)
+    nan = float("nan")
+    for t in (torch.tensor([[1.0, 1.0, nan, nan], [2.0, -0.0, 0.0, 1.0]]),
+              torch.randint(-2, 3, (40,), generator=g, dtype=torch.int32),
+              torch.tensor([True, True, False, True]),
+              torch.tensor([3.0, 3.0, 2.5]).half(), torch.empty(0, 3)):
+        for inv in (False, True):
+            for cnt in (False, True):
+                want = torch.unique_consecutive(t, return_inverse=inv,
+                                                return_counts=cnt)
+                with torch.spyre.strict():
+                    got = torch.unique_consecutive(
+                        sp(t), return_inverse=inv, return_counts=cnt)
+                want = want if isinstance(want, tuple) else (want,)
+                got = got if isinstance(got, tuple) else (got,)
+                for a, b in zip(got, want):
+                    close(a, b, equal_nan=True, rtol=0, atol=0)
+
+
+@test
 def torch_autocast_policy():
     g = torch.Generator().manual_seed(21)
     a, b = torch.randn(32, 64, generator=g), torch.randn(64, 16, generator=g)
