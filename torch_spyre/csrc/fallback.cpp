@@ -61,11 +61,8 @@ std::atomic<int64_t> *native_counter(const std::string &name)
 	return &C.counts[name].native;
 }
 
-void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+void count_fallback(const std::string &name)
 {
-	const auto &n = op.schema().operator_name();
-	std::string name = n.name + (n.overload_name.empty() ? "" :
-				     "." + n.overload_name);
 	bool warn;
 	{
 		Counts &C = counts();
@@ -81,6 +78,13 @@ void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 			   "card yet); its tensors are copied to the host and "
 			   "back. Warned once per op; torch.spyre.op_counts() "
 			   "counts every call.");
+}
+
+void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+{
+	const auto &n = op.schema().operator_name();
+	count_fallback(n.name + (n.overload_name.empty() ? "" :
+				 "." + n.overload_name));
 	seed_random_op(op, stack);
 	at::native::cpu_fallback(op, stack);
 }

@@ -10,12 +10,18 @@
 //    whose window covers it (the stride's divisibility and the bounds as
 //    the reduction's mask), the bias added on the way out;
 //  - the GEMM (mm/bmm/baddbmm on the card), batched over groups.
-// Forward: out = W @ unfold(x).  Transposed: out = fold(W^T @ x) + bias.
+// Forward: out = W @ unfold(x).  Transposed: out = fold(W^T @ x) + bias,
+// rounded as the CPU's slow_conv_transpose kernels in the half types (the
+// GEMM's columns in the dtype, the fold's sums in f32 rounded once, the
+// bias added after).
 // Backward of a convolution: grad_input = fold(W^T @ grad_out), grad_weight
 // = grad_out @ unfold(x)^T over the whole batch in one GEMM per group;
 // of a transposed one: grad_input = W @ unfold(grad_out), grad_weight =
 // x @ unfold(grad_out)^T.  grad_bias is a sum of grad_out.  A batch whose
-// columns pass kColBytes runs in chunks of images.
+// columns pass kColBytes runs in chunks of images; an unfold or fold goes
+// as KERNEL commands of at most kSplitWork element iterations each (the
+// card's 5 s per-command budget).  Integer convolutions (the GEMM has no
+// integer path) run on the CPU: conv_cpu().
 #include "kernels.h"
 
 #include <c10/core/DeviceGuard.h>
@@ -76,6 +82,46 @@ void col_strides(const Geo &g, int64_t N, int64_t *st)
 		acc *= g.k[i];
 	}
 	st[1] = acc;
+}
+
+// ---- launches bounded by work -------------------------------------------------
+
+// A block of an unfold or fold launch: images [n0, n0 + nn), channels
+// [c0, c0 + nc), positions [s0, s0 + ns) along the first spatial dim.
+struct Block {
+	int64_t n0, nn, c0, nc, s0, ns;
+};
+
+// The blocks of a launch over N images x C channels x S0 positions of the
+// first spatial dim, each of @inner element iterations (the other spatial
+// dims times the window), so that no block passes kSplitWork iterations
+// unless one position alone does: a KERNEL command's 5 s budget is for all
+// the work the card model does for it, and a fold visits every image
+// element times every window offset (stride^D times the columns' size).
+std::vector<Block> blocks(int64_t N, int64_t C, int64_t S0, int64_t inner)
+{
+	const int64_t K = static_cast<int64_t>(kSplitWork);
+	inner = std::max<int64_t>(inner, 1);
+	int64_t ns = std::min(S0, std::max<int64_t>(1, K / inner));
+	int64_t nc = ns < S0 ? 1 :
+		std::min(C, std::max<int64_t>(1, K / (inner * S0)));
+	int64_t nn = nc < C ? 1 :
+		std::min(N, std::max<int64_t>(1, K / (inner * S0 * C)));
+	std::vector<Block> r;
+	for (int64_t n = 0; n < N; n += nn)
+		for (int64_t c = 0; c < C; c += nc)
+			for (int64_t x = 0; x < S0; x += ns)
+				r.push_back({n, std::min(nn, N - n), c,
+					     std::min(nc, C - c), x,
+					     std::min(ns, S0 - x)});
+	return r;
+}
+
+// Operand @i of @L starting @off elements of @esize bytes further.
+void shift(Launch &L, unsigned int i, int64_t off, int64_t esize)
+{
+	L.ops[i].mem.offset += static_cast<uint64_t>(off * esize);
+	L.ops[i].extent -= static_cast<uint64_t>(off);
 }
 
 // ---- unfold (im2col) ----------------------------------------------------------
@@ -170,7 +216,23 @@ at::Tensor unfold(const at::Tensor &img, const Geo &g)
 	}
 	L.operand(0, img, span(img));
 	L.operand(1, col, static_cast<uint64_t>(col.numel()));
-	run(card, prog, L, 2, geo + 4 * D + 1);
+	// blocks: the image's first element moves by the base parameter
+	// (the window's first position), the columns' by their strides
+	int64_t inner = g.kvol() * g.npos() / g.pos[0];
+	for (const Block &k : blocks(N, C, g.pos[0], inner)) {
+		Launch B = L;
+		B.l.size[0] = static_cast<uint64_t>(k.nn);
+		B.l.size[1] = static_cast<uint64_t>(k.nc);
+		B.l.size[2] = static_cast<uint64_t>(k.ns);
+		B.params[geo + 4 * D] = static_cast<uint64_t>(
+			base + k.n0 * img.stride(0) + k.c0 * img.stride(1) +
+			k.s0 * g.s[0] * img.stride(2));
+		B.params[geo + 2] = static_cast<uint64_t>(-g.p[0] +
+							  k.s0 * g.s[0]);
+		shift(B, 1, k.n0 * cs[0] + k.c0 * cs[1] + k.s0 * cs[2],
+		      col.element_size());
+		run(card, prog, B, 2, geo + 4 * D + 1);
+	}
 	return col;
 }
 
@@ -288,7 +350,23 @@ at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
 	unsigned int nops = 2;
 	if (bias.defined())
 		L.operand(nops++, bias, static_cast<uint64_t>(bias.numel()));
-	run(card, prog, L, nops, nparams);
+	// blocks: the output and the bias move by their strides, the columns
+	// by theirs along n and c (a window position follows from the image
+	// position: the first spatial dim's padding parameter moves instead)
+	int64_t inner = g.kvol() * (out.numel() / (N * C)) / g.img[0];
+	for (const Block &k : blocks(N, C, g.img[0], inner)) {
+		Launch B = L;
+		B.l.size[0] = static_cast<uint64_t>(k.nn);
+		B.l.size[1] = static_cast<uint64_t>(k.nc);
+		B.l.size[2] = static_cast<uint64_t>(k.ns);
+		B.params[geo + 2] = static_cast<uint64_t>(g.p[0] + k.s0);
+		shift(B, 0, k.n0 * cs[0] + k.c0 * cs[1], col.element_size());
+		shift(B, 1, k.n0 * out.stride(0) + k.c0 * out.stride(1) +
+		      k.s0 * out.stride(2), out.element_size());
+		if (bias.defined())
+			shift(B, 2, k.c0, bias.element_size());
+		run(card, prog, B, nops, nparams);
+	}
 	return out;
 }
 
@@ -401,8 +479,8 @@ bool conv_dtype(at::ScalarType t)
 	return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
 }
 
-// Whether the card takes this convolution (else the CPU fallback, which
-// gives PyTorch's own errors for what is wrong with it).
+// Whether the card takes this convolution (else conv_cpu(), which gives
+// PyTorch's own errors for what is wrong with it).
 bool conv_ok(const at::Tensor &input, const at::Tensor &weight,
 	     const std::optional<at::Tensor> &bias, at::IntArrayRef stride,
 	     at::IntArrayRef padding, at::IntArrayRef dilation,
@@ -427,6 +505,69 @@ bool conv_ok(const at::Tensor &input, const at::Tensor &weight,
 		    output_padding[i] < 0)
 			return false;
 	return true;
+}
+
+// @t on the CPU (undefined stays undefined)
+at::Tensor host(const at::Tensor &t)
+{
+	return t.defined() ? t.cpu() : t;
+}
+
+// @t on @dev (undefined stays undefined)
+at::Tensor back(const at::Tensor &t, c10::Device dev)
+{
+	return t.defined() ? t.to(dev) : t;
+}
+
+// A convolution the card does not take (an integer dtype, mixed dtypes,
+// arguments ATen refuses), on the CPU with its results on @input's device.
+// The CPU has no convolution_overrideable (the boxed fallback would raise
+// NotImplementedError), so this calls at::convolution, whose checks give
+// PyTorch's errors.  Tensors on two devices raise RuntimeError.
+at::Tensor conv_cpu(const at::Tensor &input, const at::Tensor &weight,
+		    const std::optional<at::Tensor> &bias,
+		    at::IntArrayRef stride, at::IntArrayRef padding,
+		    at::IntArrayRef dilation, bool transposed,
+		    at::IntArrayRef output_padding, int64_t groups)
+{
+	bool has_bias = bias.has_value() && bias->defined();
+	TORCH_CHECK(weight.device() == input.device() &&
+		    (!has_bias || bias->device() == input.device()),
+		    "spyre: convolution: input (", input.device(), "), weight (",
+		    weight.device(), ") and bias must be on one device");
+	count_fallback("aten::convolution_overrideable");
+	std::optional<at::Tensor> b;
+	if (has_bias)
+		b = host(*bias);
+	return at::convolution(host(input), host(weight), b, stride, padding,
+			       dilation, transposed, output_padding, groups)
+		.to(input.device());
+}
+
+// The backward of conv_cpu()'s convolutions, on the CPU likewise.
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+conv_backward_cpu(const at::Tensor &grad_output, const at::Tensor &input,
+		  const at::Tensor &weight, at::IntArrayRef stride,
+		  at::IntArrayRef padding, at::IntArrayRef dilation,
+		  bool transposed, at::IntArrayRef output_padding,
+		  int64_t groups, std::array<bool, 3> mask)
+{
+	TORCH_CHECK(weight.device() == input.device() &&
+		    grad_output.device() == input.device(),
+		    "spyre: convolution_backward: grad_output (",
+		    grad_output.device(), "), input (", input.device(),
+		    ") and weight (", weight.device(), ") must be on one "
+		    "device");
+	count_fallback("aten::convolution_backward_overrideable");
+	std::vector<int64_t> bias_sizes{grad_output.dim() > 1 ?
+					grad_output.size(1) : 0};
+	auto r = at::convolution_backward(host(grad_output), host(input),
+					  host(weight), bias_sizes, stride,
+					  padding, dilation, transposed,
+					  output_padding, groups, mask);
+	c10::Device dev = input.device();
+	return {back(std::get<0>(r), dev), back(std::get<1>(r), dev),
+		back(std::get<2>(r), dev)};
 }
 
 // The geometry of a convolution of @input (@transposed: its image is the
@@ -464,11 +605,8 @@ std::vector<int64_t> spatial(const at::Tensor &t)
 
 // Images per chunk so that one chunk's columns (@per_image elements of
 // @elt bytes each image) take at most kColBytes of card memory (at least
-// one image).  The bound also bounds the work of one unfold/fold launch,
-// which the card runs as one KERNEL command with a budget of 5 s of host
-// time (past it the job fails with SPYRE_STATUS_LIMIT, -EIO): 16 MiB of
-// columns took about 1 s of host time on an idle 2-CPU host and failed
-// under load, 4 MiB keeps each command near 0.25 s.
+// one image), which also bounds the GEMMs' work per command.  (unfold()
+// and fold() bound their own launches: blocks().)
 constexpr int64_t kColBytes = 4 << 20;
 
 int64_t batch_chunk(int64_t per_image, int64_t elt, int64_t N)
@@ -485,9 +623,8 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 {
 	if (!conv_ok(input, weight, bias, stride, padding, dilation,
 		     output_padding, groups))
-		return SPYRE_FALLBACK(convolution_overrideable, input, weight,
-				      bias, stride, padding, dilation,
-				      transposed, output_padding, groups);
+		return conv_cpu(input, weight, bias, stride, padding, dilation,
+				transposed, output_padding, groups);
 	count_native("aten::convolution_overrideable");
 	c10::DeviceGuard guard(input.device());
 	Geo g = conv_geo(input, weight, stride, padding, dilation, transposed,
@@ -505,13 +642,16 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 	const int64_t *osp = transposed ? g.img : g.pos;
 	shape.insert(shape.end(), osp, osp + g.D);
 	// columns per image: C_in * kvol * npos (forward), C_out * kvol *
-	// npos in f32 (transposed)
-	int64_t chunk = transposed ?
-		batch_chunk(OC * g.kvol() * g.npos(), 4, N) :
-		batch_chunk(input.size(1) * g.kvol() * g.npos(),
-			    input.element_size(), N);
-	at::Tensor in = transposed ? f32(input.contiguous()) : input;
-	at::Tensor wt = transposed ? f32(w) : w;
+	// npos (transposed)
+	int64_t chunk = batch_chunk((transposed ? OC : input.size(1)) *
+				    g.kvol() * g.npos(), input.element_size(),
+				    N);
+	at::Tensor in = transposed ? input.contiguous() : input;
+	// A transposed convolution rounds where the CPU's does: the GEMM's
+	// columns in the input's dtype, their sums (fold) rounded once, the
+	// bias added to that; in float32 the fold adds the bias.
+	bool late_bias = transposed && b.defined() &&
+		input.scalar_type() != at::kFloat;
 	at::Tensor out;
 	for (int64_t n0 = 0; n0 < N; n0 += chunk) {
 		int64_t nb = std::min(chunk, N - n0);
@@ -521,8 +661,15 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 			o = w_cols(w, unfold(x, g), nb, g.npos(), groups, b);
 		} else {
 			int64_t cs[2 + 2 * kMaxSpatial];
-			at::Tensor col = wT_x(wt, x, groups, g, cs);
-			o = fold(col, cs, nb, OC, g, b, input.scalar_type());
+			at::Tensor col = wT_x(w, x, groups, g, cs);
+			o = fold(col, cs, nb, OC, g,
+				 late_bias ? at::Tensor() : b,
+				 input.scalar_type());
+			if (late_bias) {
+				std::vector<int64_t> bs(2 + g.D, 1);
+				bs[1] = OC;
+				o.add_(b.view(bs));
+			}
 		}
 		if (chunk >= N)
 			return o.view(shape);
@@ -547,10 +694,9 @@ k_convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
 	    grad_output.scalar_type() != input.scalar_type() ||
 	    grad_output.device() != input.device() ||
 	    grad_output.dim() != input.dim())
-		return SPYRE_FALLBACK(convolution_backward_overrideable,
-				      grad_output, input, weight, stride,
-				      padding, dilation, transposed,
-				      output_padding, groups, mask);
+		return conv_backward_cpu(grad_output, input, weight, stride,
+					 padding, dilation, transposed,
+					 output_padding, groups, mask);
 	count_native("aten::convolution_backward_overrideable");
 	c10::DeviceGuard guard(input.device());
 	Geo g = conv_geo(input, weight, stride, padding, dilation, transposed,

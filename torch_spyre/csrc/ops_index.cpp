@@ -346,8 +346,8 @@ void check_gather_shapes(const char *name, const at::Tensor &self,
 			 int64_t dim, const at::Tensor &index,
 			 const at::Tensor &src)
 {
-	TORCH_CHECK(index.scalar_type() == at::kLong, name, "(): Expected "
-		    "dtype int64 for index");
+	TORCH_CHECK(index.numel() == 0 || index.scalar_type() == at::kLong,
+		    name, "(): Expected dtype int64 for index");
 	TORCH_CHECK(std::max<int64_t>(index.dim(), 1) ==
 		    std::max<int64_t>(self.dim(), 1), "Index tensor must have "
 		    "the same number of dimensions as ",
@@ -371,6 +371,12 @@ at::Tensor k_gather(const at::Tensor &self, int64_t dim,
 		    const at::Tensor &index, bool sparse_grad)
 {
 	dim = at::maybe_wrap_dim(dim, self.dim());
+	// an empty index gathers nothing, whatever its dtype and dims (as
+	// ATen's gather, which checks neither then)
+	if (on_card(self) && index.numel() == 0) {
+		count_native("aten::gather");
+		return at::empty(index.sizes(), self.options());
+	}
 	if (on_card(self) && self.dim() > 0 && index.dim() == self.dim()) {
 		check_gather_shapes("gather", self, dim, index, {});
 		at::Tensor out = at::empty(index.sizes(), self.options());

@@ -183,6 +183,12 @@ uint32_t spyre_dtype(at::ScalarType t);
 // Count one native (on the card) call of @op, e.g. "aten::mm".
 void count_native(const char *op);
 
+// Count one CPU fallback call of @op (e.g. "aten::convolution_overrideable")
+// for a kernel that runs its op on the CPU by hand rather than through the
+// boxed fallback (an op the CPU has no kernel of under the same name); warns
+// once per op.  Raises RuntimeError in strict mode.
+void count_fallback(const std::string &op);
+
 // An empty contiguous spyre tensor like @t's device with @sizes and @dtype.
 at::Tensor empty_on(const at::Tensor &like, at::IntArrayRef sizes,
 		    at::ScalarType dtype);

@@ -198,6 +198,38 @@ def torch_conv_batch_chunks():
 
 
 @test
+def torch_conv_blocks():
+    """An unfold or fold over more than 2^22 element iterations goes as
+    several KERNEL commands (blocks of images, channels and rows, each
+    within the card's per-command budget) and matches the CPU: a fold of
+    260 x 260 x 64 iterations (two blocks of rows), an unfold of 4 x 9 x
+    360 x 360 (two blocks of channels), a 3-D transposed one with groups
+    over two images (four blocks)."""
+    g = torch.Generator().manual_seed(14)
+
+    def launches():
+        return torch.ops.spyre.kernel_stats()[3]
+    cases = [
+        (lambda x, w, b: F.conv_transpose2d(x, w, b, stride=4),
+         rnd(g, 1, 2, 64, 64), rnd(g, 2, 1, 8, 8), rnd(g, 1), 2),
+        (lambda x, w, b: F.conv2d(x, w, b, padding=1),
+         rnd(g, 1, 4, 360, 360), rnd(g, 3, 4, 3, 3), rnd(g, 3), 2),
+        (lambda x, w, b: F.conv_transpose3d(x, w, b, stride=3, padding=1,
+                                            output_padding=2, groups=2),
+         rnd(g, 2, 4, 8, 8, 8), rnd(g, 4, 3, 4, 3, 4), rnd(g, 6), 4),
+    ]
+    for fn, x, w, b, nmin in cases:
+        want = fn(x, w, b)
+        X, W, B = x.to("spyre"), w.to("spyre"), b.to("spyre")
+        torch.spyre.synchronize()
+        n0 = launches()
+        got = native(lambda: fn(X, W, B), "aten::convolution_overrideable")
+        torch.spyre.synchronize()
+        assert launches() - n0 >= nmin, (launches() - n0, nmin)
+        close(got, want, torch.float32, scale=3)
+
+
+@test
 def torch_conv_errors():
     """Bad arguments raise PyTorch's errors (the card takes none of them;
     what reaches the fallback gets the CPU's checks), never a crash."""

@@ -25,10 +25,14 @@ bfloat16 at its own resolution, 1.6e-2).
     python3 test_opinfo.py --full [--samples N] [--only NAME...]
         (`make test-opinfo`) the whole op_db, N samples (default 3) per op
         and dtype, a table per op family and dtype of samples passed on the
-        card / passed through the CPU fallback / not comparable / refused
-        by design (float64 and complex are TypeError on the card) / failed,
-        and the totals; then the NATIVE families again in strict mode (the
-        share per family, and each sample that fails or falls back).
+        card / passed through the CPU fallback / not comparable / no
+        reference (the CPU raised on the sample: oneDNN refusing a float32
+        convolution) / refused by design (float64 and complex are TypeError
+        on the card) / failed, and the totals; then the NATIVE families
+        again in strict mode (the share per family, and each sample that
+        fails or falls back).  Worker processes run the samples, and a
+        sample that leaves the card context in error fails alone: a new
+        worker goes on after it.
 
 Like test_compare_cpu, each OpInfo's own skips and expected failures for
 TestCommon.test_compare_cpu are honoured (OpInfo.get_decorators), and so
@@ -40,6 +44,9 @@ A result that the sample asks to be on the CPU (`x.to(torch.device("cpu"),
 ...)`) is compared there.
 """
 
+import json
+import os
+import subprocess
 import sys
 import time
 import warnings
@@ -233,6 +240,17 @@ class ValueMismatch(AssertionError):
     devices, but other values."""
 
 
+class NoReference(Exception):
+    """The CPU, the reference, raised on a sample of the database (say
+    oneDNN refusing a float32 convolution): there is no value to compare.
+    ``card_raised``: the card raised too."""
+
+    def __init__(self, cpu_err, card_raised):
+        super().__init__(f"the CPU raised {type(cpu_err).__name__}: "
+                         f"{(str(cpu_err).splitlines() or [''])[0][:120]}")
+        self.card_raised = card_raised
+
+
 class NotComparable(Exception):
     """A sample whose values differ from the CPU's where the OpInfo says
     they may (see compare_mode); ``reason`` says why."""
@@ -362,8 +380,9 @@ def compare_selection(name, sample, got, want, dtype):
 def run_sample(op, sample, dtype, strict):
     """Run one sample on both devices; return 'native' or 'fallback'
     (passed), raise NotComparable when the values differ where the
-    OpInfo allows it (compare_mode), and another exception on any other
-    difference or an error only the card raised."""
+    OpInfo allows it (compare_mode), NoReference when the CPU raised, and
+    another exception on any other difference or an error only the card
+    raised."""
     s = _on_card(sample)
     cpu_err = None
     try:
@@ -382,10 +401,11 @@ def run_sample(op, sample, dtype, strict):
         torch.spyre.synchronize()
     except Exception:
         if cpu_err is not None:
-            return "cpu-error"
+            raise NoReference(cpu_err, True) from None
         raise
     fell = any(v["fallback"] for v in torch.spyre.op_counts().values())
-    assert cpu_err is None, f"the CPU raised {cpu_err!r}, the card did not"
+    if cpu_err is not None:
+        raise NoReference(cpu_err, False)
     try:
         if op.name in TIE_ORDER:
             compare_selection(op.name, sample, got, want, dtype)
@@ -431,6 +451,10 @@ def check_family(names, strict=True):
                 runs += 1
                 try:
                     run_sample(op, smp, dt, st)
+                except NoReference as e:
+                    if not e.card_raised:
+                        failures.append(f"{name} {str(dt)[6:]}: {e}, the "
+                                        f"card did not")
                 except NotComparable as e:
                     skipped += 1
                     if e.fell and st:
@@ -1009,26 +1033,92 @@ def torch_ops_compaction():
     assert all(len(set(r.tolist())) == 3 for r in w), w
 
 
+def torch_ops_empty_gather():
+    """gather with an empty index of any dtype and dims gives an empty
+    result on the card, as ATen (which checks neither then); a non-empty
+    int32 index raises as on the CPU."""
+    x = torch.randn(5)
+    for idx in (torch.tensor([], dtype=torch.uint8),
+                torch.empty(2, 0, dtype=torch.uint8),
+                torch.empty(0, dtype=torch.int32)):
+        want = torch.gather(x, 0, idx)
+        with torch.spyre.strict():
+            got = torch.gather(_spyre(x), 0, _spyre(idx))
+        assert got.device.type == "spyre" and got.shape == want.shape, got
+        assert got.dtype == want.dtype, got.dtype
+    _raises_like_cpu(lambda t, i: torch.gather(t, 0, i), x,
+                     torch.tensor([1, 2], dtype=torch.int32))
+
+
+def torch_ops_conv_int():
+    """An int64 convolution and transposed convolution (the card's GEMM
+    has no integer path) run on the CPU through the fallback with the
+    CPU's values, forward and through the 1-D, 2-D and 3-D functions."""
+    F = torch.nn.functional
+    g = torch.Generator().manual_seed(37)
+
+    def ints(*shape):
+        return torch.randint(-9, 10, shape, generator=g)
+    cases = [
+        (F.conv1d, ints(2, 4, 7), ints(6, 2, 3), ints(6), {"groups": 2}),
+        (F.conv2d, ints(1, 3, 6, 5), ints(4, 3, 2, 3), None,
+         {"stride": 2, "padding": 1}),
+        (F.conv3d, ints(1, 2, 4, 4, 4), ints(3, 2, 2, 2, 2), ints(3), {}),
+        (F.conv_transpose1d, ints(1, 3, 4), ints(3, 3, 3), ints(3),
+         {"stride": 2, "padding": 2, "output_padding": 1}),
+        (F.conv_transpose2d, ints(2, 2, 3, 3), ints(2, 2, 3, 2), None,
+         {"stride": 3, "groups": 2, "dilation": 2}),
+        (F.conv_transpose3d, ints(1, 1, 3, 3, 3), ints(1, 2, 2, 2, 2),
+         ints(2), {"stride": 2}),
+    ]
+    for fn, x, w, b, kw in cases:
+        want = fn(x, w, b, **kw)
+        torch.spyre.reset_op_counts()
+        got = fn(_spyre(x), _spyre(w), _spyre(b), **kw)
+        _same(got, want)
+        assert torch.spyre.op_counts()["aten::convolution_overrideable"][
+            "fallback"] == 1, torch.spyre.op_counts()
+    with torch.spyre.strict():
+        try:
+            F.conv1d(_spyre(ints(1, 1, 4)), _spyre(ints(1, 1, 2)))
+        except RuntimeError as e:
+            assert "strict" in str(e), e
+        else:
+            raise AssertionError("strict mode let an int64 conv fall back")
+
+
 TESTS += [torch_ops_int_division_by_zero, torch_ops_casts_to_unsigned,
           torch_ops_addr_rounding, torch_ops_views_and_set,
           torch_ops_int_matmul, torch_ops_batch_norm_train_eval,
           torch_ops_softmax_backward_half, torch_kernels_split_large,
           torch_ops_sort_order, torch_ops_select, torch_ops_search_unique,
-          torch_ops_compaction]
+          torch_ops_compaction, torch_ops_empty_gather, torch_ops_conv_int]
 
 
 # ---- the whole database ------------------------------------------------------
+#
+# The run is split between a driver process, which never opens the card,
+# and worker processes that run the samples in a fixed order and report
+# each on a line of their standard output ("@run" before a sample, "@rec"
+# after it, JSON).  A sample that leaves the card context in error (a
+# command past the card's 5 s budget, a fault: every later submission of
+# the process fails) is recorded as failed, its worker exits, and a new
+# worker (a new context) goes on after it; so does a worker that dies.
 
-CATS = ("native", "fallback", "not-comp", "refused", "failed")
+CATS = ("native", "fallback", "not-comp", "no-ref", "refused", "failed")
+
+WORKER_DEAD = 3         # a worker's exit status: its card context is in error
 
 
 def classify(op, smp, dt):
     """(category, error) of one sample: a CATS name, and the exception of
-    a failed sample."""
+    a failed sample (or the CPU's error of a no-ref one)."""
     try:
         return run_sample(op, smp, dt, strict=False), None
     except NotComparable:
         return "not-comp", None
+    except NoReference as e:
+        return "no-ref", e
     except TypeError as e:
         if "not supported on the card" in str(e) or "float64" in str(e):
             return "refused", None
@@ -1039,38 +1129,180 @@ def classify(op, smp, dt):
         return "failed", e
 
 
-def full(nsamples, only):
+def _card_alive():
+    """False when the card context of this process is in error."""
+    try:
+        torch.ones(4, device="spyre").add_(1).cpu()
+        torch.spyre.synchronize()
+        return True
+    except Exception:
+        return False
+
+
+def _errline(e):
+    first = (str(e).splitlines() or [""])[0][:160]
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def _emit(tag, rec):
+    sys.stdout.write(f"@{tag} {json.dumps(rec)}\n")
+    sys.stdout.flush()
+
+
+def _plan(nsamples, only, after=None):
+    """The samples of a run in their fixed order after position @after
+    (None: from the start): (pos, phase, family, name, op, dtype, sample);
+    phase 0 is every OpInfo, phase 1 the NATIVE families in strict mode.
+    pos orders them; the samples of an (op, dtype) wholly before @after
+    are not made."""
+    def before(key):
+        return after is not None and key < after[:len(key)]
+
     db = op_db()
-    table = {}          # (family, dtype) -> {cat: n}
-    fails = []
-    t0 = time.time()
-    for name, op in sorted(db.items()):
-        if only and name not in only:
+    plan = [(0, family(db[n]), n, oi) for oi, n in enumerate(sorted(db))]
+    plan += [(1, fam, n, [fi, ni]) for fi, (fam, fnames)
+             in enumerate(NATIVE.items()) for ni, n in enumerate(fnames)]
+    for phase, fam, name, key in plan:
+        key = [phase] + (key if phase else [key])
+        op = db.get(name)
+        if op is None or (only and name not in only) or before(key):
             continue
-        fam = family(op)
         try:
             dts = op.supported_dtypes("cpu")
         except Exception:
             continue
-        for dt in DTYPES:
-            if dt not in dts:
+        for di, dt in enumerate(DTYPES):
+            if dt not in dts or before(key + [di]):
                 continue
-            for smp in samples(op, dt, nsamples):
-                cat, err = classify(op, smp, dt)
-                if cat == "cpu-error":
-                    continue
-                row = table.setdefault((fam, str(dt)[6:]), dict.fromkeys(
-                    CATS, 0))
-                row[cat] += 1
-                if err is not None:
-                    fails.append(f"{name} {str(dt)[6:]}: {type(err).__name__}:"
-                                 f" {str(err).splitlines()[0][:160]}"
-                                 if str(err) else f"{name} {str(dt)[6:]}: "
-                                 f"{type(err).__name__}")
-    print(f"# op_db: {len(db)} OpInfos, {nsamples} sample(s) per op and dtype,"
-          f" {time.time() - t0:.0f} s")
-    hdr = f"# {'family':<14} {'dtype':<9}" + "".join(f"{c:>10}" for c in CATS)
-    print(hdr)
+            for si, smp in enumerate(samples(op, dt, nsamples)):
+                pos = key + [di, si]
+                if after is None or pos > after:
+                    yield pos, phase, fam, name, op, dt, smp
+
+
+def worker(nsamples, only, after):
+    """Run the samples of the plan that come after pos @after (None: all),
+    one @rec line each; exit WORKER_DEAD when the card context is in
+    error."""
+    for pos, phase, fam, name, op, dt, smp in _plan(nsamples, only, after):
+        rec = {"pos": pos, "phase": phase, "fam": fam, "name": name,
+               "dt": str(dt)[6:]}
+        _emit("run", rec)
+        err = None
+        if phase == 0:
+            cat, e = classify(op, smp, dt)
+            err = None if e is None else _errline(e)
+        else:
+            try:
+                run_sample(op, smp, dt, strict=True)
+                cat = "pass"
+            except NotComparable:       # ran on the card in strict mode
+                cat = "pass-nc"
+            except NoReference as e:
+                cat, err = "no-ref", _errline(e)
+            except Exception as e:
+                cat, err = "failed", _errline(e)
+        dead = cat == "failed" and not _card_alive()
+        if dead:
+            err += " [the card context is now in error: a new worker " \
+                   "process goes on]"
+        _emit("rec", dict(rec, cat=cat, err=err))
+        if dead:        # no teardown through the context in error
+            os._exit(WORKER_DEAD)
+    _emit("done", {"nops": len(op_db())})
+    return 0
+
+
+def _progress(recs):
+    """Print the latest record if it is not a pass, and running totals
+    every 200 samples (a run cut short still tells where it stood)."""
+    r = recs[-1]
+    if r["cat"] in ("failed", "no-ref"):
+        print(f"# {time.strftime('%H:%M:%S')} {r['cat']}: {r['name']} "
+              f"{r['dt']}: {r['err']}", flush=True)
+    if len(recs) % 200 == 0:
+        tot = {}
+        for x in recs:
+            tot[x["cat"]] = tot.get(x["cat"], 0) + 1
+        print(f"# {time.strftime('%H:%M:%S')} {len(recs)} samples (at "
+              f"{r['name']}, phase {r['phase']}): " + ", ".join(
+                  f"{k} {v}" for k, v in sorted(tot.items())), flush=True)
+
+
+def _run_workers(nsamples, only):
+    """Drive workers until the plan is done; return their records in plan
+    order (a sample whose worker died is recorded as failed) and the
+    number of OpInfos in the database."""
+    recs, after, restarts, nops = [], None, 0, 0
+    while True:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker",
+               "--samples", str(nsamples)]
+        if after is not None:
+            cmd += ["--after", json.dumps(after)]
+        if only:
+            cmd += ["--only"] + sorted(only)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        running, done, progress = None, False, False
+        for line in p.stdout:
+            if line.startswith("@run "):
+                running = json.loads(line[5:])
+            elif line.startswith("@rec "):
+                r = json.loads(line[5:])
+                recs.append(r)
+                after, running, progress = r["pos"], None, True
+                _progress(recs)
+            elif line.startswith("@done "):
+                done, nops = True, json.loads(line[6:])["nops"]
+            else:
+                sys.stdout.write(line)
+        rc = p.wait()
+        if done and rc == 0:
+            return recs, nops
+        if running is not None:
+            recs.append(dict(running, cat="failed", err=f"the worker died "
+                             f"(exit status {rc}) running this sample"))
+            after, progress = running["pos"], True
+            _progress(recs)
+        restarts = 0 if progress else restarts + 1
+        print(f"# worker exited with status {rc}; {len(recs)} samples done,"
+              f" a new worker goes on", flush=True)
+        if restarts >= 3:
+            print("# three workers in a row made no progress: giving up",
+                  flush=True)
+            recs.append({"phase": 0, "fam": "harness", "name": "worker",
+                         "dt": "-", "cat": "failed",
+                         "err": f"no worker could start (status {rc})"})
+            return recs, nops
+
+
+def full(nsamples, only):
+    t0 = time.time()
+    recs, nops = _run_workers(nsamples, only)
+    table = {}          # (family, dtype) -> {cat: n}
+    fails, norefs = [], []
+    strict = {}         # family -> [passed, failed, not comparable]
+    strict_fails = []
+    for r in recs:
+        tag = f"{r['name']} {r['dt']}: {r['err']}"
+        if r["phase"] == 0:
+            row = table.setdefault((r["fam"], r["dt"]),
+                                   dict.fromkeys(CATS, 0))
+            row[r["cat"]] += 1
+            if r["cat"] == "failed":
+                fails.append(tag)
+            elif r["cat"] == "no-ref":
+                norefs.append(tag)
+            continue
+        f = strict.setdefault(r["fam"], [0, 0, 0])
+        if r["cat"] in ("pass", "pass-nc"):
+            f[0] += 1
+            f[2] += r["cat"] == "pass-nc"
+        elif r["cat"] == "failed":
+            f[1] += 1
+            strict_fails.append(tag)
+    print(f"# op_db: {nops} OpInfos, {nsamples} sample(s) per op and"
+          f" dtype, {time.time() - t0:.0f} s")
+    print(f"# {'family':<14} {'dtype':<9}" + "".join(f"{c:>10}" for c in CATS))
     tot = dict.fromkeys(CATS, 0)
     for (fam, dt), row in sorted(table.items()):
         print(f"# {fam:<14} {dt:<9}" + "".join(f"{row[c]:>10}" for c in CATS))
@@ -1079,37 +1311,14 @@ def full(nsamples, only):
     n = sum(tot.values())
     print(f"# {'total':<24}" + "".join(f"{tot[c]:>10}" for c in CATS))
     if n:
-        print(f"# on the card: {100.0 * tot['native'] / n:.1f} % of {n} "
-              f"samples; through the fallback {100.0 * tot['fallback'] / n:.1f}"
-              f" %; ran but not comparable (random, undefined values) "
-              f"{100.0 * tot['not-comp'] / n:.1f} %; refused "
-              f"{100.0 * tot['refused'] / n:.1f} %; failed "
-              f"{100.0 * tot['failed'] / n:.1f} %")
-    # the families of the card's native ops, strict
+        pc = {c: f"{100.0 * tot[c] / n:.1f} %" for c in CATS}
+        print(f"# on the card: {pc['native']} of {n} samples; through the "
+              f"fallback {pc['fallback']}; ran but not comparable (random, "
+              f"undefined values) {pc['not-comp']}; no reference (the CPU "
+              f"raised) {pc['no-ref']}; refused {pc['refused']}; failed "
+              f"{pc['failed']}")
     ok = bad = 0
-    strict_fails = []
-    for fam, names in NATIVE.items():
-        fok = fbad = fnc = 0
-        for name in names:
-            op = db.get(name)
-            if op is None or (only and name not in only):
-                continue
-            for dt in DTYPES:
-                if dt not in op.supported_dtypes("cpu"):
-                    continue
-                for smp in samples(op, dt, nsamples):
-                    try:
-                        run_sample(op, smp, dt, strict=True)
-                        fok += 1
-                    except NotComparable:
-                        # ran on the card in strict mode: passed
-                        fok += 1
-                        fnc += 1
-                    except Exception as e:
-                        fbad += 1
-                        strict_fails.append(
-                            f"{name} {str(dt)[6:]}: {type(e).__name__}: "
-                            f"{str(e).splitlines()[0][:120] if str(e) else ''}")
+    for fam, (fok, fbad, fnc) in strict.items():
         if fok + fbad:
             print(f"# strict {fam:<14} {fok:>5} of {fok + fbad:>5} "
                   f"({100.0 * fok / (fok + fbad):.1f} %)"
@@ -1121,18 +1330,22 @@ def full(nsamples, only):
               f"({100.0 * ok / (ok + bad):.1f} %)")
     for f in strict_fails:
         print("# STRICT-FAILED " + f)
+    for f in norefs:
+        print("# NO-REFERENCE " + f)
     for f in fails:
         print("# FAILED " + f)
     return 0
 
 
 def main(argv):
+    n = int(argv[argv.index("--samples") + 1]) if "--samples" in argv else 3
+    only = set(argv[argv.index("--only") + 1:]) if "--only" in argv else set()
+    if "--worker" in argv:
+        after = json.loads(argv[argv.index("--after") + 1]) \
+            if "--after" in argv else None
+        return worker(n, only, after)
     if "--full" in argv:
-        n = 3
-        if "--samples" in argv:
-            n = int(argv[argv.index("--samples") + 1])
-        only = argv[argv.index("--only") + 1:] if "--only" in argv else []
-        return full(n, set(only))
+        return full(n, only)
     names = [a for a in argv if not a.startswith("-")]
     return ktap.run(ktap.select(TESTS, names))
 
