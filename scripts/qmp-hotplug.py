@@ -159,10 +159,11 @@ def cycle(a, sock, guest):
                   f"{time.monotonic() - t2:.2f} s after device_add",
                   flush=True)
             time.sleep(a.gap)
+    except (RuntimeError, TimeoutError) as e:
+        # first: TimeoutError is an OSError
+        print(f"qmp-hotplug: {e}", flush=True)
     except (EOFError, OSError) as e:
         print(f"qmp-hotplug: guest gone ({e})", flush=True)
-    except (RuntimeError, TimeoutError) as e:
-        print(f"qmp-hotplug: {e}", flush=True)
     return done
 
 
