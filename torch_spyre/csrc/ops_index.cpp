@@ -1091,44 +1091,31 @@ at::Tensor k_index(const at::Tensor &self,
 			idx = single_index(indices, dim);
 		}
 	}
+	XArgs a;
+	std::vector<int64_t> shape;
 	if (idx.defined()) {
 		idx = card_index(idx, self);
-		XArgs a;
-		a.kind = XK_GATHER;
-		a.variant = XV_WRAP;
-		std::vector<int64_t> shape;
 		index_space(self, dim, idx, shape, a.src_st, a.idx_st);
+		a.variant = XV_WRAP;
+		a.size = self.size(dim);
+		a.stride = self.stride(dim);
+	} else if (on_card(self) && self.dim() > 0) {
+		// several index tensors, or a mask of several dims
+		idx = tuple_offsets(self, indices, shape, a.src_st, a.idx_st,
+				    a.size);
+		a.stride = 1;
+	}
+	if (idx.defined()) {
+		a.kind = XK_GATHER;
 		at::Tensor out = at::empty(shape, self.options());
 		a.shape = shape;
 		a.src = self;
 		a.idx = idx;
 		a.dst = out;
 		a.dst_st = strides_of(out);
-		a.size = self.size(dim);
-		a.stride = self.stride(dim);
 		if (xlaunch(a)) {
 			count_native("aten::index.Tensor");
 			return out;
-		}
-	} else if (on_card(self) && self.dim() > 0) {
-		// several index tensors, or a mask of several dims
-		XArgs a;
-		std::vector<int64_t> shape;
-		at::Tensor off = tuple_offsets(self, indices, shape, a.src_st,
-					       a.idx_st, a.size);
-		if (off.defined()) {
-			a.kind = XK_GATHER;
-			a.stride = 1;
-			at::Tensor out = at::empty(shape, self.options());
-			a.shape = shape;
-			a.src = self;
-			a.idx = off;
-			a.dst = out;
-			a.dst_st = strides_of(out);
-			if (xlaunch(a)) {
-				count_native("aten::index.Tensor");
-				return out;
-			}
 		}
 	}
 	return SPYRE_FALLBACK2(index, Tensor, self, indices);
