@@ -26,11 +26,13 @@ bfloat16 at its own resolution, 1.6e-2).
         (`make test-opinfo`) the whole op_db, N samples (default 3) per op
         and dtype, a table per op family and dtype of samples passed on the
         card / passed through the CPU fallback / not comparable / no
-        reference (the CPU raised on the sample: oneDNN refusing a float32
-        convolution) / refused by design (float64 and complex are TypeError
-        on the card) / failed, and the totals; then the NATIVE families
-        again in strict mode (the share per family, and each sample that
-        fails or falls back).  Worker processes run the samples, and a
+        reference (the CPU raised on the sample) / refused by design
+        (float64 and complex are TypeError on the card) / failed, and the
+        totals; then the NATIVE families again in strict mode (the share
+        per family, and each sample that fails or falls back); then, per
+        OpInfo, the ATen ops that went through the CPU fallback.  Where
+        oneDNN cannot build a primitive for the guest's CPU model (float32
+        convolutions) the CPU reference runs again without it.  Worker processes run the samples, and a
         sample that leaves the card context in error fails alone: a new
         worker goes on after it.
 
@@ -377,6 +379,26 @@ def compare_selection(name, sample, got, want, dtype):
     compare(_spyre(picked), want[0], dtype)
 
 
+def _reference(op, sample):
+    """The op on the CPU; again without oneDNN when oneDNN cannot build a
+    primitive for the guest's CPU model (float32 convolutions), as the
+    torch_conv_* and torch_models_* references run."""
+    try:
+        return op(sample.input, *sample.args, **sample.kwargs)
+    except RuntimeError as e:
+        if "could not create a primitive" not in str(e):
+            raise
+    with ktap.without_onednn():
+        return op(sample.input, *sample.args, **sample.kwargs)
+
+
+def _fell_back():
+    """The ATen ops that went through the CPU fallback since the last
+    torch.spyre.reset_op_counts(), sorted."""
+    return sorted(k for k, v in torch.spyre.op_counts().items()
+                  if v["fallback"])
+
+
 def run_sample(op, sample, dtype, strict):
     """Run one sample on both devices; return 'native' or 'fallback'
     (passed), raise NotComparable when the values differ where the
@@ -386,8 +408,7 @@ def run_sample(op, sample, dtype, strict):
     s = _on_card(sample)
     cpu_err = None
     try:
-        want = op(sample.input, *sample.args, **sample.kwargs)
-        want = sample.output_process_fn_grad(want)
+        want = sample.output_process_fn_grad(_reference(op, sample))
     except Exception as e:   # the CPU refuses it too: the card must raise
         cpu_err = e
     torch.spyre.reset_op_counts()
@@ -403,7 +424,7 @@ def run_sample(op, sample, dtype, strict):
         if cpu_err is not None:
             raise NoReference(cpu_err, True) from None
         raise
-    fell = any(v["fallback"] for v in torch.spyre.op_counts().values())
+    fell = bool(_fell_back())
     if cpu_err is not None:
         raise NoReference(cpu_err, False)
     try:
@@ -1111,8 +1132,14 @@ WORKER_DEAD = 3         # a worker's exit status: its card context is in error
 
 
 def classify(op, smp, dt):
-    """(category, error) of one sample: a CATS name, and the exception of
-    a failed sample (or the CPU's error of a no-ref one)."""
+    """(category, error, fell) of one sample: a CATS name, the exception
+    of a failed sample (or the CPU's error of a no-ref one), and the ATen
+    ops that went through the CPU fallback (listed by --full)."""
+    cat, err = _classify(op, smp, dt)
+    return cat, err, _fell_back() if cat in ("fallback", "not-comp") else []
+
+
+def _classify(op, smp, dt):
     try:
         return run_sample(op, smp, dt, strict=False), None
     except NotComparable:
@@ -1188,9 +1215,9 @@ def worker(nsamples, only, after):
         rec = {"pos": pos, "phase": phase, "fam": fam, "name": name,
                "dt": str(dt)[6:]}
         _emit("run", rec)
-        err = None
+        err, fell = None, []
         if phase == 0:
-            cat, e = classify(op, smp, dt)
+            cat, e, fell = classify(op, smp, dt)
             err = None if e is None else _errline(e)
         else:
             try:
@@ -1206,7 +1233,7 @@ def worker(nsamples, only, after):
         if dead:
             err += " [the card context is now in error: a new worker " \
                    "process goes on]"
-        _emit("rec", dict(rec, cat=cat, err=err))
+        _emit("rec", dict(rec, cat=cat, err=err, fell=fell))
         if dead:        # no teardown through the context in error
             os._exit(WORKER_DEAD)
     _emit("done", {"nops": len(op_db())})
@@ -1282,12 +1309,18 @@ def full(nsamples, only):
     fails, norefs = [], []
     strict = {}         # family -> [passed, failed, not comparable]
     strict_fails = []
+    falls = {}          # OpInfo -> [samples, dtypes, ATen ops that fell]
     for r in recs:
         tag = f"{r['name']} {r['dt']}: {r['err']}"
         if r["phase"] == 0:
             row = table.setdefault((r["fam"], r["dt"]),
                                    dict.fromkeys(CATS, 0))
             row[r["cat"]] += 1
+            if r.get("fell"):
+                f = falls.setdefault(r["name"], [0, set(), set()])
+                f[0] += 1
+                f[1].add(r["dt"])
+                f[2].update(r["fell"])
             if r["cat"] == "failed":
                 fails.append(tag)
             elif r["cat"] == "no-ref":
@@ -1330,6 +1363,9 @@ def full(nsamples, only):
               f"({100.0 * ok / (ok + bad):.1f} %)")
     for f in strict_fails:
         print("# STRICT-FAILED " + f)
+    for name, (n, dts, ops) in sorted(falls.items()):
+        print(f"# FALLBACK {name} ({n} sample(s); {', '.join(sorted(dts))}):"
+              f" {', '.join(sorted(ops))}")
     for f in norefs:
         print("# NO-REFERENCE " + f)
     for f in fails:
