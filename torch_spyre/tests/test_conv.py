@@ -358,9 +358,74 @@ def torch_conv_avg_pool():
 
 
 @test
+def torch_conv_pool_3d():
+    """max_pool3d (values, indices, backward), avg_pool3d and
+    adaptive_avg_pool3d with their backward, adaptive max pooling in 2-D
+    and 3-D (values, indices, backward), max_pool2d of integers."""
+    g = torch.Generator().manual_seed(12)
+
+    def both(fn, x, dt, *ops, ind=False):
+        # fn forward and backward on the CPU and the card, compared
+        xc = x.clone().requires_grad_()
+        want = fn(xc)
+        out = want[0] if ind else want
+        r = rnd(g, *out.shape, dt=dt)
+        (out * r).sum().backward()
+        X = x.to(dt).to("spyre").requires_grad_()
+        R = r.to(dt).to("spyre")
+        got = native(lambda: fn(X), *ops[:1])
+        if ind:
+            assert torch.equal(got[1].cpu(), want[1]), fn
+            got, out = got[0], out
+        close(got, out.detach(), dt)
+        native(lambda: (got * R).sum().backward(), *ops[1:])
+        close(X.grad, xc.grad, dt)
+
+    for dt in (torch.float32, torch.float16):
+        x = distinct(g, 2, 2, 5, 6, 4, dt=dt)
+        both(lambda t: F.max_pool3d(t, (3, 2, 2), (2, 2, 1), (1, 1, 0),
+                                    return_indices=True), x, dt,
+             "aten::max_pool3d_with_indices",
+             "aten::max_pool3d_with_indices_backward", ind=True)
+        both(lambda t: F.max_pool3d(t, 2, 1, 0, 2, True,
+                                    return_indices=True), x, dt,
+             "aten::max_pool3d_with_indices", ind=True)
+        both(lambda t: F.avg_pool3d(t, 3, 2, 1, True, False), x, dt,
+             "aten::avg_pool3d", "aten::avg_pool3d_backward")
+        both(lambda t: F.avg_pool3d(t, (2, 3, 2), 1, 0, False, True, 5), x,
+             dt, "aten::avg_pool3d", "aten::avg_pool3d_backward")
+        both(lambda t: F.adaptive_avg_pool3d(t, (2, 4, 3)), x, dt,
+             "aten::_adaptive_avg_pool3d",
+             "aten::_adaptive_avg_pool3d_backward")
+        both(lambda t: F.adaptive_max_pool3d(t, (3, 4, 3),
+                                             return_indices=True), x, dt,
+             "aten::adaptive_max_pool3d",
+             "aten::adaptive_max_pool3d_backward", ind=True)
+        x2 = distinct(g, 2, 3, 7, 5, dt=dt)
+        for osz in ((3, 2), (7, 5), (4, 9)):
+            both(lambda t: F.adaptive_max_pool2d(t, osz,
+                                                 return_indices=True),
+                 x2, dt, "aten::adaptive_max_pool2d",
+                 "aten::adaptive_max_pool2d_backward", ind=True)
+    for dt in (torch.int32, torch.int64):
+        x = torch.randint(-1000, 1000, (2, 3, 7, 6), generator=g, dtype=dt)
+        X = x.to("spyre")
+        want, wind = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+        got, gind = native(lambda: F.max_pool2d(X, 3, 2, 1,
+                                                return_indices=True),
+                           "aten::max_pool2d_with_indices")
+        assert torch.equal(got.cpu(), want), dt
+        # ties (equal values) may pick another index: the value there
+        # must be the maximum
+        assert torch.equal(x.flatten(2).gather(2, gind.cpu().flatten(2)),
+                           want.flatten(2)), dt
+
+
+@test
 def torch_conv_upsample():
-    """upsample nearest2d and bilinear2d (align_corners both ways, sizes
-    and scale factors) forward."""
+    """upsampling forward: nearest and bilinear in 2-D (align_corners both
+    ways, sizes and scale factors), nearest, nearest-exact, linear and
+    trilinear in 1-D and 3-D, nearest-exact in 2-D."""
     g = torch.Generator().manual_seed(11)
     for dt in (torch.float32, torch.float16):
         x = rnd(g, 2, 3, 5, 7, dt=dt)
@@ -376,6 +441,31 @@ def torch_conv_upsample():
                              "aten::upsample_bilinear2d"),
                       F.interpolate(x, mode="bilinear", align_corners=ac,
                                     **kw), dt)
+    # 1-D and 3-D, and nearest-exact in every rank
+    for dt in (torch.float32, torch.bfloat16):
+        for shape, lin, sizes in (((2, 3, 9), "linear", ((17,), (4,))),
+                                  ((1, 2, 3, 4, 5), "trilinear",
+                                   ((6, 5, 9), (2, 4, 3)))):
+            x = rnd(g, *shape, dt=dt)
+            X = x.to(dt).to("spyre")
+            d = len(shape) - 2
+            for size in sizes:
+                for mode in ("nearest", "nearest-exact"):
+                    op = ("aten::upsample_nearest" if mode == "nearest"
+                          else "aten::_upsample_nearest_exact") + f"{d}d"
+                    close(native(lambda: F.interpolate(X, size, mode=mode),
+                                 op), F.interpolate(x, size, mode=mode), dt)
+                for ac in (False, True):
+                    close(native(lambda: F.interpolate(
+                        X, size, mode=lin, align_corners=ac),
+                        "aten::upsample_" + lin + f"{d}d"),
+                        F.interpolate(x, size, mode=lin, align_corners=ac),
+                        dt)
+        X = rnd(g, 1, 2, 5, 6).to(dt).to("spyre")
+        close(native(lambda: F.interpolate(X, (9, 4), mode="nearest-exact"),
+                     "aten::_upsample_nearest_exact2d"),
+              F.interpolate(X.cpu().float(), (9, 4), mode="nearest-exact"),
+              dt)
 
 
 class Block(nn.Module):

@@ -28,13 +28,14 @@ bfloat16 at its own resolution, 1.6e-2).
         card / passed through the CPU fallback / not comparable / no
         reference (the CPU raised on the sample) / refused by design
         (float64 and complex are TypeError on the card) / failed, and the
-        totals; then the NATIVE families again in strict mode (the share
-        per family, and each sample that fails or falls back); then, per
-        OpInfo, the ATen ops that went through the CPU fallback.  Where
-        oneDNN cannot build a primitive for the guest's CPU model (float32
-        convolutions) the CPU reference runs again without it.  Worker processes run the samples, and a
-        sample that leaves the card context in error fails alone: a new
-        worker goes on after it.
+        totals; then the NATIVE and STRICT_FULL families again in strict
+        mode (the share per family, and each sample that fails or falls
+        back); then, per OpInfo, the ATen ops that went through the CPU
+        fallback.  Where oneDNN cannot build a primitive for the guest's
+        CPU model (float32 convolutions) the CPU reference runs again
+        without it.  Worker processes run the samples, and a sample that
+        leaves the card context in error fails alone: a new worker goes on
+        after it.
 
 Like test_compare_cpu, each OpInfo's own skips and expected failures for
 TestCommon.test_compare_cpu are honoured (OpInfo.get_decorators), and so
@@ -157,6 +158,43 @@ NATIVE = {
     # PyTorch 2.6's op_db has no OpInfo of an RNN or its cells: nn.LSTM,
     # nn.GRU and the cells are test_models.py's torch_models_lstm / _gru
     "rnn": [],
+}
+
+# The families of [torch-ops-2] that `--full` also runs in strict mode
+# but that have no torch_opinfo_* test: their samples are slow under TCG,
+# and test_conv.py (convolutions, pooling, upsampling) and the
+# torch_ops_random_* tests (statistical checks) cover them in `make test`.
+STRICT_FULL = {
+    "conv_pool": [
+        "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
+        "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d",
+        "nn.functional.conv_transpose3d", "nn.functional.max_pool1d",
+        "nn.functional.max_pool2d", "nn.functional.max_pool3d",
+        "nn.functional.avg_pool1d", "nn.functional.avg_pool2d",
+        "nn.functional.avg_pool3d", "nn.functional.adaptive_avg_pool1d",
+        "nn.functional.adaptive_avg_pool2d",
+        "nn.functional.adaptive_avg_pool3d",
+        "nn.functional.adaptive_max_pool1d",
+        "nn.functional.adaptive_max_pool2d",
+        "nn.functional.adaptive_max_pool3d",
+        "nn.functional.interpolate.nearest",
+        "nn.functional.interpolate.nearest-exact",
+        "nn.functional.interpolate.linear",
+        "nn.functional.interpolate.bilinear",
+        "nn.functional.interpolate.trilinear",
+        "nn.functional.interpolate.area", "nn.functional.upsample_nearest",
+        "nn.functional.upsample_bilinear", "nn.functional.pixel_shuffle",
+        "nn.functional.pixel_unshuffle", "nn.functional.pad.constant",
+        "nn.functional.pad.reflect", "nn.functional.pad.replicate",
+        "nn.functional.unfold",
+    ],
+    "random": [
+        "bernoulli", "exponential", "multinomial", "normal", "normal.in_place",
+        "normal.number_mean", "rand_like", "randint", "randint_like", "randn",
+        "randn_like", "uniform", "nn.functional.dropout",
+        "nn.functional.dropout2d", "nn.functional.dropout3d",
+        "nn.functional.alpha_dropout",
+    ],
 }
 
 # (OpInfo, dtype) left out of the KTAP family tests, with the reason: the
@@ -1179,7 +1217,8 @@ def _emit(tag, rec):
 def _plan(nsamples, only, after=None):
     """The samples of a run in their fixed order after position @after
     (None: from the start): (pos, phase, family, name, op, dtype, sample);
-    phase 0 is every OpInfo, phase 1 the NATIVE families in strict mode.
+    phase 0 is every OpInfo, phase 1 the NATIVE and STRICT_FULL families
+    in strict mode.
     pos orders them; the samples of an (op, dtype) wholly before @after
     are not made."""
     def before(key):
@@ -1188,7 +1227,8 @@ def _plan(nsamples, only, after=None):
     db = op_db()
     plan = [(0, family(db[n]), n, oi) for oi, n in enumerate(sorted(db))]
     plan += [(1, fam, n, [fi, ni]) for fi, (fam, fnames)
-             in enumerate(NATIVE.items()) for ni, n in enumerate(fnames)]
+             in enumerate(list(NATIVE.items()) + list(STRICT_FULL.items()))
+             for ni, n in enumerate(fnames)]
     for phase, fam, name, key in plan:
         key = [phase] + (key if phase else [key])
         op = db.get(name)
