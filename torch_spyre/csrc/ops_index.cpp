@@ -1403,23 +1403,36 @@ std::vector<int64_t> pad_positions(int64_t size, int64_t before, int64_t after,
 // reflection_pad{1,2,3}d / replication_pad{1,2,3}d of @self (@k padded
 // dims, the last ones; @padding pairs from the last dim backwards): one
 // gather per padded dim (index_select along it by the positions above).
-// Undefined when the card does not take it (negative padding, a
-// reflection as wide as the dim, a batch layout PyTorch refuses: the
-// CPU decides and raises).
+// A negative padding crops.  An empty batch gives an empty result.
+// Undefined when the card does not take it (an empty dim other than the
+// batch, an output dim under 1, a reflection as wide as the dim, a batch
+// layout PyTorch refuses: the CPU decides and raises).
 at::Tensor pad_on_card(const at::Tensor &self, at::IntArrayRef padding, int k,
 		       bool reflect)
 {
 	if (!on_card(self) || static_cast<int>(padding.size()) != 2 * k ||
-	    (self.dim() != k + 1 && self.dim() != k + 2) || self.numel() == 0)
+	    (self.dim() != k + 1 && self.dim() != k + 2))
 		return {};
+	std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+	for (int64_t d = self.dim() == k + 2 ? 1 : 0; d < self.dim(); d++)
+		if (self.size(d) == 0)
+			return {};
+	for (int j = 0; j < k; j++) {
+		int64_t dim = self.dim() - 1 - j;
+		int64_t size = self.size(dim), before = padding[2 * j],
+			after = padding[2 * j + 1];
+		if (size + before + after < 1 ||
+		    (reflect && (before >= size || after >= size)))
+			return {};
+		shape[static_cast<size_t>(dim)] = size + before + after;
+	}
+	if (self.numel() == 0)
+		return at::empty(shape, self.options());
 	at::Tensor x = self;
 	for (int j = 0; j < k; j++) {
 		int64_t dim = self.dim() - 1 - j;
 		int64_t size = self.size(dim), before = padding[2 * j],
 			after = padding[2 * j + 1];
-		if (before < 0 || after < 0 ||
-		    (reflect && (before >= size || after >= size)))
-			return {};
 		if (before == 0 && after == 0)
 			continue;
 		at::Tensor idx = at::tensor(pad_positions(size, before, after,

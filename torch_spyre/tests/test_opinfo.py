@@ -1035,8 +1035,8 @@ def torch_ops_search_unique():
 
 def torch_ops_compaction():
     """nonzero, masked_select, x[mask] and x[mask1d] = v, masked_scatter_,
-    repeat_interleave, reflection and replication padding as on the CPU,
-    strict; randperm from the card's generator is a permutation."""
+    repeat_interleave, reflection and replication padding (negative
+    padding, an empty batch) as on the CPU, strict; randperm from the card's generator is a permutation."""
     g = torch.Generator().manual_seed(41)
     x = torch.randn(3, 4, 5, generator=g)
     x[x.abs() < 0.5] = 0
@@ -1061,6 +1061,12 @@ def torch_ops_compaction():
         lambda t, m: torch.nn.functional.pad(t[None], (1, 2, 0, 1, 2, 2),
                                              mode="replicate"),
         lambda t, m: torch.nn.functional.pad(t, (0, 4), mode="replicate"),
+        # negative padding crops; an empty batch pads to an empty result
+        lambda t, m: torch.nn.functional.pad(t[None], (-1, 1, -2, 1),
+                                             mode="reflect"),
+        lambda t, m: torch.nn.functional.pad(t, (1, -2), mode="replicate"),
+        lambda t, m: torch.nn.functional.pad(t[:0], (1, 2),
+                                             mode="reflect"),
         lambda t, m: torch.nn.functional.pad(t, (1, 2), mode="circular"),
     ]
     for i, fn in enumerate(cases):
