@@ -293,6 +293,45 @@ static bool kpure(const SpyreKProg *p, const SpyreKInst *in)
 }
 
 /*
+ * Mark the instructions of passes that need not run while kept lanes are
+ * taken (SpyreKInst.idle): pure ones whose results only taken or idle
+ * instructions read (their lanes come from the kept slot), walking back
+ * from the end.  A LOAD is idle only if value numbering found an earlier
+ * twin (@vn: the same operand, offsets and mask in an earlier
+ * instruction), which accesses the same lanes first, so any fault it
+ * could report comes first in sequential order from the twin.
+ */
+static void kplan_idle(SpyreKProg *p, const uint16_t *vn)
+{
+    bool used[SPYRE_KERNEL_MAX_VALUES] = { false };
+    uint32_t i;
+
+    for (i = p->ninsts; i-- > 0;) {
+        SpyreKInst *in = &p->inst[i];
+
+        in->idle = p->sec_pass[in->sec] && !in->keep && kpure(p, in) &&
+                   in->dst != KNONE && !used[in->dst] &&
+                   (in->op != SPYRE_KOP_LOAD || vn[in->dst] != in->dst);
+        if (in->idle || in->take) {
+            continue;
+        }
+        if (in->a != KNONE && in->op != SPYRE_KOP_CONST) {
+            used[in->a] = true;
+        }
+        if (in->b != KNONE && in->op != SPYRE_KOP_CONST) {
+            used[in->b] = true;
+        }
+        if (in->c != KNONE && in->op != SPYRE_KOP_CONST) {
+            used[in->c] = true;
+        }
+        if ((in->op == SPYRE_KOP_REDUCE || in->op == SPYRE_KOP_SCAN) &&
+            in->imm != KNONE) {
+            used[in->imm] = true;
+        }
+    }
+}
+
+/*
  * Plan the kept math lanes of a verified program.  Passes run over the
  * same (point, reduction index) lanes, in the same vectors, so an
  * instruction of a pass whose operation and sources are those of an
@@ -354,6 +393,9 @@ static void kplan_keep(SpyreKProg *p)
             }
             break;
         }
+    }
+    if (p->nkeep) {
+        kplan_idle(p, vn);
     }
 }
 
@@ -427,7 +469,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
         in->k = ld64(b + 8);
         in->bcast = 0;
         in->red = 0;
-        in->keep = in->take = 0;
+        in->keep = in->take = in->idle = 0;
 
         /* Opcode, result types and sources. */
         switch (in->op) {
@@ -853,7 +895,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
 
 /* ---- Interpreter -------------------------------------------------------- */
 
-#define VS(r, v)    ((r)->vals + (size_t)(v) * (r)->vl)
+#define VS(r, v)    ((r)->vp[v])
 
 /* The path that runs (-1 until the first prepare picks the best). */
 static int kisa = -1;
@@ -913,9 +955,12 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
         l->R <= (4u << 20) / 4 / p->nkeep / tile) {
         kept = (size_t)p->nkeep * tile * l->R * 4;
     }
+    if (kept) {
+        kept += KBLK * 8;       /* lanes KFOR reads past the last */
+    }
     need = nv * vl * 8 + 5 * (size_t)vl * 8 + vl + vl * 4 + vl * 8 +
            (size_t)p->nreduce * tile * sizeof(SpyreKRed) +
-           nv * (sizeof(SpyreKAff) + 1) + kept + 64;
+           nv * (sizeof(SpyreKAff) + sizeof(void *) + 1) + kept + 64;
     if (need > r->bytes) {
         free(r->mem);
         r->mem = malloc(need);
@@ -935,6 +980,11 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
     m += (size_t)p->nreduce * tile * sizeof(SpyreKRed);
     r->aff = (SpyreKAff *)m;
     m += nv * sizeof(SpyreKAff);
+    r->vp = (void **)m;
+    m += nv * sizeof(void *);
+    for (size_t v = 0; v < nv; v++) {
+        r->vp[v] = r->vals + v * vl;
+    }
     r->kept = kept ? (float *)m : NULL;
     m += kept;
     r->lpt = (uint32_t *)m;
@@ -1294,7 +1344,7 @@ static inline bool kaff_src(const SpyreKRun *r, const SpyreKInst *in, int i,
         if (r->p->vtype[v] != KI64 || !n || klpt(r, 0) != klpt(r, n - 1)) {
             return false;
         }
-        a->base = VS(r, v)[klpt(r, 0)];
+        a->base = ((const uint64_t *)VS(r, v))[klpt(r, 0)];
         a->slope = 0;
         return true;
     }
@@ -1326,9 +1376,11 @@ static bool kaff_op(SpyreKRun *r, const SpyreKInst *in)
         x.base = l->param[in->imm];
         break;
     case SPYRE_KOP_IDX:
-        if (!kdim_aff(r, in->imm, &x.base, &x.slope)) {
+        if (!kdim_aff(r, in->imm, &t.base, &t.slope)) {
             return false;
         }
+        x.base = t.base;
+        x.slope = t.slope;
         break;
     case SPYRE_KOP_AFFINE:
         if (in->a != KNONE && !kaff_src(r, in, 0, in->a, &x)) {
@@ -1374,7 +1426,9 @@ static bool kaff_op(SpyreKRun *r, const SpyreKInst *in)
     default:
         return false;
     }
-    r->aff[in->dst] = x;
+    /* Field by field: kdim_aff()'s 8-byte stores forward to 8-byte loads. */
+    r->aff[in->dst].base = x.base;
+    r->aff[in->dst].slope = x.slope;
     r->lazy[in->dst] = 1;
     return true;
 }
@@ -3691,6 +3745,9 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
     for (i = from; i < to; i++) {
         const SpyreKInst *in = &p->inst[i];
 
+        if (in->idle && r->kept) {
+            continue;
+        }
         switch (in->op) {
         case SPYRE_KOP_LOAD:
         case SPYRE_KOP_STORE:
@@ -3732,14 +3789,15 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
         }
         default:
             if (in->take && r->kept) {
-                memcpy(VS(r, in->dst), kkept(r, in->take), (size_t)r->nl * 4);
+                r->vp[in->dst] = kkept(r, in->take);
                 break;
+            }
+            if (in->keep && r->kept) {
+                /* A math instruction (f32, no lazy lanes): straight there. */
+                r->vp[in->dst] = kkept(r, in->keep);
             }
             if (!kaff_op(r, in)) {
                 kalu(r, in, isa);
-            }
-            if (in->keep && r->kept) {
-                memcpy(kkept(r, in->keep), VS(r, in->dst), (size_t)r->nl * 4);
             }
             break;
         }
@@ -3768,7 +3826,7 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
 
 #ifdef HOST_X86_64
 #ifdef SPYRE_TARGET_WIDTH   /* see meson.build */
-#define KRUN_AVX2   "avx2,fma,prefer-vector-width=128"
+#define KRUN_AVX2   "avx2,fma,prefer-vector-width=256"
 #else
 #define KRUN_AVX2   "avx2,fma"
 #endif
