@@ -3099,12 +3099,59 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
     }
 }
 
+/* @rd's stripes onto its stack (kblock()), then merged by level. */
+static void kblock_push(SpyreKRed *rd, const SpyreKAcc *top,
+                        unsigned int kind, unsigned int T, unsigned int ta)
+{
+    rd->stack[rd->n] = *top;
+    rd->level[rd->n++] = 0;
+    while (rd->n >= 2 && rd->level[rd->n - 1] == rd->level[rd->n - 2]) {
+        acc_combine(&rd->stack[rd->n - 2], &rd->stack[rd->n - 1], kind, T,
+                    ta);
+        rd->level[rd->n - 2]++;
+        rd->n--;
+    }
+}
+
+/*
+ * kblock() of f32 SUM, MAX or MIN, whose stripes hold only v.f (the other
+ * fields stay as acc_init() set them): the same tree on the floats.
+ */
+static void kblock_f32(SpyreKRed *rd, unsigned int kind, unsigned int ta)
+{
+    bool sum = kind == SPYRE_KRED_SUM, max = kind == SPYRE_KRED_MAX;
+    float f[16], init = sum ? 0.0f : max ? -INFINITY : INFINITY;
+    SpyreKAcc top;
+    unsigned int w, i;
+
+    for (i = 0; i < 16; i++) {
+        f[i] = rd->stripe[i].v.f;
+    }
+    for (w = 16; w > 1; w /= 2) {
+        for (i = 0; i < w / 2; i++) {
+            f[i] = sum ? f[2 * i] + f[2 * i + 1] :
+                   fminmax(f[2 * i], f[2 * i + 1], max, false);
+        }
+    }
+    top = rd->stripe[0];
+    top.v.f = f[0];
+    kblock_push(rd, &top, kind, KF32, ta);
+    for (i = 0; i < 16; i++) {
+        rd->stripe[i].v.f = init;
+    }
+}
+
 /* A block of @rd ended: its stripes by the pairwise tree, onto the stack. */
 static void kblock(SpyreKRed *rd, unsigned int kind, unsigned int T,
                    unsigned int ta)
 {
     unsigned int w, i;
 
+    if (T == KF32 && (kind == SPYRE_KRED_SUM || kind == SPYRE_KRED_MAX ||
+                      kind == SPYRE_KRED_MIN)) {
+        kblock_f32(rd, kind, ta);
+        return;
+    }
     for (w = 16; w > 1; w /= 2) {
         for (i = 0; i < w / 2; i++) {
             acc_combine(&rd->stripe[2 * i], &rd->stripe[2 * i + 1], kind, T,
@@ -3114,14 +3161,7 @@ static void kblock(SpyreKRed *rd, unsigned int kind, unsigned int T,
             }
         }
     }
-    rd->stack[rd->n] = rd->stripe[0];
-    rd->level[rd->n++] = 0;
-    while (rd->n >= 2 && rd->level[rd->n - 1] == rd->level[rd->n - 2]) {
-        acc_combine(&rd->stack[rd->n - 2], &rd->stack[rd->n - 1], kind, T,
-                    ta);
-        rd->level[rd->n - 2]++;
-        rd->n--;
-    }
+    kblock_push(rd, &rd->stripe[0], kind, T, ta);
     for (i = 0; i < 16; i++) {
         acc_init(&rd->stripe[i], kind, T);
     }
