@@ -2929,40 +2929,73 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
     }
 }
 
-/* Four f32 lanes and their masks, in GCC's generic vectors. */
+/*
+ * Four f32 lanes and their masks, in GCC's generic vectors, and eight
+ * (for the AVX2 path only: the baseline would spill them).
+ */
 typedef float KVF32x4 __attribute__((vector_size(16)));
 typedef int32_t KVI32x4 __attribute__((vector_size(16)));
+typedef float KVF32x8 __attribute__((vector_size(32)));
+typedef int32_t KVI32x8 __attribute__((vector_size(32)));
 
-/* fminmax(@a, @b, @max, false) in each of four lanes, bit for bit. */
-static inline KALWAYS KVF32x4 kvminmax(KVF32x4 a, KVF32x4 b, bool max)
-{
-    KVI32x4 ua = (KVI32x4)a, ub = (KVI32x4)b;
-    KVI32x4 nan = (a != a) | (b != b), eq = a == b;
-    KVI32x4 wins = max ? a < b : b < a;
-    KVI32x4 neg = ua >> 31;
-    KVI32x4 takeb = (eq & (max ? neg : ~neg)) | (~eq & wins);
-    KVI32x4 res = (ub & takeb) | (ua & ~takeb);
-    KVI32x4 cn = { (int32_t)CANON_NAN, (int32_t)CANON_NAN,
-                   (int32_t)CANON_NAN, (int32_t)CANON_NAN };
-
-    return (KVF32x4)((cn & nan) | (res & ~nan));
+/*
+ * *@pa = fminmax(*@pa, *@pb, @max, false) in each lane (KVF32x4 or 8), bit
+ * for bit (through pointers: a 32-byte vector by value would be an ABI
+ * question on the baseline).
+ */
+#define KVMINMAX(name, vf, vi) \
+static inline KALWAYS void name(vf *pa, const vf *pb, bool max) \
+{ \
+    vf a = *pa, b = *pb; \
+    vi ua = (vi)a, ub = (vi)b; \
+    vi nan = (a != a) | (b != b), eq = a == b; \
+    vi wins = max ? a < b : b < a; \
+    vi neg = ua >> 31; \
+    vi takeb = (eq & (max ? neg : ~neg)) | (~eq & wins); \
+    vi res = (ub & takeb) | (ua & ~takeb); \
+    \
+    *pa = (vf)((nan & (int32_t)CANON_NAN) | (res & ~nan)); \
 }
+
+KVMINMAX(kvminmax, KVF32x4, KVI32x4)
+KVMINMAX(kvminmax8, KVF32x8, KVI32x8)
 
 /*
  * Whole blocks of 16 lanes from @j on (below @j1) into the 16 stripe
  * accumulators @acc of f32 SUM, MAX or MIN (@kind, a constant at each
  * call): stripe i takes lane j + i of each block, in order, as the
- * scalar loop would; the stripes stay in four vector registers.  Returns
- * the first lane not fed.
+ * scalar loop would; the stripes stay in four vector registers (two of
+ * eight lanes if @wide: the AVX2 path).  Returns the first lane not fed.
  */
 static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
                                               unsigned int kind,
                                               const float *restrict af,
-                                              uint32_t j, uint32_t j1)
+                                              uint32_t j, uint32_t j1,
+                                              bool wide)
 {
     KVF32x4 s0, s1, s2, s3, x0, x1, x2, x3;
     bool max = kind == SPYRE_KRED_MAX;
 
+    if (wide) {
+        KVF32x8 w0, w1, y0, y1;
+
+        memcpy(&w0, acc, 32);
+        memcpy(&w1, acc + 8, 32);
+        for (; j + 16 <= j1; j += 16) {
+            memcpy(&y0, af + j, 32);
+            memcpy(&y1, af + j + 8, 32);
+            if (kind == SPYRE_KRED_SUM) {
+                w0 += y0;
+                w1 += y1;
+            } else {
+                kvminmax8(&w0, &y0, max);
+                kvminmax8(&w1, &y1, max);
+            }
+        }
+        memcpy(acc, &w0, 32);
+        memcpy(acc + 8, &w1, 32);
+        return j;
+    }
     memcpy(&s0, acc, 16);
     memcpy(&s1, acc + 4, 16);
     memcpy(&s2, acc + 8, 16);
@@ -2980,10 +3013,10 @@ static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
             s2 += x2;
             s3 += x3;
         } else {
-            s0 = kvminmax(s0, x0, max);
-            s1 = kvminmax(s1, x1, max);
-            s2 = kvminmax(s2, x2, max);
-            s3 = kvminmax(s3, x3, max);
+            kvminmax(&s0, &x0, max);
+            kvminmax(&s1, &x1, max);
+            kvminmax(&s2, &x2, max);
+            kvminmax(&s3, &x3, max);
         }
     }
     memcpy(acc, &s0, 16);
@@ -3001,7 +3034,7 @@ static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
  */
 static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
                                    const float *restrict af, uint32_t j0,
-                                   uint32_t j1)
+                                   uint32_t j1, bool wide)
 {
     float acc[16];
     uint32_t i, j;
@@ -3011,13 +3044,13 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
     }
     switch (kind) {
     case SPYRE_KRED_SUM:
-        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1);
+        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1, wide);
         break;
     case SPYRE_KRED_MAX:
-        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1);
+        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1, wide);
         break;
     default:
-        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1);
+        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1, wide);
         break;
     }
     for (i = 0; j < j1; i++, j++) {
@@ -3033,7 +3066,7 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
 static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
                                  SpyreKRed *rd, const void *a, const void *b,
                                  const void *c, const uint8_t *m, uint32_t j0,
-                                 uint32_t j1)
+                                 uint32_t j1, bool wide)
 {
     unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
     uint32_t j;
@@ -3045,7 +3078,7 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
 
         if (j0 < j1 && !(klr(r, j0) & 15) &&
             klr(r, j1 - 1) - klr(r, j0) == j1 - 1 - j0) {
-            kfeed16(rd, kind, af, j0, j1);
+            kfeed16(rd, kind, af, j0, j1, wide);
             return;
         }
 
@@ -3823,7 +3856,8 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             }
             for (q = 0; q * per < r->nl; q++) {
                 kfeed(r, in, &r->red[(size_t)in->red * r->tile + g + q],
-                      a, b, c, m, q * per, (q + 1) * per);
+                      a, b, c, m, q * per, (q + 1) * per,
+                      isa != SPYRE_KISA_GENERIC);
             }
             break;
         }
