@@ -2949,11 +2949,12 @@ static inline KALWAYS void name(vf *pa, const vf *pb, bool max) \
     vf a = *pa, b = *pb; \
     vi ua = (vi)a, ub = (vi)b; \
     vi nan = (a != a) | (b != b), eq = a == b; \
-    vi wins = max ? a < b : b < a; \
-    vi neg = ua >> 31; \
-    vi takeb = (eq & (max ? neg : ~neg)) | (~eq & wins); \
-    vi res = (ub & takeb) | (ua & ~takeb); \
+    vi takea = max ? a > b : a < b; \
+    /* equal: the same bits, or zeros: MAX's +0 unless both -0, MIN's -0 */ \
+    vi z = max ? ua & ub : ua | ub; \
+    vi res = (ua & takea) | (ub & ~takea); \
     \
+    res = (z & eq) | (res & ~eq); \
     *pa = (vf)((nan & (int32_t)CANON_NAN) | (res & ~nan)); \
 }
 
@@ -2977,10 +2978,31 @@ static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
     bool max = kind == SPYRE_KRED_MAX;
 
     if (wide) {
-        KVF32x8 w0, w1, y0, y1;
+        KVF32x8 w0, w1, w2, w3, y0, y1, y2, y3;
 
         memcpy(&w0, acc, 32);
         memcpy(&w1, acc + 8, 32);
+        if (kind != SPYRE_KRED_SUM) {
+            /*
+             * MAX and MIN (fminmax()) are commutative and associative, to
+             * the bit: a stripe's result does not depend on the order its
+             * lanes come in.  Two blocks at once, then the halves merged.
+             */
+            w2 = w0;
+            w3 = w1;
+            for (; j + 32 <= j1; j += 32) {
+                memcpy(&y0, af + j, 32);
+                memcpy(&y1, af + j + 8, 32);
+                memcpy(&y2, af + j + 16, 32);
+                memcpy(&y3, af + j + 24, 32);
+                kvminmax8(&w0, &y0, max);
+                kvminmax8(&w1, &y1, max);
+                kvminmax8(&w2, &y2, max);
+                kvminmax8(&w3, &y3, max);
+            }
+            kvminmax8(&w0, &w2, max);
+            kvminmax8(&w1, &w3, max);
+        }
         for (; j + 16 <= j1; j += 16) {
             memcpy(&y0, af + j, 32);
             memcpy(&y1, af + j + 8, 32);
