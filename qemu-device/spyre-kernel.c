@@ -3908,11 +3908,11 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
  * compute every operation with the same IEEE operations, rounded once
  * each (-ffp-contract=off holds in both: FMA only where the program
  * asks for fmaf), so their results are bit-identical.  The AVX2 path
- * keeps to 128-bit vectors: with 256-bit ones, the SSE code it called
- * (the math functions, libm) ran 2-5 times slower on a loaded host
- * (upper register halves left dirty across context switches).  It also
- * serves SPYRE_KISA_AVX512 (@isa), which only the math library's lanes
- * use (spyre-kmath.c's own paths, 256- and 512-bit).
+ * uses 256-bit vectors (GCC puts a VZEROUPPER before each call out; the
+ * math library's lanes have AVX2 and AVX-512 paths of their own, so
+ * no SSE code runs with dirty upper halves).  It also serves
+ * SPYRE_KISA_AVX512 (@isa), which only the math library's lanes use
+ * (spyre-kmath.c's own paths, 256- and 512-bit).
  */
 static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
                              uint32_t g)
