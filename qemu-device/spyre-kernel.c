@@ -2944,18 +2944,24 @@ typedef int32_t KVI32x8 __attribute__((vector_size(32)));
  * question on the baseline).
  */
 #define KVMINMAX(name, vf, vi) \
-static inline KALWAYS void name(vf *pa, const vf *pb, bool max) \
+static inline KALWAYS void name(void *pa, const void *pb, bool max) \
 { \
-    vf a = *pa, b = *pb; \
-    vi ua = (vi)a, ub = (vi)b; \
-    vi nan = (a != a) | (b != b), eq = a == b; \
-    vi takea = max ? a > b : a < b; \
-    /* equal: the same bits, or zeros: MAX's +0 unless both -0, MIN's -0 */ \
-    vi z = max ? ua & ub : ua | ub; \
-    vi res = (ua & takea) | (ub & ~takea); \
+    vf a, b; \
+    vi ua, ub, nan, eq, takea, z, res; \
     \
+    memcpy(&a, pa, sizeof(a)); \
+    memcpy(&b, pb, sizeof(b)); \
+    ua = (vi)a; \
+    ub = (vi)b; \
+    nan = (a != a) | (b != b); \
+    eq = a == b; \
+    takea = max ? a > b : a < b; \
+    /* equal: the same bits, or zeros: MAX's +0 unless both -0, MIN's -0 */ \
+    z = max ? ua & ub : ua | ub; \
+    res = (ua & takea) | (ub & ~takea); \
     res = (z & eq) | (res & ~eq); \
-    *pa = (vf)((nan & (int32_t)CANON_NAN) | (res & ~nan)); \
+    res = (nan & (int32_t)CANON_NAN) | (res & ~nan); \
+    memcpy(pa, &res, sizeof(res)); \
 }
 
 KVMINMAX(kvminmax, KVF32x4, KVI32x4)
