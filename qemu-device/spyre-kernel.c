@@ -293,6 +293,45 @@ static bool kpure(const SpyreKProg *p, const SpyreKInst *in)
 }
 
 /*
+ * Mark the instructions of passes that need not run while kept lanes are
+ * taken (SpyreKInst.idle): pure ones whose results only taken or idle
+ * instructions read (their lanes come from the kept slot), walking back
+ * from the end.  A LOAD is idle only if value numbering found an earlier
+ * twin (@vn: the same operand, offsets and mask in an earlier
+ * instruction), which accesses the same lanes first, so any fault it
+ * could report comes first in sequential order from the twin.
+ */
+static void kplan_idle(SpyreKProg *p, const uint16_t *vn)
+{
+    bool used[SPYRE_KERNEL_MAX_VALUES] = { false };
+    uint32_t i;
+
+    for (i = p->ninsts; i-- > 0;) {
+        SpyreKInst *in = &p->inst[i];
+
+        in->idle = p->sec_pass[in->sec] && !in->keep && kpure(p, in) &&
+                   in->dst != KNONE && !used[in->dst] &&
+                   (in->op != SPYRE_KOP_LOAD || vn[in->dst] != in->dst);
+        if (in->idle || in->take) {
+            continue;
+        }
+        if (in->a != KNONE && in->op != SPYRE_KOP_CONST) {
+            used[in->a] = true;
+        }
+        if (in->b != KNONE && in->op != SPYRE_KOP_CONST) {
+            used[in->b] = true;
+        }
+        if (in->c != KNONE && in->op != SPYRE_KOP_CONST) {
+            used[in->c] = true;
+        }
+        if ((in->op == SPYRE_KOP_REDUCE || in->op == SPYRE_KOP_SCAN) &&
+            in->imm != KNONE) {
+            used[in->imm] = true;
+        }
+    }
+}
+
+/*
  * Plan the kept math lanes of a verified program.  Passes run over the
  * same (point, reduction index) lanes, in the same vectors, so an
  * instruction of a pass whose operation and sources are those of an
@@ -354,6 +393,9 @@ static void kplan_keep(SpyreKProg *p)
             }
             break;
         }
+    }
+    if (p->nkeep) {
+        kplan_idle(p, vn);
     }
 }
 
@@ -427,7 +469,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
         in->k = ld64(b + 8);
         in->bcast = 0;
         in->red = 0;
-        in->keep = in->take = 0;
+        in->keep = in->take = in->idle = 0;
 
         /* Opcode, result types and sources. */
         switch (in->op) {
@@ -853,7 +895,7 @@ uint32_t spyre_kernel_verify(SpyreKProg *p, const uint8_t *bytes,
 
 /* ---- Interpreter -------------------------------------------------------- */
 
-#define VS(r, v)    ((r)->vals + (size_t)(v) * (r)->vl)
+#define VS(r, v)    ((r)->vp[v])
 
 /* The path that runs (-1 until the first prepare picks the best). */
 static int kisa = -1;
@@ -913,9 +955,12 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
         l->R <= (4u << 20) / 4 / p->nkeep / tile) {
         kept = (size_t)p->nkeep * tile * l->R * 4;
     }
+    if (kept) {
+        kept += KBLK * 8;       /* lanes KFOR reads past the last */
+    }
     need = nv * vl * 8 + 5 * (size_t)vl * 8 + vl + vl * 4 + vl * 8 +
            (size_t)p->nreduce * tile * sizeof(SpyreKRed) +
-           nv * (sizeof(SpyreKAff) + 1) + kept + 64;
+           nv * (sizeof(SpyreKAff) + sizeof(void *) + 1) + kept + 64;
     if (need > r->bytes) {
         free(r->mem);
         r->mem = malloc(need);
@@ -935,6 +980,11 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
     m += (size_t)p->nreduce * tile * sizeof(SpyreKRed);
     r->aff = (SpyreKAff *)m;
     m += nv * sizeof(SpyreKAff);
+    r->vp = (void **)m;
+    m += nv * sizeof(void *);
+    for (size_t v = 0; v < nv; v++) {
+        r->vp[v] = r->vals + v * vl;
+    }
     r->kept = kept ? (float *)m : NULL;
     m += kept;
     r->lpt = (uint32_t *)m;
@@ -1294,7 +1344,7 @@ static inline bool kaff_src(const SpyreKRun *r, const SpyreKInst *in, int i,
         if (r->p->vtype[v] != KI64 || !n || klpt(r, 0) != klpt(r, n - 1)) {
             return false;
         }
-        a->base = VS(r, v)[klpt(r, 0)];
+        a->base = ((const uint64_t *)VS(r, v))[klpt(r, 0)];
         a->slope = 0;
         return true;
     }
@@ -1326,9 +1376,11 @@ static bool kaff_op(SpyreKRun *r, const SpyreKInst *in)
         x.base = l->param[in->imm];
         break;
     case SPYRE_KOP_IDX:
-        if (!kdim_aff(r, in->imm, &x.base, &x.slope)) {
+        if (!kdim_aff(r, in->imm, &t.base, &t.slope)) {
             return false;
         }
+        x.base = t.base;
+        x.slope = t.slope;
         break;
     case SPYRE_KOP_AFFINE:
         if (in->a != KNONE && !kaff_src(r, in, 0, in->a, &x)) {
@@ -1374,7 +1426,9 @@ static bool kaff_op(SpyreKRun *r, const SpyreKInst *in)
     default:
         return false;
     }
-    r->aff[in->dst] = x;
+    /* Field by field: kdim_aff()'s 8-byte stores forward to 8-byte loads. */
+    r->aff[in->dst].base = x.base;
+    r->aff[in->dst].slope = x.slope;
     r->lazy[in->dst] = 1;
     return true;
 }
@@ -2875,40 +2929,101 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
     }
 }
 
-/* Four f32 lanes and their masks, in GCC's generic vectors. */
+/*
+ * Four f32 lanes and their masks, in GCC's generic vectors, and eight
+ * (for the AVX2 path only: the baseline would spill them).
+ */
 typedef float KVF32x4 __attribute__((vector_size(16)));
 typedef int32_t KVI32x4 __attribute__((vector_size(16)));
+typedef float KVF32x8 __attribute__((vector_size(32)));
+typedef int32_t KVI32x8 __attribute__((vector_size(32)));
 
-/* fminmax(@a, @b, @max, false) in each of four lanes, bit for bit. */
-static inline KALWAYS KVF32x4 kvminmax(KVF32x4 a, KVF32x4 b, bool max)
-{
-    KVI32x4 ua = (KVI32x4)a, ub = (KVI32x4)b;
-    KVI32x4 nan = (a != a) | (b != b), eq = a == b;
-    KVI32x4 wins = max ? a < b : b < a;
-    KVI32x4 neg = ua >> 31;
-    KVI32x4 takeb = (eq & (max ? neg : ~neg)) | (~eq & wins);
-    KVI32x4 res = (ub & takeb) | (ua & ~takeb);
-    KVI32x4 cn = { (int32_t)CANON_NAN, (int32_t)CANON_NAN,
-                   (int32_t)CANON_NAN, (int32_t)CANON_NAN };
-
-    return (KVF32x4)((cn & nan) | (res & ~nan));
+/*
+ * *@pa = fminmax(*@pa, *@pb, @max, false) in each lane (KVF32x4 or 8), bit
+ * for bit (through pointers: a 32-byte vector by value would be an ABI
+ * question on the baseline).
+ */
+#define KVMINMAX(name, vf, vi) \
+static inline KALWAYS void name(void *pa, const void *pb, bool max) \
+{ \
+    vf a, b; \
+    vi ua, ub, nan, eq, takea, z, res; \
+    \
+    memcpy(&a, pa, sizeof(a)); \
+    memcpy(&b, pb, sizeof(b)); \
+    ua = (vi)a; \
+    ub = (vi)b; \
+    nan = (a != a) | (b != b); \
+    eq = a == b; \
+    takea = max ? a > b : a < b; \
+    /* equal: the same bits, or zeros: MAX's +0 unless both -0, MIN's -0 */ \
+    z = max ? ua & ub : ua | ub; \
+    res = (ua & takea) | (ub & ~takea); \
+    res = (z & eq) | (res & ~eq); \
+    res = (nan & (int32_t)CANON_NAN) | (res & ~nan); \
+    memcpy(pa, &res, sizeof(res)); \
 }
+
+KVMINMAX(kvminmax, KVF32x4, KVI32x4)
+KVMINMAX(kvminmax8, KVF32x8, KVI32x8)
 
 /*
  * Whole blocks of 16 lanes from @j on (below @j1) into the 16 stripe
  * accumulators @acc of f32 SUM, MAX or MIN (@kind, a constant at each
  * call): stripe i takes lane j + i of each block, in order, as the
- * scalar loop would; the stripes stay in four vector registers.  Returns
- * the first lane not fed.
+ * scalar loop would; the stripes stay in four vector registers (two of
+ * eight lanes if @wide: the AVX2 path).  Returns the first lane not fed.
  */
 static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
                                               unsigned int kind,
                                               const float *restrict af,
-                                              uint32_t j, uint32_t j1)
+                                              uint32_t j, uint32_t j1,
+                                              bool wide)
 {
     KVF32x4 s0, s1, s2, s3, x0, x1, x2, x3;
     bool max = kind == SPYRE_KRED_MAX;
 
+    if (wide) {
+        KVF32x8 w0, w1, w2, w3, y0, y1, y2, y3;
+
+        memcpy(&w0, acc, 32);
+        memcpy(&w1, acc + 8, 32);
+        if (kind != SPYRE_KRED_SUM) {
+            /*
+             * MAX and MIN (fminmax()) are commutative and associative, to
+             * the bit: a stripe's result does not depend on the order its
+             * lanes come in.  Two blocks at once, then the halves merged.
+             */
+            w2 = w0;
+            w3 = w1;
+            for (; j + 32 <= j1; j += 32) {
+                memcpy(&y0, af + j, 32);
+                memcpy(&y1, af + j + 8, 32);
+                memcpy(&y2, af + j + 16, 32);
+                memcpy(&y3, af + j + 24, 32);
+                kvminmax8(&w0, &y0, max);
+                kvminmax8(&w1, &y1, max);
+                kvminmax8(&w2, &y2, max);
+                kvminmax8(&w3, &y3, max);
+            }
+            kvminmax8(&w0, &w2, max);
+            kvminmax8(&w1, &w3, max);
+        }
+        for (; j + 16 <= j1; j += 16) {
+            memcpy(&y0, af + j, 32);
+            memcpy(&y1, af + j + 8, 32);
+            if (kind == SPYRE_KRED_SUM) {
+                w0 += y0;
+                w1 += y1;
+            } else {
+                kvminmax8(&w0, &y0, max);
+                kvminmax8(&w1, &y1, max);
+            }
+        }
+        memcpy(acc, &w0, 32);
+        memcpy(acc + 8, &w1, 32);
+        return j;
+    }
     memcpy(&s0, acc, 16);
     memcpy(&s1, acc + 4, 16);
     memcpy(&s2, acc + 8, 16);
@@ -2926,10 +3041,10 @@ static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
             s2 += x2;
             s3 += x3;
         } else {
-            s0 = kvminmax(s0, x0, max);
-            s1 = kvminmax(s1, x1, max);
-            s2 = kvminmax(s2, x2, max);
-            s3 = kvminmax(s3, x3, max);
+            kvminmax(&s0, &x0, max);
+            kvminmax(&s1, &x1, max);
+            kvminmax(&s2, &x2, max);
+            kvminmax(&s3, &x3, max);
         }
     }
     memcpy(acc, &s0, 16);
@@ -2947,7 +3062,7 @@ static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
  */
 static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
                                    const float *restrict af, uint32_t j0,
-                                   uint32_t j1)
+                                   uint32_t j1, bool wide)
 {
     float acc[16];
     uint32_t i, j;
@@ -2957,13 +3072,13 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
     }
     switch (kind) {
     case SPYRE_KRED_SUM:
-        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1);
+        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1, wide);
         break;
     case SPYRE_KRED_MAX:
-        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1);
+        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1, wide);
         break;
     default:
-        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1);
+        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1, wide);
         break;
     }
     for (i = 0; j < j1; i++, j++) {
@@ -2979,7 +3094,7 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
 static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
                                  SpyreKRed *rd, const void *a, const void *b,
                                  const void *c, const uint8_t *m, uint32_t j0,
-                                 uint32_t j1)
+                                 uint32_t j1, bool wide)
 {
     unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
     uint32_t j;
@@ -2991,7 +3106,7 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
 
         if (j0 < j1 && !(klr(r, j0) & 15) &&
             klr(r, j1 - 1) - klr(r, j0) == j1 - 1 - j0) {
-            kfeed16(rd, kind, af, j0, j1);
+            kfeed16(rd, kind, af, j0, j1, wide);
             return;
         }
 
@@ -3045,12 +3160,59 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
     }
 }
 
+/* @rd's stripes onto its stack (kblock()), then merged by level. */
+static void kblock_push(SpyreKRed *rd, const SpyreKAcc *top,
+                        unsigned int kind, unsigned int T, unsigned int ta)
+{
+    rd->stack[rd->n] = *top;
+    rd->level[rd->n++] = 0;
+    while (rd->n >= 2 && rd->level[rd->n - 1] == rd->level[rd->n - 2]) {
+        acc_combine(&rd->stack[rd->n - 2], &rd->stack[rd->n - 1], kind, T,
+                    ta);
+        rd->level[rd->n - 2]++;
+        rd->n--;
+    }
+}
+
+/*
+ * kblock() of f32 SUM, MAX or MIN, whose stripes hold only v.f (the other
+ * fields stay as acc_init() set them): the same tree on the floats.
+ */
+static void kblock_f32(SpyreKRed *rd, unsigned int kind, unsigned int ta)
+{
+    bool sum = kind == SPYRE_KRED_SUM, max = kind == SPYRE_KRED_MAX;
+    float f[16], init = sum ? 0.0f : max ? -INFINITY : INFINITY;
+    SpyreKAcc top;
+    unsigned int w, i;
+
+    for (i = 0; i < 16; i++) {
+        f[i] = rd->stripe[i].v.f;
+    }
+    for (w = 16; w > 1; w /= 2) {
+        for (i = 0; i < w / 2; i++) {
+            f[i] = sum ? f[2 * i] + f[2 * i + 1] :
+                   fminmax(f[2 * i], f[2 * i + 1], max, false);
+        }
+    }
+    top = rd->stripe[0];
+    top.v.f = f[0];
+    kblock_push(rd, &top, kind, KF32, ta);
+    for (i = 0; i < 16; i++) {
+        rd->stripe[i].v.f = init;
+    }
+}
+
 /* A block of @rd ended: its stripes by the pairwise tree, onto the stack. */
 static void kblock(SpyreKRed *rd, unsigned int kind, unsigned int T,
                    unsigned int ta)
 {
     unsigned int w, i;
 
+    if (T == KF32 && (kind == SPYRE_KRED_SUM || kind == SPYRE_KRED_MAX ||
+                      kind == SPYRE_KRED_MIN)) {
+        kblock_f32(rd, kind, ta);
+        return;
+    }
     for (w = 16; w > 1; w /= 2) {
         for (i = 0; i < w / 2; i++) {
             acc_combine(&rd->stripe[2 * i], &rd->stripe[2 * i + 1], kind, T,
@@ -3060,14 +3222,7 @@ static void kblock(SpyreKRed *rd, unsigned int kind, unsigned int T,
             }
         }
     }
-    rd->stack[rd->n] = rd->stripe[0];
-    rd->level[rd->n++] = 0;
-    while (rd->n >= 2 && rd->level[rd->n - 1] == rd->level[rd->n - 2]) {
-        acc_combine(&rd->stack[rd->n - 2], &rd->stack[rd->n - 1], kind, T,
-                    ta);
-        rd->level[rd->n - 2]++;
-        rd->n--;
-    }
+    kblock_push(rd, &rd->stripe[0], kind, T, ta);
     for (i = 0; i < 16; i++) {
         acc_init(&rd->stripe[i], kind, T);
     }
@@ -3691,6 +3846,9 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
     for (i = from; i < to; i++) {
         const SpyreKInst *in = &p->inst[i];
 
+        if (in->idle && r->kept) {
+            continue;
+        }
         switch (in->op) {
         case SPYRE_KOP_LOAD:
         case SPYRE_KOP_STORE:
@@ -3726,20 +3884,22 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             }
             for (q = 0; q * per < r->nl; q++) {
                 kfeed(r, in, &r->red[(size_t)in->red * r->tile + g + q],
-                      a, b, c, m, q * per, (q + 1) * per);
+                      a, b, c, m, q * per, (q + 1) * per,
+                      isa != SPYRE_KISA_GENERIC);
             }
             break;
         }
         default:
             if (in->take && r->kept) {
-                memcpy(VS(r, in->dst), kkept(r, in->take), (size_t)r->nl * 4);
+                r->vp[in->dst] = kkept(r, in->take);
                 break;
+            }
+            if (in->keep && r->kept) {
+                /* A math instruction (f32, no lazy lanes): straight there. */
+                r->vp[in->dst] = kkept(r, in->keep);
             }
             if (!kaff_op(r, in)) {
                 kalu(r, in, isa);
-            }
-            if (in->keep && r->kept) {
-                memcpy(kkept(r, in->keep), VS(r, in->dst), (size_t)r->nl * 4);
             }
             break;
         }
@@ -3754,11 +3914,11 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
  * compute every operation with the same IEEE operations, rounded once
  * each (-ffp-contract=off holds in both: FMA only where the program
  * asks for fmaf), so their results are bit-identical.  The AVX2 path
- * keeps to 128-bit vectors: with 256-bit ones, the SSE code it called
- * (the math functions, libm) ran 2-5 times slower on a loaded host
- * (upper register halves left dirty across context switches).  It also
- * serves SPYRE_KISA_AVX512 (@isa), which only the math library's lanes
- * use (spyre-kmath.c's own paths, 256- and 512-bit).
+ * uses 256-bit vectors (GCC puts a VZEROUPPER before each call out; the
+ * math library's lanes have AVX2 and AVX-512 paths of their own, so
+ * no SSE code runs with dirty upper halves).  It also serves
+ * SPYRE_KISA_AVX512 (@isa), which only the math library's lanes use
+ * (spyre-kmath.c's own paths, 256- and 512-bit).
  */
 static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
                              uint32_t g)
@@ -3768,7 +3928,7 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
 
 #ifdef HOST_X86_64
 #ifdef SPYRE_TARGET_WIDTH   /* see meson.build */
-#define KRUN_AVX2   "avx2,fma,prefer-vector-width=128"
+#define KRUN_AVX2   "avx2,fma,prefer-vector-width=256"
 #else
 #define KRUN_AVX2   "avx2,fma"
 #endif

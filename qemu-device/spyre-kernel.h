@@ -56,8 +56,10 @@ typedef struct SpyreKInst {
      * A math instruction of a pass that an earlier pass computes the same
      * way: 1 + the slot its lanes are kept in (@keep, the earlier one) or
      * taken from (@take), 0 if neither (spyre-kernel.c, kplan_keep()).
+     * @idle: the instruction computes only what taken ones would read,
+     * so it need not run while lanes are kept (SpyreKRun.kept).
      */
-    uint8_t keep, take;
+    uint8_t keep, take, idle;
 } SpyreKInst;
 
 typedef struct SpyreKProg {
@@ -151,6 +153,12 @@ typedef struct SpyreKRun {
     uint32_t vl;                /* lanes per vector */
     uint32_t tile;              /* points per tile */
     uint64_t *vals;             /* nvalues slots of vl 8-byte lanes */
+    /*
+     * Where each value's lanes are: its slot in @vals, or for a math
+     * instruction's kept lanes (keep, take) the current vector's place in
+     * @kept, set each time the instruction runs.
+     */
+    void **vp;
     uint64_t *tmp;              /* 3 broadcast slots, offsets, raw bytes */
     uint8_t *act;
     /*

@@ -218,27 +218,52 @@ static inline float ksigmoidf(float x)
  * thousand) gives KEXP_HARD, as do those in (-104, -87] (subnormal
  * results) and [88, 89) (near overflow); the caller computes them with
  * kexp_lane().  At or below -104 the result is +0, at or above 89 +inf,
- * a NaN the canonical one, as kexp_lane() gives.  spyre-kmath-test exact
- * (make -f Makefile.math kmath-exact) compares the two on every f32
- * input and host code path: no difference (and |q - p| <= 2^-40.05 on a
- * 1/61 sample of the inputs).
+ * a NaN the canonical one, as kexp_lane() gives.  With @fused (the paths
+ * with FMA) k, r and q are computed with each product rounded into its
+ * sum: a different q, as close to e^r, so the same bits come out.
+ * spyre-kmath-test exact (make -f Makefile.math kmath-exact) compares
+ * the two on every f32 input and host code path: no difference (and
+ * |q - p| <= 2^-40.05 on a 1/61 sample of the inputs, unfused).
  */
 #define KEXP_HARD       0xffffffffu
 #define KEXP_NEAR       (1ULL << 16)
 
-static inline float kexp_fast(float x)
+static inline KALWAYS float kexp_fast(float x, bool fused)
 {
     bool in = (x > -87.0f) & (x < 88.0f);
-    double kd, r = kexp_reduce(kself(in, x, 0.0f), &kd), r2, r4, q;
+    double xd = kself(in, x, 0.0f), kd, r, r2, r4, q;
     uint64_t u;
 
-    r2 = r * r;
-    r4 = r2 * r2;
-    q = ((1.0 + 0.9999999999781288 * r) +
-         (0.4999999999978138 + 0.16666666904700334 * r) * r2) +
-        ((0.041666666904604285 + 0.008333263396367235 * r) +
-         (0.0013888818977515853 + 0.00019917351707533356 * r) * r2) * r4 +
-        0.00002487764798531672 * (r4 * r4);
+    if (fused) {
+        /*
+         * The same polynomial (q = lo + (hi + c8 r^4) r^4), each product
+         * rounded into its sum, and kexp_reduce()'s k and r likewise.
+         */
+        double lo, hi;
+
+        kd = __builtin_fma(xd, KINV_LN2, KRND) - KRND;
+        r = __builtin_fma(-kd, LN2_LO, __builtin_fma(-kd, LN2_HI, xd));
+        r2 = r * r;
+        r4 = r2 * r2;
+        lo = __builtin_fma(__builtin_fma(0.16666666904700334, r,
+                                         0.4999999999978138), r2,
+                           __builtin_fma(0.9999999999781288, r, 1.0));
+        hi = __builtin_fma(__builtin_fma(0.00019917351707533356, r,
+                                         0.0013888818977515853), r2,
+                           __builtin_fma(0.008333263396367235, r,
+                                         0.041666666904604285));
+        hi = __builtin_fma(0.00002487764798531672, r4, hi);
+        q = __builtin_fma(hi, r4, lo);
+    } else {
+        r = kexp_reduce(xd, &kd);
+        r2 = r * r;
+        r4 = r2 * r2;
+        q = ((1.0 + 0.9999999999781288 * r) +
+             (0.4999999999978138 + 0.16666666904700334 * r) * r2) +
+            ((0.041666666904604285 + 0.008333263396367235 * r) +
+             (0.0013888818977515853 + 0.00019917351707533356 * r) * r2) *
+            r4 + 0.00002487764798531672 * (r4 * r4);
+    }
     memcpy(&u, &q, 8);
     in &= ((u & ((1ULL << 29) - 1)) - ((1ULL << 28) - KEXP_NEAR)) >=
           2 * KEXP_NEAR;
@@ -257,14 +282,14 @@ static inline float kexp_fast(float x)
  */
 static inline KALWAYS void kexp_lanes(float *restrict d,
                                       const float *restrict a, uint32_t n,
-                                      bool sig)
+                                      bool sig, bool fused)
 {
     uint32_t hv[KBLK] = { 0 }, hard = 0;
     size_t b, j, k;
 
     for (b = 0; b + KBLK <= n; b += KBLK) {
         for (k = 0; k < KBLK; k++) {
-            float e = kexp_fast(sig ? -a[b + k] : a[b + k]);
+            float e = kexp_fast(sig ? -a[b + k] : a[b + k], fused);
             bool h = f2u(e) == KEXP_HARD;
 
             hv[k] |= h;
@@ -941,7 +966,9 @@ unsigned int spyre_kmath_arity(unsigned int op)
  * name_avx512 with AVX-512 too, as QEMU's util/bufferiszero.c builds its
  * loops.  All compute the same IEEE operations, each rounded once
  * (-ffp-contract=off holds in all: no FMA instruction unless the source
- * asks for fma), so their results are bit-identical; where the body is
+ * asks for fma), so their results are bit-identical (EXP and SIGMOID's
+ * fast lanes use FMA on the paths that have it, with the same results:
+ * kexp_fast()); where the body is
  * branch-free (kseld/kself selects) a vector holds two doubles on the
  * baseline, four with AVX2, eight with AVX-512.
  */
@@ -981,11 +1008,11 @@ typedef void KLanesFn(KLANES_ARGS);
 #define KDEF_AVX2(name) \
 static __attribute__((target("avx2,fma"))) void name##_avx2(KLANES_ARGS) \
 { \
-    name##_loop(d, a, b, n); \
+    name##_loop(d, a, b, n, true); \
 } \
 static __attribute__((target(KAVX512))) void name##_avx512(KLANES_ARGS) \
 { \
-    name##_loop(d, a, b, n); \
+    name##_loop(d, a, b, n, true); \
 }
 #define KPATHS(name) { name##_gen, name##_avx2, name##_avx512 }
 #else
@@ -993,16 +1020,20 @@ static __attribute__((target(KAVX512))) void name##_avx512(KLANES_ARGS) \
 #define KPATHS(name) { name##_gen, name##_gen, name##_gen }
 #endif
 
-/* The lane loop @name of statement STMT (over d, a, b, n), both paths. */
+/*
+ * The lane loop @name of statement STMT (over d, a, b, n, and fused: the
+ * path has FMA, which kexp_fast() may use), every path.
+ */
 #define KDEF_LANES(name, STMT) \
-static inline KALWAYS void name##_loop(KLANES_ARGS) \
+static inline KALWAYS void name##_loop(KLANES_ARGS, bool fused) \
 { \
     (void)b; \
+    (void)fused; \
     STMT; \
 } \
 static void name##_gen(KLANES_ARGS) \
 { \
-    name##_loop(d, a, b, n); \
+    name##_loop(d, a, b, n, false); \
 } \
 KDEF_AVX2(name)
 
@@ -1021,8 +1052,8 @@ KDEF_AVX2(name)
         d[j] = (EXPR); \
     }))
 
-KDEF_LANES(kexp, kexp_lanes(d, a, n, false))
-KDEF_LANES(ksigmoid, kexp_lanes(d, a, n, true))
+KDEF_LANES(kexp, kexp_lanes(d, a, n, false, fused))
+KDEF_LANES(ksigmoid, kexp_lanes(d, a, n, true, fused))
 KDEF_MAP1(klog, klogf(x, 0))
 KDEF_MAP1(ksqrt, kcanon(sqrtf(x)))
 KDEF_MAP1(krsqrt, kcanon(1.0f / sqrtf(x)))
