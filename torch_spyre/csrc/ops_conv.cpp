@@ -8,12 +8,15 @@
 //    masked load per element (padding reads as zero), no arithmetic;
 //  - fold (col2im): each image element as the sum of the column entries
 //    whose window covers it (the stride's divisibility and the bounds as
-//    the reduction's mask), the bias added on the way out;
+//    the reduction's mask), in f32 rounded once, the bias added on the way
+//    out; in the half types, a transposed convolution's fold instead adds
+//    the columns into the image in the dtype, one by one in col2im's
+//    order (fold_seq(), a SCATTER ADD), as the CPU's slow_conv_transpose
+//    kernels do;
 //  - the GEMM (mm/bmm/baddbmm on the card), batched over groups.
-// Forward: out = W @ unfold(x).  Transposed: out = fold(W^T @ x) + bias,
-// rounded as the CPU's slow_conv_transpose kernels in the half types (the
-// GEMM's columns in the dtype, the fold's sums in f32 rounded once, the
-// bias added after).
+// Forward: out = W @ unfold(x).  Transposed: out = fold(W^T @ x) + bias
+// (the half types: the GEMM's columns in the dtype, fold_seq(), the bias
+// added after, each rounding where the CPU's kernel does).
 // Backward of a convolution: grad_input = fold(W^T @ grad_out), grad_weight
 // = grad_out @ unfold(x)^T over the whole batch in one GEMM per group;
 // of a transposed one: grad_input = W @ unfold(grad_out), grad_weight =
@@ -29,6 +32,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 namespace spyre_torch {
@@ -94,13 +98,13 @@ struct Block {
 
 // The blocks of a launch over N images x C channels x S0 positions of the
 // first spatial dim, each of @inner element iterations (the other spatial
-// dims times the window), so that no block passes kSplitWork iterations
-// unless one position alone does: a KERNEL command's 5 s budget is for all
-// the work the card model does for it, and a fold visits every image
-// element times every window offset (stride^D times the columns' size).
-std::vector<Block> blocks(int64_t N, int64_t C, int64_t S0, int64_t inner)
+// dims times the window), so that no block passes @K iterations unless
+// one position alone does: a KERNEL command's 5 s budget is for all the
+// work the card model does for it, and a fold visits every image element
+// times every window offset (stride^D times the columns' size).
+std::vector<Block> blocks(int64_t N, int64_t C, int64_t S0, int64_t inner,
+			  int64_t K)
 {
-	const int64_t K = static_cast<int64_t>(kSplitWork);
 	inner = std::max<int64_t>(inner, 1);
 	int64_t ns = std::min(S0, std::max<int64_t>(1, K / inner));
 	int64_t nc = ns < S0 ? 1 :
@@ -122,6 +126,73 @@ void shift(Launch &L, unsigned int i, int64_t off, int64_t esize)
 {
 	L.ops[i].mem.offset += static_cast<uint64_t>(off * esize);
 	L.ops[i].extent -= static_cast<uint64_t>(off);
+}
+
+// The variants of kOpFold's programs
+enum FoldVariant : uint32_t { FOLD_SUM, FOLD_SEQ };
+
+// The program of the unfold or fold kernel @op (@variant) over N x C x D
+// point dims and D reduction dims, its operands of card dtypes @dts (0:
+// absent), built by @build from @ctx; raises RuntimeError when the card
+// refuses it (@what names the kernel).
+const Prog *conv_program(int card, uint32_t op, uint32_t variant, int D,
+			 std::initializer_list<uint32_t> dts, BuildFn build,
+			 const void *ctx, const char *what)
+{
+	Key key;
+	key.op = op;
+	key.variant = variant;
+	key.npdims = static_cast<uint8_t>(2 + D);
+	key.nrdims = static_cast<uint8_t>(D);
+	size_t i = 0;
+	for (uint32_t dt : dts)
+		key.dt[i++] = static_cast<uint8_t>(dt);
+	const Prog *prog = program(card, key, build, ctx);
+	TORCH_CHECK(prog->err == 0, "spyre: the card refused the ", what,
+		    " kernel (error ", prog->err, ")");
+	return prog;
+}
+
+// @L's space: @N images x @C channels x @pts[D] points, @red[D] reduction
+// indices per point.
+void conv_space(Launch &L, int D, int64_t N, int64_t C, const int64_t *pts,
+		const int64_t *red)
+{
+	L.l.npdims = static_cast<uint32_t>(2 + D);
+	L.l.nrdims = static_cast<uint32_t>(D);
+	L.l.size[0] = static_cast<uint64_t>(N);
+	L.l.size[1] = static_cast<uint64_t>(C);
+	for (int i = 0; i < D; i++) {
+		L.l.size[2 + i] = static_cast<uint64_t>(pts[i]);
+		L.l.size[SPYRE_KDIM_R0 + i] = static_cast<uint64_t>(red[i]);
+	}
+}
+
+// Run @prog with @L (conv_space(); @nops operands, @nparams parameters)
+// as the blocks() of its first three point dims of at most @work element
+// iterations, in order: @move(B, k) moves the operands and parameters of
+// block @k's launch @B.
+template <typename Move>
+void run_blocks(int card, const Prog *prog, const Launch &L,
+		unsigned int nops, unsigned int nparams, uint64_t work,
+		Move move)
+{
+	int64_t inner = 1;
+	for (uint32_t i = 3; i < L.l.npdims; i++)
+		inner *= static_cast<int64_t>(L.l.size[i]);
+	for (uint32_t i = 0; i < L.l.nrdims; i++)
+		inner *= static_cast<int64_t>(L.l.size[SPYRE_KDIM_R0 + i]);
+	for (const Block &k : blocks(static_cast<int64_t>(L.l.size[0]),
+				     static_cast<int64_t>(L.l.size[1]),
+				     static_cast<int64_t>(L.l.size[2]), inner,
+				     static_cast<int64_t>(work))) {
+		Launch B = L;
+		B.l.size[0] = static_cast<uint64_t>(k.nn);
+		B.l.size[1] = static_cast<uint64_t>(k.nc);
+		B.l.size[2] = static_cast<uint64_t>(k.ns);
+		move(B, k);
+		run(card, prog, B, nops, nparams);
+	}
 }
 
 // ---- unfold (im2col) ----------------------------------------------------------
@@ -176,15 +247,9 @@ at::Tensor unfold(const at::Tensor &img, const Geo &g)
 	if (col.numel() == 0)
 		return col;
 	UnfoldBuild ub{kdtype(img.scalar_type()), D};
-	Key key;
-	key.op = kOpUnfold;
-	key.npdims = static_cast<uint8_t>(2 + D);
-	key.nrdims = static_cast<uint8_t>(D);
-	key.dt[0] = static_cast<uint8_t>(ub.dt);
 	int card = img.device().index();
-	const Prog *prog = program(card, key, build_unfold, &ub);
-	TORCH_CHECK(prog->err == 0, "spyre: the card refused the unfold kernel "
-		    "(error ", prog->err, ")");
+	const Prog *prog = conv_program(card, kOpUnfold, 0, D, {ub.dt},
+					build_unfold, &ub, "unfold");
 	Launch L;
 	const unsigned int w = 2 + 2 * D, geo = 2 * w;
 	int64_t cs[2 + 2 * kMaxSpatial];
@@ -206,24 +271,13 @@ at::Tensor unfold(const at::Tensor &img, const Geo &g)
 	for (unsigned int i = 0; i < w; i++)
 		L.params[w + i] = static_cast<uint64_t>(cs[i]);
 	L.params[geo + 4 * D] = static_cast<uint64_t>(base);
-	L.l.npdims = 2 + D;
-	L.l.nrdims = D;
-	L.l.size[0] = static_cast<uint64_t>(N);
-	L.l.size[1] = static_cast<uint64_t>(C);
-	for (int i = 0; i < D; i++) {
-		L.l.size[2 + i] = static_cast<uint64_t>(g.pos[i]);
-		L.l.size[SPYRE_KDIM_R0 + i] = static_cast<uint64_t>(g.k[i]);
-	}
+	conv_space(L, D, N, C, g.pos, g.k);
 	L.operand(0, img, span(img));
 	L.operand(1, col, static_cast<uint64_t>(col.numel()));
 	// blocks: the image's first element moves by the base parameter
 	// (the window's first position), the columns' by their strides
-	int64_t inner = g.kvol() * g.npos() / g.pos[0];
-	for (const Block &k : blocks(N, C, g.pos[0], inner)) {
-		Launch B = L;
-		B.l.size[0] = static_cast<uint64_t>(k.nn);
-		B.l.size[1] = static_cast<uint64_t>(k.nc);
-		B.l.size[2] = static_cast<uint64_t>(k.ns);
+	run_blocks(card, prog, L, 2, geo + 4 * D + 1, kSplitWork,
+		   [&](Launch &B, const Block &k) {
 		B.params[geo + 4 * D] = static_cast<uint64_t>(
 			base + k.n0 * img.stride(0) + k.c0 * img.stride(1) +
 			k.s0 * g.s[0] * img.stride(2));
@@ -231,8 +285,7 @@ at::Tensor unfold(const at::Tensor &img, const Geo &g)
 							  k.s0 * g.s[0]);
 		shift(B, 1, k.n0 * cs[0] + k.c0 * cs[1] + k.s0 * cs[2],
 		      col.element_size());
-		run(card, prog, B, 2, geo + 4 * D + 1);
-	}
+	});
 	return col;
 }
 
@@ -308,17 +361,10 @@ at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
 		return out;
 	FoldBuild fb{kdtype(col.scalar_type()), kdtype(dt),
 		     bias.defined() ? kdtype(bias.scalar_type()) : 0u, D};
-	Key key;
-	key.op = kOpFold;
-	key.npdims = static_cast<uint8_t>(2 + D);
-	key.nrdims = static_cast<uint8_t>(D);
-	key.dt[0] = static_cast<uint8_t>(fb.dt);
-	key.dt[1] = static_cast<uint8_t>(fb.out_dt);
-	key.dt[2] = static_cast<uint8_t>(fb.bias_dt);
 	int card = col.device().index();
-	const Prog *prog = program(card, key, build_fold, &fb);
-	TORCH_CHECK(prog->err == 0, "spyre: the card refused the fold kernel "
-		    "(error ", prog->err, ")");
+	const Prog *prog = conv_program(card, kOpFold, FOLD_SUM, D,
+					{fb.dt, fb.out_dt, fb.bias_dt},
+					build_fold, &fb, "fold");
 	const unsigned int cw = 2 + D, cj = 2 * cw, geo = cj + D;
 	const unsigned int nparams = geo + 5 * D + 1;
 	Launch L;
@@ -337,14 +383,7 @@ at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
 		L.params[q + 4] = static_cast<uint64_t>(g.pos[i]);
 	}
 	L.params[nparams - 1] = 1;
-	L.l.npdims = 2 + D;
-	L.l.nrdims = D;
-	L.l.size[0] = static_cast<uint64_t>(N);
-	L.l.size[1] = static_cast<uint64_t>(C);
-	for (int i = 0; i < D; i++) {
-		L.l.size[2 + i] = static_cast<uint64_t>(g.img[i]);
-		L.l.size[SPYRE_KDIM_R0 + i] = static_cast<uint64_t>(g.k[i]);
-	}
+	conv_space(L, D, N, C, g.img, g.k);
 	L.operand(0, col, span(col));
 	L.operand(1, out, static_cast<uint64_t>(out.numel()));
 	unsigned int nops = 2;
@@ -353,20 +392,124 @@ at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
 	// blocks: the output and the bias move by their strides, the columns
 	// by theirs along n and c (a window position follows from the image
 	// position: the first spatial dim's padding parameter moves instead)
-	int64_t inner = g.kvol() * (out.numel() / (N * C)) / g.img[0];
-	for (const Block &k : blocks(N, C, g.img[0], inner)) {
-		Launch B = L;
-		B.l.size[0] = static_cast<uint64_t>(k.nn);
-		B.l.size[1] = static_cast<uint64_t>(k.nc);
-		B.l.size[2] = static_cast<uint64_t>(k.ns);
+	run_blocks(card, prog, L, nops, nparams, kSplitWork,
+		   [&](Launch &B, const Block &k) {
 		B.params[geo + 2] = static_cast<uint64_t>(g.p[0] + k.s0);
 		shift(B, 0, k.n0 * cs[0] + k.c0 * cs[1], col.element_size());
 		shift(B, 1, k.n0 * out.stride(0) + k.c0 * out.stride(1) +
 		      k.s0 * out.stride(2), out.element_size());
 		if (bias.defined())
 			shift(B, 2, k.c0, bias.element_size());
-		run(card, prog, B, nops, nparams);
+	});
+	return out;
+}
+
+// ---- fold in the dtype (col2im's rounding) ------------------------------------
+
+struct FoldSeqBuild {
+	uint32_t dt;
+	int D;
+};
+
+// dims p0 n, p1 c, p2.. window offset t[D]; r0.. window position j[D]:
+// the columns in their own order, each entry added by a SCATTER ADD into
+// the image element its window covers, o = t * d + j * s - p along each
+// dim (entries outside the image are inactive lanes).  A SCATTER's lanes
+// run in sequential order, so an image element gets its entries by
+// increasing t, each add rounded to the dtype: col2im's loop over (c, t,
+// j) on an image of the dtype.  params: the columns' strides (n, c, t[D],
+// j[D]), the image's (n, c, d * stride per dim, s * stride per dim), the
+// image's base offset (-sum p * stride), then per spatial dim d, s, -p,
+// image size.
+int build_fold_seq(struct spyre_kernel **kp, const void *ctx)
+{
+	const FoldSeqBuild &f = *static_cast<const FoldSeqBuild *>(ctx);
+	const unsigned int D = static_cast<unsigned int>(f.D);
+	const unsigned int w = 2 + 2 * D, base = 2 * w, geo = base + 1;
+	uint32_t dts[2] = {f.dt, f.dt};
+	int rc = spyre_kernel_create(dts, 2, geo + 4 * D, 2 + D, D, kp);
+	if (rc)
+		return rc;
+	B b{*kp};
+	const uint32_t I = SPYRE_KTYPE_I64;
+	const uint32_t all = ((1u << (2 + D)) - 1) | ((1u << D) - 1) << SPYRE_KDIM_R0;
+	int zero = b.c(I, 0);
+	spyre_kernel_pass(b.k);
+	int co = spyre_kernel_affine(b.k, I, NONE, all, 0);
+	int oo = spyre_kernel_affine(b.k, I, b.param(I, base), all, w);
+	int mask = NONE;
+	for (unsigned int i = 0; i < D; i++) {
+		unsigned int q = geo + 4 * i;
+		int o = spyre_kernel_affine(b.k, I, b.param(I, q + 2),
+					    1u << (2 + i) | 1u << (SPYRE_KDIM_R0 + i),
+					    q);
+		int ok = b.op(SPYRE_KOP_AND, b.cmp(SPYRE_KCMP_GE, o, zero),
+			      b.cmp(SPYRE_KCMP_LT, o, b.param(I, q + 3)));
+		mask = mask == NONE ? ok : b.op(SPYRE_KOP_AND, mask, ok);
 	}
+	int v = spyre_kernel_load(b.k, 0, co, NONE, NONE);
+	spyre_kernel_scatter(b.k, 1, oo, v, mask, SPYRE_KSCAT_ADD);
+	spyre_kernel_endpass(b.k);
+	return spyre_kernel_error(b.k);
+}
+
+// Fold columns @col (@cs: their strides n, c, j[D], t[D]) of a half type
+// into a new image [N, C, img...] of @g in that dtype as the CPU's col2im
+// does (build_fold_seq()): exact where the CPU's sums are, and rounded at
+// every add where they are not (fold() rounds once, more accurately).
+// The SCATTER runs on one of the card's cores.
+at::Tensor fold_seq(const at::Tensor &col, const int64_t *cs, int64_t N,
+		    int64_t C, const Geo &g)
+{
+	const int D = g.D;
+	std::vector<int64_t> shape{N, C};
+	shape.insert(shape.end(), g.img, g.img + D);
+	at::Tensor out = at::zeros(shape, col.options());
+	if (out.numel() == 0 || col.numel() == 0)
+		return out;
+	FoldSeqBuild fb{kdtype(col.scalar_type()), D};
+	int card = col.device().index();
+	const Prog *prog = conv_program(card, kOpFold, FOLD_SEQ, D,
+					{fb.dt, fb.dt}, build_fold_seq, &fb,
+					"fold");
+	const unsigned int w = 2 + 2 * D, base = 2 * w, geo = base + 1;
+	Launch L;
+	L.params[0] = static_cast<uint64_t>(cs[0]);
+	L.params[1] = static_cast<uint64_t>(cs[1]);
+	L.params[w] = static_cast<uint64_t>(out.stride(0));
+	L.params[w + 1] = static_cast<uint64_t>(out.stride(1));
+	int64_t off = 0;
+	for (int i = 0; i < D; i++) {
+		int64_t os = out.stride(2 + i);
+		L.params[2 + i] = static_cast<uint64_t>(cs[2 + D + i]);
+		L.params[2 + D + i] = static_cast<uint64_t>(cs[2 + i]);
+		L.params[w + 2 + i] = static_cast<uint64_t>(g.d[i] * os);
+		L.params[w + 2 + D + i] = static_cast<uint64_t>(g.s[i] * os);
+		off -= g.p[i] * os;
+		unsigned int q = geo + 4 * i;
+		L.params[q] = static_cast<uint64_t>(g.d[i]);
+		L.params[q + 1] = static_cast<uint64_t>(g.s[i]);
+		L.params[q + 2] = static_cast<uint64_t>(-g.p[i]);
+		L.params[q + 3] = static_cast<uint64_t>(g.img[i]);
+	}
+	L.params[base] = static_cast<uint64_t>(off);
+	conv_space(L, D, N, C, g.k, g.pos);
+	L.operand(0, col, span(col));
+	L.operand(1, out, static_cast<uint64_t>(out.numel()));
+	// blocks, a quarter of the others' work (one core runs them, lane
+	// after lane): the columns and the image move by their strides along
+	// n and c; a block of first-dim window offsets from t0 on moves the
+	// image positions by t0 * d (the base and the first dim's -p)
+	run_blocks(card, prog, L, 2, geo + 4 * D, kSplitWork / 4,
+		   [&](Launch &B, const Block &k) {
+		int64_t dt0 = k.s0 * g.d[0];
+		B.params[base] = static_cast<uint64_t>(off + dt0 * out.stride(2));
+		B.params[geo + 2] = static_cast<uint64_t>(-g.p[0] + dt0);
+		shift(B, 0, k.n0 * cs[0] + k.c0 * cs[1] + k.s0 * cs[2 + D],
+		      col.element_size());
+		shift(B, 1, k.n0 * out.stride(0) + k.c0 * out.stride(1),
+		      out.element_size());
+	});
 	return out;
 }
 
@@ -615,6 +758,31 @@ int64_t batch_chunk(int64_t per_image, int64_t elt, int64_t N)
 	return std::max<int64_t>(1, std::min<int64_t>(N, kColBytes / per));
 }
 
+// A batch of @N images in chunks of @chunk: @f(n0, nb) computes images
+// [n0, n0 + nb) and returns their [nb, ...] result or an undefined tensor;
+// the results go into one new [N, ...] tensor (the one chunk's own result
+// when the batch is one chunk).  Undefined when no chunk returned one.
+template <typename F>
+at::Tensor by_chunks(int64_t N, int64_t chunk, F f)
+{
+	at::Tensor out;
+	for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+		int64_t nb = std::min(chunk, N - n0);
+		at::Tensor r = f(n0, nb);
+		if (!r.defined())
+			continue;
+		if (nb == N)
+			return r;
+		if (!out.defined()) {
+			std::vector<int64_t> sz = r.sizes().vec();
+			sz[0] = N;
+			out = at::empty(sz, r.options());
+		}
+		out.narrow(0, n0, nb).copy_(r);
+	}
+	return out;
+}
+
 at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 			 const std::optional<at::Tensor> &bias,
 			 at::IntArrayRef stride, at::IntArrayRef padding,
@@ -647,38 +815,29 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 				    g.kvol() * g.npos(), input.element_size(),
 				    N);
 	at::Tensor in = transposed ? input.contiguous() : input;
-	// A transposed convolution rounds where the CPU's does: the GEMM's
-	// columns in the input's dtype, their sums (fold) rounded once, the
-	// bias added to that; in float32 the fold adds the bias.
-	bool late_bias = transposed && b.defined() &&
-		input.scalar_type() != at::kFloat;
-	at::Tensor out;
-	for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-		int64_t nb = std::min(chunk, N - n0);
-		at::Tensor x = chunk < N ? in.narrow(0, n0, nb) : in;
-		at::Tensor o;
-		if (!transposed) {
-			o = w_cols(w, unfold(x, g), nb, g.npos(), groups, b);
-		} else {
-			int64_t cs[2 + 2 * kMaxSpatial];
-			at::Tensor col = wT_x(w, x, groups, g, cs);
-			o = fold(col, cs, nb, OC, g,
-				 late_bias ? at::Tensor() : b,
-				 input.scalar_type());
-			if (late_bias) {
-				std::vector<int64_t> bs(2 + g.D, 1);
-				bs[1] = OC;
-				o.add_(b.view(bs));
-			}
+	// A transposed convolution in a half type rounds where the CPU's
+	// does: the GEMM's columns in the dtype, fold_seq(), the bias added
+	// to that; in float32 the fold sums in f32 and adds the bias.
+	bool half = input.scalar_type() != at::kFloat;
+	at::Tensor out = by_chunks(N, chunk, [&](int64_t n0, int64_t nb) {
+		at::Tensor x = in.narrow(0, n0, nb);
+		std::vector<int64_t> sz = shape;
+		sz[0] = nb;
+		if (!transposed)
+			return w_cols(w, unfold(x, g), nb, g.npos(), groups, b)
+				.view(sz);
+		int64_t cs[2 + 2 * kMaxSpatial];
+		at::Tensor col = wT_x(w, x, groups, g, cs);
+		if (!half)
+			return fold(col, cs, nb, OC, g, b, at::kFloat).view(sz);
+		at::Tensor o = fold_seq(col, cs, nb, OC, g);
+		if (b.defined()) {
+			std::vector<int64_t> bs(2 + g.D, 1);
+			bs[1] = OC;
+			o.add_(b.view(bs));
 		}
-		if (chunk >= N)
-			return o.view(shape);
-		if (!out.defined())
-			out = at::empty(shape, input.options());
-		shape[0] = nb;
-		out.narrow(0, n0, nb).copy_(o.view(shape));
-		shape[0] = N;
-	}
+		return o.view(sz);
+	});
 	return out.defined() ? out : at::empty(shape, input.options());
 }
 
@@ -718,40 +877,28 @@ k_convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
 	int64_t chunk = batch_chunk(std::max(img.size(1), input.size(1)) *
 				    g.kvol() * g.npos(), 4, N);
 	at::Tensor w32 = mask[0] && !transposed ? f32(w) : at::Tensor();
-	if (mask[0] && chunk < N)
-		gi = at::empty(input.sizes(), input.options());
-	for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-		int64_t nb = std::min(chunk, N - n0);
-		auto part = [&](const at::Tensor &t) {
-			return chunk < N ? t.narrow(0, n0, nb) : t;
-		};
-		at::Tensor in = part(input), gout = part(go);
+	gi = by_chunks(N, chunk, [&](int64_t n0, int64_t nb) {
+		at::Tensor in = input.narrow(0, n0, nb);
+		at::Tensor gout = go.narrow(0, n0, nb);
 		at::Tensor col;	// unfold(img), for the weight (and, transposed,
 				// the input)
 		if (mask[1] || (mask[0] && transposed))
 			col = unfold(transposed ? gout : in, g);
-		if (mask[0]) {
-			at::Tensor r;
-			if (transposed) {
-				r = w_cols(w, col, nb, g.npos(), groups,
-					   at::Tensor());
-			} else {
-				int64_t cs[2 + 2 * kMaxSpatial];
-				at::Tensor gc = wT_x(w32, f32(gout), groups, g, cs);
-				r = fold(gc, cs, nb, input.size(1), g, at::Tensor(),
-					 input.scalar_type());
-			}
-			if (chunk < N)
-				gi.narrow(0, n0, nb).copy_(r.view(in.sizes()));
-			else
-				gi = r.view(in.sizes());
-		}
 		if (mask[1]) {
 			at::Tensor p = a_colT((transposed ? in : gout).contiguous(),
 					      col, groups).view(weight.sizes());
 			gw = gw.defined() ? gw.add_(p) : p;
 		}
-	}
+		if (!mask[0])
+			return at::Tensor();
+		if (transposed)
+			return w_cols(w, col, nb, g.npos(), groups, at::Tensor())
+				.view(in.sizes());
+		int64_t cs[2 + 2 * kMaxSpatial];
+		at::Tensor gc = wT_x(w32, f32(gout), groups, g, cs);
+		return fold(gc, cs, nb, input.size(1), g, at::Tensor(),
+			    input.scalar_type()).view(in.sizes());
+	});
 	if (mask[0] && !gi.defined())
 		gi = at::empty(input.sizes(), input.options());
 	if (mask[1] && !gw.defined())

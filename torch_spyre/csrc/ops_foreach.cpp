@@ -11,7 +11,12 @@
 // minimum (Scalar, List, ScalarList), addcmul, addcdiv (Scalar,
 // ScalarList), lerp (List, Scalar, ScalarList), sqrt, neg, reciprocal and
 // zero_, each functional and in place.  Values are computed in f32 and
-// rounded once at the store (CUDA's opmath).  A call whose tensors the
+// rounded once at the store (CUDA's opmath), except add and sub of two
+// lists in the half types, which round as the CPU's foreach (a per-tensor
+// add) does in ATen's scalar kernel, computed in the dtype: alpha to the
+// dtype, then alpha * other, then the sum (a CPU without AVX, as the
+// guest's, runs it for every element; with AVX2 the vector body rounds
+// alpha, then alpha * other + self once).  A call whose tensors the
 // card cannot take this way (another dtype than float32/float16/bfloat16,
 // tensors of one index with different dtypes, sizes or cards, a complex
 // scalar, lists of different lengths) runs ATen's per-tensor composite
@@ -66,15 +71,40 @@ const FeEntry kOps[] = {
 	{"zero", ZERO, "-"},
 };
 
+// Whether add/sub of two lists of card dtype @dt rounds alpha * other to
+// the dtype before the sum (the half types: see the top of the file).
+bool fe_round_product(FeKind kind, int nl, uint32_t dt)
+{
+	return (kind == ADD || kind == SUB) && nl >= 2 &&
+	       (dt == kdtype(at::kHalf) || dt == kdtype(at::kBFloat16));
+}
+
+// @v rounded to the half type @t as the CPU's Scalar::to<scalar_t>() does
+// (through float).
+double in_dtype(double v, at::ScalarType t)
+{
+	float f = static_cast<float>(v);
+	return t == at::kHalf ? static_cast<float>(c10::Half(f)) :
+		static_cast<float>(c10::BFloat16(f));
+}
+
 // The element's value from the lists' values @t (f32), the scalar @sc and
-// alpha @alpha (f32 parameters); @nl tensor lists.
-int fe_expr(B &b, FeKind kind, int nl, const int *t, int sc, int alpha)
+// alpha @alpha (f32 parameters); @nl tensor lists of card dtype @dt.
+int fe_expr(B &b, FeKind kind, int nl, uint32_t dt, const int *t, int sc,
+	    int alpha)
 {
 	switch (kind) {
 	case ADD:
-		return nl >= 2 ? b.fma(t[1], alpha, t[0]) : b.add(t[0], sc);
-	case SUB:
-		return nl >= 2 ? b.fma(t[1], b.neg(alpha), t[0]) : b.sub(t[0], sc);
+	case SUB: {
+		if (nl < 2)
+			return kind == ADD ? b.add(t[0], sc) : b.sub(t[0], sc);
+		int a = kind == ADD ? alpha : b.neg(alpha);
+		if (!fe_round_product(kind, nl, dt))
+			return b.fma(t[1], a, t[0]);
+		int prod = spyre_kernel_cvt(b.k, SPYRE_KTYPE_F32, b.mul(a, t[1]),
+					    dt, 0);
+		return b.add(t[0], prod);
+	}
 	case MUL:
 		return b.mul(t[0], nl >= 2 ? t[1] : sc);
 	case DIV:
@@ -132,7 +162,7 @@ int build_fe(struct spyre_kernel **kp, const void *ctx)
 		t[i] = b.cvt(spyre_kernel_load(b.k, i, point_offset(b, p.np, i * np),
 					       NONE, NONE), F);
 	int sc = b.param(F, n * np), alpha = b.param(F, n * np + 1);
-	int v = fe_expr(b, p.kind, p.nl, t, sc, alpha);
+	int v = fe_expr(b, p.kind, p.nl, p.dt, t, sc, alpha);
 	spyre_kernel_store(b.k, n - 1, point_offset(b, p.np, (n - 1) * np),
 			   b.cvt(v, vtype(p.dt)), NONE, 0);
 	return spyre_kernel_error(b.k);
@@ -267,7 +297,10 @@ bool FeKernel::run(torch::jit::Stack *stack)
 		}
 		unsigned int pp = static_cast<unsigned int>(nread + 1) * np;
 		L.params[pp] = f32_param((slist >= 0 ? sl[i] : sc).toDouble());
-		L.params[pp + 1] = f32_param(al.toDouble());
+		double a = al.toDouble();
+		if (fe_round_product(kind, nread, kdtype(s.scalar_type())))
+			a = in_dtype(a, s.scalar_type());
+		L.params[pp + 1] = f32_param(a);
 		L.sizes(sp);
 		kgen::run(s.device().index(), progs[i], L,
 			  static_cast<unsigned int>(nread + 1), pp + 2);

@@ -6,7 +6,10 @@ kernels, in strict mode (a CPU fallback inside the op is a failure).
 The guest's CPU model lacks what oneDNN's convolutions want, so the CPU
 reference runs with ``torch.backends.mkldnn.enabled = False``.  Half-type
 references are computed in float32 from the same rounded inputs and
-rounded once (the card accumulates in float32 and rounds at the store).
+rounded once (the card accumulates in float32 and rounds at the store),
+except in torch_conv_transposed_rounding: a transposed convolution in a
+half type adds its columns in the dtype, as the CPU's own kernel, which
+is its reference there.
 
     python3 test_conv.py [NAME...]      these tests alone
 """
@@ -108,20 +111,74 @@ def torch_conv_forward():
 
 @test
 def torch_conv_transposed():
-    """Transposed convolutions (output_padding, groups, dilation)."""
+    """Transposed convolutions (output_padding, groups, dilation); in
+    float16 against the CPU's own float16 result (its col2im rounds at
+    every add, and so does the card's)."""
     g = torch.Generator().manual_seed(6)
     for (D, n, ci, co, size, k, s, p, d, groups, bias, op) in CASES:
         for dt in (torch.float32, torch.float16):
-            x = rnd(g, n, ci, *size, dt=dt)
-            w = rnd(g, ci, co // groups, *k, dt=dt)
-            b = rnd(g, co, dt=dt) if bias else None
+            x = rnd(g, n, ci, *size, dt=dt).to(dt)
+            w = rnd(g, ci, co // groups, *k, dt=dt).to(dt)
+            b = rnd(g, co, dt=dt).to(dt) if bias else None
             want = CONVT[D](x, w, b, s, p, op, groups, d)
-            X, W = x.to(dt).to("spyre"), w.to(dt).to("spyre")
-            B = b.to(dt).to("spyre") if bias else None
+            X, W = x.to("spyre"), w.to("spyre")
+            B = b.to("spyre") if bias else None
             got = native(lambda: CONVT[D](X, W, B, s, p, op, groups, d),
                          "aten::convolution_overrideable")
             assert got.shape == want.shape, (got.shape, want.shape)
-            close(got, want, dt, scale=1 if dt == torch.float32 else 2)
+            close(got, want.float(), dt)
+
+
+@test
+def torch_conv_transposed_rounding():
+    """Transposed convolutions in float16 and bfloat16 round as the CPU's
+    slow_conv_transpose kernels (col2im adds each column entry into the
+    image in the dtype, by increasing window offset), where float32 sums
+    rounded once differ from them: the OpInfo samples' geometry against
+    the CPU's own result, and a window whose entries cancel in that order
+    only."""
+    g = torch.Generator().manual_seed(15)
+    kw = dict(stride=2, padding=2, output_padding=1)
+    for D in (1, 2, 3):
+        for dt in (torch.float16, torch.bfloat16):
+            x = (torch.rand(1, 3, *[4] * D, generator=g) * 18 - 9).to(dt)
+            w = (torch.rand(3, 3, *[3] * D, generator=g) * 18 - 9).to(dt)
+            b = (torch.rand(3, generator=g) * 18 - 9).to(dt)
+            want = CONVT[D](x, w, b, **kw)
+            X, W, B = x.to("spyre"), w.to("spyre"), b.to("spyre")
+            got = native(lambda: CONVT[D](X, W, B, **kw),
+                         "aten::convolution_overrideable")
+            tol = 1e-3 if dt == torch.float16 else 1.6e-2
+            torch.testing.assert_close(got.cpu(), want, rtol=tol, atol=tol)
+    # a 2^D window over ones: its entries in row-major order are 2048, 1,
+    # -2048, 0.5, then zeros; 2048 + 1 rounds to 2048 in float16, so the
+    # centre is 0.5 (1.5 in float32, or in another order)
+    for D in (2, 3):
+        x = torch.ones(1, 1, *[2] * D, dtype=torch.float16)
+        w = torch.zeros(2 ** D, dtype=torch.float16)
+        w[:4] = torch.tensor([2048, 1, -2048, 0.5])
+        w = w.view(1, 1, *[2] * D)
+        want = CONVT[D](x, w)
+        centre = (0, 0) + (1,) * D
+        assert want[centre].item() == 0.5, want[centre]
+        X, W = x.to("spyre"), w.to("spyre")
+        got = native(lambda: CONVT[D](X, W),
+                     "aten::convolution_overrideable").cpu()
+        assert torch.equal(got, want), (got, want)
+    # 2.4 M column entries: blocks of first-dim window offsets (0-4, 5-9,
+    # 10-11), each a KERNEL command of its own, in order
+    x = (torch.rand(1, 2, 128, 128, generator=g) * 4 - 2).half()
+    w = (torch.rand(2, 1, 12, 12, generator=g) * 4 - 2).half()
+    want = F.conv_transpose2d(x, w, stride=4)
+    X, W = x.to("spyre"), w.to("spyre")
+    torch.spyre.synchronize()
+    n0 = torch.ops.spyre.kernel_stats()[3]
+    got = native(lambda: F.conv_transpose2d(X, W, stride=4),
+                 "aten::convolution_overrideable")
+    torch.spyre.synchronize()
+    n = torch.ops.spyre.kernel_stats()[3] - n0
+    assert n >= 3, n
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-3, atol=1e-3)
 
 
 @test

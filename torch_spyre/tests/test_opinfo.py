@@ -141,15 +141,13 @@ NATIVE = {
         "nn.functional.soft_margin_loss",
     ],
     # the foreach ops of torch.optim (ops_foreach.cpp); the database's
-    # foreach OpInfos call the functional variants.  Not listed yet:
-    # _foreach_add and _foreach_sub (float32 passes; in float16 and
-    # bfloat16 the card computes x + alpha * y in float32 and rounds once,
-    # as CUDA's foreach kernels, while the CPU rounds alpha * y to the
-    # dtype first: with the samples' alpha 3.14 and cancelling terms that
-    # differs beyond the tolerance; matching it means rounding the product
-    # as ops_pointwise's F_ROUNDSTEPS does) and _foreach_norm (ATen's
+    # foreach OpInfos call the functional variants (the first sample of
+    # _foreach_add / _foreach_sub: two lists with alpha 3.14, which the
+    # half types round as the CPU's scalar kernel: alpha, alpha * other,
+    # the sum, each in the dtype).  Not listed: _foreach_norm (ATen's
     # per-tensor linalg_vector_norm with a dtype falls back).
     "foreach": [
+        "_foreach_add", "_foreach_sub",
         "_foreach_mul", "_foreach_div", "_foreach_maximum",
         "_foreach_minimum", "_foreach_addcmul", "_foreach_addcdiv",
         "_foreach_lerp", "_foreach_sqrt", "_foreach_neg",
