@@ -130,7 +130,7 @@ args=(-M q35 -accel tcg -cpu qemu64,phys-bits=42 -smp "$SMP" -m "$MEM"
       -serial "file:$LOG")
 # no_timer_check: on a loaded host a TCG guest can miss the timer ticks
 # the kernel's early IO-APIC check waits for and panic ("IO-APIC + timer
-# doesn't work!", seen once at load 22)
+# doesn't work!", seen at load 20-24)
 append="console=ttyS0 loglevel=4 panic=-1 oops=panic rdinit=/init no_timer_check"
 if [ $IOMMU = 1 ]; then
 	args+=(-device intel-iommu,intremap=off)
