@@ -478,6 +478,7 @@ static void spyre_worker_reap(void *opaque)
 {
     SpyreWorker *w = opaque;
 
+    trace_spyre_life_worker_reap(w->index);
     qemu_thread_join(&w->thread);
     object_unref(OBJECT(w->s));
 }
@@ -529,6 +530,7 @@ void *spyre_worker_thread(void *opaque)
     }
     spyre_unlock(s);
     rcu_unregister_thread();
+    trace_spyre_life_worker_end(w->index);
     /* Last: the bottom half may finalize the device, @w with it. */
     aio_bh_schedule_oneshot(qemu_get_aio_context(), spyre_worker_reap, w);
     return NULL;

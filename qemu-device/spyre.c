@@ -8,8 +8,8 @@
  * files are in spyre.h.
  *
  * Locks: everything here runs with the BQL held (qdev and QOM callbacks,
- * migration, the main loop for finalize) and takes the device lock for
- * the card's state.
+ * migration, finalize in the main loop or the RCU thread) and takes the
+ * device lock for the card's state.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *
@@ -250,6 +250,7 @@ static void spyre_exit(PCIDevice *pdev)
     SpyreState *s = SPYRE(pdev);
 
     assert(bql_locked());
+    trace_spyre_life_exit();
 
     /*
      * From here on no worker touches guest memory: each checks
@@ -274,12 +275,16 @@ static void spyre_exit(PCIDevice *pdev)
     pcie_cap_exit(pdev);
 }
 
-/* Main loop, BQL held: the last reference is gone, every worker joined. */
+/*
+ * BQL held, in the main loop or the RCU thread (a FlatView's reference
+ * can be the last): every reference is gone, every worker joined.
+ */
 static void spyre_instance_finalize(Object *obj)
 {
     SpyreState *s = SPYRE(obj);
     unsigned int i, l, k;
 
+    trace_spyre_life_finalize();
     if (s->workers) {
         qemu_cond_destroy(&s->work_cond);
         qemu_cond_destroy(&s->gang_cond);

@@ -109,8 +109,9 @@
  * does not join them, since a worker behind a vIOMMU may be waiting for
  * the BQL that unrealize holds.  Each worker, as its last act, hands
  * itself to a main-loop bottom half that joins it and drops its
- * reference there, so the device is always finalized in the main loop,
- * never by a worker.
+ * reference there, so the device is never finalized by a worker: it is
+ * finalized, BQL held, in that bottom half or, when the last reference
+ * is a FlatView's (its BARs), in QEMU's RCU thread after a grace period.
  *
  * Copyright (c) 2025 The Spyre open stack authors
  *

@@ -75,20 +75,29 @@ class Qmp:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
-        self.file = self.sock.makefile("rw")
+        # Replies and events are read through a binary reader and commands
+        # sent with sendall(): a text file opened "rw" on the socket
+        # (io.TextIOWrapper) throws away what it has read ahead whenever it
+        # is written to, and so lost an event (DEVICE_DELETED) that came in
+        # the same read as the reply before it.
+        self.rfile = self.sock.makefile("rb")
         self.events = []
         self._read()  # the greeting
         self.command("qmp_capabilities")
 
+    def close(self):
+        self.rfile.close()
+        self.sock.close()
+
     def _read(self):
-        line = self.file.readline()
+        line = self.rfile.readline()
         if not line:
             raise EOFError("QMP closed")
         return json.loads(line)
 
     def command(self, name, **args):
-        self.file.write(json.dumps({"execute": name, "arguments": args}) + "\n")
-        self.file.flush()
+        self.sock.sendall(json.dumps({"execute": name,
+                                      "arguments": args}).encode() + b"\n")
         while True:
             msg = self._read()
             if "event" in msg:

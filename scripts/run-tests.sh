@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The test suite behind `make test`:
 #   1. host tests (tests/): libspyre's pure parts, the VM runner's own
-#      tests (tests/runner/), and make install / uninstall into a DESTDIR
+#      tests and those of scripts/qmp-hotplug.py's QMP client
+#      (tests/runner/), and make install / uninstall into a DESTDIR
 #      with examples/ built against it by pkg-config
 #      (tests/test-install.sh), KTAP;
 #   2. the card model's QEMU qtest, TAP;
@@ -89,6 +90,8 @@ run host-card-math make -s -C "$SPYRE_ROOT/qemu-device/tests" -f Makefile.math \
 	run KSRC="$KSRC"
 # the VM runner's own tests (exit status, crash, hang, WARN)
 run host-vm-runner "$SPYRE_ROOT/tests/runner/test-vm.sh"
+# the QMP client of the hot-plug soak (events that share a read with a reply)
+run host-qmp-client "$SPYRE_ROOT/tests/runner/test-qmp.py"
 # make install / uninstall into a DESTDIR, examples/ built against it
 run host-install "$SPYRE_ROOT/tests/test-install.sh" "$B/install-test"
 # 2. qtest

@@ -202,8 +202,8 @@ static void run_for(QTestState *s, int64_t us)
             return;
         }
         bql_unlock();
-        g_usleep(50);
-        bql_lock();
+        g_usleep(50);   /* as a vCPU waits, without the BQL */
+        bql_lock();     /* back: QEMU's fuzz targets run with it held */
     }
 }
 
