@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Convolutions on the card: convolution_overrideable (1-D, 2-D and 3-D,
 // groups, stride, padding, dilation, transposed with output_padding) and
-// convolution_backward_overrideable (grad_input, grad_weight, grad_bias).
+// convolution_backward_overrideable (grad_input, grad_weight, grad_bias);
+// im2col (nn.functional.unfold) on the same unfold kernel.
 //
 // Every case is two generated kernels around the card's GEMM:
 //  - unfold (im2col): the window elements of an image as columns, a
@@ -912,10 +913,55 @@ k_convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
 	return {gi, gw, gb};
 }
 
+// im2col (nn.functional.unfold) of a [C, H, W] or [N, C, H, W] @self of a
+// floating type or bool (the CPU's types): the unfold kernel's [C * kvol, N * npos] columns as
+// ATen's contiguous [N, C * kvol, npos] ([C * kvol, npos] unbatched).
+// Arguments PyTorch refuses go to the CPU fallback, whose error is
+// PyTorch's.
+at::Tensor k_im2col(const at::Tensor &self, at::IntArrayRef kernel,
+		    at::IntArrayRef dilation, at::IntArrayRef padding,
+		    at::IntArrayRef stride)
+{
+	at::ScalarType t = self.scalar_type();
+	bool ok = (t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
+		   t == at::kBool) &&
+		  (self.dim() == 3 || self.dim() == 4) && kernel.size() == 2 &&
+		  dilation.size() == 2 && padding.size() == 2 &&
+		  stride.size() == 2;
+	for (int64_t i = self.dim() == 4 ? 1 : 0; ok && i < self.dim(); i++)
+		ok = self.size(i) > 0;
+	Geo g;
+	g.D = 2;
+	for (int i = 0; ok && i < 2; i++) {
+		g.k[i] = kernel[i];
+		g.d[i] = dilation[i];
+		g.p[i] = padding[i];
+		g.s[i] = stride[i];
+		g.img[i] = self.size(self.dim() - 2 + i);
+		int64_t span = g.img[i] + 2 * g.p[i] - g.d[i] * (g.k[i] - 1) - 1;
+		ok = g.k[i] > 0 && g.d[i] > 0 && g.s[i] > 0 && g.p[i] >= 0 &&
+		     span >= 0;
+		g.pos[i] = ok ? span / g.s[i] + 1 : 0;
+	}
+	if (!ok)
+		return SPYRE_FALLBACK(im2col, self, kernel, dilation, padding,
+				      stride);
+	count_native("aten::im2col");
+	c10::DeviceGuard guard(self.device());
+	at::Tensor x = self.dim() == 3 ? self.unsqueeze(0) : self;
+	int64_t N = x.size(0), rows = x.size(1) * g.kvol();
+	at::Tensor col = unfold(x, g)
+		.view({rows, N, g.npos()})
+		.permute({1, 0, 2})
+		.contiguous();
+	return self.dim() == 3 ? col.squeeze(0) : col;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("im2col", TORCH_FN(k_im2col));
 	m.impl("convolution_overrideable", TORCH_FN(k_convolution));
 	m.impl("convolution_backward_overrideable",
 	       TORCH_FN(k_convolution_backward));

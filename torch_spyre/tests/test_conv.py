@@ -480,6 +480,26 @@ def torch_conv_pool_3d():
 
 
 @test
+def torch_conv_im2col():
+    """nn.functional.unfold (ATen's im2col) on the card: float and bool
+    images, batched or not, with stride, padding and dilation, equal
+    to the CPU's."""
+    g = torch.Generator().manual_seed(13)
+    x = torch.randn(2, 3, 7, 6, generator=g)
+    for dt in (torch.float32, torch.float16, torch.bfloat16, torch.bool):
+        xc = x.to(dt) if dt != torch.bool else x > 0
+        for img, kw in ((xc, dict(kernel_size=3)),
+                        (xc[1], dict(kernel_size=(2, 3), stride=(2, 1),
+                                     padding=1, dilation=(1, 2))),
+                        (xc[:, :, ::2], dict(kernel_size=2, padding=(0, 1)))):
+            want = F.unfold(img, **kw)
+            got = native(lambda: F.unfold(img.to("spyre"), **kw),
+                         "aten::im2col")
+            assert got.is_contiguous() and got.dtype == dt, (got.stride(), dt)
+            assert torch.equal(got.cpu(), want), (dt, kw)
+
+
+@test
 def torch_conv_upsample():
     """upsampling forward: nearest and bilinear in 2-D (align_corners both
     ways, sizes and scale factors), nearest, nearest-exact, linear and
