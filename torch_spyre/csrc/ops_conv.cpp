@@ -24,8 +24,10 @@
 // x @ unfold(grad_out)^T.  grad_bias is a sum of grad_out.  A batch whose
 // columns pass kColBytes runs in chunks of images; an unfold or fold goes
 // as KERNEL commands of at most kSplitWork element iterations each (the
-// card's 5 s per-command budget).  Integer convolutions (the GEMM has no
-// integer path) run on the CPU: conv_cpu().
+// card's 5 s per-command budget).  Integer convolutions (the CPU's types:
+// every integer undilated forward, int64 otherwise) run the same way on the integer
+// matmul kernel (the GEMM has no integer path) and an exact fold; their
+// backward (autograd has none) runs on the CPU.
 #include "kernels.h"
 
 #include <c10/core/DeviceGuard.h>
@@ -198,7 +200,9 @@ void run_blocks(int card, const Prog *prog, const Launch &L,
 
 // ---- unfold (im2col) ----------------------------------------------------------
 
-struct UnfoldBuild {
+// What the unfold and fold_seq programs are built for: the card dtype of
+// the image and the columns (one dtype), and the spatial dims.
+struct ColBuild {
 	uint32_t dt;
 	int D;
 };
@@ -208,7 +212,7 @@ struct UnfoldBuild {
 // spatial dim s, d, -p, img size, then the image's base offset.
 int build_unfold(struct spyre_kernel **kp, const void *ctx)
 {
-	const UnfoldBuild &u = *static_cast<const UnfoldBuild *>(ctx);
+	const ColBuild &u = *static_cast<const ColBuild *>(ctx);
 	const unsigned int D = static_cast<unsigned int>(u.D);
 	const unsigned int w = 2 + 2 * D, geo = 2 * w;
 	uint32_t dts[2] = {u.dt, u.dt};
@@ -247,7 +251,7 @@ at::Tensor unfold(const at::Tensor &img, const Geo &g)
 	at::Tensor col = at::empty({C * g.kvol(), N * g.npos()}, img.options());
 	if (col.numel() == 0)
 		return col;
-	UnfoldBuild ub{kdtype(img.scalar_type()), D};
+	ColBuild ub{kdtype(img.scalar_type()), D};
 	int card = img.device().index();
 	const Prog *prog = conv_program(card, kOpUnfold, 0, D, {ub.dt},
 					build_unfold, &ub, "unfold");
@@ -313,7 +317,7 @@ int build_fold(struct spyre_kernel **kp, const void *ctx)
 	if (rc)
 		return rc;
 	B b{*kp};
-	const uint32_t I = SPYRE_KTYPE_I64, F = SPYRE_KTYPE_F32;
+	const uint32_t I = SPYRE_KTYPE_I64;
 	const uint32_t pts = (1u << (2 + D)) - 1;
 	const uint32_t red = ((1u << D) - 1) << SPYRE_KDIM_R0;
 	int zero = b.c(I, 0);
@@ -343,13 +347,14 @@ int build_fold(struct spyre_kernel **kp, const void *ctx)
 		sum = b.add(sum, spyre_kernel_load(b.k, 2, bo, NONE, NONE));
 	}
 	int oo = spyre_kernel_affine(b.k, I, NONE, pts, 0);
-	spyre_kernel_store(b.k, 1, oo, b.cvt(sum, F), NONE, 0);
+	spyre_kernel_store(b.k, 1, oo, b.cvt(sum, vtype(f.out_dt)), NONE, 0);
 	return spyre_kernel_error(b.k);
 }
 
 // Fold columns @col (@cs: their strides n, c, j[D], t[D]) into a new image
 // [N, C, img...] of @g in dtype @dt, plus @bias (C elements) when defined;
-// the sums (and the bias) in f32, rounded once to @dt.
+// the sums (and the bias) in f32, rounded once to @dt, or, for an integer
+// @col, exact in its compute type (wrapping as the CPU's col2im does).
 at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
 		int64_t C, const Geo &g, const at::Tensor &bias,
 		at::ScalarType dt)
@@ -407,11 +412,6 @@ at::Tensor fold(const at::Tensor &col, const int64_t *cs, int64_t N,
 
 // ---- fold in the dtype (col2im's rounding) ------------------------------------
 
-struct FoldSeqBuild {
-	uint32_t dt;
-	int D;
-};
-
 // dims p0 n, p1 c, p2.. window offset t[D]; r0.. window position j[D]:
 // the columns in their own order, each entry added by a SCATTER ADD into
 // the image element its window covers, o = t * d + j * s - p along each
@@ -424,7 +424,7 @@ struct FoldSeqBuild {
 // image size.
 int build_fold_seq(struct spyre_kernel **kp, const void *ctx)
 {
-	const FoldSeqBuild &f = *static_cast<const FoldSeqBuild *>(ctx);
+	const ColBuild &f = *static_cast<const ColBuild *>(ctx);
 	const unsigned int D = static_cast<unsigned int>(f.D);
 	const unsigned int w = 2 + 2 * D, base = 2 * w, geo = base + 1;
 	uint32_t dts[2] = {f.dt, f.dt};
@@ -468,7 +468,7 @@ at::Tensor fold_seq(const at::Tensor &col, const int64_t *cs, int64_t N,
 	at::Tensor out = at::zeros(shape, col.options());
 	if (out.numel() == 0 || col.numel() == 0)
 		return out;
-	FoldSeqBuild fb{kdtype(col.scalar_type()), D};
+	ColBuild fb{kdtype(col.scalar_type()), D};
 	int card = col.device().index();
 	const Prog *prog = conv_program(card, kOpFold, FOLD_SEQ, D,
 					{fb.dt, fb.dt}, build_fold_seq, &fb,
@@ -618,9 +618,18 @@ at::Tensor f32(const at::Tensor &t)
 	return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
 }
 
-bool conv_dtype(at::ScalarType t)
+// The float types, and the integer ones the CPU's slow convolutions take
+// (every one undilated forward, int64 otherwise): exact products and sums,
+// wrapping in the dtype like the CPU's.
+bool conv_dtype(at::ScalarType t, bool transposed, at::IntArrayRef dilation)
 {
-	return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+	if (t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
+	    t == at::kLong)
+		return true;
+	if (!at::isIntegralType(t, false) || !kdtype(t) || transposed)
+		return false;
+	return std::all_of(dilation.begin(), dilation.end(),
+			   [](int64_t d) { return d == 1; });
 }
 
 // Whether the card takes this convolution (else conv_cpu(), which gives
@@ -628,11 +637,11 @@ bool conv_dtype(at::ScalarType t)
 bool conv_ok(const at::Tensor &input, const at::Tensor &weight,
 	     const std::optional<at::Tensor> &bias, at::IntArrayRef stride,
 	     at::IntArrayRef padding, at::IntArrayRef dilation,
-	     at::IntArrayRef output_padding, int64_t groups)
+	     bool transposed, at::IntArrayRef output_padding, int64_t groups)
 {
 	int64_t D = weight.dim() - 2;
 	if (D < 1 || D > kMaxSpatial || input.dim() != D + 2 || groups < 1 ||
-	    !conv_dtype(input.scalar_type()) ||
+	    !conv_dtype(input.scalar_type(), transposed, dilation) ||
 	    weight.scalar_type() != input.scalar_type() ||
 	    weight.device() != input.device())
 		return false;
@@ -791,7 +800,7 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 			 at::IntArrayRef output_padding, int64_t groups)
 {
 	if (!conv_ok(input, weight, bias, stride, padding, dilation,
-		     output_padding, groups))
+		     transposed, output_padding, groups))
 		return conv_cpu(input, weight, bias, stride, padding, dilation,
 				transposed, output_padding, groups);
 	count_native("aten::convolution_overrideable");
@@ -818,8 +827,10 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 	at::Tensor in = transposed ? input.contiguous() : input;
 	// A transposed convolution in a half type rounds where the CPU's
 	// does: the GEMM's columns in the dtype, fold_seq(), the bias added
-	// to that; in float32 the fold sums in f32 and adds the bias.
-	bool half = input.scalar_type() != at::kFloat;
+	// to that; in float32 the fold sums in f32 and adds the bias, in an
+	// integer type exactly.
+	bool half = input.scalar_type() == at::kHalf ||
+		    input.scalar_type() == at::kBFloat16;
 	at::Tensor out = by_chunks(N, chunk, [&](int64_t n0, int64_t nb) {
 		at::Tensor x = in.narrow(0, n0, nb);
 		std::vector<int64_t> sz = shape;
@@ -830,7 +841,8 @@ at::Tensor k_convolution(const at::Tensor &input, const at::Tensor &weight,
 		int64_t cs[2 + 2 * kMaxSpatial];
 		at::Tensor col = wT_x(w, x, groups, g, cs);
 		if (!half)
-			return fold(col, cs, nb, OC, g, b, at::kFloat).view(sz);
+			return fold(col, cs, nb, OC, g, b, input.scalar_type())
+				.view(sz);
 		at::Tensor o = fold_seq(col, cs, nb, OC, g);
 		if (b.defined()) {
 			std::vector<int64_t> bs(2 + g.D, 1);
@@ -850,7 +862,8 @@ k_convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
 		       int64_t groups, std::array<bool, 3> mask)
 {
 	if (!conv_ok(input, weight, std::nullopt, stride, padding, dilation,
-		     output_padding, groups) ||
+		     transposed, output_padding, groups) ||
+	    !at::isFloatingType(input.scalar_type()) ||
 	    grad_output.scalar_type() != input.scalar_type() ||
 	    grad_output.device() != input.device() ||
 	    grad_output.dim() != input.dim())

@@ -65,10 +65,10 @@ struct PoolBuild {
 // Parameters: the read operand's n and c strides (0, 1); the written
 // operand's n, c and spatial strides (2..); per spatial dim i a block at
 // blk + 8 i: read stride, s, d, -p, S, O, k, p; then has_override (bool),
-// the override (f32), count_include_pad (bool).
+// the override (f32), count_include_pad (bool), the override (i64).
 constexpr unsigned int kBlk = 4 + kMaxD;
 constexpr unsigned int kScal = kBlk + 8 * kMaxD;
-constexpr unsigned int kNParams = kScal + 3;
+constexpr unsigned int kNParams = kScal + 4;
 
 int build_pool(struct spyre_kernel **kp, const void *ctx)
 {
@@ -108,7 +108,10 @@ int build_pool(struct spyre_kernel **kp, const void *ctx)
 		return tdiv(b.add(b.mul(b.add(j, one), P(i, 4)),
 				  b.sub(P(i, 5), one)), P(i, 5));
 	};
-	// average pooling's divisor of output position j[] (f32)
+	// average pooling's divisor of output position j[]: f32, or i64
+	// for an integer dtype (whose average is the sum's truncating
+	// division, as the CPU's)
+	const bool ints = vtype(pb.dt) != F;
 	auto divisor = [&](const int *j) {
 		int n = one;
 		for (unsigned int i = 0; i < D; i++) {
@@ -123,11 +126,12 @@ int build_pool(struct spyre_kernel **kp, const void *ctx)
 			n = b.mul(n, b.sel(b.param(SPYRE_KTYPE_BOOL, kScal + 2),
 					   pool, valid));
 		}
-		int dv = b.cvt(n, F);
+		int dv = ints ? n : b.cvt(n, F);
 		if (m == ADAPT_FWD || m == ADAPT_BWD)
 			return dv;
 		return b.sel(b.param(SPYRE_KTYPE_BOOL, kScal),
-			     b.param(F, kScal + 1), dv);
+			     ints ? b.param(I, kScal + 3) :
+				    b.param(F, kScal + 1), dv);
 	};
 	// the flat index of image element y[] in its plane or volume
 	auto flat = [&](const int *y) {
@@ -212,7 +216,8 @@ int build_pool(struct spyre_kernel **kp, const void *ctx)
 		int jp[kMaxD] = {};
 		for (unsigned int i = 0; i < D; i++)
 			jp[i] = idx(2 + i);
-		r = b.div(r, divisor(jp));
+		r = ints ? tdiv(r, b.cvt(divisor(jp), vtype(pb.dt))) :
+			   b.div(r, divisor(jp));
 	}
 	spyre_kernel_store(b.k, out_op, out_off, r, NONE, 0);
 	if (m == MAX_FWD || m == AMAX_FWD) {
@@ -274,6 +279,7 @@ void run_pool(Mode m, const Pool &g, const at::Tensor &rd, const at::Tensor &out
 	L.params[kScal] = has_ovr;
 	L.params[kScal + 1] = f32_param(ovr);
 	L.params[kScal + 2] = cip;
+	L.params[kScal + 3] = static_cast<uint64_t>(static_cast<int64_t>(ovr));
 	L.l.npdims = static_cast<uint32_t>(2 + D);
 	L.l.nrdims = static_cast<uint32_t>(D);
 	for (int i = 0; i < 2 + D; i++)
@@ -293,7 +299,8 @@ void run_pool(Mode m, const Pool &g, const at::Tensor &rd, const at::Tensor &out
 }
 
 // A floating input of D spatial dims, batched or not; max pooling's
-// forward takes the integer types too (its reduction is exact in them).
+// forward takes int32 and int64 too, average pooling's int64 (@ints:
+// exact in them).
 bool pool_dtype(const at::Tensor &t, int D, bool ints = false)
 {
 	at::ScalarType s = t.scalar_type();
@@ -466,13 +473,16 @@ at::Tensor k_max_pool3d_with_indices_backward(
 	return max_bwd(MAX_BWD, g, grad_out, self, indices);
 }
 
+// @fwd: the forward, which takes int64 too, as the CPU's (the sum's
+// truncating division by the divisor).
 bool avg_ok(int D, const at::Tensor &self, at::IntArrayRef kernel,
 	    at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
-	    std::optional<int64_t> divisor_override, Pool &g)
+	    std::optional<int64_t> divisor_override, Pool &g, bool fwd)
 {
 	int64_t one = 1;
-	return pool_geo(D, self, kernel, stride, padding, at::IntArrayRef(one),
-			ceil_mode, g) &&
+	return self.scalar_type() != at::kInt &&
+	       pool_geo(D, self, kernel, stride, padding, at::IntArrayRef(one),
+			ceil_mode, g, fwd) &&
 	       (!divisor_override.has_value() || *divisor_override != 0);
 }
 
@@ -517,7 +527,7 @@ at::Tensor k_avg_pool2d(const at::Tensor &self, at::IntArrayRef kernel,
 {
 	Pool g;
 	if (!avg_ok(2, self, kernel, stride, padding, ceil_mode,
-		    divisor_override, g))
+		    divisor_override, g, true))
 		return SPYRE_FALLBACK(avg_pool2d, self, kernel, stride, padding,
 				      ceil_mode, count_include_pad,
 				      divisor_override);
@@ -532,7 +542,7 @@ at::Tensor k_avg_pool3d(const at::Tensor &self, at::IntArrayRef kernel,
 {
 	Pool g;
 	if (!avg_ok(3, self, kernel, stride, padding, ceil_mode,
-		    divisor_override, g))
+		    divisor_override, g, true))
 		return SPYRE_FALLBACK(avg_pool3d, self, kernel, stride, padding,
 				      ceil_mode, count_include_pad,
 				      divisor_override);
@@ -548,7 +558,8 @@ at::Tensor k_avg_pool2d_backward(const at::Tensor &grad_out,
 {
 	Pool g;
 	if (!avg_ok(2, self, kernel, stride, padding, ceil_mode,
-		    divisor_override, g) || !avg_bwd_ok(grad_out, self, g))
+		    divisor_override, g, false) ||
+	    !avg_bwd_ok(grad_out, self, g))
 		return SPYRE_FALLBACK(avg_pool2d_backward, grad_out, self,
 				      kernel, stride, padding, ceil_mode,
 				      count_include_pad, divisor_override);
@@ -564,7 +575,8 @@ at::Tensor k_avg_pool3d_backward(const at::Tensor &grad_out,
 {
 	Pool g;
 	if (!avg_ok(3, self, kernel, stride, padding, ceil_mode,
-		    divisor_override, g) || !avg_bwd_ok(grad_out, self, g))
+		    divisor_override, g, false) ||
+	    !avg_bwd_ok(grad_out, self, g))
 		return SPYRE_FALLBACK(avg_pool3d_backward, grad_out, self,
 				      kernel, stride, padding, ceil_mode,
 				      count_include_pad, divisor_override);

@@ -480,6 +480,63 @@ def torch_conv_pool_3d():
 
 
 @test
+def torch_conv_integer():
+    """Integer convolutions on the card's integer matmul and exact fold,
+    equal to the CPU's in the CPU's types (int64; int32 forward without
+    dilation; int8 and int32 sums that wrap), and int64
+    average pooling: the sum's truncating division (toward zero,
+    negative values too) by PyTorch's divisor, divisor_override
+    (negative too) and count_include_pad."""
+    g = torch.Generator().manual_seed(15)
+    for (D, n, ci, co, size, k, s, p, d, groups, bias, op) in CASES:
+        for dt in (torch.int64, torch.int32):
+            if dt != torch.int64 and d != 1:    # the CPU's: int64 only
+                continue
+            x = torch.randint(-9, 10, (n, ci, *size), generator=g, dtype=dt)
+            w = torch.randint(-9, 10, (co, ci // groups, *k), generator=g,
+                              dtype=dt)
+            b = torch.randint(-99, 100, (co,), generator=g, dtype=dt) \
+                if bias else None
+            X, W = x.to("spyre"), w.to("spyre")
+            B = b.to("spyre") if bias else None
+            want = CONV[D](x, w, b, s, p, d, groups)
+            got = native(lambda: CONV[D](X, W, B, s, p, d, groups),
+                         "aten::convolution_overrideable")
+            assert got.dtype == dt and torch.equal(got.cpu(), want), (D, dt)
+            if dt != torch.int64:   # the CPU's transposed: int64 only
+                continue
+            wt = torch.randint(-9, 10, (ci, co // groups, *k), generator=g,
+                               dtype=dt)
+            want = CONVT[D](x, wt, b, s, p, op, groups, d)
+            got = native(lambda: CONVT[D](X, wt.to("spyre"), B, s, p, op,
+                                          groups, d),
+                         "aten::convolution_overrideable")
+            assert got.dtype == dt and torch.equal(got.cpu(), want), (D, dt)
+    # products and sums past the dtype's range wrap as the CPU's
+    for dt, v in ((torch.int32, 40000), (torch.int8, 7)):
+        x = torch.full((1, 2, 4, 4), v, dtype=dt)
+        w = torch.full((3, 2, 3, 3), -v + 1, dtype=dt)
+        want = F.conv2d(x, w, padding=1)
+        got = native(lambda: F.conv2d(x.to("spyre"), w.to("spyre"),
+                                      padding=1))
+        assert torch.equal(got.cpu(), want), dt
+    x = torch.randint(-50, 50, (2, 3, 9, 7), generator=g, dtype=torch.int64)
+    X = x.to("spyre")
+    for i, (size, k, s, p, _, cm) in enumerate(POOLS):
+        for cip in (True, False):
+            dv = (3, -4)[i % 2] if i % 3 == 0 else None
+            want = F.avg_pool2d(x, k, s, p, cm, cip, dv)
+            got = native(lambda: F.avg_pool2d(X, k, s, p, cm, cip, dv),
+                         "aten::avg_pool2d")
+            assert torch.equal(got.cpu(), want), (i, cip)
+    x3 = x.view(2, 3, 9, 7, 1).expand(2, 3, 9, 7, 3)
+    want = F.avg_pool3d(x3, 2, 1, 1, False, False)
+    got = native(lambda: F.avg_pool3d(x3.to("spyre"), 2, 1, 1, False, False),
+                 "aten::avg_pool3d")
+    assert torch.equal(got.cpu(), want)
+
+
+@test
 def torch_conv_im2col():
     """nn.functional.unfold (ATen's im2col) on the card: float and bool
     images, batched or not, with stride, padding and dilation, equal
