@@ -3,7 +3,8 @@
 // not generated: the factory / view / copy set every backend needs (copies
 // and float conversions by the card's COPY command, other conversions by a
 // generated cast kernel, FILL), and the matrix products on the card's GEMM
-// (mm, bmm, addmm, baddbmm, their out= and in-place variants, _scaled_mm).
+// (mm, bmm, addmm, baddbmm, their out= and in-place variants, _scaled_mm;
+// dot, vdot, addmv and addbmm as addmm/mm; equal).
 // The generated ops live in ops_pointwise.cpp, ops_reduce.cpp and
 // ops_norm.cpp.
 #include "kernels.h"
@@ -1011,6 +1012,174 @@ at::Tensor &k_baddbmm_(at::Tensor &self, const at::Tensor &b1,
 	return self;
 }
 
+// ---- vector and batch-reduced products, on the same paths ----------------------
+
+// Whether the card computes a product of @ts (defined ones): one card, one
+// dtype that the GEMM (float32, float16, bfloat16: f32 accumulation,
+// rounded once) or the integer matmul kernel (the integer types) takes,
+// with real @beta and @alpha that an integer product takes as PyTorch
+// does (integral ones).  Else the CPU fallback, whose checks raise
+// PyTorch's errors.
+bool prod_ok(std::initializer_list<const at::Tensor *> ts,
+	     const at::Scalar &beta = 1, const at::Scalar &alpha = 1)
+{
+	const at::Tensor &a = **ts.begin();
+	at::ScalarType dt = a.scalar_type();
+	bool ints = at::isIntegralType(dt, false);
+	if (!(dt == at::kFloat || dt == at::kHalf || dt == at::kBFloat16 ||
+	      (ints && kgen::kdtype(dt))) ||
+	    beta.isComplex() || alpha.isComplex() ||
+	    (ints && (beta.isFloatingPoint() || alpha.isFloatingPoint())))
+		return false;
+	for (const at::Tensor *t : ts)
+		if (t->defined() &&
+		    (t->scalar_type() != dt || !same_card(*t, a)))
+			return false;
+	return true;
+}
+
+// dot / vdot (real types: the same) of 1-D @self and @other of one size:
+// the [1, n] x [n, 1] product.
+bool dot_ok(const at::Tensor &self, const at::Tensor &other)
+{
+	return self.dim() == 1 && other.dim() == 1 &&
+	       self.size(0) == other.size(0) && prod_ok({&self, &other});
+}
+
+at::Tensor dot_impl(const at::Tensor &self, const at::Tensor &other)
+{
+	c10::DeviceGuard g(self.device());
+	int64_t n = self.size(0);
+	return at::mm(self.view({1, n}), other.view({n, 1}))
+		.view(at::IntArrayRef());
+}
+
+at::Tensor k_dot(const at::Tensor &self, const at::Tensor &other)
+{
+	if (!dot_ok(self, other))
+		return SPYRE_FALLBACK(dot, self, other);
+	count_native("aten::dot");
+	return dot_impl(self, other);
+}
+
+at::Tensor k_vdot(const at::Tensor &self, const at::Tensor &other)
+{
+	if (!dot_ok(self, other))
+		return SPYRE_FALLBACK(vdot, self, other);
+	count_native("aten::vdot");
+	return dot_impl(self, other);
+}
+
+// beta * self + alpha * mat @ vec (mv is this with beta 0): @mat [M, K],
+// @vec [K], @self broadcast to [M]; addmm with vec as a [K, 1] matrix.
+// Undefined when the card does not take it (the caller falls back).
+at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
+		      const at::Tensor &vec, const at::Scalar &beta,
+		      const at::Scalar &alpha, const at::Tensor *out)
+{
+	if (mat.dim() != 2 || vec.dim() != 1 || mat.size(1) != vec.size(0) ||
+	    self.dim() > 1 ||
+	    !at::is_expandable_to(self.sizes(), {mat.size(0)}) ||
+	    !prod_ok({&mat, &vec, &self, out}, beta, alpha))
+		return {};
+	c10::DeviceGuard g(mat.device());
+	at::Tensor s = self.dim() == 1 ? self.unsqueeze(1) : self;
+	return at::addmm(s, mat, vec.unsqueeze(1), beta, alpha).squeeze(1);
+}
+
+at::Tensor k_addmv(const at::Tensor &self, const at::Tensor &mat,
+		   const at::Tensor &vec, const at::Scalar &beta,
+		   const at::Scalar &alpha)
+{
+	at::Tensor r = addmv_impl(self, mat, vec, beta, alpha, &self);
+	if (!r.defined())
+		return SPYRE_FALLBACK(addmv, self, mat, vec, beta, alpha);
+	count_native("aten::addmv");
+	return r;
+}
+
+at::Tensor &k_addmv_out(const at::Tensor &self, const at::Tensor &mat,
+			const at::Tensor &vec, const at::Scalar &beta,
+			const at::Scalar &alpha, at::Tensor &out)
+{
+	at::Tensor r = addmv_impl(self, mat, vec, beta, alpha, &out);
+	if (!r.defined())
+		return SPYRE_FALLBACK2(addmv, out, self, mat, vec, beta, alpha,
+				       out);
+	count_native("aten::addmv.out");
+	at::native::resize_output(out, r.sizes());
+	return out.copy_(r);
+}
+
+// beta * self + alpha * sum over b of b1[b] @ b2[b]: @b1 [B, N, K], @b2
+// [B, K, P], @self broadcast to [N, P]; one product whose inner dim runs
+// over the batch (one rounding in the half types, where the CPU rounds
+// after each batch's addmm_).  Undefined when the card does not take it.
+at::Tensor addbmm_impl(const at::Tensor &self, const at::Tensor &b1,
+		       const at::Tensor &b2, const at::Scalar &beta,
+		       const at::Scalar &alpha, const at::Tensor *out)
+{
+	if (b1.dim() != 3 || b2.dim() != 3 || b1.size(0) != b2.size(0) ||
+	    b1.size(2) != b2.size(1) || self.dim() > 2 ||
+	    !at::is_expandable_to(self.sizes(), {b1.size(1), b2.size(2)}) ||
+	    !prod_ok({&b1, &b2, &self, out}, beta, alpha))
+		return {};
+	c10::DeviceGuard g(b1.device());
+	int64_t B = b1.size(0), N = b1.size(1), K = b1.size(2);
+	at::Tensor a = b1.permute({1, 0, 2}).reshape({N, B * K});
+	return at::addmm(self, a, b2.reshape({B * K, b2.size(2)}), beta, alpha);
+}
+
+at::Tensor k_addbmm(const at::Tensor &self, const at::Tensor &b1,
+		    const at::Tensor &b2, const at::Scalar &beta,
+		    const at::Scalar &alpha)
+{
+	at::Tensor r = addbmm_impl(self, b1, b2, beta, alpha, &self);
+	if (!r.defined())
+		return SPYRE_FALLBACK(addbmm, self, b1, b2, beta, alpha);
+	count_native("aten::addbmm");
+	return r;
+}
+
+at::Tensor &k_addbmm_out(const at::Tensor &self, const at::Tensor &b1,
+			 const at::Tensor &b2, const at::Scalar &beta,
+			 const at::Scalar &alpha, at::Tensor &out)
+{
+	at::Tensor r = addbmm_impl(self, b1, b2, beta, alpha, &out);
+	if (!r.defined())
+		return SPYRE_FALLBACK2(addbmm, out, self, b1, b2, beta, alpha,
+				       out);
+	count_native("aten::addbmm.out");
+	at::native::resize_output(out, r.sizes());
+	return out.copy_(r);
+}
+
+at::Tensor &k_addbmm_(at::Tensor &self, const at::Tensor &b1,
+		      const at::Tensor &b2, const at::Scalar &beta,
+		      const at::Scalar &alpha)
+{
+	at::Tensor r = addbmm_impl(self, b1, b2, beta, alpha, &self);
+	if (!r.defined() || !self.sizes().equals(r.sizes()))
+		return SPYRE_FALLBACK(addbmm_, self, b1, b2, beta, alpha);
+	count_native("aten::addbmm_");
+	return self.copy_(r);
+}
+
+// equal: same sizes and every element equal (NaN is not), on the card;
+// another dtype or device: the CPU's error.
+bool k_equal(const at::Tensor &self, const at::Tensor &other)
+{
+	if (self.device() != other.device() ||
+	    self.scalar_type() != other.scalar_type() ||
+	    !kgen::kdtype(self.scalar_type()))
+		return SPYRE_FALLBACK(equal, self, other);
+	count_native("aten::equal");
+	if (!self.sizes().equals(other.sizes()))
+		return false;
+	c10::DeviceGuard g(self.device());
+	return self.numel() == 0 || at::eq(self, other).all().item<bool>();
+}
+
 // _scaled_mm on the card's scaled fp8 GEMM: out = (sa * A) @ (sb * B) +
 // bias, A and B fp8 (e4m3fn / e5m2), sa and sb one-element fp32 tensors.
 at::Tensor k_scaled_mm(const at::Tensor &self, const at::Tensor &mat2,
@@ -1119,6 +1288,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("baddbmm", TORCH_FN(k_baddbmm));
 	m.impl("baddbmm.out", TORCH_FN(k_baddbmm_out));
 	m.impl("baddbmm_", TORCH_FN(k_baddbmm_));
+	m.impl("dot", TORCH_FN(k_dot));
+	m.impl("vdot", TORCH_FN(k_vdot));
+	m.impl("addmv", TORCH_FN(k_addmv));
+	m.impl("addmv.out", TORCH_FN(k_addmv_out));
+	m.impl("addbmm", TORCH_FN(k_addbmm));
+	m.impl("addbmm.out", TORCH_FN(k_addbmm_out));
+	m.impl("addbmm_", TORCH_FN(k_addbmm_));
+	m.impl("equal", TORCH_FN(k_equal));
 	m.impl("_scaled_mm", TORCH_FN(k_scaled_mm));
 	m.impl("_scaled_mm.out", TORCH_FN(k_scaled_mm_out));
 }

@@ -74,6 +74,8 @@ enum Flag : uint16_t {
 				// product's; inputs 3 and 4 beta and alpha
 	F_ROUNDSTEPS = 1 << 12,	// half types round after every step, as
 				// the CPU kernel computes in the dtype
+	F_SAMEDT = 1 << 13,	// tensors of different dtypes: the CPU
+				// (heaviside raises)
 };
 
 struct Entry {
@@ -407,6 +409,30 @@ const Entry kTable[] = {
 	 E(return b.op(SPYRE_KOP_HYPOT, in[0], in[1]);),
 	 E(return b.un(SPYRE_KOP_SQRT, b.fma(in[0], in[0],
 					     b.mul(in[1], in[1])));)},
+	// logaddexp(2): equal infinities give themselves, else
+	// max + log1p(exp(-|a - b|)) (base 2: log1p(exp2(..)) / ln 2), the
+	// CPU's formulas
+	{"@ @.out", "logaddexp", K_SAME, F_FLOATONLY, E(
+		int d = b.neg(b.un(SPYRE_KOP_ABS, b.sub(in[0], in[1])));
+		int r = b.add(b.max(in[0], in[1]),
+			      b.un(SPYRE_KOP_LOG1P, b.un(SPYRE_KOP_EXP, d)));
+		int inf = b.op(SPYRE_KOP_AND, b.un(SPYRE_KOP_ISINF, in[0]),
+			       b.cmp(SPYRE_KCMP_EQ, in[0], in[1]));
+		return b.sel(inf, in[0], r);), nullptr},
+	{"@ @.out", "logaddexp2", K_SAME, F_FLOATONLY, E(
+		int d = b.neg(b.un(SPYRE_KOP_ABS, b.sub(in[0], in[1])));
+		int l = b.un(SPYRE_KOP_LOG1P, b.un(SPYRE_KOP_EXP2, d));
+		int r = b.add(b.max(in[0], in[1]),
+			      b.mul(l, b.f(static_cast<float>(1.0 / M_LN2))));
+		int inf = b.op(SPYRE_KOP_AND, b.un(SPYRE_KOP_ISINF, in[0]),
+			       b.cmp(SPYRE_KCMP_EQ, in[0], in[1]));
+		return b.sel(inf, in[0], r);), nullptr},
+	// heaviside(x, values): values where x is 0, else x > 0 (NaN: 0)
+	{"@ @_ @.out", "heaviside", K_SAME, F_SAMEDT, E(
+		int z = zero(b, x);
+		return b.sel(b.cmp(SPYRE_KCMP_EQ, in[0], z), in[1],
+			     b.sel(b.cmp(SPYRE_KCMP_GT, in[0], z), one(b, x),
+				   z));), nullptr},
 	{BIN, "copysign", K_FLOAT, 0,
 	 E(return copysign_of(b, in[0], in[1]);), nullptr},
 	{"@ @.out", "maximum", K_SAME, 0, E(return b.max(in[0], in[1]);), nullptr},
@@ -749,6 +775,11 @@ bool PwKernel::run(torch::jit::Stack *stack)
 		return false;
 	if ((e->flags & F_NEEDONE) && !present[1] && !present[2])
 		return false;
+	if (e->flags & F_SAMEDT)
+		for (int i = 1; i < kMaxIn; i++)
+			if (tin[i] && tin[0] &&
+			    tin[i]->scalar_type() != tin[0]->scalar_type())
+				return false;
 	at::Tensor outer[2];
 	if (e->flags & F_OUTER) {
 		// addr: the CPU's checks; mixed dtypes or operands off the

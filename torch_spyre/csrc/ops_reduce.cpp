@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Reductions on the card, generated: sum, prod, mean (half types accumulate
-// in f32), amax/amin, max/min (with indices), argmax/argmin, var/std
+// Reductions on the card, generated: sum, nansum, prod, mean (half types
+// accumulate in f32), amax/amin, aminmax, max/min (with indices),
+// argmax/argmin, var/std
 // (Welford) and var_mean/std_mean, linalg_vector_norm, logsumexp,
 // any/all, count_nonzero over any dims with keepdim, and softmax /
 // log_softmax (and their backward) over any dim.  The reduced dims become
@@ -27,7 +28,7 @@ enum RKind : uint8_t {
 	RK_SUM = 1, RK_PROD, RK_MEAN, RK_MAX, RK_MIN, RK_ARGMAX, RK_ARGMIN,
 	RK_MAXI, RK_MINI, RK_VAR, RK_STD, RK_VARMEAN, RK_STDMEAN, RK_NORM2,
 	RK_NORM1, RK_NORMINF, RK_NORMNINF, RK_NORM0, RK_NORMP, RK_LSE, RK_ANY,
-	RK_ALL, RK_CNZ,
+	RK_ALL, RK_CNZ, RK_NANSUM, RK_AMINMAX,
 };
 
 
@@ -62,6 +63,14 @@ int build_red(struct spyre_kernel **kp, const void *ctx)
 	};
 	switch (p.kind) {
 	case RK_SUM: case RK_MEAN: r = red(SPYRE_KRED_SUM, a); break;
+	case RK_NANSUM:
+		r = red(SPYRE_KRED_SUM, p.acc != F ? a :
+			b.sel(b.un(SPYRE_KOP_ISNAN, a), b.f(0.0f), a));
+		break;
+	case RK_AMINMAX:
+		r = red(SPYRE_KRED_MIN, a);
+		r2 = red(SPYRE_KRED_MAX, a);
+		break;
 	case RK_PROD: r = red(SPYRE_KRED_PROD, a); break;
 	case RK_MAX: case RK_LSE: r = red(SPYRE_KRED_MAX, a); break;
 	case RK_MIN: r = red(SPYRE_KRED_MIN, a); break;
@@ -331,6 +340,37 @@ at::Tensor k_sum(const at::Tensor &self, at::OptionalIntArrayRef dim,
 	return out;
 }
 
+// sum with NaN as 0 (integers: sum)
+at::Tensor k_nansum(const at::Tensor &self, at::OptionalIntArrayRef dim,
+		    bool keepdim, std::optional<at::ScalarType> dtype)
+{
+	uint64_t m = dim_mask(dim, self.dim());
+	at::ScalarType od = sum_dtype(self, dtype);
+	if (!on_card(self) || kdtype(od) == 0)
+		return SPYRE_FALLBACK(nansum, self, dim, keepdim, dtype);
+	at::Tensor out = new_out(self, reduced_shape(self.sizes(), m, keepdim), od);
+	if (!reduce(RK_NANSUM, self, m, keepdim, out, at::Tensor(), ctype(od)))
+		return SPYRE_FALLBACK(nansum, self, dim, keepdim, dtype);
+	count_native("aten::nansum");
+	return out;
+}
+
+at::Tensor &k_nansum_out(const at::Tensor &self, at::OptionalIntArrayRef dim,
+			 bool keepdim, std::optional<at::ScalarType> dtype,
+			 at::Tensor &out)
+{
+	uint64_t m = dim_mask(dim, self.dim());
+	if (!on_card(self) || !on_card(out) || out.device() != self.device() ||
+	    (dtype.has_value() && *dtype != out.scalar_type()))
+		return SPYRE_FALLBACK2(nansum, out, self, dim, keepdim, dtype, out);
+	at::native::resize_output(out, reduced_shape(self.sizes(), m, keepdim));
+	if (!reduce(RK_NANSUM, self, m, keepdim, out, at::Tensor(),
+		    ctype(out.scalar_type())))
+		return SPYRE_FALLBACK2(nansum, out, self, dim, keepdim, dtype, out);
+	count_native("aten::nansum.out");
+	return out;
+}
+
 at::Tensor k_prod(const at::Tensor &self, std::optional<at::ScalarType> dtype)
 {
 	at::ScalarType od = sum_dtype(self, dtype);
@@ -486,6 +526,47 @@ std::tuple<at::Tensor, at::Tensor> k_max_dim(const at::Tensor &self,
 		return SPYRE_FALLBACK2(max, dim, self, dim, keepdim);
 	count_native("aten::max.dim");
 	return {v, i};
+}
+
+// (amin, amax) of @self over @dim (None: every dim) in one kernel; an
+// empty @self raises the CPU's error (no identity)
+std::tuple<at::Tensor, at::Tensor> k_aminmax(const at::Tensor &self,
+					     std::optional<int64_t> dim,
+					     bool keepdim)
+{
+	uint64_t m = dim.has_value() ?
+		dim_mask(at::IntArrayRef(*dim), self.dim()) :
+		dim_mask(std::nullopt, self.dim());
+	if (!on_card(self) || self.numel() == 0)
+		return SPYRE_FALLBACK(aminmax, self, dim, keepdim);
+	auto shape = reduced_shape(self.sizes(), m, keepdim);
+	at::Tensor lo = new_out(self, shape, self.scalar_type());
+	at::Tensor hi = new_out(self, shape, self.scalar_type());
+	if (!reduce(RK_AMINMAX, self, m, keepdim, lo, hi,
+		    ctype(self.scalar_type())))
+		return SPYRE_FALLBACK(aminmax, self, dim, keepdim);
+	count_native("aten::aminmax");
+	return {lo, hi};
+}
+
+std::tuple<at::Tensor &, at::Tensor &>
+k_aminmax_out(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim,
+	      at::Tensor &min, at::Tensor &max)
+{
+	bool ok = on_card(self) && self.numel() > 0;
+	for (const at::Tensor *t : {&min, &max})
+		ok = ok && t->device() == self.device() &&
+		     t->scalar_type() == self.scalar_type();
+	if (!ok)
+		return SPYRE_FALLBACK2(aminmax, out, self, dim, keepdim, min, max);
+	auto r = k_aminmax(self, dim, keepdim);
+	for (int i = 0; i < 2; i++) {
+		at::Tensor &o = i ? max : min;
+		const at::Tensor &v = i ? std::get<1>(r) : std::get<0>(r);
+		at::native::resize_output(o, v.sizes());
+		o.copy_(v);
+	}
+	return {min, max};
 }
 
 std::tuple<at::Tensor, at::Tensor> k_min_dim(const at::Tensor &self,
@@ -1156,6 +1237,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("sum.IntList_out", TORCH_FN(k_sum_out));
 	m.impl("mean.dim", TORCH_FN(k_mean));
 	m.impl("mean.out", TORCH_FN(k_mean_out));
+	m.impl("nansum", TORCH_FN(k_nansum));
+	m.impl("nansum.out", TORCH_FN(k_nansum_out));
+	m.impl("aminmax", TORCH_FN(k_aminmax));
+	m.impl("aminmax.out", TORCH_FN(k_aminmax_out));
 	m.impl("prod", TORCH_FN(k_prod));
 	m.impl("prod.dim_int", TORCH_FN(k_prod_dim));
 	m.impl("amax", TORCH_FN(k_amax));

@@ -639,6 +639,111 @@ def torch_kernels_factories_matmul():
           torch.baddbmm(r, p, q, alpha=2.0, beta=-1.0), rtol=1e-4, atol=1e-4)
 
 
+@test
+def torch_kernels_vector_products():
+    """dot, vdot, mv (x @ v), addmv, addbmm on the card (float types on the
+    GEMM, integers exact on the integer matmul kernel); equal, aminmax,
+    nansum, logaddexp(2) and heaviside as kernels, against the CPU."""
+    g = torch.Generator().manual_seed(29)
+    for dt in (torch.float32, torch.float16, torch.bfloat16, torch.int64,
+               torch.int32):
+        ints = not dt.is_floating_point
+        tol = {} if ints else TOL[dt]
+
+        def rnd(*shape):
+            if ints:
+                return torch.randint(-20, 20, shape, generator=g, dtype=dt)
+            return torch.randn(*shape, generator=g).to(dt)
+        a, b = rnd(37), rnd(37)
+        m, v, s = rnd(6, 37), rnd(37), rnd(6)
+        want = torch.dot(a.float(), b.float()).to(dt) if not ints else \
+            torch.dot(a, b)
+        close(native_only(lambda: torch.dot(sp(a), sp(b)), "aten::dot"),
+              want, **tol)
+        close(native_only(lambda: torch.vdot(sp(a), sp(b)), "aten::vdot"),
+              want, **tol)
+        # x @ v and a strided vector (mv reaches addmv.out)
+        close(native_only(lambda: sp(m) @ sp(v), "aten::addmv.out"),
+              (m.float() @ v.float()).to(dt), **tol)
+        close(native_only(lambda: sp(m)[:, ::2] @ sp(v)[::2]),
+              (m.float()[:, ::2] @ v.float()[::2]).to(dt), **tol)
+        beta, alpha = (2, -3) if ints else (0.5, 2.0)
+        close(native_only(lambda: torch.addmv(sp(s), sp(m), sp(v),
+                                              beta=beta, alpha=alpha),
+                          "aten::addmv"),
+              torch.addmv(s.float(), m.float(), v.float(), beta=beta,
+                          alpha=alpha).to(dt), **tol)
+        b1, b2, c = rnd(3, 4, 5), rnd(3, 5, 2), rnd(4, 2)
+        close(native_only(lambda: torch.addbmm(sp(c), sp(b1), sp(b2),
+                                               beta=beta, alpha=alpha),
+                          "aten::addbmm"),
+              torch.addbmm(c.float(), b1.float(), b2.float(), beta=beta,
+                           alpha=alpha).to(dt), **tol)
+        o = torch.empty(0, dtype=dt, device="spyre")
+        native_only(lambda: torch.addbmm(sp(c), sp(b1), sp(b2), out=o),
+                    "aten::addbmm.out")
+        close(o, torch.addbmm(c.float(), b1.float(), b2.float()).to(dt),
+              **tol)
+        # beta 0 ignores self (NaN included) in the float types
+        if not ints:
+            nan = torch.full((6,), float("nan"), dtype=dt)
+            close(native_only(lambda: torch.addmv(sp(nan), sp(m), sp(v),
+                                                  beta=0)),
+                  (m.float() @ v.float()).to(dt), **tol)
+    # integer products that wrap, as the CPU's
+    big = torch.full((5,), 2 ** 20, dtype=torch.int32)
+    assert native_only(lambda: torch.dot(sp(big), sp(big))).item() == \
+        torch.dot(big, big).item()
+    # errors stay PyTorch's (the CPU's checks through the fallback)
+    for fn in (lambda: torch.dot(sp(a), sp(torch.randn(36))),
+               lambda: torch.mv(sp(torch.randn(3, 4)), sp(torch.randn(5)))):
+        try:
+            fn()
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("a size mismatch did not raise")
+    x = torch.randn(4, 9, generator=g)
+    x[1, 3] = float("nan")
+    x[2, 0] = float("inf")
+    X = sp(x)
+    assert native_only(lambda: torch.equal(X, X.clone()), "aten::equal") \
+        is False    # NaN is not equal to itself
+    y = torch.randn(4, 9, generator=g)
+    Y = sp(y)
+    assert torch.equal(Y, Y.clone()) and not torch.equal(Y, Y[:, :8]) and \
+        not torch.equal(Y, Y + 1)
+    for dim, kd in ((None, False), (1, True), (0, False)):
+        lo, hi = native_only(lambda: torch.aminmax(X, dim=dim, keepdim=kd),
+                             "aten::aminmax")
+        wlo, whi = torch.aminmax(x, dim=dim, keepdim=kd)
+        close(lo, wlo, equal_nan=True)
+        close(hi, whi, equal_nan=True)
+    close(native_only(lambda: torch.nansum(X, 1), "aten::nansum"),
+          torch.nansum(x, 1))
+    close(native_only(lambda: torch.nanmean(X)), torch.nanmean(x))
+    xi = torch.randint(-5, 5, (3, 4), generator=g, dtype=torch.int32)
+    close(native_only(lambda: torch.nansum(sp(xi))), torch.nansum(xi))
+    inf = float("inf")
+    p = torch.tensor([0.0, 1.0, -inf, inf, inf, -50.0, 3.0, float("nan")])
+    q = torch.tensor([0.0, -2.0, -inf, inf, -inf, 40.0, 3.0, 1.0])
+    for fn in (torch.logaddexp, torch.logaddexp2):
+        close(native_only(lambda: fn(sp(p), sp(q))), fn(p, q),
+              equal_nan=True)
+        close(native_only(lambda: fn(sp(p).half(), sp(q).half())),
+              fn(p.half(), q.half()), equal_nan=True)
+    h = torch.tensor([-1.5, 0.0, 2.0, float("nan"), -0.0])
+    hv = torch.tensor([7.0, 0.5, 3.0, 4.0, -2.0])
+    close(native_only(lambda: torch.heaviside(sp(h), sp(hv)),
+                      "aten::heaviside"), torch.heaviside(h, hv))
+    try:
+        torch.heaviside(sp(h), sp(hv).half())
+    except RuntimeError as e:
+        assert "different dtypes" in str(e), e
+    else:
+        raise AssertionError("heaviside of two dtypes did not raise")
+
+
 # ---- models -----------------------------------------------------------------
 
 @test
