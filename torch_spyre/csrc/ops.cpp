@@ -1070,8 +1070,22 @@ at::Tensor k_vdot(const at::Tensor &self, const at::Tensor &other)
 	return dot_impl(self, other);
 }
 
+// @v rounded to the half type @dt (else unchanged): the CPU's gemv takes
+// alpha and beta in the dtype.
+at::Scalar in_dtype(const at::Scalar &v, at::ScalarType dt)
+{
+	if (dt == at::kHalf)
+		return static_cast<double>(static_cast<at::Half>(v.toDouble()));
+	if (dt == at::kBFloat16)
+		return static_cast<double>(static_cast<at::BFloat16>(v.toDouble()));
+	return v;
+}
+
 // beta * self + alpha * mat @ vec (mv is this with beta 0): @mat [M, K],
-// @vec [K], @self broadcast to [M]; addmm with vec as a [K, 1] matrix.
+// @vec [K], @self broadcast to [M]; addmm with vec as a [K, 1] matrix,
+// beta and alpha rounded to a half type first, as the CPU's gemv (whose
+// generic path, alpha not 1, is mirrored for a row-major @mat in the half
+// types).
 // Undefined when the card does not take it (the caller falls back).
 at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 		      const at::Tensor &vec, const at::Scalar &beta,
@@ -1083,8 +1097,20 @@ at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 	    !prod_ok({&mat, &vec, &self, out}, beta, alpha))
 		return {};
 	c10::DeviceGuard g(mat.device());
+	at::ScalarType dt = mat.scalar_type();
+	at::Scalar b = in_dtype(beta, dt), a = in_dtype(alpha, dt);
+	bool half = dt == at::kHalf || dt == at::kBFloat16;
+	if (half && mat.stride(1) == 1 && a.toDouble() != 1.0) {
+		// the CPU's generic gemv for a row-major mat: each product
+		// rounded to the dtype, summed in f32, then beta * self
+		// (rounded to the dtype) + alpha * sum, rounded once
+		at::Tensor r = at::mul(mat, vec).sum(1, false, at::kFloat).mul(a);
+		if (b.toDouble() != 0.0)
+			r = r.add(self.mul(b).expand({mat.size(0)}).to(at::kFloat));
+		return r.to(dt);
+	}
 	at::Tensor s = self.dim() == 1 ? self.unsqueeze(1) : self;
-	return at::addmm(s, mat, vec.unsqueeze(1), beta, alpha).squeeze(1);
+	return at::addmm(s, mat, vec.unsqueeze(1), b, a).squeeze(1);
 }
 
 at::Tensor k_addmv(const at::Tensor &self, const at::Tensor &mat,
@@ -1112,9 +1138,10 @@ at::Tensor &k_addmv_out(const at::Tensor &self, const at::Tensor &mat,
 }
 
 // beta * self + alpha * sum over b of b1[b] @ b2[b]: @b1 [B, N, K], @b2
-// [B, K, P], @self broadcast to [N, P]; one product whose inner dim runs
-// over the batch (one rounding in the half types, where the CPU rounds
-// after each batch's addmm_).  Undefined when the card does not take it.
+// [B, K, P], @self broadcast to [N, P].  float32 and the integers: one
+// product whose inner dim runs over the batch; the half types round where
+// the CPU does, after each batch's addmm_ (beta on the first).  Undefined
+// when the card does not take it.
 at::Tensor addbmm_impl(const at::Tensor &self, const at::Tensor &b1,
 		       const at::Tensor &b2, const at::Scalar &beta,
 		       const at::Scalar &alpha, const at::Tensor *out)
@@ -1125,9 +1152,17 @@ at::Tensor addbmm_impl(const at::Tensor &self, const at::Tensor &b1,
 	    !prod_ok({&b1, &b2, &self, out}, beta, alpha))
 		return {};
 	c10::DeviceGuard g(b1.device());
-	int64_t B = b1.size(0), N = b1.size(1), K = b1.size(2);
+	int64_t B = b1.size(0), N = b1.size(1), K = b1.size(2), P = b2.size(2);
+	at::ScalarType dt = b1.scalar_type();
+	if (B > 0 && (dt == at::kHalf || dt == at::kBFloat16)) {
+		at::Tensor r = at::empty({N, P}, b1.options());
+		copy_device(r, self.expand({N, P}));
+		for (int64_t i = 0; i < B; i++)
+			r.addmm_(b1[i], b2[i], i ? at::Scalar(1) : beta, alpha);
+		return r;
+	}
 	at::Tensor a = b1.permute({1, 0, 2}).reshape({N, B * K});
-	return at::addmm(self, a, b2.reshape({B * K, b2.size(2)}), beta, alpha);
+	return at::addmm(self, a, b2.reshape({B * K, P}), beta, alpha);
 }
 
 at::Tensor k_addbmm(const at::Tensor &self, const at::Tensor &b1,

@@ -9,7 +9,7 @@
 //    colliding indices give the last value or the sum in element order,
 //    the same on every card and run): scatter, scatter_add, index_add_,
 //    index_copy_, embedding_dense_backward, index_put_ (accumulate or
-//    not);
+//    not), and through it index_fill_ and put_;
 //  - a strided copy with signed strides and a base offset: flip.
 // Several index tensors (and bool masks of several dims, read as the
 // indices of their true elements) become one offset per index tuple,
@@ -1177,6 +1177,81 @@ at::Tensor &k_index_put_impl_(at::Tensor &self,
 			      accumulate, unsafe);
 }
 
+// index_fill_: self.select(dim, i) = @value for each i of @index (int64,
+// 0-D or 1-D, negative indices wrapped): index_put_ with the index at
+// @dim and @value as a 0-D tensor of self's dtype.  The in-place op only:
+// the functional one is ATen's clone and this.
+at::Tensor &index_fill(at::Tensor &self, int64_t dim, const at::Tensor &index,
+		       const at::Tensor &value)
+{
+	int64_t d = at::maybe_wrap_dim(dim, self.dim());
+	c10::List<std::optional<at::Tensor>> idx;
+	for (int64_t i = 0; i < d; i++)
+		idx.push_back(std::nullopt);
+	idx.push_back(index.reshape({-1}));
+	// a 0-D self as its one-element view
+	(self.dim() ? self : self.view({1})).index_put_(idx, value);
+	return self;
+}
+
+bool index_fill_ok(const at::Tensor &self, const at::Tensor &index)
+{
+	return on_card(self) && on_card(index) &&
+	       index.device() == self.device() &&
+	       index.scalar_type() == at::kLong && index.dim() <= 1;
+}
+
+at::Tensor &k_index_fill_scalar(at::Tensor &self, int64_t dim,
+				const at::Tensor &index,
+				const at::Scalar &value)
+{
+	if (!index_fill_ok(self, index) || value.isComplex())
+		return SPYRE_FALLBACK2(index_fill_, int_Scalar, self, dim, index,
+				       value);
+	count_native("aten::index_fill_.int_Scalar");
+	c10::DeviceGuard g(self.device());
+	return index_fill(self, dim, index,
+			  at::scalar_tensor(value, self.options()));
+}
+
+// a 0-D @value (on the card or the host) of any dtype, converted to
+// self's as a copy
+at::Tensor &k_index_fill_tensor(at::Tensor &self, int64_t dim,
+				const at::Tensor &index,
+				const at::Tensor &value)
+{
+	if (!index_fill_ok(self, index) || value.dim() != 0 ||
+	    value.is_complex())
+		return SPYRE_FALLBACK2(index_fill_, int_Tensor, self, dim, index,
+				       value);
+	count_native("aten::index_fill_.int_Tensor");
+	c10::DeviceGuard g(self.device());
+	return index_fill(self, dim, index, value.to(self.options()));
+}
+
+// put_: the flat (contiguous) self's elements at @index (int64, negative
+// indices wrapped) = @source's (or += with @accumulate), as index_put_
+// of the flat view.  A strided self: the CPU.
+at::Tensor &k_put_(at::Tensor &self, const at::Tensor &index,
+		   const at::Tensor &source, bool accumulate)
+{
+	bool ok = on_card(self) && self.is_contiguous() && on_card(index) &&
+		  index.device() == self.device() &&
+		  index.scalar_type() == at::kLong && on_card(source) &&
+		  source.device() == self.device() &&
+		  source.scalar_type() == self.scalar_type() &&
+		  source.numel() == index.numel() &&
+		  !(accumulate && self.scalar_type() == at::kBool);
+	if (!ok)
+		return SPYRE_FALLBACK(put_, self, index, source, accumulate);
+	count_native("aten::put_");
+	c10::DeviceGuard g(self.device());
+	c10::List<std::optional<at::Tensor>> idx;
+	idx.push_back(index.reshape({-1}));
+	self.view({-1}).index_put_(idx, source.reshape({-1}), accumulate);
+	return self;
+}
+
 // ---- copies: flip, roll, cat ---------------------------------------------------------
 
 bool flip_into(const at::Tensor &self, at::IntArrayRef dims,
@@ -1526,6 +1601,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("embedding_dense_backward", TORCH_FN(k_embedding_dense_backward));
 	m.impl("index.Tensor", TORCH_FN(k_index));
 	m.impl("_index_put_impl_", TORCH_FN(k_index_put_impl_));
+	m.impl("index_fill_.int_Scalar", TORCH_FN(k_index_fill_scalar));
+	m.impl("index_fill_.int_Tensor", TORCH_FN(k_index_fill_tensor));
+	m.impl("put_", TORCH_FN(k_put_));
 	m.impl("flip", TORCH_FN(k_flip));
 	m.impl("roll", TORCH_FN(k_roll));
 	m.impl("cat", TORCH_FN(k_cat));

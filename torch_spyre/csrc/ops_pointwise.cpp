@@ -202,6 +202,11 @@ const Entry kTable[] = {
 	{U, "erf", K_FLOAT, 0, MATH(ERF), nullptr},
 	{U, "erfc", K_FLOAT, 0, MATH(ERFC), nullptr},
 	{U, "erfinv", K_FLOAT, 0, MATH(ERFINV), nullptr},
+	// sinc(a): 1 at 0, else sin(pi a) / (pi a)
+	{U, "sinc", K_FLOAT, 0, E(
+		int pa = b.mul(b.f(static_cast<float>(M_PI)), in[0]);
+		return b.sel(b.cmp(SPYRE_KCMP_EQ, in[0], b.f(0.0f)), b.f(1.0f),
+			     b.div(b.un(SPYRE_KOP_SIN, pa), pa));), nullptr},
 	{U, "lgamma", K_FLOAT, 0, MATH(LGAMMA), nullptr},
 	{"@ @.out", "logit", K_FLOAT, 0, E(
 		int a = in[0];
@@ -449,6 +454,14 @@ const Entry kTable[] = {
 		int z = b.f(0.0f);
 		int r = b.sel(b.cmp(SPYRE_KCMP_EQ, in[0], z), z,
 			      b.mul(in[0], b.un(SPYRE_KOP_LOG, in[1])));
+		return b.sel(b.un(SPYRE_KOP_ISNAN, in[1]), in[1], r);), nullptr},
+	// special_xlog1py(a, b): NaN where b is, else 0 where a is 0, else
+	// a * log1p(b)
+	{"@ @.self_scalar @.other_scalar @.out @.self_scalar_out "
+	 "@.other_scalar_out", "special_xlog1py", K_FLOAT, 0, E(
+		int z = b.f(0.0f);
+		int r = b.sel(b.cmp(SPYRE_KCMP_EQ, in[0], z), z,
+			      b.mul(in[0], b.un(SPYRE_KOP_LOG1P, in[1])));
 		return b.sel(b.un(SPYRE_KOP_ISNAN, in[1]), in[1], r);), nullptr},
 	{"@.Scalar @_.Scalar @.Scalar_out @.Tensor @_.Tensor @.Tensor_out",
 	 "lerp", K_SAME, F_FLOATONLY, E(

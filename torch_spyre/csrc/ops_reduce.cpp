@@ -2,7 +2,8 @@
 // Reductions on the card, generated: sum, nansum, prod, mean (half types
 // accumulate in f32), amax/amin, aminmax, max/min (with indices),
 // argmax/argmin, var/std
-// (Welford) and var_mean/std_mean, linalg_vector_norm, logsumexp,
+// (Welford) and var_mean/std_mean, linalg_vector_norm (and torch.norm's
+// vector norms), logsumexp,
 // any/all, count_nonzero over any dims with keepdim, and softmax /
 // log_softmax (and their backward) over any dim.  The reduced dims become
 // the kernel's reduction dims (collapsed where the layout allows, at most
@@ -773,6 +774,121 @@ at::Tensor k_vector_norm(const at::Tensor &self, const at::Scalar &ord,
 	return SPYRE_FALLBACK(linalg_vector_norm, self, ord, dim, keepdim, dtype);
 }
 
+// torch.norm's overloads with a number p (none: 2), the vector norm of
+// linalg_vector_norm over @dim (empty: every dim); undefined when the card
+// does not take it (not a floating @self or @dtype: the CPU's error).
+at::Tensor norm_of(const at::Tensor &self, const std::optional<at::Scalar> &p,
+		   at::IntArrayRef dim, bool keepdim,
+		   std::optional<at::ScalarType> dtype)
+{
+	at::ScalarType od = dtype.value_or(self.scalar_type());
+	if (!on_card(self) || !at::isFloatingType(self.scalar_type()) ||
+	    !at::isFloatingType(od) || !kdtype(od) ||
+	    (p.has_value() && p->isComplex()))
+		return {};
+	uint64_t m = dim_mask(dim, self.dim());
+	at::Tensor out = new_out(self, reduced_shape(self.sizes(), m, keepdim),
+				 od);
+	if (!vector_norm(self, p.value_or(2), dim, keepdim, out))
+		return {};
+	return out;
+}
+
+at::Tensor k_norm_dim(const at::Tensor &self, const std::optional<at::Scalar> &p,
+		      at::IntArrayRef dim, bool keepdim)
+{
+	at::Tensor r = norm_of(self, p, dim, keepdim, std::nullopt);
+	if (!r.defined())
+		return SPYRE_FALLBACK2(norm, ScalarOpt_dim, self, p, dim, keepdim);
+	count_native("aten::norm.ScalarOpt_dim");
+	return r;
+}
+
+at::Tensor k_norm_dim_dtype(const at::Tensor &self,
+			    const std::optional<at::Scalar> &p,
+			    at::IntArrayRef dim, bool keepdim,
+			    at::ScalarType dtype)
+{
+	at::Tensor r = norm_of(self, p, dim, keepdim, dtype);
+	if (!r.defined())
+		return SPYRE_FALLBACK2(norm, ScalarOpt_dim_dtype, self, p, dim,
+				       keepdim, dtype);
+	count_native("aten::norm.ScalarOpt_dim_dtype");
+	return r;
+}
+
+at::Tensor k_norm_scalar(const at::Tensor &self, const at::Scalar &p)
+{
+	at::Tensor r = norm_of(self, p, {}, false, std::nullopt);
+	if (!r.defined())
+		return SPYRE_FALLBACK2(norm, Scalar, self, p);
+	count_native("aten::norm.Scalar");
+	return r;
+}
+
+at::Tensor k_norm_dtype(const at::Tensor &self,
+			const std::optional<at::Scalar> &p,
+			at::ScalarType dtype)
+{
+	at::Tensor r = norm_of(self, p, {}, false, dtype);
+	if (!r.defined())
+		return SPYRE_FALLBACK2(norm, ScalarOpt_dtype, self, p, dtype);
+	count_native("aten::norm.ScalarOpt_dtype");
+	return r;
+}
+
+// @r into @out (another device or dtype: false, the caller falls back)
+bool to_out(const at::Tensor &r, at::Tensor &out)
+{
+	if (!r.defined() || out.device() != r.device() ||
+	    out.scalar_type() != r.scalar_type())
+		return false;
+	at::native::resize_output(out, r.sizes());
+	out.copy_(r);
+	return true;
+}
+
+at::Tensor &k_vector_norm_out(const at::Tensor &self, const at::Scalar &ord,
+			      at::OptionalIntArrayRef dim, bool keepdim,
+			      std::optional<at::ScalarType> dtype,
+			      at::Tensor &out)
+{
+	at::Tensor r;
+	if (on_card(self) && kdtype(dtype.value_or(self.scalar_type()))) {
+		uint64_t m = dim_mask(dim, self.dim());
+		r = new_out(self, reduced_shape(self.sizes(), m, keepdim),
+			    dtype.value_or(self.scalar_type()));
+		if (!vector_norm(self, ord, dim, keepdim, r))
+			r = at::Tensor();
+	}
+	if (!to_out(r, out))
+		return SPYRE_FALLBACK2(linalg_vector_norm, out, self, ord, dim,
+				       keepdim, dtype, out);
+	count_native("aten::linalg_vector_norm.out");
+	return out;
+}
+
+at::Tensor &k_norm_out(const at::Tensor &self, const std::optional<at::Scalar> &p,
+		       at::IntArrayRef dim, bool keepdim, at::Tensor &out)
+{
+	if (!to_out(norm_of(self, p, dim, keepdim, std::nullopt), out))
+		return SPYRE_FALLBACK2(norm, out, self, p, dim, keepdim, out);
+	count_native("aten::norm.out");
+	return out;
+}
+
+at::Tensor &k_norm_dtype_out(const at::Tensor &self,
+			     const std::optional<at::Scalar> &p,
+			     at::IntArrayRef dim, bool keepdim,
+			     at::ScalarType dtype, at::Tensor &out)
+{
+	if (!to_out(norm_of(self, p, dim, keepdim, dtype), out))
+		return SPYRE_FALLBACK2(norm, dtype_out, self, p, dim, keepdim,
+				       dtype, out);
+	count_native("aten::norm.dtype_out");
+	return out;
+}
+
 at::Tensor k_logsumexp(const at::Tensor &self, at::IntArrayRef dim,
 		       bool keepdim)
 {
@@ -1258,6 +1374,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("var_mean.correction", TORCH_FN(k_var_mean));
 	m.impl("std_mean.correction", TORCH_FN(k_std_mean));
 	m.impl("linalg_vector_norm", TORCH_FN(k_vector_norm));
+	m.impl("linalg_vector_norm.out", TORCH_FN(k_vector_norm_out));
+	m.impl("norm.ScalarOpt_dim", TORCH_FN(k_norm_dim));
+	m.impl("norm.ScalarOpt_dim_dtype", TORCH_FN(k_norm_dim_dtype));
+	m.impl("norm.Scalar", TORCH_FN(k_norm_scalar));
+	m.impl("norm.ScalarOpt_dtype", TORCH_FN(k_norm_dtype));
+	m.impl("norm.out", TORCH_FN(k_norm_out));
+	m.impl("norm.dtype_out", TORCH_FN(k_norm_dtype_out));
 	m.impl("logsumexp", TORCH_FN(k_logsumexp));
 	m.impl("any", TORCH_FN(k_any));
 	m.impl("any.dim", TORCH_FN(k_any_dim));

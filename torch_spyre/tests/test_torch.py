@@ -744,6 +744,67 @@ def torch_kernels_vector_products():
         raise AssertionError("heaviside of two dtypes did not raise")
 
 
+@test
+def torch_kernels_fill_put_norm():
+    """index_fill_ and put_ (through index_put_: negative indices wrap,
+    duplicates), channel_shuffle, torch.norm's vector norms, sinc and
+    special.xlog1py on the card, against the CPU."""
+    g = torch.Generator().manual_seed(31)
+    x = torch.randn(4, 5, 3, generator=g)
+    for dim, idx in ((1, torch.tensor([0, -1, 2, 2])), (-1, torch.tensor(1)),
+                     (0, torch.tensor([], dtype=torch.long))):
+        X = sp(x.clone())
+        native_only(lambda: X.index_fill_(dim, sp(idx), -2.5),
+                    "aten::index_fill_.int_Scalar")
+        close(X, x.clone().index_fill_(dim, idx, -2.5))
+        X = sp(x.clone())
+        native_only(lambda: X.index_fill_(dim, sp(idx), torch.tensor(7.0)),
+                    "aten::index_fill_.int_Tensor")
+        close(X, x.clone().index_fill_(dim, idx, torch.tensor(7.0)))
+    z = torch.tensor(1.5)   # a 0-D self
+    Z = sp(z.clone())
+    native_only(lambda: Z.index_fill_(0, sp(torch.tensor([0])), 4.0))
+    close(Z, z.clone().index_fill_(0, torch.tensor([0]), 4.0))
+    xi = torch.arange(12, dtype=torch.int32).view(3, 4)
+    XI = sp(xi.clone())
+    native_only(lambda: XI.index_fill_(0, sp(torch.tensor([-3])), 9))
+    close(XI, xi.clone().index_fill_(0, torch.tensor([-3]), 9))
+    idx = torch.tensor([[0, -1], [5, 0]])
+    src = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for acc in (False, True):
+        X = sp(x.clone())
+        native_only(lambda: X.put_(sp(idx), sp(src), accumulate=acc),
+                    "aten::put_")
+        close(X, x.clone().put_(idx, src, accumulate=acc))
+    c = torch.randn(2, 6, 3, 2, generator=g)
+    close(native_only(lambda: F.channel_shuffle(sp(c), 3),
+                      "aten::channel_shuffle"), F.channel_shuffle(c, 3))
+    for p, dim, kd in ((2, None, False), (1, 1, True), (float("inf"), (0, 2),
+                                                       False), (3.0, -1, False)):
+        close(native_only(lambda: torch.norm(sp(x), p, dim, kd)),
+              torch.norm(x, p, dim, kd), **TOL[torch.float32])
+    close(native_only(lambda: sp(x).half().norm(2, 1)),
+          x.half().norm(2, 1), **TOL[torch.float16])
+    o = torch.empty(0, device="spyre")
+    native_only(lambda: torch.norm(sp(x), 2, 1, out=o),
+                "aten::linalg_vector_norm.out")
+    close(o, torch.norm(x, 2, 1), **TOL[torch.float32])
+    o = torch.empty(0, device="spyre")
+    native_only(lambda: torch.ops.aten.norm.out(sp(x), 3, [0, 2], True,
+                                                out=o), "aten::norm.out")
+    close(o, torch.norm(x, 3, (0, 2), True), **TOL[torch.float32])
+    t = torch.tensor([0.0, 0.5, -1.0, 1e-8, 3.25, float("inf"),
+                      float("nan"), -7.5])
+    close(native_only(lambda: torch.sinc(sp(t))), torch.sinc(t),
+          equal_nan=True, **TOL[torch.float32])
+    u = torch.tensor([0.0, 0.0, 2.0, -0.5, 1.0, 3.0, 0.0, float("nan")])
+    w = torch.tensor([float("nan"), 1.0, 0.5, -0.25, -1.0, 1e-3, -1.0, 2.0])
+    close(native_only(lambda: torch.special.xlog1py(sp(u), sp(w))),
+          torch.special.xlog1py(u, w), equal_nan=True)
+    close(native_only(lambda: torch.special.xlog1py(2.0, sp(w))),
+          torch.special.xlog1py(2.0, w), equal_nan=True)
+
+
 # ---- models -----------------------------------------------------------------
 
 @test
