@@ -16,7 +16,8 @@ BENCH.json (spyre-ceilings: the same block, natively) are computed here:
 the card clock's with the goal <= 2x, the wall clock's for information.
 BQL.json is what scripts/bql-profile.py --json wrote: how long vCPUs, the
 card's workers and the device lock's users waited for their locks per
-second of card load, figures without a ratio (--median gives their
+second of card load (at the offered rate it names, if any), figures
+without a ratio (--median gives their
 medians too).
 Writes OUTDIR/bench.json, the three merged with those ratios and the
 host load around the run, and OUTDIR/bench.png, every ratio that has a goal
@@ -116,13 +117,16 @@ def bql_figures(path):
     with open(path) as f:
         b = json.load(f)
     figs = []
+    # a fixed offered load (bql-profile.py --rate) or as fast as it goes
+    load = ('card load, %g jobs/s per queue' % b['rate'] if b.get('rate')
+            else 'card load')
     for key, what in (('vcpu', 'vCPUs wait for the BQL'),
                       ('card', "the card's workers wait for the BQL"),
                       ('device_lock_mmio',
                        "the card's MMIO handlers wait for the device lock"),
                       ('device_lock',
                        "the card's workers wait for the device lock")):
-        figs.append({'figure': '%s, per second of card load' % what,
+        figs.append({'figure': '%s, per second of %s' % (what, load),
                      'unit': 'ms/s', 'clock': 'wall',
                      'value': {'median': b['%s_wait_ms_per_s' % key], 'n': 1},
                      'acquisitions': b['%s_acquisitions' % key],

@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: MIT
 """How long vCPUs wait for QEMU's big lock while the card computes.
 
-    scripts/bql-profile.py [--seconds S] [--json FILE] [--idle-card]
-                           [-- VM.SH-RUN-ARGS...]
+    scripts/bql-profile.py [--seconds S] [--rate JOBS] [--json FILE]
+                           [--idle-card] [-- VM.SH-RUN-ARGS...]
 
 Boots a guest with QEMU's lock profiler on (`vm.sh run --qemu-arg
 -enable-sync-profile --qmp SOCKET`) and runs `spyre-bench --only load`
 there: four queues of ELTWISE, REDUCE and GEMM work on system memory for
---seconds.  When the guest prints "load: start" the profile is reset
+--seconds, as fast as the card goes or, with --rate, JOBS jobs per second
+per queue on a fixed schedule (`spyre-bench --rate`): the same work per
+second on any card model that keeps up, so two models' waits compare
+(the report says how many jobs were done and offered).  When the guest prints "load: start" the profile is reset
 (HMP `sync-profile reset`), when it prints "load: end" it is read
 (`info sync-profile -n`), and the waits for the BQL are summed by who
 waited: the card's worker threads (call sites in hw/misc/spyre/), the
@@ -90,6 +93,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="jobs per second per queue (default: free-running)")
     ap.add_argument("--idle-card", action="store_true",
                     help="four busy loops in the guest, no card work")
     ap.add_argument("vm_args", nargs=argparse.REMAINDER)
@@ -98,6 +103,7 @@ def main():
         a.vm_args = a.vm_args[1:]
 
     marks = {}
+    end_line = []   # "load: end SECONDS JOBS [OFFERED]"
     cond = threading.Condition()
 
     def forward(proc):
@@ -108,6 +114,8 @@ def main():
                 if key in raw:
                     with cond:
                         marks[key] = time.monotonic()
+                        if key == b"load: end":
+                            end_line.append(raw.decode(errors="replace"))
                         cond.notify_all()
         with cond:
             marks[b"gone"] = time.monotonic()
@@ -122,6 +130,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="spyre-bql.") as tmp:
         sock = os.path.join(tmp, "qmp")
         load = ["spyre-bench", "--only", "load", "--time", str(a.seconds)]
+        if a.rate > 0:
+            load += ["--rate", str(a.rate)]
         if a.idle_card:
             load = ["sh", "-c", 'echo "load: start"; for i in 1 2 3 4; do '
                     'timeout "$0" sh -c "while :; do :; done" & done; wait; '
@@ -144,6 +154,12 @@ def main():
                         "human-monitor-command",
                         **{"command-line": "info sync-profile -n 100000"})
                     result = summarize(parse(text), time.monotonic() - t0)
+                    m = re.search(r"load: end [\d.]+ (\d+)(?: (\d+))?",
+                                  end_line[0] if end_line else "")
+                    result["jobs"] = int(m.group(1)) if m else None
+                    result["jobs_offered"] = \
+                        int(m.group(2)) if m and m.group(2) else 0
+                    result["rate"] = a.rate
                     if os.environ.get("BQL_PROFILE_RAW"):
                         with open(os.environ["BQL_PROFILE_RAW"], "w") as f:
                             f.write(text)
@@ -163,7 +179,10 @@ def main():
           f"lock: MMIO handlers {result['device_lock_mmio_wait_ms_per_s']:.3f}"
           f" ms/s ({result['device_lock_mmio_acquisitions']}), workers "
           f"{result['device_lock_wait_ms_per_s']:.3f} ms/s "
-          f"({result['device_lock_acquisitions']})", flush=True)
+          f"({result['device_lock_acquisitions']}); jobs done "
+          f"{result['jobs']}, offered "
+          f"{result['jobs_offered'] or 'as fast as the card goes'}",
+          flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -30,8 +30,10 @@
 #      table naming each ratio's clock (card or wall) and ceiling;
 #   2b. scripts/bql-profile.py: a guest whose QEMU runs with its lock
 #      profiler on, while the card runs ELTWISE, REDUCE and GEMM work on
-#      four queues (spyre-bench --only load) for 10 s: how long the vCPUs,
-#      the card's workers and the device lock's users waited per second;
+#      four queues (spyre-bench --only load) for 10 s, 24 jobs a second
+#      per queue (a load any of the card's models keeps up with, so their
+#      figures compare): how long the vCPUs, the card's workers and the
+#      device lock's users waited per second;
 #   3. in the PyTorch guest: scripts/bench-torch.sh (per-token decode
 #      eager vs compiled, framework cost, dispatch, tensor.to());
 #   4. scripts/bench-report.py: $SPYRE_BUILD/bench/<time>/ (and
@@ -109,7 +111,8 @@ sed -n 's/^demo: figure //p' "$OUT/bench.txt" >"$OUT/block.txt"
 # 2b. QEMU's lock profile while the card runs element-wise, reduction and
 # GEMM work on four queues (how long vCPUs wait for the BQL)
 msg "guest: lock profile under card load (scripts/bql-profile.py)"
-"$SPYRE_ROOT/scripts/bql-profile.py" --seconds 10 --json "$OUT/bql.json" \
+"$SPYRE_ROOT/scripts/bql-profile.py" --seconds 10 --rate 24 \
+	--json "$OUT/bql.json" \
 	-- --no-build "${VMOPTS[@]}" >"$OUT/bql.txt" 2>&1
 rc=$?
 tail -n 1 "$OUT/bql.txt"

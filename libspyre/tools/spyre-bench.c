@@ -81,13 +81,19 @@
  *	      fp32 values against the memcpy of the bytes written (goal <=
  *	      3x); "n/a" on a card without KERNEL.
  *	A card whose engine refuses GEMM (-EIO) gets "n/a" for (iv) and (v).
- *   spyre-bench --only load [--time SEC]
+ *   spyre-bench --only load [--time SEC] [--rate JOBS]
  *	a load for the host to profile, not a figure: four threads, each
  *	with its own stream, run ELTWISE ADDs of 1 Mi fp16 values, REDUCE
  *	SUMs of 1024 x 1024 fp16 and 256^3 fp32 GEMMs on system-memory
  *	operands for --time seconds, between the lines "load: start" and
- *	"load: end SECONDS JOBS" (scripts/bql-profile.py reads QEMU's lock
- *	profile over that window).
+ *	"load: end SECONDS JOBS OFFERED" (scripts/bql-profile.py reads
+ *	QEMU's lock profile over that window).  Without --rate each thread
+ *	submits its next three jobs when the last three are done (as fast
+ *	as the card goes; OFFERED is 0); with --rate JOBS (jobs per second
+ *	per queue) it submits them on a fixed schedule, one round every
+ *	3 / JOBS s, at once when it is late, and OFFERED is the jobs the
+ *	schedule asked for in the window (fewer jobs done than that: the
+ *	card did not keep up).
  *	The run ends with a summary table of figure, ceiling, ratio, clock
  *	and goal.  --json: that table and the ceilings as one JSON object on
  *	stdout (numbers, docs/spyre-bench.schema.json), the text report on
@@ -2121,7 +2127,9 @@ struct load_thread {
 	struct spyre_device *dev;
 	pthread_barrier_t *start;
 	double secs;
+	double rate;		/* jobs per second, 0: free-running */
 	uint64_t jobs;
+	uint64_t offered;	/* jobs the schedule asked for */
 	int ret;
 };
 
@@ -2138,7 +2146,7 @@ static void *load_thread_fn(void *arg)
 	struct spyre_bo *a = NULL, *b = NULL, *o = NULL;
 	struct spyre_stream *s = NULL;
 	struct spyre_gemm g = { 0 };
-	int64_t deadline;
+	int64_t start, deadline, period = 0, rounds = 0;
 	int ret;
 
 	ret = spyre_stream_create(t->dev, SPYRE_PRIORITY_NORMAL, &s);
@@ -2161,9 +2169,23 @@ static void *load_thread_fn(void *arg)
 	g.b = SPYRE_MEM(b, 0);
 	g.c = SPYRE_MEM(o, mat);
 	g.alpha = 1.0f;
+	if (t->rate > 0)
+		period = (int64_t)(3e9 / t->rate);	/* one round: 3 jobs */
 	pthread_barrier_wait(t->start);
-	deadline = mono_ns() + (int64_t)(t->secs * 1e9);
+	start = mono_ns();
+	deadline = start + (int64_t)(t->secs * 1e9);
 	while (!ret && mono_ns() < deadline) {
+		if (period) {
+			int64_t due = start + rounds++ * period;
+			struct timespec ts = { .tv_sec = due / NSEC,
+					       .tv_nsec = due % NSEC };
+
+			if (due >= deadline)
+				break;
+			/* EINTR cannot come: no signal handlers here. */
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+					NULL);
+		}
 		ret = spyre_stream_eltwise(s, SPYRE_ELT_ADD, SPYRE_DTYPE_FP16,
 					   LOAD_ELT, SPYRE_MEM(o, 0),
 					   SPYRE_MEM(a, 0), SPYRE_MEM(b, 0), 0);
@@ -2180,6 +2202,9 @@ static void *load_thread_fn(void *arg)
 		if (!ret)
 			t->jobs += 3;
 	}
+	if (period)	/* the rounds due before the deadline */
+		t->offered = 3 * (uint64_t)((deadline - start + period - 1) /
+					    period);
 	spyre_stream_destroy(s);
 	spyre_bo_free(o);
 	spyre_bo_free(b);
@@ -2190,21 +2215,23 @@ static void *load_thread_fn(void *arg)
 
 /*
  * --only load: element-wise, reduction and GEMM work on four queues for
- * @secs seconds, framed by "load: start" / "load: end" lines.
+ * @secs seconds, framed by "load: start" / "load: end" lines; @rate jobs
+ * per second per queue on a fixed schedule, or as fast as the card goes
+ * when it is 0.
  */
-static int bench_load(struct spyre_device *dev, double secs)
+static int bench_load(struct spyre_device *dev, double secs, double rate)
 {
 	struct load_thread t[4];
 	pthread_t th[4];
 	pthread_barrier_t start;
-	uint64_t jobs = 0;
+	uint64_t jobs = 0, offered = 0;
 	int64_t t0;
 	int rc = 0, n;
 
 	pthread_barrier_init(&start, NULL, 5);
 	for (n = 0; n < 4; n++) {
 		t[n] = (struct load_thread){ .dev = dev, .start = &start,
-					     .secs = secs };
+					     .secs = secs, .rate = rate };
 		if (pthread_create(&th[n], NULL, load_thread_fn, &t[n]))
 			break;
 	}
@@ -2220,11 +2247,12 @@ static int bench_load(struct spyre_device *dev, double secs)
 	for (n = 0; n < 4; n++) {
 		pthread_join(th[n], NULL);
 		jobs += t[n].jobs;
+		offered += t[n].offered;
 		if (t[n].ret)
 			rc |= fail("load", t[n].ret);
 	}
-	printf("load: end %.3f %llu\n", (mono_ns() - t0) / 1e9,
-	       (unsigned long long)jobs);
+	printf("load: end %.3f %llu %llu\n", (mono_ns() - t0) / 1e9,
+	       (unsigned long long)jobs, (unsigned long long)offered);
 	fflush(stdout);
 	pthread_barrier_destroy(&start);
 	return rc;
@@ -3345,7 +3373,7 @@ static void usage(FILE *f)
 		"                   [--ceilings FILE] [--threads N] "
 		"[--host-memcpy GBPS] [--host-sgemm GFLOPS]\n"
 		"                   [--only mem|exec|vec|gemm|scale|load|kernel] "
-		"[--json]\n"
+		"[--rate JOBS] [--json]\n"
 		"       spyre-bench --host [--size MIB]\n");
 }
 
@@ -3393,7 +3421,7 @@ static bool parse_num(const char *opt, const char *arg, double min,
 enum {
 	OPT_CARD = 256, OPT_TIME, OPT_SIZE, OPT_ITERS, OPT_REPS, OPT_CEILINGS,
 	OPT_HOST_MEMCPY, OPT_HOST_SGEMM, OPT_THREADS, OPT_ONLY, OPT_HOST,
-	OPT_JSON,
+	OPT_JSON, OPT_RATE,
 };
 
 int main(int argc, char **argv)
@@ -3412,13 +3440,14 @@ int main(int argc, char **argv)
 		{ "only", required_argument, NULL, OPT_ONLY },
 		{ "host", no_argument, NULL, OPT_HOST },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct spyre_device *dev;
 	struct spyre_device_info info;
 	unsigned int card = 0;
-	double secs = 0.5, host_gbps = 0, host_gflops = 0;
+	double secs = 0.5, host_gbps = 0, host_gflops = 0, rate = 0;
 	int threads = 0;
 	uint64_t size = 64 * MiB, v;
 	int iters = 3, host = 0, ret, rc = 0, opt;
@@ -3495,6 +3524,9 @@ int main(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_RATE:
+			ok = parse_num("rate", optarg, 0, 1e5, &rate);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -3511,6 +3543,10 @@ int main(int argc, char **argv)
 	if (ok && optind < argc) {
 		fprintf(stderr, "spyre-bench: unexpected argument '%s'\n",
 			argv[optind]);
+		ok = false;
+	}
+	if (ok && rate > 0 && do_exec != 5) {
+		fprintf(stderr, "spyre-bench: --rate is for --only load\n");
 		ok = false;
 	}
 	if (!ok) {
@@ -3561,7 +3597,7 @@ int main(int argc, char **argv)
 	else if (do_exec == 4)
 		rc |= bench_gemm(card, iters, !gemm_probe(card));
 	else if (do_exec == 5)
-		rc |= bench_load(dev, secs);
+		rc |= bench_load(dev, secs, rate);
 	else if (do_exec == 6)
 		rc |= bench_kernel(dev);
 	else if (do_exec)
