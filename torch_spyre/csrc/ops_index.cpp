@@ -7,7 +7,8 @@
 //  - a scatter: dst[off_dst(p) + idx[off_idx(p)] * stride] = (or +=)
 //    src[off_src(p)] (part 2's SCATTER: lanes in sequential order, so
 //    colliding indices give the last value or the sum in element order,
-//    the same on every card and run): scatter, scatter_add, index_add_,
+//    the same on every card and run): scatter (also reduce="add"),
+//    scatter_add, index_add_,
 //    index_copy_, embedding_dense_backward, index_put_ (accumulate or
 //    not), and through it index_fill_ and put_;
 //  - a strided copy with signed strides and a base offset: flip.
@@ -560,6 +561,50 @@ at::Tensor k_scatter_add(const at::Tensor &self, int64_t dim,
 		}
 	}
 	return SPYRE_FALLBACK(scatter_add, self, dim, index, src);
+}
+
+// scatter with reduce="add" (scatter_add's kernel); "multiply": the CPU
+at::Tensor &k_scatter_reduce_(at::Tensor &self, int64_t dim,
+			      const at::Tensor &index, const at::Tensor &src,
+			      c10::string_view reduce)
+{
+	if (reduce == "add" &&
+	    scatter_src_(self, dim, index, src, true, "scatter")) {
+		count_native("aten::scatter_.reduce");
+		return self;
+	}
+	return SPYRE_FALLBACK2(scatter_, reduce, self, dim, index, src, reduce);
+}
+
+at::Tensor k_scatter_reduce(const at::Tensor &self, int64_t dim,
+			    const at::Tensor &index, const at::Tensor &src,
+			    c10::string_view reduce)
+{
+	if (on_card(self) && reduce == "add") {
+		at::Tensor out = self.clone();
+		if (scatter_src_(out, dim, index, src, true, "scatter")) {
+			count_native("aten::scatter.reduce");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(scatter, reduce, self, dim, index, src, reduce);
+}
+
+at::Tensor &k_scatter_reduce_out(const at::Tensor &self, int64_t dim,
+				 const at::Tensor &index, const at::Tensor &src,
+				 c10::string_view reduce, at::Tensor &out)
+{
+	if (on_card(self) && on_card(out) && out.device() == self.device() &&
+	    out.scalar_type() == self.scalar_type() && reduce == "add") {
+		at::Tensor r = self.clone();
+		if (scatter_src_(r, dim, index, src, true, "scatter")) {
+			count_native("aten::scatter.reduce_out");
+			at::native::resize_output(out, r.sizes());
+			return out.copy_(r);
+		}
+	}
+	return SPYRE_FALLBACK2(scatter, reduce_out, self, dim, index, src,
+			       reduce, out);
 }
 
 // index_add_ / index_copy_: @source's slices along @dim go to @self's
@@ -1592,6 +1637,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("scatter_.src", TORCH_FN(k_scatter_src_));
 	m.impl("scatter.value", TORCH_FN(k_scatter_value));
 	m.impl("scatter_.value", TORCH_FN(k_scatter_value_));
+	m.impl("scatter.reduce", TORCH_FN(k_scatter_reduce));
+	m.impl("scatter_.reduce", TORCH_FN(k_scatter_reduce_));
+	m.impl("scatter.reduce_out", TORCH_FN(k_scatter_reduce_out));
 	m.impl("scatter_add", TORCH_FN(k_scatter_add));
 	m.impl("scatter_add_", TORCH_FN(k_scatter_add_));
 	m.impl("index_add", TORCH_FN(k_index_add));

@@ -1476,6 +1476,11 @@ def torch_indexing_ops_on_card():
                 close(sp(y).scatter_add(0, sp(ig[:, :, 0] % 6),
                                         sp(x[:, :4, 0])),
                       y.scatter_add(0, ig[:, :, 0] % 6, x[:, :4, 0]), **tol)
+                # scatter's reduce="add" is scatter_add's kernel
+                close(sp(y).scatter(0, sp(ig[:, :, 0] % 6), sp(x[:, :4, 0]),
+                                    reduce="add"),
+                      y.scatter(0, ig[:, :, 0] % 6, x[:, :4, 0],
+                                reduce="add"), **tol)
         # advanced indexing with one integer index tensor (negative
         # indices count from the end), reads and writes; the writes of
         # repeated indices add up in element order with accumulate
@@ -1504,7 +1509,8 @@ def torch_indexing_ops_on_card():
     counts = torch.spyre.op_counts()
     for op in ("aten::index_select", "aten::gather", "aten::take",
                "aten::scatter.src", "aten::scatter_.value",
-               "aten::scatter_add", "aten::index_add_", "aten::index_copy_",
+               "aten::scatter_add", "aten::scatter.reduce",
+               "aten::index_add_", "aten::index_copy_",
                "aten::embedding_dense_backward", "aten::flip", "aten::roll",
                "aten::cat", "aten::index.Tensor", "aten::_index_put_impl_"):
         assert counts.get(op, {}).get("native", 0) > 0, (op, counts.get(op))
