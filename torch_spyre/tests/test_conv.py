@@ -520,6 +520,17 @@ def torch_conv_integer():
         got = native(lambda: F.conv2d(x.to("spyre"), w.to("spyre"),
                                       padding=1))
         assert torch.equal(got.cpu(), want), dt
+    # the forms the CPU refuses raise its error (through the fallback)
+    xi = torch.ones(1, 2, 4, 4, dtype=torch.int32).to("spyre")
+    wi = torch.ones(2, 2, 2, 2, dtype=torch.int32).to("spyre")
+    for fn in (lambda: F.conv_transpose2d(xi, wi),
+               lambda: F.conv2d(xi, wi, dilation=2)):
+        try:
+            fn()
+        except RuntimeError as e:
+            assert "not implemented for 'Int'" in str(e), e
+        else:
+            raise AssertionError("an int32 form the CPU refuses ran")
     x = torch.randint(-50, 50, (2, 3, 9, 7), generator=g, dtype=torch.int64)
     X = x.to("spyre")
     for i, (size, k, s, p, _, cm) in enumerate(POOLS):

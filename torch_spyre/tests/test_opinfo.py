@@ -1113,49 +1113,12 @@ def torch_ops_empty_gather():
                      torch.tensor([1, 2], dtype=torch.int32))
 
 
-def torch_ops_conv_int():
-    """An int64 convolution and transposed convolution (the card's GEMM
-    has no integer path) run on the CPU through the fallback with the
-    CPU's values, forward and through the 1-D, 2-D and 3-D functions."""
-    F = torch.nn.functional
-    g = torch.Generator().manual_seed(37)
-
-    def ints(*shape):
-        return torch.randint(-9, 10, shape, generator=g)
-    cases = [
-        (F.conv1d, ints(2, 4, 7), ints(6, 2, 3), ints(6), {"groups": 2}),
-        (F.conv2d, ints(1, 3, 6, 5), ints(4, 3, 2, 3), None,
-         {"stride": 2, "padding": 1}),
-        (F.conv3d, ints(1, 2, 4, 4, 4), ints(3, 2, 2, 2, 2), ints(3), {}),
-        (F.conv_transpose1d, ints(1, 3, 4), ints(3, 3, 3), ints(3),
-         {"stride": 2, "padding": 2, "output_padding": 1}),
-        (F.conv_transpose2d, ints(2, 2, 3, 3), ints(2, 2, 3, 2), None,
-         {"stride": 3, "groups": 2, "dilation": 2}),
-        (F.conv_transpose3d, ints(1, 1, 3, 3, 3), ints(1, 2, 2, 2, 2),
-         ints(2), {"stride": 2}),
-    ]
-    for fn, x, w, b, kw in cases:
-        want = fn(x, w, b, **kw)
-        torch.spyre.reset_op_counts()
-        got = fn(_spyre(x), _spyre(w), _spyre(b), **kw)
-        _same(got, want)
-        assert torch.spyre.op_counts()["aten::convolution_overrideable"][
-            "fallback"] == 1, torch.spyre.op_counts()
-    with torch.spyre.strict():
-        try:
-            F.conv1d(_spyre(ints(1, 1, 4)), _spyre(ints(1, 1, 2)))
-        except RuntimeError as e:
-            assert "strict" in str(e), e
-        else:
-            raise AssertionError("strict mode let an int64 conv fall back")
-
-
 TESTS += [torch_ops_int_division_by_zero, torch_ops_casts_to_unsigned,
           torch_ops_addr_rounding, torch_ops_views_and_set,
           torch_ops_int_matmul, torch_ops_batch_norm_train_eval,
           torch_ops_softmax_backward_half, torch_kernels_split_large,
           torch_ops_sort_order, torch_ops_select, torch_ops_search_unique,
-          torch_ops_compaction, torch_ops_empty_gather, torch_ops_conv_int]
+          torch_ops_compaction, torch_ops_empty_gather]
 
 
 # ---- the whole database ------------------------------------------------------
