@@ -200,14 +200,15 @@ static inline double kexpm1(double x)
  * subnormal result, inf past FLT_MAX).  The largest error over every f32
  * input, measured against libm: 0.825 ulp (bound 1 ulp; docs/spyre-hw.rst
  * gives the constants in hex, the decimals below are the same floats).
- * At or below -104 the result is +0, at or above 89 +inf, a NaN the
- * canonical one.  No branch: vectorises on every path, 16 lanes per
+ * At or below -104 the result is +0 (x taken as 0, then the result
+ * replaced), at or above 89 +inf (x taken as 89: e^89 overflows), a NaN
+ * the canonical one.  No branch: vectorises on every path, 16 lanes per
  * AVX-512 vector.
  */
 static inline float kexpf(float x)
 {
-    bool in = (x > -104.0f) & (x < 89.0f);
-    float xc = kself(in, x, 0.0f);
+    bool gt = x > -104.0f;
+    float xc = kself(gt, kself(x < 89.0f, x, 89.0f), 0.0f);
     float kf = (xc * 2.88539f + 0x1.8p23f) - 0x1.8p23f;
     int32_t k = (int32_t)kf, n = k >> 1;
     float r = (xc - kf * 0.3465576171875f) - kf * 0.000015973092f;
@@ -225,8 +226,7 @@ static inline float kexpf(float x)
     y = th + (tl + th * s);
     y = y * u2f((uint32_t)((n >> 1) + 127) << 23) *
         u2f((uint32_t)(n - (n >> 1) + 127) << 23);
-    return kself(x != x, u2f(CANON_NAN),
-                 kself(x <= -104.0f, 0.0f, kself(x >= 89.0f, INFINITY, y)));
+    return kself(x != x, u2f(CANON_NAN), kself(gt, y, 0.0f));
 }
 
 /* SIGMOID: exactly RECIP(ADD(1, EXP(NEG(x)))) in f32. */
