@@ -2415,11 +2415,44 @@ static inline KALWAYS uint64_t kgap(const int64_t *off, uint32_t n)
 }
 
 /*
+ * The fast paths' mapping (LOAD, STORE, SCATTER): elements [@o0, @o0 +
+ * @n) of operand @opnd through SpyreKIO.map, for writing if @write, for
+ * reading too if @rw (the one piece both ways), in at most KPIECES
+ * pieces: @pp[i] holds @pl[i] elements, in order, *@np of them.  Returns
+ * false, having accessed nothing, if the run is not reachable that way.
+ */
+static inline KALWAYS bool kmap_pieces(SpyreKRun *r, unsigned int opnd,
+                                       bool write, bool rw, uint64_t o0,
+                                       uint32_t n, uint8_t **pp,
+                                       uint32_t *pl, uint32_t *np)
+{
+    uint32_t done = 0;
+
+    *np = 0;
+    while (done < n) {
+        uint64_t len = n - done, len2 = len;
+
+        if (*np == KPIECES) {
+            return false;
+        }
+        pp[*np] = r->io->map(r->io->opaque, opnd, write, o0 + done, &len);
+        if (!pp[*np] ||
+            (rw && r->io->map(r->io->opaque, opnd, false, o0 + done,
+                              &len2) != pp[*np])) {
+            return false;
+        }
+        pl[*np] = KMIN(KMIN(len, len2), n - done);
+        done += pl[(*np)++];
+    }
+    return true;
+}
+
+/*
  * The fast path of a LOAD or STORE whose @n lanes are all active at
  * consecutive offsets from @o0, all in the extent: the elements
- * converted straight between guest memory (SpyreKIO.map, at most
- * KPIECES pieces) and the value lanes.  Returns false, having accessed
- * nothing, if they are not all reachable that way.
+ * converted straight between guest memory (kmap_pieces()) and the value
+ * lanes.  Returns false, having accessed nothing, if they are not all
+ * reachable that way.
  */
 static inline KALWAYS bool kmem_run(SpyreKRun *r, unsigned int opnd,
                                     unsigned int dt, bool write, bool sat,
@@ -2427,20 +2460,10 @@ static inline KALWAYS bool kmem_run(SpyreKRun *r, unsigned int opnd,
                                     bool f16c)
 {
     uint8_t *pp[KPIECES];
-    uint32_t pl[KPIECES], np = 0, done = 0, i;
+    uint32_t pl[KPIECES], np, done, i;
 
-    while (done < n) {
-        uint64_t len = n - done;
-
-        if (np == KPIECES) {
-            return false;
-        }
-        pp[np] = r->io->map(r->io->opaque, opnd, write, o0 + done, &len);
-        if (!pp[np]) {
-            return false;
-        }
-        pl[np] = KMIN(len, n - done);
-        done += pl[np++];
+    if (!kmap_pieces(r, opnd, write, false, o0, n, pp, pl, &np)) {
+        return false;
     }
     for (i = 0, done = 0; i < np; done += pl[i++]) {
         if (write) {
@@ -3353,8 +3376,7 @@ static uint64_t kelem_add(uint64_t old, uint64_t add, unsigned int T)
  * elements, so the sequential order is the elementwise one; the run
  * written (STORE) or read, added and written (ADD of f32 lanes: the same
  * additions, rounded once each, as kelem_add()) straight through
- * SpyreKIO.map, at most KPIECES pieces.  Returns false, having accessed
- * nothing, if it cannot.
+ * kmap_pieces().  Returns false, having accessed nothing, if it cannot.
  */
 static bool kscatter_run(SpyreKRun *r, const SpyreKInst *in, uint64_t o0,
                          uint32_t n, bool f16c)
@@ -3366,26 +3388,13 @@ static bool kscatter_run(SpyreKRun *r, const SpyreKInst *in, uint64_t o0,
     const uint8_t *val;
     float *restrict sum = (float *)(r->tmp + 3 * (size_t)r->vl);
     uint8_t *pp[KPIECES];
-    uint32_t pl[KPIECES], np = 0, done = 0, i;
+    uint32_t pl[KPIECES], np, done, i;
     size_t vs = kvsize(T);
 
-    if (add && T != KF32) {
+    /* ADD also reads: read rights too */
+    if ((add && T != KF32) ||
+        !kmap_pieces(r, opnd, true, add, o0, n, pp, pl, &np)) {
         return false;
-    }
-    while (done < n) {
-        uint64_t len = n - done, len2 = len;
-
-        if (np == KPIECES) {
-            return false;
-        }
-        pp[np] = r->io->map(r->io->opaque, opnd, true, o0 + done, &len);
-        if (!pp[np] ||
-            (add && r->io->map(r->io->opaque, opnd, false, o0 + done,
-                               &len2) != pp[np])) {
-            return false;       /* ADD also reads: read rights too */
-        }
-        pl[np] = KMIN(KMIN(len, len2), n - done);
-        done += pl[np++];
     }
     val = ksrc(r, in, 2, in->c);
     for (i = 0, done = 0; i < np; done += pl[i++]) {

@@ -4,17 +4,19 @@
  * Owns every f32 math function of the KERNEL command (spyre-kmath.h):
  * exp, log and their relatives, the trigonometric, inverse trigonometric
  * and hyperbolic functions, erf, erfc, erfinv, lgamma, the exact ones
- * (floor .. trunc, sign, copysign) and pow.  Each function widens its f32
- * sources to double (exactly), computes in double with its own range
- * reduction and series, and rounds once to f32, so the f32 result is
- * almost always the correctly rounded one.  Only IEEE's exact operations
+ * (floor .. trunc, sign, copysign) and pow.  Each function but EXP (and
+ * SIGMOID, made of it) widens its f32 sources to double (exactly),
+ * computes in double with its own range reduction and series, and rounds
+ * once to f32, so the f32 result is almost always the correctly rounded
+ * one; EXP, the hot one of softmax, computes in f32 (kexpf(), within
+ * 1 ulp).  Only IEEE's exact operations
  * come from the compiler's runtime (sqrt, floor, ceil, rint, trunc: one
  * value everywhere); no libm function whose result depends on the libc.
- * The lane loops are branch-free selects over double arithmetic, so that
+ * The lane loops are branch-free selects over the arithmetic, so that
  * GCC can vectorise them, each built once per host code path (baseline,
  * AVX2, AVX-512; bit-identical) and found in one table by opcode; the
- * rare lanes that need more (trigonometric functions at |x| >= 2^20, the
- * hard lanes of exp's fast form) are fixed up afterwards, lane by lane.
+ * rare lanes that need more (trigonometric functions at |x| >= 2^20) are
+ * fixed up afterwards, lane by lane.
  * Built with -ffp-contract=off (no fused a * b + c) and -fno-math-errno.
  *
  * Copyright (c) 2025 The Spyre open stack authors
@@ -183,130 +185,54 @@ static inline double kexpm1(double x)
     return kseld(fabs(x) < 0.5, x * p, kexp_core(x) - 1.0);
 }
 
-/* e^x of an f32 without a branch (a NaN stays a NaN, not canonical). */
-static inline float kexp_lane(float x)
-{
-    bool hi = x > 800.0f, lo = x < -800.0f, nan = x != x;
-    double xc = kseld(hi, 800.0, kseld(lo, -800.0, kseld(nan, 0.0, x)));
-    float f = (float)kexp_core(xc);
-
-    return kself(hi, INFINITY, kself(lo, 0.0f, kself(nan, x, f)));
-}
-
+/*
+ * EXP: e^x in f32 arithmetic alone (the card's one algorithm; every host
+ * code path computes these operations in this order, each rounded once,
+ * no fused multiply-add, so all give the same bits).  x = k ln2/2 + r:
+ * k = x 2/ln2 rounded to an integer (|k| <= 300), r = (x - k C1) - k C2
+ * (C1 = ln2/2 to 12 bits, so k C1 and x - k C1 are exact; C2 = ln2/2 -
+ * C1), |r| <= ln2/4 plus a rounding.  e^x = 2^(k/2) e^r = 2^n T (1 + s):
+ * n = floor(k/2), T = 2^(j/2) for j = k - 2n, the two-entry table as a
+ * select, kept as Thi + Tlo in two f32s; s = e^r - 1 = r + r^2 P(r), P the
+ * Taylor series to r^6 (truncation error below 2^-30).  y = Thi + (Tlo +
+ * Thi s), rounded once at the last addition, in [0.84, 1.69]; scaled by
+ * 2^floor(n/2) (exact) and then 2^(n - floor(n/2)) (the one rounding of a
+ * subnormal result, inf past FLT_MAX).  The largest error over every f32
+ * input, measured against libm: 0.825 ulp (bound 1 ulp; docs/spyre-hw.rst
+ * gives the constants in hex, the decimals below are the same floats).
+ * At or below -104 the result is +0 (x taken as 0, then the result
+ * replaced), at or above 89 +inf (x taken as 89: e^89 overflows), a NaN
+ * the canonical one.  No branch: vectorises on every path, 16 lanes per
+ * AVX-512 vector.
+ */
 static inline float kexpf(float x)
 {
-    return kcanon(kexp_lane(x));
+    bool gt = x > -104.0f;
+    float xc = kself(gt, kself(x < 89.0f, x, 89.0f), 0.0f);
+    float kf = (xc * 2.88539f + 0x1.8p23f) - 0x1.8p23f;
+    int32_t k = (int32_t)kf, n = k >> 1;
+    float r = (xc - kf * 0.3465576171875f) - kf * 0.000015973092f;
+    float p = 0.0013888889f;           /* 1/720, then 1/120 .. 1/2 */
+    float th, tl, y, s;
+    bool odd = k & 1;
+
+    p = p * r + 0.008333334f;
+    p = p * r + 0.041666668f;
+    p = p * r + 0.16666667f;
+    p = p * r + 0.5f;
+    s = r + (r * r) * p;
+    th = kself(odd, 1.4142135f, 1.0f);          /* sqrt(2) = th + tl */
+    tl = kself(odd, 0.000000024203235f, 0.0f);
+    y = th + (tl + th * s);
+    y = y * u2f((uint32_t)((n >> 1) + 127) << 23) *
+        u2f((uint32_t)(n - (n >> 1) + 127) << 23);
+    return kself(x != x, u2f(CANON_NAN), kself(gt, y, 0.0f));
 }
 
 /* SIGMOID: exactly RECIP(ADD(1, EXP(NEG(x)))) in f32. */
 static inline float ksigmoidf(float x)
 {
-    return kcanon(1.0f / (1.0f + kexp_lane(-x)));
-}
-
-/*
- * The fast form of kexp_lane(): the same bits at about half the cost.
- * kexp_lane() rounds p 2^k to f32, p = e^r by a degree-14 series (within
- * a few units of the last place of a double).  For -87 < x < 88 the
- * result is a normal f32, p rounded to 24 bits and scaled.  Here q = e^r
- * by a degree-8 polynomial (Chebyshev interpolation on [-0.35, 0.35],
- * |q - e^r| < 9e-13) stands in for p: q and p round alike unless a
- * rounding boundary of f32 (a midpoint between two f32 values: low 29
- * of the double's 52 fraction bits 2^28) lies between them, which needs
- * q within |q - p| < 2^-40 of one.  A lane whose q has those 29 bits
- * within KEXP_NEAR units (2^-37 or more) of 2^28 (one lane in a few
- * thousand) gives KEXP_HARD, as do those in (-104, -87] (subnormal
- * results) and [88, 89) (near overflow); the caller computes them with
- * kexp_lane().  At or below -104 the result is +0, at or above 89 +inf,
- * a NaN the canonical one, as kexp_lane() gives.  With @fused (the paths
- * with FMA) k, r and q are computed with each product rounded into its
- * sum: a different q, as close to e^r, so the same bits come out.
- * spyre-kmath-test exact (make -f Makefile.math kmath-exact) compares
- * the two on every f32 input and host code path: no difference (and
- * |q - p| <= 2^-40.05 on a 1/61 sample of the inputs, unfused).
- */
-#define KEXP_HARD       0xffffffffu
-#define KEXP_NEAR       (1ULL << 16)
-
-static inline KALWAYS float kexp_fast(float x, bool fused)
-{
-    bool in = (x > -87.0f) & (x < 88.0f);
-    double xd = kself(in, x, 0.0f), kd, r, r2, r4, q;
-    uint64_t u;
-
-    if (fused) {
-        /*
-         * The same polynomial (q = lo + (hi + c8 r^4) r^4), each product
-         * rounded into its sum, and kexp_reduce()'s k and r likewise.
-         */
-        double lo, hi;
-
-        kd = __builtin_fma(xd, KINV_LN2, KRND) - KRND;
-        r = __builtin_fma(-kd, LN2_LO, __builtin_fma(-kd, LN2_HI, xd));
-        r2 = r * r;
-        r4 = r2 * r2;
-        lo = __builtin_fma(__builtin_fma(0.16666666904700334, r,
-                                         0.4999999999978138), r2,
-                           __builtin_fma(0.9999999999781288, r, 1.0));
-        hi = __builtin_fma(__builtin_fma(0.00019917351707533356, r,
-                                         0.0013888818977515853), r2,
-                           __builtin_fma(0.008333263396367235, r,
-                                         0.041666666904604285));
-        hi = __builtin_fma(0.00002487764798531672, r4, hi);
-        q = __builtin_fma(hi, r4, lo);
-    } else {
-        r = kexp_reduce(xd, &kd);
-        r2 = r * r;
-        r4 = r2 * r2;
-        q = ((1.0 + 0.9999999999781288 * r) +
-             (0.4999999999978138 + 0.16666666904700334 * r) * r2) +
-            ((0.041666666904604285 + 0.008333263396367235 * r) +
-             (0.0013888818977515853 + 0.00019917351707533356 * r) * r2) *
-            r4 + 0.00002487764798531672 * (r4 * r4);
-    }
-    memcpy(&u, &q, 8);
-    in &= ((u & ((1ULL << 29) - 1)) - ((1ULL << 28) - KEXP_NEAR)) >=
-          2 * KEXP_NEAR;
-    return kself(x != x, u2f(CANON_NAN),
-                 kself(x <= -104.0f, 0.0f,
-                       kself(x >= 89.0f, INFINITY,
-                             kself(in, (float)(q * pow2i((int)kd)),
-                                   u2f(KEXP_HARD)))));
-}
-
-/*
- * EXP (@sig false) or SIGMOID of lanes [0, @n): kexp_fast() over whole
- * blocks of KBLK lanes (the hard ones marked KEXP_HARD, noted lane-wise
- * in @hv so that no block ends in a horizontal reduction), then the hard
- * lanes and the tail by kexpf() or ksigmoidf().
- */
-static inline KALWAYS void kexp_lanes(float *restrict d,
-                                      const float *restrict a, uint32_t n,
-                                      bool sig, bool fused)
-{
-    uint32_t hv[KBLK] = { 0 }, hard = 0;
-    size_t b, j, k;
-
-    for (b = 0; b + KBLK <= n; b += KBLK) {
-        for (k = 0; k < KBLK; k++) {
-            float e = kexp_fast(sig ? -a[b + k] : a[b + k], fused);
-            bool h = f2u(e) == KEXP_HARD;
-
-            hv[k] |= h;
-            d[b + k] = sig ? kself(h, e, kcanon(1.0f / (1.0f + e))) : e;
-        }
-    }
-    for (k = 0; k < KBLK; k++) {
-        hard |= hv[k];
-    }
-    for (j = 0; hard && j < b; j++) {
-        if (f2u(d[j]) == KEXP_HARD) {
-            d[j] = sig ? ksigmoidf(a[j]) : kexpf(a[j]);
-        }
-    }
-    for (j = b; j < n; j++) {
-        d[j] = sig ? ksigmoidf(a[j]) : kexpf(a[j]);
-    }
+    return kcanon(1.0f / (1.0f + kexpf(-x)));
 }
 
 /* 2^x: x = k + r exactly (|r| <= 1/2), 2^r = e^(r ln 2). */
@@ -966,11 +892,10 @@ unsigned int spyre_kmath_arity(unsigned int op)
  * name_avx512 with AVX-512 too, as QEMU's util/bufferiszero.c builds its
  * loops.  All compute the same IEEE operations, each rounded once
  * (-ffp-contract=off holds in all: no FMA instruction unless the source
- * asks for fma), so their results are bit-identical (EXP and SIGMOID's
- * fast lanes use FMA on the paths that have it, with the same results:
- * kexp_fast()); where the body is
+ * asks for fma), so their results are bit-identical; where the body is
  * branch-free (kseld/kself selects) a vector holds two doubles on the
- * baseline, four with AVX2, eight with AVX-512.
+ * baseline, four with AVX2, eight with AVX-512 (twice as many floats:
+ * EXP and SIGMOID).
  */
 unsigned int spyre_kmath_isas(void)
 {
@@ -1008,11 +933,11 @@ typedef void KLanesFn(KLANES_ARGS);
 #define KDEF_AVX2(name) \
 static __attribute__((target("avx2,fma"))) void name##_avx2(KLANES_ARGS) \
 { \
-    name##_loop(d, a, b, n, true); \
+    name##_loop(d, a, b, n); \
 } \
 static __attribute__((target(KAVX512))) void name##_avx512(KLANES_ARGS) \
 { \
-    name##_loop(d, a, b, n, true); \
+    name##_loop(d, a, b, n); \
 }
 #define KPATHS(name) { name##_gen, name##_avx2, name##_avx512 }
 #else
@@ -1020,20 +945,16 @@ static __attribute__((target(KAVX512))) void name##_avx512(KLANES_ARGS) \
 #define KPATHS(name) { name##_gen, name##_gen, name##_gen }
 #endif
 
-/*
- * The lane loop @name of statement STMT (over d, a, b, n, and fused: the
- * path has FMA, which kexp_fast() may use), every path.
- */
+/* The lane loop @name of statement STMT (over d, a, b, n), every path. */
 #define KDEF_LANES(name, STMT) \
-static inline KALWAYS void name##_loop(KLANES_ARGS, bool fused) \
+static inline KALWAYS void name##_loop(KLANES_ARGS) \
 { \
     (void)b; \
-    (void)fused; \
     STMT; \
 } \
 static void name##_gen(KLANES_ARGS) \
 { \
-    name##_loop(d, a, b, n, false); \
+    name##_loop(d, a, b, n); \
 } \
 KDEF_AVX2(name)
 
@@ -1052,8 +973,8 @@ KDEF_AVX2(name)
         d[j] = (EXPR); \
     }))
 
-KDEF_LANES(kexp, kexp_lanes(d, a, n, false, fused))
-KDEF_LANES(ksigmoid, kexp_lanes(d, a, n, true, fused))
+KDEF_MAP1(kexp, kexpf(x))
+KDEF_MAP1(ksigmoid, ksigmoidf(x))
 KDEF_MAP1(klog, klogf(x, 0))
 KDEF_MAP1(ksqrt, kcanon(sqrtf(x)))
 KDEF_MAP1(krsqrt, kcanon(1.0f / sqrtf(x)))

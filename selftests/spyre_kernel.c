@@ -724,7 +724,11 @@ TEST_F(kernel, kernel_softmax_and_layernorm_multipass)
 		c.nrdims = 1;
 		c.size[0] = ROWS;
 		c.size[6] = SPYRE_KSIZE_PARAM(0);
-		c.ulps = 1;	/* exp */
+		/*
+		 * EXP within 1 ulp (docs/spyre-hw.rst), the reference's
+		 * correctly rounded, then the division: 2 ulps
+		 */
+		c.ulps = 2;
 		ASSERT_EQ(0, spyre_kernel_create(c.dtype, c.nops, 3, 1, 1,
 						 &c.k));
 		row = spyre_kernel_affine(c.k, SPYRE_KTYPE_I64, NONE, 1, 0);

@@ -15,7 +15,7 @@
  *   spyre-kmath-test [fast|full] [-s STRIDE] [-j THREADS] [-f NAME]
  *   spyre-kmath-test bench      ns per element of each function
  *   spyre-kmath-test exact [-s STRIDE] [-j THREADS]   EXP and SIGMOID's
- *                  lanes (their fast form, spyre-kmath.c kexp_fast())
+ *                  vectorised lanes (spyre_kmath_lanes())
  *                  bit for bit against the scalar definition
  *                  (spyre_kmath_exp()) on every host code path, over
  *                  every STRIDE-th block of 1024 f32 inputs (default 1:
