@@ -876,6 +876,23 @@ at::Tensor compact(const at::Tensor &src, const std::vector<int64_t> &src_st,
 	return out.narrow(0, 0, n * ndim).view({n, ndim}).clone();
 }
 
+// nonzero_static: nonzero's first @size rows, padded with @fill_value to
+// @size rows (one wait for nonzero's count, as nonzero)
+at::Tensor k_nonzero_static(const at::Tensor &self, int64_t size,
+			    int64_t fill_value)
+{
+	if (!on_card(self) || size < 0)
+		return SPYRE_FALLBACK(nonzero_static, self, size, fill_value);
+	count_native("aten::nonzero_static");
+	c10::DeviceGuard g(self.device());
+	at::Tensor nz = at::nonzero(self);
+	at::Tensor out = at::full({size, nz.size(1)}, fill_value, nz.options());
+	int64_t k = std::min(nz.size(0), size);
+	if (k > 0 && nz.size(1) > 0)
+		out.narrow(0, 0, k).copy_(nz.narrow(0, 0, k));
+	return out;
+}
+
 at::Tensor k_nonzero(const at::Tensor &self)
 {
 	if (on_card(self) && self.dim() == 0) {
@@ -1657,6 +1674,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("cat", TORCH_FN(k_cat));
 	m.impl("cat.out", TORCH_FN(k_cat_out));
 	m.impl("nonzero", TORCH_FN(k_nonzero));
+	m.impl("nonzero_static", TORCH_FN(k_nonzero_static));
 	m.impl("masked_select", TORCH_FN(k_masked_select));
 	m.impl("reflection_pad1d", TORCH_FN(k_reflection_pad1d));
 	m.impl("reflection_pad1d.out", TORCH_FN(k_reflection_pad1d_out));

@@ -1032,7 +1032,8 @@ def torch_ops_search_unique():
 
 
 def torch_ops_compaction():
-    """nonzero, masked_select, x[mask] and x[mask1d] = v, masked_scatter_,
+    """nonzero (and nonzero_static), masked_select, x[mask] and x[mask1d] =
+    v, masked_scatter_,
     repeat_interleave, reflection and replication padding (negative
     padding, an empty batch) as on the CPU, strict; randperm from the card's generator is a permutation."""
     g = torch.Generator().manual_seed(41)
@@ -1043,6 +1044,8 @@ def torch_ops_compaction():
     cases = [
         lambda t, m: torch.nonzero(t),
         lambda t, m: torch.nonzero(t.transpose(0, 2)),
+        lambda t, m: torch.nonzero_static(t, size=100, fill_value=-3),
+        lambda t, m: torch.nonzero_static(t, size=2),
         lambda t, m: t.bool().nonzero(),
         lambda t, m: torch.masked_select(t, m),
         lambda t, m: torch.masked_select(t, m[0, 0]),
