@@ -2,7 +2,7 @@
 // Pooling and upsampling on the card, generated: max pooling with indices,
 // average and adaptive average pooling, adaptive max pooling (2-D and 3-D)
 // and their backward; upsampling nearest, nearest-exact and (bi/tri)linear
-// in 1-D, 2-D and 3-D (forward).
+// in 1-D, 2-D and 3-D (forward); max unpooling (2-D, 3-D) as a scatter.
 //
 // A forward kernel runs one point per output element and a reduction over
 // its window (masked where the window leaves the image: padding never
@@ -984,6 +984,74 @@ SPYRE_UP_LINEAR(upsample_linear1d, 1)
 SPYRE_UP_LINEAR(upsample_bilinear2d, 2)
 SPYRE_UP_LINEAR(upsample_trilinear3d, 3)
 
+// ---- max unpooling -------------------------------------------------------------
+
+// max_unpool2d/3d: zeros of @osz (D spatial dims) per plane, each element
+// of @self written at its flat index of @indices (laid out as @self, int64)
+// by the scatter kernel (the last of repeated indices wins; the CPU's
+// threads make that case vary there; an index out of range is the
+// scatter's device-side assertion).
+// Undefined when the card does not take the arguments (the CPU's checks
+// then raise PyTorch's errors).
+at::Tensor unpool(const at::Tensor &self, const at::Tensor &indices,
+		  at::IntArrayRef osz)
+{
+	const int64_t D = static_cast<int64_t>(osz.size());
+	at::ScalarType t = self.scalar_type();
+	if (self.device().type() != c10::DeviceType::PrivateUse1 ||
+	    !kdtype(t) || t == at::kBool || indices.device() != self.device() ||
+	    indices.scalar_type() != at::kLong ||
+	    !indices.sizes().equals(self.sizes()) ||
+	    (self.dim() != D + 1 && self.dim() != D + 2) || self.numel() == 0)
+		return {};
+	int64_t vol = 1;
+	for (int64_t o : osz) {
+		if (o <= 0)
+			return {};
+		vol *= o;
+	}
+	c10::DeviceGuard guard(self.device());
+	bool batched = self.dim() == D + 2;
+	at::Tensor x = batched ? self : self.unsqueeze(0);
+	at::Tensor ind = batched ? indices : indices.unsqueeze(0);
+	int64_t N = x.size(0), C = x.size(1);
+	at::Tensor out = at::zeros({N, C, vol}, self.options());
+	out.scatter_(2, ind.reshape({N, C, -1}), x.reshape({N, C, -1}));
+	std::vector<int64_t> shape{N, C};
+	shape.insert(shape.end(), osz.begin(), osz.end());
+	out = out.view(shape);
+	return batched ? out : out.squeeze(0);
+}
+
+at::Tensor k_max_unpool2d(const at::Tensor &self, const at::Tensor &indices,
+			  at::IntArrayRef output_size)
+{
+	at::Tensor r = output_size.size() == 2 ?
+		unpool(self, indices, output_size) : at::Tensor();
+	if (!r.defined())
+		return SPYRE_FALLBACK(max_unpool2d, self, indices, output_size);
+	count_native("aten::max_unpool2d");
+	return r;
+}
+
+// stride and padding only enter the CPU's checks: arguments it would
+// refuse go there
+at::Tensor k_max_unpool3d(const at::Tensor &self, const at::Tensor &indices,
+			  at::IntArrayRef output_size, at::IntArrayRef stride,
+			  at::IntArrayRef padding)
+{
+	bool ok = output_size.size() == 3 && stride.size() == 3 &&
+		  padding.size() == 3;
+	for (size_t i = 0; ok && i < 3; i++)
+		ok = stride[i] > 0 && padding[i] >= 0;
+	at::Tensor r = ok ? unpool(self, indices, output_size) : at::Tensor();
+	if (!r.defined())
+		return SPYRE_FALLBACK(max_unpool3d, self, indices, output_size,
+				      stride, padding);
+	count_native("aten::max_unpool3d");
+	return r;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -1003,6 +1071,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	       TORCH_FN(k_max_pool2d_with_indices_backward));
 	m.impl("max_pool3d_with_indices_backward",
 	       TORCH_FN(k_max_pool3d_with_indices_backward));
+	m.impl("max_unpool2d", TORCH_FN(k_max_unpool2d));
+	m.impl("max_unpool3d", TORCH_FN(k_max_unpool3d));
 	m.impl("avg_pool2d", TORCH_FN(k_avg_pool2d));
 	m.impl("avg_pool3d", TORCH_FN(k_avg_pool3d));
 	m.impl("avg_pool2d_backward", TORCH_FN(k_avg_pool2d_backward));

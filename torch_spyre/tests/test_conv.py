@@ -548,6 +548,34 @@ def torch_conv_integer():
 
 
 @test
+def torch_conv_max_unpool():
+    """max_unpool2d/3d (batched or not, a larger output_size; repeated
+    indices: the last one wins) on the card, against the CPU."""
+    g = torch.Generator().manual_seed(16)
+    x = distinct(g, 2, 3, 6, 8)
+    v, i = F.max_pool2d(x, 2, return_indices=True)
+    for osz in (None, (7, 9)):
+        got = native(lambda: F.max_unpool2d(v.to("spyre"), i.to("spyre"), 2,
+                                            output_size=osz),
+                     "aten::max_unpool2d")
+        assert torch.equal(got.cpu(), F.max_unpool2d(v, i, 2,
+                                                     output_size=osz)), osz
+    # every value to element 0: the card keeps the last one (the CPU's
+    # result with two threads varies from run to run there)
+    rep = torch.zeros_like(i)
+    got = native(lambda: F.max_unpool2d(v[0].to("spyre"), rep[0].to("spyre"),
+                                        2)).cpu()
+    want = torch.zeros(3, 6, 8)
+    want[:, 0, 0] = v[0, :, -1, -1]
+    assert torch.equal(got, want)
+    x3 = distinct(g, 1, 2, 4, 4, 6)
+    v3, i3 = F.max_pool3d(x3, 2, return_indices=True)
+    got = native(lambda: F.max_unpool3d(v3.to("spyre"), i3.to("spyre"), 2),
+                 "aten::max_unpool3d")
+    assert torch.equal(got.cpu(), F.max_unpool3d(v3, i3, 2))
+
+
+@test
 def torch_conv_im2col():
     """nn.functional.unfold (ATen's im2col) on the card: float and bool
     images, batched or not, with stride, padding and dilation, equal
