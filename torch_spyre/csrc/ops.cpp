@@ -1014,12 +1014,12 @@ at::Tensor &k_baddbmm_(at::Tensor &self, const at::Tensor &b1,
 
 // ---- vector and batch-reduced products, on the same paths ----------------------
 
-// Whether the card computes a product of @ts (defined ones): one card, one
-// dtype that the GEMM (float32, float16, bfloat16: f32 accumulation,
-// rounded once) or the integer matmul kernel (the integer types) takes,
-// with real @beta and @alpha that an integer product takes as PyTorch
-// does (integral ones).  Else the CPU fallback, whose checks raise
-// PyTorch's errors.
+// Whether the card computes a product of @ts (the defined ones; null
+// pointers are skipped): one card, one dtype that the GEMM (float32,
+// float16, bfloat16: f32 accumulation, rounded once) or the integer
+// matmul kernel (the integer types) takes, with real @beta and @alpha
+// that an integer product takes as PyTorch does (integral ones).  Else
+// the CPU fallback, whose checks raise PyTorch's errors.
 bool prod_ok(std::initializer_list<const at::Tensor *> ts,
 	     const at::Scalar &beta = 1, const at::Scalar &alpha = 1)
 {
@@ -1032,7 +1032,7 @@ bool prod_ok(std::initializer_list<const at::Tensor *> ts,
 	    (ints && (beta.isFloatingPoint() || alpha.isFloatingPoint())))
 		return false;
 	for (const at::Tensor *t : ts)
-		if (t->defined() &&
+		if (t && t->defined() &&
 		    (t->scalar_type() != dt || !same_card(*t, a)))
 			return false;
 	return true;
@@ -1085,11 +1085,12 @@ at::Scalar in_dtype(const at::Scalar &v, at::ScalarType dt)
 // @vec [K], @self broadcast to [M]; addmm with vec as a [K, 1] matrix,
 // beta and alpha rounded to a half type first, as the CPU's gemv (whose
 // generic path, alpha not 1, is mirrored for a row-major @mat in the half
-// types).
-// Undefined when the card does not take it (the caller falls back).
+// types).  Into @out (resized to [M]) when given, else a new tensor.
+// Undefined, nothing done, when the card does not take it (the caller
+// falls back).
 at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 		      const at::Tensor &vec, const at::Scalar &beta,
-		      const at::Scalar &alpha, const at::Tensor *out)
+		      const at::Scalar &alpha, at::Tensor *out)
 {
 	if (mat.dim() != 2 || vec.dim() != 1 || mat.size(1) != vec.size(0) ||
 	    self.dim() > 1 ||
@@ -1100,6 +1101,8 @@ at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 	at::ScalarType dt = mat.scalar_type();
 	at::Scalar b = in_dtype(beta, dt), a = in_dtype(alpha, dt);
 	bool half = dt == at::kHalf || dt == at::kBFloat16;
+	if (out)
+		at::native::resize_output(*out, {mat.size(0)});
 	if (half && mat.stride(1) == 1 && a.toDouble() != 1.0) {
 		// the CPU's generic gemv for a row-major mat: each product
 		// rounded to the dtype, summed in f32, then beta * self
@@ -1107,17 +1110,24 @@ at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 		at::Tensor r = at::mul(mat, vec).sum(1, false, at::kFloat).mul(a);
 		if (b.toDouble() != 0.0)
 			r = r.add(self.mul(b).expand({mat.size(0)}).to(at::kFloat));
-		return r.to(dt);
+		if (!out)
+			return r.to(dt);
+		out->copy_(r);
+		return *out;
 	}
 	at::Tensor s = self.dim() == 1 ? self.unsqueeze(1) : self;
-	return at::addmm(s, mat, vec.unsqueeze(1), b, a).squeeze(1);
+	if (!out)
+		return at::addmm(s, mat, vec.unsqueeze(1), b, a).squeeze(1);
+	at::Tensor o = out->unsqueeze(1);
+	at::addmm_out(o, s, mat, vec.unsqueeze(1), b, a);
+	return *out;
 }
 
 at::Tensor k_addmv(const at::Tensor &self, const at::Tensor &mat,
 		   const at::Tensor &vec, const at::Scalar &beta,
 		   const at::Scalar &alpha)
 {
-	at::Tensor r = addmv_impl(self, mat, vec, beta, alpha, &self);
+	at::Tensor r = addmv_impl(self, mat, vec, beta, alpha, nullptr);
 	if (!r.defined())
 		return SPYRE_FALLBACK(addmv, self, mat, vec, beta, alpha);
 	count_native("aten::addmv");
@@ -1128,23 +1138,22 @@ at::Tensor &k_addmv_out(const at::Tensor &self, const at::Tensor &mat,
 			const at::Tensor &vec, const at::Scalar &beta,
 			const at::Scalar &alpha, at::Tensor &out)
 {
-	at::Tensor r = addmv_impl(self, mat, vec, beta, alpha, &out);
-	if (!r.defined())
+	if (!addmv_impl(self, mat, vec, beta, alpha, &out).defined())
 		return SPYRE_FALLBACK2(addmv, out, self, mat, vec, beta, alpha,
 				       out);
 	count_native("aten::addmv.out");
-	at::native::resize_output(out, r.sizes());
-	return out.copy_(r);
+	return out;
 }
 
 // beta * self + alpha * sum over b of b1[b] @ b2[b]: @b1 [B, N, K], @b2
 // [B, K, P], @self broadcast to [N, P].  float32 and the integers: one
 // product whose inner dim runs over the batch; the half types round where
-// the CPU does, after each batch's addmm_ (beta on the first).  Undefined
-// when the card does not take it.
+// the CPU does, after each batch's addmm_ (beta on the first).  Into @out
+// (resized to [N, P]) when given, else a new tensor.  Undefined, nothing
+// done, when the card does not take it.
 at::Tensor addbmm_impl(const at::Tensor &self, const at::Tensor &b1,
 		       const at::Tensor &b2, const at::Scalar &beta,
-		       const at::Scalar &alpha, const at::Tensor *out)
+		       const at::Scalar &alpha, at::Tensor *out)
 {
 	if (b1.dim() != 3 || b2.dim() != 3 || b1.size(0) != b2.size(0) ||
 	    b1.size(2) != b2.size(1) || self.dim() > 2 ||
@@ -1155,21 +1164,24 @@ at::Tensor addbmm_impl(const at::Tensor &self, const at::Tensor &b1,
 	int64_t B = b1.size(0), N = b1.size(1), K = b1.size(2), P = b2.size(2);
 	at::ScalarType dt = b1.scalar_type();
 	if (B > 0 && (dt == at::kHalf || dt == at::kBFloat16)) {
-		at::Tensor r = at::empty({N, P}, b1.options());
+		at::Tensor r = dest(out, b1, {N, P}, dt, {&self, &b1, &b2});
 		copy_device(r, self.expand({N, P}));
 		for (int64_t i = 0; i < B; i++)
 			r.addmm_(b1[i], b2[i], i ? at::Scalar(1) : beta, alpha);
-		return r;
+		finish(out, r);
+		return out ? *out : r;
 	}
 	at::Tensor a = b1.permute({1, 0, 2}).reshape({N, B * K});
-	return at::addmm(self, a, b2.reshape({B * K, P}), beta, alpha);
+	at::Tensor b = b2.reshape({B * K, P});
+	return out ? at::addmm_out(*out, self, a, b, beta, alpha) :
+		     at::addmm(self, a, b, beta, alpha);
 }
 
 at::Tensor k_addbmm(const at::Tensor &self, const at::Tensor &b1,
 		    const at::Tensor &b2, const at::Scalar &beta,
 		    const at::Scalar &alpha)
 {
-	at::Tensor r = addbmm_impl(self, b1, b2, beta, alpha, &self);
+	at::Tensor r = addbmm_impl(self, b1, b2, beta, alpha, nullptr);
 	if (!r.defined())
 		return SPYRE_FALLBACK(addbmm, self, b1, b2, beta, alpha);
 	count_native("aten::addbmm");
@@ -1180,24 +1192,25 @@ at::Tensor &k_addbmm_out(const at::Tensor &self, const at::Tensor &b1,
 			 const at::Tensor &b2, const at::Scalar &beta,
 			 const at::Scalar &alpha, at::Tensor &out)
 {
-	at::Tensor r = addbmm_impl(self, b1, b2, beta, alpha, &out);
-	if (!r.defined())
+	if (!addbmm_impl(self, b1, b2, beta, alpha, &out).defined())
 		return SPYRE_FALLBACK2(addbmm, out, self, b1, b2, beta, alpha,
 				       out);
 	count_native("aten::addbmm.out");
-	at::native::resize_output(out, r.sizes());
-	return out.copy_(r);
+	return out;
 }
 
+// In place: @self must already be the product's [N, P] (PyTorch's error
+// otherwise, through the fallback).
 at::Tensor &k_addbmm_(at::Tensor &self, const at::Tensor &b1,
 		      const at::Tensor &b2, const at::Scalar &beta,
 		      const at::Scalar &alpha)
 {
-	at::Tensor r = addbmm_impl(self, b1, b2, beta, alpha, &self);
-	if (!r.defined() || !self.sizes().equals(r.sizes()))
+	if (self.dim() != 2 || b1.dim() != 3 || b2.dim() != 3 ||
+	    self.size(0) != b1.size(1) || self.size(1) != b2.size(2) ||
+	    !addbmm_impl(self, b1, b2, beta, alpha, &self).defined())
 		return SPYRE_FALLBACK(addbmm_, self, b1, b2, beta, alpha);
 	count_native("aten::addbmm_");
-	return self.copy_(r);
+	return self;
 }
 
 // equal: same sizes and every element equal (NaN is not), on the card;

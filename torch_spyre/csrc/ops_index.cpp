@@ -596,11 +596,24 @@ at::Tensor &k_scatter_reduce_out(const at::Tensor &self, int64_t dim,
 {
 	if (on_card(self) && on_card(out) && out.device() == self.device() &&
 	    out.scalar_type() == self.scalar_type() && reduce == "add") {
-		at::Tensor r = self.clone();
+		// self copied into out and scattered there, unless out shares
+		// memory with an operand (other than being self): then a clone
+		bool apart = !out.storage().is_alias_of(index.storage()) &&
+			     !out.storage().is_alias_of(src.storage()) &&
+			     (out.is_same(self) ||
+			      !out.storage().is_alias_of(self.storage()));
+		at::Tensor r = apart ? out : self.clone();
+		if (apart && !out.is_same(self)) {
+			at::native::resize_output(out, self.sizes());
+			out.copy_(self);
+		}
 		if (scatter_src_(r, dim, index, src, true, "scatter")) {
 			count_native("aten::scatter.reduce_out");
-			at::native::resize_output(out, r.sizes());
-			return out.copy_(r);
+			if (!apart) {
+				at::native::resize_output(out, r.sizes());
+				out.copy_(r);
+			}
+			return out;
 		}
 	}
 	return SPYRE_FALLBACK2(scatter, reduce_out, self, dim, index, src,

@@ -554,19 +554,23 @@ std::tuple<at::Tensor &, at::Tensor &>
 k_aminmax_out(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim,
 	      at::Tensor &min, at::Tensor &max)
 {
+	uint64_t m = dim.has_value() ?
+		dim_mask(at::IntArrayRef(*dim), self.dim()) :
+		dim_mask(std::nullopt, self.dim());
 	bool ok = on_card(self) && self.numel() > 0;
 	for (const at::Tensor *t : {&min, &max})
 		ok = ok && t->device() == self.device() &&
 		     t->scalar_type() == self.scalar_type();
+	if (ok) {
+		auto shape = reduced_shape(self.sizes(), m, keepdim);
+		at::native::resize_output(min, shape);
+		at::native::resize_output(max, shape);
+		ok = reduce(RK_AMINMAX, self, m, keepdim, min, max,
+			    ctype(self.scalar_type()));
+	}
 	if (!ok)
 		return SPYRE_FALLBACK2(aminmax, out, self, dim, keepdim, min, max);
-	auto r = k_aminmax(self, dim, keepdim);
-	for (int i = 0; i < 2; i++) {
-		at::Tensor &o = i ? max : min;
-		const at::Tensor &v = i ? std::get<1>(r) : std::get<0>(r);
-		at::native::resize_output(o, v.sizes());
-		o.copy_(v);
-	}
+	count_native("aten::aminmax.out");
 	return {min, max};
 }
 
@@ -731,14 +735,26 @@ k_std_mean(const at::Tensor &self, at::OptionalIntArrayRef dim,
 
 // ---- norms, logsumexp -------------------------------------------------------------
 
-bool vector_norm(const at::Tensor &self, const at::Scalar &ord,
-		 at::OptionalIntArrayRef dim, bool keepdim, at::Tensor &out)
+// The vector norm of order @ord (none: 2) of @self over @dim (none or
+// empty: every dim) in dtype @dtype (none: self's) into @out, resized to
+// the reduced shape, or into a new tensor when @out is undefined.  False,
+// @out untouched, when the card does not take it (a self or dtype not
+// floating, a complex order, @out of another device or dtype, an empty
+// reduction of an infinite or negative order): the caller falls back,
+// for the CPU's result or error.
+bool vector_norm(const at::Tensor &self, const std::optional<at::Scalar> &ord,
+		 at::OptionalIntArrayRef dim, bool keepdim,
+		 std::optional<at::ScalarType> dtype, at::Tensor &out)
 {
+	at::ScalarType od = dtype.value_or(self.scalar_type());
 	if (!on_card(self) || !at::isFloatingType(self.scalar_type()) ||
-	    !at::isFloatingType(out.scalar_type()))
+	    !at::isFloatingType(od) || !kdtype(od) ||
+	    (ord.has_value() && ord->isComplex()) ||
+	    (out.defined() &&
+	     (out.device() != self.device() || out.scalar_type() != od)))
 		return false;
 	uint64_t m = dim_mask(dim, self.dim());
-	double p = ord.toDouble();
+	double p = ord.value_or(2).toDouble();
 	RKind kind;
 	if (p == 2.0)
 		kind = RK_NORM2;
@@ -753,6 +769,11 @@ bool vector_norm(const at::Tensor &self, const at::Scalar &ord,
 	if ((kind == RK_NORMINF || kind == RK_NORMNINF || p < 0) &&
 	    rcount(self, m) == 0)
 		return false;	// PyTorch raises
+	auto shape = reduced_shape(self.sizes(), m, keepdim);
+	if (out.defined())
+		at::native::resize_output(out, shape);
+	else
+		out = new_out(self, shape, od);
 	return reduce(kind, self, m, keepdim, out, at::Tensor(), SPYRE_KTYPE_F32,
 		      p, 1.0 / p);
 }
@@ -761,44 +782,34 @@ at::Tensor k_vector_norm(const at::Tensor &self, const at::Scalar &ord,
 			 at::OptionalIntArrayRef dim, bool keepdim,
 			 std::optional<at::ScalarType> dtype)
 {
-	uint64_t m = on_card(self) ? dim_mask(dim, self.dim()) : 0;
-	at::ScalarType od = dtype.value_or(self.scalar_type());
-	if (on_card(self) && kdtype(od)) {
-		at::Tensor out = new_out(self, reduced_shape(self.sizes(), m,
-							     keepdim), od);
-		if (vector_norm(self, ord, dim, keepdim, out)) {
-			count_native("aten::linalg_vector_norm");
-			return out;
-		}
-	}
-	return SPYRE_FALLBACK(linalg_vector_norm, self, ord, dim, keepdim, dtype);
-}
-
-// torch.norm's overloads with a number p (none: 2), the vector norm of
-// linalg_vector_norm over @dim (empty: every dim); undefined when the card
-// does not take it (not a floating @self or @dtype: the CPU's error).
-at::Tensor norm_of(const at::Tensor &self, const std::optional<at::Scalar> &p,
-		   at::IntArrayRef dim, bool keepdim,
-		   std::optional<at::ScalarType> dtype)
-{
-	at::ScalarType od = dtype.value_or(self.scalar_type());
-	if (!on_card(self) || !at::isFloatingType(self.scalar_type()) ||
-	    !at::isFloatingType(od) || !kdtype(od) ||
-	    (p.has_value() && p->isComplex()))
-		return {};
-	uint64_t m = dim_mask(dim, self.dim());
-	at::Tensor out = new_out(self, reduced_shape(self.sizes(), m, keepdim),
-				 od);
-	if (!vector_norm(self, p.value_or(2), dim, keepdim, out))
-		return {};
+	at::Tensor out;
+	if (!vector_norm(self, ord, dim, keepdim, dtype, out))
+		return SPYRE_FALLBACK(linalg_vector_norm, self, ord, dim, keepdim,
+				      dtype);
+	count_native("aten::linalg_vector_norm");
 	return out;
 }
+
+at::Tensor &k_vector_norm_out(const at::Tensor &self, const at::Scalar &ord,
+			      at::OptionalIntArrayRef dim, bool keepdim,
+			      std::optional<at::ScalarType> dtype,
+			      at::Tensor &out)
+{
+	if (!vector_norm(self, ord, dim, keepdim, dtype, out))
+		return SPYRE_FALLBACK2(linalg_vector_norm, out, self, ord, dim,
+				       keepdim, dtype, out);
+	count_native("aten::linalg_vector_norm.out");
+	return out;
+}
+
+// torch.norm's overloads with a number p: vector_norm() over @dim (empty:
+// every dim).
 
 at::Tensor k_norm_dim(const at::Tensor &self, const std::optional<at::Scalar> &p,
 		      at::IntArrayRef dim, bool keepdim)
 {
-	at::Tensor r = norm_of(self, p, dim, keepdim, std::nullopt);
-	if (!r.defined())
+	at::Tensor r;
+	if (!vector_norm(self, p, dim, keepdim, std::nullopt, r))
 		return SPYRE_FALLBACK2(norm, ScalarOpt_dim, self, p, dim, keepdim);
 	count_native("aten::norm.ScalarOpt_dim");
 	return r;
@@ -809,8 +820,8 @@ at::Tensor k_norm_dim_dtype(const at::Tensor &self,
 			    at::IntArrayRef dim, bool keepdim,
 			    at::ScalarType dtype)
 {
-	at::Tensor r = norm_of(self, p, dim, keepdim, dtype);
-	if (!r.defined())
+	at::Tensor r;
+	if (!vector_norm(self, p, dim, keepdim, dtype, r))
 		return SPYRE_FALLBACK2(norm, ScalarOpt_dim_dtype, self, p, dim,
 				       keepdim, dtype);
 	count_native("aten::norm.ScalarOpt_dim_dtype");
@@ -819,8 +830,8 @@ at::Tensor k_norm_dim_dtype(const at::Tensor &self,
 
 at::Tensor k_norm_scalar(const at::Tensor &self, const at::Scalar &p)
 {
-	at::Tensor r = norm_of(self, p, {}, false, std::nullopt);
-	if (!r.defined())
+	at::Tensor r;
+	if (!vector_norm(self, p, {}, false, std::nullopt, r))
 		return SPYRE_FALLBACK2(norm, Scalar, self, p);
 	count_native("aten::norm.Scalar");
 	return r;
@@ -830,48 +841,17 @@ at::Tensor k_norm_dtype(const at::Tensor &self,
 			const std::optional<at::Scalar> &p,
 			at::ScalarType dtype)
 {
-	at::Tensor r = norm_of(self, p, {}, false, dtype);
-	if (!r.defined())
+	at::Tensor r;
+	if (!vector_norm(self, p, {}, false, dtype, r))
 		return SPYRE_FALLBACK2(norm, ScalarOpt_dtype, self, p, dtype);
 	count_native("aten::norm.ScalarOpt_dtype");
 	return r;
 }
 
-// @r into @out (another device or dtype: false, the caller falls back)
-bool to_out(const at::Tensor &r, at::Tensor &out)
-{
-	if (!r.defined() || out.device() != r.device() ||
-	    out.scalar_type() != r.scalar_type())
-		return false;
-	at::native::resize_output(out, r.sizes());
-	out.copy_(r);
-	return true;
-}
-
-at::Tensor &k_vector_norm_out(const at::Tensor &self, const at::Scalar &ord,
-			      at::OptionalIntArrayRef dim, bool keepdim,
-			      std::optional<at::ScalarType> dtype,
-			      at::Tensor &out)
-{
-	at::Tensor r;
-	if (on_card(self) && kdtype(dtype.value_or(self.scalar_type()))) {
-		uint64_t m = dim_mask(dim, self.dim());
-		r = new_out(self, reduced_shape(self.sizes(), m, keepdim),
-			    dtype.value_or(self.scalar_type()));
-		if (!vector_norm(self, ord, dim, keepdim, r))
-			r = at::Tensor();
-	}
-	if (!to_out(r, out))
-		return SPYRE_FALLBACK2(linalg_vector_norm, out, self, ord, dim,
-				       keepdim, dtype, out);
-	count_native("aten::linalg_vector_norm.out");
-	return out;
-}
-
 at::Tensor &k_norm_out(const at::Tensor &self, const std::optional<at::Scalar> &p,
 		       at::IntArrayRef dim, bool keepdim, at::Tensor &out)
 {
-	if (!to_out(norm_of(self, p, dim, keepdim, std::nullopt), out))
+	if (!vector_norm(self, p, dim, keepdim, std::nullopt, out))
 		return SPYRE_FALLBACK2(norm, out, self, p, dim, keepdim, out);
 	count_native("aten::norm.out");
 	return out;
@@ -882,7 +862,7 @@ at::Tensor &k_norm_dtype_out(const at::Tensor &self,
 			     at::IntArrayRef dim, bool keepdim,
 			     at::ScalarType dtype, at::Tensor &out)
 {
-	if (!to_out(norm_of(self, p, dim, keepdim, dtype), out))
+	if (!vector_norm(self, p, dim, keepdim, dtype, out))
 		return SPYRE_FALLBACK2(norm, dtype_out, self, p, dim, keepdim,
 				       dtype, out);
 	count_native("aten::norm.dtype_out");

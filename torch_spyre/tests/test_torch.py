@@ -684,6 +684,23 @@ def torch_kernels_vector_products():
                     "aten::addbmm.out")
         close(o, torch.addbmm(c.float(), b1.float(), b2.float()).to(dt),
               **tol)
+        # in place, and out= that is self or a new tensor
+        C = sp(c)
+        native_only(lambda: C.addbmm_(sp(b1), sp(b2), beta=beta,
+                                      alpha=alpha), "aten::addbmm_")
+        close(C, torch.addbmm(c.float(), b1.float(), b2.float(), beta=beta,
+                              alpha=alpha).to(dt), **tol)
+        want = torch.addmv(s.float(), m.float(), v.float(), beta=beta,
+                           alpha=alpha).to(dt)
+        o = torch.empty(2, 3, dtype=dt, device="spyre")
+        native_only(lambda: torch.addmv(sp(s), sp(m), sp(v), beta=beta,
+                                        alpha=alpha, out=o),
+                    "aten::addmv.out")
+        close(o, want, **tol)
+        S = sp(s)
+        native_only(lambda: torch.addmv(S, sp(m), sp(v), beta=beta,
+                                        alpha=alpha, out=S))
+        close(S, want, **tol)
         # beta 0 ignores self (NaN included) in the float types
         if not ints:
             nan = torch.full((6,), float("nan"), dtype=dt)
@@ -717,6 +734,13 @@ def torch_kernels_vector_products():
         lo, hi = native_only(lambda: torch.aminmax(X, dim=dim, keepdim=kd),
                              "aten::aminmax")
         wlo, whi = torch.aminmax(x, dim=dim, keepdim=kd)
+        close(lo, wlo, equal_nan=True)
+        close(hi, whi, equal_nan=True)
+        # out= (one resized, one strided)
+        lo = torch.empty(0, device="spyre")
+        hi = torch.empty(*wlo.shape, 2, device="spyre")[..., 0]
+        native_only(lambda: torch.aminmax(X, dim=dim, keepdim=kd,
+                                          out=(lo, hi)), "aten::aminmax.out")
         close(lo, wlo, equal_nan=True)
         close(hi, whi, equal_nan=True)
     close(native_only(lambda: torch.nansum(X, 1), "aten::nansum"),
@@ -793,6 +817,12 @@ def torch_kernels_fill_put_norm():
     native_only(lambda: torch.ops.aten.norm.out(sp(x), 3, [0, 2], True,
                                                 out=o), "aten::norm.out")
     close(o, torch.norm(x, 3, (0, 2), True), **TOL[torch.float32])
+    o = torch.empty(0, device="spyre")
+    native_only(lambda: torch.ops.aten.norm.dtype_out(
+        sp(x).half(), 1, [1], False, dtype=torch.float32, out=o),
+        "aten::norm.dtype_out")
+    close(o, torch.norm(x.half(), 1, 1, dtype=torch.float32),
+          **TOL[torch.float16])
     t = torch.tensor([0.0, 0.5, -1.0, 1e-8, 3.25, float("inf"),
                       float("nan"), -7.5])
     close(native_only(lambda: torch.sinc(sp(t))), torch.sinc(t),
@@ -1481,6 +1511,17 @@ def torch_indexing_ops_on_card():
                                     reduce="add"),
                       y.scatter(0, ig[:, :, 0] % 6, x[:, :4, 0],
                                 reduce="add"), **tol)
+                # ... into out= (resized), and into self given as out=
+                want = y.scatter(0, ig[:, :, 0] % 6, x[:, :4, 0],
+                                 reduce="add")
+                o = torch.empty(0, dtype=dt, device="spyre")
+                torch.scatter(sp(y), 0, sp(ig[:, :, 0] % 6),
+                              sp(x[:, :4, 0]), reduce="add", out=o)
+                close(o, want, **tol)
+                Y = sp(y)
+                torch.scatter(Y, 0, sp(ig[:, :, 0] % 6), sp(x[:, :4, 0]),
+                              reduce="add", out=Y)
+                close(Y, want, **tol)
         # advanced indexing with one integer index tensor (negative
         # indices count from the end), reads and writes; the writes of
         # repeated indices add up in element order with accumulate
@@ -1510,7 +1551,7 @@ def torch_indexing_ops_on_card():
     for op in ("aten::index_select", "aten::gather", "aten::take",
                "aten::scatter.src", "aten::scatter_.value",
                "aten::scatter_add", "aten::scatter.reduce",
-               "aten::index_add_", "aten::index_copy_",
+               "aten::scatter.reduce_out", "aten::index_add_", "aten::index_copy_",
                "aten::embedding_dense_backward", "aten::flip", "aten::roll",
                "aten::cat", "aten::index.Tensor", "aten::_index_put_impl_"):
         assert counts.get(op, {}).get("native", 0) > 0, (op, counts.get(op))
