@@ -476,8 +476,10 @@ bool scatter_into(const at::Tensor &self, int64_t dim, const at::Tensor &index,
 	return xlaunch(a);
 }
 
-bool scatter_src_(at::Tensor &self, int64_t dim, const at::Tensor &index,
-		  const at::Tensor &src, bool add, const char *name)
+// scatter_src_()'s checks, @dim wrapped: false when the card does not
+// take it (the caller falls back); PyTorch's errors raised.
+bool scatter_ok(const at::Tensor &self, int64_t &dim, const at::Tensor &index,
+		const at::Tensor &src, const char *name)
 {
 	dim = at::maybe_wrap_dim(dim, self.dim());
 	if (!on_card(self) || self.dim() == 0 || index.dim() != self.dim())
@@ -485,7 +487,14 @@ bool scatter_src_(at::Tensor &self, int64_t dim, const at::Tensor &index,
 	check_gather_shapes(name, self, dim, index, src);
 	TORCH_CHECK(self.scalar_type() == src.scalar_type(), name, "(): "
 		    "Expected self.dtype to be equal to src.dtype");
-	return scatter_into(self, dim, index, src, add);
+	return true;
+}
+
+bool scatter_src_(at::Tensor &self, int64_t dim, const at::Tensor &index,
+		  const at::Tensor &src, bool add, const char *name)
+{
+	return scatter_ok(self, dim, index, src, name) &&
+	       scatter_into(self, dim, index, src, add);
 }
 
 at::Tensor &k_scatter_src_(at::Tensor &self, int64_t dim,
@@ -620,16 +629,13 @@ at::Tensor &k_scatter_reduce_out(const at::Tensor &self, int64_t dim,
 			       reduce, out);
 }
 
-// index_add_ / index_copy_: @source's slices along @dim go to @self's
-// slices index[i] (added times @alpha, or stored).
-bool index_scatter_(const at::Tensor &self, int64_t dim,
-		    const at::Tensor &index, const at::Tensor &source, bool add,
-		    const at::Scalar &alpha, const char *name)
+// index_scatter_()'s checks, @dim wrapped: false when the card does not
+// take it (the caller falls back); PyTorch's errors raised.
+bool index_scatter_ok(const at::Tensor &self, int64_t &dim,
+		      const at::Tensor &index, const at::Tensor &source,
+		      const char *name)
 {
 	dim = at::maybe_wrap_dim(dim, self.dim());
-	if (self.dim() == 0 && source.dim() == 0)	// as 1-element vectors
-		return index_scatter_(self.view({1}), 0, index, source.view({1}),
-				      add, alpha, name);
 	if (!on_card(self) || !on_card(source) || self.dim() == 0 ||
 	    source.dim() != self.dim() || !index_dtype(index))
 		return false;
@@ -646,6 +652,21 @@ bool index_scatter_(const at::Tensor &self, int64_t dim,
 			TORCH_CHECK(self.size(d) == source.size(d), name, "(): "
 				    "self and source must have the same sizes "
 				    "apart from dim ", dim);
+	return true;
+}
+
+// index_add_ / index_copy_: @source's slices along @dim go to @self's
+// slices index[i] (added times @alpha, or stored).
+bool index_scatter_(const at::Tensor &self, int64_t dim,
+		    const at::Tensor &index, const at::Tensor &source, bool add,
+		    const at::Scalar &alpha, const char *name)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (self.dim() == 0 && source.dim() == 0)	// as 1-element vectors
+		return index_scatter_(self.view({1}), 0, index, source.view({1}),
+				      add, alpha, name);
+	if (!index_scatter_ok(self, dim, index, source, name))
+		return false;
 	at::assert_no_internal_overlap(self);
 	bool bool_or = add && self.scalar_type() == at::kBool;
 	XArgs a;
@@ -718,6 +739,133 @@ at::Tensor k_index_copy(const at::Tensor &self, int64_t dim,
 		}
 	}
 	return SPYRE_FALLBACK(index_copy, self, dim, index, source);
+}
+
+// The "sum" and "mean" reductions of scatter_reduce and index_reduce on
+// @out, which holds self's values: the targeted elements zeroed first
+// unless @include_self (@zero), then the contributions added in source
+// order (@add: SCATTER ADD, false if the card does not take it); "mean"
+// divides by their count (self's counting one when included; at least
+// 1), flooring for the integer types: PyTorch's definition, step for
+// step.  The caller has made the checks.
+template <typename Zero, typename Add>
+bool sum_mean_(at::Tensor &out, const at::Tensor &src, bool mean,
+	       bool include_self, Zero zero, Add add)
+{
+	if (!include_self)
+		zero(out);
+	if (!add(out, src))
+		return false;
+	if (!mean)
+		return true;
+	at::Tensor count = include_self ? at::ones_like(out) :
+					  at::zeros_like(out);
+	if (!add(count, at::ones_like(src)))
+		return false;
+	count.masked_fill_(count == 0, 1);
+	if (at::isFloatingType(out.scalar_type()))
+		out.div_(count);
+	else
+		out.div_(count, "floor");
+	return true;
+}
+
+// scatter_reduce(dim, index, src, reduce, include_self) in place: "sum"
+// and "mean" on the card; "prod", "amax", "amin" (the engine's SCATTER
+// stores or adds only) and bool through the CPU.
+bool scatter_reduce_two_(at::Tensor &self, int64_t dim,
+			 const at::Tensor &index, const at::Tensor &src,
+			 c10::string_view reduce, bool include_self)
+{
+	if ((reduce != "sum" && reduce != "mean") || !on_card(src) ||
+	    self.scalar_type() == at::kBool ||
+	    !scatter_ok(self, dim, index, src, "scatter_reduce"))
+		return false;
+	return sum_mean_(self, src, reduce == "mean", include_self,
+			 [&](at::Tensor &t) { t.scatter_(dim, index, 0); },
+			 [&](at::Tensor &t, const at::Tensor &v) {
+				 return scatter_into(t, dim, index, v, true);
+			 });
+}
+
+at::Tensor &k_scatter_reduce_two_(at::Tensor &self, int64_t dim,
+				  const at::Tensor &index,
+				  const at::Tensor &src, c10::string_view reduce,
+				  bool include_self)
+{
+	if (scatter_reduce_two_(self, dim, index, src, reduce, include_self)) {
+		count_native("aten::scatter_reduce_.two");
+		return self;
+	}
+	return SPYRE_FALLBACK2(scatter_reduce_, two, self, dim, index, src,
+			       reduce, include_self);
+}
+
+at::Tensor k_scatter_reduce_two(const at::Tensor &self, int64_t dim,
+				const at::Tensor &index, const at::Tensor &src,
+				c10::string_view reduce, bool include_self)
+{
+	if (on_card(self)) {
+		at::Tensor out = self.clone();
+		if (scatter_reduce_two_(out, dim, index, src, reduce,
+					include_self)) {
+			count_native("aten::scatter_reduce.two");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK2(scatter_reduce, two, self, dim, index, src,
+			       reduce, include_self);
+}
+
+// index_reduce(dim, index, source, reduce, include_self) in place: "mean"
+// on the card; "prod", "amax", "amin" and bool through the CPU.
+bool index_reduce_(at::Tensor &self, int64_t dim, const at::Tensor &index,
+		   const at::Tensor &source, c10::string_view reduce,
+		   bool include_self)
+{
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	if (self.dim() == 0 && source.dim() == 0) {	// as 1-element vectors
+		at::Tensor v = self.view({1});
+		return index_reduce_(v, 0, index, source.view({1}), reduce,
+				     include_self);
+	}
+	if (reduce != "mean" || self.scalar_type() == at::kBool ||
+	    !index_scatter_ok(self, dim, index, source, "index_reduce"))
+		return false;
+	return sum_mean_(self, source, true, include_self,
+			 [&](at::Tensor &t) { t.index_fill_(dim, index, 0); },
+			 [&](at::Tensor &t, const at::Tensor &v) {
+				 return index_scatter_(t, dim, index, v, true, 1,
+						       "index_reduce");
+			 });
+}
+
+at::Tensor &k_index_reduce_(at::Tensor &self, int64_t dim,
+			    const at::Tensor &index, const at::Tensor &source,
+			    c10::string_view reduce, bool include_self)
+{
+	if (index_reduce_(self, dim, index, source, reduce, include_self)) {
+		count_native("aten::index_reduce_");
+		return self;
+	}
+	return SPYRE_FALLBACK(index_reduce_, self, dim, index, source, reduce,
+			      include_self);
+}
+
+at::Tensor k_index_reduce(const at::Tensor &self, int64_t dim,
+			  const at::Tensor &index, const at::Tensor &source,
+			  c10::string_view reduce, bool include_self)
+{
+	if (on_card(self)) {
+		at::Tensor out = self.clone();
+		if (index_reduce_(out, dim, index, source, reduce,
+				  include_self)) {
+			count_native("aten::index_reduce");
+			return out;
+		}
+	}
+	return SPYRE_FALLBACK(index_reduce, self, dim, index, source, reduce,
+			      include_self);
 }
 
 // embedding's backward: the rows of @grad (indices' sizes + [D]) added
@@ -1670,6 +1818,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("scatter.reduce", TORCH_FN(k_scatter_reduce));
 	m.impl("scatter_.reduce", TORCH_FN(k_scatter_reduce_));
 	m.impl("scatter.reduce_out", TORCH_FN(k_scatter_reduce_out));
+	m.impl("scatter_reduce.two", TORCH_FN(k_scatter_reduce_two));
+	m.impl("scatter_reduce_.two", TORCH_FN(k_scatter_reduce_two_));
+	m.impl("index_reduce", TORCH_FN(k_index_reduce));
+	m.impl("index_reduce_", TORCH_FN(k_index_reduce_));
 	m.impl("scatter_add", TORCH_FN(k_scatter_add));
 	m.impl("scatter_add_", TORCH_FN(k_scatter_add_));
 	m.impl("index_add", TORCH_FN(k_index_add));

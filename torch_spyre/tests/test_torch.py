@@ -1522,6 +1522,28 @@ def torch_indexing_ops_on_card():
                 torch.scatter(Y, 0, sp(ig[:, :, 0] % 6), sp(x[:, :4, 0]),
                               reduce="add", out=Y)
                 close(Y, want, **tol)
+                # scatter_reduce "sum" and "mean", index_reduce "mean",
+                # with and without self's values (repeated targets; the
+                # integer mean floors)
+                for red in ("sum", "mean"):
+                    for inc in (True, False):
+                        close(sp(y).scatter_reduce(
+                            0, sp(ig[:, :, 0] % 6), sp(x[:, :4, 0]), red,
+                            include_self=inc),
+                            y.scatter_reduce(0, ig[:, :, 0] % 6,
+                                             x[:, :4, 0], red,
+                                             include_self=inc), **tol)
+                z, z1 = x[0, 0, 0].clone(), x[1, 1, 1].clone()   # 0-D
+                for inc in (True, False):
+                    close(sp(x).index_reduce_(1, sp(ia), sp(srca), "mean",
+                                              include_self=inc),
+                          x.clone().index_reduce_(1, ia, srca, "mean",
+                                                  include_self=inc), **tol)
+                    close(sp(z).index_reduce(0, sp(torch.tensor([0])),
+                                             sp(z1), "mean",
+                                             include_self=inc),
+                          z.index_reduce(0, torch.tensor([0]), z1, "mean",
+                                         include_self=inc), **tol)
         # advanced indexing with one integer index tensor (negative
         # indices count from the end), reads and writes; the writes of
         # repeated indices add up in element order with accumulate
@@ -1551,7 +1573,9 @@ def torch_indexing_ops_on_card():
     for op in ("aten::index_select", "aten::gather", "aten::take",
                "aten::scatter.src", "aten::scatter_.value",
                "aten::scatter_add", "aten::scatter.reduce",
-               "aten::scatter.reduce_out", "aten::index_add_", "aten::index_copy_",
+               "aten::scatter.reduce_out", "aten::scatter_reduce.two",
+               "aten::index_reduce_", "aten::index_reduce",
+               "aten::index_add_", "aten::index_copy_",
                "aten::embedding_dense_backward", "aten::flip", "aten::roll",
                "aten::cat", "aten::index.Tensor", "aten::_index_put_impl_"):
         assert counts.get(op, {}).get("native", 0) > 0, (op, counts.get(op))
