@@ -1213,6 +1213,55 @@ at::Tensor &k_addbmm_(at::Tensor &self, const at::Tensor &b1,
 	return self;
 }
 
+// linalg_cross: the cross product of 3-vectors along @dim, broadcast over
+// the other dims, as the CPU's kernel computes each element (both
+// products rounded to the dtype, then their difference): r[i] = a[i+1]
+// b[i+2] - a[i+2] b[i+1], indices mod 3 (rolls along @dim).  Undefined,
+// nothing done, for what the card does not take or PyTorch refuses
+// (the caller falls back: the CPU's result or error).
+at::Tensor cross_impl(const at::Tensor &self, const at::Tensor &other,
+		      int64_t dim)
+{
+	at::ScalarType dt = self.scalar_type();
+	if (!same_card(self, other) || other.scalar_type() != dt ||
+	    dt == at::kBool || !kgen::kdtype(dt) || self.dim() != other.dim() ||
+	    self.dim() == 0)
+		return {};
+	int64_t d = at::maybe_wrap_dim(dim, self.dim());
+	if (self.size(d) != 3 || other.size(d) != 3)
+		return {};
+	for (int64_t i = 0; i < self.dim(); i++)
+		if (self.size(i) != other.size(i) && self.size(i) != 1 &&
+		    other.size(i) != 1)
+			return {};	// not broadcastable
+	c10::DeviceGuard g(self.device());
+	return at::sub(at::mul(self.roll(-1, d), other.roll(-2, d)),
+		       at::mul(self.roll(-2, d), other.roll(-1, d)));
+}
+
+at::Tensor k_linalg_cross(const at::Tensor &self, const at::Tensor &other,
+			  int64_t dim)
+{
+	at::Tensor r = cross_impl(self, other, dim);
+	if (!r.defined())
+		return SPYRE_FALLBACK(linalg_cross, self, other, dim);
+	count_native("aten::linalg_cross");
+	return r;
+}
+
+at::Tensor &k_linalg_cross_out(const at::Tensor &self, const at::Tensor &other,
+			       int64_t dim, at::Tensor &out)
+{
+	at::Tensor r;
+	if (same_card(out, self) && out.scalar_type() == self.scalar_type())
+		r = cross_impl(self, other, dim);
+	if (!r.defined())
+		return SPYRE_FALLBACK2(linalg_cross, out, self, other, dim, out);
+	count_native("aten::linalg_cross.out");
+	at::native::resize_output(out, r.sizes());
+	return out.copy_(r);
+}
+
 // equal: same sizes and every element equal (NaN is not), on the card;
 // another dtype or device: the CPU's error.
 bool k_equal(const at::Tensor &self, const at::Tensor &other)
@@ -1344,6 +1393,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("addbmm.out", TORCH_FN(k_addbmm_out));
 	m.impl("addbmm_", TORCH_FN(k_addbmm_));
 	m.impl("equal", TORCH_FN(k_equal));
+	m.impl("linalg_cross", TORCH_FN(k_linalg_cross));
+	m.impl("linalg_cross.out", TORCH_FN(k_linalg_cross_out));
 	m.impl("_scaled_mm", TORCH_FN(k_scaled_mm));
 	m.impl("_scaled_mm.out", TORCH_FN(k_scaled_mm_out));
 }

@@ -642,7 +642,8 @@ def torch_kernels_factories_matmul():
 @test
 def torch_kernels_vector_products():
     """dot, vdot, mv (x @ v), addmv, addbmm on the card (float types on the
-    GEMM, integers exact on the integer matmul kernel); equal, aminmax,
+    GEMM, integers exact on the integer matmul kernel); linalg.cross;
+    equal, aminmax,
     nansum, logaddexp(2) and heaviside as kernels, against the CPU."""
     g = torch.Generator().manual_seed(29)
     for dt in (torch.float32, torch.float16, torch.bfloat16, torch.int64,
@@ -707,6 +708,18 @@ def torch_kernels_vector_products():
             close(native_only(lambda: torch.addmv(sp(nan), sp(m), sp(v),
                                                   beta=0)),
                   (m.float() @ v.float()).to(dt), **tol)
+    # cross products along a dim, broadcast, in the dtype's rounding
+    for dt in (torch.float32, torch.float16, torch.bfloat16, torch.int64):
+        a = (torch.randn(4, 3, 5, generator=g) * 4).to(dt)
+        b = (torch.randn(1, 3, 5, generator=g) * 4).to(dt)
+        close(native_only(lambda: torch.linalg.cross(sp(a), sp(b), dim=1),
+                          "aten::linalg_cross"),
+              torch.linalg.cross(a, b, dim=1))
+        o = torch.empty(0, dtype=dt, device="spyre")
+        native_only(lambda: torch.linalg.cross(sp(a.transpose(1, 2)),
+                                               sp(b.transpose(1, 2)), out=o),
+                    "aten::linalg_cross.out")
+        close(o, torch.linalg.cross(a.transpose(1, 2), b.transpose(1, 2)))
     # integer products that wrap, as the CPU's
     big = torch.full((5,), 2 ** 20, dtype=torch.int32)
     assert native_only(lambda: torch.dot(sp(big), sp(big))).item() == \
