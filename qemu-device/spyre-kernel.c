@@ -3623,29 +3623,6 @@ void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1)
     }
 }
 
-/*
- * NORMAL's Box-Muller step over @n lanes: @d = sqrt(-2 log u1) cos(2 pi
- * u2), each step rounded to f32, @u1 and @u2 overwritten.  Not inlined
- * into the interpreter, where GCC leaves its loops scalar; IEEE's
- * operations give the same bits on every path.
- */
-static __attribute__((noinline)) void kbox_muller(float *restrict d,
-                                                  float *restrict u1,
-                                                  float *restrict u2,
-                                                  uint32_t n,
-                                                  unsigned int isa)
-{
-    size_t j;
-
-    spyre_kmath_lanes(isa, SPYRE_KOP_LOG, d, u1, NULL, n);
-    KFOR(j, n, {
-        u1[j] = sqrtf(-2.0f * d[j]);
-        u2[j] = 6.28318548f * u2[j];
-    });
-    spyre_kmath_lanes(isa, SPYRE_KOP_COS, d, u2, NULL, n);
-    KFOR(j, n, { d[j] = u1[j] * d[j]; });
-}
-
 /* Philox blocks krand() computes at once (a multiple of KBLK). */
 #define KRAND_BLK   64
 
@@ -3864,21 +3841,20 @@ static inline float krand_unit1(uint32_t w)
  * RAND's words for lanes [0, n) when seed and offset are uniform and the
  * element indices consecutive from @e0 (affine lanes): each Philox
  * block computed once (@epb elements per block: 4, or 2 for NORMAL),
- * its words given out in element order.  BITS and UNIFORM into @d,
- * NORMAL's u1 and u2 into @u1 and @u2.
+ * its words given out in element order, into @d (NORMAL: its u1 and
+ * u2 through spyre_kmath_normal() a chunk at a time).
  */
 static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
                                      uint64_t offset, uint64_t e0,
                                      uint32_t n, float *restrict d,
-                                     float *restrict u1,
-                                     float *restrict u2, unsigned int isa)
+                                     unsigned int isa)
 {
     unsigned int epb = kind == SPYRE_KRAND_NORMAL ? 2 : 4;
     uint64_t b0 = e0 / epb;
     uint32_t ph = e0 % epb, nb = (ph + n + epb - 1) / epb, c;
     uint32_t x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     uint32_t w[4 * KRAND_BLK];
-    float f[4 * KRAND_BLK];
+    float f[4 * KRAND_BLK], g[2 * KRAND_BLK];
     size_t j;
 
     KFOR(j, KRAND_BLK, {
@@ -3904,12 +3880,14 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
         /* The words in element order, from element c * epb. */
         kphilox_lanes(x, k0, k1, m, w, isa);
         if (kind == SPYRE_KRAND_NORMAL) {
+            float *u2c = f + 2 * KRAND_BLK;
+
             KFOR(j, 2 * m, {
                 f[j] = krand_unit1(w[2 * j]);
-                f[2 * KRAND_BLK + j] = krand_unit(w[2 * j + 1]);
+                u2c[j] = krand_unit(w[2 * j + 1]);
             });
-            memcpy(u1 + v0, f + o, (size_t)(v1 - v0) * 4);
-            memcpy(u2 + v0, f + 2 * KRAND_BLK + o, (size_t)(v1 - v0) * 4);
+            spyre_kmath_normal(isa, g, f, u2c, 2 * m);
+            memcpy(d + v0, g + o, (size_t)(v1 - v0) * 4);
         } else if (kind == SPYRE_KRAND_BITS) {
             memcpy(d + v0, w + o, (size_t)(v1 - v0) * 4);
         } else {
@@ -3938,8 +3916,6 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
     unsigned int kind = in->mod, sh = kind == SPYRE_KRAND_NORMAL ? 1 : 2;
     uint32_t n = r->nl, x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     float *d = (float *)VS(r, in->dst);
-    float *u1 = (float *)(r->tmp + 3 * (size_t)r->vl);
-    float *u2 = (float *)(r->tmp + 4 * (size_t)r->vl);
     SpyreKAff as, ao, ae;
     size_t j;
 
@@ -3947,12 +3923,15 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
         kaff_src(r, in, 1, in->b, &ao) && !ao.slope &&
         r->p->vtype[in->c] == KI64 && kaff_src(r, in, 2, in->c, &ae) &&
         ae.slope == 1 && n && ae.base + (n - 1) >= ae.base) {
-        krand_run(kind, as.base, ao.base, ae.base, n, d, u1, u2, isa);
+        krand_run(kind, as.base, ao.base, ae.base, n, d, isa);
     } else {
         const int64_t *seed = ksrc(r, in, 0, in->a);
         const int64_t *offset = ksrc(r, in, 1, in->b);
         const void *ix = ksrc(r, in, 2, in->c);
         unsigned int te = r->p->vtype[in->c];
+        /* NORMAL's u1 and u2, then its Box-Muller step over them */
+        float *u1 = (float *)(r->tmp + 3 * (size_t)r->vl);
+        float *u2 = (float *)(r->tmp + 4 * (size_t)r->vl);
         uint32_t c;
 
         for (c = 0; c < n; c += KRAND_BLK) {
@@ -3986,11 +3965,10 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
                 }
             }
         }
+        if (kind == SPYRE_KRAND_NORMAL) {
+            spyre_kmath_normal(isa, d, u1, u2, n);
+        }
     }
-    if (kind != SPYRE_KRAND_NORMAL) {
-        return;
-    }
-    kbox_muller(d, u1, u2, n, isa);
 }
 
 /* ---- Sections ----------------------------------------------------------- */
