@@ -3711,59 +3711,113 @@ kphilox_avx2(uint32_t x[4][KRAND_BLK], const uint32_t *k0,
     }
 }
 
-/* kphilox_avx2() with 512-bit vectors, 16 blocks at a time. */
+/*
+ * One Philox round on 16 blocks in 32-bit lanes (kph_round_avx2()'s
+ * products), key words @k0, @k1.
+ */
+static inline __attribute__((always_inline, target(KPH_AVX512))) void
+kph_round_avx512(__m512i *x0, __m512i *x1, __m512i *x2, __m512i *x3,
+                 __m512i k0, __m512i k1)
+{
+    const __m512i m0 = _mm512_set1_epi32((int)KPH_M0);
+    const __m512i m1 = _mm512_set1_epi32((int)KPH_M1);
+    const __mmask16 odd = 0xaaaa;
+    __m512i e0 = _mm512_mul_epu32(*x0, m0);
+    __m512i o0 = _mm512_mul_epu32(_mm512_srli_epi64(*x0, 32), m0);
+    __m512i e1 = _mm512_mul_epu32(*x2, m1);
+    __m512i o1 = _mm512_mul_epu32(_mm512_srli_epi64(*x2, 32), m1);
+    __m512i h0 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e0, 32), o0);
+    __m512i h1 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e1, 32), o1);
+
+    *x0 = _mm512_ternarylogic_epi32(h1, *x1, k0, 0x96);
+    *x2 = _mm512_ternarylogic_epi32(h0, *x3, k1, 0x96);
+    *x1 = _mm512_mask_blend_epi32(odd, e1, _mm512_slli_epi64(o1, 32));
+    *x3 = _mm512_mask_blend_epi32(odd, e0, _mm512_slli_epi64(o0, 32));
+}
+
+/* Block words x0..x3 of 16 lanes into @w in element order. */
+static inline __attribute__((always_inline, target(KPH_AVX512))) void
+kph_words_avx512(uint32_t *w, __m512i x0, __m512i x1, __m512i x2,
+                 __m512i x3)
+{
+    kph_words_avx2(w, _mm512_castsi512_si256(x0), _mm512_castsi512_si256(x1),
+                   _mm512_castsi512_si256(x2), _mm512_castsi512_si256(x3));
+    kph_words_avx2(w + 32, _mm512_extracti64x4_epi64(x0, 1),
+                   _mm512_extracti64x4_epi64(x1, 1),
+                   _mm512_extracti64x4_epi64(x2, 1),
+                   _mm512_extracti64x4_epi64(x3, 1));
+}
+
+/*
+ * kphilox_avx2() with 512-bit vectors, 32 blocks at a time (two
+ * independent groups of 16 interleaved, rounds unrolled: the products'
+ * latency overlaps), the last 16 alone.
+ */
 static __attribute__((target(KPH_AVX512))) void
 kphilox_avx512(uint32_t x[4][KRAND_BLK], const uint32_t *k0,
                const uint32_t *k1, uint32_t n, uint32_t *w)
 {
-    const __m512i m0 = _mm512_set1_epi32((int)KPH_M0);
-    const __m512i m1 = _mm512_set1_epi32((int)KPH_M1);
     const __m512i w0 = _mm512_set1_epi32((int)KPH_W0);
     const __m512i w1 = _mm512_set1_epi32((int)KPH_W1);
-    const __mmask16 odd = 0xaaaa;
     uint32_t j, i;
 
-    for (j = 0; j < n; j += 16) {
-        __m512i x0 = _mm512_loadu_si512(x[0] + j);
-        __m512i x1 = _mm512_loadu_si512(x[1] + j);
-        __m512i x2 = _mm512_loadu_si512(x[2] + j);
-        __m512i x3 = _mm512_loadu_si512(x[3] + j);
-        __m512i a0 = _mm512_loadu_si512(k0 + j);
-        __m512i a1 = _mm512_loadu_si512(k1 + j);
+    for (j = 0; j + 16 < n; j += 32) {
+        __m512i a0 = _mm512_loadu_si512(x[0] + j);
+        __m512i a1 = _mm512_loadu_si512(x[1] + j);
+        __m512i a2 = _mm512_loadu_si512(x[2] + j);
+        __m512i a3 = _mm512_loadu_si512(x[3] + j);
+        __m512i b0 = _mm512_loadu_si512(x[0] + j + 16);
+        __m512i b1 = _mm512_loadu_si512(x[1] + j + 16);
+        __m512i b2 = _mm512_loadu_si512(x[2] + j + 16);
+        __m512i b3 = _mm512_loadu_si512(x[3] + j + 16);
+        __m512i ka0 = _mm512_loadu_si512(k0 + j);
+        __m512i ka1 = _mm512_loadu_si512(k1 + j);
+        __m512i kb0 = _mm512_loadu_si512(k0 + j + 16);
+        __m512i kb1 = _mm512_loadu_si512(k1 + j + 16);
 
+#pragma GCC unroll 10
         for (i = 0; i < 10; i++) {
-            __m512i e0 = _mm512_mul_epu32(x0, m0);
-            __m512i o0 = _mm512_mul_epu32(_mm512_srli_epi64(x0, 32), m0);
-            __m512i e1 = _mm512_mul_epu32(x2, m1);
-            __m512i o1 = _mm512_mul_epu32(_mm512_srli_epi64(x2, 32), m1);
-            __m512i h0 = _mm512_mask_blend_epi32(odd,
-                                                 _mm512_srli_epi64(e0, 32),
-                                                 o0);
-            __m512i h1 = _mm512_mask_blend_epi32(odd,
-                                                 _mm512_srli_epi64(e1, 32),
-                                                 o1);
-
-            x0 = _mm512_ternarylogic_epi32(h1, x1, a0, 0x96);
-            x2 = _mm512_ternarylogic_epi32(h0, x3, a1, 0x96);
-            x1 = _mm512_mask_blend_epi32(odd, e1, _mm512_slli_epi64(o1, 32));
-            x3 = _mm512_mask_blend_epi32(odd, e0, _mm512_slli_epi64(o0, 32));
-            a0 = _mm512_add_epi32(a0, w0);
-            a1 = _mm512_add_epi32(a1, w1);
+            kph_round_avx512(&a0, &a1, &a2, &a3, ka0, ka1);
+            kph_round_avx512(&b0, &b1, &b2, &b3, kb0, kb1);
+            ka0 = _mm512_add_epi32(ka0, w0);
+            ka1 = _mm512_add_epi32(ka1, w1);
+            kb0 = _mm512_add_epi32(kb0, w0);
+            kb1 = _mm512_add_epi32(kb1, w1);
         }
         if (w) {
-            kph_words_avx2(w + 4 * j, _mm512_castsi512_si256(x0),
-                           _mm512_castsi512_si256(x1),
-                           _mm512_castsi512_si256(x2),
-                           _mm512_castsi512_si256(x3));
-            kph_words_avx2(w + 4 * j + 32, _mm512_extracti64x4_epi64(x0, 1),
-                           _mm512_extracti64x4_epi64(x1, 1),
-                           _mm512_extracti64x4_epi64(x2, 1),
-                           _mm512_extracti64x4_epi64(x3, 1));
+            kph_words_avx512(w + 4 * j, a0, a1, a2, a3);
+            kph_words_avx512(w + 4 * j + 64, b0, b1, b2, b3);
         } else {
-            _mm512_storeu_si512(x[0] + j, x0);
-            _mm512_storeu_si512(x[1] + j, x1);
-            _mm512_storeu_si512(x[2] + j, x2);
-            _mm512_storeu_si512(x[3] + j, x3);
+            _mm512_storeu_si512(x[0] + j, a0);
+            _mm512_storeu_si512(x[1] + j, a1);
+            _mm512_storeu_si512(x[2] + j, a2);
+            _mm512_storeu_si512(x[3] + j, a3);
+            _mm512_storeu_si512(x[0] + j + 16, b0);
+            _mm512_storeu_si512(x[1] + j + 16, b1);
+            _mm512_storeu_si512(x[2] + j + 16, b2);
+            _mm512_storeu_si512(x[3] + j + 16, b3);
+        }
+    }
+    if (j < n) {
+        __m512i a0 = _mm512_loadu_si512(x[0] + j);
+        __m512i a1 = _mm512_loadu_si512(x[1] + j);
+        __m512i a2 = _mm512_loadu_si512(x[2] + j);
+        __m512i a3 = _mm512_loadu_si512(x[3] + j);
+        __m512i ka0 = _mm512_loadu_si512(k0 + j);
+        __m512i ka1 = _mm512_loadu_si512(k1 + j);
+
+        for (i = 0; i < 10; i++) {
+            kph_round_avx512(&a0, &a1, &a2, &a3, ka0, ka1);
+            ka0 = _mm512_add_epi32(ka0, w0);
+            ka1 = _mm512_add_epi32(ka1, w1);
+        }
+        if (w) {
+            kph_words_avx512(w + 4 * j, a0, a1, a2, a3);
+        } else {
+            _mm512_storeu_si512(x[0] + j, a0);
+            _mm512_storeu_si512(x[1] + j, a1);
+            _mm512_storeu_si512(x[2] + j, a2);
+            _mm512_storeu_si512(x[3] + j, a3);
         }
     }
 }

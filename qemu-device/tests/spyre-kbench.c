@@ -22,7 +22,10 @@
  *   spyre-kbench check-part2 [N]  the part 2 half alone
  *   spyre-kbench bench-part2 [NAME]  part 2's figures (gather, scatter,
  *                            scatter-add, uniform, normal, cumsum, or
- *                            only NAME) beside memcpy, one core
+ *                            only NAME) beside memcpy, one core (the
+ *                            best of 5 runs or $KB_REPS; $KB_RAND_N
+ *                            random numbers instead of 4 Mi)
+ *   spyre-kbench rand-digest  the RAND digest of the check, per path
  *   spyre-kbench bench       ns/element of the issue's kernels, new core
  *                            (wall time and this thread's CPU time; the
  *                            best of 3 runs or $KB_REPS, only kernel
@@ -1537,7 +1540,9 @@ static double p2_memcpy(size_t bytes)
 static void bench_part2(const char *only)
 {
     enum { V = 32768, D = 512, NR = 128 };
-    const uint64_t nrand = 4u << 20;
+    /* $KB_RAND_N elements instead: a run in the caches, steadier */
+    const uint64_t nrand = getenv("KB_RAND_N") ?
+                           strtoull(getenv("KB_RAND_N"), NULL, 0) : 4u << 20;
     uint64_t size[9] = { 0 }, param[2] = { D, 0 };
     struct spyre_kernel *k;
     Launch lk;
