@@ -1939,11 +1939,19 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
         if (T == KF32) {
             bool ign = in->mod & SPYRE_KMOD_IGNORE_NAN;
 
-            /* Constant flags per loop: no branch in it. */
-            if (in->op == SPYRE_KOP_MAX) {
-                (ign ? kf_max_ign : kf_max)(df, af, bf, NULL, n);
+            /*
+             * Constant flags per loop: no branch in it.  Direct calls (a
+             * call through a pointer gets the baseline's copy, not this
+             * code path's inlined one).
+             */
+            if (in->op == SPYRE_KOP_MAX && ign) {
+                kf_max_ign(df, af, bf, NULL, n);
+            } else if (in->op == SPYRE_KOP_MAX) {
+                kf_max(df, af, bf, NULL, n);
+            } else if (ign) {
+                kf_min_ign(df, af, bf, NULL, n);
             } else {
-                (ign ? kf_min_ign : kf_min)(df, af, bf, NULL, n);
+                kf_min(df, af, bf, NULL, n);
             }
             return;
         }
@@ -1963,7 +1971,11 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
     case SPYRE_KOP_NEG:
     case SPYRE_KOP_ABS:
         if (T == KF32) {
-            (in->op == SPYRE_KOP_NEG ? kf_neg : kf_abs)(dv, a, n);
+            if (in->op == SPYRE_KOP_NEG) {
+                kf_neg(dv, a, n);
+            } else {
+                kf_abs(dv, a, n);
+            }
             return;
         }
         break;
