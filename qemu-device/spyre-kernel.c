@@ -3920,7 +3920,7 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
     uint32_t ph = e0 % epb, nb = (ph + n + epb - 1) / epb, c;
     uint32_t x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     uint32_t w[4 * KRAND_BLK];
-    float f[4 * KRAND_BLK], g[2 * KRAND_BLK];
+    float f[4 * KRAND_BLK];
     size_t j;
 
     KFOR(j, KRAND_BLK, {
@@ -3952,8 +3952,7 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
                 f[j] = krand_unit1(w[2 * j]);
                 u2c[j] = krand_unit(w[2 * j + 1]);
             });
-            spyre_kmath_normal(isa, g, f, u2c, 2 * m);
-            memcpy(d + v0, g + o, (size_t)(v1 - v0) * 4);
+            spyre_kmath_normal(isa, d + v0, f + o, u2c + o, v1 - v0);
         } else if (kind == SPYRE_KRAND_BITS) {
             memcpy(d + v0, w + o, (size_t)(v1 - v0) * 4);
         } else {

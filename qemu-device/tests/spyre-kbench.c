@@ -30,6 +30,7 @@
  *                            (wall time and this thread's CPU time; the
  *                            best of 3 runs or $KB_REPS, only kernel
  *                            $KB_ONLY: 0 fused8, 1 rowsum, 2 softmax;
+ *                            $KB_N: fused8's elements, 4 Mi;
  *                            $KB_ONES: rows of ones, as spyre-bench's)
  *   spyre-kbench bench-base  the same with the base core
  *
@@ -1767,7 +1768,10 @@ int main(int argc, char **argv)
         if (getenv("KB_ISA")) {
             spyre_kernel_set_isa(atoi(getenv("KB_ISA")));
         }
-        issue_kernels(true, !strcmp(mode, "bench-base"), 4u << 20, 1024);
+        /* $KB_N: fused8's elements (4 Mi; fewer: a run in the caches) */
+        issue_kernels(true, !strcmp(mode, "bench-base"),
+                      getenv("KB_N") ? strtoull(getenv("KB_N"), NULL, 0) :
+                      4u << 20, 1024);
         return 0;
     }
     if (!strcmp(mode, "rand-digest")) {
