@@ -3724,8 +3724,9 @@ kphilox_avx2(uint32_t x[4][KRAND_BLK], const uint32_t *k0,
 }
 
 /*
- * One Philox round on 16 blocks in 32-bit lanes (kph_round_avx2()'s
- * products), key words @k0, @k1.
+ * One Philox round on 16 blocks in 32-bit lanes, key words @k0, @k1:
+ * kph_round_avx2()'s products, their halves put in place by masked
+ * shuffles (one operation each).
  */
 static inline __attribute__((always_inline, target(KPH_AVX512))) void
 kph_round_avx512(__m512i *x0, __m512i *x1, __m512i *x2, __m512i *x3,
@@ -3733,18 +3734,20 @@ kph_round_avx512(__m512i *x0, __m512i *x1, __m512i *x2, __m512i *x3,
 {
     const __m512i m0 = _mm512_set1_epi32((int)KPH_M0);
     const __m512i m1 = _mm512_set1_epi32((int)KPH_M1);
-    const __mmask16 odd = 0xaaaa;
+    const __mmask16 odd = 0xaaaa, even = 0x5555;
     __m512i e0 = _mm512_mul_epu32(*x0, m0);
     __m512i o0 = _mm512_mul_epu32(_mm512_srli_epi64(*x0, 32), m0);
     __m512i e1 = _mm512_mul_epu32(*x2, m1);
     __m512i o1 = _mm512_mul_epu32(_mm512_srli_epi64(*x2, 32), m1);
-    __m512i h0 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e0, 32), o0);
-    __m512i h1 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e1, 32), o1);
+    /* high halves: odd lanes' in place, even lanes' from lane + 1 */
+    __m512i h0 = _mm512_mask_shuffle_epi32(o0, even, e0, _MM_PERM_DDBB);
+    __m512i h1 = _mm512_mask_shuffle_epi32(o1, even, e1, _MM_PERM_DDBB);
 
     *x0 = _mm512_ternarylogic_epi32(h1, *x1, k0, 0x96);
     *x2 = _mm512_ternarylogic_epi32(h0, *x3, k1, 0x96);
-    *x1 = _mm512_mask_blend_epi32(odd, e1, _mm512_slli_epi64(o1, 32));
-    *x3 = _mm512_mask_blend_epi32(odd, e0, _mm512_slli_epi64(o0, 32));
+    /* low halves: even lanes' in place, odd lanes' from lane - 1 */
+    *x1 = _mm512_mask_shuffle_epi32(e1, odd, o1, _MM_PERM_CCAA);
+    *x3 = _mm512_mask_shuffle_epi32(e0, odd, o0, _MM_PERM_CCAA);
 }
 
 /* Block words x0..x3 of 16 lanes into @w in element order. */
