@@ -3867,6 +3867,8 @@ static inline KALWAYS void kphilox_lanes(uint32_t x[4][KRAND_BLK],
         kphilox_avx2(x, k0, k1, n, w);
         return;
     }
+#else
+    (void)isa;
 #endif
     for (i = 0; i < 10; i++) {
         /* The keys of round i: i bumps of each word (mod 2^32). */
