@@ -1939,11 +1939,19 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
         if (T == KF32) {
             bool ign = in->mod & SPYRE_KMOD_IGNORE_NAN;
 
-            /* Constant flags per loop: no branch in it. */
-            if (in->op == SPYRE_KOP_MAX) {
-                (ign ? kf_max_ign : kf_max)(df, af, bf, NULL, n);
+            /*
+             * Constant flags per loop: no branch in it.  Direct calls (a
+             * call through a pointer gets the baseline's copy, not this
+             * code path's inlined one).
+             */
+            if (in->op == SPYRE_KOP_MAX && ign) {
+                kf_max_ign(df, af, bf, NULL, n);
+            } else if (in->op == SPYRE_KOP_MAX) {
+                kf_max(df, af, bf, NULL, n);
+            } else if (ign) {
+                kf_min_ign(df, af, bf, NULL, n);
             } else {
-                (ign ? kf_min_ign : kf_min)(df, af, bf, NULL, n);
+                kf_min(df, af, bf, NULL, n);
             }
             return;
         }
@@ -1963,7 +1971,11 @@ static inline KALWAYS void kalu(SpyreKRun *r, const SpyreKInst *in,
     case SPYRE_KOP_NEG:
     case SPYRE_KOP_ABS:
         if (T == KF32) {
-            (in->op == SPYRE_KOP_NEG ? kf_neg : kf_abs)(dv, a, n);
+            if (in->op == SPYRE_KOP_NEG) {
+                kf_neg(dv, a, n);
+            } else {
+                kf_abs(dv, a, n);
+            }
             return;
         }
         break;
@@ -3598,13 +3610,19 @@ static void kscan(SpyreKRun *r, const SpyreKInst *in)
     }
 }
 
+/* Philox4x32's multipliers and key bumps. */
+#define KPH_M0      0xd2511f53u
+#define KPH_M1      0xcd9e8d57u
+#define KPH_W0      0x9e3779b9u
+#define KPH_W1      0xbb67ae85u
+
 void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1)
 {
     unsigned int i;
 
     for (i = 0; i < 10; i++) {
-        uint64_t p0 = (uint64_t)0xd2511f53u * x[0];
-        uint64_t p1 = (uint64_t)0xcd9e8d57u * x[2];
+        uint64_t p0 = (uint64_t)KPH_M0 * x[0];
+        uint64_t p1 = (uint64_t)KPH_M1 * x[2];
         uint32_t y0 = (uint32_t)(p1 >> 32) ^ x[1] ^ k0;
         uint32_t y2 = (uint32_t)(p0 >> 32) ^ x[3] ^ k1;
 
@@ -3612,60 +3630,253 @@ void spyre_kernel_philox(uint32_t x[4], uint32_t k0, uint32_t k1)
         x[3] = (uint32_t)p0;
         x[0] = y0;
         x[2] = y2;
-        k0 += 0x9e3779b9u;
-        k1 += 0xbb67ae85u;
+        k0 += KPH_W0;
+        k1 += KPH_W1;
     }
-}
-
-/*
- * NORMAL's Box-Muller step over @n lanes: @d = sqrt(-2 log u1) cos(2 pi
- * u2), each step rounded to f32, @u1 and @u2 overwritten.  Not inlined
- * into the interpreter, where GCC leaves its loops scalar; IEEE's
- * operations give the same bits on every path.
- */
-static __attribute__((noinline)) void kbox_muller(float *restrict d,
-                                                  float *restrict u1,
-                                                  float *restrict u2,
-                                                  uint32_t n,
-                                                  unsigned int isa)
-{
-    size_t j;
-
-    spyre_kmath_lanes(isa, SPYRE_KOP_LOG, d, u1, NULL, n);
-    KFOR(j, n, {
-        u1[j] = sqrtf(-2.0f * d[j]);
-        u2[j] = 6.28318548f * u2[j];
-    });
-    spyre_kmath_lanes(isa, SPYRE_KOP_COS, d, u2, NULL, n);
-    KFOR(j, n, { d[j] = u1[j] * d[j]; });
 }
 
 /* Philox blocks krand() computes at once (a multiple of KBLK). */
 #define KRAND_BLK   64
 
+#ifdef HOST_X86_64
+#define KPH_AVX512  "avx512f,avx512dq,avx512vl,avx2"
+
+/*
+ * One Philox round on 8 blocks in 32-bit lanes: the high and low halves
+ * of the 32 x 32 -> 64-bit products from PMULUDQ on the even lanes and
+ * on the odd lanes shifted down, blended back into place.
+ */
+static inline __attribute__((always_inline, target("avx2"))) void
+kph_round_avx2(__m256i *x0, __m256i *x1, __m256i *x2, __m256i *x3,
+               __m256i k0, __m256i k1)
+{
+    const __m256i m0 = _mm256_set1_epi32((int)KPH_M0);
+    const __m256i m1 = _mm256_set1_epi32((int)KPH_M1);
+    __m256i e0 = _mm256_mul_epu32(*x0, m0);
+    __m256i o0 = _mm256_mul_epu32(_mm256_srli_epi64(*x0, 32), m0);
+    __m256i e1 = _mm256_mul_epu32(*x2, m1);
+    __m256i o1 = _mm256_mul_epu32(_mm256_srli_epi64(*x2, 32), m1);
+    __m256i h0 = _mm256_blend_epi32(_mm256_srli_epi64(e0, 32), o0, 0xaa);
+    __m256i h1 = _mm256_blend_epi32(_mm256_srli_epi64(e1, 32), o1, 0xaa);
+
+    *x0 = _mm256_xor_si256(_mm256_xor_si256(h1, *x1), k0);
+    *x2 = _mm256_xor_si256(_mm256_xor_si256(h0, *x3), k1);
+    *x1 = _mm256_blend_epi32(e1, _mm256_slli_epi64(o1, 32), 0xaa);
+    *x3 = _mm256_blend_epi32(e0, _mm256_slli_epi64(o0, 32), 0xaa);
+}
+
+/*
+ * Words x0..x3 of 8 blocks (a lane each) stored in element order at @w:
+ * block j's four words at w[4 j .. 4 j + 3].
+ */
+static inline __attribute__((always_inline, target("avx2"))) void
+kph_words_avx2(uint32_t *w, __m256i x0, __m256i x1, __m256i x2, __m256i x3)
+{
+    __m256i t0 = _mm256_unpacklo_epi32(x0, x1);
+    __m256i t1 = _mm256_unpackhi_epi32(x0, x1);
+    __m256i t2 = _mm256_unpacklo_epi32(x2, x3);
+    __m256i t3 = _mm256_unpackhi_epi32(x2, x3);
+    __m256i r0 = _mm256_unpacklo_epi64(t0, t2);   /* blocks 0, 4 */
+    __m256i r1 = _mm256_unpackhi_epi64(t0, t2);   /* blocks 1, 5 */
+    __m256i r2 = _mm256_unpacklo_epi64(t1, t3);   /* blocks 2, 6 */
+    __m256i r3 = _mm256_unpackhi_epi64(t1, t3);   /* blocks 3, 7 */
+
+    _mm256_storeu_si256((__m256i *)w, _mm256_permute2x128_si256(r0, r1, 0x20));
+    _mm256_storeu_si256((__m256i *)(w + 8),
+                        _mm256_permute2x128_si256(r2, r3, 0x20));
+    _mm256_storeu_si256((__m256i *)(w + 16),
+                        _mm256_permute2x128_si256(r0, r1, 0x31));
+    _mm256_storeu_si256((__m256i *)(w + 24),
+                        _mm256_permute2x128_si256(r2, r3, 0x31));
+}
+
+/* kphilox_lanes() with 256-bit vectors, 8 blocks at a time. */
+static __attribute__((target("avx2"))) void
+kphilox_avx2(uint32_t x[4][KRAND_BLK], const uint32_t *k0,
+             const uint32_t *k1, uint32_t n, uint32_t *w)
+{
+    const __m256i w0 = _mm256_set1_epi32((int)KPH_W0);
+    const __m256i w1 = _mm256_set1_epi32((int)KPH_W1);
+    uint32_t j, i;
+
+    for (j = 0; j < (n + KBLK - 1) / KBLK * KBLK; j += 8) {
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(x[0] + j));
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(x[1] + j));
+        __m256i x2 = _mm256_loadu_si256((const __m256i *)(x[2] + j));
+        __m256i x3 = _mm256_loadu_si256((const __m256i *)(x[3] + j));
+        __m256i a0 = _mm256_loadu_si256((const __m256i *)(k0 + j));
+        __m256i a1 = _mm256_loadu_si256((const __m256i *)(k1 + j));
+
+        for (i = 0; i < 10; i++) {
+            kph_round_avx2(&x0, &x1, &x2, &x3, a0, a1);
+            a0 = _mm256_add_epi32(a0, w0);
+            a1 = _mm256_add_epi32(a1, w1);
+        }
+        if (w) {
+            kph_words_avx2(w + 4 * j, x0, x1, x2, x3);
+        } else {
+            _mm256_storeu_si256((__m256i *)(x[0] + j), x0);
+            _mm256_storeu_si256((__m256i *)(x[1] + j), x1);
+            _mm256_storeu_si256((__m256i *)(x[2] + j), x2);
+            _mm256_storeu_si256((__m256i *)(x[3] + j), x3);
+        }
+    }
+}
+
+/*
+ * One Philox round on 16 blocks in 32-bit lanes, key words @k0, @k1:
+ * kph_round_avx2()'s products, their halves put in place by masked
+ * shuffles (one operation each).
+ */
+static inline __attribute__((always_inline, target(KPH_AVX512))) void
+kph_round_avx512(__m512i *x0, __m512i *x1, __m512i *x2, __m512i *x3,
+                 __m512i k0, __m512i k1)
+{
+    const __m512i m0 = _mm512_set1_epi32((int)KPH_M0);
+    const __m512i m1 = _mm512_set1_epi32((int)KPH_M1);
+    const __mmask16 odd = 0xaaaa, even = 0x5555;
+    __m512i e0 = _mm512_mul_epu32(*x0, m0);
+    __m512i o0 = _mm512_mul_epu32(_mm512_srli_epi64(*x0, 32), m0);
+    __m512i e1 = _mm512_mul_epu32(*x2, m1);
+    __m512i o1 = _mm512_mul_epu32(_mm512_srli_epi64(*x2, 32), m1);
+    /* high halves: odd lanes' in place, even lanes' from lane + 1 */
+    __m512i h0 = _mm512_mask_shuffle_epi32(o0, even, e0, _MM_PERM_DDBB);
+    __m512i h1 = _mm512_mask_shuffle_epi32(o1, even, e1, _MM_PERM_DDBB);
+
+    *x0 = _mm512_ternarylogic_epi32(h1, *x1, k0, 0x96);
+    *x2 = _mm512_ternarylogic_epi32(h0, *x3, k1, 0x96);
+    /* low halves: even lanes' in place, odd lanes' from lane - 1 */
+    *x1 = _mm512_mask_shuffle_epi32(e1, odd, o1, _MM_PERM_CCAA);
+    *x3 = _mm512_mask_shuffle_epi32(e0, odd, o0, _MM_PERM_CCAA);
+}
+
+/* Block words x0..x3 of 16 lanes into @w in element order. */
+static inline __attribute__((always_inline, target(KPH_AVX512))) void
+kph_words_avx512(uint32_t *w, __m512i x0, __m512i x1, __m512i x2,
+                 __m512i x3)
+{
+    kph_words_avx2(w, _mm512_castsi512_si256(x0), _mm512_castsi512_si256(x1),
+                   _mm512_castsi512_si256(x2), _mm512_castsi512_si256(x3));
+    kph_words_avx2(w + 32, _mm512_extracti64x4_epi64(x0, 1),
+                   _mm512_extracti64x4_epi64(x1, 1),
+                   _mm512_extracti64x4_epi64(x2, 1),
+                   _mm512_extracti64x4_epi64(x3, 1));
+}
+
+/*
+ * kphilox_avx2() with 512-bit vectors, 32 blocks at a time (two
+ * independent groups of 16 interleaved, rounds unrolled: the products'
+ * latency overlaps), the last 16 alone.
+ */
+static __attribute__((target(KPH_AVX512))) void
+kphilox_avx512(uint32_t x[4][KRAND_BLK], const uint32_t *k0,
+               const uint32_t *k1, uint32_t n, uint32_t *w)
+{
+    const __m512i w0 = _mm512_set1_epi32((int)KPH_W0);
+    const __m512i w1 = _mm512_set1_epi32((int)KPH_W1);
+    uint32_t j, i;
+
+    for (j = 0; j + 16 < n; j += 32) {
+        __m512i a0 = _mm512_loadu_si512(x[0] + j);
+        __m512i a1 = _mm512_loadu_si512(x[1] + j);
+        __m512i a2 = _mm512_loadu_si512(x[2] + j);
+        __m512i a3 = _mm512_loadu_si512(x[3] + j);
+        __m512i b0 = _mm512_loadu_si512(x[0] + j + 16);
+        __m512i b1 = _mm512_loadu_si512(x[1] + j + 16);
+        __m512i b2 = _mm512_loadu_si512(x[2] + j + 16);
+        __m512i b3 = _mm512_loadu_si512(x[3] + j + 16);
+        __m512i ka0 = _mm512_loadu_si512(k0 + j);
+        __m512i ka1 = _mm512_loadu_si512(k1 + j);
+        __m512i kb0 = _mm512_loadu_si512(k0 + j + 16);
+        __m512i kb1 = _mm512_loadu_si512(k1 + j + 16);
+
+#pragma GCC unroll 10
+        for (i = 0; i < 10; i++) {
+            kph_round_avx512(&a0, &a1, &a2, &a3, ka0, ka1);
+            kph_round_avx512(&b0, &b1, &b2, &b3, kb0, kb1);
+            ka0 = _mm512_add_epi32(ka0, w0);
+            ka1 = _mm512_add_epi32(ka1, w1);
+            kb0 = _mm512_add_epi32(kb0, w0);
+            kb1 = _mm512_add_epi32(kb1, w1);
+        }
+        if (w) {
+            kph_words_avx512(w + 4 * j, a0, a1, a2, a3);
+            kph_words_avx512(w + 4 * j + 64, b0, b1, b2, b3);
+        } else {
+            _mm512_storeu_si512(x[0] + j, a0);
+            _mm512_storeu_si512(x[1] + j, a1);
+            _mm512_storeu_si512(x[2] + j, a2);
+            _mm512_storeu_si512(x[3] + j, a3);
+            _mm512_storeu_si512(x[0] + j + 16, b0);
+            _mm512_storeu_si512(x[1] + j + 16, b1);
+            _mm512_storeu_si512(x[2] + j + 16, b2);
+            _mm512_storeu_si512(x[3] + j + 16, b3);
+        }
+    }
+    if (j < n) {
+        __m512i a0 = _mm512_loadu_si512(x[0] + j);
+        __m512i a1 = _mm512_loadu_si512(x[1] + j);
+        __m512i a2 = _mm512_loadu_si512(x[2] + j);
+        __m512i a3 = _mm512_loadu_si512(x[3] + j);
+        __m512i ka0 = _mm512_loadu_si512(k0 + j);
+        __m512i ka1 = _mm512_loadu_si512(k1 + j);
+
+        for (i = 0; i < 10; i++) {
+            kph_round_avx512(&a0, &a1, &a2, &a3, ka0, ka1);
+            ka0 = _mm512_add_epi32(ka0, w0);
+            ka1 = _mm512_add_epi32(ka1, w1);
+        }
+        if (w) {
+            kph_words_avx512(w + 4 * j, a0, a1, a2, a3);
+        } else {
+            _mm512_storeu_si512(x[0] + j, a0);
+            _mm512_storeu_si512(x[1] + j, a1);
+            _mm512_storeu_si512(x[2] + j, a2);
+            _mm512_storeu_si512(x[3] + j, a3);
+        }
+    }
+}
+#endif
+
 /*
  * spyre_kernel_philox() over blocks j < @n (<= KRAND_BLK) at once: word
- * i of block j in @x[i][j], its key (@k0[j], @k1[j]).  Rounds outside,
- * blocks inside: the 32 x 32 -> 64-bit products vectorise (PMULUDQ).
- * Lanes up to n rounded up to KBLK are computed too (KFOR).
+ * i of block j in @x[i][j], its key (@k0[j], @k1[j]); with @w, the
+ * words go to @w in element order instead (block j's word i at w[4 j +
+ * i]; @x is then clobbered).  Lanes up to n rounded up to KBLK are
+ * computed too (KFOR).  On host code path @isa: the AVX2 and AVX-512
+ * paths run 8 and 16 blocks in vector lanes (integer operations: the
+ * same words as the generic loop's).
  */
 static inline KALWAYS void kphilox_lanes(uint32_t x[4][KRAND_BLK],
                                          const uint32_t *restrict k0,
                                          const uint32_t *restrict k1,
-                                         uint32_t n)
+                                         uint32_t n, uint32_t *restrict w,
+                                         unsigned int isa)
 {
     uint32_t *restrict x0 = x[0], *restrict x1 = x[1];
     uint32_t *restrict x2 = x[2], *restrict x3 = x[3];
     unsigned int i;
     size_t j;
 
+#ifdef HOST_X86_64
+    if (isa == SPYRE_KISA_AVX512) {
+        kphilox_avx512(x, k0, k1, n, w);
+        return;
+    }
+    if (isa == SPYRE_KISA_AVX2) {
+        kphilox_avx2(x, k0, k1, n, w);
+        return;
+    }
+#else
+    (void)isa;
+#endif
     for (i = 0; i < 10; i++) {
         /* The keys of round i: i bumps of each word (mod 2^32). */
-        uint32_t a0 = i * 0x9e3779b9u, a1 = i * 0xbb67ae85u;
+        uint32_t a0 = i * KPH_W0, a1 = i * KPH_W1;
 
         KFOR(j, n, {
-            uint64_t p0 = (uint64_t)0xd2511f53u * x0[j];
-            uint64_t p1 = (uint64_t)0xcd9e8d57u * x2[j];
+            uint64_t p0 = (uint64_t)KPH_M0 * x0[j];
+            uint64_t p1 = (uint64_t)KPH_M1 * x2[j];
             uint32_t y0 = (uint32_t)(p1 >> 32) ^ x1[j] ^ (k0[j] + a0);
             uint32_t y2 = (uint32_t)(p0 >> 32) ^ x3[j] ^ (k1[j] + a1);
 
@@ -3675,32 +3886,46 @@ static inline KALWAYS void kphilox_lanes(uint32_t x[4][KRAND_BLK],
             x2[j] = y2;
         });
     }
+    if (w) {
+        KFOR(j, n, {
+            w[4 * j] = x0[j];
+            w[4 * j + 1] = x1[j];
+            w[4 * j + 2] = x2[j];
+            w[4 * j + 3] = x3[j];
+        });
+    }
 }
 
 /* A 32-bit word as UNIFORM's f32 in [0, 1) (24 bits, exact). */
 static inline float krand_unit(uint32_t w)
 {
-    return (float)(w >> 8) / 16777216.0f;
+    return (float)(int32_t)(w >> 8) / 16777216.0f;
+}
+
+/* A 32-bit word as NORMAL's u1, an f32 in (0, 1] (24 bits, exact). */
+static inline float krand_unit1(uint32_t w)
+{
+    return (float)(int32_t)((w >> 8) + 1) / 16777216.0f;
 }
 
 /*
  * RAND's words for lanes [0, n) when seed and offset are uniform and the
  * element indices consecutive from @e0 (affine lanes): each Philox
  * block computed once (@epb elements per block: 4, or 2 for NORMAL),
- * its words given out in element order.  BITS and UNIFORM into @d,
- * NORMAL's u1 and u2 into @u1 and @u2.
+ * its words given out in element order, into @d (NORMAL: its u1 and
+ * u2 through spyre_kmath_normal() a chunk at a time).
  */
 static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
                                      uint64_t offset, uint64_t e0,
                                      uint32_t n, float *restrict d,
-                                     float *restrict u1,
-                                     float *restrict u2)
+                                     unsigned int isa)
 {
     unsigned int epb = kind == SPYRE_KRAND_NORMAL ? 2 : 4;
     uint64_t b0 = e0 / epb;
-    uint32_t ph = e0 % epb, nb = (ph + n + epb - 1) / epb, c, k;
+    uint32_t ph = e0 % epb, nb = (ph + n + epb - 1) / epb, c;
     uint32_t x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     uint32_t w[4 * KRAND_BLK];
+    float f[4 * KRAND_BLK];
     size_t j;
 
     KFOR(j, KRAND_BLK, {
@@ -3712,6 +3937,8 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
         /* Elements [v0, v1) of this chunk's words are lanes v - ph. */
         uint32_t v0 = KMAX(c * epb, ph) - ph;
         uint32_t v1 = KMIN((c + m) * epb - ph, n);
+        /* Lane l is element ph + l: element (ph + l - c epb) of f, w. */
+        uint32_t o = ph + v0 - c * epb;
 
         KFOR(j, m, {
             uint64_t blk = b0 + c + j;
@@ -3721,34 +3948,21 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
             x[2][j] = (uint32_t)offset;
             x[3][j] = (uint32_t)(offset >> 32);
         });
-        kphilox_lanes(x, k0, k1, m);
         /* The words in element order, from element c * epb. */
-        for (k = 0; k < m; k++) {
-            w[4 * k] = x[0][k];
-            w[4 * k + 1] = x[1][k];
-            w[4 * k + 2] = x[2][k];
-            w[4 * k + 3] = x[3][k];
-        }
-        /* Lane l is element ph + l: word (ph + l - c epb) (x2 NORMAL). */
+        kphilox_lanes(x, k0, k1, m, w, isa);
         if (kind == SPYRE_KRAND_NORMAL) {
-            const uint32_t *q = w + 2 * (ph + v0 - c * epb);
-            uint32_t l;
+            float *u2c = f + 2 * KRAND_BLK;
 
-            for (l = v0; l < v1; l++, q += 2) {
-                u1[l] = (float)((q[0] >> 8) + 1) / 16777216.0f;
-                u2[l] = krand_unit(q[1]);
-            }
+            KFOR(j, 2 * m, {
+                f[j] = krand_unit1(w[2 * j]);
+                u2c[j] = krand_unit(w[2 * j + 1]);
+            });
+            spyre_kmath_normal(isa, d + v0, f + o, u2c + o, v1 - v0);
+        } else if (kind == SPYRE_KRAND_BITS) {
+            memcpy(d + v0, w + o, (size_t)(v1 - v0) * 4);
         } else {
-            const uint32_t *q = w + (ph + v0 - c * epb);
-            uint32_t l;
-
-            if (kind == SPYRE_KRAND_BITS) {
-                memcpy(d + v0, q, (size_t)(v1 - v0) * 4);
-            } else {
-                for (l = v0; l < v1; l++) {
-                    d[l] = krand_unit(q[l - v0]);
-                }
-            }
+            KFOR(j, 4 * m, { f[j] = krand_unit(w[j]); });
+            memcpy(d + v0, f + o, (size_t)(v1 - v0) * 4);
         }
     }
 }
@@ -3772,8 +3986,6 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
     unsigned int kind = in->mod, sh = kind == SPYRE_KRAND_NORMAL ? 1 : 2;
     uint32_t n = r->nl, x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     float *d = (float *)VS(r, in->dst);
-    float *u1 = (float *)(r->tmp + 3 * (size_t)r->vl);
-    float *u2 = (float *)(r->tmp + 4 * (size_t)r->vl);
     SpyreKAff as, ao, ae;
     size_t j;
 
@@ -3781,12 +3993,15 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
         kaff_src(r, in, 1, in->b, &ao) && !ao.slope &&
         r->p->vtype[in->c] == KI64 && kaff_src(r, in, 2, in->c, &ae) &&
         ae.slope == 1 && n && ae.base + (n - 1) >= ae.base) {
-        krand_run(kind, as.base, ao.base, ae.base, n, d, u1, u2);
+        krand_run(kind, as.base, ao.base, ae.base, n, d, isa);
     } else {
         const int64_t *seed = ksrc(r, in, 0, in->a);
         const int64_t *offset = ksrc(r, in, 1, in->b);
         const void *ix = ksrc(r, in, 2, in->c);
         unsigned int te = r->p->vtype[in->c];
+        /* NORMAL's u1 and u2, then its Box-Muller step over them */
+        float *u1 = (float *)(r->tmp + 3 * (size_t)r->vl);
+        float *u2 = (float *)(r->tmp + 4 * (size_t)r->vl);
         uint32_t c;
 
         for (c = 0; c < n; c += KRAND_BLK) {
@@ -3804,14 +4019,14 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
                 k0[j] = (uint32_t)seed[c + j];
                 k1[j] = (uint32_t)((uint64_t)seed[c + j] >> 32);
             });
-            kphilox_lanes(x, k0, k1, m);
+            kphilox_lanes(x, k0, k1, m, NULL, isa);
             for (l = 0; l < m; l++) {
                 uint64_t el = geti(ix, te, c + l);
 
                 if (kind == SPYRE_KRAND_NORMAL) {
                     unsigned int h = 2 * (el & 1);
 
-                    u1[c + l] = (float)((x[h][l] >> 8) + 1) / 16777216.0f;
+                    u1[c + l] = krand_unit1(x[h][l]);
                     u2[c + l] = krand_unit(x[h + 1][l]);
                 } else if (kind == SPYRE_KRAND_BITS) {
                     ((uint32_t *)d)[c + l] = x[el & 3][l];
@@ -3820,11 +4035,10 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
                 }
             }
         }
+        if (kind == SPYRE_KRAND_NORMAL) {
+            spyre_kmath_normal(isa, d, u1, u2, n);
+        }
     }
-    if (kind != SPYRE_KRAND_NORMAL) {
-        return;
-    }
-    kbox_muller(d, u1, u2, n, isa);
 }
 
 /* ---- Sections ----------------------------------------------------------- */

@@ -463,27 +463,43 @@ static float ktrig_big(unsigned int op, float x)
     return (float)ktrig_q(op, (uint64_t)q, r);
 }
 
-/* SIN, COS or TAN (@op) of @n lanes: vector loop, then the big lanes. */
+/*
+ * SIN, COS or TAN (@op) of @x when |x| < 2^20 (the vector lanes' part;
+ * ktrig_lanes() fixes the others up): 0 for the other lanes' @big.
+ */
+static inline float ktrig_small(unsigned int op, float x, bool big)
+{
+    double xd = kseld(big, 0.0, x), k, r;
+    float v;
+
+    /* Cody and Waite: k * KPIO2_1 and k * KPIO2_2 are exact. */
+    double kb = xd * KTWO_OVER_PI + KRND;
+    uint64_t kq;
+
+    memcpy(&kq, &kb, 8);
+    k = kb - KRND;
+    r = ((xd - k * KPIO2_1) - k * KPIO2_2) - k * KPIO2_3;
+    v = (float)ktrig_q(op, kq, r);
+    return kself(x == 0.0f && op != SPYRE_KOP_COS, x, v);
+}
+
+/*
+ * SIN, COS or TAN (@op) of @n lanes: vector loop, then the big lanes (a
+ * scalar pass only when the vector loop counted some).
+ */
 static inline KALWAYS void ktrig_lanes(unsigned int op, float *restrict d,
                                        const float *restrict a, uint32_t n)
 {
+    uint32_t nbig = 0;
+
     KFOR_N(j, n, {
         float x = a[j];
         bool big = !(fabsf(x) < 0x1p20f);
-        double xd = kseld(big, 0.0, x), k, r;
-        float v;
 
-        /* Cody and Waite: k * KPIO2_1 and k * KPIO2_2 are exact. */
-        double kb = xd * KTWO_OVER_PI + KRND;
-        uint64_t kq;
-
-        memcpy(&kq, &kb, 8);
-        k = kb - KRND;
-        r = ((xd - k * KPIO2_1) - k * KPIO2_2) - k * KPIO2_3;
-        v = (float)ktrig_q(op, kq, r);
-        d[j] = kself(x == 0.0f && op != SPYRE_KOP_COS, x, v);
+        nbig += big;
+        d[j] = ktrig_small(op, x, big);
     });
-    for (size_t j = 0; j < n; j++) {
+    for (size_t j = 0; nbig && j < n; j++) {
         if (!(fabsf(a[j]) < 0x1p20f)) {
             d[j] = ktrig_big(op, a[j]);
         }
@@ -989,6 +1005,18 @@ KDEF_MAP1(klog1p, klog1pf(x))
 KDEF_LANES(ksin, ktrig_lanes(SPYRE_KOP_SIN, d, a, n))
 KDEF_LANES(kcos, ktrig_lanes(SPYRE_KOP_COS, d, a, n))
 KDEF_LANES(ktan, ktrig_lanes(SPYRE_KOP_TAN, d, a, n))
+/*
+ * NORMAL's Box-Muller step: sqrt(-2 LOG(u1)) COS(2 pi u2), each step
+ * rounded to f32 (u2 in [0, 1): COS's argument below 2^20).
+ */
+static inline float knormalf(float u1, float u2)
+{
+    float s = sqrtf(-2.0f * klogf(u1, 0)), t = 6.28318548f * u2;
+
+    return s * ktrig_small(SPYRE_KOP_COS, t, false);
+}
+
+KDEF_MAP2(knormal, knormalf(x, y))
 KDEF_MAP1(kasin, kasinf(x))
 KDEF_MAP1(kacos, kacosf(x))
 KDEF_MAP1(katan, katanf(x))
@@ -1065,6 +1093,14 @@ void spyre_kmath_lanes(unsigned int isa, unsigned int op, float *d,
         return;
     }
     fn(d, a, b ? b : a, n);
+}
+
+void spyre_kmath_normal(unsigned int isa, float *d, const float *u1,
+                        const float *u2, uint32_t n)
+{
+    static KLanesFn *const paths[3] = KPATHS(knormal);
+
+    paths[isa <= SPYRE_KISA_AVX512 ? isa : SPYRE_KISA_GENERIC](d, u1, u2, n);
 }
 
 float spyre_kmath_1(unsigned int op, float a, float b)

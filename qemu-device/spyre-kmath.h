@@ -115,6 +115,17 @@ unsigned int spyre_kmath_arity(unsigned int op);
 void spyre_kmath_lanes(unsigned int isa, unsigned int op, float *d,
                        const float *a, const float *b, uint32_t n);
 
+/*
+ * RAND NORMAL's Box-Muller step (docs/spyre-hw.rst) over the lanes j <
+ * @n: @d[j] = sqrt(-2 LOG(@u1[j])) COS(2 pi @u2[j]), each step rounded
+ * to f32, LOG and COS spyre_kmath_lanes()'s, in one pass; @u1[j] in (0,
+ * 1], @u2[j] in [0, 1) (else the value is unspecified).  Host code path
+ * @isa as spyre_kmath_lanes() (the same bits on every path); @d must not
+ * overlap @u1 or @u2.
+ */
+void spyre_kmath_normal(unsigned int isa, float *d, const float *u1,
+                        const float *u2, uint32_t n);
+
 /* One lane of spyre_kmath_lanes() (@b ignored for unary opcodes). */
 float spyre_kmath_1(unsigned int op, float a, float b);
 

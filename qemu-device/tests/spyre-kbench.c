@@ -22,11 +22,15 @@
  *   spyre-kbench check-part2 [N]  the part 2 half alone
  *   spyre-kbench bench-part2 [NAME]  part 2's figures (gather, scatter,
  *                            scatter-add, uniform, normal, cumsum, or
- *                            only NAME) beside memcpy, one core
+ *                            only NAME) beside memcpy, one core (the
+ *                            best of 5 runs or $KB_REPS; $KB_RAND_N
+ *                            random numbers instead of 4 Mi)
+ *   spyre-kbench rand-digest  the RAND digest of the check, per path
  *   spyre-kbench bench       ns/element of the issue's kernels, new core
  *                            (wall time and this thread's CPU time; the
  *                            best of 3 runs or $KB_REPS, only kernel
  *                            $KB_ONLY: 0 fused8, 1 rowsum, 2 softmax;
+ *                            $KB_N: fused8's elements, 4 Mi;
  *                            $KB_ONES: rows of ones, as spyre-bench's)
  *   spyre-kbench bench-base  the same with the base core
  *
@@ -1381,6 +1385,98 @@ static void p2_rand(int it)
     spyre_kernel_destroy(k);
 }
 
+/*
+ * RAND's outputs frozen: FNV-1a 64 of the outputs of a fixed set of RAND
+ * kernels (every kind; seed and offset words of both halves; element
+ * indices consecutive from even and odd starts and across a carry into
+ * the block's high word, so krand_run(), and strided or through i32,
+ * so the per-lane path; sizes from one lane to several tiles).  The
+ * value the core gave before its Philox and NORMAL were vectorised
+ * (RAND_DIGEST); NORMAL's LOG and COS make it depend on the card's math
+ * library too.
+ */
+#define RAND_DIGEST 0x6496e84f97e83fb8ull
+
+static uint64_t rand_digest(void)
+{
+    static const uint64_t sizes[][2] = {
+        { 1, 0 }, { 7, 0 }, { 130, 0 }, { 1000, 0 }, { 37, 301 },
+        { 70001, 0 },
+    };
+    static const int64_t starts[] = { 0, 1, 3, (1ll << 33) - 5 };
+    uint64_t h = 0xcbf29ce484222325ull;
+    uint32_t kind, si, st, stride, ci;
+
+    for (kind = 0; kind <= SPYRE_KRAND_NORMAL; kind++) {
+        for (si = 0; si < 6; si++) {
+            for (st = 0; st < 4; st++) {
+                for (stride = 1; stride <= 3; stride++) {
+                    for (ci = 0; ci < 2; ci++) {
+                        uint64_t size[9] = { sizes[si][0], sizes[si][1] };
+                        uint32_t npd = sizes[si][1] ? 2 : 1;
+                        uint32_t dt = kind == SPYRE_KRAND_BITS ?
+                                      SPYRE_DTYPE_INT32 : SPYRE_DTYPE_FP32;
+                        uint64_t param[4] = {
+                            0x9e3779b97f4a7c15ull * (kind + 1) + si,
+                            st & 1 ? 0xfedcba9876543210ull : st,
+                            stride, (uint64_t)starts[st],
+                        };
+                        uint64_t P = size[0] * (npd == 2 ? size[1] : 1), e;
+                        struct spyre_kernel *k;
+                        int lin, x;
+                        Launch lk;
+                        Buf b[1];
+
+                        /* i32 indices: only where they do not wrap */
+                        if (ci && st == 3) {
+                            continue;
+                        }
+                        spyre_kernel_create(&dt, 1, 4, npd, 0, &k);
+                        lin = spyre_kernel_idx(k, SPYRE_KTYPE_I64,
+                                               SPYRE_KDIM_POINT);
+                        x = spyre_kernel_op(k, SPYRE_KOP_ADD, 0,
+                            spyre_kernel_op(k, SPYRE_KOP_MUL, 0, lin,
+                                spyre_kernel_param(k, SPYRE_KTYPE_I64, 2),
+                                N_),
+                            spyre_kernel_param(k, SPYRE_KTYPE_I64, 3), N_);
+                        if (ci) {
+                            x = spyre_kernel_cvt(k, SPYRE_KTYPE_I32, x, 0,
+                                                 0);
+                        }
+                        x = spyre_kernel_rand(k, kind,
+                            spyre_kernel_param(k, SPYRE_KTYPE_I64, 0),
+                            spyre_kernel_param(k, SPYRE_KTYPE_I64, 1), x);
+                        spyre_kernel_store(k, 0, lin, x, N_, 0);
+                        b[0] = mkbuf(P, dt);
+                        mklaunch(&lk, k, b, 1, param, 4, npd, 0, size);
+                        if (run(&lk, b, false).st) {
+                            h ^= 0xbad;
+                        }
+                        for (e = 0; e < 4 * P; e++) {
+                            h = (h ^ b[0].data[e]) * 0x100000001b3ull;
+                        }
+                        free(b[0].data);
+                        spyre_kernel_destroy(k);
+                    }
+                }
+            }
+        }
+    }
+    return h;
+}
+
+static void rand_kat(void)
+{
+    uint64_t h = rand_digest();
+
+    ran++;
+    if (h != RAND_DIGEST) {
+        printf("not ok RAND digest %#llx, frozen %#llx\n",
+               (unsigned long long)h, (unsigned long long)RAND_DIGEST);
+        failures++;
+    }
+}
+
 /* This thread's CPU time (s): the figures below on a loaded host. */
 static double cpu_now(void)
 {
@@ -1445,7 +1541,9 @@ static double p2_memcpy(size_t bytes)
 static void bench_part2(const char *only)
 {
     enum { V = 32768, D = 512, NR = 128 };
-    const uint64_t nrand = 4u << 20;
+    /* $KB_RAND_N elements instead: a run in the caches, steadier */
+    const uint64_t nrand = getenv("KB_RAND_N") ?
+                           strtoull(getenv("KB_RAND_N"), NULL, 0) : 4u << 20;
     uint64_t size[9] = { 0 }, param[2] = { D, 0 };
     struct spyre_kernel *k;
     Launch lk;
@@ -1670,7 +1768,19 @@ int main(int argc, char **argv)
         if (getenv("KB_ISA")) {
             spyre_kernel_set_isa(atoi(getenv("KB_ISA")));
         }
-        issue_kernels(true, !strcmp(mode, "bench-base"), 4u << 20, 1024);
+        /* $KB_N: fused8's elements (4 Mi; fewer: a run in the caches) */
+        issue_kernels(true, !strcmp(mode, "bench-base"),
+                      getenv("KB_N") ? strtoull(getenv("KB_N"), NULL, 0) :
+                      4u << 20, 1024);
+        return 0;
+    }
+    if (!strcmp(mode, "rand-digest")) {
+        for (isa = 0; isa < 32; isa++) {
+            if ((isas & (1u << isa)) && spyre_kernel_set_isa(isa)) {
+                printf("code path %u: %#llx\n", isa,
+                       (unsigned long long)rand_digest());
+            }
+        }
         return 0;
     }
     if (!strcmp(mode, "bench-part2")) {
@@ -1702,6 +1812,7 @@ int main(int argc, char **argv)
             }
         }
         philox_kat();
+        rand_kat();
         verify_align();
         for (i = 0; i < n; i++) {
             map_mode = i % 3;

@@ -20,6 +20,10 @@
  *                  (spyre_kmath_exp()) on every host code path, over
  *                  every STRIDE-th block of 1024 f32 inputs (default 1:
  *                  all 2^32; make -f Makefile.math kmath-exact)
+ *   spyre-kmath-test normal   RAND NORMAL's fused Box-Muller lanes
+ *                  (spyre_kmath_normal()) bit for bit against LOG and
+ *                  COS lanes, every u1 and u2 of its 24-bit inputs, on
+ *                  every host code path (make -f Makefile.math run)
  *
  * fast (make -f Makefile.math run): sweep stride 65521, 2^16 random
  * samples per function, a few seconds.  full (make -f Makefile.math
@@ -520,6 +524,57 @@ static int exact(uint64_t stride, unsigned int threads)
     return diff ? 1 : 0;
 }
 
+/*
+ * RAND NORMAL's fused lanes (spyre_kmath_normal()) against their
+ * definition from LOG and COS lanes (generic path), bit for bit, on
+ * every host code path: every u1 = k 2^-24 (k in [1, 2^24]) and every
+ * u2 = j 2^-24 (j in [0, 2^24)), paired as k - 1 = i, j = i * an odd
+ * number mod 2^24 (a permutation), i over all 2^24 lanes.
+ */
+static int normal_exact(void)
+{
+    static float u1[BLK], u2[BLK], l[BLK], c[BLK], t[BLK], want[BLK];
+    static float d[BLK];
+    unsigned int isa, isas = spyre_kmath_isas();
+    uint64_t diff = 0, n = 0;
+    uint32_t i0, i, first = 0;
+
+    printf("TAP version 13\n1..1\n");
+    for (i0 = 0; i0 < (1u << 24); i0 += BLK) {
+        for (i = 0; i < BLK; i++) {
+            u1[i] = (float)(i0 + i + 1) / 16777216.0f;
+            u2[i] = (float)((i0 + i) * 0x9e3779b1u & 0xffffff) / 16777216.0f;
+            t[i] = 6.28318548f * u2[i];
+        }
+        spyre_kmath_lanes(SPYRE_KISA_GENERIC, SPYRE_KOP_LOG, l, u1, NULL, BLK);
+        spyre_kmath_lanes(SPYRE_KISA_GENERIC, SPYRE_KOP_COS, c, t, NULL, BLK);
+        for (i = 0; i < BLK; i++)
+            want[i] = sqrtf(-2.0f * l[i]) * c[i];
+        for (isa = 0; isa < 32; isa++) {
+            if (!(isas & (1u << isa)))
+                continue;
+            spyre_kmath_normal(isa, d, u1, u2, BLK);
+            for (i = 0; i < BLK; i++) {
+                if (f2u(d[i]) != f2u(want[i])) {
+                    if (!diff)
+                        first = i0 + i;
+                    diff++;
+                }
+            }
+        }
+        n += BLK;
+    }
+    printf("# normal: %llu (u1, u2) pairs, %llu lanes differ from "
+           "sqrt(-2 LOG(u1)) COS(2 pi u2)", (unsigned long long)n,
+           (unsigned long long)diff);
+    if (diff)
+        printf(", first at u1 = %u 2^-24", first + 1);
+    printf("\n%s 1 kmath_normal_exact\n", diff ? "not ok" : "ok");
+    printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:0\n",
+           !diff, !!diff);
+    return diff ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     bool full = argc > 1 && !strcmp(argv[1], "full");
@@ -532,6 +587,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "bench"))
         return bench();
+    if (argc > 1 && !strcmp(argv[1], "normal"))
+        return normal_exact();
     if (ex) {
         stride = 1;
         threads = 2;
@@ -546,7 +603,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "fast") && strcmp(argv[i], "full")) {
             fprintf(stderr, "usage: %s [fast|full] [-s STRIDE] "
                     "[-j THREADS] [-f NAME] | bench | exact [-s STRIDE] "
-                    "[-j THREADS]\n", argv[0]);
+                    "[-j THREADS] | normal\n", argv[0]);
             return 2;
         }
     }
