@@ -3911,21 +3911,21 @@ static inline float krand_unit1(uint32_t w)
 /*
  * RAND's words for lanes [0, n) when seed and offset are uniform and the
  * element indices consecutive from @e0 (affine lanes): each Philox
- * block computed once (@epb elements per block: 4, or 2 for NORMAL),
- * its words given out in element order, into @d (NORMAL: its u1 and
- * u2 through spyre_kmath_normal() a chunk at a time).
+ * block (4 elements) computed once, its words given out in element
+ * order, into @d (NORMAL: its two (u1, u2) pairs through
+ * spyre_kmath_normal() a chunk at a time).
  */
 static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
                                      uint64_t offset, uint64_t e0,
                                      uint32_t n, float *restrict d,
                                      unsigned int isa)
 {
-    unsigned int epb = kind == SPYRE_KRAND_NORMAL ? 2 : 4;
+    const unsigned int epb = 4;
     uint64_t b0 = e0 / epb;
     uint32_t ph = e0 % epb, nb = (ph + n + epb - 1) / epb, c;
     uint32_t x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     uint32_t w[4 * KRAND_BLK];
-    float f[4 * KRAND_BLK];
+    float f[4 * KRAND_BLK], g[4 * KRAND_BLK];
     size_t j;
 
     KFOR(j, KRAND_BLK, {
@@ -3957,7 +3957,8 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
                 f[j] = krand_unit1(w[2 * j]);
                 u2c[j] = krand_unit(w[2 * j + 1]);
             });
-            spyre_kmath_normal(isa, d + v0, f + o, u2c + o, v1 - v0);
+            spyre_kmath_normal(isa, g, f, u2c, 2 * m);
+            memcpy(d + v0, g + o, (size_t)(v1 - v0) * 4);
         } else if (kind == SPYRE_KRAND_BITS) {
             memcpy(d + v0, w + o, (size_t)(v1 - v0) * 4);
         } else {
@@ -3968,11 +3969,12 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
 }
 
 /*
- * RAND: element index n (source c) of (seed a, offset b).  BITS and
- * UNIFORM take word n % 4 of block n / 4; NORMAL takes words 2 (n % 2)
- * and 2 (n % 2) + 1 of block n / 2 as u1 in (0, 1] and u2 in [0, 1)
- * and gives sqrt(-2 log u1) cos(2 pi u2), each step rounded to f32 (LOG
- * and COS the card's math functions, on host code path @isa).  The
+ * RAND: element index n (source c) of (seed a, offset b), from block n /
+ * 4.  BITS and UNIFORM take its word n % 4; NORMAL takes words 2 h and 2
+ * h + 1, h = (n / 2) % 2, as u1 in (0, 1] and u2 in [0, 1) and gives
+ * sqrt(-2 log u1) times cos(2 pi u2) for an even n, sin(2 pi u2) for an
+ * odd one, each step rounded to f32 (LOG, COS and SIN the card's math
+ * functions, on host code path @isa).  The
  * block of (counter, key) under (seed, offset): counter (block bits
  * 31:0, block bits 63:32, offset bits 31:0, offset bits 63:32), key
  * (seed bits 31:0, seed bits 63:32).  Blocks are computed KRAND_BLK at
@@ -3983,7 +3985,7 @@ static inline KALWAYS void krand_run(unsigned int kind, uint64_t seed,
 static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
                                  unsigned int isa)
 {
-    unsigned int kind = in->mod, sh = kind == SPYRE_KRAND_NORMAL ? 1 : 2;
+    unsigned int kind = in->mod;
     uint32_t n = r->nl, x[4][KRAND_BLK], k0[KRAND_BLK], k1[KRAND_BLK];
     float *d = (float *)VS(r, in->dst);
     SpyreKAff as, ao, ae;
@@ -3999,9 +4001,14 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
         const int64_t *offset = ksrc(r, in, 1, in->b);
         const void *ix = ksrc(r, in, 2, in->c);
         unsigned int te = r->p->vtype[in->c];
-        /* NORMAL's u1 and u2, then its Box-Muller step over them */
+        /*
+         * NORMAL's u1 and u2 (two vl-float halves of one slot), then its
+         * Box-Muller pairs into the next slot (2 vl floats), the lane's
+         * own (cos or sin) picked from them.
+         */
         float *u1 = (float *)(r->tmp + 3 * (size_t)r->vl);
-        float *u2 = (float *)(r->tmp + 4 * (size_t)r->vl);
+        float *u2 = u1 + r->vl;
+        float *pr = (float *)(r->tmp + 4 * (size_t)r->vl);
         uint32_t c;
 
         for (c = 0; c < n; c += KRAND_BLK) {
@@ -4010,7 +4017,7 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
 
             /* Lanes up to m rounded up to KBLK: in the slots (vl). */
             KFOR(j, m, {
-                uint64_t blk = (uint64_t)geti(ix, te, c + j) >> sh;
+                uint64_t blk = (uint64_t)geti(ix, te, c + j) >> 2;
 
                 x[0][j] = (uint32_t)blk;
                 x[1][j] = (uint32_t)(blk >> 32);
@@ -4024,7 +4031,7 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
                 uint64_t el = geti(ix, te, c + l);
 
                 if (kind == SPYRE_KRAND_NORMAL) {
-                    unsigned int h = 2 * (el & 1);
+                    unsigned int h = el & 2;
 
                     u1[c + l] = krand_unit1(x[h][l]);
                     u2[c + l] = krand_unit(x[h + 1][l]);
@@ -4036,7 +4043,10 @@ static inline KALWAYS void krand(SpyreKRun *r, const SpyreKInst *in,
             }
         }
         if (kind == SPYRE_KRAND_NORMAL) {
-            spyre_kmath_normal(isa, d, u1, u2, n);
+            spyre_kmath_normal(isa, pr, u1, u2, n);
+            for (j = 0; j < n; j++) {
+                d[j] = pr[2 * j + (geti(ix, te, j) & 1)];
+            }
         }
     }
 }

@@ -1006,17 +1006,26 @@ KDEF_LANES(ksin, ktrig_lanes(SPYRE_KOP_SIN, d, a, n))
 KDEF_LANES(kcos, ktrig_lanes(SPYRE_KOP_COS, d, a, n))
 KDEF_LANES(ktan, ktrig_lanes(SPYRE_KOP_TAN, d, a, n))
 /*
- * NORMAL's Box-Muller step: sqrt(-2 LOG(u1)) COS(2 pi u2), each step
- * rounded to f32 (u2 in [0, 1): COS's argument below 2^20).
+ * NORMAL's Box-Muller pair: r = sqrt(-2 LOG(u1)) and t = 2 pi u2, each
+ * step rounded to f32 (u2 in [0, 1): t below 2^20), then r COS(t) into
+ * *@c and r SIN(t) into *@s, COS and SIN as ktrig_small() gives them
+ * (one reduction serves both).
  */
-static inline float knormalf(float u1, float u2)
+static inline void knormalf(float u1, float u2, float *c, float *s)
 {
-    float s = sqrtf(-2.0f * klogf(u1, 0)), t = 6.28318548f * u2;
+    float r = sqrtf(-2.0f * klogf(u1, 0)), t = 6.28318548f * u2;
 
-    return s * ktrig_small(SPYRE_KOP_COS, t, false);
+    *c = r * ktrig_small(SPYRE_KOP_COS, t, false);
+    *s = r * ktrig_small(SPYRE_KOP_SIN, t, false);
 }
 
-KDEF_MAP2(knormal, knormalf(x, y))
+KDEF_LANES(knormal, KFOR_N(j, n, {
+    float c, s;
+
+    knormalf(a[j], b[j], &c, &s);
+    d[2 * j] = c;
+    d[2 * j + 1] = s;
+}))
 KDEF_MAP1(kasin, kasinf(x))
 KDEF_MAP1(kacos, kacosf(x))
 KDEF_MAP1(katan, katanf(x))

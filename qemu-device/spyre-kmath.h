@@ -116,12 +116,13 @@ void spyre_kmath_lanes(unsigned int isa, unsigned int op, float *d,
                        const float *a, const float *b, uint32_t n);
 
 /*
- * RAND NORMAL's Box-Muller step (docs/spyre-hw.rst) over the lanes j <
- * @n: @d[j] = sqrt(-2 LOG(@u1[j])) COS(2 pi @u2[j]), each step rounded
- * to f32, LOG and COS spyre_kmath_lanes()'s, in one pass; @u1[j] in (0,
- * 1], @u2[j] in [0, 1) (else the value is unspecified).  Host code path
- * @isa as spyre_kmath_lanes() (the same bits on every path); @d must not
- * overlap @u1 or @u2.
+ * RAND NORMAL's Box-Muller pairs (docs/spyre-hw.rst) for j < @n: with r
+ * = sqrt(-2 LOG(@u1[j])) and t = 2 pi @u2[j], @d[2 j] = r COS(t) and
+ * @d[2 j + 1] = r SIN(t), each step rounded to f32, LOG, COS and SIN
+ * spyre_kmath_lanes()'s, in one pass (@d holds 2 @n floats); @u1[j] in
+ * (0, 1], @u2[j] in [0, 1) (else the values are unspecified).  Host code
+ * path @isa as spyre_kmath_lanes() (the same bits on every path); @d
+ * must not overlap @u1 or @u2.
  */
 void spyre_kmath_normal(unsigned int isa, float *d, const float *u1,
                         const float *u2, uint32_t n);

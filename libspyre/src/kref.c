@@ -650,13 +650,14 @@ SPYRE_API void spyre_ref_philox4x32_10(uint32_t ctr[4], const uint32_t key[2])
 
 /*
  * RAND (docs/spyre-hw.rst): element @n of (@seed, @offset).  The block is
- * n / 4 (BITS, UNIFORM) or n / 2 (NORMAL); its counter the block's 64
- * bits then the offset's, its key the seed's 64 bits, low words first.
+ * n / 4; its counter the block's 64 bits then the offset's, its key the
+ * seed's 64 bits, low words first.  NORMAL's pair is words 2 h and 2 h +
+ * 1, h = (n / 2) % 2: the cosine for an even n, the sine for an odd one.
  */
 static struct kval rand_value(unsigned int kind, uint64_t seed,
 			      uint64_t offset, uint64_t n)
 {
-	uint64_t blk = kind == SPYRE_KRAND_NORMAL ? n / 2 : n / 4;
+	uint64_t blk = n / 4, h = (n / 2) % 2;
 	uint32_t w[4] = { (uint32_t)blk, (uint32_t)(blk >> 32),
 			  (uint32_t)offset, (uint32_t)(offset >> 32) };
 	uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
@@ -672,11 +673,12 @@ static struct kval rand_value(unsigned int kind, uint64_t seed,
 		r.f = (float)(w[n % 4] >> 8) / 16777216.0f;
 		return r;
 	default:
-		u1 = (float)((w[2 * (n % 2)] >> 8) + 1) / 16777216.0f;
-		u2 = (float)(w[2 * (n % 2) + 1] >> 8) / 16777216.0f;
+		u1 = (float)((w[2 * h] >> 8) + 1) / 16777216.0f;
+		u2 = (float)(w[2 * h + 1] >> 8) / 16777216.0f;
 		l = rf(log((double)u1));
 		t = rf(sqrt((double)(-2.0f * l)));
-		c = rf(cos((double)rf((double)6.28318548f * (double)u2)));
+		c = rf((double)6.28318548f * (double)u2);
+		c = rf(n % 2 ? sin((double)c) : cos((double)c));
 		r.f = rf((double)t * (double)c);
 		return r;
 	}

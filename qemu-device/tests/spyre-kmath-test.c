@@ -20,9 +20,9 @@
  *                  (spyre_kmath_exp()) on every host code path, over
  *                  every STRIDE-th block of 1024 f32 inputs (default 1:
  *                  all 2^32; make -f Makefile.math kmath-exact)
- *   spyre-kmath-test normal   RAND NORMAL's fused Box-Muller lanes
- *                  (spyre_kmath_normal()) bit for bit against LOG and
- *                  COS lanes, every u1 and u2 of its 24-bit inputs, on
+ *   spyre-kmath-test normal   RAND NORMAL's fused Box-Muller pairs
+ *                  (spyre_kmath_normal()) bit for bit against LOG, COS
+ *                  and SIN lanes, every u1 and u2 of its 24-bit inputs, on
  *                  every host code path (make -f Makefile.math run)
  *
  * fast (make -f Makefile.math run): sweep stride 65521, 2^16 random
@@ -525,16 +525,16 @@ static int exact(uint64_t stride, unsigned int threads)
 }
 
 /*
- * RAND NORMAL's fused lanes (spyre_kmath_normal()) against their
- * definition from LOG and COS lanes (generic path), bit for bit, on
+ * RAND NORMAL's fused pairs (spyre_kmath_normal()) against their
+ * definition from LOG, COS and SIN lanes (generic path), bit for bit, on
  * every host code path: every u1 = k 2^-24 (k in [1, 2^24]) and every
  * u2 = j 2^-24 (j in [0, 2^24)), paired as k - 1 = i, j = i * an odd
- * number mod 2^24 (a permutation), i over all 2^24 lanes.
+ * number mod 2^24 (a permutation), i over all 2^24 pairs.
  */
 static int normal_exact(void)
 {
-    static float u1[BLK], u2[BLK], l[BLK], c[BLK], t[BLK], want[BLK];
-    static float d[BLK];
+    static float u1[BLK], u2[BLK], l[BLK], c[BLK], sn[BLK], t[BLK];
+    static float want[2 * BLK], d[2 * BLK];
     unsigned int isa, isas = spyre_kmath_isas();
     uint64_t diff = 0, n = 0;
     uint32_t i0, i, first = 0;
@@ -548,24 +548,29 @@ static int normal_exact(void)
         }
         spyre_kmath_lanes(SPYRE_KISA_GENERIC, SPYRE_KOP_LOG, l, u1, NULL, BLK);
         spyre_kmath_lanes(SPYRE_KISA_GENERIC, SPYRE_KOP_COS, c, t, NULL, BLK);
-        for (i = 0; i < BLK; i++)
-            want[i] = sqrtf(-2.0f * l[i]) * c[i];
+        spyre_kmath_lanes(SPYRE_KISA_GENERIC, SPYRE_KOP_SIN, sn, t, NULL, BLK);
+        for (i = 0; i < BLK; i++) {
+            float r = sqrtf(-2.0f * l[i]);
+
+            want[2 * i] = r * c[i];
+            want[2 * i + 1] = r * sn[i];
+        }
         for (isa = 0; isa < 32; isa++) {
             if (!(isas & (1u << isa)))
                 continue;
             spyre_kmath_normal(isa, d, u1, u2, BLK);
-            for (i = 0; i < BLK; i++) {
+            for (i = 0; i < 2 * BLK; i++) {
                 if (f2u(d[i]) != f2u(want[i])) {
                     if (!diff)
-                        first = i0 + i;
+                        first = i0 + i / 2;
                     diff++;
                 }
             }
         }
         n += BLK;
     }
-    printf("# normal: %llu (u1, u2) pairs, %llu lanes differ from "
-           "sqrt(-2 LOG(u1)) COS(2 pi u2)", (unsigned long long)n,
+    printf("# normal: %llu (u1, u2) pairs, %llu values differ from "
+           "sqrt(-2 LOG(u1)) COS and SIN(2 pi u2)", (unsigned long long)n,
            (unsigned long long)diff);
     if (diff)
         printf(", first at u1 = %u 2^-24", first + 1);
