@@ -35,9 +35,13 @@
 
 #include "spyre.h"
 
-/* Windows a part keeps mapped (least recently mapped one replaced). */
+/* Windows a part keeps mapped (the least recently used one replaced). */
 #define SPYRE_KX_WINS           8
-/* A window maps at least this much (less at the operand's end)... */
+/*
+ * A window that continues another (streaming) maps at least this much
+ * (less at the operand's end); any other (a gathered run) only the pages
+ * of the run asked for...
+ */
 #define SPYRE_KX_WIN_BYTES      SPYRE_TILE_BYTES
 /* ... and at most this (a gather's range above it takes the slow path). */
 #define SPYRE_KX_WIN_MAX        (1 * MiB)
@@ -52,6 +56,7 @@ typedef struct SpyreKWin {
     uint64_t va;
     uint64_t len;
     SpyreMap m;
+    uint64_t used;              /* SpyreKPart.win_clock at its last use */
     bool write;
 } SpyreKWin;
 
@@ -63,7 +68,7 @@ typedef struct SpyreKPart {
     SpyreKIO io;
     SpyreKWin win[SPYRE_KX_WINS];
     uint32_t nwin;
-    uint32_t win_next;          /* the slot a full set replaces next */
+    uint64_t win_clock;         /* counts window uses */
     /* Since the last boundary (the bytes: run.bytes_io). */
     int64_t period_ns;
     uint64_t period_seq;        /* SpyreState.sched_seq then */
@@ -181,7 +186,6 @@ static void spyre_kx_win_put(SpyreKPart *k, uint32_t i)
     spyre_map_release(k->e->s, &k->win[i].m, k->win[i].write);
     spyre_tile_put(k->e->s);
     k->win[i] = k->win[--k->nwin];
-    k->win_next = 0;
 }
 
 /*
@@ -341,29 +345,39 @@ static void spyre_kx_release(SpyreKPart *k)
 /*
  * No lock held.  Map a window of operand memory at @va for at least
  * @want bytes (up to @end), in a data phase of its own that stays
- * counted until the window is let go.  Returns false if it cannot be
- * mapped now (the slow path then reports why).
+ * counted until the window is let go: SPYRE_KX_WIN_BYTES or more if
+ * @stream (it continues a window: memory read or written in order),
+ * else the pages that @want touches (a gathered run: its neighbours are
+ * not likely next, and a single page translates through the TLB).
+ * Returns false if it cannot be mapped now (the slow path then reports
+ * why).
  */
 static bool spyre_kx_win_map(SpyreKPart *k, uint64_t va, uint64_t want,
-                             uint64_t end, bool write)
+                             uint64_t end, bool write, bool stream)
 {
     SpyreExec *e = k->e;
     SpyreState *s = e->s;
-    uint64_t len = MIN(MAX(want, SPYRE_KX_WIN_BYTES), end - va), run = 0;
+    uint64_t len = stream ? MAX(want, SPYRE_KX_WIN_BYTES) :
+                   ROUND_UP(va + want, SPYRE_PAGE_SIZE) - va, run = 0;
     SpyreKWin *w;
     SpyreTarget t;
-    uint32_t st;
+    uint32_t st, i, old = 0;
     bool ok;
 
     if (want > SPYRE_KX_WIN_MAX) {
         return false;
     }
+    len = MIN(len, end - va);
     spyre_lock(s);
     e->w->lock_ns = spyre_now();
     spyre_kx_unhold(k);
     if (k->nwin == SPYRE_KX_WINS) {
-        spyre_kx_win_put(k, k->win_next);
-        k->win_next = (k->win_next + 1) % SPYRE_KX_WINS;
+        for (i = 1; i < k->nwin; i++) {
+            if (k->win[i].used < k->win[old].used) {
+                old = i;
+            }
+        }
+        spyre_kx_win_put(k, old);
     }
     st = spyre_e_data_begin(e);
     if (st != SPYRE_STATUS_OK) {
@@ -382,6 +396,7 @@ static bool spyre_kx_win_map(SpyreKPart *k, uint64_t va, uint64_t want,
     w->va = va;
     w->len = run;
     w->write = write;
+    w->used = ++k->win_clock;
     k->nwin++;
     return true;
 }
@@ -396,22 +411,25 @@ static uint8_t *spyre_kx_map(void *opaque, unsigned int opnd, bool write,
     uint64_t va = l->va[opnd] + off * es;
     uint64_t end = l->va[opnd] + l->extent[opnd] * es;
     uint32_t i, tries;
+    bool stream = false;
 
     for (tries = 0; tries < 2; tries++) {
         for (i = 0; i < k->nwin; i++) {
             SpyreKWin *w = &k->win[i];
             uint64_t avail;
 
+            stream |= va == w->va + w->len;
             if (va < w->va || va - w->va >= w->len || (write && !w->write)) {
                 continue;
             }
             avail = (w->len - (va - w->va)) / es;
             if (avail) {
                 *n = MIN(*n, avail);
+                w->used = ++k->win_clock;
                 return w->m.host + (va - w->va);
             }
         }
-        if (tries || !spyre_kx_win_map(k, va, *n * es, end, write)) {
+        if (tries || !spyre_kx_win_map(k, va, *n * es, end, write, stream)) {
             break;
         }
     }
