@@ -7,9 +7,12 @@
  * the pointwise space cut into chunks of tiles that the job's worker and
  * idle workers claim (spyre_pick_kernel, spyre_kernel_help), each
  * running its chunks with a SpyreKRun of its own.  Guest memory is
- * reached through windows (up to SPYRE_KX_WINS pieces of host memory,
- * each mapped in a data phase and counted as a tile in flight) that
- * stay mapped from one vector to the next until a boundary; accesses
+ * reached through windows (up to SPYRE_KX_WINS pieces of host memory)
+ * that stay mapped from one vector to the next until a boundary, all in
+ * one data phase, counted as one tile in flight: the first window opens
+ * it under the device lock, the next ones are translated and mapped in
+ * it with no lock taken (while no drain, VM stop or reset is pending,
+ * which nothing can complete while the tile counts); accesses
  * the windows cannot serve go through a data phase each, lane by lane
  * (the slow path, which also reports faults).  A boundary (pauses,
  * preemption, the time budget, resets; windows released first) comes
@@ -180,12 +183,23 @@ static inline uint64_t kld64(const uint8_t *p)
     return ldq_le_p(p);
 }
 
-/* Device lock held.  Let window @i of @k go (the tile it counted ends). */
-static void spyre_kx_win_put(SpyreKPart *k, uint32_t i)
+/* No lock needed.  Unmap window @i of @k (the others stay: the phase too). */
+static void spyre_kx_win_drop(SpyreKPart *k, uint32_t i)
 {
     spyre_map_release(k->e->s, &k->win[i].m, k->win[i].write);
-    spyre_tile_put(k->e->s);
     k->win[i] = k->win[--k->nwin];
+}
+
+/* Device lock held.  Let every window of @k go, and the tile they count. */
+static void spyre_kx_win_put_all(SpyreKPart *k)
+{
+    if (!k->nwin) {
+        return;
+    }
+    while (k->nwin) {
+        spyre_kx_win_drop(k, k->nwin - 1);
+    }
+    spyre_tile_put(k->e->s);
 }
 
 /*
@@ -197,10 +211,8 @@ static void spyre_kx_unhold(SpyreKPart *k)
 {
     SpyreState *s = k->e->s;
 
-    if (k->nwin && (s->draining || !s->vm_running || s->dma_bql)) {
-        while (k->nwin) {
-            spyre_kx_win_put(k, k->nwin - 1);
-        }
+    if (s->draining || !s->vm_running || s->dma_bql) {
+        spyre_kx_win_put_all(k);
     }
 }
 
@@ -333,9 +345,7 @@ static void spyre_kx_release(SpyreKPart *k)
 
     spyre_lock(e->s);
     e->w->lock_ns = spyre_now();
-    while (k->nwin) {
-        spyre_kx_win_put(k, k->nwin - 1);
-    }
+    spyre_kx_win_put_all(k);
     e->io_bytes += k->run.bytes_io;
     e->io_writes += k->run.stores;
     k->run.bytes_io = k->run.stores = 0;
@@ -344,13 +354,14 @@ static void spyre_kx_release(SpyreKPart *k)
 
 /*
  * No lock held.  Map a window of operand memory at @va for at least
- * @want bytes (up to @end), in a data phase of its own that stays
- * counted until the window is let go: SPYRE_KX_WIN_BYTES or more if
- * @stream (it continues a window: memory read or written in order),
- * else the pages that @want touches (a gathered run: its neighbours are
- * not likely next, and a single page translates through the TLB).
- * Returns false if it cannot be mapped now (the slow path then reports
- * why).
+ * @want bytes (up to @end) in the windows' data phase: with no lock
+ * while the windows hold it and nothing waits for it to end, else in a
+ * new one (the windows let go first).  The window is SPYRE_KX_WIN_BYTES
+ * or more if @stream (it continues a window: memory read or written in
+ * order), else the pages that @want touches (a gathered run: its
+ * neighbours are not likely next, and a single page translates through
+ * the TLB).  Returns false if it cannot be mapped now (the slow path
+ * then reports why).
  */
 static bool spyre_kx_win_map(SpyreKPart *k, uint64_t va, uint64_t want,
                              uint64_t end, bool write, bool stream)
@@ -368,30 +379,41 @@ static bool spyre_kx_win_map(SpyreKPart *k, uint64_t va, uint64_t want,
         return false;
     }
     len = MIN(len, end - va);
-    spyre_lock(s);
-    e->w->lock_ns = spyre_now();
-    spyre_kx_unhold(k);
-    if (k->nwin == SPYRE_KX_WINS) {
-        for (i = 1; i < k->nwin; i++) {
-            if (k->win[i].used < k->win[old].used) {
-                old = i;
+    if (k->nwin && !s->dma_bql && !qatomic_read(&s->draining) &&
+        qatomic_read(&s->vm_running) &&
+        qatomic_read(&e->q->gen) == e->gen) {
+        /* In the windows' phase: no lock (a drain waits for its end). */
+        if (k->nwin == SPYRE_KX_WINS) {
+            for (i = 1; i < k->nwin; i++) {
+                if (k->win[i].used < k->win[old].used) {
+                    old = i;
+                }
             }
+            spyre_kx_win_drop(k, old);
         }
-        spyre_kx_win_put(k, old);
-    }
-    st = spyre_e_data_begin(e);
-    if (st != SPYRE_STATUS_OK) {
-        spyre_unlock(s);
-        return false;
-    }
-    w = &k->win[k->nwin];
-    ok = spyre_e_translate_run(e, va, len, write, &t, &run) ==
-         SPYRE_STATUS_OK && spyre_map_target(s, &t, &run, write, &w->m);
-    spyre_e_data_unlock(e);
-    if (!ok) {
-        spyre_e_data_end(e);
-        spyre_unlock(s);
-        return false;
+        w = &k->win[k->nwin];
+        if (spyre_e_translate_run(e, va, len, write, &t, &run) !=
+            SPYRE_STATUS_OK || !spyre_map_target(s, &t, &run, write, &w->m)) {
+            return false;
+        }
+    } else {
+        spyre_lock(s);
+        e->w->lock_ns = spyre_now();
+        spyre_kx_win_put_all(k);
+        st = spyre_e_data_begin(e);
+        if (st != SPYRE_STATUS_OK) {
+            spyre_unlock(s);
+            return false;
+        }
+        w = &k->win[k->nwin];
+        ok = spyre_e_translate_run(e, va, len, write, &t, &run) ==
+             SPYRE_STATUS_OK && spyre_map_target(s, &t, &run, write, &w->m);
+        spyre_e_data_unlock(e);
+        if (!ok) {
+            spyre_e_data_end(e);
+            spyre_unlock(s);
+            return false;
+        }
     }
     w->va = va;
     w->len = run;
