@@ -72,6 +72,7 @@ typedef struct SpyreKPart {
     SpyreKWin win[SPYRE_KX_WINS];
     uint32_t nwin;
     uint64_t win_clock;         /* counts window uses */
+    uint8_t hint[SPYRE_KERNEL_MAX_OPERANDS];    /* an operand's last window */
     /* Since the last boundary (the bytes: run.bytes_io). */
     int64_t period_ns;
     uint64_t period_seq;        /* SpyreState.sched_seq then */
@@ -423,7 +424,34 @@ static bool spyre_kx_win_map(SpyreKPart *k, uint64_t va, uint64_t want,
     return true;
 }
 
-/* SpyreKIO.map, no lock held. */
+/*
+ * The host address of @va in window @i of @k if it serves it (for
+ * writing if @write), with *@n cut to the elements of @es bytes it
+ * holds from there; else NULL.
+ */
+static inline uint8_t *spyre_kx_win_hit(SpyreKPart *k, uint32_t i,
+                                        uint64_t va, uint64_t es, bool write,
+                                        uint64_t *n)
+{
+    SpyreKWin *w = &k->win[i];
+    uint64_t avail;
+
+    if (va < w->va || va - w->va >= w->len || (write && !w->write)) {
+        return NULL;
+    }
+    avail = (w->len - (va - w->va)) / es;
+    if (!avail) {
+        return NULL;
+    }
+    *n = MIN(*n, avail);
+    w->used = ++k->win_clock;
+    return w->m.host + (va - w->va);
+}
+
+/*
+ * SpyreKIO.map, no lock held: the window that served operand @opnd last
+ * first, then the others, then a new one.
+ */
 static uint8_t *spyre_kx_map(void *opaque, unsigned int opnd, bool write,
                              uint64_t off, uint64_t *n)
 {
@@ -432,30 +460,29 @@ static uint8_t *spyre_kx_map(void *opaque, unsigned int opnd, bool write,
     uint64_t es = spyre_cmd_dtype_size(l->dtype[opnd]);
     uint64_t va = l->va[opnd] + off * es;
     uint64_t end = l->va[opnd] + l->extent[opnd] * es;
-    uint32_t i, tries;
+    uint32_t i = k->hint[opnd];
     bool stream = false;
+    uint8_t *p = NULL;
 
-    for (tries = 0; tries < 2; tries++) {
-        for (i = 0; i < k->nwin; i++) {
-            SpyreKWin *w = &k->win[i];
-            uint64_t avail;
-
-            stream |= va == w->va + w->len;
-            if (va < w->va || va - w->va >= w->len || (write && !w->write)) {
-                continue;
-            }
-            avail = (w->len - (va - w->va)) / es;
-            if (avail) {
-                *n = MIN(*n, avail);
-                w->used = ++k->win_clock;
-                return w->m.host + (va - w->va);
-            }
-        }
-        if (tries || !spyre_kx_win_map(k, va, *n * es, end, write, stream)) {
-            break;
+    if (i < k->nwin) {
+        p = spyre_kx_win_hit(k, i, va, es, write, n);
+    }
+    if (p) {
+        return p;
+    }
+    for (i = 0; i < k->nwin; i++) {
+        stream |= va == k->win[i].va + k->win[i].len;
+        p = spyre_kx_win_hit(k, i, va, es, write, n);
+        if (p) {
+            k->hint[opnd] = i;
+            return p;
         }
     }
-    return NULL;
+    if (!spyre_kx_win_map(k, va, *n * es, end, write, stream)) {
+        return NULL;
+    }
+    k->hint[opnd] = k->nwin - 1;
+    return spyre_kx_win_hit(k, k->nwin - 1, va, es, write, n);
 }
 
 /*
