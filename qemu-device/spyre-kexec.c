@@ -86,7 +86,6 @@ struct SpyreKernel {
     SpyreExec *e;
     SpyreKLaunch l;
     SpyreKPart part;            /* this exec's, as owner or helper */
-    uint8_t bytes[SPYRE_KPROG_MAX];
     /*
      * What @bytes were read from: the program's VA and size, the MMU
      * epoch and the job's write count before the read (spyre_kx_kept).
@@ -94,15 +93,14 @@ struct SpyreKernel {
     uint64_t rd_va;
     uint32_t rd_size;
     uint64_t rd_epoch, rd_writes;
-    SpyreKProg prog;
     /*
-     * The last program verified (a cache keyed by its full bytes and the
-     * launch fields the verifier reads): @vsize 0 when there is none.
+     * The last program verified (a cache keyed by its full bytes, @vbytes,
+     * and the launch fields the verifier reads): @vsize 0 when there is
+     * none.
      */
     uint32_t vsize;
     uint32_t vsig[4];
     uint32_t vdtype[SPYRE_KERNEL_MAX_OPERANDS];
-    uint8_t vbytes[SPYRE_KPROG_MAX];
     /*
      * The launch's split (device lock): chunks of @chunk points, claimed
      * in order; registered in SpyreState.kernels while others may help.
@@ -127,7 +125,29 @@ struct SpyreKernel {
     uint64_t err_va;
     uint32_t err_reason;
     bool err_write;
+    /*
+     * The large buffers last, not zeroed (spyre_kx_new): their pages are
+     * touched only as far as programs fill them, each field read only
+     * after it is written (@rd_size and @vsize 0 until then; the verifier
+     * sets every field of @prog it reads).
+     */
+    uint8_t bytes[SPYRE_KPROG_MAX];
+    SpyreKProg prog;
+    uint8_t vbytes[SPYRE_KPROG_MAX];
 };
+
+/*
+ * A new SpyreKernel for an exec: the fields before @bytes zeroed, the
+ * large buffers left to their first use (some 200 KiB: zeroing them
+ * cost a page fault per page on an exec's first KERNEL).
+ */
+static SpyreKernel *spyre_kx_new(void)
+{
+    SpyreKernel *k = g_malloc(sizeof(*k));
+
+    memset(k, 0, offsetof(SpyreKernel, bytes));
+    return k;
+}
 
 /*
  * Device lock held.  Are @k's bytes still what @size bytes at @prog hold?
@@ -714,7 +734,7 @@ void spyre_kernel_help(SpyreExec *e, SpyreKernel *own, int floor)
     c = own->next++;
     own->active++;
     if (!e->kernel) {
-        e->kernel = g_new0(SpyreKernel, 1);
+        e->kernel = spyre_kx_new();
     }
     e->kernel->e = e;
     e->q = own->q;
@@ -738,7 +758,7 @@ uint32_t spyre_cmd_kernel(SpyreExec *e)
     uint32_t prog_size, st;
 
     if (!e->kernel) {
-        e->kernel = g_new0(SpyreKernel, 1);
+        e->kernel = spyre_kx_new();
     }
     k = e->kernel;
     k->e = e;
