@@ -7,9 +7,12 @@
  * the pointwise space cut into chunks of tiles that the job's worker and
  * idle workers claim (spyre_pick_kernel, spyre_kernel_help), each
  * running its chunks with a SpyreKRun of its own.  Guest memory is
- * reached through windows (up to SPYRE_KX_WINS pieces of host memory,
- * each mapped in a data phase and counted as a tile in flight) that
- * stay mapped from one vector to the next until a boundary; accesses
+ * reached through windows (up to SPYRE_KX_WINS pieces of host memory)
+ * that stay mapped from one vector to the next until a boundary, all in
+ * one data phase, counted as one tile in flight: the first window opens
+ * it under the device lock, the next ones are translated and mapped in
+ * it with no lock taken (while no drain, VM stop or reset is pending,
+ * which nothing can complete while the tile counts); accesses
  * the windows cannot serve go through a data phase each, lane by lane
  * (the slow path, which also reports faults).  A boundary (pauses,
  * preemption, the time budget, resets; windows released first) comes
@@ -35,9 +38,13 @@
 
 #include "spyre.h"
 
-/* Windows a part keeps mapped (least recently mapped one replaced). */
+/* Windows a part keeps mapped (the least recently used one replaced). */
 #define SPYRE_KX_WINS           8
-/* A window maps at least this much (less at the operand's end)... */
+/*
+ * A window that continues another (streaming) maps at least this much
+ * (less at the operand's end); any other (a gathered run) only the pages
+ * of the run asked for...
+ */
 #define SPYRE_KX_WIN_BYTES      SPYRE_TILE_BYTES
 /* ... and at most this (a gather's range above it takes the slow path). */
 #define SPYRE_KX_WIN_MAX        (1 * MiB)
@@ -52,6 +59,7 @@ typedef struct SpyreKWin {
     uint64_t va;
     uint64_t len;
     SpyreMap m;
+    uint64_t used;              /* SpyreKPart.win_clock at its last use */
     bool write;
 } SpyreKWin;
 
@@ -63,7 +71,8 @@ typedef struct SpyreKPart {
     SpyreKIO io;
     SpyreKWin win[SPYRE_KX_WINS];
     uint32_t nwin;
-    uint32_t win_next;          /* the slot a full set replaces next */
+    uint64_t win_clock;         /* counts window uses */
+    uint8_t hint[SPYRE_KERNEL_MAX_OPERANDS];    /* an operand's last window */
     /* Since the last boundary (the bytes: run.bytes_io). */
     int64_t period_ns;
     uint64_t period_seq;        /* SpyreState.sched_seq then */
@@ -77,7 +86,6 @@ struct SpyreKernel {
     SpyreExec *e;
     SpyreKLaunch l;
     SpyreKPart part;            /* this exec's, as owner or helper */
-    uint8_t bytes[SPYRE_KPROG_MAX];
     /*
      * What @bytes were read from: the program's VA and size, the MMU
      * epoch and the job's write count before the read (spyre_kx_kept).
@@ -85,15 +93,14 @@ struct SpyreKernel {
     uint64_t rd_va;
     uint32_t rd_size;
     uint64_t rd_epoch, rd_writes;
-    SpyreKProg prog;
     /*
-     * The last program verified (a cache keyed by its full bytes and the
-     * launch fields the verifier reads): @vsize 0 when there is none.
+     * The last program verified (a cache keyed by its full bytes, @vbytes,
+     * and the launch fields the verifier reads): @vsize 0 when there is
+     * none.
      */
     uint32_t vsize;
     uint32_t vsig[4];
     uint32_t vdtype[SPYRE_KERNEL_MAX_OPERANDS];
-    uint8_t vbytes[SPYRE_KPROG_MAX];
     /*
      * The launch's split (device lock): chunks of @chunk points, claimed
      * in order; registered in SpyreState.kernels while others may help.
@@ -118,7 +125,29 @@ struct SpyreKernel {
     uint64_t err_va;
     uint32_t err_reason;
     bool err_write;
+    /*
+     * The large buffers last, not zeroed (spyre_kx_new): their pages are
+     * touched only as far as programs fill them, each field read only
+     * after it is written (@rd_size and @vsize 0 until then; the verifier
+     * sets every field of @prog it reads).
+     */
+    uint8_t bytes[SPYRE_KPROG_MAX];
+    SpyreKProg prog;
+    uint8_t vbytes[SPYRE_KPROG_MAX];
 };
+
+/*
+ * A new SpyreKernel for an exec: the fields before @bytes zeroed, the
+ * large buffers left to their first use (some 200 KiB: zeroing them
+ * cost a page fault per page on an exec's first KERNEL).
+ */
+static SpyreKernel *spyre_kx_new(void)
+{
+    SpyreKernel *k = g_malloc(sizeof(*k));
+
+    memset(k, 0, offsetof(SpyreKernel, bytes));
+    return k;
+}
 
 /*
  * Device lock held.  Are @k's bytes still what @size bytes at @prog hold?
@@ -175,13 +204,23 @@ static inline uint64_t kld64(const uint8_t *p)
     return ldq_le_p(p);
 }
 
-/* Device lock held.  Let window @i of @k go (the tile it counted ends). */
-static void spyre_kx_win_put(SpyreKPart *k, uint32_t i)
+/* No lock needed.  Unmap window @i of @k (the others stay: the phase too). */
+static void spyre_kx_win_drop(SpyreKPart *k, uint32_t i)
 {
     spyre_map_release(k->e->s, &k->win[i].m, k->win[i].write);
-    spyre_tile_put(k->e->s);
     k->win[i] = k->win[--k->nwin];
-    k->win_next = 0;
+}
+
+/* Device lock held.  Let every window of @k go, and the tile they count. */
+static void spyre_kx_win_put_all(SpyreKPart *k)
+{
+    if (!k->nwin) {
+        return;
+    }
+    while (k->nwin) {
+        spyre_kx_win_drop(k, k->nwin - 1);
+    }
+    spyre_tile_put(k->e->s);
 }
 
 /*
@@ -193,10 +232,8 @@ static void spyre_kx_unhold(SpyreKPart *k)
 {
     SpyreState *s = k->e->s;
 
-    if (k->nwin && (s->draining || !s->vm_running || s->dma_bql)) {
-        while (k->nwin) {
-            spyre_kx_win_put(k, k->nwin - 1);
-        }
+    if (s->draining || !s->vm_running || s->dma_bql) {
+        spyre_kx_win_put_all(k);
     }
 }
 
@@ -329,9 +366,7 @@ static void spyre_kx_release(SpyreKPart *k)
 
     spyre_lock(e->s);
     e->w->lock_ns = spyre_now();
-    while (k->nwin) {
-        spyre_kx_win_put(k, k->nwin - 1);
-    }
+    spyre_kx_win_put_all(k);
     e->io_bytes += k->run.bytes_io;
     e->io_writes += k->run.stores;
     k->run.bytes_io = k->run.stores = 0;
@@ -340,53 +375,103 @@ static void spyre_kx_release(SpyreKPart *k)
 
 /*
  * No lock held.  Map a window of operand memory at @va for at least
- * @want bytes (up to @end), in a data phase of its own that stays
- * counted until the window is let go.  Returns false if it cannot be
- * mapped now (the slow path then reports why).
+ * @want bytes (up to @end) in the windows' data phase: with no lock
+ * while the windows hold it and nothing waits for it to end, else in a
+ * new one (the windows let go first).  The window is SPYRE_KX_WIN_BYTES
+ * or more if @stream (it continues a window: memory read or written in
+ * order), else the pages that @want touches (a gathered run: its
+ * neighbours are not likely next, and a single page translates through
+ * the TLB).  Returns false if it cannot be mapped now (the slow path
+ * then reports why).
  */
 static bool spyre_kx_win_map(SpyreKPart *k, uint64_t va, uint64_t want,
-                             uint64_t end, bool write)
+                             uint64_t end, bool write, bool stream)
 {
     SpyreExec *e = k->e;
     SpyreState *s = e->s;
-    uint64_t len = MIN(MAX(want, SPYRE_KX_WIN_BYTES), end - va), run = 0;
+    uint64_t len = stream ? MAX(want, SPYRE_KX_WIN_BYTES) :
+                   ROUND_UP(va + want, SPYRE_PAGE_SIZE) - va, run = 0;
     SpyreKWin *w;
     SpyreTarget t;
-    uint32_t st;
+    uint32_t st, i, old = 0;
     bool ok;
 
     if (want > SPYRE_KX_WIN_MAX) {
         return false;
     }
-    spyre_lock(s);
-    e->w->lock_ns = spyre_now();
-    spyre_kx_unhold(k);
-    if (k->nwin == SPYRE_KX_WINS) {
-        spyre_kx_win_put(k, k->win_next);
-        k->win_next = (k->win_next + 1) % SPYRE_KX_WINS;
-    }
-    st = spyre_e_data_begin(e);
-    if (st != SPYRE_STATUS_OK) {
-        spyre_unlock(s);
-        return false;
-    }
-    w = &k->win[k->nwin];
-    ok = spyre_e_translate_run(e, va, len, write, &t, &run) ==
-         SPYRE_STATUS_OK && spyre_map_target(s, &t, &run, write, &w->m);
-    spyre_e_data_unlock(e);
-    if (!ok) {
-        spyre_e_data_end(e);
-        spyre_unlock(s);
-        return false;
+    len = MIN(len, end - va);
+    if (k->nwin && !s->dma_bql && !qatomic_read(&s->draining) &&
+        qatomic_read(&s->vm_running) &&
+        qatomic_read(&e->q->gen) == e->gen) {
+        /* In the windows' phase: no lock (a drain waits for its end). */
+        if (k->nwin == SPYRE_KX_WINS) {
+            for (i = 1; i < k->nwin; i++) {
+                if (k->win[i].used < k->win[old].used) {
+                    old = i;
+                }
+            }
+            spyre_kx_win_drop(k, old);
+        }
+        w = &k->win[k->nwin];
+        if (spyre_e_translate_run(e, va, len, write, &t, &run) !=
+            SPYRE_STATUS_OK || !spyre_map_target(s, &t, &run, write, &w->m)) {
+            return false;
+        }
+    } else {
+        spyre_lock(s);
+        e->w->lock_ns = spyre_now();
+        spyre_kx_win_put_all(k);
+        st = spyre_e_data_begin(e);
+        if (st != SPYRE_STATUS_OK) {
+            spyre_unlock(s);
+            return false;
+        }
+        w = &k->win[k->nwin];
+        ok = spyre_e_translate_run(e, va, len, write, &t, &run) ==
+             SPYRE_STATUS_OK && spyre_map_target(s, &t, &run, write, &w->m);
+        spyre_e_data_unlock(e);
+        if (!ok) {
+            spyre_e_data_end(e);
+            spyre_unlock(s);
+            return false;
+        }
     }
     w->va = va;
     w->len = run;
     w->write = write;
+    w->used = ++k->win_clock;
     k->nwin++;
     return true;
 }
 
-/* SpyreKIO.map, no lock held. */
+/*
+ * The host address of @va in window @i of @k if it serves it (for
+ * writing if @write), with *@n cut to the elements of @es bytes it
+ * holds from there; else NULL.
+ */
+static inline uint8_t *spyre_kx_win_hit(SpyreKPart *k, uint32_t i,
+                                        uint64_t va, uint64_t es, bool write,
+                                        uint64_t *n)
+{
+    SpyreKWin *w = &k->win[i];
+    uint64_t avail;
+
+    if (va < w->va || va - w->va >= w->len || (write && !w->write)) {
+        return NULL;
+    }
+    avail = (w->len - (va - w->va)) / es;
+    if (!avail) {
+        return NULL;
+    }
+    *n = MIN(*n, avail);
+    w->used = ++k->win_clock;
+    return w->m.host + (va - w->va);
+}
+
+/*
+ * SpyreKIO.map, no lock held: the window that served operand @opnd last
+ * first, then the others, then a new one.
+ */
 static uint8_t *spyre_kx_map(void *opaque, unsigned int opnd, bool write,
                              uint64_t off, uint64_t *n)
 {
@@ -395,27 +480,29 @@ static uint8_t *spyre_kx_map(void *opaque, unsigned int opnd, bool write,
     uint64_t es = spyre_cmd_dtype_size(l->dtype[opnd]);
     uint64_t va = l->va[opnd] + off * es;
     uint64_t end = l->va[opnd] + l->extent[opnd] * es;
-    uint32_t i, tries;
+    uint32_t i = k->hint[opnd];
+    bool stream = false;
+    uint8_t *p = NULL;
 
-    for (tries = 0; tries < 2; tries++) {
-        for (i = 0; i < k->nwin; i++) {
-            SpyreKWin *w = &k->win[i];
-            uint64_t avail;
-
-            if (va < w->va || va - w->va >= w->len || (write && !w->write)) {
-                continue;
-            }
-            avail = (w->len - (va - w->va)) / es;
-            if (avail) {
-                *n = MIN(*n, avail);
-                return w->m.host + (va - w->va);
-            }
-        }
-        if (tries || !spyre_kx_win_map(k, va, *n * es, end, write)) {
-            break;
+    if (i < k->nwin) {
+        p = spyre_kx_win_hit(k, i, va, es, write, n);
+    }
+    if (p) {
+        return p;
+    }
+    for (i = 0; i < k->nwin; i++) {
+        stream |= va == k->win[i].va + k->win[i].len;
+        p = spyre_kx_win_hit(k, i, va, es, write, n);
+        if (p) {
+            k->hint[opnd] = i;
+            return p;
         }
     }
-    return NULL;
+    if (!spyre_kx_win_map(k, va, *n * es, end, write, stream)) {
+        return NULL;
+    }
+    k->hint[opnd] = k->nwin - 1;
+    return spyre_kx_win_hit(k, k->nwin - 1, va, es, write, n);
 }
 
 /*
@@ -647,7 +734,7 @@ void spyre_kernel_help(SpyreExec *e, SpyreKernel *own, int floor)
     c = own->next++;
     own->active++;
     if (!e->kernel) {
-        e->kernel = g_new0(SpyreKernel, 1);
+        e->kernel = spyre_kx_new();
     }
     e->kernel->e = e;
     e->q = own->q;
@@ -671,7 +758,7 @@ uint32_t spyre_cmd_kernel(SpyreExec *e)
     uint32_t prog_size, st;
 
     if (!e->kernel) {
-        e->kernel = g_new0(SpyreKernel, 1);
+        e->kernel = spyre_kx_new();
     }
     k = e->kernel;
     k->e = e;

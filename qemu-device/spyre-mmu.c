@@ -323,9 +323,11 @@ static SpyreLeaf *spyre_leaf_get(SpyreWorker *w, uint64_t table)
  * target (device memory or DMA addresses) with the access allowed.  The
  * leaf table of @va is read whole, once, into the worker's leaf cache
  * (valid while the MMU epoch is), so that runs of pages cost no walk
- * each (a large contiguous translation).  *@run gets the length of the
- * run (at least to the end of @va's page, or @len); a page after the first
- * that may not be accessed ends the run, and the next call reports it.
+ * each (a large contiguous translation); @len within @va's page
+ * translates through the worker's TLB alone (a gathered row: no leaf
+ * read).  *@run gets the length of the run (at least to the end of @va's
+ * page, or @len); a page after the first that may not be accessed ends
+ * the run, and the next call reports it.
  */
 uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
                                bool write, SpyreTarget *t, uint64_t *run)
@@ -342,6 +344,11 @@ uint32_t spyre_e_translate_run(SpyreExec *e, uint64_t va, uint64_t len,
     uint32_t st;
 
     SPYRE_ASSERT_PHASE(s);
+    if (len <= SPYRE_PAGE_SIZE - (va & SPYRE_PAGE_MASK)) {
+        /* Within @va's page: the TLB (a gathered row), no leaf read. */
+        *run = len;
+        return spyre_e_translate(e, va, write, t);
+    }
     if (pe->epoch != epoch || pe->tag != tag || pe->ctx != e->ctx) {
         /* Walk it (and fill the leaf-table cache entry), or fault. */
         st = spyre_e_translate(e, va, write, t);
