@@ -651,20 +651,26 @@ bool gemm_ok(const at::Tensor &a, const at::Tensor &b)
 }
 
 
+// Whether @t shares memory with one of @ins (the defined ones).
+bool shares(const at::Tensor &t, std::initializer_list<const at::Tensor *> ins)
+{
+	for (const at::Tensor *i : ins)
+		if (i->defined() && i->storage().is_alias_of(t.storage()))
+			return true;
+	return false;
+}
+
 // A destination for a GEMM result of @shape in dtype @dt: @out (resized as
-// PyTorch does) when it is contiguous, of that dtype and shares no memory
-// with @ins, else a new tensor that finish() copies into @out.
+// PyTorch does) when it is of that dtype, shares no memory with @ins
+// (which it must not lose before they are read) and is contiguous once
+// resized, else a new tensor that finish() copies into @out.
 at::Tensor dest(const at::Tensor *out, const at::Tensor &like,
 		at::IntArrayRef shape, at::ScalarType dt,
 		std::initializer_list<const at::Tensor *> ins)
 {
-	if (out) {
+	if (out && out->scalar_type() == dt && !shares(*out, ins)) {
 		at::native::resize_output(*out, shape);
-		bool ok = out->is_contiguous() && out->scalar_type() == dt;
-		for (const at::Tensor *t : ins)
-			if (t->defined() && t->storage().is_alias_of(out->storage()))
-				ok = false;
-		if (ok)
+		if (out->is_contiguous())
 			return *out;
 	}
 	return empty_on(like, shape, dt);
@@ -672,8 +678,10 @@ at::Tensor dest(const at::Tensor *out, const at::Tensor &like,
 
 void finish(const at::Tensor *out, const at::Tensor &c)
 {
-	if (out && !c.is_same(*out))
+	if (out && !c.is_same(*out)) {
+		at::native::resize_output(*out, c.sizes());
 		out->copy_(c);
+	}
 }
 
 // c = beta * self (broadcast to c) when the product has no terms (K = 0)
@@ -1098,6 +1106,13 @@ at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 	    !prod_ok({&mat, &vec, &self, out}, beta, alpha))
 		return {};
 	c10::DeviceGuard g(mat.device());
+	if (out && shares(*out, {&self, &mat, &vec})) {
+		// out is read as an input: the result first
+		at::Tensor r = addmv_impl(self, mat, vec, beta, alpha, nullptr);
+		at::native::resize_output(*out, r.sizes());
+		out->copy_(r);
+		return *out;
+	}
 	at::ScalarType dt = mat.scalar_type();
 	at::Scalar b = in_dtype(beta, dt), a = in_dtype(alpha, dt);
 	bool half = dt == at::kHalf || dt == at::kBFloat16;
@@ -1205,12 +1220,14 @@ at::Tensor &k_addbmm_(at::Tensor &self, const at::Tensor &b1,
 		      const at::Tensor &b2, const at::Scalar &beta,
 		      const at::Scalar &alpha)
 {
-	if (self.dim() != 2 || b1.dim() != 3 || b2.dim() != 3 ||
-	    self.size(0) != b1.size(1) || self.size(1) != b2.size(2) ||
-	    !addbmm_impl(self, b1, b2, beta, alpha, &self).defined())
+	at::Tensor r;
+	if (self.dim() == 2 && b1.dim() == 3 && b2.dim() == 3 &&
+	    self.size(0) == b1.size(1) && self.size(1) == b2.size(2))
+		r = addbmm_impl(self, b1, b2, beta, alpha, nullptr);
+	if (!r.defined())
 		return SPYRE_FALLBACK(addbmm_, self, b1, b2, beta, alpha);
 	count_native("aten::addbmm_");
-	return self;
+	return self.copy_(r);
 }
 
 // linalg_cross: the cross product of 3-vectors along @dim, broadcast over

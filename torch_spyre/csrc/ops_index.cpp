@@ -603,25 +603,22 @@ at::Tensor &k_scatter_reduce_out(const at::Tensor &self, int64_t dim,
 				 const at::Tensor &index, const at::Tensor &src,
 				 c10::string_view reduce, at::Tensor &out)
 {
+	// self copied into out after the checks (an error leaves out as it
+	// was), then scattered there; out sharing memory with an operand
+	// other than being self: the CPU (and its overlap errors)
+	int64_t d = dim;
 	if (on_card(self) && on_card(out) && out.device() == self.device() &&
-	    out.scalar_type() == self.scalar_type() && reduce == "add") {
-		// self copied into out and scattered there, unless out shares
-		// memory with an operand (other than being self): then a clone
-		bool apart = !out.storage().is_alias_of(index.storage()) &&
-			     !out.storage().is_alias_of(src.storage()) &&
-			     (out.is_same(self) ||
-			      !out.storage().is_alias_of(self.storage()));
-		at::Tensor r = apart ? out : self.clone();
-		if (apart && !out.is_same(self)) {
+	    out.scalar_type() == self.scalar_type() && reduce == "add" &&
+	    !out.storage().is_alias_of(index.storage()) &&
+	    !out.storage().is_alias_of(src.storage()) &&
+	    (out.is_same(self) || !out.storage().is_alias_of(self.storage())) &&
+	    scatter_ok(self, d, index, src, "scatter")) {
+		if (!out.is_same(self)) {
 			at::native::resize_output(out, self.sizes());
 			out.copy_(self);
 		}
-		if (scatter_src_(r, dim, index, src, true, "scatter")) {
+		if (scatter_into(out, d, index, src, true)) {
 			count_native("aten::scatter.reduce_out");
-			if (!apart) {
-				at::native::resize_output(out, r.sizes());
-				out.copy_(r);
-			}
 			return out;
 		}
 	}
@@ -772,15 +769,20 @@ bool sum_mean_(at::Tensor &out, const at::Tensor &src, bool mean,
 
 // scatter_reduce(dim, index, src, reduce, include_self) in place: "sum"
 // and "mean" on the card; "prod", "amax", "amin" (the engine's SCATTER
-// stores or adds only) and bool through the CPU.
+// stores or adds only), bool, and float16/bfloat16 (the CPU sums those in
+// float and rounds once, SCATTER ADD after each add) through the CPU.
 bool scatter_reduce_two_(at::Tensor &self, int64_t dim,
 			 const at::Tensor &index, const at::Tensor &src,
 			 c10::string_view reduce, bool include_self)
 {
+	at::ScalarType dt = self.scalar_type();
 	if ((reduce != "sum" && reduce != "mean") || !on_card(src) ||
-	    self.scalar_type() == at::kBool ||
+	    dt == at::kBool || dt == at::kHalf || dt == at::kBFloat16 ||
 	    !scatter_ok(self, dim, index, src, "scatter_reduce"))
 		return false;
+	at::assert_no_internal_overlap(self);
+	at::assert_no_overlap(self, index);
+	at::assert_no_overlap(self, src);
 	return sum_mean_(self, src, reduce == "mean", include_self,
 			 [&](at::Tensor &t) { t.scatter_(dim, index, 0); },
 			 [&](at::Tensor &t, const at::Tensor &v) {
@@ -806,7 +808,7 @@ at::Tensor k_scatter_reduce_two(const at::Tensor &self, int64_t dim,
 				c10::string_view reduce, bool include_self)
 {
 	if (on_card(self)) {
-		at::Tensor out = self.clone();
+		at::Tensor out = self.clone(at::MemoryFormat::Contiguous);
 		if (scatter_reduce_two_(out, dim, index, src, reduce,
 					include_self)) {
 			count_native("aten::scatter_reduce.two");
@@ -832,8 +834,12 @@ bool index_reduce_(at::Tensor &self, int64_t dim, const at::Tensor &index,
 	if (reduce != "mean" || self.scalar_type() == at::kBool ||
 	    !index_scatter_ok(self, dim, index, source, "index_reduce"))
 		return false;
+	at::assert_no_internal_overlap(self);
+	at::assert_no_overlap(self, index);
+	at::assert_no_overlap(self, source);
+	at::Tensor i64 = index.to(at::kLong);
 	return sum_mean_(self, source, true, include_self,
-			 [&](at::Tensor &t) { t.index_fill_(dim, index, 0); },
+			 [&](at::Tensor &t) { t.index_fill_(dim, i64, 0); },
 			 [&](at::Tensor &t, const at::Tensor &v) {
 				 return index_scatter_(t, dim, index, v, true, 1,
 						       "index_reduce");
@@ -857,7 +863,7 @@ at::Tensor k_index_reduce(const at::Tensor &self, int64_t dim,
 			  c10::string_view reduce, bool include_self)
 {
 	if (on_card(self)) {
-		at::Tensor out = self.clone();
+		at::Tensor out = self.clone(at::MemoryFormat::Contiguous);
 		if (index_reduce_(out, dim, index, source, reduce,
 				  include_self)) {
 			count_native("aten::index_reduce");

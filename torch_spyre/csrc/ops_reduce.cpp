@@ -739,7 +739,8 @@ k_std_mean(const at::Tensor &self, at::OptionalIntArrayRef dim,
 // empty: every dim) in dtype @dtype (none: self's) into @out, resized to
 // the reduced shape, or into a new tensor when @out is undefined.  False,
 // @out untouched, when the card does not take it (a self or dtype not
-// floating, a complex order, @out of another device or dtype, an empty
+// floating, a dtype narrower than self's, a complex order, @out of
+// another device or dtype or sharing memory with self, an empty
 // reduction of an infinite or negative order): the caller falls back,
 // for the CPU's result or error.
 bool vector_norm(const at::Tensor &self, const std::optional<at::Scalar> &ord,
@@ -749,9 +750,11 @@ bool vector_norm(const at::Tensor &self, const std::optional<at::Scalar> &ord,
 	at::ScalarType od = dtype.value_or(self.scalar_type());
 	if (!on_card(self) || !at::isFloatingType(self.scalar_type()) ||
 	    !at::isFloatingType(od) || !kdtype(od) ||
+	    at::promoteTypes(self.scalar_type(), od) != od ||
 	    (ord.has_value() && ord->isComplex()) ||
 	    (out.defined() &&
-	     (out.device() != self.device() || out.scalar_type() != od)))
+	     (out.device() != self.device() || out.scalar_type() != od ||
+	      out.storage().is_alias_of(self.storage()))))
 		return false;
 	uint64_t m = dim_mask(dim, self.dim());
 	double p = ord.value_or(2).toDouble();

@@ -1459,6 +1459,82 @@ def torch_random_ops_errors():
         assert _state() == st, what      # nothing drawn
 
 
+@test
+def torch_out_aliasing_and_errors():
+    """out= that is an input (a broadcast self), partly overlaps one or
+    needs a resize, and the errors PyTorch raises (narrowing dtypes,
+    overlapping operands, an argument error leaving out untouched): as the
+    CPU computes or raises them."""
+    g = torch.Generator().manual_seed(41)
+    m, v = torch.randn(4, 3, generator=g), torch.randn(3, generator=g)
+    b1, b2 = torch.randn(2, 4, 3, generator=g), torch.randn(2, 3, 5,
+                                                            generator=g)
+    for dt in (torch.float32, torch.float16, torch.int64):
+        M = m.to(dt) if dt.is_floating_point else (m * 4).to(dt)
+        V = v.to(dt) if dt.is_floating_point else (v * 4).to(dt)
+        s = torch.full((1,), 3).to(dt)     # broadcast self, given as out
+        S = sp(s)
+        torch.addmv(S, sp(M), sp(V), out=S)
+        close(S, torch.addmv(s, M, V))
+        B1 = b1.to(dt) if dt.is_floating_point else (b1 * 4).to(dt)
+        B2 = b2.to(dt) if dt.is_floating_point else (b2 * 4).to(dt)
+        s = torch.full((5,), 2).to(dt)
+        S = sp(s)
+        torch.addbmm(S, sp(B1), sp(B2), out=S)
+        tol = {} if dt != torch.float16 else TOL[dt]
+        close(S, torch.addbmm(s.float(), B1.float(), B2.float()).to(dt),
+              **tol)
+        s2 = torch.full((1, 5), 2).to(dt)
+        S = sp(s2)
+        torch.addmm(S, sp(B1[0]), sp(B2[0]), out=S)
+        close(S, torch.addmm(s2.float(), B1[0].float(),
+                             B2[0].float()).to(dt), **tol)
+    # norms: a narrowing dtype raises; out overlapping self computes
+    x = torch.randn(3, 4, generator=g)
+    for fn in (lambda t: torch.linalg.vector_norm(t, 2, dtype=torch.half),
+               lambda t: torch.norm(t, 2, dim=1, dtype=torch.half)):
+        try:
+            fn(sp(x))
+        except RuntimeError as e:
+            assert "narrowing" in str(e), e
+        else:
+            raise AssertionError("a narrowing norm dtype did not raise")
+    X, xc = sp(x), x.clone()
+    torch.linalg.vector_norm(X, 2, dim=0, out=X[0])
+    torch.linalg.vector_norm(xc, 2, dim=0, out=xc[0])
+    close(X, xc)
+    X = sp(x)       # aminmax refuses the overlap, as the CPU's
+    try:
+        torch.aminmax(X, dim=0, out=(X[0], torch.empty(0, device="spyre")))
+    except RuntimeError as err:
+        assert "single memory location" in str(err), err
+    else:
+        raise AssertionError("aminmax into its own input did not raise")
+    # scatter(reduce="add", out=): an argument error leaves out as it was
+    s = torch.randn(4, 3, generator=g)
+    o = sp(torch.full((4, 3), 7.0))
+    try:
+        torch.scatter(sp(s), 0, sp(torch.zeros(5, 3, dtype=torch.long)),
+                      sp(torch.ones(2, 3)), reduce="add", out=o)
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("index larger than src did not raise")
+    assert (o.cpu() == 7.0).all()
+    # an operand overlapping self in place: PyTorch's overlap error
+    xs = torch.zeros(6)
+    for fn in (lambda t: t.scatter_reduce_(0, sp(torch.tensor([0, 1])),
+                                           t[2:4], "sum"),
+               lambda t: t.index_reduce_(0, sp(torch.tensor([0, 1])),
+                                         t[2:4], "mean")):
+        try:
+            fn(sp(xs))
+        except RuntimeError as err:
+            assert "single memory location" in str(err), err
+        else:
+            raise AssertionError("an overlapping operand did not raise")
+
+
 # ---- indexing on the card (ops_index.cpp) ------------------------------------
 
 @test
@@ -1535,10 +1611,11 @@ def torch_indexing_ops_on_card():
                 torch.scatter(Y, 0, sp(ig[:, :, 0] % 6), sp(x[:, :4, 0]),
                               reduce="add", out=Y)
                 close(Y, want, **tol)
-                # scatter_reduce "sum" and "mean", index_reduce "mean",
-                # with and without self's values (repeated targets; the
-                # integer mean floors)
-                for red in ("sum", "mean"):
+                # scatter_reduce "sum" and "mean" (float16 falls back: the
+                # CPU sums it in float), index_reduce "mean", with and
+                # without self's values (repeated targets; the integer
+                # mean floors; an int32 index)
+                for red in ("sum", "mean") if dt != torch.float16 else ():
                     for inc in (True, False):
                         close(sp(y).scatter_reduce(
                             0, sp(ig[:, :, 0] % 6), sp(x[:, :4, 0]), red,
@@ -1552,6 +1629,10 @@ def torch_indexing_ops_on_card():
                                               include_self=inc),
                           x.clone().index_reduce_(1, ia, srca, "mean",
                                                   include_self=inc), **tol)
+                    close(sp(x).index_reduce(1, sp(ia.int()), sp(srca),
+                                             "mean", include_self=inc),
+                          x.index_reduce(1, ia.int(), srca, "mean",
+                                         include_self=inc), **tol)
                     close(sp(z).index_reduce(0, sp(torch.tensor([0])),
                                              sp(z1), "mean",
                                              include_self=inc),
