@@ -26,7 +26,7 @@ TEST(strerror_coverage)
 		EPERM, ENOENT, EINTR, EIO, E2BIG, EBADF, ECHILD, EAGAIN,
 		ENOMEM, EACCES, EFAULT, EBUSY, EXDEV, ENODEV, EINVAL, EMFILE,
 		ERANGE, ENOTTY, EPROTO, EOPNOTSUPP, ETIME, ETIMEDOUT,
-		ECANCELED, ENODATA,
+		ECANCELED, ENODATA, EDOM, ENOEXEC,
 	};
 	const size_t n = sizeof(errs) / sizeof(errs[0]);
 
@@ -44,6 +44,7 @@ TEST(strerror_coverage)
 	EXPECT_STREQ("unknown error", spyre_strerror(INT_MIN));
 	EXPECT_NE(NULL, strstr(spyre_strerror(-ECANCELED), "reopen"));
 	EXPECT_NE(NULL, strstr(spyre_strerror(-ECHILD), "fork"));
+	EXPECT_NE(NULL, strstr(spyre_strerror(-EDOM), "index"));
 	EXPECT_NE(NULL, strstr(spyre_strerror(-EFAULT), "MMU fault"));
 }
 
