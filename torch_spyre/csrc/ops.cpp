@@ -1093,9 +1093,9 @@ at::Scalar in_dtype(const at::Scalar &v, at::ScalarType dt)
 // @vec [K], @self broadcast to [M]; addmm with vec as a [K, 1] matrix,
 // beta and alpha rounded to a half type first, as the CPU's gemv (whose
 // generic path, alpha not 1, is mirrored for a row-major @mat in the half
-// types).  Into @out (resized to [M]) when given, else a new tensor.
-// Undefined, nothing done, when the card does not take it (the caller
-// falls back).
+// types).  Into @out (resized to [M]; through a temporary when it is
+// an input, dest()) when given, else a new tensor.  Undefined, nothing
+// done, when the card does not take it (the caller falls back).
 at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 		      const at::Tensor &vec, const at::Scalar &beta,
 		      const at::Scalar &alpha, at::Tensor *out)
@@ -1106,36 +1106,25 @@ at::Tensor addmv_impl(const at::Tensor &self, const at::Tensor &mat,
 	    !prod_ok({&mat, &vec, &self, out}, beta, alpha))
 		return {};
 	c10::DeviceGuard g(mat.device());
-	if (out && shares(*out, {&self, &mat, &vec})) {
-		// out is read as an input: the result first
-		at::Tensor r = addmv_impl(self, mat, vec, beta, alpha, nullptr);
-		at::native::resize_output(*out, r.sizes());
-		out->copy_(r);
-		return *out;
-	}
 	at::ScalarType dt = mat.scalar_type();
 	at::Scalar b = in_dtype(beta, dt), a = in_dtype(alpha, dt);
 	bool half = dt == at::kHalf || dt == at::kBFloat16;
-	if (out)
-		at::native::resize_output(*out, {mat.size(0)});
+	at::Tensor r = dest(out, mat, {mat.size(0)}, dt, {&self, &mat, &vec});
 	if (half && mat.stride(1) == 1 && a.toDouble() != 1.0) {
 		// the CPU's generic gemv for a row-major mat: each product
 		// rounded to the dtype, summed in f32, then beta * self
 		// (rounded to the dtype) + alpha * sum, rounded once
-		at::Tensor r = at::mul(mat, vec).sum(1, false, at::kFloat).mul(a);
+		at::Tensor f = at::mul(mat, vec).sum(1, false, at::kFloat).mul(a);
 		if (b.toDouble() != 0.0)
-			r = r.add(self.mul(b).expand({mat.size(0)}).to(at::kFloat));
-		if (!out)
-			return r.to(dt);
-		out->copy_(r);
-		return *out;
+			f = f.add(self.mul(b).expand({mat.size(0)}).to(at::kFloat));
+		r.copy_(f);
+	} else {
+		at::Tensor s = self.dim() == 1 ? self.unsqueeze(1) : self;
+		at::Tensor o = r.unsqueeze(1);
+		at::addmm_out(o, s, mat, vec.unsqueeze(1), b, a);
 	}
-	at::Tensor s = self.dim() == 1 ? self.unsqueeze(1) : self;
-	if (!out)
-		return at::addmm(s, mat, vec.unsqueeze(1), b, a).squeeze(1);
-	at::Tensor o = out->unsqueeze(1);
-	at::addmm_out(o, s, mat, vec.unsqueeze(1), b, a);
-	return *out;
+	finish(out, r);
+	return out ? *out : r;
 }
 
 at::Tensor k_addmv(const at::Tensor &self, const at::Tensor &mat,
