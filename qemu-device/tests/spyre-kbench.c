@@ -351,6 +351,22 @@ static void fill(Buf *b)
             }
         }
     }
+    /* No -0 in memory: ERF(-0) is -0 since spyre-kmath.c, +0 in BASE. */
+    for (i = 0; i < b->extent; i++) {
+        uint8_t *e = b->data + i * es;
+        bool neg0 = e[es - 1] == 0x80;
+
+        for (size_t j = 0; j + 1 < es; j++) {
+            neg0 = neg0 && !e[j];
+        }
+        if (neg0 && (b->dtype == SPYRE_DTYPE_FP32 ||
+                     b->dtype == SPYRE_DTYPE_FP16 ||
+                     b->dtype == SPYRE_DTYPE_BF16 ||
+                     b->dtype == SPYRE_DTYPE_FP8_E4M3 ||
+                     b->dtype == SPYRE_DTYPE_FP8_E5M2)) {
+            e[es - 1] = 0;
+        }
+    }
 }
 
 static Buf mkbuf(uint64_t extent, uint32_t dtype)
