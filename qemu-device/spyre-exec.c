@@ -689,6 +689,40 @@ static uint32_t spyre_stream_read(SpyreExec *e, uint64_t va, void *dst,
     return SPYRE_STATUS_OK;
 }
 
+/* May the doorbell executor run command @op (see spyre_db_run)? */
+static bool spyre_op_short(unsigned int op)
+{
+    return op == SPYRE_OP_NOP || op == SPYRE_OP_TIMESTAMP ||
+           op == SPYRE_OP_SEM_WAIT || op == SPYRE_OP_SEM_SIGNAL;
+}
+
+/*
+ * The doorbell executor, at a job's start: are the job's commands short
+ * ones, as far as its budget reaches?  A job with another command (or
+ * one whose headers do not read back: the worker reports it) goes to a
+ * worker before any of its commands runs, so that all run on one thread
+ * in order, none of them before a worker's wake-up and the rest after.
+ */
+static bool spyre_job_short(SpyreExec *e)
+{
+    SpyreJob *job = &e->q->job;
+    uint32_t off = job->cmd_offset, n = e->w->db_budget, size;
+    struct spyre_cmd_header h;
+
+    for (; off < job->cmd_size && n; n--, off += size) {
+        if (spyre_stream_read(e, job->cmd_va + off, &h, sizeof(h)) !=
+            SPYRE_STATUS_OK) {
+            return false;
+        }
+        size = le32_to_cpu(h.size);
+        if (!spyre_op_short(le16_to_cpu(h.opcode)) || size < sizeof(h) ||
+            size > job->cmd_size - off) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Fetch and run the command at the job's cmd_offset. */
 static uint32_t spyre_exec_cmd(SpyreExec *e)
 {
@@ -718,8 +752,7 @@ static uint32_t spyre_exec_cmd(SpyreExec *e)
         size > job->cmd_size - job->cmd_offset) {
         return SPYRE_STATUS_INVALID_COMMAND;
     }
-    if (e->w->doorbell && op != SPYRE_OP_NOP && op != SPYRE_OP_TIMESTAMP &&
-        op != SPYRE_OP_SEM_WAIT && op != SPYRE_OP_SEM_SIGNAL) {
+    if (e->w->doorbell && !spyre_op_short(op)) {
         return SPYRE_EXEC_HANDOFF;
     }
     if (size > sizeof(e->cmd.hdr)) {
@@ -1039,6 +1072,9 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
         spyre_set_job_state(s, q, SPYRE_JOB_RUNNING);
         q->status = SPYRE_QS_BUSY;
     } else if (!spyre_e_job_start(e, q)) {
+        return;
+    } else if (e->w->doorbell && !spyre_job_short(e)) {
+        spyre_job_handoff(s, q);
         return;
     }
     e->ctx = job->ctx;

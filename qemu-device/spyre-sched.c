@@ -180,23 +180,39 @@ void spyre_raise_error(SpyreState *s, uint32_t bits, bool direct)
 void spyre_kick(SpyreState *s)
 {
     s->sched_seq++;
-    qemu_cond_broadcast(&s->work_cond);
+    spyre_wake(s, s->idle_workers);
     qemu_cond_broadcast(&s->gang_cond);
     qemu_cond_broadcast(&s->run_cond);
 }
 
-/* Wake up to @n idle workers. */
+/* Wake up to @n idle workers, the most recently idle first. */
 void spyre_wake(SpyreState *s, uint32_t n)
 {
-    if (!s->idle_workers || !n) {
-        return;
+    while (n-- && s->idle_workers) {
+        qemu_cond_signal(&s->idle[--s->idle_workers]->wake);
     }
-    if (n >= s->idle_workers) {
-        qemu_cond_broadcast(&s->work_cond);
-        return;
+}
+
+/* @w waits until spyre_wake() takes it off the idle stack (or @ms pass). */
+static void spyre_idle_wait(SpyreWorker *w, int ms)
+{
+    SpyreState *s = w->s;
+    uint32_t i;
+
+    s->idle[s->idle_workers++] = w;
+    if (ms) {
+        qemu_cond_timedwait(&w->wake, &s->lock, ms);
+    } else {
+        qemu_cond_wait(&w->wake, &s->lock);
     }
-    while (n--) {
-        qemu_cond_signal(&s->work_cond);
+    /* Not woken (a timeout, or a spurious return): off the stack. */
+    for (i = 0; i < s->idle_workers; i++) {
+        if (s->idle[i] == w) {
+            memmove(&s->idle[i], &s->idle[i + 1],
+                    (s->idle_workers - i - 1) * sizeof(s->idle[0]));
+            s->idle_workers--;
+            break;
+        }
     }
 }
 
@@ -517,15 +533,13 @@ void *spyre_worker_thread(void *opaque)
         }
         /* One idle worker re-polls parked SEM_WAIT queues every 1 ms. */
         poller = sem_waiters && !s->sem_poller;
-        s->idle_workers++;
         if (poller) {
             s->sem_poller = true;
-            qemu_cond_timedwait(&s->work_cond, &s->lock, SPYRE_SEM_POLL_MS);
+            spyre_idle_wait(w, SPYRE_SEM_POLL_MS);
             s->sem_poller = false;
         } else {
-            qemu_cond_wait(&s->work_cond, &s->lock);
+            spyre_idle_wait(w, 0);
         }
-        s->idle_workers--;
         w->lock_ns = spyre_now();
     }
     spyre_unlock(s);
@@ -540,8 +554,9 @@ void *spyre_worker_thread(void *opaque)
  * A doorbell write: run the jobs at HEAD of @q at once, on the vCPU that
  * wrote it, as long as they consist of short commands (NOP, TIMESTAMP,
  * SEM_WAIT, SEM_SIGNAL), for at most SPYRE_DB_BUDGET_CMDS of them; a job
- * that reaches any other command, or the end of the budget, goes on on a
- * worker from that command (SPYRE_JOB_READY).  A submit -> completion
+ * with any other command goes to a worker whole, before its first command
+ * runs (SPYRE_JOB_READY; spyre_run_queue() looks ahead), and one that
+ * reaches the end of the budget goes on on a worker from there.  A submit -> completion
  * round trip of such jobs then costs no host thread wake-up.  The
  * executor runs with the BQL and the device lock held throughout (its
  * memory phases are the MMIO handler's) and takes no worker from other

@@ -186,7 +186,6 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
     s->dup_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, spyre_dup_irq_timer, s);
     qemu_mutex_init(&s->lock);
     qemu_cond_init(&s->tiles_cond);
-    qemu_cond_init(&s->work_cond);
     qemu_cond_init(&s->gang_cond);
     qemu_cond_init(&s->run_cond);
     QLIST_INIT(&s->gangs);
@@ -216,6 +215,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
      * (see the lifetime rule in spyre.h).
      */
     s->workers = g_new0(SpyreWorker, s->nworkers + 1);
+    s->idle = g_new0(SpyreWorker *, s->nworkers);
     for (i = 0; i <= s->nworkers; i++) {
         SpyreWorker *w = &s->workers[i];
         g_autofree char *name = g_strdup_printf("spyre-w%u", i);
@@ -223,6 +223,7 @@ static void spyre_realize(PCIDevice *pdev, Error **errp)
 
         w->s = s;
         w->index = i;
+        qemu_cond_init(&w->wake);
         for (l = 0; l < SPYRE_MAX_NEST; l++) {
             w->exec[l].s = s;
             w->exec[l].w = w;
@@ -286,12 +287,12 @@ static void spyre_instance_finalize(Object *obj)
 
     trace_spyre_life_finalize();
     if (s->workers) {
-        qemu_cond_destroy(&s->work_cond);
         qemu_cond_destroy(&s->gang_cond);
         qemu_cond_destroy(&s->run_cond);
         qemu_cond_destroy(&s->tiles_cond);
         qemu_mutex_destroy(&s->lock);
         for (i = 0; i <= s->nworkers; i++) {
+            qemu_cond_destroy(&s->workers[i].wake);
             for (l = 0; l < SPYRE_MAX_NEST; l++) {
                 SpyreExec *e = &s->workers[i].exec[l];
 
@@ -306,6 +307,7 @@ static void spyre_instance_finalize(Object *obj)
         }
     }
     g_free(s->workers);
+    g_free(s->idle);
     g_free(s->queues);
 }
 

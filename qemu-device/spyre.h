@@ -458,6 +458,7 @@ struct SpyreWorker {
     int64_t lock_ns;            /* when it last took the device lock */
     uint64_t sched_seen;        /* sched_seq at its last preemption scan */
     int64_t scan_ns;            /* and when that was */
+    QemuCond wake;              /* it waits here while idle */
     SpyreTlbEntry tlb[SPYRE_TLB_SIZE];
     SpyrePwcEntry pwc[SPYRE_PWC_SIZE];
     /*
@@ -516,9 +517,15 @@ struct SpyreState {
     SpyreWorker *db_worker;     /* the doorbell executor (spyre_db_run) */
     uint32_t ntiles;            /* tiles mapped and not yet released */
     QemuCond tiles_cond;        /* broadcast when ntiles drops to 0 */
-    QemuCond work_cond;         /* idle workers wait here */
     QemuCond gang_cond;         /* GEMM owners wait for their helpers */
     QemuCond run_cond;          /* workers wait here while the VM is stopped */
+    /*
+     * Idle workers, each waiting on its own SpyreWorker.wake, the one
+     * idle the shortest last: spyre_wake() wakes from the top, so that
+     * the worker whose TLB, leaf and program caches are warmest runs
+     * the next job (a condition variable wakes its oldest waiter).
+     */
+    SpyreWorker **idle;
     uint32_t idle_workers;
     uint32_t nparked;           /* queues in SPYRE_JOB_SEM_WAIT */
     uint32_t njobs;             /* queues with a job (!SPYRE_JOB_NONE) */
