@@ -918,7 +918,7 @@ bool spyre_kernel_set_isa(unsigned int isa)
 bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
                           const SpyreKLaunch *l, const SpyreKIO *io)
 {
-    uint32_t vl = SPYRE_KVL_MAX, tile;
+    uint32_t vl = l->nrdims ? SPYRE_KRED_BLOCK : SPYRE_KVL_MAX, tile;
     size_t need, nv = p->nvalues, kept = 0;
     uint8_t *m;
 
@@ -4143,15 +4143,15 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
 /*
  * The host code paths: krun_body() and everything it inlines compiled
  * once for the build's baseline and, on x86-64, once more for AVX2 and
- * FMA (as QEMU's util/bufferiszero.c picks its loops at run time).  Both
- * compute every operation with the same IEEE operations, rounded once
- * each (-ffp-contract=off holds in both: FMA only where the program
- * asks for fmaf), so their results are bit-identical.  The AVX2 path
- * uses 256-bit vectors (GCC puts a VZEROUPPER before each call out; the
- * math library's lanes have AVX2 and AVX-512 paths of their own, so
- * no SSE code runs with dirty upper halves).  It also serves
- * SPYRE_KISA_AVX512 (@isa), which only the math library's lanes use
- * (spyre-kmath.c's own paths, 256- and 512-bit).
+ * FMA and once for AVX-512 (as QEMU's util/bufferiszero.c picks its
+ * loops at run time).  All compute every operation with the same IEEE
+ * operations, rounded once each (-ffp-contract=off holds in each: FMA
+ * only where the program asks for fmaf), in the same order (reductions
+ * by their stripes), so their results are bit-identical.  The AVX2 path
+ * uses 256-bit vectors, the AVX-512 one 512-bit vectors (GCC puts a
+ * VZEROUPPER before each call out; the math library's lanes and the
+ * fp16 conversions have paths of their own, so no SSE code runs with
+ * dirty upper halves).
  */
 static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
                              uint32_t g)
@@ -4166,10 +4166,21 @@ static uint32_t krun_generic(SpyreKRun *r, uint32_t from, uint32_t to,
 #define KRUN_AVX2   "avx2,fma"
 #endif
 static __attribute__((target(KRUN_AVX2)))
-uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g,
-                   unsigned int isa)
+uint32_t krun_avx2(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
 {
-    return krun_body(r, from, to, g, isa);
+    return krun_body(r, from, to, g, SPYRE_KISA_AVX2);
+}
+
+#ifdef SPYRE_TARGET_WIDTH
+#define KRUN_AVX512 "avx512f,avx512dq,avx512vl,avx2,fma," \
+                    "prefer-vector-width=512"
+#else
+#define KRUN_AVX512 "avx512f,avx512dq,avx512vl,avx2,fma"
+#endif
+static __attribute__((target(KRUN_AVX512)))
+uint32_t krun_avx512(SpyreKRun *r, uint32_t from, uint32_t to, uint32_t g)
+{
+    return krun_body(r, from, to, g, SPYRE_KISA_AVX512);
 }
 #endif
 
@@ -4185,8 +4196,10 @@ static uint32_t krun_insts(SpyreKRun *r, uint32_t from, uint32_t to,
 #ifdef HOST_X86_64
     int isa = __atomic_load_n(&kisa, __ATOMIC_RELAXED);
 
-    if (isa == SPYRE_KISA_AVX2 || isa == SPYRE_KISA_AVX512) {
-        st = krun_avx2(r, from, to, g, isa);
+    if (isa == SPYRE_KISA_AVX512) {
+        st = krun_avx512(r, from, to, g);
+    } else if (isa == SPYRE_KISA_AVX2) {
+        st = krun_avx2(r, from, to, g);
     } else
 #endif
     {
@@ -4270,7 +4283,7 @@ static uint32_t krun_pass(SpyreKRun *r, uint32_t from, uint32_t to)
                 r->row_pt = g;
                 r->row_r0 = rb;
                 st = krun_insts(r, from, to, g);
-                if ((rb + r->nl) % 1024 == 0 || rb + r->nl == R) {
+                if ((rb + r->nl) % SPYRE_KRED_BLOCK == 0 || rb + r->nl == R) {
                     for (i = from; i < to; i++) {
                         const SpyreKInst *in = &p->inst[i];
 

@@ -26,8 +26,13 @@
 /* Largest command: 104 + 24 * 32 + 8 * 64 bytes. */
 #define SPYRE_KCMD_MAX          SPYRE_CMD_KERNEL_SIZE(32, 64)
 #define SPYRE_KPROG_MAX         (64 + 16 * SPYRE_KERNEL_MAX_INSTS)
-/* Lanes of one vector (a power of two dividing 1024). */
-#define SPYRE_KVL_MAX           1024
+/*
+ * Lanes of one vector (powers of two): a kernel with reduction dimensions
+ * feeds at most one block of the fixed order (SPYRE_KRED_BLOCK reduction
+ * indices) per vector, a pointwise one SPYRE_KVL_MAX lanes.
+ */
+#define SPYRE_KRED_BLOCK        1024
+#define SPYRE_KVL_MAX           2048
 #define SPYRE_KVL_MIN           16
 
 /* A decoded, checked launch (host byte order). */
