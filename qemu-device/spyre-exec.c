@@ -1073,11 +1073,13 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
         q->status = SPYRE_QS_BUSY;
     } else if (!spyre_e_job_start(e, q)) {
         return;
-    } else if (e->w->doorbell && !spyre_job_short(e)) {
+    }
+    e->ctx = job->ctx;
+    /* A job the doorbell executor starts: the whole of it, or none. */
+    if (e->w->doorbell && !job->cmd_offset && !spyre_job_short(e)) {
         spyre_job_handoff(s, q);
         return;
     }
-    e->ctx = job->ctx;
 
     while (job->cmd_offset < job->cmd_size) {
         st = spyre_exec_cmd(e);

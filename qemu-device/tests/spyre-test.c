@@ -622,10 +622,10 @@ static void test_jobs_rootport_iommu(void)
 }
 
 /*
- * Jobs of short commands run during the doorbell write itself; a job that
- * reaches another command, or runs past the doorbell's budget of 64
- * commands, goes on on a worker from that command: nothing is lost or run
- * twice.
+ * Jobs of short commands run during the doorbell write itself; a job with
+ * another command goes to a worker whole, and one that runs past the
+ * doorbell's budget of 64 commands goes on on a worker from there:
+ * nothing is lost or run twice.
  */
 static void test_doorbell(void)
 {
@@ -675,7 +675,7 @@ static void test_doorbell(void)
     g_assert_cmpuint(c.seqno, ==, 9);
     g_assert_cmpuint(qtest_readq(sp->qts, pa_out + 8), ==, 3);
 
-    /* SEM_SIGNAL (+1), FILL, SEM_SIGNAL (+1): the FILL goes to a worker. */
+    /* SEM_SIGNAL (+1), FILL, SEM_SIGNAL (+1): the job goes to a worker. */
     st.len = 0;
     emit_sem(&st, SPYRE_OP_SEM_SIGNAL, SPYRE_SEM_F_ADD, va_out + 8, 1);
     emit_fill(&st, va_out + 16, 8, 0x5a, 1);
