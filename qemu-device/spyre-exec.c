@@ -697,25 +697,30 @@ static bool spyre_op_short(unsigned int op)
 }
 
 /*
- * The doorbell executor, at a job's start: are the job's commands short
- * ones, as far as its budget reaches?  A job with another command (or
- * one whose headers do not read back: the worker reports it) goes to a
- * worker before any of its commands runs, so that all run on one thread
- * in order, none of them before a worker's wake-up and the rest after.
+ * The doorbell executor, at a job's start: are the job's first
+ * SPYRE_DB_BUDGET_CMDS commands short ones?  A job with another command
+ * there (or a header that does not read back or is not a short command's
+ * own: the worker reports it) goes to a worker before any of its commands
+ * runs, so that all run on one thread in order, none of them before a
+ * worker's wake-up and the rest after.  Reads only whole headers the
+ * stream holds, each behind the commands before it.
  */
 static bool spyre_job_short(SpyreExec *e)
 {
     SpyreJob *job = &e->q->job;
-    uint32_t off = job->cmd_offset, n = e->w->db_budget, size;
+    uint32_t off = job->cmd_offset, n = SPYRE_DB_BUDGET_CMDS, size;
     struct spyre_cmd_header h;
+    unsigned int op;
 
     for (; off < job->cmd_size && n; n--, off += size) {
-        if (spyre_stream_read(e, job->cmd_va + off, &h, sizeof(h)) !=
+        if (job->cmd_size - off < sizeof(h) ||
+            spyre_stream_read(e, job->cmd_va + off, &h, sizeof(h)) !=
             SPYRE_STATUS_OK) {
             return false;
         }
+        op = le16_to_cpu(h.opcode);
         size = le32_to_cpu(h.size);
-        if (!spyre_op_short(le16_to_cpu(h.opcode)) || size < sizeof(h) ||
+        if (!spyre_op_short(op) || size != spyre_cmd_size[op] ||
             size > job->cmd_size - off) {
             return false;
         }

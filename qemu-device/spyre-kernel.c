@@ -940,11 +940,11 @@ bool spyre_kernel_prepare(SpyreKRun *r, const SpyreKProg *p,
         tile = KMIN(tile, KMAX(1, 65536 / KMAX(l->R, 1)));
     } else if (l->npdims >= 2 &&
                (p->idxdims & ((1u << (l->npdims - 1)) - 1)) &&
-               l->size[l->npdims - 1] >= vl / 4 &&
+               l->size[l->npdims - 1] >= SPYRE_KRED_BLOCK / 4 &&
                l->size[l->npdims - 1] < vl) {
         /*
          * Point code that reads an outer dimension's index (a gather's
-         * row) over rows of at least a quarter vector: a tile per row,
+         * row) over rows of at least 256 points: a tile per row,
          * so that the index is uniform over a vector's lanes and the
          * row's offsets affine ("Affine lanes" below).
          */

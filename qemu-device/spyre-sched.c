@@ -31,12 +31,6 @@
 
 #include "spyre.h"
 
-/*
- * Commands the doorbell executor may run per doorbell write: each is
- * short (NOP, TIMESTAMP, SEM_*), so this bounds the time the writing vCPU
- * spends, and a count (not a clock) keeps the split reproducible.
- */
-#define SPYRE_DB_BUDGET_CMDS    64
 /* Completions on one vector closer than this share an MSI-X message. */
 #define SPYRE_IRQ_MODERATE_NS   (20 * SCALE_US)
 /* A running job looks for higher-priority work at least this often. */
@@ -189,31 +183,46 @@ void spyre_kick(SpyreState *s)
 void spyre_wake(SpyreState *s, uint32_t n)
 {
     while (n-- && s->idle_workers) {
+        s->waking++;
         qemu_cond_signal(&s->idle[--s->idle_workers]->wake);
     }
 }
 
-/* @w waits until spyre_wake() takes it off the idle stack (or @ms pass). */
+/* Idle workers: on the stack, or woken and not yet back (see above). */
+static uint32_t spyre_idle_count(SpyreState *s)
+{
+    return s->idle_workers + s->waking;
+}
+
+/*
+ * @w waits until spyre_wake() takes it off the idle stack, or for @ms
+ * (the SEM_WAIT poller, which goes to the bottom: woken last).
+ */
 static void spyre_idle_wait(SpyreWorker *w, int ms)
 {
     SpyreState *s = w->s;
     uint32_t i;
 
-    s->idle[s->idle_workers++] = w;
     if (ms) {
+        memmove(&s->idle[1], &s->idle[0],
+                s->idle_workers * sizeof(s->idle[0]));
+        s->idle[0] = w;
+        s->idle_workers++;
         qemu_cond_timedwait(&w->wake, &s->lock, ms);
     } else {
+        s->idle[s->idle_workers++] = w;
         qemu_cond_wait(&w->wake, &s->lock);
     }
-    /* Not woken (a timeout, or a spurious return): off the stack. */
     for (i = 0; i < s->idle_workers; i++) {
         if (s->idle[i] == w) {
+            /* Not woken (a timeout, or a spurious return): off it. */
             memmove(&s->idle[i], &s->idle[i + 1],
                     (s->idle_workers - i - 1) * sizeof(s->idle[0]));
             s->idle_workers--;
-            break;
+            return;
         }
     }
+    s->waking--;
 }
 
 void spyre_set_job_state(SpyreState *s, SpyreQueue *q, uint32_t st)
@@ -444,7 +453,7 @@ void spyre_e_preempt(SpyreExec *e)
 
     /* An idle worker takes the work, unless it is the last (see above). */
     if (e->level + 1 >= SPYRE_MAX_NEST ||
-        s->idle_workers > (s->nworkers > 1)) {
+        spyre_idle_count(s) > (s->nworkers > 1)) {
         return;
     }
     now = spyre_now();
@@ -518,7 +527,7 @@ void *spyre_worker_thread(void *opaque)
          * The last free worker takes high-priority queues only: however
          * much other work is queued, one worker stays free for them.
          */
-        int floor = s->nworkers > 1 && !s->idle_workers ?
+        int floor = s->nworkers > 1 && !spyre_idle_count(s) ?
                     SPYRE_Q_PRIO_NORMAL : -1;
 
         if (spyre_run_work(w, 0, floor, false, &sem_waiters)) {
@@ -556,8 +565,9 @@ void *spyre_worker_thread(void *opaque)
  * SEM_WAIT, SEM_SIGNAL), for at most SPYRE_DB_BUDGET_CMDS of them; a job
  * with any other command goes to a worker whole, before its first command
  * runs (SPYRE_JOB_READY; spyre_run_queue() looks ahead), and one that
- * reaches the end of the budget goes on on a worker from there.  A submit -> completion
- * round trip of such jobs then costs no host thread wake-up.  The
+ * reaches the end of the budget goes on on a worker from there.  A
+ * submit -> completion round trip of such jobs then costs no host thread
+ * wake-up.  The
  * executor runs with the BQL and the device lock held throughout (its
  * memory phases are the MMIO handler's) and takes no worker from other
  * queues.

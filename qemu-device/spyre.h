@@ -168,6 +168,12 @@ OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
 #define SPYRE_NO_PART           UINT32_MAX
 
 /* Per-worker translation caches (entries, powers of two). */
+/*
+ * Commands the doorbell executor may run per doorbell write: each is
+ * short (NOP, TIMESTAMP, SEM_*), so this bounds the time the writing vCPU
+ * spends, and a count (not a clock) keeps the split reproducible.
+ */
+#define SPYRE_DB_BUDGET_CMDS    64
 #define SPYRE_TLB_SIZE          1024    /* 4 KiB pages */
 #define SPYRE_PWC_SIZE          64      /* leaf tables (2 MiB of VA each) */
 #define SPYRE_PWC_SHIFT         (SPYRE_PAGE_SHIFT + 9)
@@ -527,6 +533,8 @@ struct SpyreState {
      */
     SpyreWorker **idle;
     uint32_t idle_workers;
+    /* Taken off the stack by spyre_wake(), not yet running: idle too. */
+    uint32_t waking;
     uint32_t nparked;           /* queues in SPYRE_JOB_SEM_WAIT */
     uint32_t njobs;             /* queues with a job (!SPYRE_JOB_NONE) */
     uint64_t active_start;      /* device clock when njobs left 0 */
