@@ -962,12 +962,6 @@ static uint64_t ulps(uint32_t a, uint32_t b)
     return x > y ? x - y : y - x;
 }
 
-/*
- * Run @lk on copies of @b with the new core and with libspyre's
- * reference; compare status, details and (if it ran clean) memory, the
- * last operand's f32 elements within @tol ulps (RAND's NORMAL: the
- * reference's log and cos are libm's, the card's its own).
- */
 /* Is the element at @p of @dtype a floating-point NaN? */
 static bool elem_isnan(uint32_t dtype, const uint8_t *p)
 {
@@ -986,6 +980,12 @@ static bool elem_isnan(uint32_t dtype, const uint8_t *p)
     }
 }
 
+/*
+ * Run @lk on copies of @b with the new core and with libspyre's
+ * reference; compare status, details and (if it ran clean) memory, the
+ * last operand's f32 elements within @tol ulps (RAND's NORMAL: the
+ * reference's log and cos are libm's, the card's its own).
+ */
 static void differ_ref(const char *name, const Launch *lk, Buf *b,
                        uint32_t nb, uint64_t tol)
 {
