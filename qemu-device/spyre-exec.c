@@ -1081,7 +1081,7 @@ void spyre_run_queue(SpyreExec *e, SpyreQueue *q, int floor)
     }
     e->ctx = job->ctx;
     /* A job the doorbell executor starts: the whole of it, or none. */
-    if (e->w->doorbell && !job->cmd_offset && !spyre_job_short(e)) {
+    if (e->w->doorbell && !spyre_job_short(e)) {
         spyre_job_handoff(s, q);
         return;
     }

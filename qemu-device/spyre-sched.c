@@ -567,10 +567,9 @@ void *spyre_worker_thread(void *opaque)
  * runs (SPYRE_JOB_READY; spyre_run_queue() looks ahead), and one that
  * reaches the end of the budget goes on on a worker from there.  A
  * submit -> completion round trip of such jobs then costs no host thread
- * wake-up.  The
- * executor runs with the BQL and the device lock held throughout (its
- * memory phases are the MMIO handler's) and takes no worker from other
- * queues.
+ * wake-up.  The executor runs with the BQL and the device lock held
+ * throughout (its memory phases are the MMIO handler's) and takes no
+ * worker from other queues.
  */
 void spyre_db_run(SpyreState *s, SpyreQueue *q)
 {

@@ -167,13 +167,14 @@ OBJECT_DECLARE_SIMPLE_TYPE(SpyreState, SPYRE)
 /* SpyreGang.err_part while no part failed. */
 #define SPYRE_NO_PART           UINT32_MAX
 
-/* Per-worker translation caches (entries, powers of two). */
 /*
  * Commands the doorbell executor may run per doorbell write: each is
  * short (NOP, TIMESTAMP, SEM_*), so this bounds the time the writing vCPU
  * spends, and a count (not a clock) keeps the split reproducible.
  */
 #define SPYRE_DB_BUDGET_CMDS    64
+
+/* Per-worker translation caches (entries, powers of two). */
 #define SPYRE_TLB_SIZE          1024    /* 4 KiB pages */
 #define SPYRE_PWC_SIZE          64      /* leaf tables (2 MiB of VA each) */
 #define SPYRE_PWC_SHIFT         (SPYRE_PAGE_SHIFT + 9)

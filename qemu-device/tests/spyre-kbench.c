@@ -352,19 +352,14 @@ static void fill(Buf *b)
         }
     }
     /* No -0 in memory: ERF(-0) is -0 since spyre-kmath.c, +0 in BASE. */
-    for (i = 0; i < b->extent; i++) {
-        uint8_t *e = b->data + i * es;
-        bool neg0 = e[es - 1] == 0x80;
+    for (i = 0; spyre_dtype_is_float(b->dtype) && i < b->extent; i++) {
+        uint32_t u = 0;
+        double v;
 
-        for (size_t j = 0; j + 1 < es; j++) {
-            neg0 = neg0 && !e[j];
-        }
-        if (neg0 && (b->dtype == SPYRE_DTYPE_FP32 ||
-                     b->dtype == SPYRE_DTYPE_FP16 ||
-                     b->dtype == SPYRE_DTYPE_BF16 ||
-                     b->dtype == SPYRE_DTYPE_FP8_E4M3 ||
-                     b->dtype == SPYRE_DTYPE_FP8_E5M2)) {
-            e[es - 1] = 0;
+        memcpy(&u, b->data + i * es, es);
+        v = spyre_ref_decode(b->dtype, u);
+        if (v == 0.0 && signbit(v)) {
+            b->data[i * es + es - 1] = 0;   /* the sign bit's byte */
         }
     }
 }
@@ -967,17 +962,11 @@ static bool elem_isnan(uint32_t dtype, const uint8_t *p)
 {
     uint32_t u = 0;
 
-    switch (dtype) {
-    case SPYRE_DTYPE_FP32:
-    case SPYRE_DTYPE_FP16:
-    case SPYRE_DTYPE_BF16:
-    case SPYRE_DTYPE_FP8_E4M3:
-    case SPYRE_DTYPE_FP8_E5M2:
-        memcpy(&u, p, spyre_cmd_dtype_size(dtype));
-        return isnan(spyre_ref_decode(dtype, u));
-    default:
+    if (!spyre_dtype_is_float(dtype)) {
         return false;
     }
+    memcpy(&u, p, spyre_cmd_dtype_size(dtype));
+    return isnan(spyre_ref_decode(dtype, u));
 }
 
 /*
