@@ -52,6 +52,17 @@ def sp(t, dev="spyre"):
     return t.to(dev)
 
 
+def raises(fn, text, what):
+    """Assert ``fn()`` raises RuntimeError whose message holds ``text``;
+    ``what`` names the case in the failure."""
+    try:
+        fn()
+    except RuntimeError as e:
+        assert text in str(e), e
+    else:
+        raise AssertionError(f"{what} did not raise")
+
+
 def fallbacks(fn):
     """Run ``fn``; return (its result, the ops that went to the fallback)."""
     torch.spyre.reset_op_counts()
@@ -1493,33 +1504,22 @@ def torch_out_aliasing_and_errors():
     x = torch.randn(3, 4, generator=g)
     for fn in (lambda t: torch.linalg.vector_norm(t, 2, dtype=torch.half),
                lambda t: torch.norm(t, 2, dim=1, dtype=torch.half)):
-        try:
-            fn(sp(x))
-        except RuntimeError as e:
-            assert "narrowing" in str(e), e
-        else:
-            raise AssertionError("a narrowing norm dtype did not raise")
+        raises(lambda: fn(sp(x)), "narrowing", "a narrowing norm dtype")
     X, xc = sp(x), x.clone()
     torch.linalg.vector_norm(X, 2, dim=0, out=X[0])
     torch.linalg.vector_norm(xc, 2, dim=0, out=xc[0])
     close(X, xc)
     X = sp(x)       # aminmax refuses the overlap, as the CPU's
-    try:
-        torch.aminmax(X, dim=0, out=(X[0], torch.empty(0, device="spyre")))
-    except RuntimeError as err:
-        assert "single memory location" in str(err), err
-    else:
-        raise AssertionError("aminmax into its own input did not raise")
+    raises(lambda: torch.aminmax(X, dim=0, out=(X[0], torch.empty(
+        0, device="spyre"))), "single memory location",
+        "aminmax into its own input")
     # scatter(reduce="add", out=): an argument error leaves out as it was
     s = torch.randn(4, 3, generator=g)
     o = sp(torch.full((4, 3), 7.0))
-    try:
-        torch.scatter(sp(s), 0, sp(torch.zeros(5, 3, dtype=torch.long)),
-                      sp(torch.ones(2, 3)), reduce="add", out=o)
-    except RuntimeError:
-        pass
-    else:
-        raise AssertionError("index larger than src did not raise")
+    raises(lambda: torch.scatter(sp(s), 0,
+                                 sp(torch.zeros(5, 3, dtype=torch.long)),
+                                 sp(torch.ones(2, 3)), reduce="add", out=o),
+           "", "index larger than src")
     assert (o.cpu() == 7.0).all()
     # an operand overlapping self in place: PyTorch's overlap error
     xs = torch.zeros(6)
@@ -1527,12 +1527,8 @@ def torch_out_aliasing_and_errors():
                                            t[2:4], "sum"),
                lambda t: t.index_reduce_(0, sp(torch.tensor([0, 1])),
                                          t[2:4], "mean")):
-        try:
-            fn(sp(xs))
-        except RuntimeError as err:
-            assert "single memory location" in str(err), err
-        else:
-            raise AssertionError("an overlapping operand did not raise")
+        raises(lambda: fn(sp(xs)), "single memory location",
+               "an overlapping operand")
 
 
 # ---- indexing on the card (ops_index.cpp) ------------------------------------
