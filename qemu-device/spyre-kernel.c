@@ -2202,12 +2202,12 @@ static inline uint16_t kf2bf(float f)
 #ifdef HOST_X86_64
 /*
  * fp16 runs converted with F16C, for the AVX2 path (spyre_kmath_isas()
- * requires F16C for it): VCVTPH2PS and VCVTPS2PH (to nearest even, from
- * the immediate) give exactly kh2f() and kf2h() for every input, NaNs
- * quietened with their payload kept (spyre-kbench check sweeps every
- * fp16 value and every f32 rounding case).  256-bit vectors of f32 (GCC
- * ends each function with VZEROUPPER).  Tails go through the portable
- * conversions.
+ * requires F16C for it), and with AVX-512's forms for the AVX-512 path:
+ * VCVTPH2PS and VCVTPS2PH (to nearest even, from the immediate) give
+ * exactly kh2f() and kf2h() for every input, NaNs quietened with their
+ * payload kept (spyre-kbench check sweeps every fp16 value and every f32
+ * rounding case).  256-bit or 512-bit vectors of f32 (GCC ends each
+ * function with VZEROUPPER).  Tails go through the portable conversions.
  */
 static __attribute__((target("avx2,f16c"))) void
 kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
@@ -2243,6 +2243,41 @@ kstore_fp16_f16c(uint8_t *restrict p, const float *restrict v, uint32_t n)
         memcpy(p + 2 * j, &h, 2);
     }
 }
+
+static __attribute__((target("avx512f"))) void
+kload_fp16_avx512(float *restrict d, const uint8_t *restrict p, uint32_t n)
+{
+    uint32_t j;
+
+    for (j = 0; j + 16 <= n; j += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(p + 2 * j));
+
+        _mm512_storeu_ps(d + j, _mm512_cvtph_ps(h));
+    }
+    for (; j < n; j++) {
+        uint16_t h;
+
+        memcpy(&h, p + 2 * j, 2);
+        d[j] = kh2f(h);
+    }
+}
+
+static __attribute__((target("avx512f"))) void
+kstore_fp16_avx512(uint8_t *restrict p, const float *restrict v, uint32_t n)
+{
+    uint32_t j;
+
+    for (j = 0; j + 16 <= n; j += 16) {
+        _mm256_storeu_si256((__m256i *)(p + 2 * j),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(v + j),
+                                            _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; j < n; j++) {
+        uint16_t h = kf2h(v[j]);
+
+        memcpy(p + 2 * j, &h, 2);
+    }
+}
 #endif
 
 /* Bytes of one lane of a value of type @t. */
@@ -2253,15 +2288,19 @@ static inline size_t kvsize(unsigned int t)
 
 /*
  * @n fp16 (@bf false) or bf16 elements at @p into f32 lanes @d (@bf a
- * constant at each call: GCC -O2 does not unswitch the loop); @f16c: the
- * host has F16C (the AVX2 path).
+ * constant at each call: GCC -O2 does not unswitch the loop), on host
+ * code path @isa (SPYRE_KISA_*).
  */
 static inline KALWAYS void kload_half(float *restrict d,
                                       const uint8_t *restrict p, uint32_t n,
-                                      bool bf, bool f16c)
+                                      bool bf, unsigned int isa)
 {
 #ifdef HOST_X86_64
-    if (f16c && !bf) {
+    if (isa == SPYRE_KISA_AVX512 && !bf) {
+        kload_fp16_avx512(d, p, n);
+        return;
+    }
+    if (isa == SPYRE_KISA_AVX2 && !bf) {
         kload_fp16_f16c(d, p, n);
         return;
     }
@@ -2276,14 +2315,18 @@ static inline KALWAYS void kload_half(float *restrict d,
 
 /*
  * @n f32 lanes @v to fp16 (@bf false, a constant) or bf16 elements at @p;
- * @f16c as kload_half().
+ * @isa as kload_half().
  */
 static inline KALWAYS void kstore_half(uint8_t *restrict p,
                                        const float *restrict v, uint32_t n,
-                                       bool bf, bool f16c)
+                                       bool bf, unsigned int isa)
 {
 #ifdef HOST_X86_64
-    if (f16c && !bf) {
+    if (isa == SPYRE_KISA_AVX512 && !bf) {
+        kstore_fp16_avx512(p, v, n);
+        return;
+    }
+    if (isa == SPYRE_KISA_AVX2 && !bf) {
         kstore_fp16_f16c(p, v, n);
         return;
     }
@@ -2297,11 +2340,12 @@ static inline KALWAYS void kstore_half(uint8_t *restrict p,
 
 /*
  * @n elements of dtype @dt at @p (guest memory) into value lanes @d;
- * @f16c: fp16 with F16C (kload_half()).
+ * @isa: the host code path (kload_half()).
  */
 static inline KALWAYS void kload_run(void *restrict d,
                                      const uint8_t *restrict p,
-                                     unsigned int dt, uint32_t n, bool f16c)
+                                     unsigned int dt, uint32_t n,
+                                     unsigned int isa)
 {
     switch (dt) {
     case SPYRE_DTYPE_FP32:
@@ -2312,7 +2356,7 @@ static inline KALWAYS void kload_run(void *restrict d,
         memcpy(d, p, (size_t)n * 8);
         break;
     case SPYRE_DTYPE_FP16:
-        kload_half(d, p, n, false, f16c);
+        kload_half(d, p, n, false, isa);
         break;
     case SPYRE_DTYPE_BF16:
         kload_half(d, p, n, true, false);
@@ -2353,12 +2397,12 @@ static inline KALWAYS void kload_run(void *restrict d,
 }
 
 /*
- * @n value lanes @v to elements of dtype @dt at @p (guest memory); @f16c
+ * @n value lanes @v to elements of dtype @dt at @p (guest memory); @isa
  * as kload_run().
  */
 static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
                                       const void *restrict v, uint32_t n,
-                                      bool sat, bool f16c)
+                                      bool sat, unsigned int isa)
 {
     switch (dt) {
     case SPYRE_DTYPE_FP32:
@@ -2372,7 +2416,7 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
         memcpy(p, v, n);
         break;
     case SPYRE_DTYPE_FP16:
-        kstore_half(p, v, n, false, f16c);
+        kstore_half(p, v, n, false, isa);
         break;
     case SPYRE_DTYPE_BF16:
         kstore_half(p, v, n, true, false);
@@ -2469,7 +2513,7 @@ static inline KALWAYS bool kmap_pieces(SpyreKRun *r, unsigned int opnd,
 static inline KALWAYS bool kmem_run(SpyreKRun *r, unsigned int opnd,
                                     unsigned int dt, bool write, bool sat,
                                     uint64_t o0, uint32_t n, void *v, size_t vs,
-                                    bool f16c)
+                                    unsigned int isa)
 {
     uint8_t *pp[KPIECES];
     uint32_t pl[KPIECES], np, done, i;
@@ -2480,9 +2524,9 @@ static inline KALWAYS bool kmem_run(SpyreKRun *r, unsigned int opnd,
     for (i = 0, done = 0; i < np; done += pl[i++]) {
         if (write) {
             kstore_run(pp[i], dt, (const uint8_t *)v + done * vs, pl[i], sat,
-                       f16c);
+                       isa);
         } else {
-            kload_run((uint8_t *)v + done * vs, pp[i], dt, pl[i], f16c);
+            kload_run((uint8_t *)v + done * vs, pp[i], dt, pl[i], isa);
         }
     }
     r->bytes_io += (uint64_t)n * spyre_cmd_dtype_size(dt);
@@ -2544,7 +2588,7 @@ static inline KALWAYS void kmem_lanes(SpyreKRun *r, uint8_t *hp, uint64_t lo,
  * read nothing, if the element is not reachable that way.
  */
 static inline KALWAYS bool kload_uniform(SpyreKRun *r, const SpyreKInst *in,
-                                         uint64_t o, bool f16c)
+                                         uint64_t o, unsigned int isa)
 {
     unsigned int dt = r->l->dtype[in->imm], T = in->type;
     uint64_t one = 1, x = 0;
@@ -2554,7 +2598,7 @@ static inline KALWAYS bool kload_uniform(SpyreKRun *r, const SpyreKInst *in,
     if (!q) {
         return false;
     }
-    kload_run(d, q, dt, 1, f16c);
+    kload_run(d, q, dt, 1, isa);
     memcpy(&x, d, kvsize(T));
     if (T == KI64) {
         r->aff[in->dst] = (SpyreKAff) { x, 0 };
@@ -2567,9 +2611,9 @@ static inline KALWAYS bool kload_uniform(SpyreKRun *r, const SpyreKInst *in,
     return true;
 }
 
-/* LOAD and STORE; @f16c: fp16 with F16C (kload_half()). */
+/* LOAD and STORE on host code path @isa (kload_half()). */
 static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
-                                    uint32_t idx, bool f16c)
+                                    uint32_t idx, unsigned int isa)
 {
     const SpyreKLaunch *l = r->l;
     unsigned int opnd = in->imm, dt = l->dtype[opnd];
@@ -2594,13 +2638,13 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
         ext - af.base >= n &&
         kmem_run(r, opnd, dt, write, in->mod & SPYRE_KMOD_SAT, af.base, n,
                  write ? (void *)ksrc(r, in, 2, in->c) : VS(r, in->dst),
-                 kvsize(T), f16c)) {
+                 kvsize(T), isa)) {
         /* Consecutive offsets in the extent (affine lanes), mapped. */
         return SPYRE_STATUS_OK;
     }
     if (!write && in->b == KNONE && khost_le() && r->io->map && n &&
         kaff_src(r, in, 0, in->a, &af) && !af.slope && af.base < ext &&
-        kload_uniform(r, in, af.base, f16c)) {
+        kload_uniform(r, in, af.base, isa)) {
         /* One offset in the extent (a gather's index, a row's scalar). */
         return SPYRE_STATUS_OK;
     }
@@ -2653,7 +2697,7 @@ static inline KALWAYS uint32_t kmem(SpyreKRun *r, const SpyreKInst *in,
         if (!mask && !gap &&
             kmem_run(r, opnd, dt, write, in->mod & SPYRE_KMOD_SAT, off[0], n,
                      write ? (void *)ksrc(r, in, 2, in->c) : VS(r, in->dst),
-                     kvsize(T), f16c)) {
+                     kvsize(T), isa)) {
             return SPYRE_STATUS_OK;
         }
         for (j = 0; j < n; j++) {
@@ -2965,95 +3009,189 @@ static void acc_combine(SpyreKAcc *a, const SpyreKAcc *b, unsigned int kind,
 }
 
 /*
- * Four f32 lanes and their masks, in GCC's generic vectors, and eight
- * (for the AVX2 path only: the baseline would spill them).
+ * Four f32 lanes and their masks, in GCC's generic vectors; eight for the
+ * AVX2 path and sixteen for the AVX-512 one (the baseline would spill
+ * them).
  */
 typedef float KVF32x4 __attribute__((vector_size(16)));
 typedef int32_t KVI32x4 __attribute__((vector_size(16)));
 typedef float KVF32x8 __attribute__((vector_size(32)));
 typedef int32_t KVI32x8 __attribute__((vector_size(32)));
+typedef float KVF32x16 __attribute__((vector_size(64)));
+typedef int32_t KVI32x16 __attribute__((vector_size(64)));
 
 /*
- * *@pa = fminmax(*@pa, *@pb, @max, false) in each lane (KVF32x4 or 8), bit
- * for bit (through pointers: a 32-byte vector by value would be an ABI
- * question on the baseline).
+ * MAX and MIN of f32 stripes through ordered keys: key(x) is x's bits
+ * with the magnitude bits flipped when the sign is set, so that signed
+ * integer order is fminmax()'s order of numbers (-0 below +0) and the
+ * key of the larger (smaller) number is the larger (smaller) key; the
+ * function is its own inverse.  A NaN lane sets its stripe's NaN mask,
+ * which makes the stripe's result the canonical NaN, as fminmax() does
+ * (the key a NaN leaves behind is then ignored).  Keys and masks are
+ * exact, so the result is fminmax()'s, bit for bit, in any order.
  */
-#define KVMINMAX(name, vf, vi) \
-static inline KALWAYS void name(void *pa, const void *pb, bool max) \
-{ \
-    vf a, b; \
-    vi ua, ub, nan, eq, takea, z, res; \
-    \
-    memcpy(&a, pa, sizeof(a)); \
-    memcpy(&b, pb, sizeof(b)); \
-    ua = (vi)a; \
-    ub = (vi)b; \
-    nan = (a != a) | (b != b); \
-    eq = a == b; \
-    takea = max ? a > b : a < b; \
-    /* equal: the same bits, or zeros: MAX's +0 unless both -0, MIN's -0 */ \
-    z = max ? ua & ub : ua | ub; \
-    res = (ua & takea) | (ub & ~takea); \
-    res = (z & eq) | (res & ~eq); \
-    res = (nan & (int32_t)CANON_NAN) | (res & ~nan); \
-    memcpy(pa, &res, sizeof(res)); \
+#define KKEY(k) ((k) ^ (((k) >> 31) & 0x7fffffff))
+
+/*
+ * The steps of kfeed16_blocks()'s MAX and MIN (@max) in vectors x (vf)
+ * of keys k and NaN masks n (vi), with temporaries t and gt: KMM_IN
+ * reads an accumulator (@p, as f32), KMM_STEP feeds it the lanes at @p,
+ * KMM_MERGE merges accumulator (kb, nb) into (ka, na), KMM_OUT writes it
+ * back.  The state stays in registers (named, not in arrays: GCC would
+ * keep an array in memory).
+ */
+#define KMM_IN(k, n, p) do { \
+        memcpy(&x, (p), sizeof(x)); \
+        t = (__typeof__(t))x; \
+        (k) = KKEY(t); \
+        (n) = x != x; \
+    } while (0)
+#define KMM_STEP(k, n, p) do { \
+        memcpy(&x, (p), sizeof(x)); \
+        t = (__typeof__(t))x; \
+        t = KKEY(t); \
+        gt = max ? t > (k) : t < (k); \
+        (k) = (t & gt) | ((k) & ~gt); \
+        (n) |= x != x; \
+    } while (0)
+#define KMM_MERGE(ka, na, kb, nb) do { \
+        gt = max ? (kb) > (ka) : (kb) < (ka); \
+        (ka) = ((kb) & gt) | ((ka) & ~gt); \
+        (na) |= (nb); \
+    } while (0)
+#define KMM_OUT(p, k, n) do { \
+        t = KKEY(k); \
+        t = ((n) & (int32_t)CANON_NAN) | (t & ~(n)); \
+        memcpy((p), &t, sizeof(t)); \
+    } while (0)
+
+/* AVX-512: the 16 stripes in one vector, two accumulators. */
+static inline KALWAYS uint32_t kminmax_blocks16(float *restrict acc, bool max,
+                                                const float *restrict af,
+                                                uint32_t j, uint32_t j1)
+{
+    KVF32x16 x;
+    KVI32x16 t, gt, k0, n0, k1, n1;
+
+    KMM_IN(k0, n0, acc);
+    k1 = k0;
+    n1 = n0;
+    for (; j + 32 <= j1; j += 32) {
+        KMM_STEP(k0, n0, af + j);
+        KMM_STEP(k1, n1, af + j + 16);
+    }
+    if (j + 16 <= j1) {
+        KMM_STEP(k0, n0, af + j);
+        j += 16;
+    }
+    KMM_MERGE(k0, n0, k1, n1);
+    KMM_OUT(acc, k0, n0);
+    return j;
 }
 
-KVMINMAX(kvminmax, KVF32x4, KVI32x4)
-KVMINMAX(kvminmax8, KVF32x8, KVI32x8)
+/* AVX2: the stripes in two vectors, two accumulators of them. */
+static inline KALWAYS uint32_t kminmax_blocks8(float *restrict acc, bool max,
+                                               const float *restrict af,
+                                               uint32_t j, uint32_t j1)
+{
+    KVF32x8 x;
+    KVI32x8 t, gt, k0, n0, k1, n1, k2, n2, k3, n3;
+
+    KMM_IN(k0, n0, acc);
+    KMM_IN(k1, n1, acc + 8);
+    k2 = k0;
+    n2 = n0;
+    k3 = k1;
+    n3 = n1;
+    for (; j + 32 <= j1; j += 32) {
+        KMM_STEP(k0, n0, af + j);
+        KMM_STEP(k1, n1, af + j + 8);
+        KMM_STEP(k2, n2, af + j + 16);
+        KMM_STEP(k3, n3, af + j + 24);
+    }
+    if (j + 16 <= j1) {
+        KMM_STEP(k0, n0, af + j);
+        KMM_STEP(k1, n1, af + j + 8);
+        j += 16;
+    }
+    KMM_MERGE(k0, n0, k2, n2);
+    KMM_MERGE(k1, n1, k3, n3);
+    KMM_OUT(acc, k0, n0);
+    KMM_OUT(acc + 8, k1, n1);
+    return j;
+}
+
+/* The baseline: the stripes in four vectors, one accumulator. */
+static inline KALWAYS uint32_t kminmax_blocks4(float *restrict acc, bool max,
+                                               const float *restrict af,
+                                               uint32_t j, uint32_t j1)
+{
+    KVF32x4 x;
+    KVI32x4 t, gt, k0, n0, k1, n1, k2, n2, k3, n3;
+
+    KMM_IN(k0, n0, acc);
+    KMM_IN(k1, n1, acc + 4);
+    KMM_IN(k2, n2, acc + 8);
+    KMM_IN(k3, n3, acc + 12);
+    for (; j + 16 <= j1; j += 16) {
+        KMM_STEP(k0, n0, af + j);
+        KMM_STEP(k1, n1, af + j + 4);
+        KMM_STEP(k2, n2, af + j + 8);
+        KMM_STEP(k3, n3, af + j + 12);
+    }
+    KMM_OUT(acc, k0, n0);
+    KMM_OUT(acc + 4, k1, n1);
+    KMM_OUT(acc + 8, k2, n2);
+    KMM_OUT(acc + 12, k3, n3);
+    return j;
+}
 
 /*
  * Whole blocks of 16 lanes from @j on (below @j1) into the 16 stripe
  * accumulators @acc of f32 SUM, MAX or MIN (@kind, a constant at each
  * call): stripe i takes lane j + i of each block, in order, as the
- * scalar loop would; the stripes stay in four vector registers (two of
- * eight lanes if @wide: the AVX2 path).  Returns the first lane not fed.
+ * scalar loop would (MAX and MIN, commutative and associative to the
+ * bit, in any order: KMINMAX_BLOCKS); the stripes stay in vector
+ * registers of the width of host code path @isa.  Returns the first lane
+ * not fed.
  */
 static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
                                               unsigned int kind,
                                               const float *restrict af,
                                               uint32_t j, uint32_t j1,
-                                              bool wide)
+                                              unsigned int isa)
 {
     KVF32x4 s0, s1, s2, s3, x0, x1, x2, x3;
     bool max = kind == SPYRE_KRED_MAX;
 
-    if (wide) {
-        KVF32x8 w0, w1, w2, w3, y0, y1, y2, y3;
+    if (kind != SPYRE_KRED_SUM) {
+        return isa == SPYRE_KISA_AVX512 ?
+               kminmax_blocks16(acc, max, af, j, j1) :
+               isa == SPYRE_KISA_AVX2 ?
+               kminmax_blocks8(acc, max, af, j, j1) :
+               kminmax_blocks4(acc, max, af, j, j1);
+    }
+    if (isa == SPYRE_KISA_AVX512) {
+        KVF32x16 z, y;
+
+        memcpy(&z, acc, 64);
+        for (; j + 16 <= j1; j += 16) {
+            memcpy(&y, af + j, 64);
+            z += y;
+        }
+        memcpy(acc, &z, 64);
+        return j;
+    }
+    if (isa == SPYRE_KISA_AVX2) {
+        KVF32x8 w0, w1, y0, y1;
 
         memcpy(&w0, acc, 32);
         memcpy(&w1, acc + 8, 32);
-        if (kind != SPYRE_KRED_SUM) {
-            /*
-             * MAX and MIN (fminmax()) are commutative and associative, to
-             * the bit: a stripe's result does not depend on the order its
-             * lanes come in.  Two blocks at once, then the halves merged.
-             */
-            w2 = w0;
-            w3 = w1;
-            for (; j + 32 <= j1; j += 32) {
-                memcpy(&y0, af + j, 32);
-                memcpy(&y1, af + j + 8, 32);
-                memcpy(&y2, af + j + 16, 32);
-                memcpy(&y3, af + j + 24, 32);
-                kvminmax8(&w0, &y0, max);
-                kvminmax8(&w1, &y1, max);
-                kvminmax8(&w2, &y2, max);
-                kvminmax8(&w3, &y3, max);
-            }
-            kvminmax8(&w0, &w2, max);
-            kvminmax8(&w1, &w3, max);
-        }
         for (; j + 16 <= j1; j += 16) {
             memcpy(&y0, af + j, 32);
             memcpy(&y1, af + j + 8, 32);
-            if (kind == SPYRE_KRED_SUM) {
-                w0 += y0;
-                w1 += y1;
-            } else {
-                kvminmax8(&w0, &y0, max);
-                kvminmax8(&w1, &y1, max);
-            }
+            w0 += y0;
+            w1 += y1;
         }
         memcpy(acc, &w0, 32);
         memcpy(acc + 8, &w1, 32);
@@ -3070,17 +3208,10 @@ static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
         memcpy(&x1, b + 4, 16);
         memcpy(&x2, b + 8, 16);
         memcpy(&x3, b + 12, 16);
-        if (kind == SPYRE_KRED_SUM) {
-            s0 += x0;
-            s1 += x1;
-            s2 += x2;
-            s3 += x3;
-        } else {
-            kvminmax(&s0, &x0, max);
-            kvminmax(&s1, &x1, max);
-            kvminmax(&s2, &x2, max);
-            kvminmax(&s3, &x3, max);
-        }
+        s0 += x0;
+        s1 += x1;
+        s2 += x2;
+        s3 += x3;
     }
     memcpy(acc, &s0, 16);
     memcpy(acc + 4, &s1, 16);
@@ -3097,7 +3228,7 @@ static inline KALWAYS uint32_t kfeed16_blocks(float *restrict acc,
  */
 static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
                                    const float *restrict af, uint32_t j0,
-                                   uint32_t j1, bool wide)
+                                   uint32_t j1, unsigned int isa)
 {
     float acc[16];
     uint32_t i, j;
@@ -3107,13 +3238,13 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
     }
     switch (kind) {
     case SPYRE_KRED_SUM:
-        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1, wide);
+        j = kfeed16_blocks(acc, SPYRE_KRED_SUM, af, j0, j1, isa);
         break;
     case SPYRE_KRED_MAX:
-        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1, wide);
+        j = kfeed16_blocks(acc, SPYRE_KRED_MAX, af, j0, j1, isa);
         break;
     default:
-        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1, wide);
+        j = kfeed16_blocks(acc, SPYRE_KRED_MIN, af, j0, j1, isa);
         break;
     }
     for (i = 0; j < j1; i++, j++) {
@@ -3129,7 +3260,7 @@ static inline KALWAYS void kfeed16(SpyreKRed *rd, unsigned int kind,
 static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
                                  SpyreKRed *rd, const void *a, const void *b,
                                  const void *c, const uint8_t *m, uint32_t j0,
-                                 uint32_t j1, bool wide)
+                                 uint32_t j1, unsigned int isa)
 {
     unsigned int kind = in->mod & 0xff, T = in->type, ta = in->stype;
     uint32_t j;
@@ -3141,7 +3272,7 @@ static inline KALWAYS void kfeed(SpyreKRun *r, const SpyreKInst *in,
 
         if (j0 < j1 && !(klr(r, j0) & 15) &&
             klr(r, j1 - 1) - klr(r, j0) == j1 - 1 - j0) {
-            kfeed16(rd, kind, af, j0, j1, wide);
+            kfeed16(rd, kind, af, j0, j1, isa);
             return;
         }
 
@@ -3211,7 +3342,8 @@ static void kblock_push(SpyreKRed *rd, const SpyreKAcc *top,
 
 /*
  * kblock() of f32 SUM, MAX or MIN, whose stripes hold only v.f (the other
- * fields stay as acc_init() set them): the same tree on the floats.
+ * fields stay as acc_init() set them): the same tree on the floats; MAX
+ * and MIN, whose order does not matter, through KKEY's keys.
  */
 static void kblock_f32(SpyreKRed *rd, unsigned int kind, unsigned int ta)
 {
@@ -3223,11 +3355,24 @@ static void kblock_f32(SpyreKRed *rd, unsigned int kind, unsigned int ta)
     for (i = 0; i < 16; i++) {
         f[i] = rd->stripe[i].v.f;
     }
-    for (w = 16; w > 1; w /= 2) {
-        for (i = 0; i < w / 2; i++) {
-            f[i] = sum ? f[2 * i] + f[2 * i + 1] :
-                   fminmax(f[2 * i], f[2 * i + 1], max, false);
+    if (sum) {
+        for (w = 16; w > 1; w /= 2) {
+            for (i = 0; i < w / 2; i++) {
+                f[i] = f[2 * i] + f[2 * i + 1];
+            }
         }
+    } else {
+        int32_t k, best = 0;
+        uint32_t nan = 0;
+
+        for (i = 0; i < 16; i++) {
+            k = (int32_t)f2u(f[i]);
+            k = KKEY(k);
+            nan |= kmask(f[i] != f[i]);
+            best = !i || (max ? k > best : k < best) ? k : best;
+        }
+        best = KKEY(best);
+        f[0] = u2f(ksel(nan, CANON_NAN, (uint32_t)best));
     }
     top = rd->stripe[0];
     top.v.f = f[0];
@@ -3391,7 +3536,7 @@ static uint64_t kelem_add(uint64_t old, uint64_t add, unsigned int T)
  * kmap_pieces().  Returns false, having accessed nothing, if it cannot.
  */
 static bool kscatter_run(SpyreKRun *r, const SpyreKInst *in, uint64_t o0,
-                         uint32_t n, bool f16c)
+                         uint32_t n, unsigned int isa)
 {
     unsigned int opnd = in->imm, dt = r->l->dtype[opnd];
     unsigned int T = r->p->vtype[in->c];
@@ -3414,12 +3559,12 @@ static bool kscatter_run(SpyreKRun *r, const SpyreKInst *in, uint64_t o0,
             const float *restrict v = (const float *)val + done;
             size_t j;
 
-            kload_run(sum, pp[i], dt, pl[i], f16c);
+            kload_run(sum, pp[i], dt, pl[i], isa);
             KFOR(j, pl[i], { sum[j] = sum[j] + v[j]; });
             kcanon_lanes(sum, pl[i]);
-            kstore_run(pp[i], dt, sum, pl[i], sat, f16c);
+            kstore_run(pp[i], dt, sum, pl[i], sat, isa);
         } else {
-            kstore_run(pp[i], dt, val + done * vs, pl[i], sat, f16c);
+            kstore_run(pp[i], dt, val + done * vs, pl[i], sat, isa);
         }
     }
     r->bytes_io += (uint64_t)n * spyre_cmd_dtype_size(dt) * (add ? 2 : 1);
@@ -3428,7 +3573,7 @@ static bool kscatter_run(SpyreKRun *r, const SpyreKInst *in, uint64_t o0,
 }
 
 static uint32_t kscatter(SpyreKRun *r, const SpyreKInst *in, uint32_t idx,
-                         bool f16c)
+                         unsigned int isa)
 {
     const SpyreKLaunch *l = r->l;
     unsigned int opnd = in->imm, dt = l->dtype[opnd];
@@ -3446,7 +3591,7 @@ static uint32_t kscatter(SpyreKRun *r, const SpyreKInst *in, uint32_t idx,
 
     if (in->b == KNONE && khost_le() && r->io->map && n &&
         kaff_src(r, in, 0, in->a, &af) && af.slope == 1 && af.base < ext &&
-        ext - af.base >= n && kscatter_run(r, in, af.base, n, f16c)) {
+        ext - af.base >= n && kscatter_run(r, in, af.base, n, isa)) {
         return SPYRE_STATUS_OK;
     }
     ov = ksrc(r, in, 0, in->a);
@@ -4085,7 +4230,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
         switch (in->op) {
         case SPYRE_KOP_LOAD:
         case SPYRE_KOP_STORE:
-            st = kmem(r, in, i, isa != SPYRE_KISA_GENERIC);
+            st = kmem(r, in, i, isa);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
@@ -4094,7 +4239,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             kcheck(r, in, i);
             break;
         case SPYRE_KOP_SCATTER:
-            st = kscatter(r, in, i, isa != SPYRE_KISA_GENERIC);
+            st = kscatter(r, in, i, isa);
             if (st != SPYRE_STATUS_OK) {
                 return st;
             }
@@ -4117,8 +4262,7 @@ static inline KALWAYS uint32_t krun_body(SpyreKRun *r, uint32_t from,
             }
             for (q = 0; q * per < r->nl; q++) {
                 kfeed(r, in, &r->red[(size_t)in->red * r->tile + g + q],
-                      a, b, c, m, q * per, (q + 1) * per,
-                      isa != SPYRE_KISA_GENERIC);
+                      a, b, c, m, q * per, (q + 1) * per, isa);
             }
             break;
         }

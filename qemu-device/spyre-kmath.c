@@ -16,7 +16,8 @@
  * GCC can vectorise them, each built once per host code path (baseline,
  * AVX2, AVX-512; bit-identical) and found in one table by opcode; the
  * rare lanes that need more (trigonometric functions at |x| >= 2^20) are
- * fixed up afterwards, lane by lane.
+ * fixed up afterwards, lane by lane.  EXP and SIGMOID run a shorter body
+ * (the same bits) over vectors whose lanes are all in its range.
  * Built with -ffp-contract=off (no fused a * b + c) and -fno-math-errno.
  *
  * Copyright (c) 2025 The Spyre open stack authors
@@ -203,19 +204,18 @@ static inline double kexpm1(double x)
  * At or below -104 the result is +0 (x taken as 0, then the result
  * replaced), at or above 89 +inf (x taken as 89: e^89 overflows), a NaN
  * the canonical one.  No branch: vectorises on every path, 16 lanes per
- * AVX-512 vector.
+ * AVX-512 vector.  kexp_y() computes y and n, kexpf() the rest.
  */
-static inline float kexpf(float x)
+static inline float kexp_y(float xc, int32_t *n)
 {
-    bool gt = x > -104.0f;
-    float xc = kself(gt, kself(x < 89.0f, x, 89.0f), 0.0f);
     float kf = (xc * 2.88539f + 0x1.8p23f) - 0x1.8p23f;
-    int32_t k = (int32_t)kf, n = k >> 1;
+    int32_t k = (int32_t)kf;
     float r = (xc - kf * 0.3465576171875f) - kf * 0.000015973092f;
     float p = 0.0013888889f;           /* 1/720, then 1/120 .. 1/2 */
-    float th, tl, y, s;
+    float th, tl, s;
     bool odd = k & 1;
 
+    *n = k >> 1;
     p = p * r + 0.008333334f;
     p = p * r + 0.041666668f;
     p = p * r + 0.16666667f;
@@ -223,16 +223,93 @@ static inline float kexpf(float x)
     s = r + (r * r) * p;
     th = kself(odd, 1.4142135f, 1.0f);          /* sqrt(2) = th + tl */
     tl = kself(odd, 0.000000024203235f, 0.0f);
-    y = th + (tl + th * s);
+    return th + (tl + th * s);
+}
+
+static inline float kexpf(float x)
+{
+    bool gt = x > -104.0f;
+    float xc = kself(gt, kself(x < 89.0f, x, 89.0f), 0.0f), y;
+    int32_t n;
+
+    y = kexp_y(xc, &n);
     y = y * u2f((uint32_t)((n >> 1) + 127) << 23) *
         u2f((uint32_t)(n - (n >> 1) + 127) << 23);
     return kself(x != x, u2f(CANON_NAN), kself(gt, y, 0.0f));
+}
+
+/*
+ * kexpf() of an x in [KEXP_LO, KEXP_HI] (a number), bit for bit: no
+ * clamp and no select is needed there, and n is in [-124, 127], where
+ * y 2^n (normal) is the product of the two exact scalings.
+ */
+#define KEXP_LO     (-86.0f)
+#define KEXP_HI     88.0f
+
+static inline float kexpf_mid(float x)
+{
+    int32_t n;
+    float y = kexp_y(x, &n);
+
+    return y * u2f((uint32_t)(n + 127) << 23);
+}
+
+/* Are lanes [0, @n) of @a all numbers in [@lo, @hi]? */
+static inline KALWAYS bool kall_in(const float *restrict a, uint32_t n,
+                                   float lo, float hi)
+{
+    uint32_t out[KBLK] = { 0 }, any = 0;
+    size_t j0 = 0, j;
+
+    /* Lane-wise flags, one block at a time (vectorises), then merged. */
+    for (; j0 + KBLK <= n; j0 += KBLK) {
+        for (j = 0; j < KBLK; j++) {
+            out[j] |= !((a[j0 + j] >= lo) & (a[j0 + j] <= hi));
+        }
+    }
+    for (j = j0; j < n; j++) {
+        any |= !((a[j] >= lo) & (a[j] <= hi));
+    }
+    for (j = 0; j < KBLK; j++) {
+        any |= out[j];
+    }
+    return !any;
+}
+
+/*
+ * EXP of lanes [0, @n) of @a into @d: kexpf_mid() when every lane is in
+ * its range (softmax's x - max, most activations), else kexpf().
+ */
+static inline KALWAYS void kexp_lanes(float *restrict d,
+                                      const float *restrict a, uint32_t n)
+{
+    if (kall_in(a, n, KEXP_LO, KEXP_HI)) {
+        KFOR_N(j, n, { d[j] = kexpf_mid(a[j]); });
+    } else {
+        KFOR_N(j, n, { d[j] = kexpf(a[j]); });
+    }
 }
 
 /* SIGMOID: exactly RECIP(ADD(1, EXP(NEG(x)))) in f32. */
 static inline float ksigmoidf(float x)
 {
     return kcanon(1.0f / (1.0f + kexpf(-x)));
+}
+
+/*
+ * SIGMOID of lanes [0, @n) of @a into @d, as kexp_lanes(): with
+ * kexpf_mid() when every -x is in its range (the quotient of positive
+ * normal numbers needs no canonical NaN).
+ */
+static inline KALWAYS void ksigmoid_lanes(float *restrict d,
+                                          const float *restrict a,
+                                          uint32_t n)
+{
+    if (kall_in(a, n, -KEXP_HI, -KEXP_LO)) {
+        KFOR_N(j, n, { d[j] = 1.0f / (1.0f + kexpf_mid(-a[j])); });
+    } else {
+        KFOR_N(j, n, { d[j] = ksigmoidf(a[j]); });
+    }
 }
 
 /* 2^x: x = k + r exactly (|r| <= 1/2), 2^r = e^(r ln 2). */
@@ -989,8 +1066,8 @@ KDEF_AVX2(name)
         d[j] = (EXPR); \
     }))
 
-KDEF_MAP1(kexp, kexpf(x))
-KDEF_MAP1(ksigmoid, ksigmoidf(x))
+KDEF_LANES(kexp, kexp_lanes(d, a, n))
+KDEF_LANES(ksigmoid, ksigmoid_lanes(d, a, n))
 KDEF_MAP1(klog, klogf(x, 0))
 KDEF_MAP1(ksqrt, kcanon(sqrtf(x)))
 KDEF_MAP1(krsqrt, kcanon(1.0f / sqrtf(x)))

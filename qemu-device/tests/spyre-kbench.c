@@ -12,7 +12,8 @@
  *                            programs (default 300) against the base,
  *                            once per host code path of the core
  *                            (spyre_kernel_isas()), the fp16
- *                            conversions swept, memory reached
+ *                            conversions swept, MAX and MIN over rows
+ *                            of special values, memory reached
  *                            through SpyreKIO.map in one piece, in
  *                            4 KiB pieces, or through access only
  *                            then the Philox known answers and N random
@@ -31,6 +32,7 @@
  *                            best of 3 runs or $KB_REPS, only kernel
  *                            $KB_ONLY: 0 fused8, 1 rowsum, 2 softmax;
  *                            $KB_N: fused8's elements, 4 Mi;
+ *                            $KB_ROWS: the row kernels' rows, 1024;
  *                            $KB_ONES: rows of ones, as spyre-bench's)
  *   spyre-kbench bench-base  the same with the base core
  *
@@ -917,6 +919,74 @@ static void keep_sweep(void)
     }
 }
 
+/*
+ * MAX and MIN reductions over rows of special values (both zeros, both
+ * infinities, NaNs with payloads, subnormals, extremes, a few numbers)
+ * at lengths around the stripes' and blocks' edges, against the base:
+ * the ordered-key stripes and block merges must give fminmax()'s bits.
+ */
+static void minmax_sweep(void)
+{
+    static const uint32_t pool[] = {
+        0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+        0xffc00001, 0x7f800001, 0xff812345, 0x00000001, 0x80000001,
+        0x007fffff, 0x807fffff, 0x7f7fffff, 0xff7fffff, 0x3f800000,
+        0xbf800000, 0x3f800001, 0xbf800001,
+    };
+    static const uint64_t cols[] = { 1, 15, 16, 17, 31, 33, 1023, 1024,
+                                     1040, 4101 };
+    const uint32_t dt[2] = { SPYRE_DTYPE_FP32, SPYRE_DTYPE_FP32 };
+    uint64_t size[9] = { 0 }, param[1], e;
+    struct spyre_kernel *k;
+    unsigned int kind, c, npool = sizeof(pool) / sizeof(pool[0]);
+    int row, o, m;
+    Launch lk;
+    Buf b[2];
+
+    for (kind = 0; kind < 2; kind++) {
+        spyre_kernel_create(dt, 2, 1, 1, 1, &k);
+        row = spyre_kernel_affine(k, SPYRE_KTYPE_I64, N_, 1, 0);
+        spyre_kernel_pass(k);
+        o = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, row,
+                            spyre_kernel_idx(k, SPYRE_KTYPE_I64,
+                                             SPYRE_KDIM_R0), N_);
+        m = spyre_kernel_reduce(k, kind ? SPYRE_KRED_MIN : SPYRE_KRED_MAX,
+                                spyre_kernel_load(k, 0, o, N_, N_), N_, N_,
+                                N_);
+        spyre_kernel_endpass(k);
+        spyre_kernel_store(k, 1, spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0), m,
+                           N_, 0);
+        for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
+            param[0] = cols[c];
+            size[0] = 64;
+            size[6] = cols[c];
+            b[0] = mkbuf(64 * cols[c], SPYRE_DTYPE_FP32);
+            b[1] = mkbuf(64, SPYRE_DTYPE_FP32);
+            for (e = 0; e < 64 * cols[c]; e++) {
+                /*
+                 * Row r draws from the first 2 + r / 4 % 17 pool
+                 * entries (zeros only, then more kinds; the NaNs come
+                 * last, so many rows have none); in rows 4i + 1 one
+                 * element in eight is a random number instead, rows
+                 * 4i + 3 hold negative numbers a few ulps apart.
+                 */
+                uint64_t r = e / cols[c], lim = 2 + r / 4 % (npool - 1);
+                uint32_t u = r % 4 == 3 ? 0xbf800000 | (uint32_t)rnd() % 7 :
+                             r % 4 == 1 && !(rnd() % 8) ?
+                             (uint32_t)rnd() & 0xbf7fffff :
+                             pool[rnd() % lim];
+
+                memcpy(b[0].data + 4 * e, &u, 4);
+            }
+            mklaunch(&lk, k, b, 2, param, 1, 1, 1, size);
+            differ(kind ? "min sweep" : "max sweep", &lk, b, 2);
+            free(b[0].data);
+            free(b[1].data);
+        }
+        spyre_kernel_destroy(k);
+    }
+}
+
 /* ---- Part 2 (SCATTER, SCAN, RAND) against libspyre's reference ---- */
 
 /* The KAT of Random123's kat_vectors for philox4x32_10. */
@@ -1796,10 +1866,12 @@ int main(int argc, char **argv)
         if (getenv("KB_ISA")) {
             spyre_kernel_set_isa(atoi(getenv("KB_ISA")));
         }
-        /* $KB_N: fused8's elements (4 Mi; fewer: a run in the caches) */
+        /* $KB_N, $KB_ROWS: fewer, a run in the caches */
         issue_kernels(true, !strcmp(mode, "bench-base"),
                       getenv("KB_N") ? strtoull(getenv("KB_N"), NULL, 0) :
-                      4u << 20, 1024);
+                      4u << 20,
+                      getenv("KB_ROWS") ? strtoull(getenv("KB_ROWS"), NULL,
+                                                   0) : 1024);
         return 0;
     }
     if (!strcmp(mode, "rand-digest")) {
@@ -1834,6 +1906,7 @@ int main(int argc, char **argv)
             math_sweep(1u << 21);
             half_sweep();
             keep_sweep();
+            minmax_sweep();
             for (i = 0; i < n; i++) {
                 map_mode = i % 3;
                 random_one(i);
