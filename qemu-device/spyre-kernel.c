@@ -2207,7 +2207,9 @@ static inline uint16_t kf2bf(float f)
  * exactly kh2f() and kf2h() for every input, NaNs quietened with their
  * payload kept (spyre-kbench check sweeps every fp16 value and every f32
  * rounding case).  256-bit or 512-bit vectors of f32 (GCC ends each
- * function with VZEROUPPER).  Tails go through the portable conversions.
+ * function with VZEROUPPER); AVX-512's in their masked (zeroing) forms,
+ * every lane kept (KPH_HALF says why).  Tails go through the portable
+ * conversions.
  */
 static __attribute__((target("avx2,f16c"))) void
 kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
@@ -2252,7 +2254,7 @@ kload_fp16_avx512(float *restrict d, const uint8_t *restrict p, uint32_t n)
     for (j = 0; j + 16 <= n; j += 16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)(p + 2 * j));
 
-        _mm512_storeu_ps(d + j, _mm512_cvtph_ps(h));
+        _mm512_storeu_ps(d + j, _mm512_maskz_cvtph_ps(0xffff, h));
     }
     for (; j < n; j++) {
         uint16_t h;
@@ -2269,8 +2271,9 @@ kstore_fp16_avx512(uint8_t *restrict p, const float *restrict v, uint32_t n)
 
     for (j = 0; j + 16 <= n; j += 16) {
         _mm256_storeu_si256((__m256i *)(p + 2 * j),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(v + j),
-                                            _MM_FROUND_TO_NEAREST_INT));
+                            _mm512_maskz_cvtps_ph(0xffff,
+                                                  _mm512_loadu_ps(v + j),
+                                                  _MM_FROUND_TO_NEAREST_INT));
     }
     for (; j < n; j++) {
         uint16_t h = kf2h(v[j]);
@@ -3880,10 +3883,14 @@ kph_round_avx512(__m512i *x0, __m512i *x1, __m512i *x2, __m512i *x3,
     const __m512i m0 = _mm512_set1_epi32((int)KPH_M0);
     const __m512i m1 = _mm512_set1_epi32((int)KPH_M1);
     const __mmask16 odd = 0xaaaa, even = 0x5555;
-    __m512i e0 = _mm512_mul_epu32(*x0, m0);
-    __m512i o0 = _mm512_mul_epu32(_mm512_srli_epi64(*x0, 32), m0);
-    __m512i e1 = _mm512_mul_epu32(*x2, m1);
-    __m512i o1 = _mm512_mul_epu32(_mm512_srli_epi64(*x2, 32), m1);
+    __m512i e0 = _mm512_maskz_mul_epu32(0xff, *x0, m0);
+    __m512i o0 = _mm512_maskz_mul_epu32(0xff,
+                                        _mm512_maskz_srli_epi64(0xff, *x0, 32),
+                                        m0);
+    __m512i e1 = _mm512_maskz_mul_epu32(0xff, *x2, m1);
+    __m512i o1 = _mm512_maskz_mul_epu32(0xff,
+                                        _mm512_maskz_srli_epi64(0xff, *x2, 32),
+                                        m1);
     /* high halves: odd lanes' in place, even lanes' from lane + 1 */
     __m512i h0 = _mm512_mask_shuffle_epi32(o0, even, e0, _MM_PERM_DDBB);
     __m512i h1 = _mm512_mask_shuffle_epi32(o1, even, e1, _MM_PERM_DDBB);
@@ -3895,17 +3902,22 @@ kph_round_avx512(__m512i *x0, __m512i *x1, __m512i *x2, __m512i *x3,
     *x3 = _mm512_mask_shuffle_epi32(e0, odd, o0, _MM_PERM_CCAA);
 }
 
+/*
+ * Half @i of a 512-bit vector.  The masked (zeroing) forms here and in
+ * kph_round_avx512(), all lanes kept: GCC 12's unmasked ones pass an
+ * "undefined" vector that -Wmaybe-uninitialized reports (GCC bug 105593).
+ */
+#define KPH_HALF(v, i)  _mm512_maskz_extracti64x4_epi64(0xf, (v), (i))
+
 /* Block words x0..x3 of 16 lanes into @w in element order. */
 static inline __attribute__((always_inline, target(KPH_AVX512))) void
 kph_words_avx512(uint32_t *w, __m512i x0, __m512i x1, __m512i x2,
                  __m512i x3)
 {
-    kph_words_avx2(w, _mm512_castsi512_si256(x0), _mm512_castsi512_si256(x1),
-                   _mm512_castsi512_si256(x2), _mm512_castsi512_si256(x3));
-    kph_words_avx2(w + 32, _mm512_extracti64x4_epi64(x0, 1),
-                   _mm512_extracti64x4_epi64(x1, 1),
-                   _mm512_extracti64x4_epi64(x2, 1),
-                   _mm512_extracti64x4_epi64(x3, 1));
+    kph_words_avx2(w, KPH_HALF(x0, 0), KPH_HALF(x1, 0), KPH_HALF(x2, 0),
+                   KPH_HALF(x3, 0));
+    kph_words_avx2(w + 32, KPH_HALF(x0, 1), KPH_HALF(x1, 1), KPH_HALF(x2, 1),
+                   KPH_HALF(x3, 1));
 }
 
 /*
