@@ -2208,10 +2208,11 @@ static inline uint16_t kf2bf(float f)
  * payload kept (spyre-kbench check sweeps every fp16 value and every f32
  * rounding case).  256-bit or 512-bit vectors of f32 (GCC ends each
  * function with VZEROUPPER); AVX-512's in their masked (zeroing) forms,
- * every lane kept (KPH_HALF says why).  Tails go through the portable
- * conversions.
+ * every lane kept (KPH_HALF says why).  Whole vectors only: each
+ * returns the lanes it converted, kload_half() and kstore_half() convert
+ * the rest.
  */
-static __attribute__((target("avx2,f16c"))) void
+static __attribute__((target("avx2,f16c"))) uint32_t
 kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
 {
     uint32_t j;
@@ -2221,15 +2222,10 @@ kload_fp16_f16c(float *restrict d, const uint8_t *restrict p, uint32_t n)
 
         _mm256_storeu_ps(d + j, _mm256_cvtph_ps(h));
     }
-    for (; j < n; j++) {
-        uint16_t h;
-
-        memcpy(&h, p + 2 * j, 2);
-        d[j] = kh2f(h);
-    }
+    return j;
 }
 
-static __attribute__((target("avx2,f16c"))) void
+static __attribute__((target("avx2,f16c"))) uint32_t
 kstore_fp16_f16c(uint8_t *restrict p, const float *restrict v, uint32_t n)
 {
     uint32_t j;
@@ -2239,14 +2235,10 @@ kstore_fp16_f16c(uint8_t *restrict p, const float *restrict v, uint32_t n)
                          _mm256_cvtps_ph(_mm256_loadu_ps(v + j),
                                          _MM_FROUND_TO_NEAREST_INT));
     }
-    for (; j < n; j++) {
-        uint16_t h = kf2h(v[j]);
-
-        memcpy(p + 2 * j, &h, 2);
-    }
+    return j;
 }
 
-static __attribute__((target("avx512f"))) void
+static __attribute__((target("avx512f"))) uint32_t
 kload_fp16_avx512(float *restrict d, const uint8_t *restrict p, uint32_t n)
 {
     uint32_t j;
@@ -2256,15 +2248,10 @@ kload_fp16_avx512(float *restrict d, const uint8_t *restrict p, uint32_t n)
 
         _mm512_storeu_ps(d + j, _mm512_maskz_cvtph_ps(0xffff, h));
     }
-    for (; j < n; j++) {
-        uint16_t h;
-
-        memcpy(&h, p + 2 * j, 2);
-        d[j] = kh2f(h);
-    }
+    return j;
 }
 
-static __attribute__((target("avx512f"))) void
+static __attribute__((target("avx512f"))) uint32_t
 kstore_fp16_avx512(uint8_t *restrict p, const float *restrict v, uint32_t n)
 {
     uint32_t j;
@@ -2275,11 +2262,7 @@ kstore_fp16_avx512(uint8_t *restrict p, const float *restrict v, uint32_t n)
                                                   _mm512_loadu_ps(v + j),
                                                   _MM_FROUND_TO_NEAREST_INT));
     }
-    for (; j < n; j++) {
-        uint16_t h = kf2h(v[j]);
-
-        memcpy(p + 2 * j, &h, 2);
-    }
+    return j;
 }
 #endif
 
@@ -2298,21 +2281,20 @@ static inline KALWAYS void kload_half(float *restrict d,
                                       const uint8_t *restrict p, uint32_t n,
                                       bool bf, unsigned int isa)
 {
+    uint32_t j0 = 0;
+
 #ifdef HOST_X86_64
     if (isa == SPYRE_KISA_AVX512 && !bf) {
-        kload_fp16_avx512(d, p, n);
-        return;
-    }
-    if (isa == SPYRE_KISA_AVX2 && !bf) {
-        kload_fp16_f16c(d, p, n);
-        return;
+        j0 = kload_fp16_avx512(d, p, n);
+    } else if (isa == SPYRE_KISA_AVX2 && !bf) {
+        j0 = kload_fp16_f16c(d, p, n);
     }
 #endif
-    KFOR_N(j, n, {
+    KFOR_N(j, n - j0, {
         uint16_t h;
 
-        memcpy(&h, p + 2 * j, 2);
-        d[j] = bf ? kbf2f(h) : kh2f(h);
+        memcpy(&h, p + 2 * (j0 + j), 2);
+        d[j0 + j] = bf ? kbf2f(h) : kh2f(h);
     });
 }
 
@@ -2324,20 +2306,19 @@ static inline KALWAYS void kstore_half(uint8_t *restrict p,
                                        const float *restrict v, uint32_t n,
                                        bool bf, unsigned int isa)
 {
+    uint32_t j0 = 0;
+
 #ifdef HOST_X86_64
     if (isa == SPYRE_KISA_AVX512 && !bf) {
-        kstore_fp16_avx512(p, v, n);
-        return;
-    }
-    if (isa == SPYRE_KISA_AVX2 && !bf) {
-        kstore_fp16_f16c(p, v, n);
-        return;
+        j0 = kstore_fp16_avx512(p, v, n);
+    } else if (isa == SPYRE_KISA_AVX2 && !bf) {
+        j0 = kstore_fp16_f16c(p, v, n);
     }
 #endif
-    KFOR_N(j, n, {
-        uint16_t h = bf ? kf2bf(v[j]) : kf2h(v[j]);
+    KFOR_N(j, n - j0, {
+        uint16_t h = bf ? kf2bf(v[j0 + j]) : kf2h(v[j0 + j]);
 
-        memcpy(p + 2 * j, &h, 2);
+        memcpy(p + 2 * (j0 + j), &h, 2);
     });
 }
 
@@ -2362,7 +2343,7 @@ static inline KALWAYS void kload_run(void *restrict d,
         kload_half(d, p, n, false, isa);
         break;
     case SPYRE_DTYPE_BF16:
-        kload_half(d, p, n, true, false);
+        kload_half(d, p, n, true, isa);
         break;
     case SPYRE_DTYPE_U8: {
         int32_t *restrict di = d;
@@ -2422,7 +2403,7 @@ static inline KALWAYS void kstore_run(uint8_t *restrict p, unsigned int dt,
         kstore_half(p, v, n, false, isa);
         break;
     case SPYRE_DTYPE_BF16:
-        kstore_half(p, v, n, true, false);
+        kstore_half(p, v, n, true, isa);
         break;
     case SPYRE_DTYPE_U8:
     case SPYRE_DTYPE_INT8: {
@@ -3154,7 +3135,7 @@ static inline KALWAYS uint32_t kminmax_blocks4(float *restrict acc, bool max,
  * accumulators @acc of f32 SUM, MAX or MIN (@kind, a constant at each
  * call): stripe i takes lane j + i of each block, in order, as the
  * scalar loop would (MAX and MIN, commutative and associative to the
- * bit, in any order: KMINMAX_BLOCKS); the stripes stay in vector
+ * bit, in any order: kminmax_blocks4() .. 16()); the stripes stay in vector
  * registers of the width of host code path @isa.  Returns the first lane
  * not fed.
  */

@@ -272,10 +272,14 @@ static struct spyre_kernel *k_fused8(void)
     return k;
 }
 
-static struct spyre_kernel *k_rows(bool softmax)
+/*
+ * A REDUCE @kind of each row of operand 0 (@dt[0], rows of P0 elements)
+ * into operand 1 (@dt[1]); with @softmax (@kind MAX) the one-kernel
+ * softmax of the rows instead.
+ */
+static struct spyre_kernel *k_rows_of(const uint32_t dt[2], uint32_t kind,
+                                      bool softmax)
 {
-    const uint32_t dt[2] = { SPYRE_DTYPE_FP16,
-                             softmax ? SPYRE_DTYPE_FP16 : SPYRE_DTYPE_FP32 };
     struct spyre_kernel *k;
     int row, o, x, m, e, s;
 
@@ -286,8 +290,7 @@ static struct spyre_kernel *k_rows(bool softmax)
                         spyre_kernel_idx(k, SPYRE_KTYPE_I64, SPYRE_KDIM_R0),
                         N_);
     x = spyre_kernel_load(k, 0, o, N_, N_);
-    m = spyre_kernel_reduce(k, softmax ? SPYRE_KRED_MAX : SPYRE_KRED_SUM,
-                            x, N_, N_, N_);
+    m = spyre_kernel_reduce(k, kind, x, N_, N_, N_);
     spyre_kernel_endpass(k);
     if (!softmax) {
         spyre_kernel_store(k, 1, spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0),
@@ -319,6 +322,15 @@ static struct spyre_kernel *k_rows(bool softmax)
         exit(2);
     }
     return k;
+}
+
+/* (x) a row sum, fp16 in, fp32 out, or (xi) a softmax, fp16 in and out. */
+static struct spyre_kernel *k_rows(bool softmax)
+{
+    const uint32_t dt[2] = { SPYRE_DTYPE_FP16,
+                             softmax ? SPYRE_DTYPE_FP16 : SPYRE_DTYPE_FP32 };
+
+    return k_rows_of(dt, softmax ? SPYRE_KRED_MAX : SPYRE_KRED_SUM, softmax);
 }
 
 static uint64_t rng = 88172645463325252ull;
@@ -939,23 +951,11 @@ static void minmax_sweep(void)
     uint64_t size[9] = { 0 }, param[1], e;
     struct spyre_kernel *k;
     unsigned int kind, c, npool = sizeof(pool) / sizeof(pool[0]);
-    int row, o, m;
     Launch lk;
     Buf b[2];
 
     for (kind = 0; kind < 2; kind++) {
-        spyre_kernel_create(dt, 2, 1, 1, 1, &k);
-        row = spyre_kernel_affine(k, SPYRE_KTYPE_I64, N_, 1, 0);
-        spyre_kernel_pass(k);
-        o = spyre_kernel_op(k, SPYRE_KOP_ADD, 0, row,
-                            spyre_kernel_idx(k, SPYRE_KTYPE_I64,
-                                             SPYRE_KDIM_R0), N_);
-        m = spyre_kernel_reduce(k, kind ? SPYRE_KRED_MIN : SPYRE_KRED_MAX,
-                                spyre_kernel_load(k, 0, o, N_, N_), N_, N_,
-                                N_);
-        spyre_kernel_endpass(k);
-        spyre_kernel_store(k, 1, spyre_kernel_idx(k, SPYRE_KTYPE_I64, 0), m,
-                           N_, 0);
+        k = k_rows_of(dt, kind ? SPYRE_KRED_MIN : SPYRE_KRED_MAX, false);
         for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
             param[0] = cols[c];
             size[0] = 64;
