@@ -1,7 +1,8 @@
 """The KTAP runner of the torch_spyre tests: runs test functions in order,
 one ``ok``/``not ok`` line each with its time, and a ``# Totals:`` line that
-scripts/run-tests.sh counts.  Shared by test_torch.py (the whole suite) and
-the files that also run on their own (test_conv.py, test_opinfo.py)."""
+scripts/run-tests.sh counts; and the assertion helpers the test files share.
+Shared by test_torch.py (the whole suite) and the files that also run on
+their own (test_conv.py, test_opinfo.py)."""
 
 import contextlib
 import functools
@@ -23,6 +24,18 @@ def registry(tests, context=contextlib.nullcontext):
         tests.append(run)
         return run
     return test
+
+
+def raises(fn, text, what, exc=RuntimeError):
+    """Assert ``fn()`` raises ``exc`` (a class or a tuple of them) whose
+    message holds ``text`` (None: any message); ``what`` names the case
+    in the failure."""
+    try:
+        fn()
+    except exc as e:
+        assert text is None or text in str(e), e
+    else:
+        raise AssertionError(what)
 
 
 def without_onednn():

@@ -19,6 +19,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
+import ktap
+
 TESTS = []
 BODIES = {}
 _W = {}         # the worker: process, command and result queues
@@ -313,12 +315,7 @@ def torch_dist_misuse_raises_on_every_rank(rank):
     # dtype cannot take: ValueError on both ranks, nobody waits for
     # gloo's timeout, and the group carries on
     def raises(fn, text):
-        try:
-            fn()
-        except ValueError as e:
-            assert text in str(e), e
-        else:
-            raise AssertionError(f"no ValueError ({text})")
+        ktap.raises(fn, text, f"no ValueError ({text})", ValueError)
     good = torch.ones(8, 8, device=dev(rank))
     arg = good.t() if rank == 1 else good           # strided on rank 1
     raises(lambda: dist.all_reduce(arg),

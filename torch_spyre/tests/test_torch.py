@@ -39,6 +39,7 @@ FALLBACK_OPS = {}       # model name -> ops it needed from the CPU fallback
 
 
 test = ktap.registry(TESTS)
+raises = ktap.raises
 
 
 def close(got, want, **tol):
@@ -50,18 +51,6 @@ def close(got, want, **tol):
 
 def sp(t, dev="spyre"):
     return t.to(dev)
-
-
-def raises(fn, text, what, exc=RuntimeError):
-    """Assert ``fn()`` raises ``exc`` (a class or a tuple of them) whose
-    message holds ``text`` (None: any message); ``what`` names the case
-    in the failure."""
-    try:
-        fn()
-    except exc as e:
-        assert text is None or text in str(e), e
-    else:
-        raise AssertionError(what)
 
 
 def fallbacks(fn):
