@@ -22,16 +22,18 @@ GBPS=$("$CEIL" --threads "$THREADS" --reps 5 |
        awk -v k="memcpy-${THREADS}t" '$2 == k {print $3}')
 [ -n "$GBPS" ] || die "spyre-ceilings gave no memcpy-${THREADS}t"
 
+MOUNTED=()	# what this run bound (a mount already there is left alone)
 cleanup() {
-	for d in sys proc; do
-		mountpoint -q "$TORCH_TREE/$d" && as_root umount "$TORCH_TREE/$d"
+	for d in "${MOUNTED[@]}"; do
+		as_root umount "$TORCH_TREE/$d"
 	done
 	as_root rm -f "$TORCH_TREE/tmp/host-torch-figures.py"
 }
 trap cleanup EXIT
 for d in proc sys; do
-	mountpoint -q "$TORCH_TREE/$d" ||
-		as_root mount --bind "/$d" "$TORCH_TREE/$d" || die "bind /$d"
+	mountpoint -q "$TORCH_TREE/$d" && continue
+	as_root mount --bind "/$d" "$TORCH_TREE/$d" || die "bind /$d"
+	MOUNTED=("$d" "${MOUNTED[@]}")
 done
 as_root tee "$TORCH_TREE/tmp/host-torch-figures.py" >/dev/null <<'EOF'
 import statistics, sys, time
